@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# make setup: everything trexlab needs on this machine; safe to run again.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$TREXLAB_ROOT"
+
+# Debian packages the local lab and the tests use (only as root on Debian/Ubuntu).
+DEB_PACKAGES=(iproute2 nftables iptables openssh-server openssh-client tayga iperf3 nginx curl wget
+              netsniff-ng ethtool gcc make python3-venv procps psmisc util-linux)
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && have apt-get; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # nginx and sshd must not start system-wide services: the lab starts its own, per namespace.
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+  else
+    say "cannot install Debian packages (${missing[*]}): not root or no apt-get; install them by hand"
+  fi
+fi
+
+# Python environment, pinned.
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  python3 -m venv "$VENV"
+fi
+stamp="$VENV/.requirements.sha256"
+want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing Python requirements into $VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r requirements.txt
+  "$VENV/bin/pip" install -q --no-deps -e .
+  echo "$want" > "$stamp"
+fi
+
+# Terraform: the one on PATH (the registry may be unreachable; see make providers).
+if have terraform; then
+  ver=$(terraform version -json 2>/dev/null | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["terraform_version"])')
+  "$VENV/bin/python" - "$ver" <<'PY' || die "terraform $ver is too old: need >= 1.6"
+import sys
+major, minor = (int(x) for x in sys.argv[1].split(".")[:2])
+sys.exit(0 if (major, minor) >= (1, 6) else 1)
+PY
+else
+  say "terraform not found on PATH: lab-up needs terraform >= 1.6"
+fi
+
+# Native software tester.
+if [ -f swtester/Makefile ]; then
+  make -s -C swtester
+fi
+say "setup done"

@@ -1,0 +1,148 @@
+"""The lab as the generated Ansible inventory describes it.
+
+Every lab kind (local namespaces, QEMU VMs, MAAS, static hosts) produces an
+inventory of the same shape (see docs/architecture.md); this module reads it
+so that generators know where the tester is, which ports it has and how to run
+a command there: inside its network namespace on the local lab, over SSH
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
+
+
+class LabError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class TestPort:
+    """One port of a node that carries test traffic."""
+
+    index: int  # tester: 0 faces the DUT's left port, 1 its right port; DUT: 0 left, 1 right
+    name: str  # interface name on the node
+    mac: str
+    ipv4: str | None = None  # address/prefix, e.g. 198.18.0.2/24
+    ipv6: str | None = None
+    peer_mac: str | None = None  # MAC of the port at the other end of the link
+    pci: str | None = None  # PCI address on bare metal (TRex/DPDK), None on veth/tap
+
+    @property
+    def ipv4_address(self) -> str | None:
+        return self.ipv4.split("/")[0] if self.ipv4 else None
+
+    @property
+    def ipv6_address(self) -> str | None:
+        return self.ipv6.split("/")[0] if self.ipv6 else None
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    role: str  # tester | dut
+    ansible_host: str
+    ansible_user: str = "root"
+    ansible_port: int = 22
+    ssh_key: str | None = None
+    netns: str | None = None  # local lab: the node's network namespace
+    cpus: tuple[int, ...] = ()
+    test_ports: tuple[TestPort, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+    def port(self, index: int) -> TestPort:
+        for port in self.test_ports:
+            if port.index == index:
+                return port
+        raise LabError(f"node {self.name} has no test port {index}")
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv wrapped so that it runs on this node.
+
+        On the local lab the root namespace can enter the node's namespace
+        directly, which is what the node's own sshd would do anyway, minus the
+        SSH round trip; remote nodes are reached over SSH.
+        """
+        if self.netns and os.geteuid() == 0:
+            return ["ip", "netns", "exec", self.netns, *argv]
+        ssh = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+               "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+               "-p", str(self.ansible_port)]
+        if self.ssh_key:
+            ssh += ["-i", self.ssh_key]
+        return [*ssh, f"{self.ansible_user}@{self.ansible_host}", shlex.join(argv)]
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str
+    kind: str  # local | vm | static | maas
+    topology: str  # single | dual | loopback
+    nodes: dict[str, Node]
+    inventory: Path
+
+    @property
+    def tester(self) -> Node:
+        testers = [n for n in self.nodes.values() if n.role == "tester"]
+        if len(testers) != 1:
+            raise LabError(f"{self.inventory}: expected one tester node, found {len(testers)}")
+        return testers[0]
+
+    @property
+    def duts(self) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.role == "dut"), key=lambda n: n.name)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "topology": self.topology,
+                "inventory": str(self.inventory), "nodes": sorted(self.nodes)}
+
+
+def _port(data: dict) -> TestPort:
+    known = {k: data.get(k) for k in TestPort.__dataclass_fields__}
+    return TestPort(**known)
+
+
+def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
+    """Read a generated inventory (hosts.yml) into a Lab."""
+    path = Path(inventory or os.environ.get("TREXLAB_INVENTORY") or DEFAULT_INVENTORY)
+    if not path.is_file():
+        raise LabError(f"inventory {path} not found: run 'make lab-up' first")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise LabError(f"inventory {path}: not valid YAML ({exc.__class__.__name__})") from exc
+    root = data.get("all", {})
+    lab_vars = (root.get("vars") or {}).get("trexlab_lab") or {}
+    nodes: dict[str, Node] = {}
+    for role in ("tester", "dut"):
+        group = (root.get("children") or {}).get(role) or {}
+        for name, hv in (group.get("hosts") or {}).items():
+            hv = hv or {}
+            nodes[name] = Node(
+                name=name,
+                role=role,
+                ansible_host=str(hv.get("ansible_host", name)),
+                ansible_user=hv.get("ansible_user", "root"),
+                ansible_port=int(hv.get("ansible_port", 22)),
+                ssh_key=hv.get("ansible_ssh_private_key_file"),
+                netns=hv.get("trexlab_netns"),
+                cpus=tuple(hv.get("trexlab_cpus") or ()),
+                test_ports=tuple(_port(p) for p in hv.get("test_ports") or ()),
+                extra={k: v for k, v in hv.items() if k.startswith("trexlab_")},
+            )
+    if not nodes:
+        raise LabError(f"inventory {path}: no tester or dut hosts")
+    return Lab(
+        name=lab_vars.get("name", path.parent.name),
+        kind=lab_vars.get("kind", "unknown"),
+        topology=lab_vars.get("topology", "unknown"),
+        nodes=nodes,
+        inventory=path,
+    )
