@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from trexlab.params import InvalidParameter
+
 Direction = Literal["forward", "reverse"]
 DIRECTIONS: tuple[Direction, Direction] = ("forward", "reverse")
 TrafficDirections = Literal["bidirectional", "forward", "reverse"]
@@ -34,7 +36,7 @@ MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
 SIIT_SIZE_DELTA = 20
 
 
-class InvalidTrialSpec(ValueError):
+class InvalidTrialSpec(InvalidParameter):
     """A trial parameter is outside its allowed range; the message names it."""
 
 
@@ -62,7 +64,7 @@ class TrialSpec:
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str, value: object) -> InvalidTrialSpec:
-            return InvalidTrialSpec(f"{name}={value!r}: allowed {allowed}")
+            return InvalidTrialSpec(name, value, allowed)
 
         if not (self.offered_load > 0 and math.isfinite(self.offered_load)):
             raise bad("offered_load", "a finite rate > 0 frames/s", self.offered_load)
