@@ -149,7 +149,7 @@ class Latency:
         n = self.size
         if n == 0:
             return math.nan
-        rank = max(1, math.ceil(q / 100 * n))
+        rank = max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
         if self.counts is None:
             return sorted(self.values)[rank - 1]
         seen = 0
