@@ -1,0 +1,286 @@
+"""Experiments as code: a declared, validated sweep of benchmark runs.
+
+An experiment spec (YAML in ``experiments/``) names the lab it needs, how the
+DUT is configured, the traffic, the procedure with its parameters, a sweep
+matrix and the number of repetitions.  Sweep keys are dotted paths into the
+spec itself (``dut.impairment.loss_percent``, ``procedure.params.loss_tolerance``,
+``traffic.destination_networks``), so anything that can be declared can be
+swept, and nothing is swept that was not declared.
+
+The whole spec is checked before any host is touched: every error is one line
+naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from trexlab.params import InvalidParameter
+
+LAB_KINDS = ("local", "vm", "static", "maas")
+TOPOLOGIES = ("single", "dual", "loopback")
+GENERATORS = ("sim", "software", "trex")
+#: DUT configuration blocks and the playbook that applies each (see playbooks/).
+DUT_BLOCKS = ("routing", "tuning", "siit", "impairment")
+DEFAULT_REPETITIONS = 20
+
+_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "procedure"],
+    "properties": {
+        "name": {"type": "string", "pattern": _NAME},
+        "description": {"type": "string"},
+        "reproduces": {"type": "string"},
+        "lab": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": list(LAB_KINDS)},
+                "topology": {"enum": list(TOPOLOGIES)},
+                "requires": {"type": "array", "items": {"enum": ["sch_netem", "jool"]}},
+            },
+        },
+        "generator": {"enum": list(GENERATORS)},
+        "generator_options": {"type": "object"},
+        "dut": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {block: {"type": "object"} for block in DUT_BLOCKS},
+        },
+        "traffic": {"type": "object"},
+        "procedure": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string"},
+                "params": {"type": "object"},
+            },
+        },
+        "sweep": {
+            "type": "object",
+            "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"},
+            "additionalProperties": {"type": "array", "minItems": 1},
+        },
+        "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "scale": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "overrides applied with --scale ci (short trials for CI)",
+            "properties": {
+                "ci": {"type": "object"},
+            },
+        },
+    },
+}
+
+
+class InvalidExperiment(ValueError):
+    """A spec error; str() is one line naming the file, the key and what is allowed."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One combination of sweep values, with the spec it produces."""
+
+    index: int
+    values: dict  # dotted path -> value
+    spec: dict  # the experiment spec with these values filled in
+
+    @property
+    def point_id(self) -> str:
+        """A stable directory name: readable values plus a short hash of all of them."""
+        if not self.values:
+            return "point-0"
+        parts = [f"{path.rsplit('.', 1)[-1]}={_short(v)}" for path, v in self.values.items()]
+        digest = hashlib.sha1(json.dumps(self.values, sort_keys=True).encode()).hexdigest()[:6]
+        readable = re.sub(r"[^A-Za-z0-9=._-]+", "_", ",".join(parts))[:80]
+        return f"{readable}-{digest}"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    spec: dict
+    path: Path | None
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    @property
+    def repetitions(self) -> int:
+        return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
+
+    @property
+    def lab_kind(self) -> str:
+        return self.spec.get("lab", {}).get("kind", "local")
+
+    @property
+    def topology(self) -> str:
+        return self.spec.get("lab", {}).get("topology", "single")
+
+    @property
+    def generator(self) -> str:
+        return self.spec.get("generator", "software")
+
+    def points(self) -> list[SweepPoint]:
+        sweep = self.spec.get("sweep") or {}
+        paths = list(sweep)
+        points = []
+        for index, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
+            values = dict(zip(paths, combo, strict=True))
+            spec = copy.deepcopy(self.spec)
+            spec.pop("sweep", None)
+            for path, value in values.items():
+                _set_path(spec, path, value)
+            points.append(SweepPoint(index, values, spec))
+        return points
+
+    def scaled(self, scale: str | None) -> Experiment:
+        """The spec with a named scale's overrides (e.g. short CI trials) merged in."""
+        if not scale:
+            return self
+        overrides = (self.spec.get("scale") or {}).get(scale)
+        if overrides is None:
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment")
+        spec = copy.deepcopy(self.spec)
+        for path, value in _flatten(overrides).items():
+            _set_path(spec, path, value)
+        return Experiment(spec, self.path)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    """{'procedure': {'params': {'a': 1}}} -> {'procedure.params.a': 1}; lists and sweeps stay whole."""
+    flat = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and key != "sweep" and value:
+            flat.update(_flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def _set_path(spec: dict, path: str, value: object) -> None:
+    node = spec
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise InvalidExperiment(f"sweep key {path}: {key} is not a mapping")
+    node[leaf] = value
+
+
+_SWEEP_ROOTS = ("dut", "traffic", "procedure", "generator_options")
+
+
+def validate(spec: object, source: str = "<spec>") -> Experiment:
+    """Check a parsed spec completely; raise InvalidExperiment with one line on the first error."""
+    if not isinstance(spec, dict):
+        raise InvalidExperiment(f"{source}: the spec must be a mapping, got {type(spec).__name__}")
+    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(spec),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        error = jsonschema.exceptions.best_match(errors)
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InvalidExperiment(f"{source}: {where}: {_message(error)}")
+    for path in spec.get("sweep") or {}:
+        root = path.split(".", 1)[0]
+        if root not in _SWEEP_ROOTS:
+            raise InvalidExperiment(
+                f"{source}: sweep.{path}: allowed roots {', '.join(_SWEEP_ROOTS)}")
+        if root == "procedure" and not path.startswith("procedure.params."):
+            raise InvalidExperiment(f"{source}: sweep.{path}: only procedure.params.* can be swept")
+    experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
+    for point in experiment.points():
+        _check_point(point, source)
+    return experiment
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        return f"unknown key {', '.join(extra)}; allowed {', '.join(allowed)}"
+    if error.validator == "enum":
+        return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
+    if error.validator == "pattern" and isinstance(error.instance, str):
+        return f"{error.instance!r} does not match {error.validator_value}"
+    return error.message
+
+
+def _check_point(point: SweepPoint, source: str) -> None:
+    """Build the traffic template and procedure parameters of a point: their own checks apply."""
+    from trexlab.procedures import PROCEDURES  # procedures import heavy libraries lazily
+    from trexlab.trial import TrialSpec
+
+    spec = point.spec
+    where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
+    name = spec["procedure"]["name"]
+    if name not in PROCEDURES:
+        raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
+                                f"allowed {', '.join(PROCEDURES)}")
+    traffic = dict(spec.get("traffic") or {})
+    try:
+        TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **traffic})
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{where}: traffic.{exc}") from None
+    except TypeError as exc:
+        raise InvalidExperiment(f"{where}: traffic: {_unknown_key(exc)}") from None
+    try:
+        params_class = procedure_params_class(name)
+    except ImportError:
+        return  # procedure module not installed in this build: checked when it runs
+    try:
+        params_class(**(spec["procedure"].get("params") or {}))
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
+    except TypeError as exc:
+        raise InvalidExperiment(f"{where}: procedure.params: {_unknown_key(exc)}") from None
+
+
+def _unknown_key(exc: TypeError) -> str:
+    match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+    return f"unknown key {match.group(1)}" if match else str(exc).splitlines()[0]
+
+
+def procedure_params_class(name: str):
+    import importlib
+
+    from trexlab.procedures import PROCEDURES
+
+    return importlib.import_module(PROCEDURES[name]).Params
+
+
+def load(path: str | Path) -> Experiment:
+    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "experiment.yml"
+    if not path.is_file():
+        raise InvalidExperiment(f"{path}: no such experiment spec")
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise InvalidExperiment(f"{path}:{line} not valid YAML") from None
+    return validate(spec, str(path))
