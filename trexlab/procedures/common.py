@@ -1,0 +1,66 @@
+"""What every procedure does the same way: run one trial at a load, report it, note tester limits."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from trexlab.trial import Generator, TrialResult, TrialSpec
+
+OnTrial = Callable[[TrialResult, dict], None] | None
+Progress = Callable[[str, dict], None] | None
+
+#: A DUT result within this share of the tester's own ceiling may be the tester's limit.
+CEILING_MARGIN = 0.10
+
+
+class TrialRunner:
+    """Runs trials for one procedure: fills in the load, hands each result on, keeps the log."""
+
+    def __init__(self, generator: Generator, traffic: TrialSpec, on_trial: OnTrial = None,
+                 progress: Progress = None, procedure: str = ""):
+        self.generator = generator
+        self.traffic = traffic
+        self.on_trial = on_trial
+        self.progress = progress
+        self.procedure = procedure
+        self.log: list[TrialResult] = []
+        self.trial_seconds = 0.0  # sum of trial durations: the cost of the procedure
+
+    def run(self, load: float, duration: float, phase: str, **overrides) -> TrialResult:
+        spec = dataclasses.replace(self.traffic, offered_load=load, duration=duration, **overrides)
+        self.say(phase, offered_load=load, duration=duration, trial=len(self.log) + 1)
+        result = self.generator.run_trial(spec)
+        self.log.append(result)
+        self.trial_seconds += duration
+        context = {"procedure": self.procedure, "phase": phase, "trial": len(self.log)}
+        if self.on_trial:
+            self.on_trial(result, context)
+        self.say(phase, offered_load=load, loss_ratio=result.loss_ratio, stretched=result.stretched,
+                 trial=len(self.log), done=True)
+        return result
+
+    def say(self, phase: str, **info) -> None:
+        if self.progress:
+            self.progress(phase, info)
+
+    @property
+    def stretched_trials(self) -> int:
+        return sum(1 for r in self.log if r.stretched)
+
+    def notes(self) -> list[str]:
+        notes = []
+        if self.stretched_trials:
+            notes.append(f"{self.stretched_trials} trial(s) stretched: the tester could not send the offered "
+                         "load; their unsent frames counted as loss, so the result is a lower bound")
+        return notes
+
+
+def ceiling_warning(rate: float | None, ceiling: float | None) -> str | None:
+    """A warning when a DUT result comes within 10 % of the tester's own self-test ceiling."""
+    if rate is None or not ceiling:
+        return None
+    if rate >= ceiling * (1 - CEILING_MARGIN):
+        return (f"result {rate:.0f} fps is within {CEILING_MARGIN:.0%} of the tester's self-test ceiling "
+                f"{ceiling:.0f} fps: it may measure the tester, not the DUT")
+    return None

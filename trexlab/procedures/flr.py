@@ -1,0 +1,76 @@
+"""RFC 2544 section 26.3 frame loss rate: loss ratio from the maximum rate downwards.
+
+The first trial runs at the maximum rate; each next one is lower by a step of
+at most 10 % of it, until two consecutive trials lose no frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from trexlab.media import max_frame_rate, media_speed
+from trexlab.params import check_range
+from trexlab.procedures.common import TrialRunner
+from trexlab.trial import TrialSpec
+
+METHOD = "RFC 2544 section 26.3"
+
+
+@dataclass(frozen=True)
+class Params:
+    max_rate: float | None = None  # fps per direction; None: the media limit
+    step_percent: float = 10.0  # of max_rate; RFC 2544: at most 10
+    trial_duration: float = 60.0
+    frame_timeout: float | None = None
+    media: str = "10g"
+
+    def __post_init__(self) -> None:
+        if self.max_rate is not None:
+            check_range("max_rate", self.max_rate, 0, low_open=True)
+        check_range("step_percent", self.step_percent, 0, 10, low_open=True)
+        check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        if self.frame_timeout is not None:
+            check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+        media_speed(self.media)
+
+
+@dataclass
+class FrameLossResult:
+    params: Params
+    points: list[dict]  # [{"offered_load", "loss_ratio", "frame_loss_rate_percent"}], highest load first
+    trials: int
+    trial_seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "procedure": "flr",
+            "method": METHOD,
+            "points": self.points,
+            "trials": self.trials,
+            "trial_seconds": self.trial_seconds,
+            "notes": self.notes,
+            "params": asdict(self.params),
+            "headline": {"frame_loss_rate_at_max_percent": self.points[0]["frame_loss_rate_percent"]},
+        }
+
+
+def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> FrameLossResult:
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+    step = top * params.step_percent / 100
+    runner = TrialRunner(generator, traffic, on_trial, progress, "flr")
+    timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
+    points, lossless_in_a_row, k = [], 0, 0
+    while lossless_in_a_row < 2:
+        load = top - k * step
+        if load <= 0:
+            break
+        result = runner.run(load, params.trial_duration, "frame loss rate", **timeout)
+        points.append({"offered_load": load, "loss_ratio": result.loss_ratio,
+                       "frame_loss_rate_percent": 100 * result.loss_ratio, "stretched": result.stretched})
+        lossless_in_a_row = lossless_in_a_row + 1 if result.frames_lost == 0 else 0
+        k += 1
+    notes = runner.notes()
+    if lossless_in_a_row < 2:
+        notes.append("no two consecutive lossless trials before the load reached zero")
+    return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes)

@@ -1,0 +1,159 @@
+"""MLRsearch (draft-ietf-bmwg-mlrsearch): several throughput goals, e.g. NDR and PDR, in one search.
+
+The search itself is FD.io CSIT's reference implementation (PyPI
+``MLRsearch``); this module puts our generator behind its measurer interface
+and reports, per goal, the relevant lower and upper bounds and the conditional
+throughput, plus every trial (through ``on_trial``, like any procedure).
+
+A goal is the draft's tuple: goal loss ratio, goal exceed ratio, goal width
+(relative), goal initial and final trial duration, goal duration sum. The
+defaults are NDR (loss 0) and PDR (loss 0.5 %), each with 1 s final trials,
+a 21 s duration sum, exceed ratio 0.5 and 0.5 % width; the RFC 2544-compliant
+goal is expressible as loss 0, exceed 0, final trial duration 60 s, duration
+sum 60 s. A goal whose relevant lower bound would lie below the minimum load
+is reported as "below minimum load"; the other goals keep their results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+
+from trexlab.media import max_frame_rate, media_speed
+from trexlab.params import InvalidParameter, check_range
+from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.trial import TrialSpec
+
+METHOD = "MLRsearch (draft-ietf-bmwg-mlrsearch), FD.io CSIT reference implementation"
+
+GOAL_KEYS = ("name", "loss_ratio", "exceed_ratio", "relative_width", "initial_trial_duration",
+             "final_trial_duration", "duration_sum")
+NDR = {"name": "NDR", "loss_ratio": 0.0, "exceed_ratio": 0.5, "relative_width": 0.005,
+       "initial_trial_duration": 1.0, "final_trial_duration": 1.0, "duration_sum": 21.0}
+PDR = {**NDR, "name": "PDR", "loss_ratio": 0.005}
+RFC2544 = {"name": "RFC2544", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_width": 0.005,
+           "initial_trial_duration": 1.0, "final_trial_duration": 60.0, "duration_sum": 60.0}
+
+
+def search_goal(goal: dict, index: int = 0) -> SearchGoal:
+    """The reference implementation's SearchGoal for one of our goal mappings."""
+    unknown = sorted(set(goal) - set(GOAL_KEYS))
+    if unknown:
+        raise InvalidParameter(f"goals[{index}].{unknown[0]}", goal[unknown[0]], ", ".join(GOAL_KEYS))
+    values = {k: v for k, v in goal.items() if k != "name"}
+    for key, value in values.items():
+        check_range(f"goals[{index}].{key}", value, 0)
+    try:
+        return SearchGoal(**values, fail_fast=False)
+    except ValueError as exc:
+        raise InvalidParameter(f"goals[{index}]", goal, str(exc).split(":")[0]) from None
+
+
+@dataclass(frozen=True)
+class Params:
+    goals: tuple = (NDR, PDR)
+    max_rate: float | None = None  # fps per direction; None: media limit
+    min_rate: float = 10_000.0  # fps per direction (the reference implementation wants > 0)
+    media: str = "10g"
+    warmup_duration: float = 0.0  # s at max load before the search; 0: none
+    search_time_max: float = 3600.0  # wall-clock s after which the search gives up
+    tester_ceiling: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.goals:
+            raise InvalidParameter("goals", self.goals, "at least one goal")
+        names = [g.get("name", f"goal{i}") for i, g in enumerate(self.goals)]
+        if len(set(names)) != len(names):
+            raise InvalidParameter("goals", names, "distinct goal names")
+        for index, goal in enumerate(self.goals):
+            search_goal(goal, index)
+        if self.max_rate is not None:
+            check_range("max_rate", self.max_rate, 0, low_open=True)
+            check_range("min_rate", self.min_rate, 0, self.max_rate, low_open=True)
+        check_range("min_rate", self.min_rate, 0, low_open=True)
+        media_speed(self.media)
+        check_range("warmup_duration", self.warmup_duration, 0)
+        check_range("search_time_max", self.search_time_max, 0, low_open=True)
+
+
+class _Measurer(AbstractMeasurer):
+    """Our generator as the reference implementation's trial measurement provider."""
+
+    def __init__(self, runner: TrialRunner):
+        self.runner = runner
+
+    def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
+        result = self.runner.run(intended_load, intended_duration, "MLRsearch")
+        directions = result.directions.values()
+        sent = sum(d.frames_sent for d in directions)
+        received = sum(d.frames_received for d in directions)
+        return MeasurementResult(
+            intended_duration=intended_duration,
+            intended_load=intended_load,
+            offered_count=sent,
+            loss_count=sent - received,
+            # Frames the tester failed to send count as bad, never as the DUT's success.
+            intended_count=sum(d.frames_intended for d in directions),
+            offered_duration=max(d.send_duration for d in directions) or intended_duration,
+        )
+
+
+@dataclass
+class MlrResult:
+    params: Params
+    goals: list[dict]
+    trials: int
+    trial_seconds: float
+    trial_log: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "procedure": "mlrsearch",
+            "method": METHOD,
+            "goals": self.goals,
+            "trials": self.trials,
+            "trial_seconds": self.trial_seconds,
+            "trial_log": self.trial_log,
+            "notes": self.notes,
+            "params": asdict(self.params),
+            "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
+        }
+
+
+def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> MlrResult:
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+    if params.min_rate >= top:
+        raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
+    runner = TrialRunner(generator, traffic, on_trial, progress, "mlrsearch")
+    goals = [search_goal(goal, i) for i, goal in enumerate(params.goals)]
+    config = Config()
+    config.goals = goals
+    config.min_load = params.min_rate
+    config.max_load = top
+    config.search_duration_max = params.search_time_max
+    config.warmup_duration = params.warmup_duration or None
+    found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
+    reported, notes = [], runner.notes()
+    for spec, goal in zip(params.goals, goals, strict=True):
+        result = found[goal]
+        lower, upper = result.relevant_lower_bound, result.relevant_upper_bound
+        throughput = result.conditional_throughput
+        entry = {
+            **{k: spec.get(k, getattr(goal, k, None)) for k in GOAL_KEYS},
+            "relevant_lower_bound": float(lower) if lower else None,
+            "relevant_upper_bound": float(upper) if upper else None,
+            "conditional_throughput": float(throughput) if throughput is not None else None,
+            "below_minimum_load": lower is None,
+        }
+        entry["name"] = spec.get("name", f"goal{len(reported)}")
+        reported.append(entry)
+        if lower is None:
+            notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
+                         "below minimum load")
+        elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
+            notes.append(f"{entry['name']}: {warning}")
+    log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
+            "stretched": r.stretched} for r in runner.log]
+    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes)
