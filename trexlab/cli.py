@@ -1,0 +1,237 @@
+"""`trexlab`: run a benchmarking procedure on a generator, repeated, into the results store.
+
+    trexlab throughput --generator sim --generator-opt capacity=1e6 --max-rate 2e6
+    trexlab latency --generator software --rate 100000 --repeat 20
+    trexlab mlrsearch --config search.yml --json
+
+Procedure flags come from the procedure's Params dataclass, so each is
+declared once. Everything is validated before any traffic is sent: a bad value
+gives one line on stderr naming the parameter and what is allowed, exit
+status 2, and no result directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+import types
+import typing
+from pathlib import Path
+
+import yaml
+
+from trexlab.generators import GENERATORS, create_generator
+from trexlab.lab import LabError, load_lab
+from trexlab.params import InvalidParameter
+from trexlab.procedures import PROCEDURES
+from trexlab.progress import ProgressDisplay
+from trexlab.provenance import provenance
+from trexlab.repetition import DEFAULT_REPETITIONS, procedure_module, repeat
+from trexlab.trial import TrialSpec
+
+EXIT_BAD_INPUT = 2
+TRAFFIC_FIELDS = ("frame_size", "ip_version", "directions", "port_mode", "destination_networks", "receive_tail")
+
+
+class BadInput(Exception):
+    """One line for the user; nothing has been changed."""
+
+
+def _per_port(name: str):
+    """'64' -> (64, 64); '84,64' -> (84, 64): a value for each tester port."""
+
+    def parse(text: str) -> tuple[int, int]:
+        try:
+            values = tuple(int(v) for v in str(text).split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: a number or two numbers 'port0,port1'") from None
+        if len(values) == 1:
+            values = values * 2
+        if len(values) != 2:
+            raise argparse.ArgumentTypeError(f"{name}: one value or two 'port0,port1'")
+        return values
+
+    return parse
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
+
+
+def _base_type(annotation):
+    """The scalar type behind an annotation like 'float | None'."""
+    if isinstance(annotation, str):
+        annotation = eval(annotation, {"tuple": tuple, "float": float, "int": int, "str": str, "bool": bool,
+                                       "dict": dict, "None": None})
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = args[0]
+    return annotation
+
+
+def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
+    """One flag per Params field; lists of goals and other structures come from --config only."""
+    group = parser.add_argument_group(f"{params_class.__module__.rsplit('.', 1)[-1]} parameters")
+    for f in dataclasses.fields(params_class):
+        kind = _base_type(f.type)
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        shown = "none" if default is None else default
+        if kind is bool:
+            group.add_argument(flag, dest=f"param_{f.name}", action=argparse.BooleanOptionalAction, default=None,
+                               help=f"(default {shown})")
+        elif kind in (float, int, str):
+            group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=f"(default {shown})")
+        elif typing.get_origin(kind) is tuple or kind is tuple:
+            if default and all(isinstance(v, int) for v in default):
+                group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
+                                   help=f"comma-separated (default {','.join(map(str, default))})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
+    subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
+    for name in PROCEDURES:
+        module = procedure_module(name)
+        sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
+                                    description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        common = sub.add_argument_group("run")
+        common.add_argument("--generator", choices=GENERATORS, help="traffic generator (default software)")
+        common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
+                            help="generator option, repeatable (e.g. capacity=1e6 for sim)")
+        common.add_argument("--inventory", help="generated inventory of the lab (software, trex generators)")
+        common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
+        common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
+        common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
+        common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+        traffic = sub.add_argument_group("traffic")
+        traffic.add_argument("--frame-size", type=_per_port("frame-size"), help="bytes, or 'port0,port1' (SIIT)")
+        traffic.add_argument("--ip-version", type=_per_port("ip-version"), help="4, 6, or 'port0,port1'")
+        traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"))
+        traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"))
+        traffic.add_argument("--destination-networks", type=int, help="1..256")
+        traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
+        add_params_flags(sub, module.Params)
+    return parser
+
+
+def _config(path: str | None) -> dict:
+    if not path:
+        return {}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise BadInput(f"--config {path}: {exc.strerror}") from None
+    except yaml.YAMLError:
+        raise BadInput(f"--config {path}: not valid YAML") from None
+    allowed = {"generator", "generator_options", "traffic", "params", "repeat", "inventory"}
+    if not isinstance(data, dict) or set(data) - allowed:
+        extra = sorted(set(data) - allowed) if isinstance(data, dict) else [type(data).__name__]
+        raise BadInput(f"--config {path}: unknown key {extra[0]}; allowed {', '.join(sorted(allowed))}")
+    return data
+
+
+def _generator_options(config: dict, pairs: list[str]) -> dict:
+    options = dict(config.get("generator_options") or {})
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--generator-opt {pair!r}: allowed KEY=VALUE")
+        options[key] = value
+    return options
+
+
+def prepare(args: argparse.Namespace) -> dict:
+    """Everything a run needs, validated; raises BadInput or InvalidParameter before any traffic."""
+    config = _config(args.config)
+    module = procedure_module(args.procedure)
+    traffic = dict(config.get("traffic") or {})
+    for name in TRAFFIC_FIELDS:
+        if getattr(args, name) is not None:
+            traffic[name] = getattr(args, name)
+    unknown = sorted(set(traffic) - set(TRAFFIC_FIELDS))
+    if unknown:
+        raise BadInput(f"traffic.{unknown[0]}: unknown; allowed {', '.join(TRAFFIC_FIELDS)}")
+    template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **traffic})
+    params = dict(config.get("params") or {})
+    for f in dataclasses.fields(module.Params):
+        value = getattr(args, f"param_{f.name}", None)
+        if value is not None:
+            params[f.name] = value
+    if "goals" in params:
+        params["goals"] = tuple(params["goals"])
+    try:
+        procedure_params = module.Params(**params)
+    except TypeError as exc:
+        raise BadInput(f"params: {str(exc).split('(')[-1].rstrip(')')}") from None
+    repetitions = args.repeat if args.repeat is not None else int(config.get("repeat", 1))
+    if not 1 <= repetitions <= 1000:
+        raise InvalidParameter("repeat", repetitions, "1..1000")
+    generator_name = args.generator or config.get("generator") or "software"
+    options = _generator_options(config, args.generator_opt)
+    lab = None
+    if generator_name != "sim":
+        lab = load_lab(args.inventory or config.get("inventory"))
+        options.setdefault("lab", lab)
+    generator = create_generator(generator_name, **options)
+    results = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return {"template": template, "params": procedure_params, "repetitions": repetitions,
+            "generator": generator, "lab": lab, "results": results}
+
+
+def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
+    print(f"\n{procedure}: results in {results}", file=stream)
+    header = f"{'figure':32} {'count':>5} {'median':>14} {'min':>14} {'max':>14} {'disp. %':>8}"
+    print(header, file=stream)
+    print("-" * len(header), file=stream)
+    for name, s in summary.items():
+        cells = [fmt(s[k]) for k in ("median", "min", "max")]
+        print(f"{name:32} {s['count']:>5} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14} "
+              f"{fmt(s['dispersion_percent'], '.2f'):>8}", file=stream)
+
+
+def fmt(value: float, spec: str = ".6g") -> str:
+    """A figure for the summary table; NaN (no value, e.g. below minimum load) shows as '-'."""
+    return "-" if value != value else format(value, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run = prepare(args)
+    except (BadInput, InvalidParameter, LabError, ValueError) as exc:
+        print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    generator, display = run["generator"], ProgressDisplay()
+    facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
+                       traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
+                       argv=sys.argv[1:] if argv is None else argv)
+    try:
+        summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
+                         run["results"], facts, progress=display)
+    except KeyboardInterrupt:
+        display.close()
+        print(f"trexlab {args.procedure}: interrupted; finished repetitions are kept in {run['results']}; "
+              "run the same command with --results to resume", file=sys.stderr)
+        return 130
+    finally:
+        generator.close()
+    display.close()
+    if args.json:
+        latest = sorted(run["results"].glob("rep-*/result.json"))[-1]
+        json.dump({"results": str(run["results"]), "summary": summary,
+                   "result": json.loads(latest.read_text())}, sys.stdout, indent=2, default=str)
+        print()
+    else:
+        print_summary(args.procedure, summary, run["results"], sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

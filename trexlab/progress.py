@@ -1,0 +1,43 @@
+"""Progress of long runs on stderr: one updating line on a terminal, plain lines elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class ProgressDisplay:
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start = time.monotonic()
+        self.repetition = ""
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "repetition":
+            self.repetition = f"rep {info['repetition']}/{info['repetitions']}"
+            if info.get("skipped"):
+                self._line(f"{self.repetition}: finished earlier, kept", final=True)
+            return
+        text = f"[{time.monotonic() - self.start:7.1f}s] {self.repetition} {phase}: trial {info.get('trial', '?')}"
+        text += f" at {info.get('offered_load', 0):,.0f} fps"
+        if "loss_ratio" in info:
+            text += f", loss ratio {info['loss_ratio']:.3e}"
+            if info.get("stretched"):
+                text += " (stretched: tester could not keep up)"
+        if self.tty:
+            self._line(text, final=False)
+        elif info.get("done"):
+            self._line(text, final=True)
+
+    def _line(self, text: str, final: bool) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
