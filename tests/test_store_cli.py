@@ -1,0 +1,122 @@
+"""Results store, repetition with resume, statistics and the CLI."""
+
+import json
+import math
+
+import pytest
+
+from trexlab import cli, repetition, store
+from trexlab.generators import create_generator
+from trexlab.media import max_frame_rate
+from trexlab.procedures import throughput
+from trexlab.stats import dispersion_percent, summarize
+from trexlab.trial import Latency, TrialSpec
+
+
+def test_media_limits_rfc5180_a1():
+    assert max_frame_rate(1e9, 64) == 1_488_095
+    assert max_frame_rate(1e9, 1518) == 81_274
+    assert max_frame_rate(10e9, 64) == 14_880_952
+
+
+def test_dispersion_reproduces_siitperf_table_iii():
+    # Lencse 2021, Table III, 64 B: median 880,381, min 826,610, max 883,850 -> 6.50 %
+    assert round(dispersion_percent(880_381, 826_610, 883_850), 2) == 6.50
+    # 128 B: 875,126 / 742,186 / 876,617 -> 15.36 %
+    assert round(dispersion_percent(875_126, 742_186, 876_617), 2) == 15.36
+
+
+def test_summary_statistics_one_by_one():
+    values = list(range(1, 101))
+    s = summarize(values)
+    assert s["median"] == 50.5 and s["min"] == 1 and s["max"] == 100 and s["count"] == 100
+    assert s["p1"] == pytest.approx(1.99) and s["p99"] == pytest.approx(99.01)
+    assert s["dispersion_percent"] == pytest.approx(99 / 50.5 * 100)
+
+
+def test_missing_values_are_counted_not_read_as_zero():
+    s = summarize([10.0, None, 30.0, float("nan")])
+    assert s["count"] == 2 and s["missing"] == 2 and s["median"] == 20.0
+    assert math.isnan(summarize([None])["median"])
+
+
+def test_latency_percentiles_nearest_rank_with_histograms():
+    samples = Latency.from_samples(range(1, 1001))
+    assert samples.percentile(50) == 500 and samples.percentile(99.9) == 999
+    histogram = Latency(values=(1.0, 2.0, 3.0), counts=(500, 499, 1))
+    assert histogram.percentile(50) == 1.0 and histogram.percentile(99.9) == 2.0 and histogram.percentile(100) == 3
+
+
+def test_trials_are_appended_as_they_end_and_a_cut_line_is_ignored(tmp_path):
+    run = store.RunDir(tmp_path / "run", {"procedure": "throughput"})
+    generator = create_generator("sim", capacity=1e5)
+    for load in (1e4, 2e4):
+        run.append_trial(generator.run_trial(TrialSpec(offered_load=load, duration=1)), {"phase": "x"})
+    # Before finish() the trials are on disk already: a crash here loses nothing that ended.
+    assert len(store.read_trials(tmp_path / "run")) == 2
+    with open(tmp_path / "run" / store.TRIALS, "a") as f:
+        f.write('{"seq": 3, "cut sh')
+    assert len(store.read_trials(tmp_path / "run")) == 2
+    assert not store.is_finished(tmp_path / "run")
+    trials = store.load_trials(tmp_path)
+    assert list(trials["spec.offered_load"]) == [1e4, 2e4]
+
+
+def _throughput_params():
+    return throughput.Params(max_rate=1e6, resolution=1000, trial_duration=10)
+
+
+def test_repetition_resumes_without_losing_or_duplicating(tmp_path, monkeypatch):
+    traffic = TrialSpec(offered_load=1, duration=1)
+    calls = {"n": 0}
+    real_run = throughput.run
+
+    def crashing_run(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # killed in the middle of repetition 3
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(throughput, "run", crashing_run)
+    with pytest.raises(KeyboardInterrupt):
+        repetition.repeat("throughput", create_generator("sim", capacity=4e5), traffic, _throughput_params(), 5,
+                          tmp_path, {})
+    assert sorted(p.name for p in tmp_path.glob("rep-*") if store.is_finished(p)) == ["rep-001", "rep-002"]
+    monkeypatch.setattr(throughput, "run", real_run)
+    before = (tmp_path / "rep-001" / store.RESULT).read_text()
+    summary = repetition.repeat("throughput", create_generator("sim", capacity=4e5), traffic, _throughput_params(),
+                                5, tmp_path, {})
+    assert summary["throughput_fps"]["count"] == 5
+    assert (tmp_path / "rep-001" / store.RESULT).read_text() == before, "finished repetitions are kept as they were"
+    runs = store.load_runs(tmp_path)
+    assert len(runs) == 5 and runs["finished"].all()
+    assert sorted(runs["provenance.repetition"]) == [1, 2, 3, 4, 5]
+
+
+def test_cli_sim_throughput_writes_a_result_directory(tmp_path, capsys):
+    code = cli.main(["throughput", "--generator", "sim", "--generator-opt", "capacity=250000", "--max-rate", "1e6",
+                     "--repeat", "2", "--results", str(tmp_path / "r"), "--json"])
+    assert code == 0
+    output = json.loads(capsys.readouterr().out)
+    assert 249_000 <= output["summary"]["throughput_fps"]["median"] <= 250_000
+    provenance = json.loads((tmp_path / "r" / "rep-001" / store.PROVENANCE).read_text())
+    assert provenance["generator"]["sut"]["capacity"] == 250000
+    assert provenance["params"]["loss_tolerance_percent"] == 0.0
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["throughput", "--generator", "sim", "--max-rate", "-1"], "max_rate=-1.0"),
+    (["throughput", "--generator", "sim", "--frame-size", "20"], "frame_size[0]=20"),
+    (["throughput", "--generator", "sim", "--destination-networks", "300"], "destination_networks=300"),
+    (["throughput", "--generator", "sim", "--repeat", "0"], "repeat=0"),
+    (["throughput", "--generator", "sim", "--generator-opt", "capacity=fast"], "capacity='fast'"),
+    (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "sim option='colour'"),
+    (["latency", "--generator", "sim", "--tagged-frames", "10"], "tagged_frames=10"),
+    (["throughput", "--generator", "software", "--inventory", "/nonexistent.yml"], "inventory /nonexistent.yml"),
+])
+def test_cli_bad_input_is_one_line_exit_2_and_no_result_dir(tmp_path, capsys, argv, named):
+    code = cli.main([*argv, "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and named in err
+    assert not (tmp_path / "r").exists()
