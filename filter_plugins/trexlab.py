@@ -1,0 +1,57 @@
+"""Jinja filters for the roles: the address plan comes from trexlab.addressing, never retyped in YAML."""
+
+from __future__ import annotations
+
+from trexlab.addressing import destination
+
+
+def peer_port(peer_mac: str, all_ports: list[dict]) -> dict:
+    """The test port (of any node) whose MAC is peer_mac: the other end of a link."""
+    for port in all_ports:
+        if port and port.get("mac", "").lower() == str(peer_mac).lower():
+            return port
+    raise ValueError(f"no node in the inventory has a test port with MAC {peer_mac}")
+
+
+def port_addresses(ports: list[dict]) -> list[dict]:
+    return [{"dev": p["name"], "address": p[key]} for p in ports for key in ("ipv4", "ipv6") if p.get(key)]
+
+
+def destination_of(x: int, direction: str) -> dict:
+    return destination(int(x), direction)
+
+
+def route(dest: dict, peer: dict, dev: str) -> list[dict]:
+    """IPv4 and IPv6 routes of one destination network via the peer port's addresses."""
+    routes = []
+    for family in ("ipv4", "ipv6"):
+        if peer.get(family):
+            routes.append({"dst": dest[f"{family}_net"], "via": peer[family].split("/")[0], "dev": dev})
+    return routes
+
+
+def neighbours(port: dict, peers: dict) -> list[dict]:
+    """Permanent neighbour entries for the peer of a port, so no ARP/ND runs during trials."""
+    peer = peers[port["name"]]
+    return [{"dev": port["name"], "address": peer[f].split("/")[0], "lladdr": peer["mac"]}
+            for f in ("ipv4", "ipv6") if peer.get(f)]
+
+
+def cpu_mask(cpus: list) -> str:
+    """A CPU list as the hex mask sysfs wants: [1] -> '2', [0, 2] -> '5'."""
+    mask = 0
+    for cpu in cpus:
+        mask |= 1 << int(cpu)
+    return f"{mask:x}"
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "trexlab_peer_port": peer_port,
+            "trexlab_port_addresses": port_addresses,
+            "trexlab_destination": destination_of,
+            "trexlab_route": route,
+            "trexlab_neighbours": neighbours,
+            "trexlab_cpu_mask": cpu_mask,
+        }

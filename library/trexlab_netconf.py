@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Ansible module: make a node's test-port IP state what a role declares, and nothing more.
+
+Addresses, routes, permanent neighbour entries and runtime sysctls are
+compared with what ``ip -j`` and /proc/sys say and only the difference is
+applied, so a second run changes nothing; check mode reports the difference
+without applying it. ``state: absent`` removes exactly the declared items and
+puts back each sysctl's value from before the first run (kept in
+``state_file``). Sysctls are runtime only: a benchmark set-up is not meant to
+survive a reboot, and nodes of the local lab share one /etc.
+
+A route whose destination is the connected network of its device is left to
+the kernel (it already exists, as a link route).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: trexlab_netconf
+short_description: Idempotent addresses, routes, permanent neighbours and sysctls of a node
+options:
+  addresses: {type: list, elements: dict, default: [], description: "[{dev, address (CIDR)}]"}
+  routes: {type: list, elements: dict, default: [], description: "[{dst (CIDR), via, dev}]"}
+  neighbours: {type: list, elements: dict, default: [], description: "[{dev, address, lladdr}]"}
+  sysctls: {type: dict, default: {}, description: "name -> value, runtime only"}
+  sysfs: {type: dict, default: {}, description: "absolute /sys path -> value (e.g. rps_cpus), runtime only"}
+  prune_routes_within: {type: list, elements: str, default: [], description: "with state=present, delete
+    routes with a gateway whose destination lies inside these prefixes but which are not declared (fewer networks)"}
+  state: {type: str, choices: [present, absent], default: present}
+  state_file: {type: path, required: true, description: "where the sysctls' previous values are kept"}
+"""
+
+
+def ip(*args: str, check: bool = True) -> str:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def family(address: str) -> str:
+    return "-6" if ":" in address else "-4"
+
+
+def current_addresses() -> set[tuple[str, str]]:
+    found = set()
+    for link in json.loads(ip("-j", "addr", "show") or "[]"):
+        for a in link.get("addr_info", []):
+            if a.get("scope") == "global":
+                found.add((link["ifname"], str(ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}"))))
+    return found
+
+
+def current_routes() -> set[tuple[str, str, str]]:
+    found = set()
+    for fam in ("-4", "-6"):
+        for r in json.loads(ip("-j", fam, "route", "show") or "[]"):
+            if "gateway" in r and r.get("dst") not in (None, "default"):
+                dst = r["dst"] if "/" in r["dst"] else f"{r['dst']}/{32 if fam == '-4' else 128}"
+                found.add((str(ipaddress.ip_network(dst, strict=False)), r["gateway"], r.get("dev", "")))
+    return found
+
+
+def current_neighbours() -> set[tuple[str, str, str]]:
+    found = set()
+    for fam in ("-4", "-6"):
+        for n in json.loads(ip("-j", fam, "neigh", "show", "nud", "permanent") or "[]"):
+            found.add((n["dev"], n["dst"], n.get("lladdr", "").lower()))
+    return found
+
+
+def connected_networks() -> set[tuple[str, str]]:
+    return {(dev, str(ipaddress.ip_interface(a).network)) for dev, a in current_addresses()}
+
+
+def sysctl_path(name: str) -> str:
+    return "/proc/sys/" + name.replace(".", "/")
+
+
+def read_setting(path: str) -> str:
+    with open(path) as f:
+        return f.read().strip()
+
+
+def write_setting(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def same(now: str, target: str) -> bool:
+    """Equal settings; hex CPU masks compare by value ('00000002' is '2')."""
+    if now == target:
+        return True
+    try:
+        return int(now.replace(",", ""), 16) == int(target.replace(",", ""), 16)
+    except ValueError:
+        return False
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "addresses": {"type": "list", "elements": "dict", "default": []},
+            "routes": {"type": "list", "elements": "dict", "default": []},
+            "neighbours": {"type": "list", "elements": "dict", "default": []},
+            "sysctls": {"type": "dict", "default": {}},
+            "sysfs": {"type": "dict", "default": {}},
+            "prune_routes_within": {"type": "list", "elements": "str", "default": []},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "state_file": {"type": "path", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    present = p["state"] == "present"
+    try:
+        want_addr = {(a["dev"], str(ipaddress.ip_interface(a["address"]))) for a in p["addresses"]}
+        want_routes = {(str(ipaddress.ip_network(r["dst"], strict=False)), str(ipaddress.ip_address(r["via"])),
+                        r["dev"]) for r in p["routes"]}
+        want_neigh = {(n["dev"], str(ipaddress.ip_address(n["address"])), n["lladdr"].lower())
+                      for n in p["neighbours"]}
+    except (KeyError, ValueError) as exc:
+        module.fail_json(msg=f"bad declaration: {exc}")
+    changes: list[str] = []
+
+    def addresses() -> None:
+        have = current_addresses()
+        for dev, address in sorted(want_addr - have if present else want_addr & have):
+            changes.append(f"{'add' if present else 'delete'} address {address} dev {dev}")
+            if not module.check_mode:
+                ip(family(address), "addr", "add" if present else "del", address, "dev", dev,
+                   *(["nodad"] if present and ":" in address else []))
+
+    def routes() -> None:
+        connected = connected_networks() | {(d, str(ipaddress.ip_interface(a).network)) for d, a in want_addr}
+        have = current_routes()
+        wanted = {r for r in want_routes if (r[2], r[0]) not in connected}
+        for dst, via, dev in sorted(wanted - have if present else wanted & have):
+            changes.append(f"{'add' if present else 'delete'} route {dst} via {via} dev {dev}")
+            if not module.check_mode:
+                ip(family(dst), "route", "replace" if present else "del", dst, "via", via, "dev", dev)
+        if present:
+            within = [ipaddress.ip_network(n) for n in p["prune_routes_within"]]
+            wanted_dsts = {r[0] for r in wanted}
+            for dst, via, dev in sorted(have):
+                net = ipaddress.ip_network(dst)
+                if dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
+                    changes.append(f"delete undeclared route {dst} via {via} dev {dev}")
+                    if not module.check_mode:
+                        ip(family(dst), "route", "del", dst, "via", via, "dev", dev)
+
+    def neighbours() -> None:
+        have = current_neighbours()
+        for dev, address, lladdr in sorted(want_neigh - have if present else want_neigh & have):
+            changes.append(f"{'add' if present else 'delete'} neighbour {address} lladdr {lladdr} dev {dev}")
+            if not module.check_mode:
+                if present:
+                    ip(family(address), "neigh", "replace", address, "lladdr", lladdr, "dev", dev, "nud", "permanent")
+                else:
+                    ip(family(address), "neigh", "del", address, "dev", dev)
+
+    try:
+        # Build up from addresses to routes; tear down the other way round.
+        for step in (addresses, routes, neighbours) if present else (neighbours, routes, addresses):
+            step()
+        saved = {}
+        if os.path.exists(p["state_file"]):
+            with open(p["state_file"]) as f:
+                saved = json.load(f)
+        settings = {sysctl_path(k): v for k, v in p["sysctls"].items()}
+        for path, value in p["sysfs"].items():
+            if not os.path.realpath(path).startswith("/sys/"):
+                raise OSError(f"sysfs path {path}: allowed only paths under /sys")
+            settings[path] = value
+        for path, value in sorted(settings.items()):
+            now = read_setting(path)
+            target = str(value) if present else saved.get(path, now)
+            if not same(now, target):
+                changes.append(f"set {path} {now} -> {target}")
+                if present:
+                    saved.setdefault(path, now)
+                if not module.check_mode:
+                    write_setting(path, target)
+        if not module.check_mode:
+            if present and saved:
+                os.makedirs(os.path.dirname(p["state_file"]), exist_ok=True)
+                with open(p["state_file"], "w") as f:
+                    json.dump(saved, f)
+            elif not present and os.path.exists(p["state_file"]):
+                os.unlink(p["state_file"])
+    except (RuntimeError, OSError) as exc:
+        module.fail_json(msg=str(exc), changes=changes)
+    module.exit_json(changed=bool(changes), changes=changes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make lab-up / configure / lab-down.
+#   LAB=local|vm|static|maas  TOPOLOGY=single|dual|loopback  NETWORKS=1..256  LAB_NAME=[a-z0-9]{1,6}
+#   TFVARS=file.tfvars (static and maas labs: the machines you declare)
+# Every lab kind writes the same inventory: inventory/generated/<LAB_NAME>/hosts.yml.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$TREXLAB_ROOT"
+
+action=${1:-}
+LAB=${LAB:-local}
+LAB_NAME=${LAB_NAME:-$LAB}
+TOPOLOGY=${TOPOLOGY:-single}
+NETWORKS=${NETWORKS:-1}
+STATE_DIR="$TREXLAB_ROOT/.cache/labs/$LAB_NAME"
+INVENTORY_DIR="$TREXLAB_ROOT/inventory/generated/$LAB_NAME"
+MODULE="terraform/labs/$LAB"
+
+# Validate everything before anything changes.
+case "$action" in up|configure|down) ;; *) die "usage: scripts/lab.sh up|configure|down";; esac
+case "$LAB" in local|vm|static|maas) ;; *) die "LAB=$LAB: allowed local, vm, static, maas";; esac
+case "$TOPOLOGY" in single|dual|loopback) ;; *) die "TOPOLOGY=$TOPOLOGY: allowed single, dual, loopback";; esac
+[[ "$LAB_NAME" =~ ^[a-z0-9]{1,6}$ ]] || die "LAB_NAME=$LAB_NAME: allowed 1-6 characters a-z, 0-9"
+[[ "$NETWORKS" =~ ^[0-9]+$ ]] && [ "$NETWORKS" -ge 1 ] && [ "$NETWORKS" -le 256 ] \
+  || die "NETWORKS=$NETWORKS: allowed 1..256"
+[ -d "$MODULE" ] || die "LAB=$LAB: $MODULE does not exist in this checkout"
+case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
+have terraform || die "terraform not found on PATH (need >= 1.6)"
+
+# Providers: the repo-local mirror only where it was built (make providers); none for the local lab.
+if [ -f terraform/providers/terraformrc ] && [ -d terraform/providers/mirror ]; then
+  export TF_CLI_CONFIG_FILE="$TREXLAB_ROOT/terraform/providers/terraformrc"
+else
+  export TF_CLI_CONFIG_FILE=/dev/null
+fi
+export TF_DATA_DIR="$STATE_DIR/.terraform" TF_IN_AUTOMATION=1 TF_INPUT=0
+
+tf_vars() {
+  case "$LAB" in
+    local|vm) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)";;
+    *) [ -n "${TFVARS:-}" ] || die "LAB=$LAB needs TFVARS=<file.tfvars> declaring the machines"
+       echo "-var-file=$(realpath "$TFVARS") -var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY";;
+  esac
+}
+
+tf_init() {
+  mkdir -p "$STATE_DIR"
+  terraform -chdir="$MODULE" init -no-color -input=false -backend-config="path=$STATE_DIR/terraform.tfstate" >"$STATE_DIR/init.log" \
+    || { cat "$STATE_DIR/init.log" >&2; die "terraform init of $MODULE failed"; }
+}
+
+lab_up() {
+  local start=$SECONDS replace=()
+  tf_init
+  # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated.
+  if [ -f "$STATE_DIR/terraform.tfstate" ] && terraform -chdir="$MODULE" state list 2>/dev/null | grep -q terraform_data.lab; then
+    if ! NSLAB_PLAN=$(terraform -chdir="$MODULE" output -json plan) python3 "$MODULE/scripts/nslab.py" status 2>/dev/null; then
+      replace=(-replace=terraform_data.lab)
+    fi
+  fi
+  # shellcheck disable=SC2046
+  terraform -chdir="$MODULE" apply -no-color -auto-approve -input=false "${replace[@]}" $(tf_vars) >"$STATE_DIR/apply.log" \
+    || { tail -n 20 "$STATE_DIR/apply.log" >&2; die "lab-up failed (log: $STATE_DIR/apply.log)"; }
+  mkdir -p "$INVENTORY_DIR"
+  terraform -chdir="$MODULE" output -raw inventory_yaml >"$INVENTORY_DIR/hosts.yml"
+  say "lab $LAB_NAME ($LAB, $TOPOLOGY) is up in $((SECONDS - start)) s; inventory: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml"
+}
+
+lab_configure() {
+  local start=$SECONDS
+  [ -f "$INVENTORY_DIR/hosts.yml" ] || die "no inventory for lab $LAB_NAME: run 'make lab-up' first"
+  [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
+  ANSIBLE_CONFIG="$TREXLAB_ROOT/ansible.cfg" "$VENV/bin/ansible-playbook" -i "$INVENTORY_DIR/hosts.yml" \
+    playbooks/site.yml -e "trexlab_networks=$NETWORKS" ${ANSIBLE_ARGS:-}
+  say "lab $LAB_NAME configured ($NETWORKS destination network(s)) in $((SECONDS - start)) s"
+}
+
+lab_down() {
+  if [ -f "$STATE_DIR/terraform.tfstate" ]; then
+    tf_init
+    # shellcheck disable=SC2046
+    terraform -chdir="$MODULE" destroy -no-color -auto-approve -input=false $(tf_vars) >"$STATE_DIR/destroy.log" \
+      || { tail -n 20 "$STATE_DIR/destroy.log" >&2; die "lab-down failed (log: $STATE_DIR/destroy.log)"; }
+  else
+    say "lab $LAB_NAME: no Terraform state, nothing to destroy"
+  fi
+  rm -rf "$INVENTORY_DIR" "$STATE_DIR"
+  say "lab $LAB_NAME is down"
+}
+
+case "$action" in
+  up) lab_up;;
+  configure) lab_configure;;
+  down) lab_down;;
+esac

@@ -1,0 +1,173 @@
+# The local lab: tester and DUT nodes as Linux network namespaces joined by veth
+# pairs, each node with its own sshd on a management link from the root
+# namespace, so Ansible reaches them exactly as it reaches bare-metal hosts.
+#
+# Only the built-in terraform_data resource is used: nothing to download. The
+# plan (names, links, MACs, addresses) is computed here; scripts/nslab.py only
+# realises it and tears it down.
+
+terraform {
+  required_version = ">= 1.6"
+  backend "local" {}
+}
+
+variable "lab_name" {
+  description = "Short lab name, part of every namespace and interface name, so that labs never collide."
+  type        = string
+  default     = "local"
+  validation {
+    condition     = can(regex("^[a-z0-9]{1,6}$", var.lab_name))
+    error_message = "lab_name must be 1-6 characters of a-z and 0-9 (interface names are at most 15 characters)."
+  }
+}
+
+variable "topology" {
+  description = "single (tester-dut1-tester), dual (tester-dut1-dut2-tester) or loopback (tester ports joined)."
+  type        = string
+  default     = "single"
+  validation {
+    condition     = contains(["single", "dual", "loopback"], var.topology)
+    error_message = "topology must be one of single, dual, loopback."
+  }
+}
+
+variable "state_dir" {
+  description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, pid files)."
+  type        = string
+}
+
+variable "cpu_count" {
+  description = "CPUs of this machine; the tester gets CPU 0, the DUTs the others (RPS), so a veth DUT can drop."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.cpu_count >= 2
+    error_message = "cpu_count must be at least 2: the DUT must forward on another CPU than the tester sends on."
+  }
+}
+
+locals {
+  # One byte per lab for management addresses and MACs, derived from its name.
+  lab_byte    = parseint(substr(sha1(var.lab_name), 0, 2), 16) % 128
+  mgmt_prefix = format("2001:2:0:ff%02x", 128 + local.lab_byte)
+  prefix      = "tl-${var.lab_name}"
+
+  node_names = {
+    single   = ["tester", "dut1"]
+    dual     = ["tester", "dut1", "dut2"]
+    loopback = ["tester"]
+  }[var.topology]
+  node_index = { for i, n in local.node_names : n => i + 1 }
+
+  # Port names inside each namespace: tester ports face DUT left/right ports.
+  port_name = { tester = ["port0", "port1"], dut1 = ["left", "right"], dut2 = ["left", "right"] }
+
+  mac = { for n in local.node_names : n => [for p in [0, 1] : format("02:74:6c:%02x:%02x:%02x", local.lab_byte, local.node_index[n], p)] }
+
+  # Links as [node, port index] pairs, from tester port 0 to tester port 1.
+  chain = {
+    single   = [["tester", 0, "dut1", 0], ["dut1", 1, "tester", 1]]
+    dual     = [["tester", 0, "dut1", 0], ["dut1", 1, "dut2", 0], ["dut2", 1, "tester", 1]]
+    loopback = [["tester", 0, "tester", 1]]
+  }[var.topology]
+  peer = merge(
+    { for l in local.chain : "${l[0]}/${l[1]}" => local.mac[l[2]][l[3]] },
+    { for l in local.chain : "${l[2]}/${l[3]}" => local.mac[l[0]][l[1]] },
+  )
+
+  # Addresses (docs/architecture.md): the first DUT's left side 198.18.0.0/24, the last DUT's right
+  # side 198.19.0.0/24, the dual middle link 198.19.255.252/30 and 2001:2:0:ff00::/64.
+  ipv4 = merge(
+    { "tester/0" = "198.18.0.2/24", "tester/1" = "198.19.0.2/24", "dut1/0" = "198.18.0.1/24" },
+    var.topology == "dual" ? {
+      "dut1/1" = "198.19.255.253/30", "dut2/0" = "198.19.255.254/30", "dut2/1" = "198.19.0.1/24"
+    } : { "dut1/1" = "198.19.0.1/24" },
+  )
+  ipv6 = merge(
+    { "tester/0" = "2001:2:0:8000::2/64", "tester/1" = "2001:2:0:9000::2/64", "dut1/0" = "2001:2:0:8000::1/64" },
+    var.topology == "dual" ? {
+      "dut1/1" = "2001:2:0:ff00::1/64", "dut2/0" = "2001:2:0:ff00::2/64", "dut2/1" = "2001:2:0:9000::1/64"
+    } : { "dut1/1" = "2001:2:0:9000::1/64" },
+  )
+
+  nodes = {
+    for n in local.node_names : n => {
+      role         = n == "tester" ? "tester" : "dut"
+      netns        = "${local.prefix}-${n}"
+      mgmt_root_if = "tl${var.lab_name}m${local.node_index[n]}"
+      mgmt_root    = "${local.mgmt_prefix}::${2 * local.node_index[n]}"
+      ansible_host = "${local.mgmt_prefix}::${2 * local.node_index[n] + 1}"
+      cpus         = n == "tester" ? [0] : [1 + (local.node_index[n] - 2) % (var.cpu_count - 1)]
+      dut_position = n == "tester" ? null : local.node_index[n] - 1
+      test_ports = [for p in [0, 1] : {
+        index    = p
+        name     = local.port_name[n][p]
+        mac      = local.mac[n][p]
+        ipv4     = lookup(local.ipv4, "${n}/${p}", null)
+        ipv6     = lookup(local.ipv6, "${n}/${p}", null)
+        peer_mac = local.peer["${n}/${p}"]
+        pci      = null
+      }]
+    }
+  }
+
+  plan = {
+    lab       = var.lab_name
+    topology  = var.topology
+    state_dir = var.state_dir
+    nodes     = local.nodes
+    links = [for l in local.chain : {
+      a = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
+      b = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
+    }]
+  }
+}
+
+resource "terraform_data" "lab" {
+  input = {
+    plan   = jsonencode(local.plan)
+    script = abspath("${path.module}/scripts/nslab.py")
+  }
+
+  provisioner "local-exec" {
+    command = "python3 ${self.input.script} up"
+    environment = {
+      NSLAB_PLAN = self.input.plan
+    }
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "python3 ${self.input.script} down"
+    environment = {
+      NSLAB_PLAN = self.input.plan
+    }
+  }
+}
+
+module "inventory" {
+  source = "../../modules/inventory"
+  lab    = { name = var.lab_name, kind = "local", topology = var.topology }
+  nodes = {
+    for name, n in local.nodes : name => {
+      role         = n.role
+      ansible_host = n.ansible_host
+      ssh_key      = "${var.state_dir}/id_ed25519"
+      netns        = n.netns
+      cpus         = n.cpus
+      dut_position = n.dut_position
+      test_ports   = n.test_ports
+    }
+  }
+}
+
+output "inventory_yaml" {
+  description = "The Ansible inventory of this lab."
+  value       = module.inventory.inventory_yaml
+  depends_on  = [terraform_data.lab]
+}
+
+output "plan" {
+  description = "Names, links, MACs and addresses of the lab, as the realiser got them."
+  value       = local.plan
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Realise or remove a local namespace lab from the plan Terraform computed.
+
+    NSLAB_PLAN='<json>' nslab.py up      create namespaces, links, management and sshd (idempotent)
+    NSLAB_PLAN='<json>' nslab.py down    kill the lab's processes, remove its namespaces and links
+    NSLAB_PLAN='<json>' nslab.py status  exit 0 when every piece of the lab is in place
+
+``up`` first removes whatever an interrupted run of the same lab left, so it
+always recovers. Only names of this lab (tl-<lab>-*, tl<lab>m*) are touched,
+and only processes inside its namespaces are ended, by PID.
+Standard library only: it runs with the system python3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def sh(*argv: str, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess:
+    if netns:
+        argv = ("ip", "netns", "exec", netns, *argv)
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise SystemExit(f"nslab: {' '.join(argv)}: {result.stderr.strip() or result.returncode}")
+    return result
+
+
+def namespaces() -> set[str]:
+    out = sh("ip", "-j", "netns", "list", check=False).stdout.strip()
+    return {n["name"] for n in json.loads(out)} if out else set()
+
+
+def link_exists(name: str, netns: str | None = None) -> bool:
+    return sh("ip", "link", "show", "dev", name, check=False, netns=netns).returncode == 0
+
+
+def kill_namespace_processes(netns: str) -> None:
+    """End every process inside the namespace, by PID: TERM, then KILL what is left."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 1.0)):
+        pids = [int(p) for p in sh("ip", "netns", "pids", netns, check=False).stdout.split()]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and sh("ip", "netns", "pids", netns, check=False).stdout.split():
+            time.sleep(0.05)
+
+
+def down(plan: dict) -> None:
+    present = namespaces()
+    for node in plan["nodes"].values():
+        if node["netns"] in present:
+            kill_namespace_processes(node["netns"])
+            sh("ip", "netns", "delete", node["netns"], check=False)
+        if link_exists(node["mgmt_root_if"]):
+            sh("ip", "link", "delete", node["mgmt_root_if"], check=False)
+    state = Path(plan["state_dir"])
+    for node in plan["nodes"]:
+        for name in ("sshd_config", "sshd.pid", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
+            (state / node / name).unlink(missing_ok=True)
+        if (state / node).is_dir():
+            (state / node).rmdir()
+
+
+def ssh_keys(state: Path) -> None:
+    state.mkdir(parents=True, exist_ok=True)
+    key = state / "id_ed25519"
+    if not key.exists():
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "trexlab-lab", "-f", str(key))
+    (state / "authorized_keys").write_text((state / "id_ed25519.pub").read_text())
+    os.chmod(state / "authorized_keys", 0o600)
+
+
+def sshd_config(plan: dict, name: str, node: dict) -> Path:
+    home = Path(plan["state_dir"]) / name
+    home.mkdir(parents=True, exist_ok=True)
+    host_key = home / "ssh_host_ed25519_key"
+    if not host_key.exists():
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{node['netns']}", "-f", str(host_key))
+    config = home / "sshd_config"
+    config.write_text("\n".join([
+        f"# sshd of lab node {name} (namespace {node['netns']}); written by nslab.py",
+        f"ListenAddress [{node['ansible_host']}]:22",
+        f"HostKey {host_key}",
+        f"PidFile {home / 'sshd.pid'}",
+        f"AuthorizedKeysFile {Path(plan['state_dir']) / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",
+        "PrintMotd no",
+        "Subsystem sftp internal-sftp",
+        "",
+    ]))
+    return config
+
+
+def up(plan: dict) -> None:
+    down(plan)  # whatever an interrupted run left of this lab
+    state = Path(plan["state_dir"])
+    ssh_keys(state)
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    for name, node in plan["nodes"].items():
+        ns = node["netns"]
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "set", "lo", "up", netns=ns)
+        sh("sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", netns=ns)
+        sh("sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", netns=ns)
+        # Management: a veth from the root namespace, one /127 per node (RFC 6164).
+        sh("ip", "link", "add", node["mgmt_root_if"], "type", "veth", "peer", "name", "mgmt0", "netns", ns)
+        sh("ip", "-6", "addr", "add", f"{node['mgmt_root']}/127", "dev", node["mgmt_root_if"], "nodad")
+        sh("ip", "link", "set", node["mgmt_root_if"], "up")
+        sh("ip", "-6", "addr", "add", f"{node['ansible_host']}/127", "dev", "mgmt0", "nodad", netns=ns)
+        sh("ip", "link", "set", "mgmt0", "up", netns=ns)
+    for link in plan["links"]:
+        a, b = link["a"], link["b"]
+        a_ns, b_ns = plan["nodes"][a["node"]]["netns"], plan["nodes"][b["node"]]["netns"]
+        # Created directly inside the namespaces: no name is ever taken in the root namespace.
+        sh("ip", "link", "add", a["port"], "netns", a_ns, "address", a["mac"], "type", "veth",
+           "peer", b["port"], "netns", b_ns, "address", b["mac"])
+        sh("ip", "link", "set", a["port"], "up", netns=a_ns)
+        sh("ip", "link", "set", b["port"], "up", netns=b_ns)
+    for name, node in plan["nodes"].items():
+        config = sshd_config(plan, name, node)
+        sh(SSHD, "-f", str(config), netns=node["netns"])
+    wait_for_ssh(plan)
+
+
+def wait_for_ssh(plan: dict, timeout: float = 10.0) -> None:
+    """Return once every node's sshd accepts connections on its management address."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    for name, node in plan["nodes"].items():
+        while True:
+            try:
+                with socket.create_connection((node["ansible_host"], 22), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"nslab: sshd of {name} did not answer on [{node['ansible_host']}]:22") from None
+                time.sleep(0.1)
+
+
+def status(plan: dict) -> bool:
+    present = namespaces()
+    for node in plan["nodes"].values():
+        if node["netns"] not in present or not link_exists(node["mgmt_root_if"]):
+            return False
+        pid_file = Path(plan["state_dir"]) / next(k for k, v in plan["nodes"].items() if v is node) / "sshd.pid"
+        try:
+            os.kill(int(pid_file.read_text()), 0)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def main() -> int:
+    if len(sys.argv) != 2 or sys.argv[1] not in ("up", "down", "status"):
+        print("usage: NSLAB_PLAN=<json> nslab.py up|down|status", file=sys.stderr)
+        return 2
+    plan = json.loads(os.environ["NSLAB_PLAN"])
+    if sys.argv[1] == "up":
+        up(plan)
+    elif sys.argv[1] == "down":
+        down(plan)
+    else:
+        return 0 if status(plan) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
