@@ -58,6 +58,17 @@ def kill_namespace_processes(netns: str) -> None:
             time.sleep(0.05)
 
 
+def kill_orphan_sshd(home: Path) -> None:
+    """An sshd of this lab left running outside any namespace (one deleted by hand), found by its pid file."""
+    try:
+        pid = int((home / "sshd.pid").read_text())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError):
+        return
+    if str(home / "sshd_config") in cmdline:  # the pid is still our sshd, not a reused number
+        os.kill(pid, signal.SIGTERM)
+
+
 def down(plan: dict) -> None:
     present = namespaces()
     for node in plan["nodes"].values():
@@ -68,6 +79,7 @@ def down(plan: dict) -> None:
             sh("ip", "link", "delete", node["mgmt_root_if"], check=False)
     state = Path(plan["state_dir"])
     for node in plan["nodes"]:
+        kill_orphan_sshd(state / node)
         for name in ("sshd_config", "sshd.pid", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
             (state / node / name).unlink(missing_ok=True)
         if (state / node).is_dir():

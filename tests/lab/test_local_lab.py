@@ -1,0 +1,102 @@
+"""The local namespace lab end to end: lab-up, configure over SSH, traffic across the DUT(s), lab-down."""
+
+import time
+
+import pytest
+
+from labtools import lab_env, lab_leftovers, run, send_frames, read_tester_counters
+from trexlab.addressing import destination
+from trexlab.lab import load_lab
+
+pytestmark = pytest.mark.lab
+
+
+def configure(env: dict) -> str:
+    result = run("scripts/lab.sh", "configure", env=env, check=False, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    return result.stdout
+
+
+def changed_total(output: str) -> int:
+    return sum(int(line.split("changed=")[1].split()[0]) for line in output.splitlines() if "changed=" in line)
+
+
+@pytest.mark.parametrize(("topology", "networks"), [("single", 4), ("dual", 2)])
+def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
+    name = {"single": "ts", "dual": "td"}[topology]
+    env = lab_env(name, topology, networks)
+    start = time.monotonic()
+    try:
+        run("scripts/lab.sh", "up", env=env)
+        first = configure(env)
+        print(f"\n{topology}: lab-up + configure took {time.monotonic() - start:.1f} s")
+        assert changed_total(first) > 0
+        assert changed_total(configure(env)) == 0, "a second configure must change nothing"
+        lab = load_lab(f"inventory/generated/{name}/hosts.yml")
+        assert lab.topology == topology and len(lab.duts) == {"single": 1, "dual": 2}[topology]
+        tester = lab.tester
+        port0 = {k: getattr(tester.port(0), k) for k in ("name", "mac", "ipv4", "ipv6", "peer_mac")}
+        port1 = {k: getattr(tester.port(1), k) for k in ("name", "mac", "ipv4", "ipv6", "peer_mac")}
+        before = read_tester_counters(tester.netns)
+        for x in range(networks):
+            forward = destination(x, "forward")
+            send_frames(tester.netns, port0, 4, forward["ipv4_host"], 100)
+            send_frames(tester.netns, port0, 6, forward["ipv6_host"], 100)
+        reverse = destination(networks - 1, "reverse")
+        send_frames(tester.netns, port1, 4, reverse["ipv4_host"], 50)
+        time.sleep(0.2)
+        after = read_tester_counters(tester.netns)
+        delta = {k: after[k] - before.get(k, 0) for k in after}
+        assert delta == {"port1_ipv4": 100 * networks, "port1_ipv6": 100 * networks,
+                         "port0_ipv4": 50, "port0_ipv6": 0}
+    finally:
+        run("scripts/lab.sh", "down", env=env, check=False)
+    assert lab_leftovers(name) == []
+
+
+def test_loopback_topology_joins_the_tester_ports():
+    env = lab_env("tl", "loopback")
+    try:
+        run("scripts/lab.sh", "up", env=env)
+        configure(env)
+        lab = load_lab("inventory/generated/tl/hosts.yml")
+        assert lab.duts == [] and lab.tester.port(0).peer_mac == lab.tester.port(1).mac
+    finally:
+        run("scripts/lab.sh", "down", env=env, check=False)
+    assert lab_leftovers("tl") == []
+
+
+def test_lab_up_recovers_after_an_interrupted_lab_down():
+    env = lab_env("tr", "single")
+    try:
+        run("scripts/lab.sh", "up", env=env)
+        # An interrupted lab-down: the namespaces are gone, the Terraform state still says 'created'.
+        run("ip", "netns", "delete", "tl-tr-dut1")
+        run("scripts/lab.sh", "up", env=env)
+        assert "tl-tr-dut1" in run("ip", "netns", "list").stdout
+        configure(env)
+    finally:
+        run("scripts/lab.sh", "down", env=env, check=False)
+    assert lab_leftovers("tr") == []
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"TOPOLOGY": "triple"}, "TOPOLOGY=triple: allowed single, dual, loopback"),
+    ({"NETWORKS": "0"}, "NETWORKS=0: allowed 1..256"),
+    ({"NETWORKS": "257"}, "NETWORKS=257: allowed 1..256"),
+    ({"LAB": "cloud"}, "LAB=cloud: allowed local, vm, static, maas"),
+    ({"LAB_NAME": "Bad-Name"}, "LAB_NAME=Bad-Name: allowed"),
+])
+def test_bad_input_is_one_line_and_changes_nothing(env, message):
+    before = run("ip", "netns", "list").stdout
+    result = run("scripts/lab.sh", "up", env={**lab_env("tb"), **env}, check=False)
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0 and message in result.stderr
+    assert run("ip", "netns", "list").stdout == before
+
+
+def test_missing_terraform_is_named():
+    # terraform lives in /usr/local/bin: a PATH without it finds none.
+    result = run("scripts/lab.sh", "up", env={**lab_env("tb"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, check=False)
+    assert result.returncode != 0
+    assert "terraform not found on PATH" in result.stderr and result.stderr.strip().count("\n") == 0

@@ -1,0 +1,83 @@
+"""Small tools for lab tests: bring labs up and down, send raw test frames, read the tester's counters.
+
+The frame sender here is deliberately simple (Python, a few hundred frames):
+it proves that the lab forwards; measuring is the software tester's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("VENV", REPO / ".venv"))
+
+SENDER = r'''
+import socket, struct, sys, json
+spec = json.loads(sys.argv[1])
+def csum(data):
+    if len(data) % 2: data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+mac = lambda m: bytes.fromhex(m.replace(":", ""))
+payload = b"trexlab-test" + bytes(18)
+udp_len = 8 + len(payload)
+if spec["version"] == 4:
+    src, dst = socket.inet_pton(socket.AF_INET, spec["src"]), socket.inet_pton(socket.AF_INET, spec["dst"])
+    udp = struct.pack("!HHHH", 1024, 1024, udp_len, 0) + payload
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0, 64, 17, 0, src, dst)
+    l3 = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:] + udp
+    ethertype = 0x0800
+else:
+    src, dst = socket.inet_pton(socket.AF_INET6, spec["src"]), socket.inet_pton(socket.AF_INET6, spec["dst"])
+    pseudo = src + dst + struct.pack("!IxxxB", udp_len, 17)
+    udp0 = struct.pack("!HHHH", 1024, 1024, udp_len, 0) + payload
+    udp = udp0[:6] + struct.pack("!H", csum(pseudo + udp0) or 0xffff) + udp0[8:]
+    l3 = struct.pack("!IHBB16s16s", 6 << 28, udp_len, 17, 64, src, dst) + udp
+    ethertype = 0x86DD
+frame = mac(spec["dst_mac"]) + mac(spec["src_mac"]) + struct.pack("!H", ethertype) + l3
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((spec["port"], 0))
+for _ in range(spec["count"]):
+    s.send(frame)
+'''
+
+
+def run(*argv: str, check: bool = True, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+
+
+def lab_env(name: str, topology: str = "single", networks: int = 1) -> dict:
+    return {"LAB_NAME": name, "TOPOLOGY": topology, "NETWORKS": str(networks), "VENV": str(VENV)}
+
+
+def send_frames(netns: str, port: dict, version: int, dst: str, count: int) -> None:
+    """Send count UDP test frames out of a tester port, addressed to the DUT's MAC."""
+    spec = {"port": port["name"], "version": version, "count": count, "dst": dst,
+            "src": (port["ipv4"] if version == 4 else port["ipv6"]).split("/")[0],
+            "src_mac": port["mac"], "dst_mac": port["peer_mac"]}
+    run("ip", "netns", "exec", netns, sys.executable, "-c", SENDER, json.dumps(spec), timeout=30)
+
+
+def read_tester_counters(netns: str) -> dict[str, int]:
+    """Packets per counter of the tester's netdev-ingress table (port0_ipv4, port1_ipv6, ...)."""
+    out = run("ip", "netns", "exec", netns, "nft", "-j", "list", "counters", "table", "netdev", "trexlab_tester").stdout
+    counters = {}
+    for item in json.loads(out)["nftables"]:
+        if "counter" in item:
+            counters[item["counter"]["name"]] = item["counter"]["packets"]
+    return counters
+
+
+def lab_leftovers(name: str) -> list[str]:
+    """Namespaces, management links and processes of a lab that still exist."""
+    left = [n for n in run("ip", "netns", "list").stdout.split() if n.startswith(f"tl-{name}-")]
+    left += [line.split(":")[1].strip().split("@")[0] for line in run("ip", "-o", "link").stdout.splitlines()
+             if line.split(":")[1].strip().startswith(f"tl{name}m")]
+    procs = run("pgrep", "-f", f".cache/labs/{name}/", check=False).stdout.split()
+    return left + [f"pid {p}" for p in procs]
