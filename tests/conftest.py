@@ -14,8 +14,9 @@ import shutil
 
 import pytest
 
-from labtools import lab_env, run
 from trexlab.lab import load_lab
+
+from labtools import lab_env, run
 
 
 def pytest_collection_modifyitems(config, items):

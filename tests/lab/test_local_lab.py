@@ -4,9 +4,10 @@ import time
 
 import pytest
 
-from labtools import lab_env, lab_leftovers, run, send_frames, read_tester_counters
 from trexlab.addressing import destination
 from trexlab.lab import load_lab
+
+from labtools import lab_env, lab_leftovers, read_tester_counters, run, send_frames
 
 pytestmark = pytest.mark.lab
 

@@ -125,7 +125,7 @@ def up(plan: dict) -> None:
     state = Path(plan["state_dir"])
     ssh_keys(state)
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-    for name, node in plan["nodes"].items():
+    for node in plan["nodes"].values():
         ns = node["netns"]
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "set", "lo", "up", netns=ns)
@@ -169,10 +169,10 @@ def wait_for_ssh(plan: dict, timeout: float = 10.0) -> None:
 
 def status(plan: dict) -> bool:
     present = namespaces()
-    for node in plan["nodes"].values():
+    for name, node in plan["nodes"].items():
         if node["netns"] not in present or not link_exists(node["mgmt_root_if"]):
             return False
-        pid_file = Path(plan["state_dir"]) / next(k for k, v in plan["nodes"].items() if v is node) / "sshd.pid"
+        pid_file = Path(plan["state_dir"]) / name / "sshd.pid"
         try:
             os.kill(int(pid_file.read_text()), 0)
         except (OSError, ValueError):
