@@ -1,0 +1,526 @@
+/*
+ * swtester: an RFC 2544 / RFC 8219 software tester over AF_PACKET.
+ *
+ * One trial per run: a sender per active direction sends UDP test frames at a
+ * constant rate (each frame when its time has come on CLOCK_MONOTONIC), a
+ * receiver per direction counts them by sequence number and takes one-way
+ * delays from kernel receive timestamps against the send timestamp carried in
+ * the frame (both CLOCK_REALTIME on the same host). The result is one JSON
+ * document on stdout. Design after siitperf (Lencse 2021): one sender and one
+ * receiver per direction, pinned to CPUs, timestamps in the payload, and a
+ * trial whose sending overran its duration is reported as such.
+ *
+ * Directions: forward = port 0 -> port 1, reverse = port 1 -> port 0.
+ * Test payload (16 bytes, right after the UDP header; the rest of the frame is
+ * zero so it adds nothing to the UDP checksum):
+ *   u32 seq | u64 send time ns | u16 trial id | u8 flags (bit0 stream, bit1 tagged) | u8 magic 0xA5
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0xA5
+#define PAYLOAD_LEN 16
+#define BATCH 64
+#define MAX_FRAME 9018
+#define MAX_SAMPLES 100000 /* latency samples kept per direction with --latency all (uniform sample) */
+#define FCS_LEN 4
+#define MAX_OVERRUN 0.1 /* sending stops at 110 % of the duration */
+
+struct port {
+    const char *name;
+    uint8_t mac[6], peer[6];
+    struct in_addr ip4;
+    struct in6_addr ip6;
+    int ip_version; /* of the frames this port sends */
+    int frame_size; /* of the frames this port sends, FCS included */
+};
+
+struct config {
+    struct port port[2];
+    double rate, duration, tail, timeout; /* timeout < 0: none */
+    int directions;                         /* bit0 forward, bit1 reverse */
+    int rfc4814, networks, latency_mode;    /* latency: 0 none, 1 tagged, 2 all */
+    long tagged;
+    int cpus[8], ncpus;
+    uint16_t trial_id;
+    double overrun_tolerance;
+};
+
+struct direction {
+    int index;   /* 0 forward, 1 reverse */
+    struct config *cfg;
+    struct port *tx, *rx;
+    uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
+    double send_duration;
+    uint8_t *seen;        /* one bit per intended frame */
+    double *samples;      /* latency samples, seconds */
+    uint64_t nsamples, sample_candidates;
+    uint64_t tag_step;
+    atomic_int send_done;
+    int tx_fd, rx_fd;
+    uint64_t rng;
+};
+
+static atomic_int start_flag;
+
+static void die(const char *msg) {
+    fprintf(stderr, "swtester: %s\n", msg);
+    exit(2);
+}
+
+static uint64_t now_ns(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t xorshift(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return *s = x;
+}
+
+static void parse_mac(const char *text, uint8_t mac[6], const char *what) {
+    unsigned v[6];
+    if (sscanf(text, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s=%s: allowed a MAC address aa:bb:cc:dd:ee:ff", what, text);
+        die(msg);
+    }
+    for (int i = 0; i < 6; i++) mac[i] = (uint8_t)v[i];
+}
+
+static double parse_number(const char *text, const char *what, double low, double high) {
+    char *end;
+    double v = strtod(text, &end);
+    if (*text == '\0' || *end != '\0' || v < low || v > high) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s=%s: allowed %g..%g", what, text, low, high);
+        die(msg);
+    }
+    return v;
+}
+
+/* One's complement sum of 16-bit words. */
+static uint32_t sum16(const uint8_t *p, size_t len, uint32_t sum) {
+    for (size_t i = 0; i + 1 < len; i += 2) sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+    if (len & 1) sum += (uint32_t)(p[len - 1] << 8);
+    return sum;
+}
+
+static uint16_t fold(uint32_t sum) {
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+/* Destination of test frame for network x: forward 198.19.x.2 / 2001:2:0:90xx::2, reverse 198.18.x.2 / 2001:2:0:80xx::2. */
+static void destination(int dir, int x, int version, uint8_t *addr) {
+    if (version == 4) {
+        uint8_t a[4] = {198, (uint8_t)(dir == 0 ? 19 : 18), (uint8_t)x, 2};
+        memcpy(addr, a, 4);
+    } else {
+        uint8_t a[16] = {0x20, 0x01, 0, 2, 0, 0, (uint8_t)(dir == 0 ? 0x90 : 0x80), (uint8_t)x, 0, 0, 0, 0, 0, 0, 0, 2};
+        memcpy(addr, a, 16);
+    }
+}
+
+/* Build frame template; returns offset of the UDP header. */
+static int build_frame(struct direction *d, uint8_t *f, int len) {
+    struct port *p = d->tx;
+    memset(f, 0, (size_t)len);
+    memcpy(f, p->peer, 6);
+    memcpy(f + 6, p->mac, 6);
+    int l3 = 14, udp;
+    int udp_len = len - l3 - (p->ip_version == 4 ? 20 : 40);
+    if (p->ip_version == 4) {
+        f[12] = 0x08; f[13] = 0x00;
+        f[l3] = 0x45;
+        uint16_t total = (uint16_t)(len - l3);
+        f[l3 + 2] = (uint8_t)(total >> 8); f[l3 + 3] = (uint8_t)total;
+        f[l3 + 8] = 64; f[l3 + 9] = 17;
+        memcpy(f + l3 + 12, &p->ip4, 4);
+        udp = l3 + 20;
+    } else {
+        f[12] = 0x86; f[13] = 0xdd;
+        f[l3] = 0x60;
+        f[l3 + 4] = (uint8_t)(udp_len >> 8); f[l3 + 5] = (uint8_t)udp_len;
+        f[l3 + 6] = 17; f[l3 + 7] = 64;
+        memcpy(f + l3 + 8, &p->ip6, 16);
+        udp = l3 + 40;
+    }
+    f[udp + 4] = (uint8_t)(udp_len >> 8); f[udp + 5] = (uint8_t)udp_len;
+    return udp;
+}
+
+/* Fill the per-frame fields and checksums of frame seq. */
+static void stamp_frame(struct direction *d, uint8_t *f, int udp, int len, uint64_t seq) {
+    struct port *p = d->tx;
+    struct config *c = d->cfg;
+    int v4 = p->ip_version == 4, l3 = 14;
+    uint8_t *dst = f + (v4 ? l3 + 16 : l3 + 24);
+    destination(d->index, (int)(seq % (uint64_t)c->networks), p->ip_version, dst);
+    uint16_t sport = 1024, dport = 1024;
+    if (c->rfc4814) { /* RFC 4814 section 4.5: pseudorandom ports over 1024..65535 */
+        sport = (uint16_t)(1024 + xorshift(&d->rng) % 64512);
+        dport = (uint16_t)(1024 + xorshift(&d->rng) % 64512);
+    }
+    f[udp] = (uint8_t)(sport >> 8); f[udp + 1] = (uint8_t)sport;
+    f[udp + 2] = (uint8_t)(dport >> 8); f[udp + 3] = (uint8_t)dport;
+    uint8_t *pl = f + udp + 8;
+    uint32_t s32 = htonl((uint32_t)seq);
+    memcpy(pl, &s32, 4);
+    uint64_t t = now_ns(CLOCK_REALTIME);
+    for (int i = 0; i < 8; i++) pl[4 + i] = (uint8_t)(t >> (56 - 8 * i));
+    pl[12] = (uint8_t)(c->trial_id >> 8); pl[13] = (uint8_t)c->trial_id;
+    int tagged = c->latency_mode == 2 || (c->latency_mode == 1 && d->tag_step && seq % d->tag_step == d->tag_step / 2);
+    pl[14] = (uint8_t)(d->index | (tagged ? 2 : 0));
+    pl[15] = MAGIC;
+    int udp_len = len - udp;
+    f[udp + 6] = f[udp + 7] = 0;
+    uint32_t sum = 17 + (uint32_t)udp_len;
+    if (v4) {
+        f[l3 + 10] = f[l3 + 11] = 0;
+        uint16_t hc = fold(sum16(f + l3, 20, 0));
+        f[l3 + 10] = (uint8_t)(hc >> 8); f[l3 + 11] = (uint8_t)hc;
+        sum = sum16(f + l3 + 12, 8, sum);
+    } else {
+        sum = sum16(f + l3 + 8, 32, sum);
+    }
+    /* Beyond header and payload fields the frame is zero: it adds nothing to the sum. */
+    uint16_t uc = fold(sum16(f + udp, 8 + PAYLOAD_LEN, sum));
+    if (uc == 0) uc = 0xffff;
+    f[udp + 6] = (uint8_t)(uc >> 8); f[udp + 7] = (uint8_t)uc;
+}
+
+static void pin(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static int open_socket(const char *ifname, int rx) {
+    int fd = socket(AF_PACKET, SOCK_RAW, rx ? htons(ETH_P_ALL) : 0);
+    if (fd < 0) die(errno == EPERM ? "no permission for AF_PACKET sockets: run as root (CAP_NET_RAW)" : "socket(AF_PACKET) failed");
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = rx ? htons(ETH_P_ALL) : 0,
+                              .sll_ifindex = (int)if_nametoindex(ifname)};
+    if (sll.sll_ifindex == 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "interface %s: no such interface in this network namespace", ifname);
+        die(msg);
+    }
+    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) die("bind(AF_PACKET) failed");
+    int one = 1;
+    if (rx) {
+        int size = 32 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+        setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+        struct timeval tv = {0, 50000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    } else {
+        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+        int size = 8 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
+    }
+    return fd;
+}
+
+static void *sender(void *arg) {
+    struct direction *d = arg;
+    struct config *c = d->cfg;
+    int len = d->tx->frame_size - FCS_LEN;
+    static __thread uint8_t frames[BATCH][MAX_FRAME];
+    int udp = 0;
+    for (int i = 0; i < BATCH; i++) udp = build_frame(d, frames[i], len);
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    memset(msgs, 0, sizeof msgs);
+    for (int i = 0; i < BATCH; i++) {
+        iov[i].iov_base = frames[i];
+        iov[i].iov_len = (size_t)len;
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    pin(c->cpus[(d->index * 2) % c->ncpus]);
+    while (!atomic_load(&start_flag)) sched_yield();
+    uint64_t start = now_ns(CLOCK_MONOTONIC), seq = 0;
+    double ns_per_frame = 1e9 / c->rate;
+    /* A tester that cannot keep up stops here; the frames it did not send count as lost. */
+    uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
+    while (seq < d->intended) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        if (now > give_up) break;
+        uint64_t due = (uint64_t)((double)(now - start) / ns_per_frame) + 1;
+        if (due > d->intended) due = d->intended;
+        if (due <= seq) { /* not yet time: sleep until the next frame is due */
+            uint64_t next = start + (uint64_t)((double)seq * ns_per_frame);
+            if (next > now + 20000) {
+                struct timespec ts = {.tv_sec = (time_t)((next - 10000) / 1000000000ull),
+                                      .tv_nsec = (long)((next - 10000) % 1000000000ull)};
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+            } else {
+                sched_yield();
+            }
+            continue;
+        }
+        int n = (int)(due - seq > BATCH ? BATCH : due - seq);
+        for (int i = 0; i < n; i++) stamp_frame(d, frames[i], udp, len, seq + (uint64_t)i);
+        int done = 0;
+        while (done < n) {
+            int r = sendmmsg(d->tx_fd, msgs + done, (unsigned)(n - done), 0);
+            if (r < 0) {
+                if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) { sched_yield(); continue; }
+                die("sendmmsg failed");
+            }
+            done += r;
+        }
+        seq += (uint64_t)n;
+    }
+    d->sent = seq;
+    d->send_duration = (double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+    atomic_store(&d->send_done, 1);
+    return NULL;
+}
+
+static void record_latency(struct direction *d, double latency) {
+    if (d->cfg->latency_mode == 2) { /* reservoir sample: every frame equally likely to be kept */
+        d->sample_candidates++;
+        if (d->nsamples < MAX_SAMPLES) d->samples[d->nsamples++] = latency;
+        else {
+            uint64_t j = xorshift(&d->rng) % d->sample_candidates;
+            if (j < MAX_SAMPLES) d->samples[j] = latency;
+        }
+    } else if (d->nsamples < (uint64_t)d->cfg->tagged) {
+        d->samples[d->nsamples++] = latency;
+    }
+}
+
+static void *receiver(void *arg) {
+    struct direction *d = arg;
+    struct config *c = d->cfg;
+    pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
+    static __thread uint8_t bufs[BATCH][MAX_FRAME + 64];
+    static __thread char ctrl[BATCH][256];
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    uint64_t max_seq = 0, stop_at = 0;
+    int any = 0;
+    for (;;) {
+        if (atomic_load(&d->send_done) && !stop_at) stop_at = now_ns(CLOCK_MONOTONIC) + (uint64_t)(c->tail * 1e9);
+        if (stop_at && now_ns(CLOCK_MONOTONIC) >= stop_at) break;
+        memset(msgs, 0, sizeof msgs);
+        for (int i = 0; i < BATCH; i++) {
+            iov[i].iov_base = bufs[i];
+            iov[i].iov_len = sizeof bufs[i];
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = ctrl[i];
+            msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
+        }
+        int n = recvmmsg(d->rx_fd, msgs, BATCH, MSG_WAITFORONE, NULL);
+        if (n <= 0) continue;
+        for (int i = 0; i < n; i++) {
+            uint8_t *f = bufs[i];
+            size_t len = msgs[i].msg_len;
+            int udp;
+            if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
+            else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) udp = 14 + 40;
+            else continue;
+            uint8_t *pl = f + udp + 8;
+            if ((size_t)(udp + 8 + PAYLOAD_LEN) > len || pl[15] != MAGIC) continue;
+            if ((uint16_t)(pl[12] << 8 | pl[13]) != c->trial_id || (pl[14] & 1) != d->index) { d->foreign++; continue; }
+            uint32_t s32;
+            memcpy(&s32, pl, 4);
+            uint64_t seq = ntohl(s32);
+            if (seq >= d->intended) { d->foreign++; continue; }
+            if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; continue; }
+            d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
+            if (any && seq < max_seq) d->reordered++;
+            if (!any || seq > max_seq) max_seq = seq;
+            any = 1;
+            uint64_t tx = 0;
+            for (int b = 0; b < 8; b++) tx = tx << 8 | pl[4 + b];
+            uint64_t rx = 0;
+            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                    struct timespec ts;
+                    memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                    rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                }
+            if (!rx) rx = now_ns(CLOCK_REALTIME);
+            double latency = rx > tx ? (double)(rx - tx) / 1e9 : 0.0;
+            if (c->timeout >= 0 && latency > c->timeout) { d->late++; continue; }
+            d->received++;
+            if (pl[14] & 2) record_latency(d, latency);
+        }
+    }
+    struct tpacket_stats st;
+    socklen_t sl = sizeof st;
+    if (getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0) d->tester_drops = st.tp_drops;
+    return NULL;
+}
+
+static void usage(void) {
+    fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
+          "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
+          "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
+          "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--timeout S] [--tail S]\n"
+          "       [--cpus LIST] [--trial-id N]\n", stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    struct config c = {.rate = 0, .duration = 0, .tail = 2.0, .timeout = -1, .directions = 3, .networks = 1,
+                       .overrun_tolerance = 0.001};
+    c.port[0] = (struct port){.ip_version = 4, .frame_size = 64};
+    c.port[1] = (struct port){.ip_version = 4, .frame_size = 64};
+    inet_pton(AF_INET, "198.18.0.2", &c.port[0].ip4);
+    inet_pton(AF_INET, "198.19.0.2", &c.port[1].ip4);
+    inet_pton(AF_INET6, "2001:2:0:8000::2", &c.port[0].ip6);
+    inet_pton(AF_INET6, "2001:2:0:9000::2", &c.port[1].ip6);
+    c.cpus[0] = 0; c.ncpus = 1;
+    c.trial_id = (uint16_t)(now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
+    int have_mac = 0;
+    static struct option opts[] = {
+        {"port0", 1, 0, 'a'}, {"port1", 1, 0, 'b'}, {"mac0", 1, 0, 'c'}, {"mac1", 1, 0, 'd'},
+        {"peer0", 1, 0, 'e'}, {"peer1", 1, 0, 'f'}, {"ip0", 1, 0, 'g'}, {"ip1", 1, 0, 'h'},
+        {"ip0v6", 1, 0, 'i'}, {"ip1v6", 1, 0, 'j'}, {"rate", 1, 0, 'r'}, {"duration", 1, 0, 't'},
+        {"size0", 1, 0, 'k'}, {"size1", 1, 0, 'l'}, {"version0", 1, 0, 'm'}, {"version1", 1, 0, 'n'},
+        {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
+        {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
+        {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {0, 0, 0, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'a': c.port[0].name = optarg; break;
+        case 'b': c.port[1].name = optarg; break;
+        case 'c': parse_mac(optarg, c.port[0].mac, "mac0"); have_mac |= 1; break;
+        case 'd': parse_mac(optarg, c.port[1].mac, "mac1"); have_mac |= 2; break;
+        case 'e': parse_mac(optarg, c.port[0].peer, "peer0"); have_mac |= 4; break;
+        case 'f': parse_mac(optarg, c.port[1].peer, "peer1"); have_mac |= 8; break;
+        case 'g': if (inet_pton(AF_INET, optarg, &c.port[0].ip4) != 1) die("ip0: allowed an IPv4 address"); break;
+        case 'h': if (inet_pton(AF_INET, optarg, &c.port[1].ip4) != 1) die("ip1: allowed an IPv4 address"); break;
+        case 'i': if (inet_pton(AF_INET6, optarg, &c.port[0].ip6) != 1) die("ip0v6: allowed an IPv6 address"); break;
+        case 'j': if (inet_pton(AF_INET6, optarg, &c.port[1].ip6) != 1) die("ip1v6: allowed an IPv6 address"); break;
+        case 'r': c.rate = parse_number(optarg, "rate", 1, 1e9); break;
+        case 't': c.duration = parse_number(optarg, "duration", 0.001, 3600); break;
+        case 'k': c.port[0].frame_size = (int)parse_number(optarg, "size0", 64, MAX_FRAME); break;
+        case 'l': c.port[1].frame_size = (int)parse_number(optarg, "size1", 64, MAX_FRAME); break;
+        case 'm': c.port[0].ip_version = (int)parse_number(optarg, "version0", 4, 6); break;
+        case 'n': c.port[1].ip_version = (int)parse_number(optarg, "version1", 4, 6); break;
+        case 'o':
+            if (!strcmp(optarg, "bi")) c.directions = 3;
+            else if (!strcmp(optarg, "forward")) c.directions = 1;
+            else if (!strcmp(optarg, "reverse")) c.directions = 2;
+            else die("directions: allowed bi, forward, reverse");
+            break;
+        case 'p': c.rfc4814 = 1; break;
+        case 'q': c.networks = (int)parse_number(optarg, "networks", 1, 256); break;
+        case 's':
+            if (!strcmp(optarg, "none")) c.latency_mode = 0;
+            else if (!strcmp(optarg, "tagged")) c.latency_mode = 1;
+            else if (!strcmp(optarg, "all")) c.latency_mode = 2;
+            else die("latency: allowed none, tagged, all");
+            break;
+        case 'u': c.tagged = (long)parse_number(optarg, "tagged", 1, 1e7); break;
+        case 'v': c.timeout = parse_number(optarg, "timeout", 0, 3600); break;
+        case 'w': c.tail = parse_number(optarg, "tail", 0, 60); break;
+        case 'x': {
+            c.ncpus = 0;
+            for (char *tok = strtok(optarg, ","); tok && c.ncpus < 8; tok = strtok(NULL, ","))
+                c.cpus[c.ncpus++] = (int)parse_number(tok, "cpus", 0, 4095);
+            if (!c.ncpus) die("cpus: allowed a comma-separated list of CPU numbers");
+            break;
+        }
+        case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
+        default: usage();
+        }
+    }
+    if (!c.port[0].name || !c.port[1].name) die("port0 and port1: both test ports must be named");
+    if (have_mac != 15) die("mac0, mac1, peer0, peer1: all four MAC addresses are needed");
+    if (c.rate <= 0 || c.duration <= 0) die("rate and duration: both are needed");
+    if (c.port[0].ip_version != 4 && c.port[0].ip_version != 6) die("version0: allowed 4 or 6");
+    if (c.port[1].ip_version != 4 && c.port[1].ip_version != 6) die("version1: allowed 4 or 6");
+    for (int p = 0; p < 2; p++) {
+        int min = 14 + (c.port[p].ip_version == 4 ? 20 : 40) + 8 + PAYLOAD_LEN + FCS_LEN;
+        if (c.port[p].frame_size < min) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "size%d=%d: IPv%d test frames need at least %d bytes", p,
+                     c.port[p].frame_size, c.port[p].ip_version, min);
+            die(msg);
+        }
+    }
+    if (c.latency_mode == 1 && c.tagged < 1) die("tagged: >= 1 with --latency tagged");
+
+    struct direction dirs[2];
+    memset(dirs, 0, sizeof dirs);
+    uint64_t intended = (uint64_t)(c.rate * c.duration + 0.5);
+    for (int i = 0; i < 2; i++) {
+        struct direction *d = &dirs[i];
+        if (!(c.directions & (1 << i))) continue;
+        d->index = i;
+        d->cfg = &c;
+        d->tx = &c.port[i];
+        d->rx = &c.port[1 - i];
+        d->intended = intended;
+        d->seen = calloc(intended / 8 + 1, 1);
+        d->samples = calloc(c.latency_mode == 2 ? MAX_SAMPLES : (size_t)(c.tagged > 0 ? c.tagged : 1), sizeof(double));
+        if (!d->seen || !d->samples) die("out of memory for the trial's frame bitmap");
+        d->tag_step = c.latency_mode == 1 ? (intended / (uint64_t)c.tagged ? intended / (uint64_t)c.tagged : 1) : 0;
+        d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)c.trial_id << 8) ^ (uint64_t)i;
+        d->tx_fd = open_socket(d->tx->name, 0);
+        d->rx_fd = open_socket(d->rx->name, 1);
+    }
+    pthread_t threads[4];
+    int nthreads = 0;
+    for (int i = 0; i < 2; i++)
+        if (c.directions & (1 << i)) {
+            pthread_create(&threads[nthreads++], NULL, receiver, &dirs[i]);
+            pthread_create(&threads[nthreads++], NULL, sender, &dirs[i]);
+        }
+    usleep(20000); /* receivers are listening before the first frame leaves */
+    atomic_store(&start_flag, 1);
+    for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
+
+    printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
+           "\"overrun_tolerance\": %g, \"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance);
+    int first = 1;
+    for (int i = 0; i < 2; i++) {
+        struct direction *d = &dirs[i];
+        if (!(c.directions & (1 << i))) continue;
+        int valid = d->send_duration <= c.duration * (1 + c.overrun_tolerance);
+        printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
+               "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
+               "\"send_duration\": %.9f, \"valid\": %s, \"latency\": [",
+               first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
+               (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
+               (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
+               (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration,
+               valid ? "true" : "false");
+        for (uint64_t k = 0; k < d->nsamples; k++) printf("%s%.9f", k ? ", " : "", d->samples[k]);
+        printf("]}");
+        first = 0;
+        free(d->seen);
+        free(d->samples);
+        close(d->tx_fd);
+        close(d->rx_fd);
+    }
+    printf("}}\n");
+    return 0;
+}

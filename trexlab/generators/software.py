@@ -1,0 +1,130 @@
+"""The software generator: swtester (swtester/, C over AF_PACKET) on the lab's tester node.
+
+Each trial runs swtester once on the tester node: inside the tester's network
+namespace on the local lab, over SSH on a remote tester (trexlab.lab.Node.command).
+The tester's nftables netdev-ingress counters (roles/tester_ports), which match
+only test frames, are read before and after the trial as an independent count:
+on a lossless trial sender, receiver and counter must agree, and any
+disagreement is written into the trial's notes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from trexlab.lab import Lab, LabError, load_lab
+from trexlab.params import InvalidParameter
+from trexlab.trial import DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec
+
+LOCAL_BINARY = Path(__file__).resolve().parents[2] / "swtester" / "swtester"
+PAYLOAD_BYTES = 16
+#: Smallest frame that holds Ethernet + IP + UDP headers, the test payload and the FCS.
+MIN_FRAME = {4: 14 + 20 + 8 + PAYLOAD_BYTES + 4, 6: 14 + 40 + 8 + PAYLOAD_BYTES + 4}
+#: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
+GRACE = 30.0
+
+
+class SoftwareGenerator:
+    name = "software"
+
+    def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
+        self.lab = lab
+        self.tester = lab.tester
+        self.binary = binary or (str(LOCAL_BINARY) if self.tester.netns else "swtester")
+        if self.tester.netns and not os.access(self.binary, os.X_OK):
+            raise LabError(f"swtester binary {self.binary} not found: run 'make swtester'")
+        self.cross_check = cross_check
+
+    def describe(self) -> dict:
+        ports = [self.tester.port(i) for i in (0, 1)]
+        return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
+                "netns": self.tester.netns, "cpus": list(self.tester.cpus),
+                "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
+                "lab": self.lab.describe()}
+
+    def close(self) -> None:
+        pass
+
+    def argv(self, spec: TrialSpec) -> list[str]:
+        for i, (version, size) in enumerate(zip(spec.ip_version, spec.frame_size, strict=True)):
+            if size < MIN_FRAME[version]:
+                raise InvalidParameter(f"frame_size[{i}]", size,
+                                       f">= {MIN_FRAME[version]} bytes for IPv{version} test frames of swtester")
+        p0, p1 = self.tester.port(0), self.tester.port(1)
+        argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
+                "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
+                "--rate", repr(float(spec.offered_load)), "--duration", repr(float(spec.duration)),
+                "--size0", str(spec.frame_size[0]), "--size1", str(spec.frame_size[1]),
+                "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
+                "--directions", {"bidirectional": "bi"}.get(spec.directions, spec.directions),
+                "--networks", str(spec.destination_networks), "--tail", repr(float(spec.receive_tail)),
+                "--latency", spec.latency_mode]
+        for flag, port in (("--ip0", p0), ("--ip1", p1)):
+            if port.ipv4_address:
+                argv += [flag, port.ipv4_address]
+            if port.ipv6_address:
+                argv += [flag + "v6", port.ipv6_address]
+        if spec.port_mode == "rfc4814":
+            argv.append("--rfc4814")
+        if spec.latency_mode == "tagged":
+            argv += ["--tagged", str(spec.latency_frames)]
+        if spec.frame_timeout is not None:
+            argv += ["--timeout", repr(float(spec.frame_timeout))]
+        if self.tester.cpus:
+            argv += ["--cpus", ",".join(str(c) for c in self.tester.cpus)]
+        return argv
+
+    def counters(self) -> dict[str, int] | None:
+        """The tester's test-frame counters, or None where the table is missing."""
+        argv = self.tester.command(["nft", "-j", "list", "counters", "table", "netdev", "trexlab_tester"])
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        if result.returncode != 0:
+            return None
+        return {item["counter"]["name"]: item["counter"]["packets"]
+                for item in json.loads(result.stdout)["nftables"] if "counter" in item}
+
+    def run_trial(self, spec: TrialSpec) -> TrialResult:
+        argv = self.tester.command(self.argv(spec))
+        before = self.counters() if self.cross_check else None
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True,
+                                    timeout=spec.duration + spec.receive_tail + GRACE)
+        except subprocess.TimeoutExpired:
+            raise GeneratorError(f"swtester did not finish within {spec.duration + spec.receive_tail + GRACE:.0f} s")
+        if result.returncode != 0:
+            message = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+            raise GeneratorError(message)
+        try:
+            report = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            raise GeneratorError("swtester printed no JSON result") from None
+        after = self.counters() if before is not None else None
+        directions, notes = {}, []
+        for name, d in report["directions"].items():
+            latency = Latency.from_samples(d["latency"]) if spec.latency_mode != "none" else None
+            directions[name] = DirectionResult(
+                direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
+                frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
+                duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
+                latency=latency)
+            if after is not None:
+                port = 1 if name == "forward" else 0
+                key = f"port{port}_ipv{spec.ip_version[port]}"
+                counted = after.get(key, 0) - before.get(key, 0)
+                arrived = d["received"] + d["late"] + d["duplicates"]
+                if counted != arrived:
+                    notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
+                                 f"the receiver {arrived}")
+        return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
+
+
+def create(lab: Lab | None = None, inventory: str | None = None, binary: str | None = None,
+           cross_check: str | bool = True) -> SoftwareGenerator:
+    if lab is None:
+        lab = load_lab(inventory)
+    if isinstance(cross_check, str):
+        cross_check = cross_check.lower() not in ("0", "false", "no", "off")
+    return SoftwareGenerator(lab, binary, cross_check)
