@@ -4,10 +4,11 @@ import struct
 
 import pytest
 
-from fake_trex import FakeClient, install
 from trexlab.generators import create_generator
 from trexlab.generators.trex import PROFILE, profile_module
 from trexlab.trial import GeneratorError, TrialSpec
+
+from fake_trex import FakeClient, install
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
