@@ -88,12 +88,12 @@ class SoftwareGenerator:
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         argv = self.tester.command(self.argv(spec))
+        limit = spec.duration + spec.receive_tail + GRACE
         before = self.counters() if self.cross_check else None
         try:
-            result = subprocess.run(argv, capture_output=True, text=True,
-                                    timeout=spec.duration + spec.receive_tail + GRACE)
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
-            raise GeneratorError(f"swtester did not finish within {spec.duration + spec.receive_tail + GRACE:.0f} s")
+            raise GeneratorError(f"swtester did not finish within {limit:.0f} s") from None
         if result.returncode != 0:
             message = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
             raise GeneratorError(message)
