@@ -12,7 +12,7 @@ GOOD = {
     "name": "gaming-table2",
     "description": "zero loss vs 0.011 % tolerance under 0.01 % random loss",
     "lab": {"kind": "local", "topology": "single"},
-    "generator": "sim",
+    "generator": "software",
     "dut": {"impairment": {"loss_percent": 0.01}},
     "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "bidirectional"},
     "procedure": {"name": "throughput", "params": {}},

@@ -201,7 +201,61 @@ def fmt(value: float, spec: str = ".6g") -> str:
     return "-" if value != value else format(value, spec)
 
 
+def campaign_main(argv: list[str]) -> int:
+    """trexlab campaign EXPERIMENT [--scale ci] [--campaign ID] [--results DIR] [--inventory FILE]"""
+    from trexlab.campaign import Campaign, CampaignError
+    from trexlab.experiment import InvalidExperiment, load
+
+    parser = argparse.ArgumentParser(prog="trexlab campaign", description="Run (or resume) an experiment campaign.")
+    parser.add_argument("experiment", help="experiments/<name> or a spec file")
+    parser.add_argument("--scale", help="a scale declared by the experiment, e.g. ci (short trials)")
+    parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
+    parser.add_argument("--results", default="results", help="results root (default results/)")
+    parser.add_argument("--inventory", help="generated inventory of the lab")
+    args = parser.parse_args(argv)
+    try:
+        experiment = load(args.experiment).scaled(args.scale)
+        campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
+                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+        outcome = campaign.run()
+    except (InvalidExperiment, CampaignError, LabError, InvalidParameter) as exc:
+        print(f"trexlab campaign: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("trexlab campaign: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    print(json.dumps(outcome))
+    return 0 if not outcome["failed"] else 1
+
+
+def report_main(argv: list[str]) -> int:
+    """trexlab report EXPERIMENT [--campaign DIR] [--results DIR] [--notebook FILE]"""
+    from trexlab.report import ReportError, latest_campaign, render
+
+    parser = argparse.ArgumentParser(prog="trexlab report",
+                                     description="Execute the experiment's analysis notebook, export HTML.")
+    parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
+    parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
+    parser.add_argument("--results", default="results", help="results root (default results/)")
+    parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
+    args = parser.parse_args(argv)
+    try:
+        campaign = Path(args.campaign) if args.campaign else latest_campaign(args.results, args.experiment)
+        html = render(campaign, args.notebook)
+    except ReportError as exc:
+        print(f"trexlab report: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(html)
+    return 0
+
+
+SUBCOMMANDS = {"campaign": campaign_main, "report": report_main}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     try:
         run = prepare(args)
@@ -211,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     generator, display = run["generator"], ProgressDisplay()
     facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
                        traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
-                       argv=sys.argv[1:] if argv is None else argv)
+                       argv=argv)
     try:
         summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
                          run["results"], facts, progress=display)

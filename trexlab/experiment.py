@@ -209,6 +209,9 @@ def validate(spec: object, source: str = "<spec>") -> Experiment:
                 f"{source}: sweep.{path}: allowed roots {', '.join(_SWEEP_ROOTS)}")
         if root == "procedure" and not path.startswith("procedure.params."):
             raise InvalidExperiment(f"{source}: sweep.{path}: only procedure.params.* can be swept")
+    if spec.get("generator") == "sim" and spec.get("dut"):
+        raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
+                                "simulated SUT in generator_options")
     experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
     for point in experiment.points():
         _check_point(point, source)

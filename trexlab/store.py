@@ -138,3 +138,30 @@ def load_trials(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.Da
             _flatten("", record, row)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+# -- campaigns: one line per sweep-point attempt ------------------------------------------------
+
+POINTS = "points.jsonl"
+
+
+def append_point_record(campaign: str | os.PathLike, record: dict) -> None:
+    """Append one point attempt (done / failed + error) to a campaign's log, durably."""
+    with open(Path(campaign) / POINTS, "a") as f:
+        f.write(json.dumps(record, default=_json_default) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_point_log(campaign: str | os.PathLike) -> dict[str, dict]:
+    """The last recorded attempt of each point of a campaign (a line cut short by a crash is skipped)."""
+    latest: dict[str, dict] = {}
+    path = Path(campaign) / POINTS
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            latest[record["point"]] = record
+    return latest

@@ -29,6 +29,7 @@ frame (percentiles of 100 000 samples are precise far beyond what PDV needs).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -78,8 +79,12 @@ class SimGenerator:
 
     name = "sim"
 
-    def __init__(self, sut: SimulatedSUT):
+    def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):
         self.sut = sut
+        # Wall seconds actually waited per simulated second of trial (0: none). Lets a test or a
+        # demonstration watch a campaign progress, or interrupt it mid-trial, as with a real lab.
+        check_range("wall_clock_factor", wall_clock_factor, 0, 1)
+        self.wall_clock_factor = wall_clock_factor
         self.rng = np.random.default_rng(sut.seed)
         self.simulated_time = 0.0  # s: sum of trial durations and receive tails
         self.trials = 0
@@ -98,6 +103,8 @@ class SimGenerator:
         results = {d: self._direction(spec, d, capacity) for d in spec.active_directions}
         self.simulated_time += spec.duration + spec.receive_tail
         self.trials += 1
+        if self.wall_clock_factor:
+            time.sleep((spec.duration + spec.receive_tail) * self.wall_clock_factor)
         return TrialResult(spec=spec, directions=results, generator=self.name)
 
     def _direction(self, spec: TrialSpec, direction: str, capacity: float) -> DirectionResult:
@@ -168,12 +175,16 @@ class SimGenerator:
         return Latency.from_samples(float(x) for x in delays)
 
 
-def create(**options) -> SimGenerator:
+def create(wall_clock_factor: float | str = 0.0, **options) -> SimGenerator:
     """A sim generator from options (numbers may come as strings from the CLI)."""
     fields = SimulatedSUT.__dataclass_fields__
     unknown = sorted(set(options) - set(fields))
     if unknown:
-        raise InvalidParameter("sim option", unknown[0], ", ".join(fields))
+        raise InvalidParameter("sim option", unknown[0], ", ".join([*fields, "wall_clock_factor"]))
+    try:
+        wall_clock_factor = float(wall_clock_factor)
+    except ValueError:
+        raise InvalidParameter("wall_clock_factor", wall_clock_factor, "a number 0..1") from None
     typed = {}
     for key, value in options.items():
         if isinstance(value, str):
@@ -184,4 +195,4 @@ def create(**options) -> SimGenerator:
             except ValueError:
                 raise InvalidParameter(key, value, "a number") from None
         typed[key] = value
-    return SimGenerator(SimulatedSUT(**typed))
+    return SimGenerator(SimulatedSUT(**typed), wall_clock_factor)

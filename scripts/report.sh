@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# make report EXP=name [CAMPAIGN=results/<exp>/<id>]: execute the analysis notebook, export HTML.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$TREXLAB_ROOT"
+
+exp=${1:-}
+[ -n "$exp" ] || die "usage: make report EXP=<name>"
+[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+args=(report "$exp" --results "${RESULTS:-results}")
+[ -n "${CAMPAIGN:-}" ] && args+=(--campaign "$CAMPAIGN")
+html=$("$VENV/bin/trexlab" "${args[@]}")
+say "report: $html"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# make run EXP=name [SCALE=ci] [LAB_NAME=local] [RESULTS=results]: run or resume an experiment campaign.
+# Rerunning the same command resumes: finished points and repetitions are skipped.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$TREXLAB_ROOT"
+
+exp=${1:-}
+[ -n "$exp" ] || die "usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
+[ -f "experiments/$exp/experiment.yml" ] || die "EXP=$exp: no experiments/$exp/experiment.yml; have: $(ls experiments | tr '\n' ' ')"
+[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+LAB_NAME=${LAB_NAME:-${LAB:-local}}
+args=(campaign "experiments/$exp" --results "${RESULTS:-results}")
+[ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
+inventory="inventory/generated/$LAB_NAME/hosts.yml"
+[ -f "$inventory" ] && args+=(--inventory "$inventory")
+exec "$VENV/bin/trexlab" "${args[@]}"

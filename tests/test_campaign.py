@@ -1,0 +1,139 @@
+"""Campaigns on the sim generator: resumable, failures recorded, killed mid-run without loss or duplicates."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trexlab import experiment
+from trexlab.campaign import Campaign
+from trexlab.store import read_point_log
+
+SPEC = {
+    "name": "resume",
+    "description": "two simulated SUTs, throughput repeated",
+    "generator": "sim",
+    "generator_options": {"capacity": 400000, "capacity_noise": 0.01},
+    "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "bidirectional", "receive_tail": 0},
+    "procedure": {"name": "throughput",
+                  "params": {"max_rate": 1000000, "resolution": 20000, "trial_duration": 1}},
+    "sweep": {"generator_options.capacity": [300000, 600000]},
+    "repetitions": 4,
+}
+
+
+def finished_reps(campaign: Path) -> dict[str, list[Path]]:
+    return {point.name: sorted(r for r in point.glob("rep-*") if (r / "result.json").is_file())
+            for point in campaign.iterdir() if point.is_dir()}
+
+
+def test_campaign_runs_every_point_and_a_rerun_skips_them(tmp_path):
+    exp = experiment.validate(json.loads(json.dumps(SPEC)))
+    first = Campaign(exp, tmp_path).run()
+    assert first["done"] == 2 and first["failed"] == []
+    reps = finished_reps(Path(first["campaign"]))
+    assert sorted(len(v) for v in reps.values()) == [4, 4]
+    stamps = {r: (r / "result.json").stat().st_mtime_ns for v in reps.values() for r in v}
+    lines = []
+    second = Campaign(exp, tmp_path, progress=lines.append).run()
+    assert second == first
+    assert "2 done earlier" in lines[0] and len(lines) == 1, "a finished campaign runs nothing again"
+    assert {r: (r / "result.json").stat().st_mtime_ns for r in stamps} == stamps
+
+
+def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
+    spec = json.loads(json.dumps(SPEC))
+    # capacity 0 is not a valid simulated SUT: the first point fails when its generator is made.
+    spec["sweep"] = {"generator_options.capacity": [0, 600000]}
+    outcome = Campaign(experiment.validate(spec), tmp_path).run()
+    assert outcome["done"] == 1 and len(outcome["failed"]) == 1
+    log = read_point_log(outcome["campaign"])
+    error = log[outcome["failed"][0]]["error"]
+    assert "capacity" in error and "\n" not in error
+
+
+def test_killed_campaign_resumes_with_no_repetition_lost_or_duplicated(tmp_path):
+    spec = json.loads(json.dumps(SPEC))
+    # Trials take 10 % of their simulated time on the wall clock, so the campaign can be killed mid-run.
+    spec["generator_options"]["wall_clock_factor"] = 0.1
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "experiment.yml").write_text(yaml.safe_dump(spec))
+    argv = [sys.executable, "-m", "trexlab.cli", "campaign", str(tmp_path / "exp"), "--results", str(tmp_path)]
+    runner = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    campaign_dir = tmp_path / "resume" / Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).id
+    deadline = time.monotonic() + 120
+    try:
+        # Kill it in the middle of the first point's third repetition.
+        while time.monotonic() < deadline:
+            if campaign_dir.is_dir() and sum(len(v) for v in finished_reps(campaign_dir).values()) >= 2:
+                break
+            assert runner.poll() is None, runner.stderr.read().decode()
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.killpg(runner.pid, signal.SIGKILL)
+    finally:
+        runner.wait(10)
+    before = {r: (r / "result.json").read_bytes() for v in finished_reps(campaign_dir).values() for r in v}
+    assert 2 <= len(before) < 8, "killed mid-campaign"
+
+    rerun = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["done"] == 2
+    after = finished_reps(campaign_dir)
+    assert sorted(len(v) for v in after.values()) == [4, 4]
+    for point, reps in after.items():
+        assert [r.name for r in reps] == ["rep-001", "rep-002", "rep-003", "rep-004"], point
+        assert {p.name for p in (campaign_dir / point).glob("rep-*")} == {r.name for r in reps}, "no stray runs"
+    # What finished before the kill was kept as it was, not measured again.
+    assert all(path.read_bytes() == content for path, content in ((p / "result.json", c) for p, c in before.items()))
+    assert "done earlier" in rerun.stderr
+
+
+def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
+    from trexlab.report import render
+
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+    html = render(outcome["campaign"])
+    text = html.read_text()
+    assert html.name == "report.html" and html.with_suffix(".ipynb").is_file()
+    assert "repetitions per point: 4" in text, "the method is disclosed"
+    assert text.count("data:image/png") >= 2, "bar plot and repetition plot embedded"
+    assert "throughput (frames/s)" in text and "Traceback" not in text
+
+
+def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
+    """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
+    from PIL import Image
+
+    from trexlab.report import render
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Chromium not found: make test installs Debian's chromium (apt-get install chromium)"
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+    html = render(outcome["campaign"])
+    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*browser, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert "dispersion_percent" in dom and "300000" in dom and "600000" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([*browser, "--window-size=1000,2000", f"--screenshot={shot}", html.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pixels = list(Image.open(shot).convert("RGB").get_flattened_data())
+    bar = sum(1 for r, g, b in pixels if abs(r - 0x4C) < 12 and abs(g - 0x72) < 12 and abs(b - 0xB0) < 12)
+    assert bar > 5000, f"only {bar} pixels of the bars' colour: the plot did not render"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "experiments").iterdir()
+                                        if (p / "experiment.yml").is_file()))
+def test_shipped_experiments_are_valid_at_every_scale(name):
+    exp = experiment.load(Path(__file__).parent.parent / "experiments" / name)
+    assert exp.points(), name
+    for scale in (exp.spec.get("scale") or {}):
+        assert exp.scaled(scale).points()
+    assert (Path(__file__).parent.parent / "experiments" / name / "README.md").is_file(), f"{name} has no README"

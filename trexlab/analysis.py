@@ -1,0 +1,243 @@
+"""Aggregating campaigns into paper-style tables and plots (used by the notebooks in analysis/).
+
+    runs = load_campaigns(["results/demo"])              # one row per repetition
+    table = summarize_points(runs, "throughput_fps")     # one row per sweep point: median, min, max, ...
+    compare(runs_single, runs_dual, "throughput_fps", by="destination_networks")
+    export(table, "out.csv") / export(table, "out.parquet")
+
+Statistics come from trexlab.stats (median, min, max, 1st/99th percentile,
+dispersion = (max - min) / median): the same numbers the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from trexlab.stats import summarize
+from trexlab.store import load_runs, read_point_log
+
+STAT_COLUMNS = ["count", "missing", "median", "min", "max", "p1", "p99", "dispersion_percent"]
+
+
+def campaign_dirs(paths: Iterable[str | Path] | str | Path) -> list[Path]:
+    """Campaign directories (holding campaign.json) at or below the given paths."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    found = set()
+    for path in map(Path, paths):
+        if (path / "campaign.json").is_file():
+            found.add(path)
+        found.update(p.parent for p in path.rglob("campaign.json"))
+    return sorted(found)
+
+
+def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
+    """One row per finished repetition of every campaign found.
+
+    Columns: experiment, campaign, point, repetition, one column per sweep key
+    (its last dotted part, e.g. destination_networks), and the procedure's
+    headline figures (e.g. throughput_fps, forward_typical_s).
+    """
+    frames = []
+    for campaign in campaign_dirs(paths):
+        manifest = json.loads((campaign / "campaign.json").read_text())
+        runs = load_runs(campaign)
+        if runs.empty:
+            continue
+        runs = runs[runs["finished"]].copy()
+        runs["experiment"] = manifest["experiment"]
+        runs["campaign"] = manifest["campaign"]
+        runs["point"] = runs["provenance.point"]
+        runs["repetition"] = runs["provenance.repetition"]
+        sweep = sorted({k for p in manifest["points"] for k in p["values"]})
+        for key in sweep:
+            column = f"provenance.sweep.{key}"
+            if column in runs:
+                runs[key.rsplit(".", 1)[-1]] = runs[column].map(_hashable)
+        runs["sweep_keys"] = [tuple(k.rsplit(".", 1)[-1] for k in sweep)] * len(runs)
+        headline = [c for c in runs.columns if c.startswith("result.headline.")]
+        runs["figure_keys"] = [tuple(c.removeprefix("result.headline.") for c in headline)] * len(runs)
+        runs = runs.rename(columns={c: c.removeprefix("result.headline.") for c in headline})
+        frames.append(runs)
+    if not frames:
+        return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _union(runs: pd.DataFrame, column: str) -> list[str]:
+    names: list[str] = []
+    for keys in runs.get(column, []):
+        names.extend(k for k in keys if k not in names)
+    return names
+
+
+def sweep_columns(runs: pd.DataFrame) -> list[str]:
+    """The sweep variables present in a loaded campaign table."""
+    return _union(runs, "sweep_keys")
+
+
+def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = None) -> pd.DataFrame:
+    """Per sweep point: the statistics of one headline figure over its repetitions."""
+    by = by if by is not None else (["experiment", *sweep_columns(runs)])
+    if figure not in runs:
+        raise KeyError(f"figure {figure!r} not in the campaign table; have {', '.join(figure_columns(runs))}")
+    rows = []
+    for key, group in runs.groupby(by, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key, strict=True)), **summarize(group[figure].tolist())})
+    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
+
+
+def figure_columns(runs: pd.DataFrame) -> list[str]:
+    """The procedures' headline figures present (throughput_fps, NDR_fps, forward_typical_s, ...)."""
+    return _union(runs, "figure_keys")
+
+
+def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
+            labels: tuple[str, str] = ("single", "dual")) -> pd.DataFrame:
+    """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
+    a = summarize_points(first, figure, [by]).set_index(by)
+    b = summarize_points(second, figure, [by]).set_index(by)
+    table = pd.DataFrame({f"{labels[0]}_median": a["median"], f"{labels[0]}_min": a["min"],
+                          f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
+                          f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
+    table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
+    return table.reset_index()
+
+
+def export(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write a table as CSV or Parquet, chosen by the file's suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        table.to_parquet(path, index=False)
+    elif path.suffix == ".csv":
+        table.to_csv(path, index=False)
+    else:
+        raise ValueError(f"export {path}: allowed suffixes .csv, .parquet")
+    return path
+
+
+def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):
+    """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6."""
+    import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    labels = [str(v) for v in summary[x]]
+    median = summary["median"] * scale
+    low = (summary["median"] - summary["min"]) * scale
+    high = (summary["max"] - summary["median"]) * scale
+    ax.bar(labels, median, yerr=[low, high], capsize=4, color="#4C72B0")
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return ax
+
+
+# -- what the notebooks display ---------------------------------------------------------------
+
+#: Unit of a headline figure, read off its name's suffix: (suffix, label, scale to display).
+_UNITS = (("_fps", "frames/s", 1.0), ("_s", "ms", 1e3), ("_percent", "%", 1.0))
+
+
+def figure_scale(figure: str) -> float:
+    return next((scale for suffix, _, scale in _UNITS if figure.endswith(suffix)), 1.0)
+
+
+def figure_unit_label(figure: str) -> str:
+    return next((label for suffix, label, _ in _UNITS if figure.endswith(suffix)), "")
+
+
+def figure_title(figure: str) -> str:
+    """throughput_fps -> 'throughput (frames/s)'; forward_typical_s -> 'forward typical (ms)'."""
+    name = figure
+    for suffix, label, _ in _UNITS:
+        if figure.endswith(suffix):
+            name = figure.removesuffix(suffix)
+            return f"{name.replace('_', ' ')} ({label})"
+    return name.replace("_", " ")
+
+
+def styled(table: pd.DataFrame, figure: str):
+    """A summary table formatted for a report: statistics in the figure's display unit."""
+    shown = table.copy()
+    scale = figure_scale(figure)
+    for column in ("median", "min", "max", "p1", "p99"):
+        shown[column] = shown[column] * scale
+    digits = "{:,.0f}" if figure.endswith("_fps") else "{:,.3f}"
+    return shown.style.hide(axis="index").format(
+        {c: digits for c in ("median", "min", "max", "p1", "p99")} | {"dispersion_percent": "{:.2f}"}, na_rep="-")
+
+
+def point_status(campaign: str | Path) -> pd.DataFrame:
+    """Per sweep point of a campaign: its values, last status, error and finished repetitions."""
+    campaign = Path(campaign)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    latest = read_point_log(campaign)
+    rows = []
+    for point in manifest["points"]:
+        record = latest.get(point["point"], {})
+        finished = sum(1 for rep in (campaign / point["point"]).glob("rep-*") if (rep / "result.json").is_file())
+        rows.append({"point": point["point"], **{k.rsplit(".", 1)[-1]: v for k, v in point["values"].items()},
+                     "status": record.get("status", "not run"), "repetitions done": finished,
+                     "error": record.get("error") or ""})
+    return pd.DataFrame(rows)
+
+
+def method_disclosure(campaign: str | Path) -> str:
+    """Markdown saying how the figures were measured: what RFC 2544 and the seed papers ask to disclose."""
+    manifest = json.loads((Path(campaign) / "campaign.json").read_text())
+    spec = manifest["spec"]
+    procedure = spec.get("procedure", {})
+    params = procedure.get("params") or {}
+    lines = [f"## {manifest['experiment']} — campaign `{manifest['campaign']}`", "",
+             spec.get("description", "").strip(), ""]
+    if spec.get("reproduces"):
+        lines += [f"*Reproduces:* {spec['reproduces']}", ""]
+    lab = spec.get("lab") or {}
+    lines += [f"- generator: `{spec.get('generator')}`; lab: {lab.get('kind', '-')} / {lab.get('topology', '-')}",
+              f"- procedure: `{procedure.get('name')}` with "
+              + (", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "defaults"),
+              f"- repetitions per point: {spec.get('repetitions', 20)}",
+              "- traffic: " + (", ".join(f"{k}={v}" for k, v in sorted((spec.get('traffic') or {}).items()))
+                                or "defaults")]
+    if "loss_tolerance_percent" in params:
+        lines.append(f"- loss tolerance: {params['loss_tolerance_percent']} % (disclosed, as RFC 2544 asks of "
+                     "any non-zero tolerance)")
+    if spec.get("dut"):
+        lines.append(f"- DUT configuration: {json.dumps(spec['dut'], sort_keys=True)}")
+    if spec.get("sweep"):
+        lines.append("- sweep: " + "; ".join(f"{k} ∈ {v}" for k, v in spec["sweep"].items()))
+    return "\n".join(lines)
+
+
+def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
+    """Every repetition's value per sweep point (dots) with the median (bar): how far repetitions agree."""
+    import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    sweep = sweep_columns(runs)
+    keys = ["experiment", *sweep]
+    scale = figure_scale(figure)
+    for i, (_key, group) in enumerate(runs.groupby(keys, dropna=False, sort=True)):
+        values = group[figure].dropna() * scale
+        ax.scatter([i] * len(values), values, s=14, alpha=0.6, color="#4C72B0")
+        if len(values):
+            ax.hlines(values.median(), i - 0.3, i + 0.3, color="#C44E52")
+    labels = [", ".join(map(str, k[1:] if isinstance(k, tuple) else (k,))) or str(k)
+              for k, _ in runs.groupby(keys, dropna=False, sort=True)]
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel(", ".join(sweep) or "point")
+    ax.set_ylabel(figure_unit_label(figure))
+    ax.grid(axis="y", alpha=0.3)
+    return ax

@@ -1,0 +1,198 @@
+"""Running an experiment campaign: every sweep point, repeated, resumable, every trial kept.
+
+    results/<experiment>/<campaign-id>/campaign.json     the expanded spec and its points
+    results/<experiment>/<campaign-id>/points.jsonl      one line per point attempt: done / failed + error
+    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.store)
+
+The campaign id defaults to a hash of the (scaled) spec, so running the same
+experiment again resumes it: finished points and repetitions are skipped, the
+interrupted repetition is redone. A failing point is recorded with its error
+and the campaign goes on. For each point the DUT is configured through the
+playbooks (routing for the point's destination networks, then the
+experiment's impairment/SIIT blocks) and restored afterwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trexlab.experiment import Experiment, InvalidExperiment, procedure_params_class
+from trexlab.generators import create_generator
+from trexlab.lab import Lab, load_lab
+from trexlab.params import InvalidParameter
+from trexlab.provenance import provenance
+from trexlab.repetition import repeat
+from trexlab.store import append_point_record, read_point_log, write_json_atomic
+from trexlab.trial import GeneratorError, TrialSpec
+
+REPO = Path(__file__).resolve().parent.parent
+#: Playbook applying each DUT configuration block; called with <block>_state=present, then absent.
+DUT_PLAYBOOKS = {"siit": "playbooks/dut-siit.yml", "impairment": "playbooks/dut-impairment.yml"}
+
+
+class CampaignError(RuntimeError):
+    """The campaign cannot run at all here (missing kernel feature, no lab); one line."""
+
+
+def campaign_id(experiment: Experiment) -> str:
+    digest = hashlib.sha1(json.dumps(experiment.spec, sort_keys=True, default=str).encode()).hexdigest()
+    return f"c-{digest[:10]}"
+
+
+def kernel_has_netem() -> bool:
+    """Whether this kernel can build a netem qdisc (tried on a dummy device in a throwaway namespace)."""
+    ns = f"tlprobe{os.getpid()}"
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "add", "d0", "type", "dummy"], check=True,
+                       capture_output=True)
+        probe = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "d0", "root", "netem",
+                                "delay", "1ms"], capture_output=True)
+        return probe.returncode == 0
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
+    """Fail before any point runs when the lab cannot give what the experiment needs."""
+    needs = set(experiment.spec.get("lab", {}).get("requires") or [])
+    if experiment.generator != "sim" and lab is not None:
+        if lab.topology != experiment.topology:
+            raise CampaignError(f"experiment {experiment.name} needs topology {experiment.topology}, "
+                                f"the lab {lab.name} is {lab.topology}")
+    if lab is None or lab.kind not in ("local",):
+        return  # remote DUTs are checked by the roles themselves, before they change anything
+    if "sch_netem" in needs and not kernel_has_netem():
+        raise CampaignError(f"experiment {experiment.name} needs netem delay, but this kernel has no sch_netem: "
+                            "run it on the VM lab (LAB=vm) or a DUT with netem")
+    if "jool" in needs:
+        raise CampaignError(f"experiment {experiment.name} needs the Jool kernel module, which the local lab's "
+                            "kernel cannot load: run it on the VM lab (LAB=vm)")
+
+
+class Campaign:
+    def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
+                 inventory: str | None = None, progress: Callable[[str], None] | None = None,
+                 ansible_playbook: str | None = None):
+        self.experiment = experiment
+        self.id = campaign or campaign_id(experiment)
+        self.dir = Path(results_root) / experiment.name / self.id
+        self.progress = progress or (lambda line: None)
+        self.lab = None if experiment.generator == "sim" else load_lab(inventory)
+        # The ansible-playbook of the environment trexlab runs in (make setup's .venv).
+        self.ansible_playbook = ansible_playbook or str(Path(sys.executable).parent / "ansible-playbook")
+        self.points = experiment.points()
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def status(self) -> dict[str, dict]:
+        """Last recorded outcome per point id."""
+        return read_point_log(self.dir)
+
+    def record(self, point, status: str, error: str | None = None, seconds: float = 0.0) -> None:
+        append_point_record(self.dir, {"point": point.point_id, "index": point.index, "values": point.values,
+                                       "status": status, "error": error, "seconds": round(seconds, 3),
+                                       "time": time.time()})
+
+    # -- one point -------------------------------------------------------------------------
+    def playbook(self, name: str, extra: dict) -> None:
+        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(REPO / name), "-e", json.dumps(extra)]
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
+                                env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+        if result.returncode != 0:
+            failed = [line for line in result.stdout.splitlines() if "fatal:" in line or "FAILED" in line]
+            raise GeneratorError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
+
+    def configure_dut(self, spec: dict) -> list[tuple[str, dict]]:
+        """Apply the point's DUT configuration; return what must be undone afterwards."""
+        if self.lab is None or not self.lab.duts:
+            return []
+        networks = (spec.get("traffic") or {}).get("destination_networks", 1)
+        self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+        undo = []
+        for block, playbook in DUT_PLAYBOOKS.items():
+            settings = (spec.get("dut") or {}).get(block)
+            if settings:
+                extra = {f"{block}_{k}": v for k, v in settings.items()}
+                self.playbook(playbook, {**extra, f"{block}_state": "present"})
+                undo.append((playbook, {**extra, f"{block}_state": "absent"}))
+        return undo
+
+    def run_point(self, point, k: int, n: int) -> None:
+        spec = point.spec
+        undo = self.configure_dut(spec)
+        try:
+            generator = create_generator(self.experiment.generator, **self.generator_options(spec))
+            try:
+                params = procedure_params_class(spec["procedure"]["name"])(**(spec["procedure"].get("params") or {}))
+                traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
+                facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
+                                   sweep=point.values, spec=spec, generator=generator.describe(),
+                                   params=dataclasses.asdict(params), traffic=traffic.to_dict(),
+                                   lab=self.lab.describe() if self.lab else None)
+
+                def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
+                                      f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
+                                      f"{self.eta()}")
+
+                repeat(spec["procedure"]["name"], generator, traffic, params, self.experiment.repetitions,
+                       self.dir / point.point_id, facts, progress=progress)
+            finally:
+                generator.close()
+        finally:
+            for playbook, extra in reversed(undo):
+                self.playbook(playbook, extra)
+
+    def generator_options(self, spec: dict) -> dict:
+        options = dict(spec.get("generator_options") or {})
+        if self.lab is not None:
+            options["lab"] = self.lab
+        return options
+
+    # -- the whole campaign -------------------------------------------------------------
+    def eta(self) -> str:
+        if not self._durations:
+            return ""
+        remaining = self._remaining * (sum(self._durations) / len(self._durations))
+        return f", ETA {remaining / 60:.1f} min"
+
+    def run(self) -> dict:
+        check_requirements(self.experiment, self.lab)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
+                    "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points]}
+        write_json_atomic(self.dir / "campaign.json", manifest)
+        done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
+        todo = [p for p in self.points if p.point_id not in done_before]
+        self._durations, self._remaining = [], len(todo)
+        n = len(self.points)
+        self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
+                      f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
+        for point in todo:
+            k = point.index + 1
+            start = time.monotonic()
+            try:
+                self.run_point(point, k, n)
+            except (GeneratorError, InvalidParameter, InvalidExperiment, subprocess.SubprocessError, OSError) as exc:
+                self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
+                self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
+            else:
+                self.record(point, "done", None, time.monotonic() - start)
+                self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
+            self._durations.append(time.monotonic() - start)
+            self._remaining -= 1
+        status = self.status()
+        return {"campaign": str(self.dir), "points": n,
+                "done": sum(1 for r in status.values() if r["status"] == "done"),
+                "failed": sorted(pid for pid, r in status.items() if r["status"] == "failed")}

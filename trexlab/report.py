@@ -1,0 +1,58 @@
+"""Campaign reports: an analysis notebook executed headless and exported to one HTML file.
+
+The notebook of an experiment is analysis/<experiment>.ipynb when it has one,
+analysis/report.ipynb otherwise. It is executed with papermill (its
+``campaigns`` parameter set to the campaign directories) and exported with
+nbconvert, code cells hidden, plots embedded: the HTML is self-contained.
+The executed notebook is kept beside it, so a reader can open and rerun it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "analysis"
+
+
+class ReportError(RuntimeError):
+    """The report could not be made; one line."""
+
+
+def notebook_for(experiment: str) -> Path:
+    own = NOTEBOOKS / f"{experiment}.ipynb"
+    return own if own.is_file() else NOTEBOOKS / "report.ipynb"
+
+
+def latest_campaign(results: str | Path, experiment: str) -> Path:
+    """The most recently written campaign of an experiment under a results root."""
+    found = sorted((results_dir for results_dir in (Path(results) / experiment).glob("*/campaign.json")),
+                   key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise ReportError(f"no campaign of experiment {experiment!r} under {results}: run `make run EXP={experiment}`")
+    return found[-1].parent
+
+
+def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:
+    """Execute the analysis notebook on one campaign; return the HTML report's path."""
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+
+    campaign = Path(campaign).resolve()
+    if not (campaign / "campaign.json").is_file():
+        raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
+    experiment = json.loads((campaign / "campaign.json").read_text())["experiment"]
+    notebook = Path(notebook) if notebook else notebook_for(experiment)
+    html = Path(html) if html else campaign / "report.html"
+    executed = html.with_suffix(".ipynb")
+    try:
+        papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(campaign)]},
+                                   kernel_name="python3", cwd=str(REPO), progress_bar=False)
+    except papermill.PapermillExecutionError as exc:
+        raise ReportError(f"{notebook.name} failed on {campaign}: {exc.ename}: {exc.evalue}") from None
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    html.write_text(body)
+    return html
