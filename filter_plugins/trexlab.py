@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from trexlab import impairment
 from trexlab.addressing import destination
+from trexlab.params import InvalidParameter
 
 
 def peer_port(peer_mac: str, all_ports: list[dict]) -> dict:
@@ -45,6 +47,35 @@ def cpu_mask(cpus: list) -> str:
     return f"{mask:x}"
 
 
+def _numbers(settings: dict) -> dict:
+    """Extra vars arrive as strings ('-e netem_loss_percent=1'): numbers are read as numbers, the rest kept."""
+    typed = {}
+    for key, value in settings.items():
+        if isinstance(value, str):
+            for kind in (int, float):
+                try:
+                    value = kind(value)
+                    break
+                except ValueError:
+                    pass
+        typed[key] = value
+    return typed
+
+
+def impairment_plan(settings: dict, ports: list[dict], kernel_has_netem: bool, state: str = "present") -> dict:
+    """roles/netem's plan: trexlab.impairment.plan, with a bad or impossible request as 'error' (one line)."""
+    nothing = {"devices": [], "nft": "", "tc": []}
+    result = {"error": None, "backend": "none", "table": impairment.TABLE, **nothing, "applied": nothing}
+    if state == "absent":
+        return result
+    try:
+        plan = impairment.plan(_numbers(settings), ports, bool(kernel_has_netem))
+    except InvalidParameter as exc:
+        return {**result, "error": str(exc)}
+    applied = {k: plan[k] for k in ("devices", "nft", "tc")}
+    return {**result, **plan, "applied": applied}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -54,4 +85,5 @@ class FilterModule:
             "trexlab_route": route,
             "trexlab_neighbours": neighbours,
             "trexlab_cpu_mask": cpu_mask,
+            "trexlab_impairment_plan": impairment_plan,
         }

@@ -81,3 +81,25 @@ def lab_leftovers(name: str) -> list[str]:
              if line.split(":")[1].strip().startswith(f"tl{name}m")]
     procs = run("pgrep", "-f", f".cache/labs/{name}/", check=False).stdout.split()
     return left + [f"pid {p}" for p in procs]
+
+
+def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """ansible-playbook of the repository on a lab's generated inventory (not checked: tests read rc)."""
+    return subprocess.run([str(VENV / "bin" / "ansible-playbook"), "-i", str(lab.inventory), name, *extra],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+
+
+def changed_count(output: str) -> int:
+    """Sum of changed= over the play recap of an ansible-playbook output."""
+    return sum(int(line.split("changed=")[1].split()[0]) for line in output.splitlines() if "changed=" in line)
+
+
+def node_state(netns: str) -> dict[str, str]:
+    """What a role may touch on a namespace node: addresses, routes, neighbours, qdiscs, nftables, links."""
+    def out(*argv: str) -> str:
+        return run("ip", "netns", "exec", netns, *argv).stdout
+
+    return {"addr": out("ip", "-j", "addr"), "route4": out("ip", "-4", "route"), "route6": out("ip", "-6", "route"),
+            "neigh": out("ip", "neigh", "show", "nud", "permanent"), "tc": out("tc", "qdisc", "show"),
+            "nft": out("nft", "list", "ruleset"), "links": out("ip", "-o", "link")}

@@ -92,6 +92,15 @@ MALFORMED = [
     ("swept networks out of range", with_("sweep", {"traffic.destination_networks": [1, 512]}),
      "traffic.destination_networks=512: allowed 1..256"),
     ("unknown scale", {**GOOD, "scale": {"nightly": {}}}, "scale: unknown key nightly"),
+    ("unknown impairment", with_("dut.impairment.loss", 1), "dut.impairment.loss: unknown; allowed backend, delay_ms"),
+    ("impairment of wrong type", with_("dut.impairment.delay_ms", "10ms"),
+     "dut.impairment.delay_ms: '10ms' is not of type float"),
+    ("impairment direction", with_("dut.impairment.directions", ["up"]),
+     "dut.impairment.directions: ['up'] is not allowed; allowed forward, reverse"),
+    ("role state is not a setting", with_("dut.impairment.state", "absent"), "dut.impairment.state: unknown"),
+    ("swept impairment of wrong type", with_("sweep", {"dut.impairment.loss_percent": [0, "1%"]}),
+     "point 1 (loss_percent=1_-"),
+    ("dut with the sim generator", {**GOOD, "generator": "sim"}, "with generator sim declare the simulated SUT"),
 ]
 
 

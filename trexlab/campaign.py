@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trexlab.experiment import Experiment, InvalidExperiment, procedure_params_class
+from trexlab.experiment import DUT_CONFIG, Experiment, InvalidExperiment, dut_role_vars, procedure_params_class
 from trexlab.generators import create_generator
 from trexlab.lab import Lab, load_lab
 from trexlab.params import InvalidParameter
@@ -34,8 +34,6 @@ from trexlab.store import append_point_record, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent
-#: Playbook applying each DUT configuration block; called with <block>_state=present, then absent.
-DUT_PLAYBOOKS = {"siit": "playbooks/dut-siit.yml", "impairment": "playbooks/dut-impairment.yml"}
 
 
 class CampaignError(RuntimeError):
@@ -48,19 +46,9 @@ def campaign_id(experiment: Experiment) -> str:
 
 
 def kernel_has_netem() -> bool:
-    """Whether this kernel can build a netem qdisc (tried on a dummy device in a throwaway namespace)."""
-    ns = f"tlprobe{os.getpid()}"
-    try:
-        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "add", "d0", "type", "dummy"], check=True,
-                       capture_output=True)
-        probe = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "d0", "root", "netem",
-                                "delay", "1ms"], capture_output=True)
-        return probe.returncode == 0
-    except (OSError, subprocess.CalledProcessError):
-        return False
-    finally:
-        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    """Whether this host's kernel has sch_netem: the probe roles/netem runs on a DUT, run here."""
+    probe = REPO / "roles" / "netem" / "files" / "has-netem.sh"
+    return subprocess.run(["sh", str(probe)], capture_output=True).returncode == 0
 
 
 def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
@@ -119,12 +107,12 @@ class Campaign:
         networks = (spec.get("traffic") or {}).get("destination_networks", 1)
         self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
         undo = []
-        for block, playbook in DUT_PLAYBOOKS.items():
+        for block, (playbook, role) in DUT_CONFIG.items():
             settings = (spec.get("dut") or {}).get(block)
             if settings:
-                extra = {f"{block}_{k}": v for k, v in settings.items()}
-                self.playbook(playbook, {**extra, f"{block}_state": "present"})
-                undo.append((playbook, {**extra, f"{block}_state": "absent"}))
+                extra = dut_role_vars(block, settings)
+                self.playbook(playbook, {**extra, f"{role}_state": "present"})
+                undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
     def run_point(self, point, k: int, n: int) -> None:

@@ -29,8 +29,12 @@ from trexlab.params import InvalidParameter
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
 GENERATORS = ("sim", "software", "trex")
-#: DUT configuration blocks and the playbook that applies each (see playbooks/).
-DUT_BLOCKS = ("routing", "tuning", "siit", "impairment")
+#: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
+#: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
+DUT_CONFIG = {"impairment": ("playbooks/dut-impairment.yml", "netem"),
+              "siit": ("playbooks/dut-siit.yml", "siit_tayga")}
+DUT_BLOCKS = tuple(DUT_CONFIG)
+ROLES = Path(__file__).resolve().parent.parent / "roles"
 DEFAULT_REPETITIONS = 20
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -214,6 +218,7 @@ def validate(spec: object, source: str = "<spec>") -> Experiment:
                                 "simulated SUT in generator_options")
     experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
     for point in experiment.points():
+        _check_dut(point, source)
         _check_point(point, source)
     return experiment
 
@@ -228,6 +233,42 @@ def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "pattern" and isinstance(error.instance, str):
         return f"{error.instance!r} does not match {error.validator_value}"
     return error.message
+
+
+def role_options(role: str) -> dict:
+    """The options a role declares in its meta/argument_specs.yml (name -> spec)."""
+    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    return specs["argument_specs"]["main"]["options"]
+
+
+def dut_role_vars(block: str, settings: dict) -> dict:
+    """A spec's dut.<block> settings as the variables of the role that applies them."""
+    role = DUT_CONFIG[block][1]
+    return {f"{role}_{key}": value for key, value in settings.items()}
+
+
+def _check_dut(point: SweepPoint, source: str) -> None:
+    """Each dut.<block> key must be an option of its role, of the declared type and choices."""
+    where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
+    kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
+    for block, settings in (point.spec.get("dut") or {}).items():
+        role = DUT_CONFIG[block][1]
+        options = role_options(role)
+        for key, value in settings.items():
+            name = f"{role}_{key}"
+            if name not in options or name.endswith("_state") or name.endswith("_state_dir"):
+                allowed = sorted(o.removeprefix(f"{role}_") for o in options
+                                 if o.startswith(f"{role}_") and not o.endswith(("_state", "_state_dir")))
+                raise InvalidExperiment(f"{where}: dut.{block}.{key}: unknown; allowed {', '.join(allowed)}")
+            option = options[name]
+            kind = kinds.get(option.get("type", "str"))
+            if kind and (not isinstance(value, kind) or (isinstance(value, bool) and option.get("type") != "bool")):
+                raise InvalidExperiment(f"{where}: dut.{block}.{key}: {value!r} is not of type {option['type']}")
+            choices = option.get("choices")
+            values = value if isinstance(value, list) else [value]
+            if choices and any(v not in choices for v in values):
+                raise InvalidExperiment(f"{where}: dut.{block}.{key}: {value!r} is not allowed; allowed "
+                                        f"{', '.join(map(str, choices))}")
 
 
 def _check_point(point: SweepPoint, source: str) -> None:

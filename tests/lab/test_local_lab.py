@@ -7,7 +7,7 @@ import pytest
 from trexlab.addressing import destination
 from trexlab.lab import load_lab
 
-from labtools import lab_env, lab_leftovers, read_tester_counters, run, send_frames
+from labtools import changed_count, lab_env, lab_leftovers, read_tester_counters, run, send_frames
 
 pytestmark = pytest.mark.lab
 
@@ -16,10 +16,6 @@ def configure(env: dict) -> str:
     result = run("scripts/lab.sh", "configure", env=env, check=False, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return result.stdout
-
-
-def changed_total(output: str) -> int:
-    return sum(int(line.split("changed=")[1].split()[0]) for line in output.splitlines() if "changed=" in line)
 
 
 @pytest.mark.parametrize(("topology", "networks"), [("single", 4), ("dual", 2)])
@@ -31,8 +27,8 @@ def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
         run("scripts/lab.sh", "up", env=env)
         first = configure(env)
         print(f"\n{topology}: lab-up + configure took {time.monotonic() - start:.1f} s")
-        assert changed_total(first) > 0
-        assert changed_total(configure(env)) == 0, "a second configure must change nothing"
+        assert changed_count(first) > 0
+        assert changed_count(configure(env)) == 0, "a second configure must change nothing"
         lab = load_lab(f"inventory/generated/{name}/hosts.yml")
         assert lab.topology == topology and len(lab.duts) == {"single": 1, "dual": 2}[topology]
         tester = lab.tester

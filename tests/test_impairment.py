@@ -1,0 +1,71 @@
+"""The exact configuration roles/netem applies (trexlab.impairment), including what this kernel cannot run."""
+
+import pytest
+
+from trexlab.impairment import MARK, plan
+from trexlab.params import InvalidParameter
+
+PORTS = [{"index": 0, "name": "left"}, {"index": 1, "name": "right"}]
+
+
+def test_delay_with_jitter_and_loss_is_one_netem_qdisc_per_egress_port_with_a_large_limit():
+    p = plan({"delay_ms": 10, "jitter_ms": 2, "loss_percent": 0.1}, PORTS, kernel_has_netem=True)
+    assert p["backend"] == "netem" and p["nft"] == ""
+    assert p["tc"] == ["tc qdisc replace dev right root netem delay 10ms 2ms loss 0.1% limit 100000",
+                       "tc qdisc replace dev left root netem delay 10ms 2ms loss 0.1% limit 100000"]
+    assert p["devices"] == ["right", "left"]
+
+
+def test_selective_delay_of_every_nth_frame_marks_them_into_an_htb_netem_class():
+    p = plan({"delay_ms": 1000, "selective_every_nth": 100, "directions": ["forward"]}, PORTS, True)
+    assert p["tc"] == [
+        "tc qdisc replace dev right root handle 1: htb default 10",
+        "tc class replace dev right parent 1: classid 1:10 htb rate 100gbit",
+        "tc class replace dev right parent 1: classid 1:20 htb rate 100gbit",
+        "tc qdisc replace dev right parent 1:20 handle 20: netem delay 1000ms limit 100000",
+        f"tc filter replace dev right parent 1: protocol all prio 1 handle {MARK:#x} fw flowid 1:20",
+    ]
+    marks = [line.strip() for line in p["nft"].splitlines() if "mark set" in line]
+    assert marks == [f'oifname "right" ip daddr 198.18.0.0/15 meta l4proto udp numgen inc mod 100 0 '
+                     f"meta mark set {MARK:#x} counter",
+                     f'oifname "right" ip6 daddr 2001:2::/48 meta l4proto udp numgen inc mod 100 0 '
+                     f"meta mark set {MARK:#x} counter"]
+
+
+def test_loss_without_netem_is_nftables_in_the_forward_hook_on_test_traffic_only():
+    p = plan({"loss_percent": 0.01, "loss_every_nth": 1000}, PORTS, kernel_has_netem=False)
+    assert p["backend"] == "nftables" and p["tc"] == [] and p["devices"] == []
+    rules = [line.strip() for line in p["nft"].splitlines() if "drop" in line]
+    assert len(rules) == 8  # 2 ports x 2 families x (every-nth, random)
+    assert all("198.18.0.0/15" in r or "2001:2::/48" in r for r in rules)
+    assert 'oifname "right" ip daddr 198.18.0.0/15 meta l4proto udp numgen random mod 1000000 < 100 counter drop ' \
+           'comment "ipv4 random"' in rules
+    assert "type filter hook forward priority 0" in p["nft"]
+
+
+def test_every_nth_loss_uses_nftables_even_with_netem():
+    p = plan({"loss_every_nth": 100}, PORTS, kernel_has_netem=True)
+    assert "numgen inc mod 100 0 counter drop" in p["nft"] and p["tc"] == []
+
+
+@pytest.mark.parametrize("settings", [{"delay_ms": 100}, {"delay_ms": 1, "selective_every_nth": 10},
+                                      {"loss_percent": 1, "backend": "netem"}])
+def test_what_needs_netem_fails_on_a_kernel_without_it_naming_sch_netem(settings):
+    with pytest.raises(InvalidParameter, match="sch_netem"):
+        plan(settings, PORTS, kernel_has_netem=False)
+
+
+@pytest.mark.parametrize(("settings", "names"), [
+    ({"loss_percent": 101}, "loss_percent"), ({"loss_every_nth": 1}, "loss_every_nth"),
+    ({"jitter_ms": 5}, "jitter_ms"), ({"selective_every_nth": 10}, "selective"),
+    ({"delay_ms": 5, "selective_every_nth": 10, "selective_percent": 5}, "selective_percent"),
+    ({"directions": ["sideways"]}, "directions"), ({"backend": "tbf"}, "backend"), ({"limit": 0}, "limit"),
+])
+def test_bad_settings_are_one_line_naming_the_setting(settings, names):
+    with pytest.raises(InvalidParameter) as err:
+        plan(settings, PORTS, kernel_has_netem=True)
+    assert names in str(err.value) and "\n" not in str(err.value)
+
+
+def test_no_impairment_plans_nothing():
+    assert plan({}, PORTS, True) == {"backend": "none", "devices": [], "nft": "", "tc": []}

@@ -1,0 +1,125 @@
+"""roles/trex on a namespace node over SSH, with a tarball made here instead of TRex.
+
+The fake release has TRex's layout where the role looks (a top directory and
+t-rex-64); its t-rex-64 records its arguments and listens on the RPC port 4501
+on the node's loopback, which is all the role checks of a running server.  So
+the test proves fetch/verify/unpack, the rendered trex_cfg.yaml, the supervised
+service (start, restart after a crash, stop), idempotence and state=absent.
+"""
+
+import hashlib
+import os
+import socket
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import labtools
+from labtools import changed_count, run
+
+pytestmark = pytest.mark.lab
+
+FAKE_SERVER = """#!/bin/sh
+# Stands in for TRex: records how it was started and answers on the RPC port.
+echo "$@" > "$(dirname "$0")/started-with"
+exec python3 -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 4501))
+s.listen()
+while True:
+    s.accept()[0].close()
+'
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(lab_factory):
+    return lab_factory("tx", "single", 1)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ttx-release")
+    top = root / "v9.99"
+    top.mkdir()
+    (top / "t-rex-64").write_text(FAKE_SERVER)
+    (top / "t-rex-64").chmod(0o755)
+    tarball = root / "v9.99.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(top, arcname="v9.99")
+    return tarball, "sha256:" + hashlib.sha256(tarball.read_bytes()).hexdigest()
+
+
+def playbook(lab, *extra: str) -> subprocess.CompletedProcess:
+    return labtools.playbook(lab, "playbooks/tester-trex.yml", *extra, timeout=240)
+
+
+def rpc_answers(netns: str) -> bool:
+    probe = "import socket; socket.create_connection(('127.0.0.1', 4501), timeout=1)"
+    return run("ip", "netns", "exec", netns, "python3", "-c", probe, check=False).returncode == 0
+
+
+def wait_until(condition, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def test_role_installs_runs_and_removes_a_release(lab, release):
+    tarball, checksum = release
+    tester = lab.tester
+    root = Path(f"/var/lib/trexlab/{lab.name}/{tester.name}/trex")
+    version = ["-e", "trex_version=v9.99", "-e", f"trex_tarball={tarball}"]
+
+    wrong = playbook(lab, *version, "-e", "trex_checksum=sha256:" + "0" * 64)
+    assert wrong.returncode != 0 and "the tarball's is " + checksum in wrong.stdout
+    assert not (root / "v9.99").exists() and not rpc_answers(tester.netns)
+
+    try:
+        first = playbook(lab, *version, "-e", f"trex_checksum={checksum}")
+        assert first.returncode == 0, first.stdout[-3000:]
+        assert changed_count(first.stdout) > 0
+        assert os.readlink(root / "current") == str(root / "v9.99")
+        assert rpc_answers(tester.netns)
+        args = (root / "current" / "started-with").read_text().split()
+        assert args[:2] == ["-i", "--hdrh"] and args[args.index("--cfg") + 1] == str(root / "trex_cfg.yaml")
+
+        config = yaml.safe_load((root / "trex_cfg.yaml").read_text())[0]
+        assert config["interfaces"] == [tester.port(0).name, tester.port(1).name]
+        assert config["low_end"] is True  # this machine has fewer than 4 CPUs
+        assert [p["dest_mac"] for p in config["port_info"]] == [tester.port(0).peer_mac, tester.port(1).peer_mac]
+
+        again = playbook(lab, *version, "-e", f"trex_checksum={checksum}")
+        assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
+
+        # The supervisor restarts a server that dies, as systemd's Restart=on-failure would.
+        server = run("ip", "netns", "pids", tester.netns).stdout.split()
+        fake = [p for p in server if "4501" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+        assert len(fake) == 1
+        os.kill(int(fake[0]), 9)
+        assert wait_until(lambda: not rpc_answers(tester.netns), 2) or True  # it may already be back
+        assert wait_until(lambda: rpc_answers(tester.netns), 10)
+    finally:
+        gone = playbook(lab, *version, "-e", f"trex_checksum={checksum}", "-e", "trex_state=absent")
+    assert gone.returncode == 0 and changed_count(gone.stdout) > 0, gone.stdout[-3000:]
+    assert not root.exists() and not rpc_answers(tester.netns)
+    again = playbook(lab, *version, "-e", f"trex_checksum={checksum}", "-e", "trex_state=absent")
+    assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
+
+
+def test_rpc_probe_sees_a_closed_port():
+    # rpc_answers must be able to say no, or the assertions above prove nothing.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert subprocess.run(["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"],
+                          capture_output=True).returncode != 0

@@ -1,0 +1,162 @@
+"""DUT impairments as exact kernel configuration: what roles/netem applies, planned here and unit-tested.
+
+An impairment acts on the test frames a DUT forwards out of a port (the
+forward direction leaves through the DUT's port 1, the reverse through port 0):
+
+* ``loss_percent``: each frame is lost with this probability;
+* ``loss_every_nth``: exactly every Nth frame is lost (always by nftables: netem has no such mode);
+* ``delay_ms`` / ``jitter_ms``: every frame is delayed (netem);
+* ``selective_every_nth`` / ``selective_percent`` with ``delay_ms``: only every
+  Nth frame (or a random share) is delayed, the rest pass untouched, as in
+  Lencse, Kovacs & Shima 2020, Figs. 4-6: frames are marked, and an htb root
+  sends marked frames through a netem class, the others through a plain one.
+
+Two backends. ``netem`` needs the kernel's sch_netem; its queue ``limit`` is set
+to 100000 frames because netem's default of 1000 silently drops frames at
+benchmark rates (the seed paper's finding). ``nftables`` gives loss only
+(numgen random / numgen inc in the forward hook) and is what a kernel without
+sch_netem can do. Selection and marking use nftables in both cases, matching
+test traffic only (UDP to 198.18.0.0/15 or 2001:2::/48).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trexlab.params import InvalidParameter, check_choice, check_range
+
+TABLE = "trexlab_impairment"
+#: The firewall mark of frames chosen for the selective netem class.
+MARK = 0x7E1
+#: netem's own queue limit: above the maximum frame rate of the media times the delay (see module doc).
+DEFAULT_LIMIT = 100_000
+DIRECTION_EGRESS_PORT = {"forward": 1, "reverse": 0}
+TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto udp",
+                "ipv6": "ip6 daddr 2001:2::/48 meta l4proto udp"}
+
+
+@dataclass(frozen=True)
+class Impairment:
+    loss_percent: float = 0.0
+    loss_every_nth: int = 0
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    selective_every_nth: int = 0
+    selective_percent: float = 0.0
+    limit: int = DEFAULT_LIMIT
+    directions: tuple[str, ...] = ("forward", "reverse")
+    backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_range("loss_percent", self.loss_percent, 0, 100)
+        check_range("loss_every_nth", self.loss_every_nth, 0, integer=True)
+        check_range("delay_ms", self.delay_ms, 0)
+        check_range("jitter_ms", self.jitter_ms, 0)
+        check_range("selective_every_nth", self.selective_every_nth, 0, integer=True)
+        check_range("selective_percent", self.selective_percent, 0, 100)
+        check_range("limit", self.limit, 1, integer=True)
+        check_choice("backend", self.backend, ("auto", "netem", "nftables"))
+        for direction in self.directions:
+            check_choice("directions", direction, tuple(DIRECTION_EGRESS_PORT))
+        for name in ("loss_every_nth", "selective_every_nth"):
+            if getattr(self, name) == 1:
+                raise InvalidParameter(name, 1, "0 (off) or >= 2")
+        if self.jitter_ms and not self.delay_ms:
+            raise InvalidParameter("jitter_ms", self.jitter_ms, "0 unless delay_ms is set")
+        if (self.selective_every_nth or self.selective_percent) and not self.delay_ms:
+            raise InvalidParameter("selective_every_nth/selective_percent", "set", "with delay_ms > 0 only")
+        if self.selective_every_nth and self.selective_percent:
+            raise InvalidParameter("selective_percent", self.selective_percent, "0 when selective_every_nth is set")
+
+    @property
+    def selective(self) -> bool:
+        return bool(self.selective_every_nth or self.selective_percent)
+
+    @property
+    def needs_netem(self) -> bool:
+        """Whether only sch_netem can give this impairment (delay of any kind)."""
+        return self.delay_ms > 0 or self.backend == "netem"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.loss_percent or self.loss_every_nth or self.delay_ms)
+
+    def backend_for(self, kernel_has_netem: bool) -> str:
+        """The backend to use here, or InvalidParameter naming sch_netem when it is needed and missing."""
+        if self.needs_netem and not kernel_has_netem:
+            wanted = "delay" if self.delay_ms else "backend netem"
+            raise InvalidParameter(wanted, self.delay_ms if self.delay_ms else "netem",
+                                   "a kernel with sch_netem (this one has none): run it on the VM lab or a DUT "
+                                   "with netem; nftables gives loss only")
+        if self.backend != "auto":
+            return self.backend
+        return "netem" if kernel_has_netem else "nftables"
+
+
+def _nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
+    """The forward-hook rules for frames leaving through one port (one rule per family: exact counters)."""
+    rules = []
+    for family, match in TEST_TRAFFIC.items():
+        head = f'oifname "{port}" {match}'
+        if imp.loss_every_nth:  # netem has no exact every-Nth loss: nftables gives it with either backend
+            rules.append(f"{head} numgen inc mod {imp.loss_every_nth} 0 counter drop comment \"{family} every nth\"")
+        if backend == "nftables" and imp.loss_percent:
+            ppm = round(imp.loss_percent * 10_000)
+            rules.append(f"{head} numgen random mod 1000000 < {ppm} counter drop comment \"{family} random\"")
+        if backend == "netem" and imp.selective_every_nth:
+            rules.append(f"{head} numgen inc mod {imp.selective_every_nth} 0 meta mark set {MARK:#x} counter")
+        if backend == "netem" and imp.selective_percent:
+            ppm = round(imp.selective_percent * 10_000)
+            rules.append(f"{head} numgen random mod 1000000 < {ppm} meta mark set {MARK:#x} counter")
+    return rules
+
+
+def _netem_args(imp: Impairment, with_loss: bool) -> str:
+    args = []
+    if imp.delay_ms:
+        args.append(f"delay {imp.delay_ms:g}ms" + (f" {imp.jitter_ms:g}ms" if imp.jitter_ms else ""))
+    if with_loss and imp.loss_percent:
+        args.append(f"loss {imp.loss_percent:g}%")
+    args.append(f"limit {imp.limit}")
+    return " ".join(args)
+
+
+def _tc_commands(imp: Impairment, port: str) -> list[str]:
+    if not imp.selective:
+        return [f"tc qdisc replace dev {port} root netem {_netem_args(imp, with_loss=True)}"]
+    # htb root: unmarked frames to 1:10 (undelayed), marked ones to 1:20 (netem); rates far above any link.
+    commands = [
+        f"tc qdisc replace dev {port} root handle 1: htb default 10",
+        f"tc class replace dev {port} parent 1: classid 1:10 htb rate 100gbit",
+        f"tc class replace dev {port} parent 1: classid 1:20 htb rate 100gbit",
+    ]
+    if imp.loss_percent:  # loss applies to every frame, marked or not
+        commands.append(f"tc qdisc replace dev {port} parent 1:10 handle 10: netem loss {imp.loss_percent:g}% "
+                        f"limit {imp.limit}")
+    commands += [
+        f"tc qdisc replace dev {port} parent 1:20 handle 20: netem {_netem_args(imp, with_loss=True)}",
+        f"tc filter replace dev {port} parent 1: protocol all prio 1 handle {MARK:#x} fw flowid 1:20",
+    ]
+    return commands
+
+
+def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
+    """Everything the role applies for these settings on a DUT with these test ports.
+
+    Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands]}.
+    """
+    imp = Impairment(**{**settings, "directions": tuple(settings.get("directions", ("forward", "reverse")))})
+    by_index = {int(p["index"]): p["name"] for p in ports}
+    devices = [by_index[DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
+    if not imp.active:
+        return {"backend": "none", "devices": [], "nft": "", "tc": []}
+    backend = imp.backend_for(kernel_has_netem)
+    rules = [rule for port in devices for rule in _nft_rules(imp, backend, port)]
+    nft = ""
+    if rules:
+        body = "\n".join(f"    {rule}" for rule in rules)
+        nft = (f"table inet {TABLE} {{}}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n"
+               f"  chain forward {{\n    type filter hook forward priority 0; policy accept;\n{body}\n  }}\n}}\n")
+    netem_work = imp.delay_ms or imp.loss_percent  # every-Nth loss alone is nftables' job
+    tc = [c for port in devices for c in _tc_commands(imp, port)] if backend == "netem" and netem_work else []
+    return {"backend": backend, "devices": devices if tc else [], "nft": nft, "tc": tc}
