@@ -9,6 +9,7 @@ scripts/setup.sh
 if ! have chromium; then
   if [ "$(id -u)" -eq 0 ] && have apt-get; then
     say "installing chromium for the report rendering test"
+    apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
   else
     say "chromium missing and cannot be installed here (not root or no apt-get): the report rendering test will fail"
