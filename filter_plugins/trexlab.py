@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trexlab import impairment
-from trexlab.addressing import destination
+from trexlab.addressing import destination, eamt_entries, siit_translator_routes
 from trexlab.params import InvalidParameter
 
 
@@ -86,4 +86,6 @@ class FilterModule:
             "trexlab_neighbours": neighbours,
             "trexlab_cpu_mask": cpu_mask,
             "trexlab_impairment_plan": impairment_plan,
+            "trexlab_eamt_entries": eamt_entries,
+            "trexlab_siit_routes": siit_translator_routes,
         }

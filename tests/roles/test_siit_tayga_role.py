@@ -1,0 +1,73 @@
+"""roles/siit_tayga on namespace DUTs over SSH: SIIT single (NAT64) and dual (NAT46 + NAT64), reversible."""
+
+import json
+
+import pytest
+
+from trexlab.generators import create_generator
+from trexlab.trial import TrialSpec
+
+from labtools import changed_count, node_state, playbook, run
+
+pytestmark = pytest.mark.lab
+PLAY = "playbooks/dut-siit.yml"
+
+
+def apply(lab, *extra):
+    result = playbook(lab, PLAY, *extra)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return changed_count(result.stdout)
+
+
+def tun_packets(netns: str) -> int:
+    stats = json.loads(run("ip", "netns", "exec", netns, "ip", "-j", "-s", "link", "show", "siit0").stdout)[0]
+    return stats["stats64"]["rx"]["packets"] + stats["stats64"]["tx"]["packets"]
+
+
+def trial(lab, ip_version, frame_size, networks):
+    # A low rate: this proves translation, frame by frame; TAYGA's capacity is the experiments' business.
+    generator = create_generator("software", lab=lab)
+    try:
+        spec = TrialSpec(offered_load=2_000, duration=1.0, ip_version=ip_version, frame_size=frame_size,
+                         destination_networks=networks, receive_tail=0.5)
+        return generator.run_trial(spec)
+    finally:
+        generator.close()
+
+
+@pytest.mark.parametrize(("name", "topology", "ip_version", "frame_size"), [
+    ("ts", "single", (6, 4), (84, 64)),   # IPv6 tester port 0 -> NAT64 DUT -> IPv4 port 1, and back
+    ("td", "dual", (4, 4), (64, 64)),     # IPv4 -> NAT46 DUT -> IPv6 -> NAT64 DUT -> IPv4, and back
+])
+def test_frames_are_translated_both_ways_for_every_network_and_absent_restores_the_duts(
+        lab_factory, name, topology, ip_version, frame_size):
+    networks = 4
+    lab = lab_factory(name, topology, networks)
+    before = {dut.name: node_state(dut.netns) for dut in lab.duts}
+    try:
+        assert apply(lab, "-e", f"siit_tayga_networks={networks}") > 0
+        assert apply(lab, "-e", f"siit_tayga_networks={networks}") == 0, "idempotent"
+        # Without translation nothing of this arrives: port 0 speaks IPv6 on a single DUT, or the DUTs
+        # forward IPv4 only through the translators' IPv6 link on a dual one.
+        tun_before = {dut.name: tun_packets(dut.netns) for dut in lab.duts}
+        result = trial(lab, ip_version, frame_size, networks)
+        for direction, d in result.directions.items():
+            assert d.frames_sent == 2_000 and d.frames_received == 2_000, (direction, d)
+        assert result.notes == (), result.notes
+        for dut in lab.duts:
+            assert tun_packets(dut.netns) - tun_before[dut.name] >= 2 * 4_000, f"{dut.name} translated every frame"
+    finally:
+        assert apply(lab, "-e", f"siit_tayga_networks={networks}", "-e", "siit_tayga_state=absent") > 0
+    for dut in lab.duts:
+        assert node_state(dut.netns) == before[dut.name], f"{dut.name} is as it was"
+        pids = run("ip", "netns", "pids", dut.netns).stdout.split()
+        assert not any(open(f"/proc/{p}/comm").read().strip() == "tayga" for p in pids)
+    assert apply(lab, "-e", "siit_tayga_state=absent") == 0
+
+
+def test_bad_network_count_is_refused_before_any_change(lab_factory):
+    lab = lab_factory("ts", "single", 4)
+    before = node_state(lab.duts[0].netns)
+    result = playbook(lab, PLAY, "-e", "siit_tayga_networks=300")
+    assert result.returncode != 0 and "siit_tayga_networks=300: allowed 1..256" in result.stdout
+    assert node_state(lab.duts[0].netns) == before
