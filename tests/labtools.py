@@ -102,4 +102,4 @@ def node_state(netns: str) -> dict[str, str]:
 
     return {"addr": out("ip", "-j", "addr"), "route4": out("ip", "-4", "route"), "route6": out("ip", "-6", "route"),
             "neigh": out("ip", "neigh", "show", "nud", "permanent"), "tc": out("tc", "qdisc", "show"),
-            "nft": out("nft", "list", "ruleset"), "links": out("ip", "-o", "link")}
+            "nft": out("nft", "-s", "list", "ruleset"), "links": out("ip", "-o", "link")}

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import yaml
 from trexlab import experiment
 from trexlab.campaign import Campaign
 from trexlab.store import read_point_log
+
+import browser
 
 SPEC = {
     "name": "resume",
@@ -110,23 +111,12 @@ def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
 
 def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
     """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
-    from PIL import Image
-
     from trexlab.report import render
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Chromium not found: make test installs Debian's chromium (apt-get install chromium)"
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
-    html = render(outcome["campaign"])
-    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*browser, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom, bar_pixels = browser.render(render(outcome["campaign"]), tmp_path)
     assert "dispersion_percent" in dom and "300000" in dom and "600000" in dom
-    shot = tmp_path / "report.png"
-    subprocess.run([*browser, "--window-size=1000,2000", f"--screenshot={shot}", html.as_uri()],
-                   capture_output=True, timeout=120, check=True)
-    pixels = list(Image.open(shot).convert("RGB").get_flattened_data())
-    bar = sum(1 for r, g, b in pixels if abs(r - 0x4C) < 12 and abs(g - 0x72) < 12 and abs(b - 0xB0) < 12)
-    assert bar > 5000, f"only {bar} pixels of the bars' colour: the plot did not render"
+    assert bar_pixels > 5000, f"only {bar_pixels} pixels of the bars' colour: the plot did not render"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "experiments").iterdir()

@@ -241,3 +241,25 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
     ax.set_ylabel(figure_unit_label(figure))
     ax.grid(axis="y", alpha=0.3)
     return ax
+
+
+def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
+    """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value."""
+    labels = [_short_label(v) for v in summary[column]]
+    rows = {"median": summary["median"], "min": summary["min"], "max": summary["max"],
+            "disp. (%)": summary["dispersion_percent"].round(2)}
+    return pd.DataFrame({label: [rows[r].iloc[i] for r in rows] for i, label in enumerate(labels)},
+                        index=list(rows))
+
+
+def _short_label(value) -> str:
+    """(64, 64) -> '64 B' for frame sizes alike on both ports; otherwise str(value)."""
+    if isinstance(value, tuple) and len(set(value)) == 1:
+        return f"{value[0]} B"
+    return str(value)
+
+
+def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
+    """Campaigns of another experiment under the same results root (e.g. the single-DUT half of a comparison)."""
+    root = Path(campaign).resolve().parent.parent
+    return campaign_dirs(root / experiment) if (root / experiment).is_dir() else []

@@ -109,8 +109,8 @@ class Campaign:
         undo = []
         for block, (playbook, role) in DUT_CONFIG.items():
             settings = (spec.get("dut") or {}).get(block)
-            if settings:
-                extra = dut_role_vars(block, settings)
+            if settings is not None:  # {} applies the role with its defaults
+                extra = {**dut_role_vars(block, settings), "trexlab_networks": networks}
                 self.playbook(playbook, {**extra, f"{role}_state": "present"})
                 undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo

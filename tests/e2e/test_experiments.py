@@ -1,0 +1,57 @@
+"""Every shipped experiment at its CI scale on the local lab: it runs to the end, or it stops early naming
+what this kernel lacks, with nothing changed; its report renders."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trexlab.campaign import kernel_has_netem
+from trexlab.report import render
+
+from labtools import REPO, VENV, node_state
+
+pytestmark = pytest.mark.lab
+# experiments/demo runs end to end, through make demo, in test_demo.py.
+EXPERIMENTS = sorted(p.parent.name for p in (REPO / "experiments").glob("*/experiment.yml") if p.parent.name != "demo")
+LAB_NAMES = {"single": "ex1", "dual": "ex2", "loopback": "ex3"}
+
+
+def spec(name: str) -> dict:
+    return yaml.safe_load((REPO / "experiments" / name / "experiment.yml").read_text())
+
+
+def campaign(name: str, lab, results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", f"experiments/{name}", "--scale", "ci",
+                           "--results", str(results), "--inventory", str(lab.inventory)],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+
+
+def kernel_state(lab) -> dict:
+    """What a campaign must give back: qdiscs, nftables and links of every node (routes follow the sweep)."""
+    return {node.name: {k: v for k, v in node_state(node.netns).items() if k in ("tc", "nft", "links")}
+            for node in (lab.tester, *lab.duts)}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_shipped_experiment_runs_at_ci_scale_or_stops_naming_the_missing_feature(lab_factory, tmp_path, name):
+    declared = spec(name)
+    topology = declared["lab"]["topology"]
+    lab = lab_factory(LAB_NAMES[topology], topology, 1)
+    before = kernel_state(lab)
+    result = campaign(name, lab, tmp_path)
+    assert kernel_state(lab) == before, "the campaign restored every DUT"
+    if "sch_netem" in declared["lab"].get("requires", []) and not kernel_has_netem():
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert "no sch_netem" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / name).exists(), "nothing ran, nothing was written"
+        return
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout)
+    assert outcome["failed"] == [] and outcome["done"] == outcome["points"] > 0
+    html = render(outcome["campaign"])
+    text = html.read_text()
+    assert "Traceback" not in text and "data:image/png" in text
+

@@ -1,0 +1,136 @@
+"""trexlab.analysis: the statistics of repeated runs per sweep point, paper tables, comparisons, exports."""
+
+import json
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from trexlab import analysis, experiment
+from trexlab.campaign import Campaign
+from trexlab.report import render
+from trexlab.stats import dispersion_percent
+
+# Lencse 2021 (siitperf accuracy): (median, min, max, disp. %) per frame size, as printed.
+SIITPERF_TABLES = {
+    "II": [(885_643, 882_811, 887_696, 0.55), (878_256, 874_006, 880_860, 0.78), (857_575, 855_467, 859_631, 0.49),
+           (779_410, 775_389, 781_746, 0.82), (779_503, 777_326, 781_861, 0.58), (779_982, 777_342, 781_251, 0.50),
+           (779_194, 777_828, 780_274, 0.31), (779_035, 777_342, 779_663, 0.30)],
+    "III": [(880_381, 826_610, 883_850, 6.50), (875_126, 742_186, 876_617, 15.36),
+            (850_740, 749_999, 853_763, 12.20), (778_295, 757_807, 780_274, 2.89),
+            (778_861, 765_624, 780_274, 1.88), (778_535, 734_374, 779_790, 5.83),
+            (779_078, 749_693, 780_518, 3.96), (779_069, 749_968, 779_420, 3.78)],
+    "V": [(549_297, 547_850, 550_782, 0.53), (522_413, 521_285, 524_610, 0.64), (452_930, 452_926, 452_960, 0.01),
+          (234_986, 234_986, 234_990, 0.00), (158_652, 158_650, 158_667, 0.01), (119_752, 119_752, 119_767, 0.01),
+          (96_173, 96_173, 96_178, 0.01), (81_294, 81_294, 81_301, 0.01)],
+}
+
+
+@pytest.mark.parametrize("table", sorted(SIITPERF_TABLES))
+def test_dispersion_column_of_the_siitperf_tables_is_reproduced_from_median_min_max(table):
+    for median, low, high, printed in SIITPERF_TABLES[table]:
+        assert round(dispersion_percent(median, low, high), 2) == printed, (table, median)
+
+
+def runs_frame(values_by_point: dict) -> pd.DataFrame:
+    """A campaign table as load_campaigns returns it: one row per repetition."""
+    rows = [{"experiment": "e", "destination_networks": point, "repetition": i + 1, "throughput_fps": v,
+             "sweep_keys": ("destination_networks",), "figure_keys": ("throughput_fps",)}
+            for point, values in values_by_point.items() for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+RUNS = runs_frame({1: [float(v) for v in range(1, 101)], 16: [10.0, None, 30.0]})
+
+
+def one(figure_stat: str, point: int):
+    table = analysis.summarize_points(RUNS, "throughput_fps")
+    return table.set_index("destination_networks").loc[point, figure_stat]
+
+
+def test_median_per_point():
+    assert one("median", 1) == 50.5 and one("median", 16) == 20.0
+
+
+def test_minimum_and_maximum_per_point():
+    assert (one("min", 1), one("max", 1)) == (1.0, 100.0)
+    assert (one("min", 16), one("max", 16)) == (10.0, 30.0)
+
+
+def test_first_and_ninety_ninth_percentile_per_point():
+    assert one("p1", 1) == pytest.approx(1.99) and one("p99", 1) == pytest.approx(99.01)
+
+
+def test_dispersion_per_point():
+    assert one("dispersion_percent", 1) == pytest.approx(99 / 50.5 * 100)
+    assert one("dispersion_percent", 16) == pytest.approx(100.0)
+
+
+def test_count_and_missing_per_point_a_missing_result_is_not_a_zero():
+    assert (one("count", 16), one("missing", 16)) == (2, 1)
+    assert one("min", 16) == 10.0
+
+
+def test_paper_table_has_the_siitperf_layout():
+    summary = pd.DataFrame({"frame_size": [(64, 64), (1518, 1518)], "median": [2.0, 1.0], "min": [1.0, 1.0],
+                            "max": [3.0, 1.0], "dispersion_percent": [100.0, 0.0]})
+    table = analysis.paper_table(summary, "frame_size")
+    assert list(table.columns) == ["64 B", "1518 B"]
+    assert list(table.index) == ["median", "min", "max", "disp. (%)"]
+    assert table.loc["disp. (%)", "64 B"] == 100.0
+
+
+def test_compare_puts_two_setups_side_by_side_with_their_ratio():
+    single = runs_frame({1: [100.0, 110.0, 90.0], 16: [80.0]})
+    dual = runs_frame({1: [50.0, 55.0, 45.0], 16: [40.0]})
+    table = analysis.compare(single, dual, "throughput_fps", by="destination_networks").set_index(
+        "destination_networks")
+    assert table.loc[1, "single_median"] == 100.0 and table.loc[1, "dual_max"] == 55.0
+    assert table.loc[1, "ratio"] == 0.5 and table.loc[16, "ratio"] == 0.5
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_export_round_trip(tmp_path, suffix):
+    table = analysis.summarize_points(RUNS, "throughput_fps")
+    path = analysis.export(table, tmp_path / f"t{suffix}")
+    back = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    assert back["median"].tolist() == table["median"].tolist()
+
+
+def test_export_refuses_an_unknown_format(tmp_path):
+    with pytest.raises(ValueError, match="allowed suffixes .csv, .parquet"):
+        analysis.export(pd.DataFrame(), tmp_path / "t.xlsx")
+
+
+def sim_campaign(tmp_path, name, sweep, capacity=400000):
+    spec = {"name": name, "generator": "sim", "generator_options": {"capacity": capacity, "capacity_noise": 0.01},
+            "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0},
+            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000, "trial_duration": 1}},
+            "sweep": sweep, "repetitions": 3}
+    return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
+
+
+def test_load_campaigns_one_row_per_repetition_with_sweep_columns(tmp_path):
+    path = sim_campaign(tmp_path, "load", {"traffic.destination_networks": [1, 16]})
+    runs = analysis.load_campaigns(tmp_path)
+    assert len(runs) == 6 and analysis.sweep_columns(runs) == ["destination_networks"]
+    assert analysis.figure_columns(runs) == ["throughput_fps"]
+    assert sorted(runs["destination_networks"].unique()) == [1, 16]
+    status = analysis.point_status(path)
+    assert status["status"].tolist() == ["done", "done"] and status["repetitions done"].tolist() == [3, 3]
+
+
+def test_the_siitperf_notebook_prints_the_paper_table(tmp_path):
+    path = sim_campaign(tmp_path, "siitperf-frame-sizes", {"traffic.frame_size": [[64, 64], [1518, 1518]]})
+    text = render(path).read_text()
+    assert "disp. (%)" in text and "1518 B" in text and "Traceback" not in text
+
+
+def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
+    sim_campaign(tmp_path, "siit-single-dut", {"traffic.destination_networks": [1, 2]}, capacity=400000)
+    dual = sim_campaign(tmp_path, "siit-dual-dut", {"traffic.destination_networks": [1, 2]}, capacity=200000)
+    text = render(dual).read_text()
+    assert "single_median" in text and "ratio" in text and "Traceback" not in text
+    ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
+    assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
