@@ -1,0 +1,141 @@
+# The cabling and address plan of bare-metal labs, and one problem sentence per kind of bad declaration
+# (the labs turn any problem into a plan-time failure; their tests expect that failure).
+
+variables {
+  topology = "single"
+  nodes = {
+    tester = {
+      machine    = "a", cpus = [0]
+      test_ports = [{ name = "t0", mac = "02:00:00:00:00:01", pci = "0000:01:00.0" }, { name = "t1", mac = "02:00:00:00:00:02" }]
+    }
+    dut1 = {
+      machine    = "b", cpus = [0]
+      test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }]
+    }
+  }
+}
+
+run "single_cabling_and_addresses" {
+  command = plan
+  assert {
+    condition     = length(output.problems) == 0
+    error_message = "a sound single topology has no problems"
+  }
+  assert {
+    condition     = output.nodes.tester.test_ports[0].peer_mac == "02:00:00:00:01:01" && output.nodes.dut1.test_ports[0].peer_mac == "02:00:00:00:00:01" && output.nodes.dut1.test_ports[1].peer_mac == "02:00:00:00:00:02" && output.nodes.tester.test_ports[1].peer_mac == "02:00:00:00:01:02"
+    error_message = "tester port 0 faces dut1's left port, dut1's right port faces tester port 1"
+  }
+  assert {
+    condition     = output.nodes.tester.test_ports[0].ipv4 == "198.18.0.2/24" && output.nodes.dut1.test_ports[1].ipv6 == "2001:2:0:9000::1/64"
+    error_message = "the address plan of docs/architecture.md"
+  }
+  assert {
+    condition     = output.nodes.dut1.role == "dut" && output.nodes.dut1.dut_position == 1 && output.nodes.tester.dut_position == null
+    error_message = "dut1 is the DUT next to tester port 0"
+  }
+  assert {
+    condition     = output.nodes.tester.test_ports[0].pci == "0000:01:00.0" && output.nodes.tester.test_ports[1].pci == null
+    error_message = "PCI addresses pass through"
+  }
+}
+
+run "dual_middle_link" {
+  command = plan
+  variables {
+    topology = "dual"
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { machine = "b", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+      dut2   = { machine = "c", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:02:01" }, { name = "r", mac = "02:00:00:00:02:02" }] }
+    }
+  }
+  assert {
+    condition     = length(output.problems) == 0
+    error_message = "a sound dual topology has no problems"
+  }
+  assert {
+    condition     = output.nodes.dut1.test_ports[1].peer_mac == "02:00:00:00:02:01" && output.nodes.tester.test_ports[1].peer_mac == "02:00:00:00:02:02"
+    error_message = "dut1's right port faces dut2's left port; dut2's right port faces tester port 1"
+  }
+  assert {
+    condition     = output.nodes.dut1.test_ports[1].ipv4 == "198.19.255.253/30" && output.nodes.dut2.test_ports[0].ipv4 == "198.19.255.254/30" && output.nodes.dut2.dut_position == 2
+    error_message = "the dual middle link and dut2's position"
+  }
+}
+
+run "loopback_joins_the_tester_ports" {
+  command = plan
+  variables {
+    topology = "loopback"
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+    }
+  }
+  assert {
+    condition     = length(output.problems) == 0 && output.nodes.tester.test_ports[0].peer_mac == "02:00:00:00:00:02"
+    error_message = "in loopback tester port 0 faces tester port 1"
+  }
+}
+
+run "two_duts_needed_one_declared" {
+  command = plan
+  variables {
+    topology = "dual"
+  }
+  assert {
+    condition     = output.problems == ["topology dual needs dut1 and dut2; declared: dut1"]
+    error_message = "names the missing DUT: ${jsonencode(output.problems)}"
+  }
+}
+
+run "a_machine_without_its_test_ports" {
+  command = plan
+  variables {
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { machine = "b", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }] }
+    }
+  }
+  assert {
+    condition     = length(output.problems) == 1 && startswith(output.problems[0], "dut1 declares 1 test port(s); every node needs two")
+    error_message = "names the machine short of test ports: ${jsonencode(output.problems)}"
+  }
+}
+
+run "overlapping_cpu_lists_on_one_machine" {
+  command = plan
+  variables {
+    nodes = {
+      tester = { machine = "host", cpus = [0, 1], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { machine = "host", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  assert {
+    condition     = output.problems == ["CPU lists overlap on machine host: dut1 [1] and tester [0,1]; nodes on one machine need CPUs of their own"]
+    error_message = "names the machine and both lists: ${jsonencode(output.problems)}"
+  }
+}
+
+run "bad_and_duplicate_port_declarations" {
+  command = plan
+  variables {
+    nodes = {
+      tester = { machine = "a", cpus = [0, 0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01", pci = "41:00" }, { name = "t0", mac = "02:00:00:00:00:01" }] }
+      dut1   = { machine = "b", cpus = [], test_ports = [{ name = "l", mac = "not-a-mac" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+      dut9   = { machine = "c", cpus = [2], test_ports = [] }
+    }
+  }
+  assert {
+    condition = alltrue([for expected in [
+      "machines: 'dut9' is no node of a topology",
+      "dut9 declares 0 test port(s)",
+      "dut1 port 0: mac 'not-a-mac' is not a MAC address",
+      "tester port 0: pci '41:00' is not a PCI address",
+      "test port mac 02:00:00:00:00:01 is declared twice: tester port 0, tester port 1",
+      "tester: both test ports are named t0",
+      "tester: CPU list [0,0] names a CPU twice",
+      "dut1 declares no CPUs",
+    ] : anytrue([for p in output.problems : startswith(p, expected)])])
+    error_message = "every bad declaration is named: ${jsonencode(output.problems)}"
+  }
+}
