@@ -1,22 +1,32 @@
-"""roles/netem on a namespace DUT over SSH: exact every-Nth loss, random loss, clean refusal of delay, reversal."""
+"""roles/netem on a DUT over SSH, on both lab kinds.
 
+The local lab's namespace DUT shares this host's kernel, which has no sch_netem: nftables gives exact
+every-Nth and random loss, and delay is refused before any change. The VM lab's DUT runs Debian's own
+kernel: the same role applies netem loss, delay, jitter and selective every-Nth delay under htb, measured
+by the software tester. A test that needs what a DUT's kernel lacks is skipped, saying so.
+"""
+
+import json
 import math
+import statistics
 
 import pytest
 
-from trexlab.campaign import kernel_has_netem
+from trexlab.campaign import NETEM_PROBE, dut_passes
 from trexlab.generators import create_generator
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, node_state, playbook
+from labtools import VENV, changed_count, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-impairment.yml"
+# Lab per kind: the VM lab vm1 is shared with the other VM tests (tests/vm, roles/siit_jool): 2 networks.
+LABS = {"local": ("nm", "single", 1, "local"), "vm": ("vm1", "single", 2, "vm")}
 
 
-@pytest.fixture(scope="module")
-def lab(lab_factory):
-    return lab_factory("nm", "single", 1)
+@pytest.fixture(scope="module", params=["local", pytest.param("vm", marks=pytest.mark.vm)])
+def lab(request, lab_factory):
+    return lab_factory(*LABS[request.param])
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +36,27 @@ def generator(lab):
     g.close()
 
 
+@pytest.fixture(scope="module")
+def has_netem(lab):
+    return all(dut_passes(dut, NETEM_PROBE) for dut in lab.duts)
+
+
 def apply(lab, *extra):
     result = playbook(lab, PLAY, *extra)
     assert result.returncode == 0, result.stdout[-3000:]
     return changed_count(result.stdout)
 
 
-def forward_trial(generator, frames=20_000):
-    spec = TrialSpec(offered_load=10_000, duration=frames / 10_000, receive_tail=0.5)
+def forward_trial(generator, frames=20_000, rate=10_000):
+    spec = TrialSpec(offered_load=rate, duration=frames / rate, receive_tail=0.5)
     return generator.run_trial(spec)
 
 
 def test_every_hundredth_frame_is_lost_forward_only_idempotent_and_fully_reversed(lab, generator):
-    ns = lab.duts[0].netns
-    before = node_state(ns)
+    if lab.kind == "vm":
+        pytest.skip("every-Nth loss is the same nftables ruleset on every kernel: the local lab shows it")
+    dut = lab.duts[0]
+    before = node_state(dut)
     try:
         assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
         assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') == 0
@@ -48,37 +65,117 @@ def test_every_hundredth_frame_is_lost_forward_only_idempotent_and_fully_reverse
         assert result.directions["reverse"].frames_lost == 0, "the reverse direction is not impaired"
     finally:
         assert apply(lab, "-e", "netem_state=absent") > 0
-    assert node_state(ns) == before, "absent leaves the DUT as it was"
+    assert node_state(dut) == before, "absent leaves the DUT as it was"
     assert apply(lab, "-e", "netem_state=absent") == 0
 
 
 def test_one_percent_random_loss_measures_as_such(lab, generator):
-    ns = lab.duts[0].netns
-    before = node_state(ns)
+    """nftables numgen random on the local lab here, netem loss on the VM lab's kernel."""
+    dut = lab.duts[0]
+    before = node_state(dut)
     try:
         apply(lab, "-e", "netem_loss_percent=1")
-        result = forward_trial(generator)
+        # An emulated DUT forwards some 20 kfps each way: 5 kfps keeps its own drops out of the count.
+        result = forward_trial(generator, rate=5_000 if lab.kind == "vm" else 10_000)
     finally:
         apply(lab, "-e", "netem_state=absent")
-    assert node_state(ns) == before
+    assert node_state(dut) == before
     for direction in result.directions.values():
+        assert direction.frames_sent == 20_000, direction
         # Binomial(20000, 0.01): mean 200, sd 14; 5 sd either side fails a wrong rate, not chance.
         assert abs(direction.frames_lost - 200) < 5 * math.sqrt(20_000 * 0.01 * 0.99), direction.frames_lost
 
 
-def test_delay_without_sch_netem_fails_before_any_change_naming_it(lab):
-    if kernel_has_netem():
-        pytest.skip("this kernel has sch_netem: the refusal cannot be shown here (the VM lab tests delay itself)")
-    ns = lab.duts[0].netns
-    before = node_state(ns)
+def test_delay_without_sch_netem_fails_before_any_change_naming_it(lab, has_netem):
+    if has_netem:
+        pytest.skip("this DUT's kernel has sch_netem: the refusal cannot be shown here (delay is tested instead)")
+    dut = lab.duts[0]
+    before = node_state(dut)
     result = playbook(lab, PLAY, "-e", "netem_delay_ms=100")
     assert result.returncode != 0
     assert "sch_netem" in result.stdout and "delay=100" in result.stdout, result.stdout[-2000:]
-    assert node_state(ns) == before
+    assert node_state(dut) == before
 
 
 def test_bad_input_is_refused_naming_the_variable(lab):
-    before = node_state(lab.duts[0].netns)
+    if lab.kind == "vm":
+        pytest.skip("the argument check is the same on every lab kind: the local lab shows it")
+    before = node_state(lab.duts[0])
     result = playbook(lab, PLAY, "-e", "netem_backend=tbf")
     assert result.returncode != 0 and "netem_backend" in result.stdout
-    assert node_state(lab.duts[0].netns) == before
+    assert node_state(lab.duts[0]) == before
+
+
+def latency_cli(lab, results) -> dict:
+    """RFC 8219 latency by the software tester, through the CLI a user runs: direction -> result."""
+    result = run(str(VENV / "bin" / "trexlab"), "latency", "--generator", "software", "--inventory",
+                 str(lab.inventory), "--rate", "1000", "--trial-duration", "2", "--tagged-frames", "500",
+                 "--receive-tail", "1", "--results", str(results), "--json", check=False, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)["result"]["directions"]
+
+
+def tagged_trial(generator, rate=1_000, seconds=2.0):
+    spec = TrialSpec(offered_load=rate, duration=seconds, receive_tail=1.5, latency_mode="tagged",
+                     latency_frames=500)
+    return generator.run_trial(spec)
+
+
+def dut_json(dut, *argv):
+    return json.loads(run(*dut.command(list(argv))).stdout)
+
+
+def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator, has_netem, tmp_path):
+    if not has_netem:
+        pytest.skip("this DUT's kernel has no sch_netem (the local lab here): the VM lab runs this test")
+    dut = lab.duts[0]
+    before = node_state(dut)
+    try:
+        # Every frame 100 ms later, measured as the user would: the latency procedure's median.
+        apply(lab, "-e", "netem_delay_ms=100")
+        for direction, d in latency_cli(lab, tmp_path / "latency").items():
+            assert 0.100 <= d["typical"] < 0.102, (direction, d)
+
+        # Jitter: netem draws each frame's delay from 100 +- 10 ms.
+        apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
+        for direction, d in tagged_trial(generator).directions.items():
+            # (No upper bound on the tail: an emulated DUT on a busy host stalls now and then.)
+            assert d.latency.size >= 450, direction
+            low, median = d.latency.percentile(1), d.latency.percentile(50)
+            assert 0.089 <= low and 0.098 <= median < 0.103, (direction, low, median)
+            assert d.latency.percentile(90) - d.latency.percentile(10) > 0.010, "spread over +-10 ms"
+
+        # Selective (Lencse et al. 2020, Figs. 4-6): every 10th frame through the htb class with netem.
+        selective = ["-e", "netem_delay_ms=100", "-e", "netem_selective_every_nth=10"]
+        apply(lab, *selective)
+        assert apply(lab, *selective) == 0, "idempotent"
+        result = tagged_trial(generator)
+        rules = nft_rules(dut)
+        for direction, d in result.directions.items():
+            port = "right" if direction == "forward" else "left"
+            samples = d.latency.values
+            assert d.frames_lost == 0 and statistics.median(samples) < 0.020, direction
+            assert any(s >= 0.100 for s in samples), f"{direction}: some tagged frames were delayed"
+            netem = next(q for q in dut_json(dut, "tc", "-s", "-j", "qdisc", "show", "dev", port)
+                         if q["kind"] == "netem")
+            # Exactly every 10th IPv4 test frame leaving the port was marked, and the netem class sent those.
+            counted = marked_packets(rules, port)
+            assert counted == d.frames_sent // 10, (direction, counted, d.frames_sent)
+            assert netem["parent"] == "1:20" and netem["packets"] == counted, (direction, netem)
+    finally:
+        apply(lab, "-e", "netem_state=absent")
+    assert node_state(dut) == before, "absent removes exactly the qdiscs, classes, filters and rules it made"
+
+
+def nft_rules(dut) -> list[dict]:
+    table = dut_json(dut, "nft", "-j", "list", "table", "inet", "trexlab_impairment")["nftables"]
+    return [item["rule"] for item in table if "rule" in item]
+
+
+def marked_packets(rules: list[dict], port: str) -> int:
+    """Packets counted by the IPv4 marking rule of the port (the trials send IPv4)."""
+    for rule in rules:
+        text = json.dumps(rule["expr"])
+        if f'"{port}"' in text and '"ip"' in text and "mark" in text:
+            return next(e["counter"]["packets"] for e in rule["expr"] if "counter" in e)
+    raise AssertionError(f"no IPv4 marking rule for {port}")

@@ -1,0 +1,198 @@
+# The VM lab: DUTs are small QEMU VMs running Debian's own kernel (netem, Jool: what the host's kernel may
+# lack), the tester is a network namespace with its own sshd as in the local lab. Test ports are tap devices
+# (tester side, moved into the tester's namespace) and virtio NICs (DUT side); the dual topology's middle
+# link is a datagram socket pair between the two QEMUs. Management: a tap from the root namespace per VM,
+# IPv6 in the lab's block of 2001:2:0:ff80::/57, so Ansible reaches a VM over SSH like any other node.
+#
+# Only the built-in terraform_data resource is used: nothing to download. The guest image (kernel, root
+# file system with Jool) and the accelerator (KVM where it works, else TCG) are prepared by
+# scripts/vmlab.py prepare before Terraform runs (scripts/lab.sh does it) and come in as variables;
+# scripts/vmlab.py up/down realises and removes the plan computed here.
+
+terraform {
+  required_version = ">= 1.6"
+  backend "local" {}
+}
+
+variable "lab_name" {
+  description = "Short lab name, part of every namespace and interface name, so that labs never collide."
+  type        = string
+  default     = "vm"
+  validation {
+    condition     = can(regex("^[a-z0-9]{1,6}$", var.lab_name))
+    error_message = "lab_name must be 1-6 characters of a-z and 0-9 (interface names are at most 15 characters)."
+  }
+}
+
+variable "topology" {
+  description = "single (tester-dut1-tester) or dual (tester-dut1-dut2-tester); loopback needs no VM (LAB=local)."
+  type        = string
+  default     = "single"
+  validation {
+    condition     = contains(["single", "dual"], var.topology)
+    error_message = "topology must be single or dual (a loopback lab has no DUT: use LAB=local)."
+  }
+}
+
+variable "state_dir" {
+  description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, QEMU pid files, consoles)."
+  type        = string
+}
+
+variable "cpu_count" {
+  description = "CPUs of this machine; the tester gets CPU 0, the VMs run on the others."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.cpu_count >= 2
+    error_message = "cpu_count must be at least 2: the VMs must run on another CPU than the tester sends on."
+  }
+}
+
+variable "image_dir" {
+  description = "Guest image directory (vmlinux, initrd.cpio, manifest.json) from scripts/vmlab.py prepare."
+  type        = string
+  default     = ""
+}
+
+variable "accel" {
+  description = "QEMU accelerator: kvm, or tcg (emulation: functional tests only, not device performance)."
+  type        = string
+  default     = "tcg"
+  validation {
+    condition     = contains(["kvm", "tcg"], var.accel)
+    error_message = "accel must be kvm or tcg."
+  }
+}
+
+variable "memory_mib" {
+  description = "RAM per VM in MiB: the root file system lives in it (256 MiB is too little)."
+  type        = number
+  default     = 512
+  validation {
+    condition     = var.memory_mib >= 384
+    error_message = "memory_mib must be at least 384: the guest's root file system is in RAM."
+  }
+}
+
+locals {
+  # One byte per lab for management addresses and MACs, derived from its name (as the local lab does).
+  lab_byte    = parseint(substr(sha1(var.lab_name), 0, 2), 16) % 128
+  mgmt_prefix = format("2001:2:0:ff%02x", 128 + local.lab_byte)
+  duts        = { single = ["dut1"], dual = ["dut1", "dut2"] }[var.topology]
+  node_names  = concat(["tester"], local.duts)
+  node_index  = { for i, n in local.node_names : n => i + 1 }
+  port_name   = { tester = ["port0", "port1"], dut1 = ["left", "right"], dut2 = ["left", "right"] }
+  mac = { for n in local.node_names : n => [
+    for p in [0, 1, 9] : format("02:74:6c:%02x:%02x:%02x", local.lab_byte, local.node_index[n], p)
+  ] } # ports 0 and 1, and 9 for a VM's management NIC
+  host_cpus = range(1, var.cpu_count)
+}
+
+# The address plan and the cabling of docs/architecture.md, as for bare-metal labs: each VM is a machine
+# of its own whose (guest) CPU 0 forwards.
+module "topology" {
+  source   = "../../modules/topology"
+  topology = var.topology
+  nodes = { for n in local.node_names : n => {
+    machine    = n == "tester" ? "host" : "vm-${n}"
+    cpus       = [0]
+    test_ports = [for p in [0, 1] : { name = local.port_name[n][p], mac = local.mac[n][p] }]
+  } }
+}
+
+locals {
+  # The tester is a namespace (netns); a DUT is a VM (mgmt_mac: its management NIC; host_cpus: QEMU's).
+  nodes = { for n in local.node_names : n => merge(module.topology.nodes[n], {
+    mgmt_root_if = "tl${var.lab_name}m${local.node_index[n]}"
+    mgmt_root    = "${local.mgmt_prefix}::${2 * local.node_index[n]}"
+    ansible_host = "${local.mgmt_prefix}::${2 * local.node_index[n] + 1}"
+    netns        = n == "tester" ? "tl-${var.lab_name}-tester" : null
+    mgmt_mac     = n == "tester" ? null : local.mac[n][2]
+    host_cpus    = n == "tester" ? [] : local.host_cpus
+  }) }
+
+  # Links from tester port 0 to tester port 1. A link to the tester is a tap made in the root namespace
+  # (QEMU opens it there) and moved into the tester's namespace under the tester port's name.
+  chain = {
+    single = [["tester", 0, "dut1", 0], ["dut1", 1, "tester", 1]]
+    dual   = [["tester", 0, "dut1", 0], ["dut1", 1, "dut2", 0], ["dut2", 1, "tester", 1]]
+  }[var.topology]
+  links = [for i, l in local.chain : {
+    a   = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
+    b   = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
+    tap = l[0] == "tester" || l[2] == "tester" ? "tl${var.lab_name}t${i}" : null
+  }]
+
+  plan = {
+    lab       = var.lab_name
+    topology  = var.topology
+    state_dir = var.state_dir
+    vm = {
+      kernel     = "${var.image_dir}/vmlinux"
+      initrd     = "${var.image_dir}/initrd.cpio"
+      accel      = var.accel
+      memory_mib = var.memory_mib
+    }
+    nodes = local.nodes
+    links = local.links
+  }
+}
+
+resource "terraform_data" "lab" {
+  input = {
+    plan   = jsonencode(local.plan)
+    script = abspath("${path.module}/scripts/vmlab.py")
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(module.topology.problems) == 0 && var.image_dir != ""
+      error_message = "No guest image (run through scripts/lab.sh, which prepares it) or a broken topology: ${join("; ", module.topology.problems)}"
+    }
+  }
+
+  provisioner "local-exec" {
+    command = "python3 ${self.input.script} up"
+    environment = {
+      VMLAB_PLAN = self.input.plan
+    }
+  }
+
+  provisioner "local-exec" {
+    when    = destroy
+    command = "python3 ${self.input.script} down"
+    environment = {
+      VMLAB_PLAN = self.input.plan
+    }
+  }
+}
+
+module "inventory" {
+  source = "../../modules/inventory"
+  lab    = { name = var.lab_name, kind = "vm", topology = var.topology }
+  nodes = {
+    for name, n in local.nodes : name => {
+      role         = n.role
+      ansible_host = n.ansible_host
+      ssh_key      = "${var.state_dir}/id_ed25519"
+      netns        = n.netns
+      cpus         = n.cpus
+      dut_position = n.dut_position
+      test_ports   = n.test_ports
+      # How the DUT is emulated: procedures warn that TCG figures describe the emulator, not a device.
+      extra_vars = n.role == "dut" ? { trexlab_vm_accel = var.accel } : {}
+    }
+  }
+}
+
+output "inventory_yaml" {
+  description = "The Ansible inventory of this lab."
+  value       = module.inventory.inventory_yaml
+  depends_on  = [terraform_data.lab]
+}
+
+output "plan" {
+  description = "Names, links, MACs, addresses and the guest image of the lab, as the realiser got them."
+  value       = local.plan
+}

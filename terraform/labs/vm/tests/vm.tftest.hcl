@@ -1,0 +1,64 @@
+# Plans of the VM lab (nothing is applied: a real lab-up is tests/vm/test_vm_lab.py): bad input is refused,
+# and the plan and inventory have the shape every lab kind has, with the VM-only pieces where they belong.
+
+variables {
+  lab_name  = "tfv"
+  topology  = "dual"
+  state_dir = "/tmp/trexlab-tftest-tfv"
+  cpu_count = 2
+  image_dir = "/nonexistent/image"
+  accel     = "tcg"
+}
+
+run "rejects_loopback" {
+  command = plan
+  variables {
+    topology = "loopback"
+  }
+  expect_failures = [var.topology]
+}
+
+run "rejects_an_unknown_accelerator" {
+  command = plan
+  variables {
+    accel = "hvf"
+  }
+  expect_failures = [var.accel]
+}
+
+run "needs_a_prepared_image" {
+  command = plan
+  variables {
+    image_dir = ""
+  }
+  expect_failures = [terraform_data.lab]
+}
+
+run "dual_plan_has_the_shape_of_every_lab" {
+  command = plan
+
+  assert {
+    condition     = length(output.plan.links) == 3 && output.plan.links[1].tap == null
+    error_message = "three links; the DUT-DUT link is a socket pair between the QEMUs, not a tap"
+  }
+  assert {
+    condition     = output.plan.links[0].tap == "tltfvt0" && output.plan.links[2].tap == "tltfvt2"
+    error_message = "the links to the tester are taps named after the lab"
+  }
+  assert {
+    condition     = output.plan.nodes.dut2.test_ports[1].ipv4 == "198.19.0.1/24" && output.plan.nodes.dut1.test_ports[1].ipv6 == "2001:2:0:ff00::1/64"
+    error_message = "the address plan of docs/architecture.md"
+  }
+  assert {
+    condition     = module.inventory.inventory.all.children.dut.hosts.dut2.trexlab_vm_accel == "tcg" && !can(module.inventory.inventory.all.children.dut.hosts.dut2.trexlab_netns)
+    error_message = "a VM DUT says how it is emulated and has no namespace"
+  }
+  assert {
+    condition     = module.inventory.inventory.all.children.tester.hosts.tester.trexlab_netns == "tl-tfv-tester"
+    error_message = "the tester is a namespace, as on the local lab"
+  }
+  assert {
+    condition     = jsonencode(output.plan.nodes.dut1.host_cpus) == "[1]" && jsonencode(output.plan.nodes.tester.cpus) == "[0]"
+    error_message = "QEMU runs on the CPUs the tester does not use"
+  }
+}

@@ -1,0 +1,85 @@
+"""The VM lab (terraform/labs/vm): DUTs are QEMU VMs with Debian's own kernel, the tester a namespace.
+
+Same inventory shape as every lab kind, the guest image cached by what goes into it, the TCG warning
+in what procedures print and keep, bad input refused before anything changes, and lab-down leaving
+no QEMU, tap, namespace or runtime file. (netem and Jool on the VM DUT: tests/roles.)"""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from labtools import REPO, VENV, lab_env, lab_leftovers, run, terraform_test
+
+pytestmark = [pytest.mark.lab, pytest.mark.vm]
+NAME = "vm1"  # shared with tests/roles/test_netem_role.py and test_siit_jool_role.py (same arguments)
+
+
+@pytest.fixture(scope="module")
+def lab(lab_factory):
+    return lab_factory(NAME, "single", 2, kind="vm")
+
+
+def guest(dut, *argv) -> str:
+    return run(*dut.command(list(argv))).stdout
+
+
+def test_inventory_has_the_shape_of_every_lab_and_the_dut_runs_debians_kernel(lab):
+    assert (lab.kind, lab.topology) == ("vm", "single")
+    tester, dut = lab.tester, lab.duts[0]
+    assert tester.netns == f"tl-{NAME}-tester" and dut.netns is None, "only the tester is a namespace"
+    assert [p.name for p in tester.test_ports] == ["port0", "port1"]
+    assert [p.name for p in dut.test_ports] == ["left", "right"]
+    assert tester.port(0).peer_mac == dut.port(0).mac and dut.port(1).peer_mac == tester.port(1).mac
+    assert (dut.port(0).ipv4, dut.port(1).ipv6) == ("198.18.0.1/24", "2001:2:0:9000::1/64")
+    assert re.match(r"^2001:2:0:ff[89a-f][0-9a-f]::", dut.ansible_host), "management in 2001:2:0:ff80::/57"
+    assert dut.extra["trexlab_vm_accel"] in ("kvm", "tcg") and "trexlab_vm_accel" not in tester.extra
+    image = json.loads(run("cat", *(REPO / ".cache" / "vm" / "images").glob("*/manifest.json")).stdout)
+    assert guest(dut, "uname", "-r").strip() == image["kernel_release"]
+    # Named by MAC as the inventory says, whatever the PCI order.
+    for port in dut.test_ports:
+        assert guest(dut, "cat", f"/sys/class/net/{port.name}/address").strip() == port.mac
+    assert guest(dut, "sh", "-c", "modinfo -n sch_netem && modinfo -n jool_siit").count(".ko") == 2
+
+
+def test_the_guest_image_is_reused_while_its_ingredients_stay(lab):
+    result = run(str(REPO / "terraform/labs/vm/scripts/image.sh"), str(REPO / ".cache" / "vm"), timeout=60)
+    assert "cached" in result.stderr and result.stdout.strip().startswith(str(REPO / ".cache" / "vm" / "images"))
+
+
+def test_procedures_warn_that_an_emulated_dut_measures_the_emulator(lab, tmp_path):
+    result = run(str(VENV / "bin" / "trexlab"), "throughput", "--generator", "software", "--inventory",
+                 str(lab.inventory), "--max-rate", "2000", "--resolution", "1000", "--trial-duration", "0.5",
+                 "--receive-tail", "0.5", "--results", str(tmp_path), check=False, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    provenance = json.loads(next(tmp_path.glob("rep-*/provenance.json")).read_text())
+    if lab.duts[0].extra["trexlab_vm_accel"] == "tcg":
+        assert "warning" in result.stderr and "emulator, not a device" in result.stderr
+        assert any("emulator, not a device" in w for w in provenance["lab"]["warnings"])
+    else:
+        assert provenance["lab"]["warnings"] == []
+
+
+def test_bad_input_is_refused_before_anything_is_built():
+    result = run("scripts/lab.sh", "up", env={**lab_env("vmbad", "loopback"), "LAB": "vm"}, check=False)
+    assert result.returncode != 0 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "TOPOLOGY=loopback" in result.stderr
+    assert not (REPO / ".cache" / "labs" / "vmbad").exists()
+
+
+def test_lab_down_leaves_no_qemu_tap_namespace_or_file(lab):
+    env = {**lab_env(NAME), "LAB": "vm"}
+    run("scripts/lab.sh", "down", env=env)
+    assert lab_leftovers(NAME) == []
+    links = run("ip", "-o", "link").stdout
+    assert not re.search(rf"^\d+: tl{NAME}", links, re.M), "no tap or management link is left"
+    qemus = subprocess.run(["pgrep", "-f", f"trexlab-{NAME}-"], capture_output=True, text=True).stdout.split()
+    assert qemus == [], "no QEMU of this lab is left"
+    assert not (REPO / ".cache" / "labs" / NAME).exists() and not (REPO / "inventory" / "generated" / NAME).exists()
+    assert "nothing to destroy" in run("scripts/lab.sh", "down", env=env).stdout
+
+
+def test_terraform_plans_refuse_bad_input_and_have_the_inventory_shape(tmp_path):
+    """terraform/labs/vm/tests: plans only (the real apply is lab-up above)."""
+    assert "4 passed, 0 failed" in terraform_test("terraform/labs/vm", tmp_path)
