@@ -26,9 +26,9 @@ def test_selective_delay_of_every_nth_frame_marks_them_into_an_htb_netem_class()
         f"tc filter replace dev right parent 1: protocol all prio 1 handle {MARK:#x} fw flowid 1:20",
     ]
     marks = [line.strip() for line in p["nft"].splitlines() if "mark set" in line]
-    assert marks == [f'oifname "right" ip daddr 198.18.0.0/15 meta l4proto udp numgen inc mod 100 0 '
+    assert marks == ['oifname "right" ip daddr 198.18.0.0/15 meta l4proto { tcp, udp } numgen inc mod 100 0 '
                      f"meta mark set {MARK:#x} counter",
-                     f'oifname "right" ip6 daddr 2001:2::/48 meta l4proto udp numgen inc mod 100 0 '
+                     'oifname "right" ip6 daddr 2001:2::/48 meta l4proto { tcp, udp } numgen inc mod 100 0 '
                      f"meta mark set {MARK:#x} counter"]
 
 
@@ -38,8 +38,8 @@ def test_loss_without_netem_is_nftables_in_the_forward_hook_on_test_traffic_only
     rules = [line.strip() for line in p["nft"].splitlines() if "drop" in line]
     assert len(rules) == 8  # 2 ports x 2 families x (every-nth, random)
     assert all("198.18.0.0/15" in r or "2001:2::/48" in r for r in rules)
-    assert 'oifname "right" ip daddr 198.18.0.0/15 meta l4proto udp numgen random mod 1000000 < 100 counter drop ' \
-           'comment "ipv4 random"' in rules
+    assert ('oifname "right" ip daddr 198.18.0.0/15 meta l4proto { tcp, udp } numgen random mod 1000000 < 100 '
+            'counter drop comment "ipv4 random"') in rules
     assert "type filter hook forward priority 0" in p["nft"]
 
 

@@ -16,7 +16,9 @@ to 100000 frames because netem's default of 1000 silently drops frames at
 benchmark rates (the seed paper's finding). ``nftables`` gives loss only
 (numgen random / numgen inc in the forward hook) and is what a kernel without
 sch_netem can do. Selection and marking use nftables in both cases, matching
-test traffic only (UDP to 198.18.0.0/15 or 2001:2::/48).
+test traffic only: the tester's UDP test frames and the TCP of the lab's client
+and server nodes (roles/tcp_endpoints) to 198.18.0.0/15 or 2001:2::/48, so an
+HTTP download or an RFC 6349 test meets the same impairment as the test frames.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ MARK = 0x7E1
 #: netem's own queue limit: above the maximum frame rate of the media times the delay (see module doc).
 DEFAULT_LIMIT = 100_000
 DIRECTION_EGRESS_PORT = {"forward": 1, "reverse": 0}
-TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto udp",
-                "ipv6": "ip6 daddr 2001:2::/48 meta l4proto udp"}
+TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
+                "ipv6": "ip6 daddr 2001:2::/48 meta l4proto { tcp, udp }"}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ variable "topology" {
   }
 }
 
+variable "tcp_endpoints" {
+  description = "Client and server nodes (kernel TCP stacks for RFC 6349 and HTTP tests) beside tester ports 0 and 1; none in the loopback topology."
+  type        = bool
+  default     = true
+}
+
 variable "state_dir" {
   description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, pid files)."
   type        = string
@@ -111,14 +117,51 @@ locals {
     }
   }
 
+  # TCP endpoints (docs/architecture.md): the client on tester port 0's link, the server on port 1's, each
+  # through a macvlan child of that tester port, so their TCP traffic crosses the same DUT ports (and
+  # impairments) as the test frames while the tester's path gains nothing. Fixed indexes 8 and 9 keep
+  # their management addresses and MACs independent of the topology.
+  endpoint_names = var.tcp_endpoints && var.topology != "loopback" ? ["client", "server"] : []
+  endpoint = {
+    client = { index = 8, tester_port = 0, ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64" }
+    server = { index = 9, tester_port = 1, ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64" }
+  }
+  endpoints = {
+    for n in local.endpoint_names : n => {
+      role         = n
+      netns        = "${local.prefix}-${n}"
+      mgmt_root_if = "tl${var.lab_name}m${local.endpoint[n].index}"
+      mgmt_root    = "${local.mgmt_prefix}::${2 * local.endpoint[n].index}"
+      ansible_host = "${local.mgmt_prefix}::${2 * local.endpoint[n].index + 1}"
+      cpus         = []
+      dut_position = null
+      test_ports = [{
+        index    = 0
+        name     = "tcp0"
+        mac      = format("02:74:6c:%02x:%02x:00", local.lab_byte, local.endpoint[n].index)
+        ipv4     = local.endpoint[n].ipv4
+        ipv6     = local.endpoint[n].ipv6
+        peer_mac = local.peer["tester/${local.endpoint[n].tester_port}"] # the DUT port beyond the tester port
+        pci      = null
+      }]
+    }
+  }
+
   plan = {
     lab       = var.lab_name
     topology  = var.topology
     state_dir = var.state_dir
-    nodes     = local.nodes
+    nodes     = merge(local.nodes, local.endpoints)
     links = [for l in local.chain : {
       a = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
       b = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
+    }]
+    macvlans = [for n, e in local.endpoints : {
+      node       = n
+      port       = e.test_ports[0].name
+      mac        = e.test_ports[0].mac
+      lower_node = "tester"
+      lower_port = local.port_name.tester[local.endpoint[n].tester_port]
     }]
   }
 }
@@ -149,7 +192,7 @@ module "inventory" {
   source = "../../modules/inventory"
   lab    = { name = var.lab_name, kind = "local", topology = var.topology }
   nodes = {
-    for name, n in local.nodes : name => {
+    for name, n in merge(local.nodes, local.endpoints) : name => {
       role         = n.role
       ansible_host = n.ansible_host
       ssh_key      = "${var.state_dir}/id_ed25519"

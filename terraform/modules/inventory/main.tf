@@ -24,9 +24,9 @@ variable "lab" {
 }
 
 variable "nodes" {
-  description = "Nodes by inventory name (tester, dut1, dut2)."
+  description = "Nodes by inventory name (tester, dut1, dut2; optional TCP endpoints client, server)."
   type = map(object({
-    role         = string # tester | dut
+    role         = string # tester | dut | client | server
     ansible_host = string
     ansible_user = optional(string, "root")
     ansible_port = optional(number, 22)
@@ -50,12 +50,23 @@ variable "nodes" {
     error_message = "Exactly one node must have role tester."
   }
   validation {
-    condition     = alltrue([for n in var.nodes : contains(["tester", "dut"], n.role)])
-    error_message = "Every node's role must be tester or dut."
+    condition     = alltrue([for n in var.nodes : contains(["tester", "dut", "client", "server"], n.role)])
+    error_message = "Every node's role must be tester, dut, client or server."
   }
   validation {
-    condition     = alltrue([for n in var.nodes : length(n.test_ports) == 2])
-    error_message = "Every node needs exactly two test ports (index 0 and 1)."
+    condition     = alltrue([for n in var.nodes : length(n.test_ports) == 2 if contains(["tester", "dut"], n.role)])
+    error_message = "Every tester and DUT node needs exactly two test ports (index 0 and 1)."
+  }
+  # TCP endpoints (RFC 6349, HTTP): one port each, on the link of tester port 0 (client) or 1 (server);
+  # peer_mac is the DUT port it faces, which pins the endpoint's address with a permanent neighbour entry.
+  validation {
+    condition = alltrue([for n in var.nodes : length(n.test_ports) == 1 && alltrue([for p in n.test_ports : p.peer_mac != null])
+    if contains(["client", "server"], n.role)])
+    error_message = "A client or server node needs exactly one test port, with the peer_mac of the DUT port it faces."
+  }
+  validation {
+    condition     = alltrue([for r in ["client", "server"] : length([for n in var.nodes : n if n.role == r]) <= 1])
+    error_message = "At most one client and one server node."
   }
 }
 
@@ -69,7 +80,6 @@ locals {
         ansible_user                 = n.ansible_user
         ansible_port                 = n.ansible_port
         ansible_ssh_private_key_file = n.ssh_key
-        trexlab_netns                = n.netns
         trexlab_cpus                 = n.cpus
         test_ports = [for p in n.test_ports : {
           index    = p.index
@@ -82,6 +92,8 @@ locals {
         }]
       },
       n.role == "dut" ? { trexlab_dut_position = n.dut_position } : {},
+      # Only the local lab has namespaces; elsewhere the key is absent (a null would still be "defined").
+      n.netns != null ? { trexlab_netns = n.netns } : {},
       n.extra_vars,
     )
   }
@@ -91,10 +103,18 @@ locals {
       vars = {
         trexlab_lab = var.lab
       }
-      children = {
-        tester = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "tester" } }
-        dut    = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "dut" } }
-      }
+      # client and server groups only where the lab has them: labs without TCP endpoints keep their shape.
+      children = merge(
+        {
+          tester = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "tester" } }
+          dut    = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "dut" } }
+        },
+        {
+          for r in ["client", "server"] : r => {
+            hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == r }
+          } if length([for n in var.nodes : n if n.role == r]) > 0
+        },
+      )
     }
   }
 }

@@ -43,4 +43,12 @@ run "dual_lab_applies" {
     condition     = output.plan.nodes.tester.cpus[0] != output.plan.nodes.dut1.cpus[0]
     error_message = "the DUT forwards on another CPU than the tester"
   }
+  assert {
+    condition     = output.plan.nodes.server.test_ports[0].peer_mac == output.plan.nodes.dut2.test_ports[1].mac
+    error_message = "the server sits on tester port 1's link, facing the last DUT's right port"
+  }
+  assert {
+    condition     = length(output.plan.macvlans) == 2 && strcontains(output.inventory_yaml, "tl-tft-client")
+    error_message = "the client and server nodes are made (macvlans of the tester ports) and in the inventory"
+  }
 }

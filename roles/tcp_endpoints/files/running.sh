@@ -1,0 +1,11 @@
+#!/bin/sh
+# running.sh MARK PIDFILE...: print each PIDFILE whose process is NOT running. A process counts only when it is
+# alive and its command line contains MARK (the role's state directory), so a stale PID file, or a PID number
+# reused by another process, never passes for one of our servers.
+mark=$1
+shift
+for pidfile in "$@"; do
+  pid=$(cat "$pidfile" 2>/dev/null)
+  case "$pid" in ''|*[!0-9]*) echo "$pidfile"; continue;; esac
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$mark" || echo "$pidfile"
+done

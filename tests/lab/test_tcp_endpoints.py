@@ -1,0 +1,160 @@
+"""TCP endpoints on the local lab: roles/tcp_endpoints over SSH (check mode, idempotent, reversible) and
+`trexlab tcp` running the whole RFC 6349 sequence through the DUT, with bad input refused before traffic.
+
+The tests run in file order on one lab: configure, measure, refuse, remove."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from labtools import REPO, VENV, changed_count, node_state, playbook, run
+
+pytestmark = pytest.mark.lab
+LAB = "kt1"
+PLAYBOOK = "playbooks/tcp-endpoints.yml"
+
+
+@pytest.fixture(scope="module")
+def lab(lab_factory):
+    return lab_factory(LAB, "single", 1)
+
+
+def server_processes(lab) -> list[str]:
+    """Command lines of the server node's processes other than its sshd."""
+    pids = run("ip", "netns", "pids", lab.server.netns).stdout.split()
+    lines = []
+    for pid in pids:
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        if line and not line.startswith("sshd"):
+            lines.append(line)
+    return lines
+
+
+def endpoint_state(lab) -> dict:
+    return {n.name: node_state(n.netns) for n in (lab.client, lab.server)}
+
+
+def trexlab(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(VENV / "bin" / "trexlab"), *argv], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def pristine(lab):
+    """The endpoints as lab-up left them, before the role."""
+    return endpoint_state(lab)
+
+
+def test_role_check_mode_changes_nothing_then_it_applies_once(lab, pristine):
+    check = playbook(lab, PLAYBOOK, "--check")
+    assert check.returncode == 0, check.stdout[-3000:]
+    assert changed_count(check.stdout) > 0 and endpoint_state(lab) == pristine and server_processes(lab) == []
+    first = playbook(lab, PLAYBOOK)
+    assert first.returncode == 0, first.stdout[-3000:]
+    again = playbook(lab, PLAYBOOK)
+    assert changed_count(again.stdout) == 0, "a second run must change nothing"
+    running = server_processes(lab)
+    assert sum("iperf3 --server" in p for p in running) == 5 and any("nginx: master" in p for p in running)
+    facts = json.loads((Path(lab.inventory).parent / "facts" / "server.json").read_text())["tcp_endpoints"]
+    assert facts["iperf3_ports"] == [5201, 5202, 5203, 5204, 5205] and facts["http_path"] == "/download.bin"
+    # The DUT pins the endpoints' addresses: no ARP or ND runs during a test.
+    neighbours = run("ip", "netns", "exec", lab.duts[0].netns, "ip", "neigh", "show", "nud", "permanent").stdout
+    assert "198.18.0.3 dev left" in neighbours and "2001:2:0:9000::3 dev right" in neighbours
+
+
+def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, tmp_path):
+    """The link between tester port 0, the client and the DUT's left port gets MTU 1400: DF trials find it."""
+    ns = {"tester": lab.tester.netns, "dut": lab.duts[0].netns, "client": lab.client.netns}
+    link = [(ns["tester"], "port0"), (ns["dut"], "left"), (ns["client"], "tcp0")]
+    dscp_counter = ("table inet ktdscp {\n counter ef {}\n chain forward {\n"
+                    "  type filter hook forward priority 0; policy accept;\n"
+                    "  oifname \"right\" ip dscp 46 counter name \"ef\"\n }\n}\n")
+    results = tmp_path / "tcp"
+    try:
+        for netns, port in link:
+            run("ip", "-n", netns, "link", "set", port, "mtu", "1400")
+        subprocess.run(["ip", "netns", "exec", ns["dut"], "nft", "-f", "-"], input=dscp_counter, text=True,
+                       check=True)
+        start = time.monotonic()
+        result = trexlab("tcp", "--inventory", str(lab.inventory), "--results", str(results), "--json",
+                         "--directions", "reverse", "--receive-tail", "0.2", "--mtu-frame-sizes", "1280,1418,1518",
+                         "--mtu-trial-duration", "0.5", "--bb-max-rate", "150000", "--bb-min-rate", "10000",
+                         "--bb-resolution", "25000", "--bb-trial-duration", "0.5", "--rtt-duration", "1",
+                         "--test-duration", "1", "--stress-connections", "20")
+        print(f"\ntrexlab tcp took {time.monotonic() - start:.1f} s")
+        assert result.returncode == 0, result.stderr[-3000:]
+        ef_frames = json.loads(run("ip", "netns", "exec", ns["dut"], "nft", "-j", "list", "counter", "inet",
+                                   "ktdscp", "ef").stdout)["nftables"][1]["counter"]["packets"]
+    finally:
+        subprocess.run(["ip", "netns", "exec", ns["dut"], "nft", "delete", "table", "inet", "ktdscp"])
+        for netns, port in link:  # the macvlan follows its tester port: raise the port first
+            run("ip", "-n", netns, "link", "set", port, "mtu", "1500", check=False)
+    r = json.loads(result.stdout)["result"]
+    # 1. DF set: 1518-byte frames were dropped at the 1400-byte link, 1418 passed (a fragmenting DUT would pass).
+    assert (r["path_mtu"], r["mtu_source"]) == (1400, "measured")
+    assert [s["passed"] for s in r["mtu_search"]] == [True, True, False]
+    # 2.-4. BB from RFC 2544 throughput at 1418-byte frames, baseline RTT, BDP and windows.
+    assert r["bb_source"] == "RFC 2544 throughput" and r["bottleneck_bandwidth_bps"] > 0
+    assert 0 < r["baseline_rtt_s"] < 0.01 and r["bdp_bytes"] == pytest.approx(
+        r["bottleneck_bandwidth_bps"] * r["baseline_rtt_s"] / 8)
+    # 5. Every TCP test ran through the DUT, segments sized for the path (MSS = 1400 - 40).
+    names = [t["test"]["name"] for t in r["tests"]]
+    assert names == ["download", "upload", "bidirectional", "single", "reduced 25%", "reduced 50%", "reduced 75%",
+                     "dscp 46", "dscp 10", "dscp 12", "dscp 14", "dscp 0", "stress"]
+    assert all(t["test"]["mss"] == 1360 for t in r["tests"])
+    assert ef_frames > 100, "the DSCP 46 connection's segments crossed the DUT marked EF"
+    # 6. Metrics per direction.
+    for test in r["tests"]:
+        for direction, d in test["directions"].items():
+            assert d["good_bytes"] > 0 and d["actual_tcp_throughput_bps"] > 0, (test["test"]["name"], direction)
+            assert 0 < d["tcp_efficiency_percent"] <= 100 and d["transfer_time_ratio"] > 0
+    assert set(r["tests"][2]["directions"]) == {"download", "upload"}
+    # The run directory: provenance, every frame trial (DF set in the MTU trials) and every TCP test.
+    trials = [json.loads(line) for line in (results / "rep-001" / "trials.jsonl").read_text().splitlines()]
+    assert sum(t.get("kind") == "tcp test" for t in trials) == 14  # baseline RTT + 13 tests
+    assert all(t["spec"]["dont_fragment"] for t in trials if t["context"].get("phase") == "path MTU")
+    bb_trials = [t for t in trials if t["context"].get("step") == "bottleneck bandwidth"]
+    assert len(bb_trials) == r["bb_search"]["trials"] and {tuple(t["spec"]["frame_size"]) for t in bb_trials} == {
+        (1418, 1418)}
+    assert (results / "rep-001" / "provenance.json").is_file()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--window-bytes", "8388608"], "trexlab tcp: window_bytes=8388608: allowed <= "),
+    (["--dscp", "46,10,12,14,0,8"], "trexlab tcp: dscp=(46, 10, 12, 14, 0, 8): allowed at most 5 values"),
+    (["--dscp", "46,99"], "trexlab tcp: dscp=99: allowed an integer >= 0 and <= 63"),
+])
+def test_bad_input_is_one_line_before_any_traffic(lab, tmp_path, argv, message):
+    results = tmp_path / "bad"
+    result = trexlab("tcp", "--inventory", str(lab.inventory), "--results", str(results), *argv, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1 and not results.exists()
+    if "window" in argv[0]:
+        assert "net.core." in result.stderr  # names the kernel limit read on the nodes
+
+
+def test_a_lab_without_a_server_node_is_refused(lab, tmp_path):
+    import yaml
+
+    inventory = yaml.safe_load(Path(lab.inventory).read_text())
+    del inventory["all"]["children"]["server"]
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    result = trexlab("tcp", "--inventory", str(tmp_path / "hosts.yml"), "--results", str(tmp_path / "r"), timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith(f"trexlab tcp: lab {LAB} has no server node")
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "r").exists()
+
+
+def test_role_absent_gives_the_nodes_back(lab, pristine):
+    result = playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_state=absent")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert server_processes(lab) == [] and endpoint_state(lab) == pristine
+    assert not (Path(lab.inventory).parent / "facts" / "server.json").exists()
+    assert changed_count(playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_state=absent").stdout) == 0

@@ -1,0 +1,66 @@
+"""The HTTP download tables: download time per DUT impairment in the paper's layout, and side by side with
+the RFC 2544 figures other experiments measured under the same impairment (Lencse et al. 2020, Tables I-IV)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from trexlab import analysis
+
+IMPAIRMENT = "provenance.spec.dut.impairment."
+
+
+def http_runs(times_by_loss: dict) -> pd.DataFrame:
+    rows = [{"experiment": "http-download-loss", "loss_percent": loss, f"{IMPAIRMENT}loss_percent": loss,
+             f"{IMPAIRMENT}directions": ["reverse"], "repetition": i + 1, "download_time_s": t,
+             "sweep_keys": ("loss_percent",), "figure_keys": ("download_time_s",)}
+            for loss, times in times_by_loss.items() for i, t in enumerate(times)]
+    return pd.DataFrame(rows)
+
+
+def rfc2544_runs() -> pd.DataFrame:
+    """gaming-loss-tolerance: 0.01 % loss, swept over the loss tolerance (Table II and its 0.011 % run)."""
+    rows = [{"experiment": "gaming-loss-tolerance", "loss_tolerance_percent": tol, f"{IMPAIRMENT}loss_percent": 0.01,
+             "repetition": i + 1, "throughput_fps": fps, "sweep_keys": ("loss_tolerance_percent",),
+             "figure_keys": ("throughput_fps",)}
+            for tol, values in {0: [900, 1000, 1100], 0.011: [81_000, 81_274, 81_274]}.items()
+            for i, fps in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+RUNS = http_runs({0: [89.10, 89.11, 89.13], 0.01: [89.11, 89.14, 89.15], 1: [180.6, 188.7, 197.5]})
+
+
+def test_download_table_has_median_and_percentiles_per_impairment_in_order():
+    table = analysis.download_table(RUNS)
+    assert list(table.columns) == ["none", "loss 0.01 %", "loss 1 %"]
+    assert list(table.index) == ["median (s)", "1st percentile (s)", "99th percentile (s)"]
+    assert table.loc["median (s)", "loss 1 %"] == 188.7
+    assert table.loc["1st percentile (s)", "loss 1 %"] == pytest.approx(180.6 + 0.02 * (188.7 - 180.6))
+    assert table.loc["99th percentile (s)", "none"] == pytest.approx(89.13 - 0.02 * (89.13 - 89.11))
+
+
+def test_side_by_side_joins_rfc2544_figures_of_the_same_dut_impairment():
+    table = analysis.side_by_side(RUNS, rfc2544_runs()).set_index("DUT impairment")
+    zero = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent=0.0]"
+    tolerant = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent=0.011]"
+    assert table.loc["loss 0.01 %", "download time median (s)"] == 89.14
+    assert table.loc["loss 0.01 %", zero] == 1000 and table.loc["loss 0.01 %", tolerant] == 81_274
+    assert math.isnan(table.loc["none", zero]) and math.isnan(table.loc["loss 1 %", tolerant])
+
+
+def test_side_by_side_without_rfc2544_campaigns_is_the_download_time_alone():
+    table = analysis.side_by_side(RUNS, pd.DataFrame())
+    assert list(table.columns) == ["DUT impairment", "download time median (s)", "download time 1st percentile (s)",
+                                   "download time 99th percentile (s)"]
+
+
+@pytest.mark.parametrize(("settings", "label"), [
+    ({}, "none"), ({"loss_percent": 0.1}, "loss 0.1 %"), ({"delay_ms": 1000}, "delay 1000 ms"),
+    ({"delay_ms": 100, "selective_every_nth": 100}, "every 100th delay 100 ms"),
+    ({"delay_ms": 10, "jitter_ms": 2}, "delay 10 ± 2 ms"), ({"loss_every_nth": 1000}, "every 1000th lost"),
+])
+def test_impairment_labels(settings, label):
+    row = pd.DataFrame([{f"{IMPAIRMENT}{k}": v for k, v in settings.items()} | {"x": 1}])
+    assert analysis.impairment_labels(row).iloc[0] == label

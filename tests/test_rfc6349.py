@@ -1,0 +1,427 @@
+"""The RFC 6349 and HTTP download procedures on a declared path: a simulated DUT for the frame trials and a
+stand-in for iperf3/curl on the client node that answers from the same declared path (no lab needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import pytest
+
+from trexlab import tcp_metrics
+from trexlab.generators import create_generator
+from trexlab.iperf import TcpTest, parse
+from trexlab.lab import Lab, LabError, Node
+from trexlab.lab import TestPort as Port
+from trexlab.params import InvalidParameter
+from trexlab.procedures import http_download, rfc6349
+from trexlab.trial import DirectionResult, GeneratorError, TrialResult, TrialSpec
+
+PATH_MTU = 1400
+LINK_BPS = 1e9
+RTT_US = 200  # the declared path's RTT at low load
+
+# A stand-in for iperf3 on the client node: the declared path carries min(window x conns / RTT, link) and adds
+# 50 % RTT under load; one retransmission per stream. It prints a report shaped as iperf3 --json
+# --get-server-output does (only the fields trexlab.iperf reads).
+FAKE_IPERF3 = r'''
+import json, sys
+argv = sys.argv[2:]  # after -c and the program's own first argument (unused)
+def opt(name, default=None):
+    return argv[argv.index(name) + 1] if name in argv else default
+link, rtt = 1e9, 200
+conns, seconds = int(opt("--parallel", 1)), float(opt("--time", 10))
+window = opt("--window")
+rate = link / conns if window is None else min(link / conns, int(window) * 8 / (rtt / 1e6))
+if opt("--bitrate"):
+    rate = min(rate, float(opt("--bitrate")))
+loaded = rtt if opt("--bitrate") else rtt * 1.5
+mss = int(opt("--set-mss", 1448))
+def streams(sender):
+    return [{"sender": {"sender": sender, "min_rtt": rtt, "mean_rtt": loaded, "max_rtt": 2 * rtt,
+                        "bytes": int(rate * seconds / 8)}} for _ in range(conns)]
+def sums():
+    sent = {"bytes": int(rate * seconds / 8) * conns, "seconds": seconds, "retransmits": conns}
+    return sent, {"bytes": int(rate * seconds / 8) * conns, "seconds": seconds}
+sent, received = sums()
+reverse, bidir = "--reverse" in argv, "--bidir" in argv
+end = {"sum_sent": sent, "sum_received": received, "streams": streams(not reverse)}
+server = {"end": {"streams": streams(reverse or bidir)}}
+if bidir:
+    end["sum_sent_bidir_reverse"], end["sum_received_bidir_reverse"] = sums()
+print(json.dumps({"start": {"tcp_mss": mss}, "end": end, "server_output_json": server,
+                  "argv": argv}))
+'''
+
+
+class FakeNode:
+    """A node whose commands run a stand-in program here; remembers every argv it was given."""
+
+    def __init__(self, name: str, program: str):
+        self.name, self.program, self.calls = name, program, []
+
+    def command(self, argv: list[str]) -> list[str]:
+        self.calls.append(argv)
+        return [sys.executable, "-c", self.program, "", *argv[1:]]
+
+
+class FakeEndpoints:
+    """What trexlab.endpoints.Endpoints gives the procedures, for a declared path."""
+
+    def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
+                 client_program=FAKE_IPERF3, http_bytes=1_048_576):
+        self.client = FakeNode("client", client_program)
+        self.iperf3_ports = list(ports)
+        self.congestion_control = "reno"
+        self.client_facts = {"congestion_control": "reno"}
+        self.facts = {"http_path": "/download.bin", "http_port": 80, "http_file_bytes": http_bytes,
+                      "iperf3_ports": list(ports)}
+        self.http_file_bytes = http_bytes
+        self._limit, self._mtu = window_limit, tester_mtu
+
+    def server_address(self, ip_version: int) -> str:
+        return "198.19.0.3" if ip_version == 4 else "2001:2:0:9000::3"
+
+    def url(self, ip_version: int) -> str:
+        return "http://198.19.0.3:80/download.bin"
+
+    def window_limit(self):
+        return self._limit, "net.core.rmem_max on node server"
+
+    def tester_port_mtu(self, indexes):
+        return self._mtu
+
+
+class PathGenerator:
+    """The simulated DUT behind a link of PATH_MTU: frames with DF set that are too big are dropped, as a
+    router must; without DF they would be fragmented (and the first fragment would look delivered)."""
+
+    name = "fake"
+    supports_df = True
+
+    def __init__(self, capacity: float = 50_000.0):
+        self.sim = create_generator("sim", capacity=capacity)
+        self.trials: list[TrialSpec] = []
+
+    def run_trial(self, spec: TrialSpec) -> TrialResult:
+        self.trials.append(spec)
+        result = self.sim.run_trial(spec)
+        if spec.dont_fragment and max(spec.frame_size) - 18 > PATH_MTU:
+            lost = {name: dataclasses.replace(d, frames_received=0, frames_late=0)
+                    for name, d in result.directions.items()}
+            result = dataclasses.replace(result, directions=lost)
+        return result
+
+    def close(self):
+        pass
+
+
+def params(**overrides) -> rfc6349.Params:
+    quick = dict(mtu_frame_sizes=(1280, 1418, 1518), mtu_trial_duration=1, bb_max_rate=100_000, bb_min_rate=1000,
+                 bb_resolution=1000, bb_trial_duration=1, rtt_duration=1, test_duration=2, stress_connections=20)
+    return rfc6349.Params(**{**quick, **overrides})
+
+
+def run(generator, p, endpoints, recorded=None):
+    recorded = [] if recorded is None else recorded
+    traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0)
+    return rfc6349.run(generator, traffic, p, on_trial=lambda r, c: recorded.append((r, c)), endpoints=endpoints)
+
+
+def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
+    generator, endpoints, recorded = PathGenerator(capacity=50_000), FakeEndpoints(), []
+    result = run(generator, params(), endpoints, recorded).to_dict()
+    # 1. The largest loss-free DF frame is 1418 bytes: MTU 1400 (the 1518-byte frames were dropped).
+    assert result["path_mtu"] == PATH_MTU and result["mtu_source"] == "measured"
+    assert [s["passed"] for s in result["mtu_search"]] == [True, True, False]
+    assert all(spec.dont_fragment for spec in generator.trials[:3])
+    # 2. BB: RFC 2544 throughput at 1418-byte frames, as layer-1 bits (the sim forwards 50,000 fps).
+    assert result["bottleneck_bandwidth_bps"] == pytest.approx(50_000 * (1418 + 20) * 8, rel=0.03)
+    assert all(spec.frame_size == (1418, 1418) for spec in generator.trials[3:])
+    # 3./4. Baseline RTT (the low-load connection's minimum) and the windows from the BDP.
+    assert result["baseline_rtt_s"] == pytest.approx(RTT_US / 1e6)
+    bdp = tcp_metrics.bdp_bytes(result["bottleneck_bandwidth_bps"], RTT_US / 1e6)
+    assert result["bdp_bytes"] == pytest.approx(bdp)
+    assert result["window_per_connection"] == tcp_metrics.window_per_connection(bdp, 4)
+    # 5. Every test ran with its window, MSS = MTU - 40, DSCP values on concurrent connections to own ports.
+    names = [t["test"]["name"] for t in result["tests"]]
+    assert names == ["download", "upload", "bidirectional", "single", "reduced 25%", "reduced 50%",
+                     "reduced 75%", "dscp 46", "dscp 10", "dscp 12", "dscp 14", "dscp 0", "stress"]
+    argvs = [c for c in endpoints.client.calls if "--parallel" in c]
+    assert all(a[a.index("--set-mss") + 1] == "1360" for a in argvs)
+    dscp = [a for a in argvs if "--dscp" in a]
+    assert sorted(a[a.index("--port") + 1] for a in dscp) == ["5201", "5202", "5203", "5204", "5205"]
+    reduced = {t["test"]["name"]: t["test"]["window_bytes"] for t in result["tests"] if "reduced" in t["test"]["name"]}
+    assert reduced["reduced 25%"] == tcp_metrics.window_per_connection(bdp * 0.25, 4)
+    # 6. Metrics per direction. The ideal is the link's (BB, MTU, 38 bytes per frame) unless the window allows
+    # less; the fake path carries window / RTT per connection.
+    download = result["tests"][0]["directions"]["download"]
+    window_limited = tcp_metrics.window_limited_throughput(4 * result["window_per_connection"], RTT_US / 1e6)
+    link = tcp_metrics.max_achievable_tcp_throughput(result["bottleneck_bandwidth_bps"], PATH_MTU)
+    assert download["max_achievable_tcp_throughput_bps"] == pytest.approx(min(link, window_limited))
+    assert download["actual_tcp_throughput_bps"] == pytest.approx(window_limited, rel=1e-3)
+    assert download["transfer_time_ratio"] == pytest.approx(
+        download["max_achievable_tcp_throughput_bps"] / download["actual_tcp_throughput_bps"])
+    assert download["buffer_delay_percent"] == pytest.approx(50.0)
+    assert download["tcp_efficiency_percent"] == pytest.approx(
+        tcp_metrics.tcp_efficiency_percent(download["transmitted_bytes"], 4 * 1360))
+    assert set(result["tests"][2]["directions"]) == {"upload", "download"}
+    assert result["headline"]["download_tcp_throughput_bps"] == download["actual_tcp_throughput_bps"]
+    # Every frame trial and TCP test was handed to the results store as it ended.
+    phases = [c.get("step") or c["phase"] for _, c in recorded]
+    assert phases[:3] == ["path MTU"] * 3 and "bottleneck bandwidth" in phases
+    assert phases.count("baseline RTT") == 1 and sum(p.startswith("tcp test") for p in phases) == 13
+    assert all(hasattr(r, "to_dict") and json.dumps(r.to_dict()) for r, _ in recorded)
+
+
+def test_declared_mtu_and_bottleneck_skip_the_frame_trials():
+    generator = PathGenerator()
+    result = run(generator, params(mtu=1500, bottleneck_bandwidth=100e6, tests=("download",)), FakeEndpoints())
+    assert generator.trials == [] and result.mtu_source == "declared" and result.bb_source == "declared"
+    assert result.max_achievable_bps == pytest.approx(94_928_478.5, abs=0.1)
+
+
+def test_sizes_the_tester_cannot_send_are_skipped_and_said():
+    result = run(PathGenerator(), params(mtu_frame_sizes=(1280, 1418, 1518, 9018), tests=("download",)),
+                 FakeEndpoints(tester_mtu=1500))
+    assert result.path_mtu == 1400 and any("9018" in n and "MTU is 1500" in n for n in result.notes)
+
+
+@pytest.fixture
+def declared_endpoints(monkeypatch):
+    """rfc6349.check on any generator with a lab: the lab's endpoints are the declared FakeEndpoints."""
+    def use(**options):
+        monkeypatch.setattr(rfc6349, "Endpoints", lambda lab: FakeEndpoints(**options))
+    return use
+
+
+def with_lab(generator):
+    generator.lab = object()
+    return generator
+
+
+def test_a_generator_that_cannot_set_df_needs_a_declared_mtu_before_any_trial(declared_endpoints):
+    declared_endpoints()
+    generator = with_lab(create_generator("sim", capacity=1e5))
+    with pytest.raises(InvalidParameter, match="mtu=None: allowed a declared path MTU with generator sim"):
+        rfc6349.check(generator, params(), TrialSpec(1, 1))
+    rfc6349.check(generator, params(mtu=1500), TrialSpec(1, 1))
+
+
+def test_a_window_larger_than_the_kernel_allows_is_refused_before_any_traffic(declared_endpoints):
+    declared_endpoints(window_limit=212_992)
+    generator = with_lab(PathGenerator())
+    with pytest.raises(InvalidParameter) as err:
+        rfc6349.check(generator, params(window_bytes=1_000_000), TrialSpec(1, 1))
+    assert str(err.value).startswith("window_bytes=1000000: allowed <= 212992 bytes (net.core.rmem_max on node")
+    assert "\n" not in str(err.value) and generator.trials == []
+
+
+def test_a_bdp_window_larger_than_the_kernel_allows_stops_before_the_tcp_tests():
+    endpoints = FakeEndpoints(window_limit=4096)
+    with pytest.raises(InvalidParameter, match=r"window_bytes \(single\)=\d+: allowed <= 4096 bytes"):
+        run(PathGenerator(), params(), endpoints)
+    tcp_tests = [c for c in endpoints.client.calls if "--bitrate" not in c]
+    assert tcp_tests == [], "no TCP test ran"
+
+
+def test_more_dscp_values_than_server_ports_is_refused(declared_endpoints):
+    declared_endpoints(ports=(5201, 5202))
+    with pytest.raises(InvalidParameter, match="dscp=.*at most 2 values"):
+        rfc6349.check(with_lab(PathGenerator()), params(), TrialSpec(1, 1))
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"dscp": (46, 64)}, "dscp=64: allowed an integer >= 0 and <= 63"),
+    ({"dscp": (46, -1)}, "dscp=-1: allowed"),
+    ({"tests": ("download", "sideways")}, "tests='sideways': allowed download, upload"),
+    ({"connections": 500}, "connections=500: allowed an integer >= 1 and <= 128"),
+    ({"mtu": 100}, "mtu=100: allowed"),
+])
+def test_bad_parameters_are_one_line(overrides, message):
+    with pytest.raises(InvalidParameter) as err:
+        params(**overrides)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_iperf3_reports_are_read_per_direction():
+    test = TcpTest("bidirectional", "bidirectional", 2, mss=1360)
+    report = {"start": {"tcp_mss": 1360},
+              "end": {"sum_sent": {"bytes": 1000, "seconds": 1, "retransmits": 3},
+                      "sum_received": {"bytes": 990, "seconds": 1.0},
+                      "sum_sent_bidir_reverse": {"bytes": 500, "seconds": 1, "retransmits": 0},
+                      "sum_received_bidir_reverse": {"bytes": 500, "seconds": 1.0},
+                      "streams": [{"sender": {"sender": True, "min_rtt": 100, "mean_rtt": 150, "max_rtt": 300}}]},
+              "server_output_json": {"end": {"streams": [
+                  {"sender": {"sender": True, "min_rtt": 80, "mean_rtt": 90, "max_rtt": 99}}]}}}
+    stats = parse(report, test)
+    assert stats["upload"].good_bytes == 990 and stats["upload"].retransmitted_bytes == 3 * 1360
+    assert stats["upload"].transmitted_bytes == 1000 + 3 * 1360 and stats["upload"].rtt_mean_s == 150e-6
+    assert stats["download"].good_bytes == 500 and stats["download"].rtt_min_s == 80e-6
+    with pytest.raises(GeneratorError, match="iperf3: the server is busy"):
+        parse({"error": "the server is busy running a test. try again later"}, test)
+
+
+def test_lab_without_a_server_node_is_one_line():
+    tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
+    lab = Lab("kx", "local", "single", {"tester": tester}, inventory="inventory/generated/kx/hosts.yml")
+    with pytest.raises(LabError) as err:
+        rfc6349.check(type("G", (), {"lab": lab, "name": "software", "supports_df": True})(), params())
+    assert "lab kx has no client node" in str(err.value) and "\n" not in str(err.value)
+
+
+FAKE_CURL = r'''
+import json, sys
+size = SIZE
+print(json.dumps({"http_code": 200 if size else 404, "size_download": size, "time_total": 0.25,
+                  "time_connect": 0.001, "time_starttransfer": 0.002, "speed_download": size / 0.25,
+                  "num_connects": 1}))
+'''
+
+
+def test_http_download_times_one_whole_download():
+    endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1048576"))
+    recorded = []
+    result = http_download.run(None, TrialSpec(1, 1), http_download.Params(timeout=10),
+                               on_trial=lambda r, c: recorded.append(r), endpoints=endpoints).to_dict()
+    assert result["headline"]["download_time_s"] == 0.25 and result["bytes"] == 1_048_576
+    assert result["headline"]["download_throughput_bps"] == pytest.approx(1_048_576 * 8 / 0.25)
+    argv = endpoints.client.calls[0]
+    assert argv[0] == "curl" and argv[-1] == "http://198.19.0.3:80/download.bin" and "%{json}" in argv
+    assert recorded[0].to_dict()["kind"] == "http download"
+
+
+def test_a_short_download_fails_the_run():
+    endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1000"))
+    with pytest.raises(GeneratorError, match="HTTP 200, 1000 of 1048576 bytes"):
+        http_download.run(None, TrialSpec(1, 1), http_download.Params(), endpoints=endpoints)
+
+
+def test_direction_results_hold_what_the_path_generator_dropped():
+    result = PathGenerator().run_trial(TrialSpec(1000, 1, frame_size=(1518, 1518), dont_fragment=True))
+    assert all(isinstance(d, DirectionResult) and d.frames_received == 0 for d in result.directions.values())
+
+
+# -- experiments and the CLI: refused before anything runs ------------------------------------------------
+
+def spec(**overrides) -> dict:
+    base = {"name": "kx", "lab": {"kind": "local", "topology": "single"}, "generator": "software",
+            "endpoints": {"http_file_mib": 64}, "procedure": {"name": "http_download"}}
+    return {**base, **overrides}
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"endpoints": {"size": 1}}, "endpoints.size: unknown; allowed congestion_control, http_file, http_file_mib"),
+    ({"endpoints": {"http_file_mib": "big"}}, "endpoints.http_file_mib: 'big' is not of type int"),
+    ({"procedure": {"name": "throughput"}}, "endpoints: procedure throughput does not run on the lab's TCP"),
+    ({"sweep": {"endpoints.http_file_mib": [1, 2]}}, "sweep.endpoints.http_file_mib: allowed roots"),
+    ({"notebook": "../x.ipynb"}, "notebook: '../x.ipynb' does not match"),
+])
+def test_bad_endpoint_blocks_are_one_line(overrides, message):
+    from trexlab.experiment import InvalidExperiment, validate
+
+    with pytest.raises(InvalidExperiment) as err:
+        validate(spec(**overrides))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_shipped_http_experiments_validate_and_declare_what_they_need():
+    from trexlab.experiment import load
+
+    for name in ("http-download-loss", "http-download-delay", "http-download-selective-delay"):
+        experiment = load(f"experiments/{name}")
+        ci = experiment.scaled("ci")
+        assert experiment.spec["notebook"] == "analysis/http-download.ipynb"
+        assert experiment.spec["dut"]["impairment"]["directions"] == ["reverse"]  # towards the client only
+        needs = experiment.spec["lab"].get("requires", [])
+        assert ("sch_netem" in needs) == (name != "http-download-loss"), name
+        assert ci.spec["endpoints"]["http_file_mib"] < experiment.spec["endpoints"]["http_file_mib"]
+
+
+def test_a_campaign_on_a_lab_without_endpoints_stops_before_anything(tmp_path):
+    from trexlab.campaign import CampaignError, check_requirements
+    from trexlab.experiment import validate
+
+    tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
+    dut = Node("dut1", "dut", "::2")
+    lab = Lab("kx", "local", "single", {"tester": tester, "dut1": dut}, inventory=tmp_path / "hosts.yml")
+    with pytest.raises(CampaignError) as err:
+        check_requirements(validate(spec()), lab)
+    assert str(err.value).startswith("experiment kx: lab kx has no client node") and "\n" not in str(err.value)
+
+
+INVENTORY_WITHOUT_ENDPOINTS = """
+all:
+  vars: {trexlab_lab: {name: kx, kind: static, topology: single}}
+  children:
+    tester:
+      hosts:
+        tester:
+          ansible_host: 192.0.2.10
+          test_ports:
+            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}
+            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}
+    dut:
+      hosts:
+        dut1: {ansible_host: 192.0.2.20, test_ports: []}
+"""
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["tcp"], "trexlab tcp: lab kx has no client node"),
+    (["http_download"], "trexlab http_download: lab kx has no client node"),
+    (["tcp", "--dscp", "46,64"], "trexlab tcp: dscp=64: allowed an integer >= 0 and <= 63"),
+    (["tcp", "--tests", "download,everything"], "trexlab tcp: tests='everything': allowed download"),
+])
+def test_cli_bad_input_is_one_line_before_any_traffic(tmp_path, capsys, argv, message):
+    from trexlab.cli import EXIT_BAD_INPUT, main
+
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(INVENTORY_WITHOUT_ENDPOINTS)
+    results = tmp_path / "results"
+    code = main([*argv, "--inventory", str(inventory), "--results", str(results)])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and err.startswith(message) and err.count("\n") == 1, err
+    assert not results.exists()
+
+
+INVENTORY_WITH_ENDPOINTS = INVENTORY_WITHOUT_ENDPOINTS + """
+    client:
+      hosts:
+        client:
+          ansible_host: 192.0.2.30
+          test_ports:
+            - {index: 0, name: e0, mac: "02:00:00:00:02:00", ipv4: 198.18.0.3/24, peer_mac: "02:00:00:00:01:00"}
+    server:
+      hosts:
+        server:
+          ansible_host: 192.0.2.40
+          test_ports:
+            - {index: 0, name: e0, mac: "02:00:00:00:03:00", ipv4: 198.19.0.3/24, peer_mac: "02:00:00:00:01:01"}
+"""
+
+
+def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_even_after_failures(tmp_path):
+    """Points fail here (the fake playbook configures nothing, so no endpoint facts): the removal still runs."""
+    from trexlab.campaign import Campaign
+    from trexlab.experiment import load
+
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(INVENTORY_WITH_ENDPOINTS)
+    log = tmp_path / "playbooks.log"
+    fake = tmp_path / "ansible-playbook"
+    fake.write_text(f"#!/bin/sh\necho \"$3 $5\" >> {log}\n")
+    fake.chmod(0o755)
+    experiment = load("experiments/http-download-loss").scaled("ci")
+    outcome = Campaign(experiment, tmp_path / "results", inventory=str(inventory), ansible_playbook=str(fake)).run()
+    assert outcome["done"] == 0 and len(outcome["failed"]) == 3
+    calls = log.read_text().splitlines()
+    assert calls[0].endswith("tcp-endpoints.yml " + json.dumps({"tcp_endpoints_http_file_mib": 512,
+                                                                  "tcp_endpoints_congestion_control": "reno",
+                                                                  "tcp_endpoints_state": "present"}))
+    assert calls[-1].endswith('"tcp_endpoints_state": "absent"}') and "tcp-endpoints.yml" in calls[-1]
+    assert sum("tcp-endpoints.yml" in c for c in calls) == 2
+    points_log = next((tmp_path / "results" / "http-download-loss").glob("*/points.jsonl"))
+    errors = [json.loads(line)["error"] for line in points_log.read_text().splitlines()]
+    assert all("the TCP endpoints are not configured" in e for e in errors)

@@ -1,0 +1,122 @@
+"""HTTP download time: the client node fetches the server node's file through the DUT, timed.
+
+The user-experience side of Lencse, Kovacs & Shima 2020 (Figs. 3 and 5,
+Tables I, III and IV): nginx on the server node serves a file sized for the
+link (roles/tcp_endpoints), the client downloads it with curl and the time the
+whole transfer took is the figure. One download is one run; a campaign repeats
+it (20 times by default) per sweep point of DUT delay, loss or selective delay,
+so the report shows its median and 1st/99th percentile next to the RFC 2544
+figures of the same impairments.
+
+The download must bring exactly the file's bytes with HTTP status 200, or the
+run fails: a short or refused transfer is not a fast one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+
+from trexlab.endpoints import Endpoints, lab_of
+from trexlab.params import InvalidParameter, check_range
+from trexlab.trial import GeneratorError, TrialSpec
+
+METHOD = "HTTP download of the server node's file by curl on the client node, through the DUT"
+NEEDS_TCP_ENDPOINTS = True
+#: What curl reports about a transfer (--write-out '%{json}'), kept per download.
+CURL_FIELDS = ("http_code", "size_download", "time_total", "time_connect", "time_starttransfer", "speed_download",
+               "num_connects")
+
+
+@dataclass(frozen=True)
+class Params:
+    timeout: float = 600.0  # s; a download still running then is ended and the run fails
+
+    def __post_init__(self) -> None:
+        check_range("timeout", self.timeout, 0, 86400, low_open=True)
+
+
+@dataclass
+class Download:
+    """One download as the results store keeps it (trials.jsonl)."""
+
+    url: str
+    expected_bytes: int
+    curl: dict  # CURL_FIELDS as curl reported them
+    congestion_control: str | None
+
+    @property
+    def time_s(self) -> float:
+        return float(self.curl["time_total"])
+
+    def to_dict(self) -> dict:
+        return {"kind": "http download", **asdict(self), "download_time_s": self.time_s}
+
+
+@dataclass
+class DownloadResult:
+    params: Params
+    download: Download
+
+    def to_dict(self) -> dict:
+        d = self.download
+        return {"procedure": "http_download", "method": METHOD, "url": d.url, "bytes": d.expected_bytes,
+                "download_time_s": d.time_s, "congestion_control": d.congestion_control, "curl": d.curl,
+                "params": asdict(self.params),
+                "headline": {"download_time_s": d.time_s,
+                             "download_throughput_bps": d.expected_bytes * 8 / d.time_s if d.time_s else None}}
+
+
+def check(generator, params: Params, traffic: TrialSpec | None = None) -> Endpoints:
+    """The lab's endpoints with nginx on the server, and an address of the traffic's IP version there."""
+    endpoints = Endpoints(lab_of(generator, "http_download"))
+    if "http_path" not in endpoints.facts:
+        raise InvalidParameter("server", endpoints.server.name, "a server node with nginx (roles/tcp_endpoints)")
+    endpoints.server_address(ip_version(traffic))
+    return endpoints
+
+
+def ip_version(traffic: TrialSpec | None) -> int:
+    """The download's IP version: the traffic's (--ip-version), the same on both tester ports."""
+    if traffic is None:
+        return 4
+    if traffic.ip_version[0] != traffic.ip_version[1]:
+        raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for a download")
+    return traffic.ip_version[0]
+
+
+def curl_argv(url: str, timeout: float) -> list[str]:
+    """curl fetching url into nothing, one JSON line of its figures on stdout."""
+    return ["curl", "--silent", "--show-error", "--output", "/dev/null", "--max-time", f"{timeout:g}",
+            "--write-out", "%{json}", url]
+
+
+def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None,
+        endpoints: Endpoints | None = None) -> DownloadResult:
+    endpoints = endpoints or check(generator, params, traffic)
+    url = endpoints.url(ip_version(traffic))
+    if progress:
+        progress("download", {"test": url, "trial": 1})
+    argv = endpoints.client.command(curl_argv(url, params.timeout))
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=params.timeout + 30)
+    except subprocess.TimeoutExpired:
+        raise GeneratorError(f"download of {url} did not end within {params.timeout + 30:.0f} s") from None
+    try:
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        last = (result.stderr.strip().splitlines() or [f"curl exit status {result.returncode}"])[-1]
+        raise GeneratorError(f"download of {url}: {last}") from None
+    curl = {k: report.get(k) for k in CURL_FIELDS}
+    if result.returncode != 0 or curl["http_code"] != 200 or curl["size_download"] != endpoints.http_file_bytes:
+        reason = (result.stderr.strip().splitlines() or [report.get("errormsg") or ""])[-1]
+        raise GeneratorError(f"download of {url}: HTTP {curl['http_code']}, {curl['size_download']} of "
+                             f"{endpoints.http_file_bytes} bytes{': ' + reason if reason else ''}")
+    download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"))
+    if on_trial:
+        on_trial(download, {"procedure": "http_download", "phase": "download", "trial": 1})
+    if progress:
+        progress("download", {"test": url, "trial": 1, "done": True,
+                              "throughput_bps": {"download": download.expected_bytes * 8 / download.time_s}})
+    return DownloadResult(params, download)
