@@ -2,8 +2,9 @@
  * swtester: an RFC 2544 / RFC 8219 software tester over AF_PACKET.
  *
  * One trial per run: a sender per active direction sends UDP test frames at a
- * constant rate (each frame when its time has come on CLOCK_MONOTONIC), a
- * receiver per direction counts them by sequence number and takes one-way
+ * constant rate (each frame when its time has come on CLOCK_MONOTONIC, in
+ * sendmmsg batches, bypassing the qdisc), a receiver per direction reads them
+ * from a TPACKET_V3 ring, counts them by sequence number and takes one-way
  * delays from kernel receive timestamps against the send timestamp carried in
  * the frame (both CLOCK_REALTIME on the same host). The result is one JSON
  * document on stdout. Design after siitperf (Lencse 2021): one sender and one
@@ -22,6 +23,8 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <linux/filter.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +44,14 @@
 #define MAX_SAMPLES 100000 /* latency samples kept per direction with --latency all (uniform sample) */
 #define FCS_LEN 4
 #define MAX_OVERRUN 0.1 /* sending stops at 110 % of the duration */
+/* Receive ring (TPACKET_V3): the kernel copies each frame's first SNAP_LEN bytes into
+ * blocks and wakes the receiver once per block, not once per frame. A receive socket
+ * that queues every frame as an skb costs the CPU that delivers the frames (on veth: the
+ * sender's) a clone and a wake-up per frame, and took half of the sender's rate. */
+#define RX_BLOCK_SIZE (1u << 20)
+#define RX_BLOCKS 64
+#define RX_BLOCK_TIMEOUT_MS 2 /* a block that is not full is handed over after this */
+#define SNAP_LEN 128          /* headers and test payload of any test frame */
 
 struct port {
     const char *name;
@@ -59,6 +71,7 @@ struct config {
     int cpus[8], ncpus;
     uint16_t trial_id;
     double overrun_tolerance;
+    int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
 };
 
 struct direction {
@@ -66,13 +79,16 @@ struct direction {
     struct config *cfg;
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
-    double send_duration;
+    double send_duration, send_cpu; /* s of wall time and of the sender thread's CPU time */
+    int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
+    uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
     uint8_t *seen;        /* one bit per intended frame */
     double *samples;      /* latency samples, seconds */
     uint64_t nsamples, sample_candidates;
     uint64_t tag_step;
     atomic_int send_done;
     int tx_fd, rx_fd;
+    uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
     uint64_t rng;
 };
 
@@ -128,32 +144,27 @@ static uint16_t fold(uint32_t sum) {
     return (uint16_t)~sum;
 }
 
-/* Destination of test frame for network x: forward 198.19.x.2 / 2001:2:0:90xx::2, reverse 198.18.x.2 / 2001:2:0:80xx::2. */
-static void destination(int dir, int x, int version, uint8_t *addr) {
-    if (version == 4) {
-        uint8_t a[4] = {198, (uint8_t)(dir == 0 ? 19 : 18), (uint8_t)x, 2};
-        memcpy(addr, a, 4);
-    } else {
-        uint8_t a[16] = {0x20, 0x01, 0, 2, 0, 0, (uint8_t)(dir == 0 ? 0x90 : 0x80), (uint8_t)x, 0, 0, 0, 0, 0, 0, 0, 2};
-        memcpy(addr, a, 16);
-    }
-}
-
-/* Build frame template; returns offset of the UDP header. */
-static int build_frame(struct direction *d, uint8_t *f, int len) {
+/* Build the frame template (network 0, per-frame fields zero) and the checksum sums of its constant
+ * fields, so that each frame needs only its own fields written and added (RFC 1071 section 2). */
+static void build_frame(struct direction *d, uint8_t *f, int len) {
     struct port *p = d->tx;
     memset(f, 0, (size_t)len);
     memcpy(f, p->peer, 6);
     memcpy(f + 6, p->mac, 6);
-    int l3 = 14, udp;
-    int udp_len = len - l3 - (p->ip_version == 4 ? 20 : 40);
-    if (p->ip_version == 4) {
+    int l3 = 14, udp, v4 = p->ip_version == 4;
+    int udp_len = len - l3 - (v4 ? 20 : 40);
+    /* Destination for network x: forward 198.19.x.2 / 2001:2:0:90xx::2, reverse 198.18.x.2 / 2001:2:0:80xx::2. */
+    if (v4) {
         f[12] = 0x08; f[13] = 0x00;
         f[l3] = 0x45;
         uint16_t total = (uint16_t)(len - l3);
         f[l3 + 2] = (uint8_t)(total >> 8); f[l3 + 3] = (uint8_t)total;
+        if (d->cfg->dont_fragment) f[l3 + 6] = 0x40; /* path MTU trials (RFC 6349): too big = lost */
         f[l3 + 8] = 64; f[l3 + 9] = 17;
         memcpy(f + l3 + 12, &p->ip4, 4);
+        uint8_t dst[4] = {198, (uint8_t)(d->index == 0 ? 19 : 18), 0, 2};
+        memcpy(f + l3 + 16, dst, 4);
+        d->dst_var = l3 + 18;
         udp = l3 + 20;
     } else {
         f[12] = 0x86; f[13] = 0xdd;
@@ -161,19 +172,36 @@ static int build_frame(struct direction *d, uint8_t *f, int len) {
         f[l3 + 4] = (uint8_t)(udp_len >> 8); f[l3 + 5] = (uint8_t)udp_len;
         f[l3 + 6] = 17; f[l3 + 7] = 64;
         memcpy(f + l3 + 8, &p->ip6, 16);
+        uint8_t dst[16] = {0x20, 0x01, 0, 2, 0, 0, (uint8_t)(d->index == 0 ? 0x90 : 0x80), 0, 0, 0, 0, 0, 0, 0, 0, 2};
+        memcpy(f + l3 + 24, dst, 16);
+        d->dst_var = l3 + 31;
         udp = l3 + 40;
     }
     f[udp + 4] = (uint8_t)(udp_len >> 8); f[udp + 5] = (uint8_t)udp_len;
-    return udp;
+    uint8_t *pl = f + udp + 8;
+    pl[12] = (uint8_t)(d->cfg->trial_id >> 8); pl[13] = (uint8_t)d->cfg->trial_id;
+    pl[15] = MAGIC;
+    d->udp = udp;
+    d->ip_sum = v4 ? sum16(f + l3, 20, 0) : 0;
+    /* Pseudo-header addresses, protocol and length; UDP header; payload (the rest of the frame is zero). */
+    d->udp_sum = sum16(f + (v4 ? l3 + 12 : l3 + 8), v4 ? 8 : 32, 17 + (uint32_t)udp_len);
+    d->udp_sum = sum16(f + udp, 8 + PAYLOAD_LEN, d->udp_sum);
 }
 
-/* Fill the per-frame fields and checksums of frame seq. */
-static void stamp_frame(struct direction *d, uint8_t *f, int udp, int len, uint64_t seq) {
-    struct port *p = d->tx;
+static uint32_t word_sum(uint64_t v, int words) {
+    uint32_t sum = 0;
+    for (int i = 0; i < words; i++) sum += (uint32_t)((v >> (16 * i)) & 0xffff);
+    return sum;
+}
+
+/* Write the per-frame fields of frame seq (network, ports, sequence number, send time, tag) and its checksums. */
+static void stamp_frame(struct direction *d, uint8_t *f, uint64_t seq, uint64_t t) {
     struct config *c = d->cfg;
-    int v4 = p->ip_version == 4, l3 = 14;
-    uint8_t *dst = f + (v4 ? l3 + 16 : l3 + 24);
-    destination(d->index, (int)(seq % (uint64_t)c->networks), p->ip_version, dst);
+    int udp = d->udp;
+    uint32_t x = (uint32_t)(seq % (uint64_t)c->networks);
+    f[d->dst_var] = (uint8_t)x;
+    /* The network byte is the high byte of its 16-bit word when it sits at an even offset. */
+    uint32_t x_word = d->dst_var % 2 == 0 ? x << 8 : x;
     uint16_t sport = 1024, dport = 1024;
     if (c->rfc4814) { /* RFC 4814 section 4.5: pseudorandom ports over 1024..65535 */
         sport = (uint16_t)(1024 + xorshift(&d->rng) % 64512);
@@ -184,25 +212,17 @@ static void stamp_frame(struct direction *d, uint8_t *f, int udp, int len, uint6
     uint8_t *pl = f + udp + 8;
     uint32_t s32 = htonl((uint32_t)seq);
     memcpy(pl, &s32, 4);
-    uint64_t t = now_ns(CLOCK_REALTIME);
     for (int i = 0; i < 8; i++) pl[4 + i] = (uint8_t)(t >> (56 - 8 * i));
-    pl[12] = (uint8_t)(c->trial_id >> 8); pl[13] = (uint8_t)c->trial_id;
     int tagged = c->latency_mode == 2 || (c->latency_mode == 1 && d->tag_step && seq % d->tag_step == d->tag_step / 2);
-    pl[14] = (uint8_t)(d->index | (tagged ? 2 : 0));
-    pl[15] = MAGIC;
-    int udp_len = len - udp;
-    f[udp + 6] = f[udp + 7] = 0;
-    uint32_t sum = 17 + (uint32_t)udp_len;
-    if (v4) {
-        f[l3 + 10] = f[l3 + 11] = 0;
-        uint16_t hc = fold(sum16(f + l3, 20, 0));
-        f[l3 + 10] = (uint8_t)(hc >> 8); f[l3 + 11] = (uint8_t)hc;
-        sum = sum16(f + l3 + 12, 8, sum);
-    } else {
-        sum = sum16(f + l3 + 8, 32, sum);
+    uint8_t flags = (uint8_t)(d->index | (tagged ? 2 : 0));
+    pl[14] = flags;
+    if (d->tx->ip_version == 4) {
+        uint16_t hc = fold(d->ip_sum + x_word);
+        f[14 + 10] = (uint8_t)(hc >> 8); f[14 + 11] = (uint8_t)hc;
     }
-    /* Beyond header and payload fields the frame is zero: it adds nothing to the sum. */
-    uint16_t uc = fold(sum16(f + udp, 8 + PAYLOAD_LEN, sum));
+    uint32_t sum = d->udp_sum + x_word + sport + dport + word_sum((uint32_t)seq, 2) + word_sum(t, 4) +
+                   ((uint32_t)flags << 8);
+    uint16_t uc = fold(sum);
     if (uc == 0) uc = 0xffff;
     f[udp + 6] = (uint8_t)(uc >> 8); f[udp + 7] = (uint8_t)uc;
 }
@@ -214,30 +234,56 @@ static void pin(int cpu) {
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-static int open_socket(const char *ifname, int rx) {
-    int fd = socket(AF_PACKET, SOCK_RAW, rx ? htons(ETH_P_ALL) : 0);
-    if (fd < 0) die(errno == EPERM ? "no permission for AF_PACKET sockets: run as root (CAP_NET_RAW)" : "socket(AF_PACKET) failed");
-    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = rx ? htons(ETH_P_ALL) : 0,
-                              .sll_ifindex = (int)if_nametoindex(ifname)};
-    if (sll.sll_ifindex == 0) {
+static int interface_index(const char *ifname) {
+    int index = (int)if_nametoindex(ifname);
+    if (index == 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "interface %s: no such interface in this network namespace", ifname);
         die(msg);
     }
+    return index;
+}
+
+static int packet_socket(void) {
+    /* Protocol 0: the socket receives nothing until bound to its interface. */
+    int fd = socket(AF_PACKET, SOCK_RAW, 0);
+    if (fd < 0) die(errno == EPERM ? "no permission for AF_PACKET sockets: run as root (CAP_NET_RAW)" : "socket(AF_PACKET) failed");
+    return fd;
+}
+
+static void bind_to(int fd, int ifindex, uint16_t protocol) {
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(protocol), .sll_ifindex = ifindex};
     if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) die("bind(AF_PACKET) failed");
-    int one = 1;
-    if (rx) {
-        int size = 32 << 20;
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
-        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
-        setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
-        struct timeval tv = {0, 50000};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    } else {
-        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
-        int size = 8 << 20;
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
-    }
+}
+
+static int open_sender(const char *ifname) {
+    int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, size = 8 << 20;
+    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
+    bind_to(fd, ifindex, 0);
+    return fd;
+}
+
+/* A receive socket with a TPACKET_V3 ring; returns the mapped ring through *ring. */
+static int open_receiver(const char *ifname, uint8_t **ring) {
+    int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, version = TPACKET_V3;
+    /* Keep only the first SNAP_LEN bytes of each frame: all the receiver reads. */
+    struct sock_filter snap[] = {{BPF_RET | BPF_K, 0, 0, SNAP_LEN}};
+    struct sock_fprog prog = {.len = 1, .filter = snap};
+    struct tpacket_req3 req = {.tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS, .tp_frame_size = 2048,
+                               .tp_frame_nr = RX_BLOCK_SIZE / 2048 * RX_BLOCKS,
+                               .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS};
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
+        die("PACKET_VERSION TPACKET_V3: not supported by this kernel (needs >= 3.2)");
+    if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+        die("PACKET_RX_RING: the kernel refused the receive ring (out of memory?)");
+    *ring = mmap(NULL, (size_t)RX_BLOCK_SIZE * RX_BLOCKS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
+    setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+    /* Kernel receive timestamps (CLOCK_REALTIME) taken as the frame enters the stack. */
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+    bind_to(fd, ifindex, ETH_P_ALL);
     return fd;
 }
 
@@ -246,8 +292,7 @@ static void *sender(void *arg) {
     struct config *c = d->cfg;
     int len = d->tx->frame_size - FCS_LEN;
     static __thread uint8_t frames[BATCH][MAX_FRAME];
-    int udp = 0;
-    for (int i = 0; i < BATCH; i++) udp = build_frame(d, frames[i], len);
+    for (int i = 0; i < BATCH; i++) build_frame(d, frames[i], len);
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
     memset(msgs, 0, sizeof msgs);
@@ -259,7 +304,7 @@ static void *sender(void *arg) {
     }
     pin(c->cpus[(d->index * 2) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
-    uint64_t start = now_ns(CLOCK_MONOTONIC), seq = 0;
+    uint64_t start = now_ns(CLOCK_MONOTONIC), cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), seq = 0;
     double ns_per_frame = 1e9 / c->rate;
     /* A tester that cannot keep up stops here; the frames it did not send count as lost. */
     uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
@@ -280,7 +325,9 @@ static void *sender(void *arg) {
             continue;
         }
         int n = (int)(due - seq > BATCH ? BATCH : due - seq);
-        for (int i = 0; i < n; i++) stamp_frame(d, frames[i], udp, len, seq + (uint64_t)i);
+        /* One send time for the batch: its frames leave in the same system call. */
+        uint64_t t = now_ns(CLOCK_REALTIME);
+        for (int i = 0; i < n; i++) stamp_frame(d, frames[i], seq + (uint64_t)i, t);
         int done = 0;
         while (done < n) {
             int r = sendmmsg(d->tx_fd, msgs + done, (unsigned)(n - done), 0);
@@ -294,6 +341,7 @@ static void *sender(void *arg) {
     }
     d->sent = seq;
     d->send_duration = (double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+    d->send_cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
     atomic_store(&d->send_done, 1);
     return NULL;
 }
@@ -311,78 +359,78 @@ static void record_latency(struct direction *d, double latency) {
     }
 }
 
+/* Count one received frame of direction d (rx_ns: kernel receive time, CLOCK_REALTIME). */
+static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seq,
+                          int *any) {
+    struct config *c = d->cfg;
+    int udp;
+    if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
+    else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) udp = 14 + 40;
+    else return;
+    const uint8_t *pl = f + udp + 8;
+    if ((size_t)(udp + 8 + PAYLOAD_LEN) > len || pl[15] != MAGIC) return;
+    if ((uint16_t)(pl[12] << 8 | pl[13]) != c->trial_id || (pl[14] & 1) != d->index) { d->foreign++; return; }
+    uint32_t s32;
+    memcpy(&s32, pl, 4);
+    uint64_t seq = ntohl(s32);
+    if (seq >= d->intended) { d->foreign++; return; }
+    if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; return; }
+    d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
+    if (*any && seq < *max_seq) d->reordered++;
+    if (!*any || seq > *max_seq) *max_seq = seq;
+    *any = 1;
+    uint64_t tx = 0;
+    for (int b = 0; b < 8; b++) tx = tx << 8 | pl[4 + b];
+    double latency = rx_ns > tx ? (double)(rx_ns - tx) / 1e9 : 0.0;
+    if (c->timeout >= 0 && latency > c->timeout) { d->late++; return; }
+    d->received++;
+    if (pl[14] & 2) record_latency(d, latency);
+}
+
 static void *receiver(void *arg) {
     struct direction *d = arg;
     struct config *c = d->cfg;
     pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
-    static __thread uint8_t bufs[BATCH][MAX_FRAME + 64];
-    static __thread char ctrl[BATCH][256];
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
-    uint64_t max_seq = 0, stop_at = 0;
+    struct pollfd pfd = {.fd = d->rx_fd, .events = POLLIN | POLLERR};
+    uint64_t max_seq = 0, stop_at = 0, stop_rt = UINT64_MAX;
     int any = 0;
+    unsigned block = 0;
     for (;;) {
-        if (atomic_load(&d->send_done) && !stop_at) stop_at = now_ns(CLOCK_MONOTONIC) + (uint64_t)(c->tail * 1e9);
-        if (stop_at && now_ns(CLOCK_MONOTONIC) >= stop_at) break;
-        memset(msgs, 0, sizeof msgs);
-        for (int i = 0; i < BATCH; i++) {
-            iov[i].iov_base = bufs[i];
-            iov[i].iov_len = sizeof bufs[i];
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-            msgs[i].msg_hdr.msg_control = ctrl[i];
-            msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        if (atomic_load(&d->send_done) && !stop_at) {
+            /* Receive for the tail time; frames stamped later arrived after the tester stopped listening. */
+            stop_at = now + (uint64_t)(c->tail * 1e9);
+            stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
         }
-        int n = recvmmsg(d->rx_fd, msgs, BATCH, MSG_WAITFORONE, NULL);
-        if (n <= 0) continue;
-        for (int i = 0; i < n; i++) {
-            uint8_t *f = bufs[i];
-            size_t len = msgs[i].msg_len;
-            int udp;
-            if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
-            else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) udp = 14 + 40;
-            else continue;
-            uint8_t *pl = f + udp + 8;
-            if ((size_t)(udp + 8 + PAYLOAD_LEN) > len || pl[15] != MAGIC) continue;
-            if ((uint16_t)(pl[12] << 8 | pl[13]) != c->trial_id || (pl[14] & 1) != d->index) { d->foreign++; continue; }
-            uint32_t s32;
-            memcpy(&s32, pl, 4);
-            uint64_t seq = ntohl(s32);
-            if (seq >= d->intended) { d->foreign++; continue; }
-            if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; continue; }
-            d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
-            if (any && seq < max_seq) d->reordered++;
-            if (!any || seq > max_seq) max_seq = seq;
-            any = 1;
-            uint64_t tx = 0;
-            for (int b = 0; b < 8; b++) tx = tx << 8 | pl[4 + b];
-            uint64_t rx = 0;
-            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
-                    struct timespec ts;
-                    memcpy(&ts, CMSG_DATA(cm), sizeof ts);
-                    rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-                }
-            if (!rx) rx = now_ns(CLOCK_REALTIME);
-            double latency = rx > tx ? (double)(rx - tx) / 1e9 : 0.0;
-            if (c->timeout >= 0 && latency > c->timeout) { d->late++; continue; }
-            d->received++;
-            if (pl[14] & 2) record_latency(d, latency);
+        /* After the tail, wait until the kernel has handed over the block that was filling. */
+        if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull) break;
+        struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
+        if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
+            poll(&pfd, 1, RX_BLOCK_TIMEOUT_MS);
+            continue;
         }
+        const uint8_t *h = (const uint8_t *)bd + bd->hdr.bh1.offset_to_first_pkt;
+        for (uint32_t i = 0; i < bd->hdr.bh1.num_pkts; i++) {
+            const struct tpacket3_hdr *ph = (const struct tpacket3_hdr *)h;
+            uint64_t rx = (uint64_t)ph->tp_sec * 1000000000ull + ph->tp_nsec;
+            if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, &max_seq, &any);
+            h += ph->tp_next_offset;
+        }
+        __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        block = (block + 1) % RX_BLOCKS;
     }
-    struct tpacket_stats st;
+    struct tpacket_stats_v3 st;
     socklen_t sl = sizeof st;
     if (getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0) d->tester_drops = st.tp_drops;
     return NULL;
 }
 
-static void usage(void) {
+static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--timeout S] [--tail S]\n"
-          "       [--cpus LIST] [--trial-id N]\n", stderr);
-    exit(2);
+          "       [--cpus LIST] [--trial-id N] [--df]\n", out);
 }
 
 int main(int argc, char **argv) {
@@ -404,7 +452,7 @@ int main(int argc, char **argv) {
         {"size0", 1, 0, 'k'}, {"size1", 1, 0, 'l'}, {"version0", 1, 0, 'm'}, {"version1", 1, 0, 'n'},
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
-        {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {0, 0, 0, 0}};
+        {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -449,7 +497,9 @@ int main(int argc, char **argv) {
             break;
         }
         case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
-        default: usage();
+        case 'D': c.dont_fragment = 1; break;
+        case 'z': usage(stdout); exit(0);
+        default: exit(2); /* getopt has named the bad option on one line */
         }
     }
     if (!c.port[0].name || !c.port[1].name) die("port0 and port1: both test ports must be named");
@@ -484,8 +534,8 @@ int main(int argc, char **argv) {
         if (!d->seen || !d->samples) die("out of memory for the trial's frame bitmap");
         d->tag_step = c.latency_mode == 1 ? (intended / (uint64_t)c.tagged ? intended / (uint64_t)c.tagged : 1) : 0;
         d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)c.trial_id << 8) ^ (uint64_t)i;
-        d->tx_fd = open_socket(d->tx->name, 0);
-        d->rx_fd = open_socket(d->rx->name, 1);
+        d->tx_fd = open_sender(d->tx->name);
+        d->rx_fd = open_receiver(d->rx->name, &d->ring);
     }
     pthread_t threads[4];
     int nthreads = 0;
@@ -507,17 +557,18 @@ int main(int argc, char **argv) {
         int valid = d->send_duration <= c.duration * (1 + c.overrun_tolerance);
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
-               "\"send_duration\": %.9f, \"valid\": %s, \"latency\": [",
+               "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"latency\": [",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
-               (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration,
+               (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
                valid ? "true" : "false");
         for (uint64_t k = 0; k < d->nsamples; k++) printf("%s%.9f", k ? ", " : "", d->samples[k]);
         printf("]}");
         first = 0;
         free(d->seen);
         free(d->samples);
+        munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
         close(d->tx_fd);
         close(d->rx_fd);
     }

@@ -1,5 +1,6 @@
 """The software tester on the local single-DUT lab (issue 4 acceptance)."""
 
+import dataclasses
 import json
 import subprocess
 
@@ -40,6 +41,7 @@ def test_lossless_trial_counts_agree_with_nftables(generator):
     for d in result.directions.values():
         assert d.frames_sent == d.frames_intended == 10_000
         assert d.frames_received == d.frames_sent, "a 10 kfps trial through an idle DUT loses nothing"
+        assert d.duplicates == d.reordered == d.frames_late == 0
     assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
 
 
@@ -54,6 +56,63 @@ def test_every_hundredth_frame_dropped_is_exactly_one_percent(lab, generator):
     forward = result.directions["forward"]
     assert forward.frames_lost == 200 and forward.loss_ratio == 0.01
     assert result.notes == ()
+
+
+def test_duplicated_frames_are_counted_apart(lab, generator):
+    """The DUT sends a copy of every 100th frame straight out of its right port as well."""
+    ns = dut_ns(lab)
+    ruleset = ('table netdev trexlab_dup_test {\n chain c {\n type filter hook ingress device "left" priority 0; '
+               'policy accept;\n ip daddr 198.19.0.0/16 numgen inc mod 100 0 dup to "right"\n }\n}\n')
+    subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=ruleset, text=True, check=True)
+    try:
+        result = generator.run_trial(TrialSpec(offered_load=10_000, duration=1.0, directions="forward",
+                                               receive_tail=0.5))
+    finally:
+        run("ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", "trexlab_dup_test", check=False)
+    forward = result.directions["forward"]
+    assert forward.duplicates == 100 and forward.frames_received == 10_000 and forward.frames_lost == 0
+    assert result.notes == (), "nftables counted every copy the receiver saw"
+
+
+def test_reordering_frame_timeout_and_receive_tail(lab, generator):
+    """The DUT holds back the frames of network 1 behind a 120 kbit/s HTB class: later frames of network 0
+    overtake them (reordering), some arrive after a 0.1 s frame timeout (late), some after a short tail (lost)."""
+    ns = dut_ns(lab)
+    shaping = [["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "htb", "default", "10"],
+               ["tc", "class", "add", "dev", "right", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
+               ["tc", "class", "add", "dev", "right", "parent", "1:", "classid", "1:20", "htb", "rate", "120kbit",
+                "ceil", "120kbit", "burst", "1600"],
+               ["tc", "filter", "add", "dev", "right", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                "match", "ip", "dst", "198.19.1.0/24", "flowid", "1:20"]]
+    spec = TrialSpec(offered_load=1000, duration=0.5, directions="forward", destination_networks=2,
+                     receive_tail=1.5)
+    try:
+        for argv in shaping:
+            run("ip", "netns", "exec", ns, *argv)
+        held = generator.run_trial(spec).directions["forward"]
+        timed = generator.run_trial(dataclasses.replace(spec, frame_timeout=0.1)).directions["forward"]
+        cut = generator.run_trial(dataclasses.replace(spec, receive_tail=0.1)).directions["forward"]
+    finally:
+        run("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "right", "root", check=False)
+    assert held.frames_received == 500 and held.reordered > 0 and held.duplicates == 0
+    assert timed.frames_late > 0 and timed.frames_received + timed.frames_late == 500
+    assert cut.frames_late == 0 and 250 <= cut.frames_received < 500, "frames after the tail are lost"
+
+
+def test_a_tester_that_cannot_keep_up_flags_the_trial_invalid(generator):
+    """50 Mfps is beyond any AF_PACKET sender: sending overruns, stops at 110 % and the trial is not valid."""
+    result = generator.run_trial(TrialSpec(offered_load=50e6, duration=0.2, directions="forward",
+                                           receive_tail=0.2))
+    forward = result.directions["forward"]
+    assert forward.frames_sent < forward.frames_intended and forward.unsent > 0
+    assert result.stretched and not result.valid
+    assert forward.send_duration > 0.2 * 1.001
+
+
+def test_latency_of_every_frame(generator):
+    result = generator.run_trial(TrialSpec(offered_load=5_000, duration=1.0, latency_mode="all", receive_tail=0.5))
+    for d in result.directions.values():
+        assert d.frames_received == 5_000 and d.latency.size == 5_000
 
 
 def test_ipv6_trial_and_latency_samples(generator):

@@ -29,6 +29,7 @@ GRACE = 30.0
 
 class SoftwareGenerator:
     name = "software"
+    supports_df = True  # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
         self.lab = lab
@@ -69,6 +70,8 @@ class SoftwareGenerator:
                 argv += [flag + "v6", port.ipv6_address]
         if spec.port_mode == "rfc4814":
             argv.append("--rfc4814")
+        if spec.dont_fragment:
+            argv.append("--df")
         if spec.latency_mode == "tagged":
             argv += ["--tagged", str(spec.latency_frames)]
         if spec.frame_timeout is not None:

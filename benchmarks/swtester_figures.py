@@ -1,0 +1,354 @@
+"""swtester figures (issue 4): send rate per core and pacing beside Debian's trafgen; latency through a DUT.
+
+    .venv/bin/python benchmarks/swtester_figures.py [--repeat 3] [--seconds 3] [--only send-rate,pacing,latency]
+
+It brings up its own local labs with scripts/lab.sh (LAB_NAME bsl: loopback, tester port 0 wired to port 1;
+LAB_NAME bsw: one idle DUT namespace), takes them down at the end, prints every figure as it is measured and
+writes them all to benchmarks/results/swtester-<time>.json (rewritten after each measurement, so an interrupted
+run keeps what it measured). Frames on the wire are those the tester's nftables netdev-ingress counter on the
+receiving port counted: it matches test frames only. Both tools send IPv4/UDP test frames of the same size out
+of the same port. A benchmark, not a test: it never fails on a figure; without root or terraform it says so
+and stops, without trafgen it measures swtester alone.
+
+Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
+  swtester           sender on CPU 0, its receiver on CPU 1;
+  trafgen            nothing receives but the counter;
+  trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
+On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
+so the receive work (counter, receive ring) runs on the sending core: compare swtester with trafgen+receiver
+for the same work, with trafgen for a sender that feeds nobody. Rate = frames on the wire / the tool's own
+sending time; per CPU-s = frames / the sender's CPU time (swtester's sender thread, trafgen's processes),
+which includes the receive work done in its context and is less disturbed by other jobs on a shared CPU.
+
+Pacing (64 B, forward): swtester at 100k, 500k and 1M fps; trafgen -b at the same rate for the same frame
+count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1 (target:
+|error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
+the receiving port's counter sampled every 10 ms (bursts and stalls that the total hides).
+
+Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
+CPU, the DUT forwarding on its own) at 1k, 10k and 100k fps, every frame timestamped: median and 99.9th
+percentile of the one-way delay per direction, from kernel receive timestamps; first with the ports looped
+back (the tester's own floor: the frame is received inside the sender's system call), then through the idle
+DUT namespace (which forwards on its own CPU, reached by RPS: the hop to another CPU is part of the delay).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from trexlab.generators import create_generator
+from trexlab.lab import load_lab
+from trexlab.store import write_json_atomic
+from trexlab.trial import TrialSpec
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+LOOPBACK_LAB, DUT_LAB = "bsl", "bsw"
+SIZES = (64, 1518)
+PACING_RATES = (100_000, 500_000, 1_000_000)
+LATENCY_RATES = (1_000, 10_000, 100_000)
+UNREACHABLE_RATE = 20e6  # fps: more than any AF_PACKET sender, so swtester sends as fast as it can
+SENDER_CPU, RECEIVER_CPU = 0, 1
+COUNTER = "port1_ipv4"  # the tester's counter of IPv4 test frames arriving on port 1
+
+# Reads the receiving port's rx counter every 10 ms inside the tester's namespace: "monotonic-time count";
+# a reading that took over 0.1 ms (the sampler was preempted) has no precise time and is left out.
+SAMPLER = """
+import sys, time
+path, end = f"/sys/class/net/{sys.argv[1]}/statistics/rx_packets", time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    before = time.monotonic()
+    with open(path) as f:
+        count = f.read().strip()
+    after = time.monotonic()
+    if after - before < 1e-4:
+        print((before + after) / 2, count)
+    time.sleep(0.01)
+"""
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def softirq_cpu_seconds(cpu: int) -> float:
+    """CPU time of ksoftirqd/<cpu>: receive work the kernel deferred from the sender's context to its thread."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if stat.with_name("comm").read_text().strip() == f"ksoftirqd/{cpu}":
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+@contextlib.contextmanager
+def local_lab(name: str, topology: str):
+    """A local lab up and configured (make lab-up, make configure), taken down whatever happens."""
+    env = {**os.environ, "LAB": "local", "LAB_NAME": name, "TOPOLOGY": topology, "NETWORKS": "1"}
+    try:
+        for action in ("up", "configure"):
+            subprocess.run(["scripts/lab.sh", action], cwd=REPO, env=env, check=True, capture_output=True,
+                           text=True, timeout=600)
+        yield load_lab(REPO / "inventory" / "generated" / name / "hosts.yml")
+    finally:
+        subprocess.run(["scripts/lab.sh", "down"], cwd=REPO, env=env, capture_output=True, timeout=600)
+
+
+class Bench:
+    """The tools on one loopback lab: swtester through the software generator's command line, trafgen."""
+
+    def __init__(self, lab):
+        self.generator = create_generator("software", lab=lab, cross_check=False)
+        self.tester = lab.tester
+        self.ports = self.tester.port(0), self.tester.port(1)
+
+    def counted(self) -> int:
+        return self.generator.counters()[COUNTER]
+
+    def swtester(self, spec: TrialSpec) -> dict:
+        """One swtester run, sender alone on CPU 0: its forward report plus the frames counted on the wire."""
+        argv = self.generator.argv(spec) + ["--cpus", f"{SENDER_CPU},{RECEIVER_CPU}"]
+        before, softirq = self.counted(), softirq_cpu_seconds(SENDER_CPU)
+        out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
+                             timeout=spec.duration * 2 + 30).stdout
+        softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
+        forward = json.loads(out)["directions"]["forward"]
+        return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
+                "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
+                "ksoftirqd_seconds": softirq}
+
+    def trafgen_config(self, size: int) -> str:
+        """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""
+        p0, p1 = self.ports
+        fill = size - 4 - 14 - 20 - 8
+        config = (f"{{ eth(da={p0.peer_mac}, sa={p0.mac}), ipv4(sa={p0.ipv4_address}, da={p1.ipv4_address}), "
+                  f"udp(sp=1024, dp=1024), fill(0x00, {fill}) }}\n")
+        path = Path(tempfile.mkstemp(prefix="bsl-trafgen-", suffix=".cfg")[1])
+        path.write_text(config)
+        return str(path)
+
+    def trafgen(self, size: int, seconds: float | None = None, rate: float | None = None,
+                count: int | None = None, receiver: bool = False) -> dict:
+        """trafgen pinned to CPU 0 (one sender), for a time or a frame count, optionally at a rate."""
+        config = self.trafgen_config(size)
+        argv = ["taskset", "-c", str(SENDER_CPU), "trafgen", "--dev", self.ports[0].name, "--conf", config,
+                "--cpus", "1", "--no-sock-mem", "--notouch-irq"]
+        if rate:
+            argv += ["--rate", f"{rate:.0f}pps"]
+        if count:
+            argv += ["--num", str(count)]
+        if seconds:
+            argv = ["timeout", "-s", "INT", str(seconds), *argv]
+        capture = None
+        try:
+            if receiver:
+                capture = subprocess.Popen(self.tester.command(
+                    ["netsniff-ng", "--in", self.ports[1].name, "--silent", "--no-promisc", "--no-sock-mem",
+                     "--notouch-irq", "--no-hwtimestamp", "--bind-cpu", str(RECEIVER_CPU)]),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.5)
+            before, cpu = self.counted(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            softirq = softirq_cpu_seconds(SENDER_CPU)
+            out = subprocess.run(self.tester.command(argv), capture_output=True, text=True,
+                                 timeout=(seconds or count / rate) * 2 + 30)
+            after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+            softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
+            on_wire = self.counted() - before
+        finally:
+            Path(config).unlink()
+            if capture is not None:
+                capture.send_signal(signal.SIGINT)
+                try:
+                    capture.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    capture.kill()
+                    capture.wait()
+        match = re.search(r"(\d+) sec, (\d+) usec on CPU\d+ \((\d+) packets\)", out.stdout + out.stderr)
+        if not match:
+            raise RuntimeError(f"trafgen printed no statistics: {(out.stdout + out.stderr).strip()[-300:]}")
+        cpu_seconds = (after_cpu.ru_utime + after_cpu.ru_stime) - (cpu.ru_utime + cpu.ru_stime) + softirq
+        return {"on_wire": on_wire, "sent": int(match[3]), "seconds": int(match[1]) + int(match[2]) / 1e6,
+                "cpu_seconds": cpu_seconds, "ksoftirqd_seconds": softirq}
+
+    def sampled(self, run, seconds: float):
+        """(result of run(), [(time, rx count)]) with the receiving port's counter sampled meanwhile."""
+        sampler = subprocess.Popen(self.tester.command([sys.executable, "-c", SAMPLER, self.ports[1].name,
+                                                        str(seconds)]), stdout=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.2)
+            result = run()
+            out, _ = sampler.communicate(timeout=seconds + 30)
+        finally:
+            if sampler.poll() is None:
+                sampler.kill()
+                sampler.wait()
+        return result, [(float(t), int(c)) for t, c in (line.split() for line in out.splitlines())]
+
+
+def worst_window(samples: list[tuple[float, int]], offered: float, window: float = 0.1) -> float | None:
+    """Largest relative deviation from offered of the rate over any window of the sending period (its first
+    and last 0.2 s left out), from (time, count) samples."""
+    rising = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1]]
+    if not rising:
+        return None
+    first, last = samples[rising[0] - 1][0], samples[rising[-1]][0]
+    inside = [(t, c) for t, c in samples if first + 0.2 <= t <= last - 0.2]
+    worst, start = None, 0
+    for t1, c1 in inside:
+        while start + 1 < len(inside) and t1 - inside[start + 1][0] >= window:
+            start += 1
+        t0, c0 = inside[start]
+        if t1 - t0 >= window:
+            deviation = abs((c1 - c0) / (t1 - t0) / offered - 1)
+            worst = deviation if worst is None else max(worst, deviation)
+    return worst
+
+
+def wire_rate(run: dict) -> float:
+    return run["on_wire"] / run["seconds"]
+
+
+def per_cpu(run: dict) -> float | None:
+    return run["on_wire"] / run["cpu_seconds"] if run["cpu_seconds"] else None
+
+
+def send_rate(bench: Bench, figures: dict, args, save) -> None:
+    say(f"\nsend rate per core: one sender on CPU {SENDER_CPU}, {args.seconds:g} s per run, {args.repeat} round(s)")
+    say(f"{'size':>5} {'round':>5} {'tool':18} {'on wire':>11} {'Mfps':>7} {'Mfps/CPU-s':>11}")
+    rows = figures.setdefault("send_rate", [])
+    for size in SIZES:
+        spec = TrialSpec(offered_load=UNREACHABLE_RATE, duration=args.seconds, directions="forward",
+                         frame_size=(size, size), receive_tail=0.2)
+        for k in range(1, args.repeat + 1):
+            runs = {"swtester": bench.swtester(spec)}
+            if args.trafgen:
+                runs["trafgen"] = bench.trafgen(size, seconds=args.seconds)
+                runs["trafgen+receiver"] = bench.trafgen(size, seconds=args.seconds, receiver=True)
+            for tool, run in runs.items():
+                row = {"size": size, "round": k, "tool": tool, **run, "fps": wire_rate(run),
+                       "fps_per_cpu": per_cpu(run), "loadavg": os.getloadavg()[0]}
+                rows.append(row)
+                say(f"{size:>5} {k:>5} {tool:18} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
+                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}")
+            save()
+    say("\nmedians over the rounds, and swtester / the other tool:")
+    for size in SIZES:
+        for figure, label in (("fps", "Mfps"), ("fps_per_cpu", "Mfps/CPU-s")):
+            median = {tool: statistics.median(r[figure] for r in rows if r["size"] == size and r["tool"] == tool)
+                      for tool in {r["tool"] for r in rows}}
+            ratios = "  ".join(f"swtester/{t} {median['swtester'] / m:.2f}" for t, m in sorted(median.items())
+                               if t != "swtester")
+            say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items()))
+                + f"   {ratios}")
+
+
+def pacing(bench: Bench, figures: dict, args, save) -> None:
+    seconds = max(args.seconds, 3.0)
+    say(f"\npacing accuracy: 64 B forward, {seconds:g} s per run, {args.repeat} round(s)")
+    say(f"{'offered':>9} {'round':>5} {'tool':9} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
+        f"{'worst 100 ms %':>15}")
+    rows = figures.setdefault("pacing", [])
+    for offered in PACING_RATES:
+        count = int(offered * seconds)
+        for k in range(1, args.repeat + 1):
+            spec = TrialSpec(offered_load=offered, duration=seconds, directions="forward", receive_tail=0.2)
+            tools = {"swtester": lambda spec=spec: bench.swtester(spec)}
+            if args.trafgen:
+                tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
+            for tool, measure in tools.items():
+                run, samples = bench.sampled(measure, seconds + 2)
+                row = {"offered": offered, "round": k, "tool": tool, **run, "achieved": wire_rate(run),
+                       "error_percent": (wire_rate(run) / offered - 1) * 100,
+                       "worst_window_percent": (w * 100 if (w := worst_window(samples, offered)) is not None
+                                                else None), "loadavg": os.getloadavg()[0]}
+                rows.append(row)
+                worst = row["worst_window_percent"]
+                say(f"{offered:>9} {k:>5} {tool:9} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
+                    f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst:.2f}':>15}")
+                save()
+
+
+def latency(lab, figures: dict, args, save) -> None:
+    seconds = max(args.seconds, 3.0)
+    generator = create_generator("software", lab=lab)
+    path = f"through idle DUT namespace {lab.duts[0].netns}" if lab.duts else "of the tester alone, ports looped back"
+    say(f"\nlatency {path}: 64 B bidirectional, {seconds:g} s, every frame")
+    say(f"{'rate':>7} {'round':>5} {'direction':9} {'samples':>8} {'lost':>6} {'median us':>10} {'p99.9 us':>9}")
+    rows = figures.setdefault("latency", [])
+    for offered in LATENCY_RATES:
+        for k in range(1, args.repeat + 1):
+            result = generator.run_trial(TrialSpec(offered_load=offered, duration=seconds, latency_mode="all",
+                                                   receive_tail=0.5))
+            for direction, d in result.directions.items():
+                row = {"path": lab.topology, "rate": offered, "round": k, "direction": direction,
+                       "samples": d.latency.size,
+                       "lost": d.frames_lost, "median_s": d.latency.percentile(50),
+                       "p99_9_s": d.latency.percentile(99.9), "stretched": result.stretched,
+                       "loadavg": os.getloadavg()[0]}
+                rows.append(row)
+                say(f"{offered:>7} {k:>5} {direction:9} {row['samples']:>8} {row['lost']:>6} "
+                    f"{row['median_s'] * 1e6:>10.1f} {row['p99_9_s'] * 1e6:>9.1f}")
+            save()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of each measurement (default 3)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
+    parser.add_argument("--only", default="send-rate,pacing,latency", help="comma-separated parts to run")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    if unknown := parts - {"send-rate", "pacing", "latency"}:
+        parser.error(f"--only {sorted(unknown)[0]}: allowed send-rate, pacing, latency")
+    if os.geteuid() != 0 or not shutil.which("terraform"):
+        say("swtester figures: skipped: needs root (network namespaces) and terraform on PATH")
+        return 0
+    args.trafgen = bool(shutil.which("trafgen") and shutil.which("netsniff-ng"))
+    if not args.trafgen:
+        say("swtester figures: trafgen/netsniff-ng not found (make setup installs netsniff-ng): swtester alone")
+    subprocess.run(["make", "-s", "-C", "swtester"], cwd=REPO, check=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"swtester-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    figures = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
+               "kernel": platform.release(), "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
+               "args": {"repeat": args.repeat, "seconds": args.seconds, "parts": sorted(parts)},
+               "note": "CPU shared with other jobs: figures vary from round to round; compare within a round"}
+
+    def save() -> None:
+        write_json_atomic(path, figures)
+
+    say(f"swtester figures -> {path.relative_to(REPO)} (load average {os.getloadavg()[0]:.2f} at start; "
+        "other jobs on this machine disturb the figures)")
+    with local_lab(LOOPBACK_LAB, "loopback") as lab:
+        bench = Bench(lab)
+        if "send-rate" in parts:
+            send_rate(bench, figures, args, save)
+        if "pacing" in parts:
+            pacing(bench, figures, args, save)
+        if "latency" in parts:
+            latency(lab, figures, args, save)  # the tester's own floor, for the DUT figures below
+    if "latency" in parts:
+        with local_lab(DUT_LAB, "single") as lab:
+            latency(lab, figures, args, save)
+    figures["loadavg_at_end"] = os.getloadavg()
+    save()
+    say(f"\nfigures written to {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

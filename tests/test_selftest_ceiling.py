@@ -1,0 +1,182 @@
+"""The tester self-test's ceiling, recorded per machine and compared against automatically (issue 4).
+
+On the sim generator, whose simulated tester cannot send above ``tester_ceiling``: ``trexlab selftest``
+records the ceiling it finds, and later runs of the other procedures warn, without being told the ceiling,
+when their result comes within 10 % of it, and say in their provenance which ceiling they compared against.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trexlab import cli
+from trexlab.lab import Lab, Node
+from trexlab.procedures import selftest
+from trexlab.trial import TrialSpec
+
+TESTER_CEILING = 800_000  # fps the simulated tester can send per direction
+
+
+def sim_args(capacity: float) -> list[str]:
+    return ["--generator", "sim", "--generator-opt", f"capacity={capacity}",
+            "--generator-opt", f"tester_ceiling={TESTER_CEILING}"]
+
+
+def run_cli(tmp_path: Path, capsys, procedure: str, *args: str) -> tuple[dict, dict, str]:
+    """(result, provenance, stderr) of one repetition of a procedure run through the CLI."""
+    runs = tmp_path / "runs"
+    results = runs / f"{procedure}-{len(list(runs.iterdir())) if runs.is_dir() else 0}"
+    code = cli.main([procedure, *args, "--ceilings", str(tmp_path / "ceilings.json"), "--results", str(results),
+                     "--json"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    rep = results / "rep-001"
+    return json.loads((rep / "result.json").read_text()), json.loads((rep / "provenance.json").read_text()), err
+
+
+@pytest.fixture
+def selftest_run(tmp_path, capsys):
+    """A self-test of the simulated tester (DUT capacity far above it, as with ports looped back)."""
+    run_cli(tmp_path, capsys, "selftest", *sim_args(1e9), "--frame-sizes", "64", "--max-rate", "1e6",
+            "--resolution", "1000", "--trial-duration", "1")
+    return tmp_path
+
+
+def near_ceiling(notes: list[str]) -> bool:
+    return any("self-test ceiling" in note for note in notes)
+
+
+def test_selftest_records_its_ceiling_with_when_and_which_run(selftest_run):
+    [entry] = json.loads((selftest_run / "ceilings.json").read_text())["ceilings"]
+    assert TESTER_CEILING - 1000 <= entry["ceiling_fps"] <= TESTER_CEILING
+    assert entry["host"] == "sim" and entry["generator"] == "sim"
+    assert entry["frame_size"] == 64 and entry["directions"] == "bidirectional"
+    assert entry["selftest_run"] == str(selftest_run / "runs" / "selftest-0") and entry["measured"]
+
+
+def test_throughput_near_the_ceiling_warns_without_being_told_it(selftest_run, capsys):
+    result, provenance, err = run_cli(selftest_run, capsys, "throughput", *sim_args(780_000), "--max-rate", "1e6",
+                                      "--resolution", "1000", "--trial-duration", "1")
+    assert result["throughput_fps"] == pytest.approx(780_000, abs=1000)
+    assert near_ceiling(result["notes"]), result["notes"]
+    compared = provenance["tester_ceiling"]
+    assert compared["selftest_run"] == str(selftest_run / "runs" / "selftest-0")
+    assert compared["ceiling_fps"] == result["params"]["tester_ceiling"]
+    assert "comparing results against tester ceiling" in err
+
+
+def test_throughput_far_below_the_ceiling_does_not_warn(selftest_run, capsys):
+    result, provenance, _ = run_cli(selftest_run, capsys, "throughput", *sim_args(200_000), "--max-rate", "1e6",
+                                    "--resolution", "1000", "--trial-duration", "1")
+    assert result["throughput_fps"] == pytest.approx(200_000, abs=1000)
+    assert not near_ceiling(result["notes"])
+    assert provenance["tester_ceiling"]["ceiling_fps"] > 700_000, "it compared, and found the result far below"
+
+
+def test_mlrsearch_near_the_ceiling_warns(selftest_run, capsys):
+    result, _, _ = run_cli(selftest_run, capsys, "mlrsearch", *sim_args(780_000), "--max-rate", "1e6")
+    assert all(g["conditional_throughput"] > 720_000 for g in result["goals"])
+    assert sum(near_ceiling([n]) for n in result["notes"]) == 2, "NDR and PDR both near the ceiling"
+
+
+@pytest.mark.parametrize(("procedure", "args"), [
+    ("latency", ["--rate", "790000", "--tagged-frames", "500", "--trial-duration", "1"]),
+    ("pdv", ["--rate", "790000", "--trial-duration", "1"]),
+    ("flr", ["--max-rate", "850000", "--trial-duration", "1"]),
+])
+def test_procedures_measuring_at_a_load_near_the_ceiling_warn(selftest_run, capsys, procedure, args):
+    result, _, _ = run_cli(selftest_run, capsys, procedure, *sim_args(1e9), *args)
+    assert near_ceiling(result["notes"]), result["notes"]
+
+
+def test_no_selftest_means_no_ceiling_and_the_run_says_so(tmp_path, capsys):
+    result, provenance, err = run_cli(tmp_path, capsys, "throughput", *sim_args(780_000), "--max-rate", "1e6",
+                                      "--resolution", "1000", "--trial-duration", "1")
+    assert not near_ceiling(result["notes"])
+    assert provenance["tester_ceiling"]["ceiling_fps"] is None
+    assert "no tester ceiling" in err and "trexlab selftest" in err
+
+
+def test_another_frame_size_finds_no_ceiling(selftest_run, capsys):
+    result, provenance, _ = run_cli(selftest_run, capsys, "throughput", *sim_args(780_000), "--max-rate", "1e6",
+                                    "--resolution", "1000", "--trial-duration", "1", "--frame-size", "1518")
+    assert provenance["tester_ceiling"]["ceiling_fps"] is None and not near_ceiling(result["notes"])
+
+
+def test_a_given_ceiling_wins_over_the_recorded_one(selftest_run, capsys):
+    result, provenance, _ = run_cli(selftest_run, capsys, "throughput", *sim_args(780_000), "--max-rate", "1e6",
+                                    "--resolution", "1000", "--trial-duration", "1", "--tester-ceiling", "5e6")
+    assert not near_ceiling(result["notes"])
+    assert provenance["tester_ceiling"] == {"ceiling_fps": 5e6, "source": "given as tester_ceiling"}
+
+
+def test_a_second_selftest_replaces_the_first(selftest_run, capsys):
+    run_cli(selftest_run, capsys, "selftest", *sim_args(1e9), "--frame-sizes", "64,1518", "--max-rate", "1e6",
+            "--resolution", "1000", "--trial-duration", "1")
+    entries = json.loads((selftest_run / "ceilings.json").read_text())["ceilings"]
+    assert sorted(e["frame_size"] for e in entries) == [64, 1518]
+    assert {e["selftest_run"] for e in entries} == {str(selftest_run / "runs" / "selftest-1")}
+
+
+def test_a_corrupt_ceilings_file_is_one_line_and_nothing_runs(tmp_path, capsys):
+    (tmp_path / "ceilings.json").write_text("{not json")
+    code = cli.main(["throughput", *sim_args(1e6), "--ceilings", str(tmp_path / "ceilings.json"),
+                     "--results", str(tmp_path / "tp")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "ceilings file" in err
+    assert not (tmp_path / "tp").exists()
+
+
+def namespace_lab(name: str, topology: str) -> Lab:
+    tester = Node(name="tester", role="tester", ansible_host=f"2001:2:0:ff{len(name)}::3", netns=f"tl-{name}-tester",
+                  cpus=(0,))
+    return Lab(name=name, kind="local", topology=topology, nodes={"tester": tester},
+               inventory=Path(f"inventory/generated/{name}/hosts.yml"))
+
+
+def test_a_ceiling_from_the_loopback_lab_is_found_from_a_dut_lab_on_the_same_machine(tmp_path):
+    """The self-test runs on another lab than the DUT: a namespace tester is this machine in both."""
+    traffic = TrialSpec(offered_load=1, duration=1)
+    result = {"ceilings_fps": {"64": 700_000.0}}
+    selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic,
+                             tmp_path / "c.json")
+    found = selftest.find_ceiling("software", namespace_lab("bdut", "single"), traffic, tmp_path / "c.json")
+    assert found["ceiling_fps"] == 700_000.0 and found["lab"] == "bl"
+    assert selftest.find_ceiling("trex", namespace_lab("bdut", "single"), traffic, tmp_path / "c.json") is None
+
+
+def test_a_selftest_on_a_dut_lab_is_not_recorded(tmp_path):
+    traffic = TrialSpec(offered_load=1, duration=1)
+    message = selftest.record_selftest(tmp_path, 1, "software", namespace_lab("bdut", "single"), traffic,
+                                       tmp_path / "c.json")
+    assert "not recorded" in message and "loopback" in message
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_campaigns_record_and_compare_against_the_ceiling_as_the_cli_does(tmp_path):
+    """A selftest campaign records the ceiling; a throughput campaign then warns near it and says which one."""
+    from trexlab import experiment
+    from trexlab.campaign import Campaign
+
+    ceilings = tmp_path / "ceilings.json"
+    options = {"capacity": 1e9, "tester_ceiling": TESTER_CEILING}
+    traffic = {"frame_size": [64, 64], "ip_version": [4, 4], "receive_tail": 0}
+    own = experiment.validate({
+        "name": "own", "generator": "sim", "generator_options": options, "traffic": traffic, "repetitions": 2,
+        "procedure": {"name": "selftest", "params": {"frame_sizes": [64], "max_rate": 1e6, "resolution": 1000,
+                                                      "trial_duration": 1}}})
+    lines = []
+    Campaign(own, tmp_path, ceilings=ceilings, progress=lines.append).run()
+    [entry] = json.loads(ceilings.read_text())["ceilings"]
+    assert TESTER_CEILING - 1000 <= entry["ceiling_fps"] <= TESTER_CEILING and entry["generator"] == "sim"
+    assert any("tester ceilings recorded" in line for line in lines)
+
+    dut = experiment.validate({
+        "name": "dut", "generator": "sim", "generator_options": {**options, "capacity": 780_000},
+        "traffic": traffic, "repetitions": 1,
+        "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 1000, "trial_duration": 1}}})
+    outcome = Campaign(dut, tmp_path, ceilings=ceilings).run()
+    [rep] = Path(outcome["campaign"]).glob("*/rep-001")
+    assert json.loads((rep / "provenance.json").read_text())["tester_ceiling"]["ceiling_fps"] == entry["ceiling_fps"]
+    assert near_ceiling(json.loads((rep / "result.json").read_text())["notes"])
