@@ -5,6 +5,7 @@ from __future__ import annotations
 from trexlab import impairment
 from trexlab.addressing import destination, eamt_entries, siit_translator_routes
 from trexlab.params import InvalidParameter
+from trexlab.siit import jool_commands
 
 
 def peer_port(peer_mac: str, all_ports: list[dict]) -> dict:
@@ -39,12 +40,43 @@ def neighbours(port: dict, peers: dict) -> list[dict]:
             for f in ("ipv4", "ipv6") if peer.get(f)]
 
 
+def endpoint_neighbours(ports: list[dict], endpoint_ports: list[dict]) -> list[dict]:
+    """Permanent neighbour entries for the TCP endpoints (client, server) on the links of these ports.
+
+    An endpoint port's peer_mac names the DUT port it faces: that port gets the endpoint's addresses pinned
+    to its MAC, as its test-port peer does, so no ARP/ND runs while TCP tests share the link with trials.
+    """
+    by_mac = {str(p.get("mac", "")).lower(): p for p in ports}
+    entries = []
+    for endpoint in endpoint_ports:
+        port = by_mac.get(str(endpoint.get("peer_mac", "")).lower())
+        if port:
+            entries += [{"dev": port["name"], "address": endpoint[f].split("/")[0], "lladdr": endpoint["mac"]}
+                        for f in ("ipv4", "ipv6") if endpoint.get(f)]
+    return entries
+
+
 def cpu_mask(cpus: list) -> str:
     """A CPU list as the hex mask sysfs wants: [1] -> '2', [0, 2] -> '5'."""
     mask = 0
     for cpu in cpus:
         mask |= 1 << int(cpu)
     return f"{mask:x}"
+
+
+def cpufreq_settings(cpus: list, governor: str | None, frequency_khz: int | None) -> dict:
+    """cpufreq sysfs values fixing the clock of the given CPUs: a governor and min = max frequency.
+
+    Sorted by path, max comes before min, the order in which a higher fixed frequency can be set."""
+    settings = {}
+    for cpu in cpus:
+        base = f"/sys/devices/system/cpu/cpu{int(cpu)}/cpufreq/"
+        if governor:
+            settings[base + "scaling_governor"] = str(governor)
+        if frequency_khz:
+            settings[base + "scaling_max_freq"] = str(int(frequency_khz))
+            settings[base + "scaling_min_freq"] = str(int(frequency_khz))
+    return settings
 
 
 def _numbers(settings: dict) -> dict:
@@ -84,8 +116,11 @@ class FilterModule:
             "trexlab_destination": destination_of,
             "trexlab_route": route,
             "trexlab_neighbours": neighbours,
+            "trexlab_endpoint_neighbours": endpoint_neighbours,
             "trexlab_cpu_mask": cpu_mask,
+            "trexlab_cpufreq_settings": cpufreq_settings,
             "trexlab_impairment_plan": impairment_plan,
             "trexlab_eamt_entries": eamt_entries,
             "trexlab_siit_routes": siit_translator_routes,
+            "trexlab_jool_commands": jool_commands,
         }

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Ansible module: make a node's test-port IP state what a role declares, and nothing more.
 
-Addresses, routes, permanent neighbour entries and runtime sysctls are
-compared with what ``ip -j`` and /proc/sys say and only the difference is
-applied, so a second run changes nothing; check mode reports the difference
+Addresses, routes, permanent neighbour entries, runtime sysctls, sysfs
+values and NIC settings (RSS hash fields, pause frames: ethtool) are compared
+with what ``ip -j``, /proc/sys, /sys and ethtool say and only the difference
+is applied, so a second run changes nothing; check mode reports the difference
 without applying it. ``state: absent`` removes exactly the declared items and
-puts back each sysctl's value from before the first run (kept in
+puts back each setting's value from before the first run (kept in
 ``state_file``). Sysctls are runtime only: a benchmark set-up is not meant to
 survive a reboot, and nodes of the local lab share one /etc.
 
@@ -31,6 +32,9 @@ options:
   neighbours: {type: list, elements: dict, default: [], description: "[{dev, address, lladdr}]"}
   sysctls: {type: dict, default: {}, description: "name -> value, runtime only"}
   sysfs: {type: dict, default: {}, description: "absolute /sys path -> value (e.g. rps_cpus), runtime only"}
+  rx_flow_hash: {type: dict, default: {}, description: "'dev/flow-type' (udp4, udp6, ...) -> ethtool hash fields
+    (e.g. sdfn: addresses and ports)"}
+  pause: {type: dict, default: {}, description: "dev -> 'on' or 'off': Ethernet flow control, rx and tx"}
   prune_routes_within: {type: list, elements: str, default: [], description: "with state=present, delete
     routes with a gateway whose destination lies inside these prefixes but which are not declared (fewer networks)"}
   state: {type: str, choices: [present, absent], default: present}
@@ -94,6 +98,42 @@ def write_setting(path: str, value: str) -> None:
         f.write(str(value))
 
 
+def ethtool(*args: str) -> str:
+    result = subprocess.run(["ethtool", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"ethtool {' '.join(args)}: {(result.stderr or result.stdout).strip()}")
+    return result.stdout
+
+
+#: How 'ethtool -n DEV rx-flow-hash TYPE' names each hash field, and its letter for 'ethtool -N'.
+HASH_FIELDS = {"L2DA": "m", "VLAN tag": "v", "L3 proto": "t", "IP SA": "s", "IP DA": "d",
+               "L4 bytes 0 & 1": "f", "L4 bytes 2 & 3": "n"}
+
+
+def read_flow_hash(key: str) -> str:
+    dev, flow = key.split("/")
+    out = ethtool("-n", dev, "rx-flow-hash", flow)
+    return "".join(letter for name, letter in HASH_FIELDS.items() if any(line.startswith(name)
+                                                                        for line in out.splitlines()))
+
+
+def write_flow_hash(key: str, fields: str) -> None:
+    dev, flow = key.split("/")
+    ethtool("-N", dev, "rx-flow-hash", flow, fields)
+
+
+def read_pause(dev: str) -> str:
+    lines = dict(line.split(":", 1) for line in ethtool("-a", dev).splitlines() if ":" in line)
+    rx, tx = lines.get("RX", "").strip(), lines.get("TX", "").strip()
+    return rx if rx == tx else f"rx {rx} tx {tx}"
+
+
+def write_pause(dev: str, value: str) -> None:
+    words = value.split()
+    rx, tx = (words[1], words[3]) if len(words) == 4 else (value, value)
+    ethtool("-A", dev, "rx", rx, "tx", tx)
+
+
 def same(now: str, target: str) -> bool:
     """Equal settings; hex CPU masks compare by value ('00000002' is '2')."""
     if now == target:
@@ -112,6 +152,8 @@ def main() -> None:
             "neighbours": {"type": "list", "elements": "dict", "default": []},
             "sysctls": {"type": "dict", "default": {}},
             "sysfs": {"type": "dict", "default": {}},
+            "rx_flow_hash": {"type": "dict", "default": {}},
+            "pause": {"type": "dict", "default": {}},
             "prune_routes_within": {"type": "list", "elements": "str", "default": []},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "state_file": {"type": "path", "required": True},
@@ -174,20 +216,28 @@ def main() -> None:
         if os.path.exists(p["state_file"]):
             with open(p["state_file"]) as f:
                 saved = json.load(f)
-        settings = {sysctl_path(k): v for k, v in p["sysctls"].items()}
+        # Every setting as key -> (declared value, read, write); the key is also its name in state_file.
+        settings = {sysctl_path(k): (v, read_setting, write_setting) for k, v in p["sysctls"].items()}
         for path, value in p["sysfs"].items():
             if not os.path.realpath(path).startswith("/sys/"):
                 raise OSError(f"sysfs path {path}: allowed only paths under /sys")
-            settings[path] = value
-        for path, value in sorted(settings.items()):
-            now = read_setting(path)
-            target = str(value) if present else saved.get(path, now)
+            settings[path] = (value, read_setting, write_setting)
+        for key, fields in p["rx_flow_hash"].items():
+            settings[f"rx-flow-hash {key}"] = (
+                "".join(sorted(fields)), lambda k, key=key: "".join(sorted(read_flow_hash(key))),
+                lambda k, v, key=key: write_flow_hash(key, v))
+        for dev, value in p["pause"].items():
+            settings[f"pause {dev}"] = (value, lambda k, dev=dev: read_pause(dev),
+                                        lambda k, v, dev=dev: write_pause(dev, v))
+        for key, (value, read, write) in sorted(settings.items()):
+            now = read(key)
+            target = str(value) if present else saved.get(key, now)
             if not same(now, target):
-                changes.append(f"set {path} {now} -> {target}")
+                changes.append(f"set {key} {now} -> {target}")
                 if present:
-                    saved.setdefault(path, now)
+                    saved.setdefault(key, now)
                 if not module.check_mode:
-                    write_setting(path, target)
+                    write(key, target)
         if not module.check_mode:
             if present and saved:
                 os.makedirs(os.path.dirname(p["state_file"]), exist_ok=True)

@@ -1,0 +1,63 @@
+"""playbooks/site.yml's roles (dut_routing, dut_tuning, tester_ports) on a lab that was only brought up:
+RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent restores every node exactly."""
+
+
+import pytest
+
+from trexlab.lab import load_lab
+
+from labtools import changed_count, lab_env, node_state, playbook, run
+
+pytestmark = pytest.mark.lab
+ABSENT = ["-e", "dut_routing_state=absent", "-e", "dut_tuning_state=absent", "-e", "tester_ports_state=absent"]
+
+
+@pytest.fixture(scope="module")
+def bare_lab():
+    env = lab_env("br", "dual", 2)
+    run("scripts/lab.sh", "up", env=env)
+    try:
+        yield load_lab("inventory/generated/br/hosts.yml")
+    finally:
+        run("scripts/lab.sh", "down", env=env, check=False)
+
+
+def sysctls(netns: str, ports: list[str]) -> dict:
+    def read(path: str) -> str:
+        return run("ip", "netns", "exec", netns, "cat", path).stdout.strip()
+
+    values = {k: read(f"/proc/sys/net/{k}") for k in ("ipv4/ip_forward", "ipv6/conf/all/forwarding")}
+    values |= {f"rps {p}": read(f"/sys/class/net/{p}/queues/rx-0/rps_cpus") for p in ports}
+    return values
+
+
+def state(lab) -> dict:
+    return {node.name: {**node_state(node.netns), **sysctls(node.netns, [p.name for p in node.test_ports])}
+            for node in (lab.tester, *lab.duts)}
+
+
+def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare_lab):
+    lab = bare_lab
+    before = state(lab)
+    first = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert changed_count(first.stdout) > 0
+    again = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
+    assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
+
+    for dut in lab.duts:
+        mask = f"{sum(1 << c for c in dut.cpus):x}"
+        assert all(v.lstrip("0,") == mask for k, v in sysctls(dut.netns, [p.name for p in dut.test_ports]).items()
+                   if k.startswith("rps")), "RPS of the DUT's ports on the DUT's CPUs"
+        facts = load_lab(lab.inventory).describe()["dut_facts"][dut.name]["dut_tuning"]
+        assert facts["rps_mask"] == mask and facts["flow_control"] == "left as is"
+        assert facts["rss_4tuple"].startswith("skipped: no test port is a NIC")
+
+    gone = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
+    assert gone.returncode == 0, gone.stdout[-3000:]
+    assert load_lab(lab.inventory).describe()["dut_facts"] == {}, "a restored DUT claims no tuning"
+    after = state(lab)
+    for node in before:
+        assert after[node] == before[node], f"{node} is as it was before configure"
+    again = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
+    assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]

@@ -1,0 +1,64 @@
+"""trexlab_netconf's NIC settings read back the way ethtool prints them, and the cpufreq filter of dut_tuning."""
+
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from filter_plugins.trexlab import cpufreq_settings  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("trexlab_netconf", REPO / "library" / "trexlab_netconf.py")
+netconf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(netconf)
+
+# A stand-in ethtool keeping one port's RSS hash fields and pause setting in files, printing as ethtool 6.1 does.
+FAKE_ETHTOOL = r"""#!/bin/sh
+dir=$(dirname "$0")
+case "$1" in
+  -n) printf 'UDP over IPV4 flows use these fields for computing Hash flow key:\n'
+      f=$(cat "$dir/fields"); case $f in *s*) echo 'IP SA';; esac; case $f in *d*) echo 'IP DA';; esac
+      case $f in *f*) echo 'L4 bytes 0 & 1 [TCP/UDP src port]';; esac
+      case $f in *n*) echo 'L4 bytes 2 & 3 [TCP/UDP dst port]';; esac; echo;;
+  -N) echo "$5" > "$dir/fields";;
+  -a) p=$(cat "$dir/pause"); printf 'Pause parameters for %s:\nAutonegotiate:\toff\nRX:\t\t%s\nTX:\t\t%s\n' "$2" $p;;
+  -A) echo "$4 $6" > "$dir/pause";;
+esac
+"""
+
+
+@pytest.fixture
+def ethtool(tmp_path, monkeypatch):
+    tool = tmp_path / "ethtool"
+    tool.write_text(FAKE_ETHTOOL)
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "fields").write_text("sd\n")
+    (tmp_path / "pause").write_text("on off\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+def test_rss_hash_fields_are_read_as_ethtool_letters_and_written_back(ethtool):
+    assert netconf.read_flow_hash("eth1/udp4") == "sd"
+    netconf.write_flow_hash("eth1/udp4", "sdfn")
+    assert sorted(netconf.read_flow_hash("eth1/udp4")) == sorted("sdfn")
+
+
+def test_pause_reads_one_word_when_rx_and_tx_agree_and_restores_a_mixed_setting(ethtool):
+    assert netconf.read_pause("eth1") == "rx on tx off"
+    netconf.write_pause("eth1", "off")
+    assert netconf.read_pause("eth1") == "off"
+    netconf.write_pause("eth1", "rx on tx off")
+    assert netconf.read_pause("eth1") == "rx on tx off"
+
+
+def test_cpufreq_settings_fix_min_and_max_per_cpu_and_nothing_when_not_asked():
+    assert cpufreq_settings([2], "performance", 2400000) == {
+        "/sys/devices/system/cpu/cpu2/cpufreq/scaling_governor": "performance",
+        "/sys/devices/system/cpu/cpu2/cpufreq/scaling_max_freq": "2400000",
+        "/sys/devices/system/cpu/cpu2/cpufreq/scaling_min_freq": "2400000"}
+    assert cpufreq_settings([1, 3], None, None) == {}
