@@ -69,52 +69,33 @@ locals {
   port_name = { tester = ["port0", "port1"], dut1 = ["left", "right"], dut2 = ["left", "right"] }
 
   mac = { for n in local.node_names : n => [for p in [0, 1] : format("02:74:6c:%02x:%02x:%02x", local.lab_byte, local.node_index[n], p)] }
+  # The tester sends on CPU 0, the DUTs forward on the others; with fewer CPUs than DUTs they share one.
+  cpus = { for n in local.node_names : n => n == "tester" ? [0] : [1 + (local.node_index[n] - 2) % (var.cpu_count - 1)] }
+}
 
-  # Links as [node, port index] pairs, from tester port 0 to tester port 1.
-  chain = {
-    single   = [["tester", 0, "dut1", 0], ["dut1", 1, "tester", 1]]
-    dual     = [["tester", 0, "dut1", 0], ["dut1", 1, "dut2", 0], ["dut2", 1, "tester", 1]]
-    loopback = [["tester", 0, "tester", 1]]
-  }[var.topology]
-  peer = merge(
-    { for l in local.chain : "${l[0]}/${l[1]}" => local.mac[l[2]][l[3]] },
-    { for l in local.chain : "${l[2]}/${l[3]}" => local.mac[l[0]][l[1]] },
-  )
+# The address plan and the cabling of docs/architecture.md, written once for every lab kind. Each
+# namespace is its own "machine": the topology module's check that nodes on one machine do not share
+# CPUs is for declared machines, while a dual lab on two CPUs shares the DUTs' CPU on purpose.
+module "topology" {
+  source   = "../../modules/topology"
+  topology = var.topology
+  nodes = { for n in local.node_names : n => {
+    machine    = "namespace-${n}"
+    cpus       = local.cpus[n]
+    test_ports = [for p in [0, 1] : { name = local.port_name[n][p], mac = local.mac[n][p] }]
+  } }
+}
 
-  # Addresses (docs/architecture.md): the first DUT's left side 198.18.0.0/24, the last DUT's right
-  # side 198.19.0.0/24, the dual middle link 198.19.255.252/30 and 2001:2:0:ff00::/64.
-  ipv4 = merge(
-    { "tester/0" = "198.18.0.2/24", "tester/1" = "198.19.0.2/24", "dut1/0" = "198.18.0.1/24" },
-    var.topology == "dual" ? {
-      "dut1/1" = "198.19.255.253/30", "dut2/0" = "198.19.255.254/30", "dut2/1" = "198.19.0.1/24"
-    } : { "dut1/1" = "198.19.0.1/24" },
-  )
-  ipv6 = merge(
-    { "tester/0" = "2001:2:0:8000::2/64", "tester/1" = "2001:2:0:9000::2/64", "dut1/0" = "2001:2:0:8000::1/64" },
-    var.topology == "dual" ? {
-      "dut1/1" = "2001:2:0:ff00::1/64", "dut2/0" = "2001:2:0:ff00::2/64", "dut2/1" = "2001:2:0:9000::1/64"
-    } : { "dut1/1" = "2001:2:0:9000::1/64" },
-  )
-
+locals {
+  # The peer MAC of every tester port (what a TCP endpoint beside it faces).
+  peer = { for n, node in module.topology.nodes : n => [for p in node.test_ports : p.peer_mac] }
   nodes = {
-    for n in local.node_names : n => {
-      role         = n == "tester" ? "tester" : "dut"
+    for n in local.node_names : n => merge(module.topology.nodes[n], {
       netns        = "${local.prefix}-${n}"
       mgmt_root_if = "tl${var.lab_name}m${local.node_index[n]}"
       mgmt_root    = "${local.mgmt_prefix}::${2 * local.node_index[n]}"
       ansible_host = "${local.mgmt_prefix}::${2 * local.node_index[n] + 1}"
-      cpus         = n == "tester" ? [0] : [1 + (local.node_index[n] - 2) % (var.cpu_count - 1)]
-      dut_position = n == "tester" ? null : local.node_index[n] - 1
-      test_ports = [for p in [0, 1] : {
-        index    = p
-        name     = local.port_name[n][p]
-        mac      = local.mac[n][p]
-        ipv4     = lookup(local.ipv4, "${n}/${p}", null)
-        ipv6     = lookup(local.ipv6, "${n}/${p}", null)
-        peer_mac = local.peer["${n}/${p}"]
-        pci      = null
-      }]
-    }
+    })
   }
 
   # TCP endpoints (docs/architecture.md): the client on tester port 0's link, the server on port 1's, each
@@ -141,7 +122,7 @@ locals {
         mac      = format("02:74:6c:%02x:%02x:00", local.lab_byte, local.endpoint[n].index)
         ipv4     = local.endpoint[n].ipv4
         ipv6     = local.endpoint[n].ipv6
-        peer_mac = local.peer["tester/${local.endpoint[n].tester_port}"] # the DUT port beyond the tester port
+        peer_mac = local.peer.tester[local.endpoint[n].tester_port] # the DUT port beyond the tester port
         pci      = null
       }]
     }
@@ -152,7 +133,7 @@ locals {
     topology  = var.topology
     state_dir = var.state_dir
     nodes     = merge(local.nodes, local.endpoints)
-    links = [for l in local.chain : {
+    links = [for l in module.topology.cabling : {
       a = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
       b = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
     }]

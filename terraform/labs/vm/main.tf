@@ -112,13 +112,10 @@ locals {
     host_cpus    = n == "tester" ? [] : local.host_cpus
   }) }
 
-  # Links from tester port 0 to tester port 1. A link to the tester is a tap made in the root namespace
-  # (QEMU opens it there) and moved into the tester's namespace under the tester port's name.
-  chain = {
-    single = [["tester", 0, "dut1", 0], ["dut1", 1, "tester", 1]]
-    dual   = [["tester", 0, "dut1", 0], ["dut1", 1, "dut2", 0], ["dut2", 1, "tester", 1]]
-  }[var.topology]
-  links = [for i, l in local.chain : {
+  # Links from tester port 0 to tester port 1 (the topology's cabling). A link to the tester is a tap made
+  # in the root namespace (QEMU opens it there) and moved into the tester's namespace under the tester
+  # port's name.
+  links = [for i, l in module.topology.cabling : {
     a   = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
     b   = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
     tap = l[0] == "tester" || l[2] == "tester" ? "tl${var.lab_name}t${i}" : null

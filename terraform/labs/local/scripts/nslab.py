@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,18 +73,38 @@ def kill_orphan_sshd(home: Path) -> None:
 def down(plan: dict) -> None:
     present = namespaces()
     for node in plan["nodes"].values():
-        if node["netns"] in present:
-            kill_namespace_processes(node["netns"])
-            sh("ip", "netns", "delete", node["netns"], check=False)
-        if link_exists(node["mgmt_root_if"]):
-            sh("ip", "link", "delete", node["mgmt_root_if"], check=False)
-    state = Path(plan["state_dir"])
-    for node in plan["nodes"]:
-        kill_orphan_sshd(state / node)
-        for name in ("sshd_config", "sshd.pid", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
-            (state / node / name).unlink(missing_ok=True)
-        if (state / node).is_dir():
-            (state / node).rmdir()
+        remove_namespace_node(node, present)
+    for name in plan["nodes"]:
+        remove_sshd_files(plan, name)
+
+
+# One namespace node at a time, so that other lab kinds (terraform/labs/vm: the tester) reuse them.
+def remove_namespace_node(node: dict, present: set[str]) -> None:
+    """Kill the node's processes, delete its namespace and its management link."""
+    if node["netns"] in present:
+        kill_namespace_processes(node["netns"])
+        sh("ip", "netns", "delete", node["netns"], check=False)
+    if link_exists(node["mgmt_root_if"]):
+        sh("ip", "link", "delete", node["mgmt_root_if"], check=False)
+
+
+# Where the roles keep what they must put back (saved sysctls, nft files, TRex): on a namespace node
+# that is the host's file system, so it would outlive the node. Same path as the roles' defaults.
+ROLE_STATE_ROOT = Path("/var/lib/trexlab")
+
+
+def remove_sshd_files(plan: dict, name: str) -> None:
+    """Remove what the node left on the host: its sshd files and the roles' state for it."""
+    home = Path(plan["state_dir"]) / name
+    kill_orphan_sshd(home)
+    for file in ("sshd_config", "sshd.pid", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
+        (home / file).unlink(missing_ok=True)
+    if home.is_dir():
+        home.rmdir()
+    lab_state = ROLE_STATE_ROOT / plan["lab"]
+    shutil.rmtree(lab_state / name, ignore_errors=True)
+    if lab_state.is_dir() and not any(lab_state.iterdir()):
+        lab_state.rmdir()
 
 
 def ssh_keys(state: Path) -> None:
@@ -120,23 +141,33 @@ def sshd_config(plan: dict, name: str, node: dict) -> Path:
     return config
 
 
+def add_namespace_node(node: dict) -> None:
+    """The node's namespace and its management link from the root namespace."""
+    ns = node["netns"]
+    sh("ip", "netns", "add", ns)
+    sh("ip", "link", "set", "lo", "up", netns=ns)
+    sh("sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", netns=ns)
+    sh("sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", netns=ns)
+    # Management: a veth from the root namespace, one /127 per node (RFC 6164).
+    sh("ip", "link", "add", node["mgmt_root_if"], "type", "veth", "peer", "name", "mgmt0", "netns", ns)
+    sh("ip", "-6", "addr", "add", f"{node['mgmt_root']}/127", "dev", node["mgmt_root_if"], "nodad")
+    sh("ip", "link", "set", node["mgmt_root_if"], "up")
+    sh("ip", "-6", "addr", "add", f"{node['ansible_host']}/127", "dev", "mgmt0", "nodad", netns=ns)
+    sh("ip", "link", "set", "mgmt0", "up", netns=ns)
+
+
+def start_sshd(plan: dict, name: str, node: dict) -> None:
+    config = sshd_config(plan, name, node)
+    sh(SSHD, "-f", str(config), netns=node["netns"])
+
+
 def up(plan: dict) -> None:
     down(plan)  # whatever an interrupted run left of this lab
     state = Path(plan["state_dir"])
     ssh_keys(state)
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
     for node in plan["nodes"].values():
-        ns = node["netns"]
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "set", "lo", "up", netns=ns)
-        sh("sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", netns=ns)
-        sh("sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", netns=ns)
-        # Management: a veth from the root namespace, one /127 per node (RFC 6164).
-        sh("ip", "link", "add", node["mgmt_root_if"], "type", "veth", "peer", "name", "mgmt0", "netns", ns)
-        sh("ip", "-6", "addr", "add", f"{node['mgmt_root']}/127", "dev", node["mgmt_root_if"], "nodad")
-        sh("ip", "link", "set", node["mgmt_root_if"], "up")
-        sh("ip", "-6", "addr", "add", f"{node['ansible_host']}/127", "dev", "mgmt0", "nodad", netns=ns)
-        sh("ip", "link", "set", "mgmt0", "up", netns=ns)
+        add_namespace_node(node)
     for link in plan["links"]:
         a, b = link["a"], link["b"]
         a_ns, b_ns = plan["nodes"][a["node"]]["netns"], plan["nodes"][b["node"]]["netns"]
@@ -145,10 +176,47 @@ def up(plan: dict) -> None:
            "peer", b["port"], "netns", b_ns, "address", b["mac"])
         sh("ip", "link", "set", a["port"], "up", netns=a_ns)
         sh("ip", "link", "set", b["port"], "up", netns=b_ns)
+    for macvlan in plan.get("macvlans", []):
+        add_endpoint_port(plan, macvlan)
     for name, node in plan["nodes"].items():
-        config = sshd_config(plan, name, node)
-        sh(SSHD, "-f", str(config), netns=node["netns"])
+        start_sshd(plan, name, node)
     wait_for_ssh(plan)
+    wait_for_carrier(plan)
+
+
+def add_endpoint_port(plan: dict, macvlan: dict) -> None:
+    """A TCP endpoint's port: a macvlan child of a tester port, created straight into the endpoint's namespace.
+
+    Its frames leave through the tester port's link, so client/server traffic crosses the same DUT ports and
+    impairments as test frames, and nothing new sits between the tester and the DUT. Addresses, routes and
+    neighbours come from roles/tcp_endpoints; the port never solicits routers or takes router advertisements.
+    """
+    lower_ns = plan["nodes"][macvlan["lower_node"]]["netns"]
+    ns = plan["nodes"][macvlan["node"]]["netns"]
+    port = macvlan["port"]
+    sh("ip", "-n", lower_ns, "link", "add", port, "link", macvlan["lower_port"], "netns", ns,
+       "address", macvlan["mac"], "type", "macvlan", "mode", "private")
+    sh("sysctl", "-qw", f"net.ipv6.conf.{port}.router_solicitations=0", f"net.ipv6.conf.{port}.accept_ra=0",
+       netns=ns)
+    sh("ip", "link", "set", port, "up", netns=ns)
+
+
+def wait_for_carrier(plan: dict, timeout: float = 10.0) -> None:
+    """Return once every test port (and TCP endpoint port) is operationally up.
+
+    A veth's carrier is propagated by the kernel's linkwatch, up to a second after 'ip link set up';
+    until then the port has no link-local address and drops what it is given. The lab is up only when
+    it can carry frames.
+    """
+    deadline = time.monotonic() + timeout
+    ends = [end for link in plan["links"] for end in (link["a"], link["b"])] + plan.get("macvlans", [])
+    for end in ends:
+        netns = plan["nodes"][end["node"]]["netns"]
+        path = f"/sys/class/net/{end['port']}/operstate"
+        while sh("cat", path, netns=netns).stdout.strip() != "up":
+            if time.monotonic() > deadline:
+                raise SystemExit(f"nslab: {end['node']} port {end['port']} has no carrier after {timeout:.0f} s")
+            time.sleep(0.05)
 
 
 def wait_for_ssh(plan: dict, timeout: float = 10.0) -> None:
@@ -169,14 +237,17 @@ def wait_for_ssh(plan: dict, timeout: float = 10.0) -> None:
 
 def status(plan: dict) -> bool:
     present = namespaces()
-    for name, node in plan["nodes"].items():
-        if node["netns"] not in present or not link_exists(node["mgmt_root_if"]):
-            return False
-        pid_file = Path(plan["state_dir"]) / name / "sshd.pid"
-        try:
-            os.kill(int(pid_file.read_text()), 0)
-        except (OSError, ValueError):
-            return False
+    return all(namespace_node_ok(plan, name, node, present) for name, node in plan["nodes"].items())
+
+
+def namespace_node_ok(plan: dict, name: str, node: dict, present: set[str]) -> bool:
+    if node["netns"] not in present or not link_exists(node["mgmt_root_if"]):
+        return False
+    pid_file = Path(plan["state_dir"]) / name / "sshd.pid"
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except (OSError, ValueError):
+        return False
     return True
 
 
