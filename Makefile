@@ -27,7 +27,7 @@ providers: ## build Terraform providers from the Go module proxy into terraform/
 swtester: ## build the native software tester
 	@$(MAKE) -s -C swtester
 
-lab-up: ## provision the lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback)
+lab-up: ## provision the lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
 configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256)

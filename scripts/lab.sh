@@ -15,6 +15,8 @@ NETWORKS=${NETWORKS:-1}
 STATE_DIR="$TREXLAB_ROOT/.cache/labs/$LAB_NAME"
 INVENTORY_DIR="$TREXLAB_ROOT/inventory/generated/$LAB_NAME"
 MODULE="terraform/labs/$LAB"
+REALISER=nslab.py  # the script of the module that realises its plan (status: is the lab still there?)
+[ "$LAB" = vm ] && REALISER=vmlab.py
 
 # Validate everything before anything changes.
 case "$action" in up|configure|down) ;; *) die "usage: scripts/lab.sh up|configure|down";; esac
@@ -24,7 +26,20 @@ case "$TOPOLOGY" in single|dual|loopback) ;; *) die "TOPOLOGY=$TOPOLOGY: allowed
 [[ "$NETWORKS" =~ ^[0-9]+$ ]] && [ "$NETWORKS" -ge 1 ] && [ "$NETWORKS" -le 256 ] \
   || die "NETWORKS=$NETWORKS: allowed 1..256"
 [ -d "$MODULE" ] || die "LAB=$LAB: $MODULE does not exist in this checkout"
+[ "$LAB:$TOPOLOGY" != vm:loopback ] || die "TOPOLOGY=loopback: a loopback lab has no DUT, so no VM: use LAB=local"
 case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
+# Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
+# MAAS credentials only from the environment, never from a file.
+if [ "$action" = up ] && [[ "$LAB" =~ ^(static|maas)$ ]]; then
+  [ -n "${TFVARS:-}" ] || die "LAB=$LAB needs TFVARS=<file.tfvars> declaring the machines"
+  [ -f "$TFVARS" ] || die "TFVARS=$TFVARS: no such file"
+  ! grep -q maas_api_key "$TFVARS" || die "TFVARS=$TFVARS sets maas_api_key: the key comes from the environment only (MAAS_API_KEY)"
+fi
+if [ "$action" != configure ] && [ "$LAB" = maas ]; then
+  [ -n "${MAAS_API_URL:-}" ] && [ -n "${MAAS_API_KEY:-}" ] \
+    || die "LAB=maas needs MAAS_API_URL and MAAS_API_KEY in the environment (the MAAS region and your API key)"
+  export TF_VAR_maas_api_url="$MAAS_API_URL" TF_VAR_maas_api_key="$MAAS_API_KEY"
+fi
 have terraform || die "terraform not found on PATH (need >= 1.6)"
 
 # Providers: the repo-local mirror only where it was built (make providers); none for the local lab.
@@ -37,10 +52,19 @@ export TF_DATA_DIR="$STATE_DIR/.terraform" TF_IN_AUTOMATION=1 TF_INPUT=0
 
 tf_vars() {
   case "$LAB" in
-    local|vm) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)";;
-    *) [ -n "${TFVARS:-}" ] || die "LAB=$LAB needs TFVARS=<file.tfvars> declaring the machines"
-       echo "-var-file=$(realpath "$TFVARS") -var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY";;
+    local) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)";;
+    # The VM lab also gets its guest image and accelerator (vm_prepare).
+    vm) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)" \
+             "$([ -f "$STATE_DIR/vm.tfvars.json" ] && echo "-var-file=$STATE_DIR/vm.tfvars.json")";;
+    *) echo "-var-file=$STATE_DIR/machines.tfvars -var-file=$STATE_DIR/lab.tfvars";;
   esac
+}
+
+# Static and MAAS labs: what lab-up was given, so that lab-down destroys (releases) exactly that lab.
+keep_declaration() {
+  mkdir -p "$STATE_DIR"
+  cp "$TFVARS" "$STATE_DIR/machines.tfvars"
+  printf 'lab_name = "%s"\ntopology = "%s"\n' "$LAB_NAME" "$TOPOLOGY" >"$STATE_DIR/lab.tfvars"
 }
 
 tf_init() {
@@ -49,12 +73,22 @@ tf_init() {
     || { cat "$STATE_DIR/init.log" >&2; die "terraform init of $MODULE failed"; }
 }
 
+# The VM lab's guest image (built once into .cache/vm, then reused) and accelerator, as Terraform variables.
+vm_prepare() {
+  mkdir -p "$STATE_DIR"
+  have qemu-system-x86_64 && have mmdebstrap || die "LAB=vm needs qemu-system-x86 and mmdebstrap: run 'make setup'"
+  python3 "$MODULE/scripts/vmlab.py" prepare "$TREXLAB_ROOT/.cache/vm" "$STATE_DIR/vm.tfvars.json" \
+    || die "LAB=vm: the guest image could not be prepared"
+}
+
 lab_up() {
-  local start=$SECONDS replace=()
+  local start=$SECONDS replace=() plan
+  case "$LAB" in static|maas) keep_declaration;; vm) vm_prepare;; esac
   tf_init
   # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated.
   if [ -f "$STATE_DIR/terraform.tfstate" ] && terraform -chdir="$MODULE" state list 2>/dev/null | grep -q terraform_data.lab; then
-    if ! NSLAB_PLAN=$(terraform -chdir="$MODULE" output -json plan) python3 "$MODULE/scripts/nslab.py" status 2>/dev/null; then
+    plan=$(terraform -chdir="$MODULE" output -json plan)
+    if ! NSLAB_PLAN=$plan VMLAB_PLAN=$plan python3 "$MODULE/scripts/$REALISER" status 2>/dev/null; then
       replace=(-replace=terraform_data.lab)
     fi
   fi

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,11 +96,48 @@ def changed_count(output: str) -> int:
     return sum(int(line.split("changed=")[1].split()[0]) for line in output.splitlines() if "changed=" in line)
 
 
-def node_state(netns: str) -> dict[str, str]:
-    """What a role may touch on a namespace node: addresses, routes, neighbours, qdiscs, nftables, links."""
-    def out(*argv: str) -> str:
-        return run("ip", "netns", "exec", netns, *argv).stdout
+def node_state(where) -> dict[str, str]:
+    """What a role may touch on a node: addresses, routes, neighbours, qdiscs, nftables, links.
 
+    ``where`` is a namespace name, or a trexlab.lab.Node (a VM DUT is reached over SSH)."""
+    def out(*argv: str) -> str:
+        if isinstance(where, str):
+            return run("ip", "netns", "exec", where, *argv).stdout
+        return run(*where.command(list(argv))).stdout
+
+    # Neighbours are dumped in hash-table order, which changes when the table grew and shrank again: the set
+    # of entries is the state, so compare them sorted.
+    neighbours = "\n".join(sorted(out("ip", "neigh", "show", "nud", "permanent").splitlines()))
     return {"addr": out("ip", "-j", "addr"), "route4": out("ip", "-4", "route"), "route6": out("ip", "-6", "route"),
-            "neigh": out("ip", "neigh", "show", "nud", "permanent"), "tc": out("tc", "qdisc", "show"),
+            "neigh": neighbours, "tc": out("tc", "qdisc", "show"),
             "nft": out("nft", "-s", "list", "ruleset"), "links": out("ip", "-o", "link")}
+
+
+def offline(argv: list[str]) -> list[str]:
+    """argv in an empty network namespace where we may create one (root), else as is (see tf_env)."""
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        return ["unshare", "--net", *argv]
+    return argv
+
+
+def tf_env(tmp_path, cli_config: str = "/dev/null", **extra: str) -> dict:
+    return {"TF_CLI_CONFIG_FILE": cli_config, "TF_DATA_DIR": str(tmp_path / "tfdata"), "TF_IN_AUTOMATION": "1",
+            "CHECKPOINT_DISABLE": "1", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+            **extra}
+
+
+def terraform(module: str, *args: str, env: dict, timeout: float = 180, network: bool = False
+              ) -> subprocess.CompletedProcess:
+    argv = ["terraform", f"-chdir={module}", *args, "-no-color"]
+    return run(*(argv if network else offline(argv)), env=env, check=False, timeout=timeout)
+
+
+def terraform_test(module: str, tmp_path, cli_config: str = "/dev/null", network: bool = False, **extra: str) -> str:
+    """terraform init + test of a module, offline unless it must reach the host's network (a real local lab);
+    asserts both succeed and returns the output."""
+    env = tf_env(tmp_path, cli_config, **extra)
+    init = terraform(module, "init", "-backend=false", "-input=false", env=env, network=network)
+    assert init.returncode == 0, init.stdout[-2000:] + init.stderr[-2000:]
+    result = terraform(module, "test", env=env, timeout=300, network=network)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    return result.stdout + result.stderr

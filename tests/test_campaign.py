@@ -97,6 +97,27 @@ def test_killed_campaign_resumes_with_no_repetition_lost_or_duplicated(tmp_path)
     assert "done earlier" in rerun.stderr
 
 
+def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_path):
+    """playbooks/run-experiment.yml is the Ansible spelling of make run: same campaign, same store."""
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "experiment.yml").write_text(yaml.safe_dump(SPEC))
+    repo = Path(__file__).parent.parent
+    play = [str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/run-experiment.yml",
+            "-e", f"results={tmp_path}"]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(repo / "ansible.cfg")}
+    done = subprocess.run([*play, "-e", f"experiment={tmp_path / 'exp'}"], capture_output=True, text=True,
+                          cwd=repo, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    campaign_dir = tmp_path / "resume" / Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).id
+    assert sorted(len(v) for v in finished_reps(campaign_dir).values()) == [4, 4]
+    log = (campaign_dir / "campaign.log").read_text()
+    assert "point 2/2" in log and "repetition 4/4" in log
+
+    missing = subprocess.run([*play, "-e", f"experiment={tmp_path / 'nope'}"], capture_output=True, text=True,
+                             cwd=repo, env=env, timeout=300)
+    assert missing.returncode != 0 and "nope" in missing.stdout
+
+
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
     from trexlab.report import render
 

@@ -263,3 +263,91 @@ def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
     """Campaigns of another experiment under the same results root (e.g. the single-DUT half of a comparison)."""
     root = Path(campaign).resolve().parent.parent
     return campaign_dirs(root / experiment) if (root / experiment).is_dir() else []
+
+
+# -- the user's side next to RFC 2544 (HTTP download experiments) ------------------------------------------
+
+#: DUT impairment settings (roles/netem) that tell the points of different experiments apart.
+IMPAIRMENT_KEYS = ("loss_percent", "loss_every_nth", "delay_ms", "jitter_ms", "selective_every_nth",
+                   "selective_percent")
+
+
+def impairment_labels(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the DUT impairment it ran under, as a label ('loss 0.1 %', 'delay 100 ms', 'none', ...)."""
+    def value(row, key):
+        v = row.get(f"provenance.spec.dut.impairment.{key}")
+        return 0 if v is None or v != v else v
+
+    def label(row) -> str:
+        v = {k: value(row, k) for k in IMPAIRMENT_KEYS}
+        parts = []
+        if v["loss_percent"]:
+            parts.append(f"loss {v['loss_percent']:g} %")
+        if v["loss_every_nth"]:
+            parts.append(f"every {v['loss_every_nth']:g}th lost")
+        if v["delay_ms"]:
+            jitter = f" ± {v['jitter_ms']:g}" if v["jitter_ms"] else ""
+            share = (f"every {v['selective_every_nth']:g}th " if v["selective_every_nth"] else
+                     f"{v['selective_percent']:g} % " if v["selective_percent"] else "")
+            parts.append(f"{share}delay {v['delay_ms']:g}{jitter} ms".strip())
+        return ", ".join(parts) or "none"
+
+    return runs.apply(label, axis=1) if len(runs) else pd.Series(dtype=str)
+
+
+def _impairment_order(label: str) -> tuple:
+    numbers = [float(x) for x in label.replace("±", " ").split() if x.replace(".", "", 1).isdigit()]
+    return (label.split(" ")[0] != "none", numbers, label)
+
+
+def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.DataFrame:
+    """The paper's layout (Lencse et al. 2020, Tables I, III, IV): rows median / 1st / 99th percentile in s,
+    one column per DUT impairment, over the repetitions (downloads) of each point."""
+    if runs.empty or figure not in runs:
+        return pd.DataFrame(index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+    runs = runs.assign(impairment=impairment_labels(runs))
+    columns = {}
+    for label in sorted(runs["impairment"].unique(), key=_impairment_order):
+        s = summarize(runs.loc[runs["impairment"] == label, figure].tolist())
+        columns[label] = [s["median"], s["p1"], s["p99"]]
+    return pd.DataFrame(columns, index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+
+
+def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
+                 user_figure: str = "download_time_s") -> pd.DataFrame:
+    """Per DUT impairment: what the user sees (median, 1st and 99th percentile of user_figure) next to the
+    RFC 2544 figures measured under the same impairment by other experiments (their medians, one column per
+    experiment, figure and sweep value): the comparison the seed paper draws between its tables."""
+    user = user_runs.assign(impairment=impairment_labels(user_runs))
+    rows = {}
+    for label in sorted(user["impairment"].unique(), key=_impairment_order):
+        s = summarize(user.loc[user["impairment"] == label, user_figure].tolist())
+        title = user_figure.removesuffix("_s").replace("_", " ")  # in s, as the paper's tables
+        rows[label] = {f"{title} median (s)": s["median"], f"{title} 1st percentile (s)": s["p1"],
+                       f"{title} 99th percentile (s)": s["p99"]}
+    if not rfc2544_runs.empty:
+        other = rfc2544_runs.assign(impairment=impairment_labels(rfc2544_runs))
+        sweep = sweep_columns(other)
+        for figure in figure_columns(other):
+            keys = ["experiment", "impairment", *[k for k in sweep if k not in IMPAIRMENT_KEYS]]
+            for key, group in other.groupby(keys, dropna=False, sort=True):
+                experiment, label, *values = key
+                if label not in rows:
+                    continue
+                where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
+                column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                rows[label][column] = summarize(group[figure].tolist())["median"] * figure_scale(figure)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "DUT impairment"
+    return table.reset_index()
+
+
+def campaigns_beside(campaign: str | Path, exclude_procedure: str) -> list[Path]:
+    """The other campaigns under the same results root (their procedure is not exclude_procedure)."""
+    root = Path(campaign).resolve().parent.parent
+    found = []
+    for path in campaign_dirs(root):
+        spec = json.loads((path / "campaign.json").read_text()).get("spec", {})
+        if spec.get("procedure", {}).get("name") != exclude_procedure:
+            found.append(path)
+    return found

@@ -14,6 +14,7 @@ experiment's impairment/SIIT blocks) and restored afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -24,10 +25,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trexlab.experiment import DUT_CONFIG, Experiment, InvalidExperiment, dut_role_vars, procedure_params_class
+from trexlab.experiment import (
+    DUT_CONFIG,
+    ENDPOINTS_CONFIG,
+    Experiment,
+    InvalidExperiment,
+    dut_role_vars,
+    procedure_needs_endpoints,
+    procedure_params_class,
+    role_vars,
+)
 from trexlab.generators import create_generator
-from trexlab.lab import Lab, load_lab
+from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
+from trexlab.procedures import selftest
 from trexlab.provenance import provenance
 from trexlab.repetition import repeat
 from trexlab.store import append_point_record, read_point_log, write_json_atomic
@@ -45,43 +56,78 @@ def campaign_id(experiment: Experiment) -> str:
     return f"c-{digest[:10]}"
 
 
+NETEM_PROBE = REPO / "roles" / "netem" / "files" / "has-netem.sh"
+JOOL_PROBE = REPO / "roles" / "siit_jool" / "files" / "can-load-jool.sh"
+
+
 def kernel_has_netem() -> bool:
     """Whether this host's kernel has sch_netem: the probe roles/netem runs on a DUT, run here."""
-    probe = REPO / "roles" / "netem" / "files" / "has-netem.sh"
-    return subprocess.run(["sh", str(probe)], capture_output=True).returncode == 0
+    return subprocess.run(["sh", str(NETEM_PROBE)], capture_output=True).returncode == 0
+
+
+def dut_passes(node, probe: Path) -> bool:
+    """Run one of the roles' probes on a DUT (its namespace here, SSH elsewhere); True when it exits 0."""
+    try:
+        result = subprocess.run(node.command(["sh", "-c", probe.read_text()]), capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise CampaignError(f"DUT {node.name} did not answer within 120 s") from None
+    if result.returncode == 255 and node.netns is None:  # ssh's own failure, not the probe's answer
+        raise CampaignError(f"DUT {node.name}: ssh failed: {result.stderr.decode(errors='replace').strip()[:200]}")
+    return result.returncode == 0
 
 
 def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
-    """Fail before any point runs when the lab cannot give what the experiment needs."""
+    """Fail before any point runs when the lab cannot give what the experiment needs.
+
+    The kernel features are asked of each DUT's own kernel (the host's on the local lab, the guest's on
+    the VM lab), with the same probes the roles use."""
     needs = set(experiment.spec.get("lab", {}).get("requires") or [])
+    if procedure_needs_endpoints(experiment.spec["procedure"]["name"]):
+        try:
+            if lab is None:
+                raise LabError(f"procedure {experiment.spec['procedure']['name']} needs a lab with client and "
+                               f"server nodes; generator {experiment.generator} has none")
+            lab.client, lab.server  # noqa: B018  (each raises LabError naming the missing node)
+        except LabError as exc:
+            raise CampaignError(f"experiment {experiment.name}: {exc}") from None
     if experiment.generator != "sim" and lab is not None:
         if lab.topology != experiment.topology:
             raise CampaignError(f"experiment {experiment.name} needs topology {experiment.topology}, "
                                 f"the lab {lab.name} is {lab.topology}")
-    if lab is None or lab.kind not in ("local",):
-        return  # remote DUTs are checked by the roles themselves, before they change anything
-    if "sch_netem" in needs and not kernel_has_netem():
-        raise CampaignError(f"experiment {experiment.name} needs netem delay, but this kernel has no sch_netem: "
-                            "run it on the VM lab (LAB=vm) or a DUT with netem")
-    if "jool" in needs:
-        raise CampaignError(f"experiment {experiment.name} needs the Jool kernel module, which the local lab's "
-                            "kernel cannot load: run it on the VM lab (LAB=vm)")
+    if lab is None or not lab.duts:
+        return
+    if "sch_netem" in needs and (lacking := [d.name for d in lab.duts if not dut_passes(d, NETEM_PROBE)]):
+        raise CampaignError(f"experiment {experiment.name} needs netem delay, but the kernel of DUT "
+                            f"{', '.join(lacking)} has no sch_netem: run it on the VM lab (LAB=vm) or a DUT with "
+                            "netem")
+    if "jool" in needs and (lacking := [d.name for d in lab.duts if not dut_passes(d, JOOL_PROBE)]):
+        raise CampaignError(f"experiment {experiment.name} needs the Jool kernel module, which the kernel of DUT "
+                            f"{', '.join(lacking)} cannot load: run it on the VM lab (LAB=vm)")
 
 
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
-                 ansible_playbook: str | None = None):
+                 ansible_playbook: str | None = None, ceilings: str | Path = selftest.CEILINGS_FILE):
         self.experiment = experiment
         self.id = campaign or campaign_id(experiment)
         self.dir = Path(results_root) / experiment.name / self.id
-        self.progress = progress or (lambda line: None)
+        self._report = progress or (lambda line: None)
         self.lab = None if experiment.generator == "sim" else load_lab(inventory)
         # The ansible-playbook of the environment trexlab runs in (make setup's .venv).
         self.ansible_playbook = ansible_playbook or str(Path(sys.executable).parent / "ansible-playbook")
         self.points = experiment.points()
+        self.ceilings = Path(ceilings)  # the tester's self-test ceilings (trexlab.procedures.selftest)
+        self._based_on_networks = None  # destination networks site.yml last configured in this run
 
     # -- bookkeeping -----------------------------------------------------------------------
+    def progress(self, line: str) -> None:
+        """Show a progress line and keep it in <campaign dir>/campaign.log (the playbook entry shows no live output)."""
+        self._report(line)
+        if self.dir.is_dir():
+            with open(self.dir / "campaign.log", "a") as log:
+                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
     def status(self) -> dict[str, dict]:
         """Last recorded outcome per point id."""
         return read_point_log(self.dir)
@@ -105,7 +151,12 @@ class Campaign:
         if self.lab is None or not self.lab.duts:
             return []
         networks = (spec.get("traffic") or {}).get("destination_networks", 1)
-        self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+        # The base configuration (routing for the point's networks, tuning) changes only with the number of
+        # networks: every point restores what it adds on top. Applying it again would change nothing but
+        # costs half a minute per point on an emulated (VM lab) DUT.
+        if networks != self._based_on_networks:
+            self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+            self._based_on_networks = networks
         undo = []
         for block, (playbook, role) in DUT_CONFIG.items():
             settings = (spec.get("dut") or {}).get(block)
@@ -123,10 +174,13 @@ class Campaign:
             try:
                 params = procedure_params_class(spec["procedure"]["name"])(**(spec["procedure"].get("params") or {}))
                 traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
+                # The tester's own ceiling from a self-test on a loopback lab, as the CLI looks it up.
+                params, ceiling = selftest.ceiling_for(params, traffic, self.experiment.generator, self.lab,
+                                                       self.ceilings)
                 facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
                                    sweep=point.values, spec=spec, generator=generator.describe(),
                                    params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                                   lab=self.lab.describe() if self.lab else None)
+                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling)
 
                 def progress(phase: str, info: dict) -> None:
                     if phase == "repetition":
@@ -134,13 +188,38 @@ class Campaign:
                                       f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
                                       f"{self.eta()}")
 
-                repeat(spec["procedure"]["name"], generator, traffic, params, self.experiment.repetitions,
-                       self.dir / point.point_id, facts, progress=progress)
+                name = spec["procedure"]["name"]
+                repeat(name, generator, traffic, params, self.experiment.repetitions, self.dir / point.point_id,
+                       facts, progress=progress)
+                if name == "selftest":
+                    self.progress(f"point {k}/{n} {point.point_id}: " + selftest.record_selftest(
+                        self.dir / point.point_id, self.experiment.repetitions, self.experiment.generator,
+                        self.lab, traffic, self.ceilings))
             finally:
                 generator.close()
         finally:
             for playbook, extra in reversed(undo):
                 self.playbook(playbook, extra)
+
+    @contextlib.contextmanager
+    def tcp_endpoints(self, needed: bool):
+        """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
+        points run, when the procedure runs on them; removed again afterwards, as each point's DUT configuration is."""
+        if not needed or self.lab is None or not procedure_needs_endpoints(self.experiment.spec["procedure"]["name"]):
+            yield
+            return
+        playbook, role = ENDPOINTS_CONFIG
+        settings = role_vars(role, self.experiment.spec.get("endpoints") or {})
+        self.progress(f"configuring the TCP endpoints ({playbook})")
+        try:
+            self.playbook(playbook, {**settings, f"{role}_state": "present"})
+        except GeneratorError as exc:
+            self.playbook(playbook, {**settings, f"{role}_state": "absent"})
+            raise CampaignError(str(exc)) from None
+        try:
+            yield
+        finally:
+            self.playbook(playbook, {**settings, f"{role}_state": "absent"})
 
     def generator_options(self, spec: dict) -> dict:
         options = dict(spec.get("generator_options") or {})
@@ -157,6 +236,10 @@ class Campaign:
 
     def run(self) -> dict:
         check_requirements(self.experiment, self.lab)
+        try:
+            selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
         self.dir.mkdir(parents=True, exist_ok=True)
         manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
                     "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points]}
@@ -167,19 +250,23 @@ class Campaign:
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
-        for point in todo:
-            k = point.index + 1
-            start = time.monotonic()
-            try:
-                self.run_point(point, k, n)
-            except (GeneratorError, InvalidParameter, InvalidExperiment, subprocess.SubprocessError, OSError) as exc:
-                self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
-                self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
-            else:
-                self.record(point, "done", None, time.monotonic() - start)
-                self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
-            self._durations.append(time.monotonic() - start)
-            self._remaining -= 1
+        for warning in self.lab.warnings() if self.lab else ():
+            self.progress(f"warning: {warning}")
+        with self.tcp_endpoints(bool(todo)):
+            for point in todo:
+                k = point.index + 1
+                start = time.monotonic()
+                try:
+                    self.run_point(point, k, n)
+                except (GeneratorError, InvalidParameter, InvalidExperiment, LabError, subprocess.SubprocessError,
+                        OSError) as exc:
+                    self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
+                    self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
+                else:
+                    self.record(point, "done", None, time.monotonic() - start)
+                    self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
+                self._durations.append(time.monotonic() - start)
+                self._remaining -= 1
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),

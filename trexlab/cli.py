@@ -26,7 +26,7 @@ import yaml
 from trexlab.generators import GENERATORS, create_generator
 from trexlab.lab import LabError, load_lab
 from trexlab.params import InvalidParameter
-from trexlab.procedures import PROCEDURES
+from trexlab.procedures import PROCEDURES, selftest
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
 from trexlab.repetition import DEFAULT_REPETITIONS, procedure_module, repeat
@@ -55,6 +55,10 @@ def _per_port(name: str):
         return values
 
     return parse
+
+
+def _str_list(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -92,6 +96,9 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
             if default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
                                    help=f"comma-separated (default {','.join(map(str, default))})")
+            elif default and all(isinstance(v, str) for v in default):
+                group.add_argument(flag, dest=f"param_{f.name}", type=_str_list, default=None,
+                                   help=f"comma-separated (default {','.join(default)})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+        common.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
+                            help="tester ceilings: 'selftest' on a loopback lab records them here, the other "
+                                 "procedures compare their results against the matching one (same tester, "
+                                 "generator, frame size, directions) unless --tester-ceiling is given "
+                                 "(default %(default)s)")
         traffic = sub.add_argument_group("traffic")
         traffic.add_argument("--frame-size", type=_per_port("frame-size"), help="bytes, or 'port0,port1' (SIIT)")
         traffic.add_argument("--ip-version", type=_per_port("ip-version"), help="4, 6, or 'port0,port1'")
@@ -180,9 +192,27 @@ def prepare(args: argparse.Namespace) -> dict:
         lab = load_lab(args.inventory or config.get("inventory"))
         options.setdefault("lab", lab)
     generator = create_generator(generator_name, **options)
+    if hasattr(module, "check"):  # what a procedure can check before any traffic (e.g. the lab's TCP endpoints)
+        module.check(generator, procedure_params, template)
+    # The tester's own ceiling, from a self-test on a loopback lab, for the procedures that compare against it.
+    procedure_params, ceiling = selftest.ceiling_for(procedure_params, template, generator_name, lab, args.ceilings)
     results = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
     return {"template": template, "params": procedure_params, "repetitions": repetitions,
-            "generator": generator, "lab": lab, "results": results}
+            "generator": generator, "generator_name": generator_name, "lab": lab, "results": results,
+            "tester_ceiling": ceiling}
+
+
+def ceiling_line(ceiling: dict) -> str:
+    """What a run compares its result against, in one line."""
+    if ceiling["ceiling_fps"] is None:
+        key = ceiling["looked_up"]
+        return (f"no tester ceiling ({ceiling['source']} for {key['host']}, {key['generator']}, "
+                f"{key['frame_size']} B, {key['directions']}): a result at the tester's own limit will not be "
+                "flagged; run 'trexlab selftest' on a loopback lab to record one")
+    if "selftest_run" not in ceiling:
+        return f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['source']})"
+    return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['frame_size']} B, "
+            f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})")
 
 
 def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
@@ -212,11 +242,14 @@ def campaign_main(argv: list[str]) -> int:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
+                        help="tester self-test ceilings: recorded by a selftest campaign on a loopback lab, "
+                             f"compared against by the others (default {selftest.CEILINGS_FILE})")
     args = parser.parse_args(argv)
     try:
         experiment = load(args.experiment).scaled(args.scale)
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
-                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+                            progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
     except (InvalidExperiment, CampaignError, LabError, InvalidParameter) as exc:
         print(f"trexlab campaign: {exc}", file=sys.stderr)
@@ -263,9 +296,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     generator, display = run["generator"], ProgressDisplay()
+    for warning in run["lab"].warnings() if run["lab"] else ():
+        print(f"trexlab {args.procedure}: warning: {warning}", file=sys.stderr)
+    if run["tester_ceiling"]:
+        print(f"trexlab {args.procedure}: {ceiling_line(run['tester_ceiling'])}", file=sys.stderr)
     facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
                        traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
-                       argv=argv)
+                       argv=argv, tester_ceiling=run["tester_ceiling"])
     try:
         summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
                          run["results"], facts, progress=display)
@@ -274,9 +311,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {args.procedure}: interrupted; finished repetitions are kept in {run['results']}; "
               "run the same command with --results to resume", file=sys.stderr)
         return 130
+    except (InvalidParameter, LabError) as exc:  # found mid-run, before the traffic it concerns (RFC 6349 windows)
+        display.close()
+        print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         generator.close()
     display.close()
+    if args.procedure == "selftest":
+        line = selftest.record_selftest(run["results"], run["repetitions"], run["generator_name"], run["lab"],
+                                       run["template"], args.ceilings)
+        print(f"trexlab selftest: {line}", file=sys.stderr)
     if args.json:
         latest = sorted(run["results"].glob("rep-*/result.json"))[-1]
         json.dump({"results": str(run["results"]), "summary": summary,

@@ -32,8 +32,13 @@ GENERATORS = ("sim", "software", "trex")
 #: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
 #: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
 DUT_CONFIG = {"impairment": ("playbooks/dut-impairment.yml", "netem"),
-              "siit": ("playbooks/dut-siit.yml", "siit_tayga")}
+              "siit": ("playbooks/dut-siit.yml", "siit_tayga"),
+              "siit_jool": ("playbooks/dut-siit-jool.yml", "siit_jool")}
 DUT_BLOCKS = tuple(DUT_CONFIG)
+#: The lab's TCP endpoints (client, server nodes): applied once around a campaign whose procedure runs on them
+#: (NEEDS_TCP_ENDPOINTS), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
+#: tcp_endpoints_http_file_mib).
+ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
 ROLES = Path(__file__).resolve().parent.parent / "roles"
 DEFAULT_REPETITIONS = 20
 
@@ -64,6 +69,9 @@ SCHEMA = {
             "properties": {block: {"type": "object"} for block in DUT_BLOCKS},
         },
         "traffic": {"type": "object"},
+        "endpoints": {"type": "object"},
+        # The report's notebook (default analysis/<name>.ipynb, else analysis/report.ipynb).
+        "notebook": {"type": "string", "pattern": r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"},
         "procedure": {
             "type": "object",
             "additionalProperties": False,
@@ -217,10 +225,30 @@ def validate(spec: object, source: str = "<spec>") -> Experiment:
         raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
                                 "simulated SUT in generator_options")
     experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
+    _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
         _check_point(point, source)
     return experiment
+
+
+def _check_endpoints(spec: dict, source: str) -> None:
+    """An endpoints block: options of roles/tcp_endpoints, for a procedure that runs on the endpoints."""
+    if "endpoints" not in spec:
+        return
+    if not procedure_needs_endpoints(spec["procedure"]["name"]):
+        raise InvalidExperiment(f"{source}: endpoints: procedure {spec['procedure']['name']} does not run on the "
+                                "lab's TCP endpoints (tcp and http_download do)")
+    _check_role_settings(source, "endpoints", ENDPOINTS_CONFIG[1], spec["endpoints"])
+
+
+def procedure_needs_endpoints(name: str) -> bool:
+    """Whether a procedure runs on the lab's client and server nodes (roles/tcp_endpoints)."""
+    import importlib
+
+    from trexlab.procedures import PROCEDURES
+
+    return name in PROCEDURES and getattr(importlib.import_module(PROCEDURES[name]), "NEEDS_TCP_ENDPOINTS", False)
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -243,32 +271,40 @@ def role_options(role: str) -> dict:
 
 def dut_role_vars(block: str, settings: dict) -> dict:
     """A spec's dut.<block> settings as the variables of the role that applies them."""
-    role = DUT_CONFIG[block][1]
+    return role_vars(DUT_CONFIG[block][1], settings)
+
+
+def role_vars(role: str, settings: dict) -> dict:
+    """A block's settings as the variables of its role (loss_percent -> netem_loss_percent)."""
     return {f"{role}_{key}": value for key, value in settings.items()}
 
 
 def _check_dut(point: SweepPoint, source: str) -> None:
     """Each dut.<block> key must be an option of its role, of the declared type and choices."""
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
-    kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
     for block, settings in (point.spec.get("dut") or {}).items():
-        role = DUT_CONFIG[block][1]
-        options = role_options(role)
-        for key, value in settings.items():
-            name = f"{role}_{key}"
-            if name not in options or name.endswith("_state") or name.endswith("_state_dir"):
-                allowed = sorted(o.removeprefix(f"{role}_") for o in options
-                                 if o.startswith(f"{role}_") and not o.endswith(("_state", "_state_dir")))
-                raise InvalidExperiment(f"{where}: dut.{block}.{key}: unknown; allowed {', '.join(allowed)}")
-            option = options[name]
-            kind = kinds.get(option.get("type", "str"))
-            if kind and (not isinstance(value, kind) or (isinstance(value, bool) and option.get("type") != "bool")):
-                raise InvalidExperiment(f"{where}: dut.{block}.{key}: {value!r} is not of type {option['type']}")
-            choices = option.get("choices")
-            values = value if isinstance(value, list) else [value]
-            if choices and any(v not in choices for v in values):
-                raise InvalidExperiment(f"{where}: dut.{block}.{key}: {value!r} is not allowed; allowed "
-                                        f"{', '.join(map(str, choices))}")
+        _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
+
+
+def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:
+    """Each key of a block (dut.<block>, endpoints) must be an option of its role, of its type and choices."""
+    kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
+    options = role_options(role)
+    for key, value in settings.items():
+        name = f"{role}_{key}"
+        if name not in options or name.endswith("_state") or name.endswith("_state_dir"):
+            allowed = sorted(o.removeprefix(f"{role}_") for o in options
+                             if o.startswith(f"{role}_") and not o.endswith(("_state", "_state_dir")))
+            raise InvalidExperiment(f"{where}: {label}.{key}: unknown; allowed {', '.join(allowed)}")
+        option = options[name]
+        kind = kinds.get(option.get("type", "str"))
+        if kind and (not isinstance(value, kind) or (isinstance(value, bool) and option.get("type") != "bool")):
+            raise InvalidExperiment(f"{where}: {label}.{key}: {value!r} is not of type {option['type']}")
+        choices = option.get("choices")
+        values = value if isinstance(value, list) else [value]
+        if choices and any(v not in choices for v in values):
+            raise InvalidExperiment(f"{where}: {label}.{key}: {value!r} is not allowed; allowed "
+                                    f"{', '.join(map(str, choices))}")
 
 
 def _check_point(point: SweepPoint, source: str) -> None:

@@ -9,6 +9,7 @@ elsewhere.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ class TestPort:
 @dataclass(frozen=True)
 class Node:
     name: str
-    role: str  # tester | dut
+    role: str  # tester | dut | client | server (client and server: kernel TCP stacks beside the tester ports)
     ansible_host: str
     ansible_user: str = "root"
     ansible_port: int = 22
@@ -72,12 +73,16 @@ class Node:
         """
         if self.netns and os.geteuid() == 0:
             return ["ip", "netns", "exec", self.netns, *argv]
+        return [*self.ssh(), shlex.join(argv)]
+
+    def ssh(self, *options: str) -> list[str]:
+        """ssh to this node (its own sshd, also on the local lab), with extra ssh options, e.g. -L forwards."""
         ssh = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
                "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-               "-p", str(self.ansible_port)]
+               "-p", str(self.ansible_port), *options]
         if self.ssh_key:
             ssh += ["-i", self.ssh_key]
-        return [*ssh, f"{self.ansible_user}@{self.ansible_host}", shlex.join(argv)]
+        return [*ssh, f"{self.ansible_user}@{self.ansible_host}"]
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,49 @@ class Lab:
     def duts(self) -> list[Node]:
         return sorted((n for n in self.nodes.values() if n.role == "dut"), key=lambda n: n.name)
 
+    @property
+    def client(self) -> Node:
+        """The TCP client (beside tester port 0): RFC 6349 and HTTP download tests need it."""
+        return self._endpoint("client")
+
+    @property
+    def server(self) -> Node:
+        """The TCP server (beside tester port 1): iperf3 and nginx of roles/tcp_endpoints run there."""
+        return self._endpoint("server")
+
+    def _endpoint(self, role: str) -> Node:
+        found = [n for n in self.nodes.values() if n.role == role]
+        if not found:
+            raise LabError(f"lab {self.name} has no {role} node: TCP tests need the client and server nodes "
+                           "(local lab: tcp_endpoints=true, the default; bare metal: declare them in the inventory)")
+        return found[0]
+
+    def node_facts(self, name: str) -> dict:
+        """What the roles reported they applied on one node (facts/<name>.json beside the inventory), or {}."""
+        return self.dut_facts().get(name) or {}
+
     def describe(self) -> dict:
         return {"name": self.name, "kind": self.kind, "topology": self.topology,
-                "inventory": str(self.inventory), "nodes": sorted(self.nodes)}
+                "inventory": str(self.inventory), "nodes": sorted(self.nodes), "dut_facts": self.dut_facts(),
+                "warnings": self.warnings()}
+
+    def warnings(self) -> list[str]:
+        """What a reader of this lab's figures must know; procedures print it and provenance keeps it."""
+        emulated = [n.name for n in self.duts if n.extra.get("trexlab_vm_accel") == "tcg"]
+        if not emulated:
+            return []
+        return [f"DUT {', '.join(emulated)}: a QEMU VM emulated by TCG (no KVM): throughput and latency figures "
+                "describe the emulator, not a device; use this lab for function (netem, Jool, procedures)"]
+
+    def dut_facts(self) -> dict:
+        """What the DUT roles reported they applied (playbooks/site.yml keeps it beside the inventory)."""
+        facts = {}
+        for path in sorted((Path(self.inventory).parent / "facts").glob("*.json")):
+            try:
+                facts[path.stem] = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                facts[path.stem] = None  # being rewritten by a concurrent configure
+        return facts
 
 
 def _port(data: dict) -> TestPort:
@@ -121,7 +166,7 @@ def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     root = data.get("all", {})
     lab_vars = (root.get("vars") or {}).get("trexlab_lab") or {}
     nodes: dict[str, Node] = {}
-    for role in ("tester", "dut"):
+    for role in ("tester", "dut", "client", "server"):
         group = (root.get("children") or {}).get(role) or {}
         for name, hv in (group.get("hosts") or {}).items():
             hv = hv or {}

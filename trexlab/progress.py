@@ -20,7 +20,11 @@ class ProgressDisplay:
                 self._line(f"{self.repetition}: finished earlier, kept", final=True)
             return
         text = f"[{time.monotonic() - self.start:7.1f}s] {self.repetition} {phase}: trial {info.get('trial', '?')}"
-        text += f" at {info.get('offered_load', 0):,.0f} fps"
+        if "test" in info:  # a TCP test or download (RFC 6349, HTTP): named, with what each direction carried
+            text += f" {info['test']}" + "".join(f", {name} {bps / 1e6:,.1f} Mbit/s"
+                                                 for name, bps in (info.get("throughput_bps") or {}).items())
+        else:
+            text += f" at {info.get('offered_load', 0):,.0f} fps"
         if "loss_ratio" in info:
             text += f", loss ratio {info['loss_ratio']:.3e}"
             if info.get("stretched"):

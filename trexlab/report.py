@@ -1,7 +1,8 @@
 """Campaign reports: an analysis notebook executed headless and exported to one HTML file.
 
-The notebook of an experiment is analysis/<experiment>.ipynb when it has one,
-analysis/report.ipynb otherwise. It is executed with papermill (its
+The notebook of an experiment is the one its spec names (``notebook:``, shared
+by related experiments), else analysis/<experiment>.ipynb when it has one,
+else analysis/report.ipynb. It is executed with papermill (its
 ``campaigns`` parameter set to the campaign directories) and exported with
 nbconvert, code cells hidden, plots embedded: the HTML is self-contained.
 The executed notebook is kept beside it, so a reader can open and rerun it.
@@ -20,7 +21,10 @@ class ReportError(RuntimeError):
     """The report could not be made; one line."""
 
 
-def notebook_for(experiment: str) -> Path:
+def notebook_for(experiment: str, declared: str | None = None) -> Path:
+    """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report."""
+    if declared:
+        return REPO / declared
     own = NOTEBOOKS / f"{experiment}.ipynb"
     return own if own.is_file() else NOTEBOOKS / "report.ipynb"
 
@@ -43,8 +47,8 @@ def render(campaign: str | Path, notebook: str | Path | None = None, html: str |
     campaign = Path(campaign).resolve()
     if not (campaign / "campaign.json").is_file():
         raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
-    experiment = json.loads((campaign / "campaign.json").read_text())["experiment"]
-    notebook = Path(notebook) if notebook else notebook_for(experiment)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"))
     html = Path(html) if html else campaign / "report.html"
     executed = html.with_suffix(".ipynb")
     try:

@@ -61,6 +61,9 @@ class TrialSpec:
     latency_frames: int = 0  # with latency_mode "tagged": tagged frames per direction
     frame_timeout: float | None = None  # s; a frame later than this counts as lost
     receive_tail: float = 2.0  # s of receiving after sending stops (RFC 2544)
+    # IPv4 Don't Fragment: a DUT must drop a frame too big for its next link instead of fragmenting it (path
+    # MTU trials, RFC 6349); IPv6 routers never fragment. Generators that cannot set it say so (supports_df).
+    dont_fragment: bool = False
 
     def __post_init__(self) -> None:
         def bad(name: str, allowed: str, value: object) -> InvalidTrialSpec:
@@ -92,6 +95,8 @@ class TrialSpec:
             raise bad("frame_timeout", "> 0 s or None", self.frame_timeout)
         if not self.receive_tail >= 0:
             raise bad("receive_tail", ">= 0 s", self.receive_tail)
+        if not isinstance(self.dont_fragment, bool):
+            raise bad("dont_fragment", "true or false", self.dont_fragment)
 
     @property
     def active_directions(self) -> tuple[Direction, ...]:

@@ -14,8 +14,11 @@ from trexlab.report import render
 from labtools import REPO, VENV, node_state
 
 pytestmark = pytest.mark.lab
-# experiments/demo runs end to end, through make demo, in test_demo.py.
-EXPERIMENTS = sorted(p.parent.name for p in (REPO / "experiments").glob("*/experiment.yml") if p.parent.name != "demo")
+# experiments/demo runs end to end, through make demo, in test_demo.py; http-download-loss, with its figures
+# checked, in test_http_download.py.
+OWN_TESTS = ("demo", "http-download-loss")
+EXPERIMENTS = sorted(p.parent.name for p in (REPO / "experiments").glob("*/experiment.yml")
+                     if p.parent.name not in OWN_TESTS)
 LAB_NAMES = {"single": "ex1", "dual": "ex2", "loopback": "ex3"}
 
 

@@ -12,6 +12,11 @@ Contract for every procedure module (throughput, mlrsearch, flr, latency, pdv, s
   info: dict)`` receives human-facing progress, and the result object has
   ``to_dict()`` (JSON-ready, always disclosing loss tolerance and method).
 
+A procedure may also define ``check(generator, params, traffic)``: what it can
+check before any traffic (the CLI and campaigns call it first), and
+``NEEDS_TCP_ENDPOINTS = True`` when it runs on the lab's client and server nodes
+(campaigns then apply playbooks/tcp-endpoints.yml around the experiment).
+
 ``PROCEDURES`` maps the CLI name to the module path.
 """
 
@@ -22,4 +27,6 @@ PROCEDURES = {
     "latency": "trexlab.procedures.latency",
     "pdv": "trexlab.procedures.pdv",
     "selftest": "trexlab.procedures.selftest",
+    "tcp": "trexlab.procedures.rfc6349",
+    "http_download": "trexlab.procedures.http_download",
 }

@@ -56,11 +56,12 @@ class TrialRunner:
         return notes
 
 
-def ceiling_warning(rate: float | None, ceiling: float | None) -> str | None:
-    """A warning when a DUT result comes within 10 % of the tester's own self-test ceiling."""
+def ceiling_warning(rate: float | None, ceiling: float | None, what: str = "result") -> str | None:
+    """A warning when a DUT result (or the load it was measured at) comes within 10 % of the tester's own
+    self-test ceiling, or above it."""
     if rate is None or not ceiling:
         return None
     if rate >= ceiling * (1 - CEILING_MARGIN):
-        return (f"result {rate:.0f} fps is within {CEILING_MARGIN:.0%} of the tester's self-test ceiling "
-                f"{ceiling:.0f} fps: it may measure the tester, not the DUT")
+        return (f"{what} {rate:.0f} fps is within {CEILING_MARGIN:.0%} of the tester's self-test ceiling "
+                f"{ceiling:.0f} fps (or above it): it may measure the tester, not the DUT")
     return None

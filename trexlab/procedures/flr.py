@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner
+from trexlab.procedures.common import TrialRunner, ceiling_warning
 from trexlab.trial import TrialSpec
 
 METHOD = "RFC 2544 section 26.3"
@@ -23,6 +23,7 @@ class Params:
     trial_duration: float = 60.0
     frame_timeout: float | None = None
     media: str = "10g"
+    tester_ceiling: float | None = None  # fps from a self-test; loads near it are flagged
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:
@@ -32,6 +33,8 @@ class Params:
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
         media_speed(self.media)
+        if self.tester_ceiling is not None:
+            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
 
 
 @dataclass
@@ -73,4 +76,6 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     notes = runner.notes()
     if lossless_in_a_row < 2:
         notes.append("no two consecutive lossless trials before the load reached zero")
+    if warning := ceiling_warning(top, params.tester_ceiling, "maximum offered load"):
+        notes.append(warning)
     return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes)

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner
+from trexlab.procedures.common import TrialRunner, ceiling_warning
 from trexlab.trial import TrialSpec, latency_samples_of
 
 METHOD = "RFC 8219 section 7.2"
@@ -30,6 +30,7 @@ class Params:
     tagged_frames: int = 1000  # per direction, >= 500
     frame_timeout: float | None = None
     rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
+    tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
 
     def __post_init__(self) -> None:
         check_range("rate", self.rate, 0, low_open=True)
@@ -37,6 +38,8 @@ class Params:
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+        if self.tester_ceiling is not None:
+            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
         check_range("rfc2544_trials", self.rfc2544_trials, 0, 1000, integer=True)
 
 
@@ -74,6 +77,8 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                       latency_frames=params.tagged_frames, **timeout)
     directions = {}
     notes = runner.notes()
+    if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
+        notes.append(warning)
     for direction in traffic.active_directions:
         samples = latency_samples_of([main], direction)
         summary = samples.summary()

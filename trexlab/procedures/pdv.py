@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner
+from trexlab.procedures.common import TrialRunner, ceiling_warning
 from trexlab.trial import Latency, TrialSpec, latency_samples_of
 
 METHOD = "RFC 8219 section 7.3"
@@ -24,12 +24,15 @@ class Params:
     trial_duration: float = 60.0  # s, RFC 8219: at least 60 s
     frame_timeout: float | None = None
     ipdv: bool = False
+    tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
 
     def __post_init__(self) -> None:
         check_range("rate", self.rate, 0, low_open=True)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+        if self.tester_ceiling is not None:
+            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
 
 
 @dataclass
@@ -66,4 +69,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             steps = [abs(b - a) for a, b in zip(samples.values, samples.values[1:], strict=False)]
             stats["ipdv_p99_9"] = Latency.from_samples(steps).percentile(99.9)
         directions[direction] = stats
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, runner.notes())
+    notes = runner.notes()
+    if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
+        notes.append(warning)
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes)
