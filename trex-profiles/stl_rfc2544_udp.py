@@ -15,13 +15,22 @@ the *forward* direction from 198.18.0.2 / 2001:2:0:8000::2 to 198.19.x.2 /
 for destination networks x = 0..networks-1.  The MAC addresses are TRex's: the
 server writes each port's own source and configured destination MAC (trex_cfg).
 
-From trex-console, e.g. 1000 frames/s of 128-byte IPv6 frames with RFC 4814
+From trex-console in trex-profiles/, e.g. 1000 frames/s of 128-byte IPv6 frames with RFC 4814
 ports to 16 networks::
 
-    start -f trex-profiles/stl_rfc2544_udp.py -p 0 1 -t ip_version=6,frame_size=128,port_mode=rfc4814,networks=16,rate=1000
+    start -f stl_rfc2544_udp.py -p 0 1 -t ip_version=6,frame_size=128,port_mode=rfc4814,networks=16,rate=1000
 
 The frames are built byte by byte (no Scapy) so that their length and fields
 are exact and testable without TRex.
+
+Checksums: test frames leave TRex with correct IPv4 and UDP checksums, also
+with RFC 4814 ports and several networks (the field engine fixes them after
+each rewrite; checked on captured frames). Latency frames do not: TRex writes
+its signature over the payload's tail after checksumming, so their UDP
+checksum is wrong (captured, TRex v3.08). Routers and SIIT translators forward
+them unchecked; a zero IPv4 UDP checksum, the other choice, would be dropped by
+a stateless translator that does not compute one (RFC 7915, section 4.5), so
+the profile leaves TRex's.
 """
 
 from __future__ import annotations
@@ -76,10 +85,12 @@ def _checksum(data: bytes) -> int:
 
 
 def test_frame(direction: int, ip_version: int, frame_size: int, network: int = 0,
-               source_port: int = FIXED_SOURCE_PORT, destination_port: int = FIXED_DESTINATION_PORT) -> bytes:
+               source_port: int = FIXED_SOURCE_PORT, destination_port: int = FIXED_DESTINATION_PORT,
+               dont_fragment: bool = False) -> bytes:
     """One UDP test frame without FCS (frame_size - 4 bytes), checksums correct.
 
-    MAC addresses are zero: TRex replaces them with the port's configured ones.
+    MAC addresses are zero: TRex replaces them with the port's configured ones. dont_fragment sets
+    IPv4's DF bit (path MTU trials); IPv6 routers never fragment, so it changes nothing there.
     """
     src, dst = addresses(direction, ip_version, network)
     src_b = ipaddress.ip_address(src).packed
@@ -92,7 +103,8 @@ def test_frame(direction: int, ip_version: int, frame_size: int, network: int = 
     udp = struct.pack("!HHHH", source_port, destination_port, udp_len, 0) + payload
     if ip_version == 4:
         pseudo = src_b + dst_b + struct.pack("!BBH", 0, 17, udp_len)
-        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0, 64, 17, 0, src_b, dst_b)
+        flags = 0x4000 if dont_fragment else 0
+        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, flags, 64, 17, 0, src_b, dst_b)
         header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
         ethertype = 0x0800
     else:
@@ -116,7 +128,8 @@ class RFC2544UDP:
     """STL profile: test stream (+ latency stream) of one tester port."""
 
     def get_streams(self, tunables=(), direction=0, port_id=0, frame_size=64, ip_version=4, port_mode="fixed",
-                    networks=1, rate=1000.0, latency_rate=0.0, pg_id=None, latency_pg_id=None, **kwargs):
+                    networks=1, rate=1000.0, latency_rate=0.0, pg_id=None, latency_pg_id=None, dont_fragment=False,
+                    **kwargs):
         """Streams of the port; every tunable has a default so trex-console can list them.
 
         rate / latency_rate are frames/s of the test and latency stream (latency_rate 0 = no
@@ -124,21 +137,23 @@ class RFC2544UDP:
         and latency_pg_id to 2 * port_id + 2, so that each direction has its own.
         """
         from trex.stl.api import (  # imported here so the frame builders work without TRex
+            STLVM,
             CTRexVmInsFixHwCs,
             STLFlowLatencyStats,
             STLFlowStats,
             STLPktBuilder,
             STLStream,
             STLTXCont,
-            STLVM,
         )
 
         options = dict(frame_size=frame_size, ip_version=ip_version, port_mode=port_mode, networks=networks,
-                       rate=rate, latency_rate=latency_rate, pg_id=pg_id, latency_pg_id=latency_pg_id)
+                       rate=rate, latency_rate=latency_rate, pg_id=pg_id, latency_pg_id=latency_pg_id,
+                       dont_fragment=dont_fragment)
         options.update(_parse_console_tunables(tunables))
         frame_size, ip_version = int(options["frame_size"]), int(options["ip_version"])
         port_mode, networks = str(options["port_mode"]), int(options["networks"])
         rate, latency_rate = float(options["rate"]), float(options["latency_rate"])
+        dont_fragment = str(options["dont_fragment"]).lower() in ("1", "true", "yes")  # console tunables are text
         direction = int(direction) % 2
         pg_id = 2 * port_id + 1 if options["pg_id"] is None else int(options["pg_id"])
         latency_pg_id = 2 * port_id + 2 if options["latency_pg_id"] is None else int(options["latency_pg_id"])
@@ -154,16 +169,17 @@ class RFC2544UDP:
                    f">= {MIN_LATENCY_FRAME[ip_version]} bytes for IPv{ip_version}/UDP latency frames "
                    f"(TRex's {LATENCY_SIGNATURE}-byte signature must fit in the UDP payload)")
 
+        frame = test_frame(direction, ip_version, frame_size, dont_fragment=dont_fragment)
         streams = []
         if rate > 0:
-            packet = STLPktBuilder(pkt_buffer=test_frame(direction, ip_version, frame_size),
+            packet = STLPktBuilder(pkt_buffer=frame,
                                    vm=self._field_engine(STLVM, CTRexVmInsFixHwCs, ip_version, port_mode, networks))
             streams.append(STLStream(name=f"test-{DIRECTION_NAMES[direction]}", packet=packet,
                                      mode=STLTXCont(pps=rate), flow_stats=STLFlowStats(pg_id=pg_id)))
         if latency_rate > 0:
             # Latency frames are fixed (network 0, fixed ports): TRex timestamps them on its
             # receive core, and their delay must not depend on which flow they belong to.
-            packet = STLPktBuilder(pkt_buffer=test_frame(direction, ip_version, frame_size))
+            packet = STLPktBuilder(pkt_buffer=frame)
             streams.append(STLStream(name=f"latency-{DIRECTION_NAMES[direction]}", packet=packet,
                                      mode=STLTXCont(pps=latency_rate),
                                      flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))

@@ -1,11 +1,23 @@
 """The TRex generator against a fake client: calls, streams, rates, counters and latency in TRex's shape."""
 
+import socket
 import struct
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from trexlab.generators import create_generator
-from trexlab.generators.trex import PROFILE, profile_module
+from trexlab.generators.trex import (
+    CLIENT_SUBDIR,
+    PROFILE,
+    SSHTunnel,
+    installed_trex_paths,
+    load_client_api,
+    profile_module,
+)
+from trexlab.lab import Lab, Node
 from trexlab.trial import GeneratorError, TrialSpec
 
 from fake_trex import FakeClient, install
@@ -21,6 +33,7 @@ def api(monkeypatch):
 def generator(api, warmup=False, **fake):
     client = FakeClient(**fake)
     gen = create_generator("trex", server="192.0.2.1", api=api, client=client, warmup=warmup)
+    gen.clock = client.clock  # the fake server's time: it advances while the fake sends
     return gen, client
 
 
@@ -63,18 +76,46 @@ def test_loss_free_bidirectional_trial_counts_per_pg_id(api):
 
 
 def test_dut_loss_and_tester_drops_are_reported_apart(api):
-    gen, _ = generator(api, forwarded=0.9, rx_missed=7)
+    gen, client = generator(api, forwarded=0.9, rx_missed=7)
     d = gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions["forward"]
-    assert d.frames_lost == 100 and d.tester_drops == 7
+    # 100 frames lost in the DUT, 7 more in the tester's receive ring: port ierrors, which TRex sums
+    # from rx_missed_errors too, so the xstat must not be added again.
+    assert d.frames_lost == 107 and d.tester_drops == 7
+    assert client.get_xstats(1)["rx_missed_errors"] == 7 and "get_xstats" not in client.call_names()[:-1]
     assert "reverse" not in gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions
 
 
-def test_tester_below_offered_load_is_stretched_from_measured_opackets(api):
+def test_tester_below_offered_load_is_stretched_from_its_send_time(api):
+    # TRex sends every frame of a stream it cannot keep up with, only later (2000 frames at 800 fps: 2.5 s).
     gen, _ = generator(api, ceiling=800)
-    result = gen.run_trial(TrialSpec(offered_load=1000, duration=2))
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=2, receive_tail=1))
     d = result.directions["forward"]
-    assert d.frames_sent == 1600 and d.achieved_rate == pytest.approx(800)
-    assert result.stretched and d.frames_lost == 400
+    assert d.frames_sent == 2000 and d.send_duration == pytest.approx(2.5)
+    assert d.achieved_rate == pytest.approx(800) and result.stretched
+    assert result.notes == ("sending took 2.500 s of wall time for a 2 s trial",)
+
+
+def test_send_time_within_the_margin_is_the_trial_duration(api):
+    gen, _ = generator(api, ceiling=2000 / 2.05)  # 50 ms late: how late TRex's end-of-traffic event may be
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=2))
+    assert result.directions["forward"].send_duration == 2 and not result.stretched
+
+
+def test_a_frame_beyond_rate_times_duration_counts_as_intended(api):
+    # TRex's continuous stream with a duration sometimes sends rate x duration + 1 frames.
+    gen, _ = generator(api, extra_frame=True)
+    d = gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions["forward"]
+    assert (d.frames_intended, d.frames_sent, d.frames_lost) == (1001, 1001, 0)
+    gen, _ = generator(api, extra_frame=True, forwarded=0.9995)  # 1000 of 1001 arrive: one frame lost
+    d = gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions["forward"]
+    assert (d.frames_received, d.frames_lost) == (1000, 1)
+
+
+def test_frame_timeout_is_refused_before_any_traffic(api):
+    gen, client = generator(api)
+    with pytest.raises(ValueError, match=r"frame_timeout=0.5: allowed none with the trex generator"):
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, frame_timeout=0.5))
+    assert "start" not in client.call_names()
 
 
 def test_frame_sizes_per_port_for_siit_and_fcs_in_byte_counters(api):
@@ -175,3 +216,68 @@ def test_profile_frames_have_correct_checksums():
             pseudo = frame[22:54] + struct.pack("!IxxxB", len(frame) - 54, 17)
             assert module._checksum(pseudo + frame[54:]) == 0
             assert frame[38:54].hex() == "20010002000080050000000000000002"
+
+
+def test_dont_fragment_sets_the_ipv4_df_bit_in_test_and_latency_frames(api):
+    gen, client = generator(api)
+    assert gen.supports_df  # RFC 6349's path MTU step may use it
+    gen.run_trial(TrialSpec(offered_load=100, duration=1, dont_fragment=True, latency_mode="tagged", latency_frames=10))
+    for stream in streams_of(client, 0):
+        header = stream.packet.pkt_buffer[14:34]
+        assert header[6] & 0x40 and profile_module()._checksum(header) == 0
+    gen, client = generator(api)
+    gen.run_trial(TrialSpec(offered_load=100, duration=1))
+    assert not streams_of(client, 0)[0].packet.pkt_buffer[20] & 0x40
+
+
+def lab_with_tester(**extra) -> Lab:
+    tester = Node(name="tester", role="tester", ansible_host="2001:db8::3", extra=extra)
+    return Lab(name="t", kind="static", topology="single", nodes={"tester": tester}, inventory=Path("hosts.yml"))
+
+
+def test_server_on_the_tester_is_reached_through_ssh_unless_an_address_is_given(api):
+    # TRex binds its RPC ports to IPv4 only; a lab's management network may be IPv6 only.
+    lab = lab_with_tester()
+    gen = create_generator("trex", lab=lab, api=api)
+    assert gen.tunnel_node is lab.tester and gen.tunnel is None  # nothing started before the first trial
+    assert gen.server == "tester:4501 (ssh tunnel to 2001:db8::3)"
+    direct = create_generator("trex", lab=lab_with_tester(trexlab_trex_server="198.51.100.7"), api=api)
+    assert direct.tunnel_node is None and direct.server == "198.51.100.7:4501"
+
+
+def test_a_tunnel_that_cannot_come_up_is_a_generator_error_naming_the_node():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens here once the socket is closed
+    node = Node(name="tester", role="tester", ansible_host="127.0.0.1", ansible_port=closed)
+    started = time.monotonic()
+    with pytest.raises(GeneratorError, match=r"ssh tunnel to tester \(127.0.0.1\) for TRex ports 4501, 4500 "
+                                             r"did not come up: .*refused"):
+        SSHTunnel(node, (4501, 4500))
+    assert time.monotonic() - started < 10
+
+
+def test_the_client_of_the_installed_trex_comes_first(tmp_path, monkeypatch):
+    # Client and server must speak the same API major: the client shipped with the server wins.
+    package = tmp_path / CLIENT_SUBDIR / "trex" / "stl"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "api.py").write_text("SHIPPED_WITH = 'the installed TRex'\n")
+    monkeypatch.setenv("TREXLAB_TREX_PATH", str(tmp_path))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    for name in [n for n in sys.modules if n == "trex" or n.startswith("trex.")]:
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        assert load_client_api().SHIPPED_WITH == "the installed TRex"
+    finally:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+
+def test_installed_trex_is_looked_for_in_the_tester_nodes_own_tree(monkeypatch):
+    monkeypatch.setenv("TREXLAB_TREX_PATH", "/srv/trex")
+    node = Node(name="tester", role="tester", ansible_host="2001:db8::3", netns="tl-t-tester")
+    lab = Lab(name="t", kind="local", topology="single", nodes={"tester": node}, inventory=Path("hosts.yml"))
+    assert installed_trex_paths(lab) == ["/srv/trex", "/var/lib/trexlab/t/tester/trex/current", "/opt/trex/current"]

@@ -1,10 +1,13 @@
 """roles/trex on a namespace node over SSH, with a tarball made here instead of TRex.
 
 The fake release has TRex's layout where the role looks (a top directory and
-t-rex-64); its t-rex-64 records its arguments and listens on the RPC port 4501
-on the node's loopback, which is all the role checks of a running server.  So
-the test proves fetch/verify/unpack, the rendered trex_cfg.yaml, the supervised
-service (start, restart after a crash, stop), idempotence and state=absent.
+t-rex-64); its t-rex-64 records its arguments, makes the DPDK runtime directory
+of the configured file prefix as TRex does, and listens on the RPC port 4501 on
+the node's loopback (IPv4 only, like TRex), greeting every connection, which is
+all the role checks of a running server.  So the test proves fetch/verify/unpack,
+the rendered trex_cfg.yaml, the supervised service (start, restart after a crash,
+stop), the generator's SSH tunnel to the node's loopback, idempotence and
+state=absent.
 """
 
 import hashlib
@@ -18,14 +21,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trexlab.generators.trex import SSHTunnel
+
 import labtools
 from labtools import changed_count, run
 
 pytestmark = pytest.mark.lab
 
 FAKE_SERVER = """#!/bin/sh
-# Stands in for TRex: records how it was started and answers on the RPC port.
+# Stands in for TRex: records how it was started, makes DPDK's runtime directory and answers on the RPC port.
 echo "$@" > "$(dirname "$0")/started-with"
+prefix=$(sed -n 's/^ *prefix: "\\(.*\\)"$/\\1/p' "$(echo "$@" | sed 's/.*--cfg \\([^ ]*\\).*/\\1/')")
+[ -z "$prefix" ] || mkdir -p "/run/dpdk/$prefix"
 exec python3 -c '
 import socket
 s = socket.socket()
@@ -33,7 +40,9 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 4501))
 s.listen()
 while True:
-    s.accept()[0].close()
+    c = s.accept()[0]
+    c.sendall(b"fake trex\\n")
+    c.close()
 '
 """
 
@@ -92,11 +101,25 @@ def test_role_installs_runs_and_removes_a_release(lab, release):
         assert rpc_answers(tester.netns)
         args = (root / "current" / "started-with").read_text().split()
         assert args[:2] == ["-i", "--hdrh"] and args[args.index("--cfg") + 1] == str(root / "trex_cfg.yaml")
+        assert "--no-scapy-server" in args  # TRex's scapy server fails as nobody under /root and stops TRex
 
         config = yaml.safe_load((root / "trex_cfg.yaml").read_text())[0]
         assert config["interfaces"] == [tester.port(0).name, tester.port(1).name]
         assert config["low_end"] is True  # this machine has fewer than 4 CPUs
+        assert config["low_end_core"] == tester.cpus[0]
+        assert (config["zmq_rpc_port"], config["zmq_pub_port"]) == (4501, 4500)
+        # Namespace nodes share /run/dpdk: each server its own DPDK file prefix.
+        assert config["prefix"] == f"trexlab-{lab.name}-{tester.name}"
+        assert Path("/run/dpdk", config["prefix"]).is_dir()
         assert [p["dest_mac"] for p in config["port_info"]] == [tester.port(0).peer_mac, tester.port(1).peer_mac]
+
+        # The generator reaches the server on the node's loopback through the node's sshd.
+        tunnel = SSHTunnel(tester, (4501,))
+        try:
+            with socket.create_connection(("127.0.0.1", tunnel.local_ports[0]), timeout=5) as conn:
+                assert conn.makefile("rb").readline() == b"fake trex\n"
+        finally:
+            tunnel.close()
 
         again = playbook(lab, *version, "-e", f"trex_checksum={checksum}")
         assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
@@ -112,6 +135,7 @@ def test_role_installs_runs_and_removes_a_release(lab, release):
         gone = playbook(lab, *version, "-e", f"trex_checksum={checksum}", "-e", "trex_state=absent")
     assert gone.returncode == 0 and changed_count(gone.stdout) > 0, gone.stdout[-3000:]
     assert not root.exists() and not rpc_answers(tester.netns)
+    assert not Path("/run/dpdk", f"trexlab-{lab.name}-{tester.name}").exists()
     again = playbook(lab, *version, "-e", f"trex_checksum={checksum}", "-e", "trex_state=absent")
     assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
 
