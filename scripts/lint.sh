@@ -15,7 +15,7 @@ fi
 if have terraform; then
   # Validate the root modules that need no provider download, and those that need a provider where the
   # mirror of make providers has it (a user with registry access validates them with plain terraform).
-  dirs=(terraform/labs/local terraform/labs/static terraform/labs/vm terraform/modules/inventory terraform/modules/topology)
+  dirs=(terraform/labs/local terraform/labs/static terraform/labs/vm terraform/modules/inventory terraform/modules/management terraform/modules/topology)
   if [ -f terraform/providers/terraformrc ] && [ -d terraform/providers/mirror ]; then
     dirs+=(terraform/labs/maas)
   else

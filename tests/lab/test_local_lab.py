@@ -77,6 +77,23 @@ def test_lab_up_recovers_after_an_interrupted_lab_down():
     assert lab_leftovers("tr") == []
 
 
+def test_a_second_lab_on_the_same_management_block_is_refused_and_the_first_keeps_working():
+    # Two names whose SHA-1 gives the same 23-bit management block (found by search): rare, never shared.
+    first, second = lab_env("cawr", "loopback"), lab_env("ccdw", "loopback")
+    try:
+        run("scripts/lab.sh", "up", env=first)
+        refused = run("scripts/lab.sh", "up", env=second, check=False)
+        assert refused.returncode != 0
+        assert "lab ccdw: its management address" in refused.stdout + refused.stderr
+        assert "tlcawrm1 (another lab's); choose another lab name" in refused.stdout + refused.stderr
+        assert lab_leftovers("ccdw") == []
+        configure(first)  # SSH still reaches the first lab's own nodes
+    finally:
+        run("scripts/lab.sh", "down", env=second, check=False)
+        run("scripts/lab.sh", "down", env=first, check=False)
+    assert lab_leftovers("cawr") == [] and lab_leftovers("ccdw") == []
+
+
 @pytest.mark.parametrize(("env", "message"), [
     ({"TOPOLOGY": "triple"}, "TOPOLOGY=triple: allowed single, dual, loopback"),
     ({"NETWORKS": "0"}, "NETWORKS=0: allowed 1..256"),

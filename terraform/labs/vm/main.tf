@@ -75,10 +75,15 @@ variable "memory_mib" {
   }
 }
 
+# Management addresses and MAC byte of this lab, as every lab on this machine derives them.
+module "management" {
+  source   = "../../modules/management"
+  lab_name = var.lab_name
+}
+
 locals {
-  # One byte per lab for management addresses and MACs, derived from its name (as the local lab does).
-  lab_byte    = parseint(substr(sha1(var.lab_name), 0, 2), 16) % 128
-  mgmt_prefix = format("2001:2:0:ff%02x", 128 + local.lab_byte)
+  lab_byte    = module.management.mac_byte
+  mgmt_prefix = module.management.prefix
   duts        = { single = ["dut1"], dual = ["dut1", "dut2"] }[var.topology]
   node_names  = concat(["tester"], local.duts)
   node_index  = { for i, n in local.node_names : n => i + 1 }

@@ -13,6 +13,7 @@ Standard library only: it runs with the system python3.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -161,8 +162,24 @@ def start_sshd(plan: dict, name: str, node: dict) -> None:
     sh(SSHD, "-f", str(config), netns=node["netns"])
 
 
+def refuse_taken_management(plan: dict) -> None:
+    """Stop before anything is made if another lab holds one of this lab's management addresses.
+
+    Two labs whose names map to the same management block would each route the block to their own link,
+    and SSH would reach the other lab's nodes (refused keys at best).
+    """
+    ours = {ipaddress.ip_address(node["mgmt_root"]) for node in plan["nodes"].values()}
+    for line in sh("ip", "-6", "-o", "addr", "show").stdout.splitlines():
+        fields = line.split()
+        address = ipaddress.ip_address(fields[3].split("/")[0])
+        if address in ours:
+            raise SystemExit(f"lab {plan['lab']}: its management address {address} is already on interface "
+                             f"{fields[1]} (another lab's); choose another lab name")
+
+
 def up(plan: dict) -> None:
     down(plan)  # whatever an interrupted run left of this lab
+    refuse_taken_management(plan)
     state = Path(plan["state_dir"])
     ssh_keys(state)
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory

@@ -274,6 +274,7 @@ def wait_for_vms(plan: dict) -> None:
 def up(plan: dict) -> None:
     start = time.monotonic()
     down(plan)  # whatever an interrupted run left of this lab
+    nslab.refuse_taken_management(plan)
     state = Path(plan["state_dir"])
     for path in (plan["vm"]["kernel"], plan["vm"]["initrd"]):
         if not Path(path).is_file():
