@@ -101,6 +101,15 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
                                    help=f"comma-separated (default {','.join(default)})")
 
 
+def add_ceilings_flag(parser) -> None:
+    """--ceilings, the same for procedures and campaigns."""
+    parser.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
+                        help="tester ceilings: a self-test on a loopback lab records them here, the other "
+                             "procedures compare their results against the matching one (same tester, "
+                             "generator, frame size, directions) unless a tester_ceiling is given "
+                             "(default %(default)s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
@@ -117,11 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-        common.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
-                            help="tester ceilings: 'selftest' on a loopback lab records them here, the other "
-                                 "procedures compare their results against the matching one (same tester, "
-                                 "generator, frame size, directions) unless --tester-ceiling is given "
-                                 "(default %(default)s)")
+        add_ceilings_flag(common)
         traffic = sub.add_argument_group("traffic")
         traffic.add_argument("--frame-size", type=_per_port("frame-size"), help="bytes, or 'port0,port1' (SIIT)")
         traffic.add_argument("--ip-version", type=_per_port("ip-version"), help="4, 6, or 'port0,port1'")
@@ -242,9 +247,7 @@ def campaign_main(argv: list[str]) -> int:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
-    parser.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
-                        help="tester self-test ceilings: recorded by a selftest campaign on a loopback lab, "
-                             f"compared against by the others (default {selftest.CEILINGS_FILE})")
+    add_ceilings_flag(parser)
     args = parser.parse_args(argv)
     try:
         experiment = load(args.experiment).scaled(args.scale)

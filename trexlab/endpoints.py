@@ -77,20 +77,19 @@ class Endpoints:
     def tester_port_mtu(self, indexes) -> int | None:
         """The smallest MTU of the tester ports that send in a trial (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
-        mtus = []
-        for index in indexes:
-            argv = tester.command(["cat", f"/sys/class/net/{tester.port(index).name}/mtu"])
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-            if result.returncode != 0 or not result.stdout.strip().isdigit():
-                return None
-            mtus.append(int(result.stdout))
-        return min(mtus) if mtus else None
+        mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
+        return None if None in mtus or not mtus else min(mtus)
 
 
 def read_sysctl(node, name: str) -> int:
-    argv = node.command(["cat", "/proc/sys/" + name.replace(".", "/")])
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    try:
-        return int(result.stdout.split()[0])
-    except (IndexError, ValueError):
-        raise GeneratorError(f"node {node.name}: cannot read {name}") from None
+    value = read_number(node, "/proc/sys/" + name.replace(".", "/"))
+    if value is None:
+        raise GeneratorError(f"node {node.name}: cannot read {name}")
+    return value
+
+
+def read_number(node, path: str) -> int | None:
+    """The number a node's kernel file (sysfs, procfs) starts with, or None where it cannot be read."""
+    result = subprocess.run(node.command(["cat", path]), capture_output=True, text=True, timeout=30)
+    words = result.stdout.split()
+    return int(words[0]) if result.returncode == 0 and words and words[0].isdigit() else None

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,7 +77,7 @@ def down(plan: dict) -> None:
     for node in plan["nodes"].values():
         remove_namespace_node(node, present)
     for name in plan["nodes"]:
-        remove_sshd_files(plan, name)
+        remove_node_files(plan, name)
 
 
 # One namespace node at a time, so that other lab kinds (terraform/labs/vm: the tester) reuse them.
@@ -94,7 +95,7 @@ def remove_namespace_node(node: dict, present: set[str]) -> None:
 ROLE_STATE_ROOT = Path("/var/lib/trexlab")
 
 
-def remove_sshd_files(plan: dict, name: str) -> None:
+def remove_node_files(plan: dict, name: str) -> None:
     """Remove what the node left on the host: its sshd files and the roles' state for it."""
     home = Path(plan["state_dir"]) / name
     kill_orphan_sshd(home)
@@ -229,27 +230,36 @@ def wait_for_carrier(plan: dict, timeout: float = 10.0) -> None:
     ends = [end for link in plan["links"] for end in (link["a"], link["b"])] + plan.get("macvlans", [])
     for end in ends:
         netns = plan["nodes"][end["node"]]["netns"]
-        path = f"/sys/class/net/{end['port']}/operstate"
-        while sh("cat", path, netns=netns).stdout.strip() != "up":
-            if time.monotonic() > deadline:
-                raise SystemExit(f"nslab: {end['node']} port {end['port']} has no carrier after {timeout:.0f} s")
-            time.sleep(0.05)
+        if not wait_for_link_state(end["port"], "operstate", "up", deadline, netns):
+            raise SystemExit(f"nslab: {end['node']} port {end['port']} has no carrier after {timeout:.0f} s")
+
+
+def wait_for_link_state(port: str, attribute: str, value: str, deadline: float, netns: str | None = None) -> bool:
+    """Poll /sys/class/net/<port>/<attribute> (in netns) until it reads value; False once the deadline passed."""
+    while sh("cat", f"/sys/class/net/{port}/{attribute}", netns=netns).stdout.strip() != value:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def wait_for_ssh(plan: dict, timeout: float = 10.0) -> None:
     """Return once every node's sshd accepts connections on its management address."""
-    import socket
-
     deadline = time.monotonic() + timeout
     for name, node in plan["nodes"].items():
-        while True:
-            try:
-                with socket.create_connection((node["ansible_host"], 22), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"nslab: sshd of {name} did not answer on [{node['ansible_host']}]:22") from None
-                time.sleep(0.1)
+        while not ssh_answers(node["ansible_host"]):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"nslab: sshd of {name} did not answer on [{node['ansible_host']}]:22")
+            time.sleep(0.1)
+
+
+def ssh_answers(address: str) -> bool:
+    """Whether something accepts connections on the SSH port of address (within a second)."""
+    try:
+        with socket.create_connection((address, 22), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def status(plan: dict) -> bool:
@@ -268,18 +278,20 @@ def namespace_node_ok(plan: dict, name: str, node: dict, present: set[str]) -> b
     return True
 
 
-def main() -> int:
-    if len(sys.argv) != 2 or sys.argv[1] not in ("up", "down", "status"):
-        print("usage: NSLAB_PLAN=<json> nslab.py up|down|status", file=sys.stderr)
+def realise(argv: list[str], plan_variable: str, up, down, status, usage: str) -> int:
+    """The command line of a lab's realiser: up, down or status of the plan Terraform passed in plan_variable."""
+    if len(argv) != 1 or argv[0] not in ("up", "down", "status"):
+        print(f"usage: {usage}", file=sys.stderr)
         return 2
-    plan = json.loads(os.environ["NSLAB_PLAN"])
-    if sys.argv[1] == "up":
-        up(plan)
-    elif sys.argv[1] == "down":
-        down(plan)
-    else:
+    plan = json.loads(os.environ[plan_variable])
+    if argv[0] == "status":
         return 0 if status(plan) else 1
+    (up if argv[0] == "up" else down)(plan)
     return 0
+
+
+def main() -> int:
+    return realise(sys.argv[1:], "NSLAB_PLAN", up, down, status, "NSLAB_PLAN=<json> nslab.py up|down|status")
 
 
 if __name__ == "__main__":

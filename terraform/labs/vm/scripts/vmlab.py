@@ -234,11 +234,9 @@ def attach_tester_ports(plan: dict) -> None:
         end = link["a"] if link["a"]["node"] == tester_name else link["b"]
         sh("ip", "link", "set", "dev", link["tap"], "address", end["mac"])
         sh("ip", "link", "set", "dev", link["tap"], "up")
-        while sh("cat", f"/sys/class/net/{link['tap']}/carrier", check=False).stdout.strip() != "1":
-            if time.monotonic() > deadline:
-                raise SystemExit(f"vmlab: tap {link['tap']} has no carrier after {CARRIER_TIMEOUT:.0f} s: "
-                                 "its QEMU did not attach (see qemu.log in the state directory)")
-            time.sleep(0.05)
+        if not nslab.wait_for_link_state(link["tap"], "carrier", "1", deadline):
+            raise SystemExit(f"vmlab: tap {link['tap']} has no carrier after {CARRIER_TIMEOUT:.0f} s: "
+                             "its QEMU did not attach (see qemu.log in the state directory)")
         sh("ip", "link", "set", "dev", link["tap"], "netns", ns)
         sh("ip", "link", "set", "dev", link["tap"], "name", end["port"], netns=ns)
         sh("ip", "link", "set", "dev", end["port"], "up", netns=ns)
@@ -246,18 +244,11 @@ def attach_tester_ports(plan: dict) -> None:
 
 def wait_for_vms(plan: dict) -> None:
     """Return once every VM answers on its SSH port; stop early, showing the console, if a QEMU ended."""
-    import socket
-
     deadline = time.monotonic() + BOOT_TIMEOUT
     for name, node in vm_nodes(plan).items():
         h = home(plan, name)
         pid = int((h / "qemu.pid").read_text())
-        while True:
-            try:
-                with socket.create_connection((node["ansible_host"], 22), timeout=1):
-                    break
-            except OSError:
-                pass
+        while not nslab.ssh_answers(node["ansible_host"]):
             failure = None
             if not alive(pid):
                 failure = "QEMU ended"
@@ -313,7 +304,7 @@ def down(plan: dict) -> None:
             h.rmdir()
     tester_name, tester_node = tester(plan)
     nslab.remove_namespace_node(tester_node, nslab.namespaces())  # its tester ports (taps) go with it
-    nslab.remove_sshd_files(plan, tester_name)
+    nslab.remove_node_files(plan, tester_name)
     for link in plan["links"]:
         if link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
             sh("ip", "link", "delete", link["tap"], check=False)
@@ -337,18 +328,8 @@ def main() -> int:
     if sys.argv[1:2] == ["prepare"] and len(sys.argv) == 4:
         prepare(Path(sys.argv[2]), Path(sys.argv[3]))
         return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in ("up", "down", "status"):
-        print("usage: vmlab.py prepare <cache dir> <tfvars.json> | VMLAB_PLAN=<json> vmlab.py up|down|status",
-              file=sys.stderr)
-        return 2
-    plan = json.loads(os.environ["VMLAB_PLAN"])
-    if sys.argv[1] == "up":
-        up(plan)
-    elif sys.argv[1] == "down":
-        down(plan)
-    else:
-        return 0 if status(plan) else 1
-    return 0
+    return nslab.realise(sys.argv[1:], "VMLAB_PLAN", up, down, status,
+                         "vmlab.py prepare <cache dir> <tfvars.json> | VMLAB_PLAN=<json> vmlab.py up|down|status")
 
 
 if __name__ == "__main__":
