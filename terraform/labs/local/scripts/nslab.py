@@ -13,6 +13,7 @@ Standard library only: it runs with the system python3.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -105,8 +106,9 @@ def remove_node_files(plan: dict, name: str) -> None:
         home.rmdir()
     lab_state = ROLE_STATE_ROOT / plan["lab"]
     shutil.rmtree(lab_state / name, ignore_errors=True)
-    if lab_state.is_dir() and not any(lab_state.iterdir()):
-        lab_state.rmdir()
+    for directory in (lab_state, ROLE_STATE_ROOT):  # the last lab gone: the machine as it was
+        with contextlib.suppress(OSError):  # not empty (other nodes, other labs) or already gone
+            directory.rmdir()
 
 
 def ssh_keys(state: Path) -> None:
