@@ -16,7 +16,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import TrialSpec, latency_samples_of
 
 METHOD = "RFC 8219 section 7.2"
@@ -51,6 +51,7 @@ class LatencyResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         headline = {}
@@ -65,6 +66,7 @@ class LatencyResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -98,4 +100,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             rfc2544[direction] = {"trials": len(singles), "values": values,
                                   "average": statistics.fmean(values) if values else None,
                                   "label": "RFC 2544 latency: one tagged frame per trial, averaged"}
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes)
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes,
+                         runner.tester_limits(params.tester_ceiling, params.rate))

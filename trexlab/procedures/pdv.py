@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import Latency, TrialSpec, latency_samples_of
 
 METHOD = "RFC 8219 section 7.3"
@@ -42,6 +42,7 @@ class PdvResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +52,7 @@ class PdvResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{d}_pdv_s": v["pdv"] for d, v in self.directions.items()},
         }
@@ -72,4 +74,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes)
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes,
+                     runner.tester_limits(params.tester_ceiling, params.rate))
