@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -185,3 +186,31 @@ def test_a_campaign_whose_repetitions_stretch_shows_it_in_the_cli_summary_json_a
     orange = tuple(int(analysis.LOWER_BOUND_COLOUR[i:i + 2], 16) for i in (1, 3, 5))
     marked = sum(1 for rgb in shot if all(abs(c - o) < 12 for c, o in zip(rgb, orange, strict=True)))
     assert marked > 500, f"only {marked} pixels of the lower-bound colour: no marker on the plot"
+
+
+def test_the_cli_summary_prints_the_method_beside_the_figure_and_marks_a_lower_bound(tmp_path, capsys):
+    from trexlab import cli
+
+    code = cli.main(["throughput", "--generator", "sim", "--generator-opt", "capacity=5e5",
+                     "--generator-opt", "tester_ceiling=3e5", "--max-rate", "1e6", "--trial-duration", "2",
+                     "--loss-tolerance-percent", "0.01", "--repeat", "2", "--results", str(tmp_path / "r"),
+                     "--ceilings", str(tmp_path / "none.json")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert re.search(r"throughput_fps\s+2\s+0\s+2\s+>= 29\d{4}", out), out
+    assert "loss tolerance 0.01 %; resolution 0.5 % of the rate found; trial duration 2 s" in out
+    assert "tester-bound: stretched trials: rep 1-2" in out
+
+
+def test_report_tables_rank_repetitions_below_the_minimum_load_and_export_them(tmp_path):
+    values = [None, 1000.0, None, 1100.0, None, 2000.0, None, 3000.0, None, 3050.0]
+    runs = pd.DataFrame([{"experiment": "e", "x": 1, "repetition": k, "throughput_fps": v,
+                          "result.headline_below.throughput_fps": 100.0 if v is None else float("nan"),
+                          "result.tester_bound_reasons": [], "sweep_keys": ("x",), "figure_keys": ("throughput_fps",)}
+                         for k, v in enumerate(values, start=1)])
+    row = analysis.summarize_points(runs, "throughput_fps").iloc[0]
+    assert (row["count"], row["missing"], row["median"], row["min"]) == (5, 5, "< 550", "< 100")
+    assert row["why"] == "below min_rate 100: rep 1, 3, 5, 7, 9"
+    table = analysis.summarize_points(runs, "throughput_fps")
+    back = pd.read_parquet(analysis.export(table, tmp_path / "t.parquet"))
+    assert back["median"].tolist() == ["< 550"] and back["max"].tolist() == [3050.0]

@@ -158,6 +158,10 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".parquet":
+        # A column holding numbers and censored statistics ("< 100") is stored as text: Parquet wants one type.
+        mixed = [c for c in table if table[c].map(type).isin([str]).any() and not table[c].map(
+            lambda v: isinstance(v, str) or v is None).all()]
+        table = table.assign(**{c: table[c].map(lambda v: None if v is None or v != v else str(v)) for c in mixed})
         table.to_parquet(path, index=False)
     elif path.suffix == ".csv":
         table.to_csv(path, index=False)
@@ -169,7 +173,7 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
 def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):
     """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6.
 
-    A median that a tester-bound repetition may hold down is a hatched bar in LOWER_BOUND_COLOUR marked '≥';
+    A median that a tester-bound repetition may hold down is a bar hatched in LOWER_BOUND_COLOUR marked '≥';
     a censored median ('< 100') has no bar, only a downward marker at its bound; a censored minimum takes the
     error bar down to 0."""
     import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
@@ -181,11 +185,12 @@ def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float =
     low = (median - summary["min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
     high = (summary["max"].map(numeric) * scale - median).fillna(0)
     bound = summary.get("median_lower_bound", pd.Series(False, index=summary.index)).fillna(False).astype(bool)
-    colours = [LOWER_BOUND_COLOUR if b else "#4C72B0" for b in bound]
-    bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color=colours)
+    bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color="#4C72B0")
     for bar, is_bound in zip(bars, bound, strict=True):
         if is_bound:
             bar.set_hatch("//")
+            bar.set_edgecolor(LOWER_BOUND_COLOUR)
+            bar.set_linewidth(2)
             ax.annotate("≥", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                         color=LOWER_BOUND_COLOUR, fontsize=14, fontweight="bold")
     for i, value in enumerate(summary["median"]):
@@ -196,7 +201,7 @@ def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float =
     if bound.any():
         from matplotlib.patches import Patch
 
-        ax.legend(handles=[Patch(facecolor=LOWER_BOUND_COLOUR, hatch="//",
+        ax.legend(handles=[Patch(facecolor="#4C72B0", edgecolor=LOWER_BOUND_COLOUR, hatch="//",
                                  label="lower bound: tester-bound repetition at or below the median")],
                   fontsize=8, loc="upper left")
     ax.set_xlabel(x.replace("_", " "))
