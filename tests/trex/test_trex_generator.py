@@ -1,5 +1,6 @@
 """The TRex generator against a fake client: calls, streams, rates, counters and latency in TRex's shape."""
 
+import math
 import socket
 import struct
 import sys
@@ -215,6 +216,42 @@ def test_latency_percentiles_come_from_the_hdr_histogram(api):
         assert summary["median"] == pytest.approx(500e-6, rel=1e-3)
         assert summary["p99_9"] == pytest.approx(999e-6, rel=1e-3)
         assert summary["max"] == pytest.approx(1000e-6, rel=1e-3)
+
+
+def test_tags_start_after_the_tag_delay_and_the_load_stays_the_offered_one(api):
+    # RFC 8219 section 7.2: tags only after the DUT's warm-up (siitperf's delay). The latency stream starts
+    # after its inter-stream gap; a warm-up stream at its rate carries its share of the load until then.
+    gen, client = generator(api)
+    spec = TrialSpec(offered_load=1000, duration=10, latency_mode="tagged", latency_frames=500, tag_delay=6)
+    result = gen.run_trial(spec)
+    test, warmup, latency = streams_of(client, 0)
+    assert (test.mode.pps, test.isg) == (875, 0)
+    assert (warmup.name, warmup.mode.pps, warmup.mode.total_pkts, warmup.isg) == ("warmup-forward", 125, 750, 0)
+    assert (latency.mode.pps, latency.isg) == (125, 6e6)  # TRex's isg is in microseconds
+    assert [s.flow_stats.pg_id for s in (test, warmup, latency)] == [1, 101, 2]
+    assert warmup.packet.vm is None and latency.packet.vm is None  # fixed flow: no field engine for anyone
+    # On the fake server's timeline no tagged frame leaves before 6 s, and the last one before 10 s.
+    begin = client.started_at
+    assert client._sent_at(0, latency, begin + 5.999) == 0 and client._sent_at(0, latency, begin + 6.0) == 1
+    assert client._end(0) <= begin + 10
+    forward = result.directions["forward"]
+    assert forward.frames_sent == 10_000 and forward.frames_ahead == 0 and not result.stretched
+    assert (forward.tags_sent, forward.tags_received, forward.tags_lost_or_late) == (500, 500, 0)
+    assert forward.latency.size == 500
+    # latency_mode "all" measures every frame from t = 0 (the trial contract): no gap, no warm-up stream.
+    gen, client = generator(api)
+    gen.run_trial(TrialSpec(offered_load=1000, duration=10, latency_mode="all", tag_delay=6))
+    (only,) = streams_of(client, 0)
+    assert (only.mode.pps, only.isg) == (1000, 0)
+
+
+def test_lost_tags_are_counted_and_enter_the_percentiles_as_infinity(api):
+    gen, _ = generator(api, forwarded=0.9)
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500))
+    for d in result.directions.values():
+        assert (d.tags_sent, d.tags_received, d.tags_lost_or_late) == (500, 450, 50)
+        assert d.latency.lost_or_late == 50 and d.latency.unit == 1e-6 and d.latency.size == 450
+        assert d.latency.percentile(50) == pytest.approx(10e-6) and d.latency.percentile(99.9) == math.inf
 
 
 def test_latency_without_hdrh_on_the_server_is_a_clear_error(api):

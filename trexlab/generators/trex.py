@@ -184,11 +184,11 @@ def profile_module(path: Path = PROFILE):
     return module
 
 
-def decode_hdrh(encoded: str | bytes, timeout: float | None = None) -> Latency:
+def decode_hdrh(encoded: str | bytes, timeout: float | None = None, lost_or_late: int = 0) -> Latency:
     """TRex's base64 HDR histogram (microseconds), kept as it came, as a Latency."""
     if isinstance(encoded, bytes):
         encoded = encoded.decode("ascii")
-    return Latency(encoded, MICROSECOND, timeout=timeout)
+    return Latency(encoded, MICROSECOND, lost_or_late=lost_or_late, timeout=timeout)
 
 
 def _pg(table: dict, pg_id: int) -> dict:
@@ -278,7 +278,7 @@ class TRexGenerator:
             return spec.offered_load, 0.0
         if spec.latency_mode == "all":
             return 0.0, spec.offered_load
-        latency = min(spec.offered_load, spec.latency_frames / (spec.duration - tag_delay(spec)))
+        latency = min(spec.offered_load, spec.latency_frames / (spec.duration - spec.tag_delay))
         return spec.offered_load - latency, latency
 
     def pg_ids(self, port: int) -> tuple[int, int, int]:
@@ -294,7 +294,7 @@ class TRexGenerator:
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
-        delay = tag_delay(spec) if spec.latency_mode == "tagged" else 0.0
+        delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
             port = spec.sender_port(direction)
@@ -382,23 +382,31 @@ class TRexGenerator:
             # ring in software mode), ierrors and rx_nombuf: adding rx_missed_errors would count them twice.
             port_rx = stats.get(receiver, stats.get(str(receiver), {}))
             tester_drops = int(port_rx.get("ierrors", 0))
-            latency, duplicates, reordered = None, 0, 0
+            latency, duplicates, reordered, tags = None, 0, 0, {}
             if timed:
-                entry = _pg(stats.get("latency", {}), self.pg_ids(sender)[1])
+                latency_pg = self.pg_ids(sender)[1]
+                entry = _pg(stats.get("latency", {}), latency_pg)
                 errors = entry.get("err_cntrs", {})
                 duplicates, reordered = int(errors.get("dup", 0)), int(errors.get("out_of_order", 0))
                 encoded = entry.get("latency", {}).get("hdrh")
                 if not encoded:
                     raise GeneratorError(f"TRex server {self.server}: no HDR histogram for pg_id "
-                                         f"{self.pg_ids(sender)[1]}: start the server with --hdrh")
-                latency = decode_hdrh(encoded, spec.frame_timeout)
+                                         f"{latency_pg}: start the server with --hdrh")
+                # The latency stream's own counters: its frames are the tags (all frames with "all"). One that
+                # never arrived within the receive tail is lost: +infinity in every percentile.
+                flow = _pg(stats.get("flow_stats", {}), latency_pg)
+                tags_sent = _port(flow.get("tx_pkts", {}), sender)
+                tags_received = min(tags_sent, _port(flow.get("rx_pkts", {}), receiver))
+                tags = {"tags_sent": tags_sent, "tags_received": tags_received,
+                        "tags_lost_or_late": tags_sent - tags_received}
+                latency = decode_hdrh(encoded, spec.frame_timeout, lost_or_late=tags_sent - tags_received)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
                 direction=direction, frames_intended=max(spec.frames_per_direction, sent), frames_sent=sent,
                 frames_received=received, tester_drops=tester_drops, duplicates=duplicates,
                 reordered=reordered, send_duration=send_duration, latency=latency,
-                frames_ahead=span.frames_ahead)
+                frames_ahead=span.frames_ahead, **tags)
         starts = {d: s.first_estimate for d, s in spans.items() if s.first_estimate is not None}
         if starts:
             origin = min(starts.values())
@@ -410,11 +418,6 @@ class TRexGenerator:
                 notes.append(f"tester ports started {skew * 1e3:.1f} ms apart (+-{resolution * 1e3:.1f} ms): "
                              "for that long the DUT carried one direction only")
         return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
-
-
-def tag_delay(spec: TrialSpec) -> float:
-    """The trial's warm-up before the first tagged frame (0 where the trial contract has none)."""
-    return float(getattr(spec, "tag_delay", 0.0))
 
 
 @dataclass(frozen=True)
