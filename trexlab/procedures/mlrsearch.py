@@ -95,7 +95,9 @@ class _Measurer(AbstractMeasurer):
             loss_count=sent - received,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
-            offered_duration=max(d.send_duration for d in directions) or intended_duration,
+            # Never shorter than intended: a paced sender that ends one frame interval early (59.99999 s of a
+            # 60 s trial) would otherwise never reach a goal's duration sum and the load would be measured again.
+            offered_duration=max(intended_duration, *(d.send_duration for d in directions)),
         )
 
 
