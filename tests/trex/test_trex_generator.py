@@ -173,9 +173,9 @@ def test_latency_without_hdrh_on_the_server_is_a_clear_error(api):
         gen.run_trial(TrialSpec(offered_load=100, duration=1, latency_mode="all"))
 
 
-def test_ipv6_latency_frames_below_82_bytes_are_refused(api):
+def test_ipv6_frames_below_84_bytes_are_refused_before_trex_is_asked(api):
     gen, client = generator(api)
-    with pytest.raises(ValueError, match=r"frame_size=78: allowed >= 82"):
+    with pytest.raises(ValueError, match=r"frame_size\[0\]=78: allowed 84\.\.9018 bytes for IPv6"):
         gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 6), frame_size=(78, 78),
                                 latency_mode="all"))
     assert "start" not in client.call_names()

@@ -170,16 +170,11 @@ def profile_module(path: Path = PROFILE):
     return module
 
 
-def decode_hdrh(encoded: str | bytes) -> Latency:
-    """TRex's base64 HDR histogram (microseconds) as a Latency histogram in seconds."""
-    from hdrh.histogram import HdrHistogram
-
-    histogram = HdrHistogram.decode(encoded)
-    values, counts = [], []
-    for item in histogram.get_recorded_iterator():
-        values.append(item.value_iterated_to * MICROSECOND)
-        counts.append(item.count_at_value_iterated_to)
-    return Latency(tuple(values), tuple(counts))
+def decode_hdrh(encoded: str | bytes, timeout: float | None = None) -> Latency:
+    """TRex's base64 HDR histogram (microseconds), kept as it came, as a Latency."""
+    if isinstance(encoded, bytes):
+        encoded = encoded.decode("ascii")
+    return Latency(encoded, MICROSECOND, timeout=timeout)
 
 
 def _pg(table: dict, pg_id: int) -> dict:
@@ -334,7 +329,7 @@ class TRexGenerator:
                 if not encoded:
                     raise GeneratorError(f"TRex server {self.server}: no HDR histogram for pg_id "
                                          f"{self.pg_ids(sender)[1]}: start the server with --hdrh")
-                latency = decode_hdrh(encoded)
+                latency = decode_hdrh(encoded, spec.frame_timeout)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(

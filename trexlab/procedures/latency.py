@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
-from trexlab.trial import TrialSpec, latency_samples_of
+from trexlab.trial import TrialSpec, merge_latency
 
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
@@ -80,8 +80,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     for direction in traffic.active_directions:
-        samples = latency_samples_of([main], direction)
-        summary = samples.summary()
+        summary = merge_latency([main], direction).summary()
         directions[direction] = {"typical": summary["median"], "worst_case": summary["p99_9"],
                                  "min": summary["min"], "max": summary["max"], "samples": summary["samples"]}
         if summary["samples"] < MIN_TAGGED_FRAMES:
@@ -93,7 +92,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                               latency_mode="tagged", latency_frames=1, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in traffic.active_directions:
-            values = [r.directions[direction].latency.values[0] for r in singles
+            values = [r.directions[direction].latency.percentile(0) for r in singles
                       if r.directions[direction].latency and r.directions[direction].latency.size]
             rfc2544[direction] = {"trials": len(singles), "values": values,
                                   "average": statistics.fmean(values) if values else None,

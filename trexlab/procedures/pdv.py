@@ -1,10 +1,11 @@
-"""RFC 8219 section 7.3 packet delay variation, and optionally IPDV.
+"""RFC 8219 section 7.3 packet delay variation.
 
 Every frame is timestamped; PDV = 99.9th percentile - minimum of the one-way
-delays of a direction (RFC 5481's PDV form, as RFC 8219 prescribes). IPDV,
-the difference between consecutive frames' delays, is reported as its
-99.9th percentile of absolute values when asked, from the samples in their
-arrival order.
+delays of a direction (RFC 5481's PDV form, as RFC 8219 prescribes), both from
+the direction's HDR histogram of every received frame's delay.
+
+IPDV (the difference between consecutive frames' delays) is not offered: a
+histogram keeps no order, and RFC 8219 asks for PDV only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
-from trexlab.trial import Latency, TrialSpec, latency_samples_of
+from trexlab.trial import TrialSpec, merge_latency
 
 METHOD = "RFC 8219 section 7.3"
 
@@ -23,7 +24,6 @@ class Params:
     rate: float = 10_000.0  # fps per direction: the measured throughput rate
     trial_duration: float = 60.0  # s, RFC 8219: at least 60 s
     frame_timeout: float | None = None
-    ipdv: bool = False
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
 
     def __post_init__(self) -> None:
@@ -62,12 +62,9 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     trial = runner.run(params.rate, params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
     for direction in traffic.active_directions:
-        samples = latency_samples_of([trial], direction)
+        samples = merge_latency([trial], direction)
         stats = {"pdv": samples.percentile(99.9) - samples.percentile(0), "min": samples.percentile(0),
                  "p99_9": samples.percentile(99.9), "samples": samples.size}
-        if params.ipdv and samples.counts is None and samples.size > 1:
-            steps = [abs(b - a) for a, b in zip(samples.values, samples.values[1:], strict=False)]
-            stats["ipdv_p99_9"] = Latency.from_samples(steps).percentile(99.9)
         directions[direction] = stats
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
