@@ -41,9 +41,9 @@ def test_missing_values_are_counted_not_read_as_zero():
 
 
 def test_latency_percentiles_nearest_rank_with_histograms():
-    samples = Latency.from_samples(range(1, 1001))
+    samples = Latency.from_delays(range(1, 1001), unit=1.0)
     assert samples.percentile(50) == 500 and samples.percentile(99.9) == 999
-    histogram = Latency(values=(1.0, 2.0, 3.0), counts=(500, 499, 1))
+    histogram = Latency.from_delays([1.0] * 500 + [2.0] * 499 + [3.0], unit=1.0)
     assert histogram.percentile(50) == 1.0 and histogram.percentile(99.9) == 2.0 and histogram.percentile(100) == 3
 
 

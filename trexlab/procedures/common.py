@@ -84,6 +84,11 @@ class TrialRunner:
         return reasons
 
 
+def near_floor(floor: dict | None) -> list[str]:
+    """The tester-bound reason of a latency figure within reach of the tester's own latency floor."""
+    return ["near tester latency floor"] if floor and floor.get("warnings") else []
+
+
 def tester_bound_fields(reasons: list[str]) -> dict:
     """What every repetition's result.json says about its tester limits."""
     return {"tester_bound": bool(reasons), "tester_bound_reasons": list(reasons)}
