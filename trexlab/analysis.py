@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from trexlab.repetition import SUMMARY, method_line
 from trexlab.stats import Observation, is_censored, numeric, summarize
 from trexlab.store import load_runs, read_point_log
 from trexlab.trial import format_seconds
@@ -320,6 +321,14 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- DUT configuration: {json.dumps(spec['dut'], sort_keys=True)}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{k} ∈ {v}" for k, v in spec["sweep"].items()))
+    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
+    measured = []
+    for point in manifest["points"]:
+        summary = Path(campaign) / point["point"] / SUMMARY
+        if summary.is_file() and (method := json.loads(summary.read_text()).get("method")):
+            line = method_line(method)
+            measured += [line] if line not in measured else []
+    lines += [f"- as measured: {line}" for line in measured]
     return "\n".join(lines)
 
 
