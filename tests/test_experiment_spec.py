@@ -87,6 +87,8 @@ MALFORMED = [
     ("sweep procedure name", with_("sweep", {"procedure.name": ["flr"]}), "only procedure.params.* can be swept"),
     ("frame size too small", with_("traffic.frame_size", [32, 32]), "traffic.frame_size[0]=32: allowed 64..9018"),
     ("bad ip version", with_("traffic.ip_version", [4, 5]), "traffic.ip_version[1]=5: allowed 4 or 6"),
+    ("ipv6 frame too small", with_("traffic.ip_version", [4, 6]),
+     "traffic.frame_size[1]=64: allowed 84..9018 bytes for IPv6 test frames"),
     ("bad directions", with_("traffic.directions", "both"), "traffic.directions='both'"),
     ("unknown traffic key", with_("traffic.vlan", 10), "traffic: unknown key vlan"),
     ("swept networks out of range", with_("sweep", {"traffic.destination_networks": [1, 512]}),

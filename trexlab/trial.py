@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Literal, Protocol, runtime_checkable
 
 from trexlab.params import InvalidParameter
@@ -31,6 +32,10 @@ LatencyMode = Literal["none", "tagged", "all"]
 #: Frame sizes (bytes, FCS included) named by RFC 2544 section 9 / RFC 5180 / RFC 8219.
 STANDARD_FRAME_SIZES = (64, 128, 256, 512, 768, 1024, 1280, 1518)
 MIN_FRAME_SIZE = 64
+#: Smallest test frame per IP version (bytes, FCS included). IPv6: 84 B, the IPv6 minimum RFC 8219 and siitperf
+#: use in SIIT tests (an IPv4 64 B frame translated grows by SIIT_SIZE_DELTA); IPv6/UDP with the testers' payload
+#: (sequence number, timestamp) does not fit in 64 B.
+MIN_FRAME_SIZE_BY_VERSION = {4: MIN_FRAME_SIZE, 6: 84}
 MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
 #: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
 SIIT_SIZE_DELTA = 20
@@ -59,6 +64,10 @@ class TrialSpec:
     destination_networks: int = 1  # 198.19.x.0/24 (forward), 198.18.x.0/24 (reverse)
     latency_mode: LatencyMode = "none"
     latency_frames: int = 0  # with latency_mode "tagged": tagged frames per direction
+    # s after the trial starts before the first tagged frame (RFC 8219 section 7.2, siitperf's `delay`): the tags
+    # go into frames sent at t >= tag_delay, spread evenly over [tag_delay, duration), so a DUT's warm-up (caches,
+    # ARP/ND, route lookups) is not measured. latency_mode "all" measures every frame from t = 0 and ignores it.
+    tag_delay: float = 0.0
     frame_timeout: float | None = None  # s; a frame later than this counts as lost
     receive_tail: float = 2.0  # s of receiving after sending stops (RFC 2544)
     # IPv4 Don't Fragment: a DUT must drop a frame too big for its next link instead of fragmenting it (path
@@ -81,6 +90,10 @@ class TrialSpec:
                 raise bad(f"ip_version[{i}]", "4 or 6", version)
         if len(self.frame_size) != 2 or len(self.ip_version) != 2:
             raise bad("frame_size/ip_version", "one value per tester port (2)", self.frame_size)
+        for i, (size, version) in enumerate(zip(self.frame_size, self.ip_version, strict=True)):
+            if size < MIN_FRAME_SIZE_BY_VERSION[version]:
+                raise bad(f"frame_size[{i}]", f"{MIN_FRAME_SIZE_BY_VERSION[version]}..{MAX_FRAME_SIZE} bytes for "
+                          f"IPv{version} test frames", size)
         if self.directions not in ("bidirectional", "forward", "reverse"):
             raise bad("directions", "bidirectional, forward, reverse", self.directions)
         if self.port_mode not in ("fixed", "rfc4814"):
@@ -91,6 +104,8 @@ class TrialSpec:
             raise bad("latency_mode", "none, tagged, all", self.latency_mode)
         if self.latency_mode == "tagged" and self.latency_frames < 1:
             raise bad("latency_frames", ">= 1 with latency_mode=tagged", self.latency_frames)
+        if not (0 <= self.tag_delay < self.duration):
+            raise bad("tag_delay", f"0 <= tag_delay < duration ({self.duration:g} s)", self.tag_delay)
         if self.frame_timeout is not None and not self.frame_timeout > 0:
             raise bad("frame_timeout", "> 0 s or None", self.frame_timeout)
         if not self.receive_tail >= 0:
@@ -124,54 +139,168 @@ class TrialSpec:
         return cls(**data)
 
 
+#: Latency histograms built here (sim, tests) keep 3 significant digits: a bucket is at most 0.1 % of its
+#: value wide (8 ns at 10 us), values in nanoseconds up to an hour.  Decoded histograms keep their own layout.
+LATENCY_SIGNIFICANT_DIGITS = 3
+LATENCY_HIGHEST_UNITS = 3600 * 10**9
+NANOSECOND = 1e-9
+
+
+def _histogram_class():
+    from hdrh.histogram import HdrHistogram  # imported lazily: the CLI starts without it
+
+    return HdrHistogram
+
+
+def format_seconds(value: float) -> str:
+    """A delay for people: '10 ms', '25.3 us', '1.5 s'."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value / 1e-9:.4g} ns"
+
+
+def lost_tags_text(timeout: float | None) -> str:
+    """What a percentile that falls among lost or late tags is reported as (never a received frame's delay)."""
+    if timeout is None:
+        return "> receive tail (lost tags)"
+    return f"> {format_seconds(timeout)} (lost tags)"
+
+
+def delay_for_json(value: float, timeout: float | None) -> float | str | None:
+    """A delay as JSON shows it: seconds, or the lost-tags text when it lies among lost or late tags."""
+    if math.isinf(value):
+        return lost_tags_text(timeout)
+    if math.isnan(value):
+        return None
+    return value
+
+
 @dataclass(frozen=True)
 class Latency:
-    """One-way delays of one direction, in seconds.
+    """One direction's one-way delays of tagged frames (or of every frame, latency_mode "all").
 
-    Either raw samples (``counts`` is None) or a histogram: ``values[i]``
-    occurred ``counts[i]`` times (how TRex's HDR histogram arrives).
+    ``histogram`` is the compressed base64 HdrHistogram (V2, the ``hdrhistogram``
+    library's encode() format, the one TRex's ``--hdrh`` exports) of the delays
+    of the frames received within the frame timeout, in units of ``unit``
+    seconds.  ``lost_or_late`` measured frames never arrived or arrived after
+    the frame timeout: they enter every percentile as +infinity (RFC 8219: the
+    timeout makes a late frame lost; siitperf gives a lost tag a penalty delay
+    for the same reason), so a 99.9th percentile that falls among them is
+    reported as "> timeout (lost tags)", never as a delay a received frame had.
     """
 
-    values: tuple[float, ...]
-    counts: tuple[int, ...] | None = None
+    histogram: str  # compressed base64 HdrHistogram V2 of the delays of frames received in time
+    unit: float  # s per histogram value: 1e-9 (swtester, sim: ns), 1e-6 (TRex: us)
+    lost_or_late: int = 0  # measured frames lost or later than the frame timeout: +infinity
+    timeout: float | None = None  # s, the frame timeout in force (None: the receive tail decided)
+
+    def __post_init__(self) -> None:
+        if not (self.unit > 0 and math.isfinite(self.unit)):
+            raise InvalidParameter("unit", self.unit, "> 0 s per histogram value")
+        if isinstance(self.lost_or_late, bool) or not isinstance(self.lost_or_late, int) or self.lost_or_late < 0:
+            raise InvalidParameter("lost_or_late", self.lost_or_late, "an integer >= 0")
+        if self.timeout is not None and not self.timeout > 0:
+            raise InvalidParameter("timeout", self.timeout, "> 0 s or None")
 
     @classmethod
-    def from_samples(cls, samples: Iterable[float]) -> Latency:
-        return cls(tuple(samples))
+    def from_delays(cls, delays_s: Iterable[float], lost_or_late: int = 0, timeout: float | None = None,
+                    unit: float = NANOSECOND) -> Latency:
+        """Record delays given in seconds (rounded to whole units) into a new histogram."""
+        histogram = cls.empty_histogram()
+        values: dict[int, int] = {}
+        for delay in delays_s:
+            value = round(delay / unit)
+            if not 0 <= value <= LATENCY_HIGHEST_UNITS:
+                raise InvalidParameter("delay", delay, f"0..{LATENCY_HIGHEST_UNITS * unit:g} s")
+            values[value] = values.get(value, 0) + 1
+        for value, count in values.items():
+            histogram.record_value(value, count)
+        return cls(encode_histogram(histogram), unit, lost_or_late, timeout)
+
+    @staticmethod
+    def empty_histogram():
+        """A histogram of the layout this project records into (nanoseconds, 3 significant digits)."""
+        return _histogram_class()(1, LATENCY_HIGHEST_UNITS, LATENCY_SIGNIFICANT_DIGITS)
+
+    @cached_property
+    def decoded(self):
+        """The histogram as an ``hdrh.histogram.HdrHistogram`` (decoded once)."""
+        return _histogram_class().decode(self.histogram)
 
     @property
     def size(self) -> int:
-        return sum(self.counts) if self.counts is not None else len(self.values)
+        """Frames received in time, i.e. in the histogram."""
+        return self.decoded.get_total_count()
+
+    @property
+    def measured(self) -> int:
+        """Frames the percentiles rank: received in time plus lost or late."""
+        return self.size + self.lost_or_late
 
     def percentile(self, q: float) -> float:
-        """The q-th percentile (0..100), nearest-rank on the sorted samples.
+        """The q-th percentile (0..100) in seconds, nearest rank over received + lost/late frames.
 
-        Nearest rank (no interpolation) so that the 99.9th percentile of 1000
-        samples is a delay that a frame really had, as RFC 8219 intends.
+        Nearest rank (no interpolation), so that the 99.9th percentile of 1000
+        frames is the 999th smallest delay: one a frame really had (to the
+        histogram's resolution: the lower bound of the bucket holding it), or
+        +infinity when that rank falls among the lost or late frames.
         """
         if not 0 <= q <= 100:
             raise ValueError(f"percentile q={q}: allowed 0..100")
-        n = self.size
+        n = self.measured
         if n == 0:
             return math.nan
         rank = max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
-        if self.counts is None:
-            return sorted(self.values)[rank - 1]
-        seen = 0
-        for value, count in sorted(zip(self.values, self.counts, strict=True)):
-            seen += count
-            if seen >= rank:
-                return value
-        return max(self.values)
+        received = self.size
+        if rank > received:
+            return math.inf
+        histogram = self.decoded
+        value = histogram.get_value_at_percentile(100.0 * rank / received)
+        return histogram.get_lowest_equivalent_value(value) * self.unit
 
     def summary(self) -> dict[str, float]:
+        """Frames received and lost/late, minimum, median, 99.9th percentile and maximum (s, inf = lost tags)."""
         return {
             "samples": self.size,
-            "min": self.percentile(0) if self.size else math.nan,
+            "lost_or_late": self.lost_or_late,
+            "min": self.percentile(0),
             "median": self.percentile(50),
             "p99_9": self.percentile(99.9),
             "max": self.percentile(100),
         }
+
+    def to_dict(self) -> dict:
+        """For the trial log: the histogram itself (to merge and plot later) and its summary, JSON-safe."""
+        summary = {key: delay_for_json(value, self.timeout) if key not in ("samples", "lost_or_late") else value
+                   for key, value in self.summary().items()}
+        return {"histogram": self.histogram, "unit": self.unit, "lost_or_late": self.lost_or_late,
+                "timeout": self.timeout, **summary}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Latency:
+        return cls(data["histogram"], float(data["unit"]), int(data.get("lost_or_late", 0)), data.get("timeout"))
+
+    @classmethod
+    def merge(cls, latencies: Iterable[Latency]) -> Latency | None:
+        """Several trials' delays of one direction as one distribution (None when there are none)."""
+        latencies = list(latencies)
+        if not latencies:
+            return None
+        units = {lat.unit for lat in latencies}
+        if len(units) != 1:
+            raise ValueError(f"cannot merge latency histograms of different units: {sorted(units)}")
+        # A lost or late tag was later than its own trial's timeout, so later than the smallest of them.
+        timeouts = [lat.timeout for lat in latencies if lat.timeout is not None]
+        timeout = min(timeouts) if len(timeouts) == len(latencies) else None
+        merged = _histogram_class().decode(latencies[0].histogram)
+        for lat in latencies[1:]:
+            merged.add(lat.decoded)
+        return cls(encode_histogram(merged), latencies[0].unit, sum(lat.lost_or_late for lat in latencies), timeout)
+
+
+def encode_histogram(histogram) -> str:
+    return histogram.encode().decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -193,8 +322,20 @@ class DirectionResult:
     tester_drops: int = 0
     duplicates: int = 0
     reordered: int = 0
+    # Frames the tester sent ahead of the paced schedule (a start-up burst, or a send span shorter than the
+    # duration); measured by generators that can (trex), else 0. More than SEND_OVERRUN_TOLERANCE of the
+    # intended frames means the DUT was offered more than the offered load: the trial is flagged as stretched.
+    frames_ahead: int = 0
+    # s from the earliest direction's first frame to this direction's first frame: the tester ports' start
+    # skew, recorded per trial by generators that measure it (trex); None when not measured.
+    send_start: float | None = None
     send_duration: float = 0.0  # s the sender really took
     latency: Latency | None = None
+    # Measured frames (latency_mode "tagged": tagged frames; "all": every frame): sent by the tester, received
+    # within the frame timeout, and lost or late (= sent - received; they enter the latency as +infinity).
+    tags_sent: int = 0
+    tags_received: int = 0
+    tags_lost_or_late: int = 0
 
     @property
     def frames_lost(self) -> int:
@@ -221,7 +362,7 @@ class DirectionResult:
             achieved_rate=self.achieved_rate,
         )
         if self.latency is not None:
-            data["latency"] = self.latency.summary()
+            data["latency"] = self.latency.to_dict()
         return data
 
 
@@ -252,9 +393,11 @@ class TrialResult:
 
     @property
     def stretched(self) -> bool:
-        """The tester could not send at the offered load: sending overran or frames went unsent."""
+        """The tester did not send at the offered load: sending overran, frames went unsent, or frames went
+        ahead of the paced schedule (a burst or a short send span: the DUT was offered more than the load)."""
         limit = self.spec.duration * (1 + SEND_OVERRUN_TOLERANCE)
-        return any(d.unsent or d.send_duration > limit for d in self.directions.values())
+        return any(d.unsent or d.send_duration > limit or d.frames_ahead > SEND_OVERRUN_TOLERANCE * d.frames_intended
+                   for d in self.directions.values())
 
     @property
     def valid(self) -> bool:
@@ -295,19 +438,7 @@ class GeneratorError(RuntimeError):
     """The generator could not run a trial (tester gone, bad port, no permission)."""
 
 
-def latency_samples_of(results: Sequence[TrialResult], direction: Direction) -> Latency:
-    """All latency samples of one direction over several trials, merged."""
-    values: list[float] = []
-    counts: list[int] = []
-    histogram = False
-    for result in results:
-        lat = result.directions[direction].latency if direction in result.directions else None
-        if lat is None:
-            continue
-        values.extend(lat.values)
-        if lat.counts is not None:
-            histogram = True
-            counts.extend(lat.counts)
-        else:
-            counts.extend([1] * len(lat.values))
-    return Latency(tuple(values), tuple(counts) if histogram else None)
+def merge_latency(results: Sequence[TrialResult], direction: Direction) -> Latency | None:
+    """One direction's latency over several trials, merged (None when no trial measured it)."""
+    return Latency.merge(result.directions[direction].latency for result in results
+                         if direction in result.directions and result.directions[direction].latency is not None)

@@ -172,7 +172,7 @@ class SimGenerator:
             delays = delays + np.where(held, sut.delay, 0.0)
         if spec.frame_timeout is not None:
             delays = delays[delays <= spec.frame_timeout]
-        return Latency.from_samples(float(x) for x in delays)
+        return Latency.from_delays((float(x) for x in delays), timeout=spec.frame_timeout)
 
 
 def create(wall_clock_factor: float | str = 0.0, **options) -> SimGenerator:

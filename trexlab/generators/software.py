@@ -107,7 +107,9 @@ class SoftwareGenerator:
         after = self.counters() if before is not None else None
         directions, notes = {}, []
         for name, d in report["directions"].items():
-            latency = Latency.from_samples(d["latency"]) if spec.latency_mode != "none" else None
+            # Until swtester sends its own histogram: the delays (s) of the measured frames it received in time.
+            latency = (Latency.from_delays(d["latency"], timeout=spec.frame_timeout)
+                       if spec.latency_mode != "none" else None)
             directions[name] = DirectionResult(
                 direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
                 frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],

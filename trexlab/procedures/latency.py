@@ -16,8 +16,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
-from trexlab.trial import TrialSpec, latency_samples_of
+from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
+from trexlab.procedures.selftest import latency_floor_check
+from trexlab.trial import TrialSpec, merge_latency
 
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
@@ -31,6 +32,9 @@ class Params:
     frame_timeout: float | None = None
     rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
+    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
+    tester_floor_median: float | None = None
+    tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
         check_range("rate", self.rate, 0, low_open=True)
@@ -38,8 +42,9 @@ class Params:
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
-        if self.tester_ceiling is not None:
-            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0, low_open=True)
         check_range("rfc2544_trials", self.rfc2544_trials, 0, 1000, integer=True)
 
 
@@ -51,6 +56,8 @@ class LatencyResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         headline = {}
@@ -65,6 +72,8 @@ class LatencyResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            "tester_latency_floor": self.floor,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -80,8 +89,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     for direction in traffic.active_directions:
-        samples = latency_samples_of([main], direction)
-        summary = samples.summary()
+        summary = merge_latency([main], direction).summary()
         directions[direction] = {"typical": summary["median"], "worst_case": summary["p99_9"],
                                  "min": summary["min"], "max": summary["max"], "samples": summary["samples"]}
         if summary["samples"] < MIN_TAGGED_FRAMES:
@@ -93,9 +101,11 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                               latency_mode="tagged", latency_frames=1, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in traffic.active_directions:
-            values = [r.directions[direction].latency.values[0] for r in singles
+            values = [r.directions[direction].latency.percentile(0) for r in singles
                       if r.directions[direction].latency and r.directions[direction].latency.size]
             rfc2544[direction] = {"trials": len(singles), "values": values,
                                   "average": statistics.fmean(values) if values else None,
                                   "label": "RFC 2544 latency: one tagged frame per trial, averaged"}
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes)
+    floor, warnings = latency_floor_check(directions, params, {"typical": "median", "worst_case": "p99_9"})
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor,
+                         runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

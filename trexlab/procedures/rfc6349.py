@@ -63,7 +63,7 @@ class Params:
     bottleneck_bandwidth: float | None = None  # bit/s; declared BB (the CIR); None: RFC 2544 throughput
     bb_max_rate: float | None = None  # fps of the BB search; None: the media limit at the MTU frame size
     bb_min_rate: float = 1000.0  # fps
-    bb_resolution: float | None = None  # fps; None: 0.1 % of bb_max_rate
+    bb_resolution: float | None = None  # fps; None: the search's relative default (throughput.Params)
     bb_trial_duration: float = 10.0  # s per BB trial
     bb_loss_tolerance_percent: float = 0.0
     media: str = "10g"  # for the default bb_max_rate

@@ -14,10 +14,12 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import TrialSpec
 
 METHOD = "RFC 2544 binary search"
+#: The default stopping rule: the interval is narrower than this share of the rate found.
+DEFAULT_RESOLUTION_PERCENT = 0.5
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,10 @@ class Params:
     max_rate: float | None = None  # fps per direction; None: the media limit for the frame size
     min_rate: float = 100.0  # fps per direction
     initial_rate: float | None = None  # first trial; None: max_rate
-    resolution: float | None = None  # fps; the search stops when the interval is this narrow; None: 0.1 % of max
+    resolution: float | None = None  # fps; the search stops when the interval is this narrow; None: relative
+    # %: with no absolute resolution, the search stops when the interval is narrower than this share of the rate
+    # found (its lower end), so a 20 kfps DUT is measured as closely as a 10 Mfps one
+    resolution_percent: float = DEFAULT_RESOLUTION_PERCENT
     loss_tolerance_percent: float = 0.0  # RFC 2544: 0; Lencse & Szilagyi 2024 used 0.01
     trial_duration: float = 60.0  # s, RFC 2544 section 24
     frame_timeout: float | None = None  # s; None: frames count until the receive tail ends
@@ -42,6 +47,7 @@ class Params:
             check_range("initial_rate", self.initial_rate, self.min_rate, self.max_rate)
         if self.resolution is not None:
             check_range("resolution", self.resolution, 0, low_open=True)
+        check_range("resolution_percent", self.resolution_percent, 0, 100, low_open=True)
         check_range("loss_tolerance_percent", self.loss_tolerance_percent, 0, 100)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
@@ -50,12 +56,24 @@ class Params:
         if self.tester_ceiling is not None:
             check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
 
-    def rate_limits(self, traffic: TrialSpec) -> tuple[float, float, float, float]:
-        """(min, max, initial, resolution) in fps for this traffic."""
+    def rate_limits(self, traffic: TrialSpec) -> tuple[float, float, float]:
+        """(min, max, initial) in fps for this traffic."""
         top = self.max_rate or float(max_frame_rate(media_speed(self.media), max(traffic.frame_size)))
         if self.min_rate >= top:
             raise InvalidParameter("min_rate", self.min_rate, f"< max_rate ({top:.0f})")
-        return (self.min_rate, top, self.initial_rate or top, self.resolution or top * 0.001)
+        return (self.min_rate, top, self.initial_rate or top)
+
+    def narrow_enough(self, low: float, high: float) -> bool:
+        """Whether the search may stop with the rate found `low` and the lowest failed rate `high`."""
+        if self.resolution is not None:
+            return high - low <= self.resolution
+        return high - low <= low * self.resolution_percent / 100
+
+    def stopping_rule(self) -> str:
+        """The resolution as the summary discloses it."""
+        if self.resolution is not None:
+            return f"{self.resolution:g} fps"
+        return f"{self.resolution_percent:g} % of the rate found"
 
 
 @dataclass
@@ -64,11 +82,12 @@ class ThroughputResult:
     below_minimum: bool
     params: Params
     max_rate: float
-    resolution: float
+    width: float  # fps: the final interval between the rate found and the lowest failed rate (0: max passed)
     trials: int
     trial_seconds: float
     search: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -80,18 +99,24 @@ class ThroughputResult:
             "trial_duration": self.params.trial_duration,
             "frame_timeout": self.params.frame_timeout,
             "max_rate": self.max_rate,
-            "resolution": self.resolution,
+            "resolution": self.params.resolution,
+            "resolution_percent": None if self.params.resolution is not None else self.params.resolution_percent,
+            "stopping_rule": self.params.stopping_rule(),
+            "final_width_fps": self.width,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "search": self.search,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {"throughput_fps": self.throughput},
+            # A search that ended below the minimum load still observed something: the figure is below min_rate.
+            "headline_below": {"throughput_fps": self.params.min_rate} if self.below_minimum else {},
         }
 
 
 def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> ThroughputResult:
-    low, high, rate, resolution = params.rate_limits(traffic)
+    low, high, rate = params.rate_limits(traffic)
     top = high
     tolerance = params.loss_tolerance_percent / 100
     runner = TrialRunner(generator, traffic, on_trial, progress, "throughput")
@@ -111,7 +136,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             best, low = rate, rate
         else:
             high = rate
-        if best == high or high - low <= resolution:
+        if best == high or params.narrow_enough(low, high):
             break
         rate = (low + high) / 2
     below_minimum = False
@@ -121,10 +146,16 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             best = params.min_rate
         else:
             below_minimum = True
-    notes = runner.notes()
+    # A stretched trial counts as failed; it holds the result down unless the DUT failed a lower load with the
+    # tester keeping up: a DUT that loses frames at a lower load loses them at this one too, so its verdict stands.
+    own_failure = min((t["offered_load"] for t in search if not t["passed"] and not t["stretched"]),
+                      default=float("inf"))
+    bearing = sum(1 for t in search if t["stretched"] and t["offered_load"] < own_failure)
+    notes = runner.notes(bearing)
     if below_minimum:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
     if warning := ceiling_warning(best, params.tester_ceiling):
         notes.append(warning)
-    return ThroughputResult(best, below_minimum, params, top, resolution, len(runner.log), runner.trial_seconds,
-                            search, notes)
+    return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
+                            search, notes,
+                            runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
