@@ -2,60 +2,6 @@
 # provisioned; Terraform checks the declaration (cabling, test ports, CPU lists) at plan time and writes
 # the same inventory as every other lab kind (terraform/modules/inventory). No provider at all.
 
-terraform {
-  required_version = ">= 1.6"
-  backend "local" {}
-}
-
-variable "lab_name" {
-  description = "Short lab name: the inventory goes to inventory/generated/<lab_name>/hosts.yml."
-  type        = string
-  default     = "static"
-  validation {
-    condition     = can(regex("^[a-z0-9]{1,6}$", var.lab_name))
-    error_message = "lab_name must be 1-6 characters of a-z and 0-9."
-  }
-}
-
-variable "topology" {
-  description = "single (tester-dut1-tester), dual (tester-dut1-dut2-tester) or loopback (tester ports joined)."
-  type        = string
-  default     = "single"
-  validation {
-    condition     = contains(["single", "dual", "loopback"], var.topology)
-    error_message = "topology must be one of single, dual, loopback."
-  }
-}
-
-variable "machines" {
-  description = <<-EOT
-    The lab's machines by their role in the topology (tester, dut1, dut2), each with:
-    ansible_host/ansible_user/ansible_port/ssh_key  how Ansible reaches it over SSH (become: sudo to root);
-    machine     the physical machine it runs on (default: ansible_host); nodes on one machine must
-                have disjoint CPU lists;
-    cpus        CPUs for pinning: the tester's senders/receivers, the DUT's forwarding (RPS/IRQs);
-    test_ports  [port 0, port 1], each {name, mac, pci}: interface name, MAC, PCI address (DPDK/TRex).
-  EOT
-  type = map(object({
-    ansible_host = string
-    ansible_user = optional(string, "root")
-    ansible_port = optional(number, 22)
-    ssh_key      = optional(string)
-    become       = optional(bool, false)
-    machine      = optional(string)
-    cpus         = optional(list(number), [])
-    test_ports = optional(list(object({
-      name = string
-      mac  = string
-      pci  = optional(string)
-    })), [])
-  }))
-  validation {
-    condition     = alltrue([for m in var.machines : trimspace(m.ansible_host) != ""])
-    error_message = "Every machine needs an ansible_host (the SSH address Ansible uses)."
-  }
-}
-
 module "topology" {
   source   = "../../modules/topology"
   topology = var.topology
@@ -78,13 +24,4 @@ module "inventory" {
     ssh_key      = var.machines[name].ssh_key
     extra_vars   = var.machines[name].become ? { ansible_become = "true" } : {}
   }) }
-}
-
-output "inventory_yaml" {
-  description = "The Ansible inventory of this lab."
-  precondition {
-    condition     = length(module.topology.problems) == 0
-    error_message = "The machines do not make a ${var.topology} lab: ${join("; ", module.topology.problems)}."
-  }
-  value = one(module.inventory[*].inventory_yaml)
 }

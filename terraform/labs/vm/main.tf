@@ -9,72 +9,6 @@
 # scripts/vmlab.py prepare before Terraform runs (scripts/lab.sh does it) and come in as variables;
 # scripts/vmlab.py up/down realises and removes the plan computed here.
 
-terraform {
-  required_version = ">= 1.6"
-  backend "local" {}
-}
-
-variable "lab_name" {
-  description = "Short lab name, part of every namespace and interface name, so that labs never collide."
-  type        = string
-  default     = "vm"
-  validation {
-    condition     = can(regex("^[a-z0-9]{1,6}$", var.lab_name))
-    error_message = "lab_name must be 1-6 characters of a-z and 0-9 (interface names are at most 15 characters)."
-  }
-}
-
-variable "topology" {
-  description = "single (tester-dut1-tester) or dual (tester-dut1-dut2-tester); loopback needs no VM (LAB=local)."
-  type        = string
-  default     = "single"
-  validation {
-    condition     = contains(["single", "dual"], var.topology)
-    error_message = "topology must be single or dual (a loopback lab has no DUT: use LAB=local)."
-  }
-}
-
-variable "state_dir" {
-  description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, QEMU pid files, consoles)."
-  type        = string
-}
-
-variable "cpu_count" {
-  description = "CPUs of this machine; the tester gets CPU 0, the VMs run on the others."
-  type        = number
-  default     = 2
-  validation {
-    condition     = var.cpu_count >= 2
-    error_message = "cpu_count must be at least 2: the VMs must run on another CPU than the tester sends on."
-  }
-}
-
-variable "image_dir" {
-  description = "Guest image directory (vmlinux, initrd.cpio, manifest.json) from scripts/vmlab.py prepare."
-  type        = string
-  default     = ""
-}
-
-variable "accel" {
-  description = "QEMU accelerator: kvm, or tcg (emulation: functional tests only, not device performance)."
-  type        = string
-  default     = "tcg"
-  validation {
-    condition     = contains(["kvm", "tcg"], var.accel)
-    error_message = "accel must be kvm or tcg."
-  }
-}
-
-variable "memory_mib" {
-  description = "RAM per VM in MiB: the root file system lives in it (256 MiB is too little)."
-  type        = number
-  default     = 512
-  validation {
-    condition     = var.memory_mib >= 384
-    error_message = "memory_mib must be at least 384: the guest's root file system is in RAM."
-  }
-}
-
 # Management addresses and MAC byte of this lab, as every lab on this machine derives them.
 module "management" {
   source   = "../../modules/management"
@@ -186,15 +120,4 @@ module "inventory" {
       extra_vars = n.role == "dut" ? { trexlab_vm_accel = var.accel } : {}
     }
   }
-}
-
-output "inventory_yaml" {
-  description = "The Ansible inventory of this lab."
-  value       = module.inventory.inventory_yaml
-  depends_on  = [terraform_data.lab]
-}
-
-output "plan" {
-  description = "Names, links, MACs, addresses and the guest image of the lab, as the realiser got them."
-  value       = local.plan
 }

@@ -5,33 +5,6 @@
 # plan-time precondition failure, which `terraform test` can expect (failures inside a child module
 # cannot be expected), and feeds the inventory module only a checked topology.
 
-terraform {
-  required_version = ">= 1.6"
-}
-
-variable "topology" {
-  description = "single (tester-dut1-tester), dual (tester-dut1-dut2-tester) or loopback (tester ports joined)."
-  type        = string
-}
-
-variable "nodes" {
-  description = <<-EOT
-    Nodes by their role in the topology: tester, dut1 (next to tester port 0), dut2 (dual only).
-    machine: nodes with the same machine share its CPUs (namespaces or VMs on one server), so their
-    CPU lists must not overlap. test_ports: index 0 then 1; tester port 0 is cabled to dut1's port 0,
-    the last DUT's port 1 to tester port 1, and in dual topology dut1's port 1 to dut2's port 0.
-  EOT
-  type = map(object({
-    machine = string
-    cpus    = list(number)
-    test_ports = list(object({
-      name = string
-      mac  = string
-      pci  = optional(string)
-    }))
-  }))
-}
-
 locals {
   node_names    = ["tester", "dut1", "dut2"]
   expected_duts = { single = ["dut1"], dual = ["dut1", "dut2"], loopback = [] }[var.topology]
@@ -115,19 +88,4 @@ locals {
       }]
     }
   }
-}
-
-output "problems" {
-  description = "What cannot be cabled as declared, one sentence each; empty when the topology is sound."
-  value       = local.problems
-}
-
-output "nodes" {
-  description = "Role, DUT position, CPUs and fully addressed test ports per node (inventory module shape)."
-  value       = local.nodes
-}
-
-output "cabling" {
-  description = "The links from tester port 0 to tester port 1, each as [node, port index, node, port index]."
-  value       = local.chain
 }

@@ -1,0 +1,4 @@
+terraform {
+  required_version = ">= 1.6"
+  backend "local" {}
+}

@@ -1,0 +1,10 @@
+output "inventory_yaml" {
+  description = "The Ansible inventory of this lab."
+  value       = module.inventory.inventory_yaml
+  depends_on  = [terraform_data.lab]
+}
+
+output "plan" {
+  description = "Names, links, MACs, addresses and the guest image of the lab, as the realiser got them."
+  value       = local.plan
+}

@@ -1,0 +1,44 @@
+# The management block and MAC byte of a lab follow from its name alone (the first 6 hex digits of its
+# SHA-1 modulo 2^23), so every tool that derives them (lab-up's refusal of a block in use, the VM lab,
+# the local lab) agrees; the expected values below were computed apart from Terraform (Python's hashlib).
+
+run "local_lab_block" {
+  command = plan
+  variables {
+    lab_name = "local"
+  }
+  assert {
+    condition     = output.prefix == "2001:2:0:ff93:9bb4" && output.mac_byte == 52
+    error_message = "sha1(local)[:6] = 139bb4, modulo 2^23 = 1285044: block ff93:9bb4, MAC byte 52; got ${output.prefix}, ${output.mac_byte}"
+  }
+}
+
+run "another_name_another_block" {
+  command = plan
+  variables {
+    lab_name = "tft"
+  }
+  assert {
+    condition     = output.prefix == "2001:2:0:ffa6:9353" && output.mac_byte == 83
+    error_message = "tft: block ffa6:9353, MAC byte 83; got ${output.prefix}, ${output.mac_byte}"
+  }
+}
+
+run "the_block_stays_inside_ff80_57" {
+  command = plan
+  variables {
+    lab_name = "a"
+  }
+  assert {
+    condition     = startswith(output.prefix, "2001:2:0:ff8") && output.prefix == "2001:2:0:ff86:f7e4" && output.mac_byte < 128
+    error_message = "a: block ff86:f7e4 (the 7 bits above the last group stay in ff80..ffff); got ${output.prefix}"
+  }
+}
+
+run "rejects_an_empty_name" {
+  command = plan
+  variables {
+    lab_name = ""
+  }
+  expect_failures = [var.lab_name]
+}

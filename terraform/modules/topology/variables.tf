@@ -1,0 +1,26 @@
+variable "topology" {
+  description = "single (tester-dut1-tester), dual (tester-dut1-dut2-tester) or loopback (tester ports joined)."
+  type        = string
+  validation {
+    condition     = contains(["single", "dual", "loopback"], var.topology)
+    error_message = "topology must be one of single, dual, loopback."
+  }
+}
+
+variable "nodes" {
+  description = <<-EOT
+    Nodes by their role in the topology: tester, dut1 (next to tester port 0), dut2 (dual only).
+    machine: nodes with the same machine share its CPUs (namespaces or VMs on one server), so their
+    CPU lists must not overlap. test_ports: index 0 then 1; tester port 0 is cabled to dut1's port 0,
+    the last DUT's port 1 to tester port 1, and in dual topology dut1's port 1 to dut2's port 0.
+  EOT
+  type = map(object({
+    machine = string
+    cpus    = list(number)
+    test_ports = list(object({
+      name = string
+      mac  = string
+      pci  = optional(string)
+    }))
+  }))
+}
