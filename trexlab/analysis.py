@@ -49,6 +49,8 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         if runs.empty:
             continue
         runs = runs[runs["finished"]].copy()
+        if "provenance.procedure" in runs:  # not the throughput runs a latency campaign took its rate from
+            runs = runs[runs["provenance.procedure"] == manifest["spec"]["procedure"]["name"]].copy()
         runs["experiment"] = manifest["experiment"]
         runs["campaign"] = manifest["campaign"]
         runs["point"] = runs["provenance.point"]
