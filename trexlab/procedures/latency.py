@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, delay_for_json, lost_tags_text, merge_latency
 
 METHOD = "RFC 8219 section 7.2"
@@ -53,6 +54,9 @@ class Params:
     frame_timeout: float | None = None  # s; a tag later than this counts as lost (None: the receive tail decides)
     rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
+    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
+    tester_floor_median: float | None = None
+    tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
@@ -64,8 +68,9 @@ class Params:
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
-        if self.tester_ceiling is not None:
-            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0, low_open=True)
         check_range("rfc2544_trials", self.rfc2544_trials, 0, 1000, integer=True)
 
 
@@ -77,6 +82,7 @@ class LatencyResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
 
     def to_dict(self) -> dict:
         headline = {}
@@ -96,6 +102,7 @@ class LatencyResult:
             "trial_seconds": self.trial_seconds,
             "lost_tags": lost_tags_text(self.params.frame_timeout),
             "notes": self.notes,
+            "tester_latency_floor": self.floor,
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -143,4 +150,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                                   "average": statistics.fmean(values) if values else None,
                                   "label": "RFC 2544 latency: one tagged frame per trial, averaged "
                                            "(trials whose tag was lost are left out, as RFC 2544 does)"}
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes)
+    # The floor compares numbers: +inf (a percentile among lost tags) is skipped there.
+    figures = {d: {"typical": s["typical_s"], "worst_case": s["worst_case_s"]} for d, s in directions.items()}
+    floor, warnings = latency_floor_check(figures, params, {"typical": "median", "worst_case": "p99_9"})
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor)

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate
+from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import delay_for_json, format_seconds, merge_latency
 
 METHOD = "RFC 8219 section 7.3"
@@ -36,14 +37,18 @@ class Params:
     trial_duration: float = TRIAL_DURATION  # s (RFC 8219 asks for at least 60 s; 120 s as for latency)
     frame_timeout: float | None = None  # s; a frame later than this counts as lost
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
+    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
+    tester_floor_median: float | None = None
+    tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
-        if self.tester_ceiling is not None:
-            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0, low_open=True)
 
 
 def pdv_text(minimum: float, timeout: float | None) -> str:
@@ -60,6 +65,7 @@ class PdvResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
 
     def to_dict(self) -> dict:
         directions = {d: {k: v for k, v in s.items() if k != "pdv_s"} for d, s in self.directions.items()}
@@ -70,6 +76,7 @@ class PdvResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            "tester_latency_floor": self.floor,
             "params": asdict(self.params),
             # +inf where the 99.9th percentile lies among lost frames (the directions block says "> ...").
             "headline": {f"{d}_pdv_s": v["pdv_s"] for d, v in self.directions.items()},
@@ -98,4 +105,6 @@ def run(generator, traffic, params: Params, on_trial=None, progress=None) -> Pdv
                          "the frame timeout; they count as infinite delays")
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes)
+    figures = {d: {"pdv": s["pdv_s"]} for d, s in directions.items()}  # numbers; +inf is skipped there
+    floor, warnings = latency_floor_check(figures, params, {"pdv": "p99_9"})
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor)
