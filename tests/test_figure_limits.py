@@ -215,3 +215,12 @@ def test_report_tables_rank_repetitions_below_the_minimum_load_and_export_them(t
     table = analysis.summarize_points(runs, "throughput_fps")
     back = pd.read_parquet(analysis.export(table, tmp_path / "t.parquet"))
     assert back["median"].tolist() == ["< 550"] and back["max"].tolist() == [3050.0]
+
+
+def test_results_written_before_headline_below_are_still_counted_below_the_minimum_load():
+    runs = pd.DataFrame([{"experiment": "e", "x": 1, "repetition": k, "throughput_fps": v,
+                          "result.below_minimum_load": v is None, "result.params.min_rate": 100.0,
+                          "sweep_keys": ("x",), "figure_keys": ("throughput_fps",)}
+                         for k, v in enumerate([None, None, 500.0], start=1)])
+    row = analysis.summarize_points(runs, "throughput_fps").iloc[0]
+    assert (row["median"], row["missing"], row["max"]) == ("< 100", 2, 500.0)

@@ -108,7 +108,8 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
     for _, row in runs.iterrows():
         value = row.get(figure)
         below = row.get(f"result.headline_below.{figure}")
-        if not _present(below) and figure == "throughput_fps" and row.get("result.below_minimum_load") is True:
+        old = row.get("result.below_minimum_load")  # results written before headline_below
+        if not _present(below) and figure == "throughput_fps" and _present(old) and bool(old):
             below = row.get("result.params.min_rate")
         reasons = row.get("result.tester_bound_reasons")
         repetition = row.get("repetition")
