@@ -27,7 +27,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, delay_for_json, lost_tags_text, merge_latency
 
@@ -83,6 +83,7 @@ class LatencyResult:
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
     floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         headline = {}
@@ -103,6 +104,7 @@ class LatencyResult:
             "lost_tags": lost_tags_text(self.params.frame_timeout),
             "notes": self.notes,
             "tester_latency_floor": self.floor,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -153,4 +155,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     # The floor compares numbers: +inf (a percentile among lost tags) is skipped there.
     figures = {d: {"typical": s["typical_s"], "worst_case": s["worst_case_s"]} for d, s in directions.items()}
     floor, warnings = latency_floor_check(figures, params, {"typical": "median", "worst_case": "p99_9"})
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor)
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor,
+                         runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

@@ -23,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import delay_for_json, format_seconds, merge_latency
@@ -66,6 +66,7 @@ class PdvResult:
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
     floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         directions = {d: {k: v for k, v in s.items() if k != "pdv_s"} for d, s in self.directions.items()}
@@ -77,6 +78,7 @@ class PdvResult:
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
             "tester_latency_floor": self.floor,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             # +inf where the 99.9th percentile lies among lost frames (the directions block says "> ...").
             "headline": {f"{d}_pdv_s": v["pdv_s"] for d, v in self.directions.items()},
@@ -107,4 +109,5 @@ def run(generator, traffic, params: Params, on_trial=None, progress=None) -> Pdv
         notes.append(warning)
     figures = {d: {"pdv": s["pdv_s"]} for d, s in directions.items()}  # numbers; +inf is skipped there
     floor, warnings = latency_floor_check(figures, params, {"pdv": "p99_9"})
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor)
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor,
+                     runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))
