@@ -7,7 +7,15 @@ One call of ``get_streams`` gives the streams of one tester port:
   received test frames;
 * optionally a *latency stream* with another pg_id (``STLFlowLatencyStats``):
   TRex timestamps these frames and, with the server started with ``--hdrh``,
-  keeps an HDR histogram of their one-way delays.
+  keeps an HDR histogram of their one-way delays. It carries the test stream's
+  field engine (RFC 4814 ports, N destination networks), so latency is
+  measured on the flow mix the throughput was found with (one fixed flow would
+  hit one RSS queue of the DUT). With ``tag_delay`` (RFC 8219 section 7.2:
+  tags only after the DUT's warm-up) it starts that many seconds after the
+  trial (its inter-stream gap), and a *warm-up stream* (a third pg_id, a single
+  burst at the latency stream's rate for ``tag_delay`` seconds) carries its
+  share of the offered load until then, so the DUT sees the offered load all
+  along.
 
 Addresses follow the trexlab address plan (docs/architecture.md): port 0 sends
 the *forward* direction from 198.18.0.2 / 2001:2:0:8000::2 to 198.19.x.2 /
@@ -56,6 +64,8 @@ RFC4814_SOURCE_PORTS = (1024, 65535)
 RFC4814_DESTINATION_PORTS = (1, 49151)
 
 DIRECTION_NAMES = ("forward", "reverse")
+#: The warm-up stream's pg_id is the test stream's plus this (pg_ids up to 2 * port + 2 are taken).
+WARMUP_PG_OFFSET = 100
 PORT_MODES = ("fixed", "rfc4814")
 LATENCY_MODES = ("none", "tagged", "all")
 
@@ -127,14 +137,17 @@ def field_offsets(ip_version: int) -> dict[str, int]:
 class RFC2544UDP:
     """STL profile: test stream (+ latency stream) of one tester port."""
 
+    warmup_pg_offset = WARMUP_PG_OFFSET  # the generator numbers its pg_ids by it
+
     def get_streams(self, tunables=(), direction=0, port_id=0, frame_size=64, ip_version=4, port_mode="fixed",
                     networks=1, rate=1000.0, latency_rate=0.0, pg_id=None, latency_pg_id=None, dont_fragment=False,
-                    **kwargs):
+                    tag_delay=0.0, warmup_pg_id=None, **kwargs):
         """Streams of the port; every tunable has a default so trex-console can list them.
 
         rate / latency_rate are frames/s of the test and latency stream (latency_rate 0 = no
-        latency stream, rate 0 = latency stream only); pg_id defaults to 2 * port_id + 1
-        and latency_pg_id to 2 * port_id + 2, so that each direction has its own.
+        latency stream, rate 0 = latency stream only); pg_id defaults to 2 * port_id + 1,
+        latency_pg_id to 2 * port_id + 2 and warmup_pg_id to pg_id + WARMUP_PG_OFFSET, so that
+        each direction has its own. tag_delay: s before the latency stream starts.
         """
         from trex.stl.api import (  # imported here so the frame builders work without TRex
             STLVM,
@@ -144,11 +157,12 @@ class RFC2544UDP:
             STLPktBuilder,
             STLStream,
             STLTXCont,
+            STLTXSingleBurst,
         )
 
         options = dict(frame_size=frame_size, ip_version=ip_version, port_mode=port_mode, networks=networks,
                        rate=rate, latency_rate=latency_rate, pg_id=pg_id, latency_pg_id=latency_pg_id,
-                       dont_fragment=dont_fragment)
+                       dont_fragment=dont_fragment, tag_delay=tag_delay, warmup_pg_id=warmup_pg_id)
         options.update(_parse_console_tunables(tunables))
         frame_size, ip_version = int(options["frame_size"]), int(options["ip_version"])
         port_mode, networks = str(options["port_mode"]), int(options["networks"])
@@ -157,6 +171,8 @@ class RFC2544UDP:
         direction = int(direction) % 2
         pg_id = 2 * port_id + 1 if options["pg_id"] is None else int(options["pg_id"])
         latency_pg_id = 2 * port_id + 2 if options["latency_pg_id"] is None else int(options["latency_pg_id"])
+        warmup_pg_id = pg_id + WARMUP_PG_OFFSET if options["warmup_pg_id"] is None else int(options["warmup_pg_id"])
+        tag_delay = float(options["tag_delay"])
 
         _check("ip_version", ip_version in (4, 6), ip_version, "4, 6")
         _check("port_mode", port_mode in PORT_MODES, port_mode, ", ".join(PORT_MODES))
@@ -164,24 +180,33 @@ class RFC2544UDP:
         _check("rate", rate >= 0, rate, ">= 0 frames/s")
         _check("latency_rate", latency_rate >= 0, latency_rate, ">= 0 frames/s")
         _check("rate/latency_rate", rate > 0 or latency_rate > 0, (rate, latency_rate), "at least one > 0")
+        _check("tag_delay", tag_delay >= 0, tag_delay, ">= 0 s")
         if latency_rate > 0:
             _check("frame_size", frame_size >= MIN_LATENCY_FRAME[ip_version], frame_size,
                    f">= {MIN_LATENCY_FRAME[ip_version]} bytes for IPv{ip_version}/UDP latency frames "
                    f"(TRex's {LATENCY_SIGNATURE}-byte signature must fit in the UDP payload)")
 
         frame = test_frame(direction, ip_version, frame_size, dont_fragment=dont_fragment)
+
+        def packet():  # each stream its own field-engine program: the same flows, in every stream
+            return STLPktBuilder(pkt_buffer=frame,
+                                 vm=self._field_engine(STLVM, CTRexVmInsFixHwCs, ip_version, port_mode, networks))
+
+        name = DIRECTION_NAMES[direction]
         streams = []
         if rate > 0:
-            packet = STLPktBuilder(pkt_buffer=frame,
-                                   vm=self._field_engine(STLVM, CTRexVmInsFixHwCs, ip_version, port_mode, networks))
-            streams.append(STLStream(name=f"test-{DIRECTION_NAMES[direction]}", packet=packet,
-                                     mode=STLTXCont(pps=rate), flow_stats=STLFlowStats(pg_id=pg_id)))
+            streams.append(STLStream(name=f"test-{name}", packet=packet(), mode=STLTXCont(pps=rate),
+                                     flow_stats=STLFlowStats(pg_id=pg_id)))
         if latency_rate > 0:
-            # Latency frames are fixed (network 0, fixed ports): TRex timestamps them on its
-            # receive core, and their delay must not depend on which flow they belong to.
-            packet = STLPktBuilder(pkt_buffer=frame)
-            streams.append(STLStream(name=f"latency-{DIRECTION_NAMES[direction]}", packet=packet,
-                                     mode=STLTXCont(pps=latency_rate),
+            # TRex timestamps latency frames on its receive core whatever their flow, so they can carry the
+            # test stream's flows: RFC 4814 ports and N networks reach the same DUT queues as the test frames.
+            warmup_frames = round(latency_rate * tag_delay)
+            if warmup_frames:
+                streams.append(STLStream(name=f"warmup-{name}", packet=packet(),
+                                         mode=STLTXSingleBurst(pps=latency_rate, total_pkts=warmup_frames),
+                                         flow_stats=STLFlowStats(pg_id=warmup_pg_id)))
+            streams.append(STLStream(name=f"latency-{name}", packet=packet(), mode=STLTXCont(pps=latency_rate),
+                                     isg=tag_delay * 1e6,  # TRex's inter-stream gap is in microseconds
                                      flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))
         return streams
 

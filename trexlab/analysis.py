@@ -19,6 +19,7 @@ import pandas as pd
 
 from trexlab.stats import summarize
 from trexlab.store import load_runs, read_point_log
+from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "median", "min", "max", "p1", "p99", "dispersion_percent"]
 
@@ -351,3 +352,34 @@ def campaigns_beside(campaign: str | Path, exclude_procedure: str) -> list[Path]
         if spec.get("procedure", {}).get("name") != exclude_procedure:
             found.append(path)
     return found
+
+
+def latency_floor_disclosure(campaign: str | Path) -> str:
+    """Markdown naming the tester's own latency floor that latency and PDV figures were compared against (from
+    a self-test through looped-back ports) and every figure flagged as within its factor; '' for other
+    procedures. A tester's receive path can dominate a DUT's latency: the reader must see both side by side."""
+    campaign = Path(campaign)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    floors, warnings, compared = {}, [], False
+    for point in manifest["points"]:
+        for rep in sorted((campaign / point["point"]).glob("rep-*/result.json")):
+            result = json.loads(rep.read_text())
+            if result.get("procedure") not in ("latency", "pdv"):
+                continue
+            compared = True
+            floor = result.get("tester_latency_floor")
+            if floor:
+                floors[(floor.get("median_s"), floor.get("p99_9_s"), floor.get("factor"))] = True
+                warnings += [f"{point['point']} {rep.parent.name}: {w}" for w in floor.get("warnings", [])]
+    if not compared:
+        return ""
+    lines = ["**Tester latency floor**", ""]
+    if not floors:
+        lines.append("- none recorded: run `trexlab selftest` on a loopback lab; the figures below may include "
+                     "a tester delay that nothing here measures")
+    for median, p99_9, factor in floors:
+        lines.append(f"- median {format_seconds(median) if median else '-'}, 99.9th percentile "
+                     f"{format_seconds(p99_9) if p99_9 else '-'} through the tester's looped-back ports; figures "
+                     f"within {factor:g}x of it are flagged")
+    lines += [f"- ⚠ {w}" for w in warnings] or ["- no figure within that factor"]
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 import types
@@ -32,7 +33,7 @@ from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
 from trexlab.repetition import DEFAULT_REPETITIONS, procedure_module, repeat
-from trexlab.trial import GeneratorError, TrialSpec
+from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
 EXIT_BAD_INPUT = 2
 TRAFFIC_FIELDS = ("frame_size", "ip_version", "directions", "port_mode", "destination_networks", "receive_tail")
@@ -217,10 +218,15 @@ def ceiling_line(ceiling: dict) -> str:
         return (f"no tester ceiling ({ceiling['source']} for {key['host']}, {key['generator']}, "
                 f"{key['frame_size']} B, {key['directions']}): a result at the tester's own limit will not be "
                 "flagged; run 'trexlab selftest' on a loopback lab to record one")
+    floor = ceiling.get("latency_floor")
+    floor_text = "" if not floor else (
+        f"; tester latency floor median {format_seconds(floor['median_s'])}, 99.9th percentile "
+        f"{format_seconds(floor['p99_9_s'] or math.inf)} at {floor['rate_fps']:.0f} fps")
     if "selftest_run" not in ceiling:
-        return f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['source']})"
+        return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['source']})"
+                + floor_text)
     return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['frame_size']} B, "
-            f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})")
+            f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})" + floor_text)
 
 
 def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
@@ -329,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         line = selftest.record_selftest(run["results"], run["repetitions"], run["generator_name"], run["lab"],
                                        run["template"], args.ceilings)
         print(f"trexlab selftest: {line}", file=sys.stderr)
+    for rep in sorted(run["results"].glob("rep-*/result.json")):  # latency and PDV near the tester's own floor
+        for warning in (json.loads(rep.read_text()).get("tester_latency_floor") or {}).get("warnings", []):
+            print(f"trexlab {args.procedure}: warning: {rep.parent.name}: {warning}", file=sys.stderr)
     if args.json:
         latest = sorted(run["results"].glob("rep-*/result.json"))[-1]
         json.dump({"results": str(run["results"]), "summary": summary,

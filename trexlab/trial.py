@@ -322,6 +322,13 @@ class DirectionResult:
     tester_drops: int = 0
     duplicates: int = 0
     reordered: int = 0
+    # Frames the tester sent ahead of the paced schedule (a start-up burst, or a send span shorter than the
+    # duration); measured by generators that can (trex), else 0. More than SEND_OVERRUN_TOLERANCE of the
+    # intended frames means the DUT was offered more than the offered load: the trial is flagged as stretched.
+    frames_ahead: int = 0
+    # s from the earliest direction's first frame to this direction's first frame: the tester ports' start
+    # skew, recorded per trial by generators that measure it (trex); None when not measured.
+    send_start: float | None = None
     send_duration: float = 0.0  # s the sender really took
     latency: Latency | None = None
     # Measured frames (latency_mode "tagged": tagged frames; "all": every frame): sent by the tester, received
@@ -386,9 +393,11 @@ class TrialResult:
 
     @property
     def stretched(self) -> bool:
-        """The tester could not send at the offered load: sending overran or frames went unsent."""
+        """The tester did not send at the offered load: sending overran, frames went unsent, or frames went
+        ahead of the paced schedule (a burst or a short send span: the DUT was offered more than the load)."""
         limit = self.spec.duration * (1 + SEND_OVERRUN_TOLERANCE)
-        return any(d.unsent or d.send_duration > limit for d in self.directions.values())
+        return any(d.unsent or d.send_duration > limit or d.frames_ahead > SEND_OVERRUN_TOLERANCE * d.frames_intended
+                   for d in self.directions.values())
 
     @property
     def valid(self) -> bool:

@@ -8,10 +8,20 @@ dictionaries (int port keys plus ``"total"``), and a ``global`` entry in each.
 The "server" behind it is a toy DUT: it forwards a declared fraction of the
 frames, the tester's receive ring drops ``rx_missed`` of them (counted in the
 port's ``ierrors`` and again as the xstat ``rx_missed_errors``, as TRex does),
-a tester with a ``ceiling`` sends every frame but takes longer (its ``clock``
-advances by the time it would take), a continuous stream may send one frame
-more than rate x duration (``extra_frame``), and latency frames get the
-declared one-way delays (whole microseconds, as TRex reports).
+a tester with a ``ceiling`` sends every frame but takes longer, a continuous
+stream may send one frame more than rate x duration (``extra_frame``), and
+latency frames get the declared one-way delays (whole microseconds, as TRex
+reports).
+
+Sending follows a timeline on the fake's ``clock`` (which advances only by
+the fake's own calls and by ``sleep``): each port starts ``start_skew[port]``
+s after start(), sends ``burst[port]`` frames of its first stream at once
+(TRex's start-up burst, seen on port 0 of a real TRex) and the rest paced at
+the stream rates (times ``pace[port]``: above 1 a sender that runs fast and
+finishes early; a ceiling slows every stream in proportion); a stream starts
+after its inter-stream gap (``isg``, us) and a single burst stops after its
+``total_pkts``. ``get_pgid_stats`` answers the counters at the moment of the
+read (the middle of its ``rpc_time`` round trip).
 """
 
 from __future__ import annotations
@@ -59,6 +69,11 @@ class STLTXCont:
         self.pps = pps
 
 
+class STLTXSingleBurst:
+    def __init__(self, pps, total_pkts):
+        self.pps, self.total_pkts = pps, total_pkts
+
+
 class STLFlowStats:
     def __init__(self, pg_id):
         self.pg_id = pg_id
@@ -69,8 +84,8 @@ class STLFlowLatencyStats(STLFlowStats):
 
 
 class STLStream:
-    def __init__(self, name, packet, mode, flow_stats=None):
-        self.name, self.packet, self.mode, self.flow_stats = name, packet, mode, flow_stats
+    def __init__(self, name, packet, mode, flow_stats=None, isg=0.0):
+        self.name, self.packet, self.mode, self.flow_stats, self.isg = name, packet, mode, flow_stats, isg
 
 
 class FakeClock:
@@ -81,6 +96,9 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
 
 
 PORT_COUNTERS = ("opackets", "ipackets", "obytes", "ibytes", "oerrors", "ierrors", "tx_bps", "tx_pps",
@@ -94,14 +112,18 @@ RATE_KEYS = ("rx_bps", "rx_pps", "tx_bps", "tx_pps", "rx_bps_l1", "tx_bps_l1")
 
 class FakeClient:
     def __init__(self, forwarded=1.0, ceiling=None, delays_us=(10,), rx_missed=0, hdrh=True, fail_at=None,
-                 extra_frame=False):
+                 extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005):
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
+        self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
+        self.rpc_time = rpc_time
         self.clock = FakeClock()
         self.calls: list[tuple] = []
         self.streams: dict[int, list] = {0: [], 1: []}
         self.duration = 0.0
         self.started: list[int] = []
+        self.started_at = 0.0
+        self.reads = 0  # get_pgid_stats calls during traffic
 
     def _call(self, name, **kw):
         self.calls.append((name, kw))
@@ -136,17 +158,65 @@ class FakeClient:
     def start(self, ports, mult, duration, force):
         self._call("start", ports=ports, mult=mult, duration=duration, force=force)
         self.started, self.duration = ports, duration
+        self.clock.now += self.rpc_time
+        self.started_at = self.clock.now
+
+    # -- the timeline of sending ---------------------------------------------------------------
 
     def _sent(self, stream) -> int:
-        return int(round(stream.mode.pps * self.duration)) + (1 if self.extra_frame else 0)
+        """Frames a stream sends in the whole trial."""
+        if isinstance(stream.mode, STLTXSingleBurst):
+            return stream.mode.total_pkts
+        active = max(0.0, self.duration - stream.isg / 1e6)
+        return int(round(stream.mode.pps * active)) + (1 if self.extra_frame else 0)
+
+    def _slowdown(self, port) -> float:
+        offered = sum(s.mode.pps for s in self.streams[port])
+        return min(1.0, self.ceiling / offered) if self.ceiling else 1.0
+
+    def _stream_start(self, port, stream) -> float:
+        return self.started_at + self.start_skew.get(port, 0.0) + stream.isg / 1e6
+
+    def _rate(self, port, stream) -> float:
+        return stream.mode.pps * self._slowdown(port) * self.pace.get(port, 1.0)
+
+    def _sent_at(self, port, stream, t) -> int:
+        start = self._stream_start(port, stream)
+        if t < start:
+            return 0
+        burst = self.burst.get(port, 0) if stream is self.streams[port][0] else 0
+        return min(self._sent(stream), burst + 1 + int((t - start) * self._rate(port, stream) + 1e-9))
+
+    def _end(self, port) -> float:
+        """When a port's last frame leaves."""
+        ends = []
+        for i, stream in enumerate(self.streams[port]):
+            burst = self.burst.get(port, 0) if i == 0 else 0
+            ends.append(self._stream_start(port, stream) + max(0, self._sent(stream) - 1 - burst)
+                        / self._rate(port, stream))
+        return max(ends, default=self.started_at)
+
+    def is_traffic_active(self, ports):
+        self._call("is_traffic_active", ports=ports)
+        self.clock.now += self.rpc_time
+        return any(self.clock.now <= self._end(p) for p in ports)
+
+    def get_pgid_stats(self, pgid_list):
+        self._call("get_pgid_stats", pgid_list=pgid_list)
+        self.reads += 1
+        self.clock.now += self.rpc_time / 2
+        flow = {}
+        for port in self.started:
+            for stream in self.streams[port]:
+                sent = self._sent_at(port, stream, self.clock.now)
+                flow[stream.flow_stats.pg_id] = {"tx_pkts": {0: 0, 1: 0, port: sent, "total": sent},
+                                                 "rx_pkts": {0: 0, 1: 0, "total": 0}}
+        self.clock.now += self.rpc_time / 2
+        return {"flow_stats": {pg: flow[pg] for pg in pgid_list if pg in flow}, "latency": {}}
 
     def wait_on_traffic(self, ports, timeout, rx_delay_ms):
         self._call("wait_on_traffic", ports=ports, timeout=timeout, rx_delay_ms=rx_delay_ms)
-        send_time = self.duration
-        if self.ceiling is not None:
-            for port in self.started:
-                send_time = max(send_time, sum(self._sent(s) for s in self.streams[port]) / self.ceiling)
-        self.clock.now += send_time + rx_delay_ms / 1000
+        self.clock.now = max([self.clock.now] + [self._end(p) for p in ports]) + rx_delay_ms / 1000
 
     def get_xstats(self, port):
         self._call("get_xstats", port=port)
@@ -206,8 +276,8 @@ class FakeClient:
 def install(monkeypatch):
     """Make `import trex.stl.api` find this module's fakes (as the profile does inside TRex)."""
     api = types.ModuleType("trex.stl.api")
-    for name in ("TRexError", "CTRexVmInsFixHwCs", "STLVM", "STLPktBuilder", "STLTXCont", "STLFlowStats",
-                 "STLFlowLatencyStats", "STLStream"):
+    for name in ("TRexError", "CTRexVmInsFixHwCs", "STLVM", "STLPktBuilder", "STLTXCont", "STLTXSingleBurst",
+                 "STLFlowStats", "STLFlowLatencyStats", "STLStream"):
         setattr(api, name, globals()[name])
     api.STLError = TRexError
     api.STLClient = FakeClient

@@ -12,12 +12,18 @@ What is reported and why:
 * frames sent / received per direction come from the pg_id counters (tx_pkts
   on the sending port, rx_pkts on the receiving port), so stray frames on a
   port never count as test frames;
-* the achieved rate is the measured tx_pkts over the time TRex took to send
-  them, never rate x duration. A TRex that cannot keep up sends every frame,
-  only later: the wall time from start to the end of the traffic (less the
-  receive tail) then exceeds the duration, and that time is the send duration
-  (a stretched trial). A continuous stream with a duration sends rate x
-  duration frames or one more; a frame sent is a frame intended;
+* the send time is measured, never assumed: while the trial runs the sending
+  ports' pg_id counters are read (back to back around the first frames and the
+  expected end, so each port's first and last frame are timed to about one RPC
+  round trip). A TRex that cannot keep up sends every frame, only later: its
+  send time exceeds the duration (a stretched trial). A TRex that sends frames
+  ahead of the paced schedule (a start-up burst: ~220 frames in the first 5 ms
+  of port 0 at 10 kfps, captured on TRex v3.08) offers the DUT more than the
+  offered load: the frames ahead are counted (a lower bound) and, beyond the
+  trial contract's tolerance, flag the trial as a stretched one is. Both
+  ports' start skew is recorded per trial (DirectionResult.send_start). A
+  continuous stream with a duration sends rate x duration frames or one more;
+  a frame sent is a frame intended;
 * tester-side receive drops are the receiving port's ``ierrors``, which TRex
   sums from the NIC's imissed (xstat ``rx_missed_errors``: in software mode a
   full AF_PACKET ring), ierrors and rx_nombuf; reported apart from DUT loss;
@@ -25,7 +31,9 @@ What is reported and why:
   so a frame timeout is refused;
 * latency: median, 99.9th percentile and max from the HDR histogram that a
   server started with ``--hdrh`` keeps per latency pg_id; TRex's own histogram
-  (10 us buckets, then decades) is too coarse for percentiles;
+  (10 us buckets, then decades) is too coarse for percentiles. The latency
+  stream starts after the trial's tag_delay (RFC 8219's warm-up) and carries
+  the test stream's flows (trex-profiles/stl_rfc2544_udp.py);
 * byte counters include the FCS: bytes per sent frame must equal the frame size.
 
 The first trial after a server start may lose a few frames, so a short warm-up
@@ -38,13 +46,16 @@ through an SSH tunnel (the local lab's management network is IPv6 only).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
+import math
 import os
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from trexlab import __version__
@@ -52,6 +63,7 @@ from trexlab.lab import Lab, Node, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.trial import (
+    SEND_OVERRUN_TOLERANCE,
     DirectionResult,
     GeneratorError,
     Latency,
@@ -68,9 +80,11 @@ DEFAULT_SYNC_PORT = 4501
 MICROSECOND = 1e-6
 #: Warm-up trial after connecting: short and slow, only to wake the server's data path.
 WARMUP = {"offered_load": 1000.0, "duration": 1.0, "receive_tail": 0.5}
-#: Seconds of wall time beyond the duration that still count as on time: the end of the traffic is seen
-#: through TRex's async events within about +-30 ms (measured on the local lab, 1..400 kfps).
-WALL_MARGIN = 0.1
+#: Seconds between two reads of the sending ports' frame counters while a trial runs. Within FINE_WINDOW s of
+#: the first frames and of the expected end they are read back to back (one RPC round trip apart), so the first
+#: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
+POLL_INTERVAL = 0.05
+FINE_WINDOW = 0.2
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
 
@@ -170,11 +184,11 @@ def profile_module(path: Path = PROFILE):
     return module
 
 
-def decode_hdrh(encoded: str | bytes, timeout: float | None = None) -> Latency:
+def decode_hdrh(encoded: str | bytes, timeout: float | None = None, lost_or_late: int = 0) -> Latency:
     """TRex's base64 HDR histogram (microseconds), kept as it came, as a Latency."""
     if isinstance(encoded, bytes):
         encoded = encoded.decode("ascii")
-    return Latency(encoded, MICROSECOND, timeout=timeout)
+    return Latency(encoded, MICROSECOND, lost_or_late=lost_or_late, timeout=timeout)
 
 
 def _pg(table: dict, pg_id: int) -> dict:
@@ -204,7 +218,7 @@ class TRexGenerator:
                        else f"{tunnel_node.name}:{sync_port} (ssh tunnel to {tunnel_node.ansible_host})")
         self.warmup = warmup
         self.client = client
-        self.clock = time.monotonic
+        self.clock, self.sleep = time.monotonic, time.sleep
         self.tunnel: SSHTunnel | None = None
         self.connected = False
         self.server_version: dict = {}
@@ -256,18 +270,21 @@ class TRexGenerator:
 
     @staticmethod
     def stream_rates(spec: TrialSpec) -> tuple[float, float]:
-        """(test stream, latency stream) frames/s of each direction; together the offered load."""
+        """(test stream, latency stream) frames/s of each direction; together the offered load.
+
+        With latency_mode "tagged" the latency stream sends its latency_frames over [tag_delay, duration)
+        (a warm-up stream carries its rate before); "all" measures every frame from t = 0."""
         if spec.latency_mode == "none":
             return spec.offered_load, 0.0
         if spec.latency_mode == "all":
             return 0.0, spec.offered_load
-        latency = min(spec.offered_load, spec.latency_frames / spec.duration)
+        latency = min(spec.offered_load, spec.latency_frames / (spec.duration - spec.tag_delay))
         return spec.offered_load - latency, latency
 
-    @staticmethod
-    def pg_ids(port: int) -> tuple[int, int]:
-        """(test, latency) pg_id of the stream sent from a tester port: each direction its own."""
-        return 2 * port + 1, 2 * port + 2
+    def pg_ids(self, port: int) -> tuple[int, int, int]:
+        """(test, latency, warm-up) pg_id of the streams sent from a tester port: each direction its own."""
+        test = 2 * port + 1
+        return test, 2 * port + 2, test + self.profile.warmup_pg_offset
 
     def _trial(self, spec: TrialSpec) -> TrialResult:
         if spec.frame_timeout is not None:
@@ -277,32 +294,63 @@ class TRexGenerator:
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
+        delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
             port = spec.sender_port(direction)
-            test_pg, latency_pg = self.pg_ids(port)
+            test_pg, latency_pg, warmup_pg = self.pg_ids(port)
             streams = self.profile.get_streams(
                 direction=port, port_id=port, frame_size=spec.frame_size[port], ip_version=spec.ip_version[port],
                 port_mode=spec.port_mode, networks=spec.destination_networks, rate=test_rate,
-                latency_rate=latency_rate, pg_id=test_pg, latency_pg_id=latency_pg, dont_fragment=spec.dont_fragment)
+                latency_rate=latency_rate, pg_id=test_pg, latency_pg_id=latency_pg, warmup_pg_id=warmup_pg,
+                tag_delay=delay, dont_fragment=spec.dont_fragment)
             client.add_streams(streams, ports=[port])
         client.clear_stats()
+        requested = self.clock()
         client.start(ports=senders, mult="1", duration=spec.duration, force=True)
-        # The clock starts once start() has returned: compiling the streams is not sending.
-        started = self.clock()
+        samples = self._watch_sending(spec, senders, requested)
         # rx_delay_ms keeps TRex's receive filters for the tail, so late test frames still count.
         client.wait_on_traffic(ports=senders, timeout=spec.duration + spec.receive_tail + 30,
                                rx_delay_ms=int(spec.receive_tail * 1000))
-        wall = self.clock() - started - spec.receive_tail
-        return self._result(spec, client.get_stats(ports=all_ports), wall, latency_rate > 0)
+        return self._result(spec, client.get_stats(ports=all_ports), samples, requested, latency_rate > 0)
 
-    def _result(self, spec: TrialSpec, stats: dict, wall: float, timed: bool) -> TrialResult:
-        directions, notes = {}, []
-        # A TRex that cannot keep up still sends every frame, only later (measured here: at 2 x 1 Mpps
-        # offered for 2 s it sent all frames in 4.8 s), so the wall time tells a stretched trial.
-        send_duration = spec.duration if wall <= spec.duration + WALL_MARGIN else wall
-        if send_duration != spec.duration:
-            notes.append(f"sending took {wall:.3f} s of wall time for a {spec.duration} s trial")
+    def _sent_by_port(self, senders: list[int]) -> dict[int, int]:
+        """Frames each sending port has sent so far, over all its pg_ids (TRex's flow-statistics counters)."""
+        pg_ids = [pg for port in senders for pg in self.pg_ids(port)]
+        flow = self.client.get_pgid_stats(pg_ids).get("flow_stats", {})
+        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.pg_ids(port))
+                for port in senders}
+
+    def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float) -> list[CounterSample]:
+        """Read the sending ports' counters while the trial runs: back to back (one RPC round trip apart)
+        until every port has sent its first frames and from shortly before the expected end until the
+        traffic stops, every POLL_INTERVAL in between. The reads bound each port's first and last frame."""
+        samples: list[CounterSample] = []
+        first_seen: float | None = None
+        give_up = requested + spec.duration + spec.receive_tail + 30
+        while True:
+            before = self.clock()
+            sent = self._sent_by_port(senders)
+            after = self.clock()
+            samples.append(CounterSample(before, after, sent))
+            if first_seen is None and all(sent.values()):
+                first_seen = after
+            if after > give_up:
+                return samples  # wait_on_traffic times out and says so
+            if first_seen is None or after - first_seen < FINE_WINDOW:
+                continue
+            if after - first_seen >= spec.duration - FINE_WINDOW:
+                if not self.client.is_traffic_active(ports=senders):
+                    before = self.clock()
+                    sent = self._sent_by_port(senders)
+                    samples.append(CounterSample(before, self.clock(), sent))
+                    return samples
+                continue
+            self.sleep(min(POLL_INTERVAL, first_seen + spec.duration - FINE_WINDOW - after))
+
+    def _result(self, spec: TrialSpec, stats: dict, samples: list[CounterSample], requested: float,
+                timed: bool) -> TrialResult:
+        directions, notes, spans = {}, [], {}
         for direction in spec.active_directions:
             sender = spec.sender_port(direction)
             receiver = 1 - sender
@@ -316,27 +364,127 @@ class TRexGenerator:
                 # TRex counts bytes with the FCS, as frame sizes are: a mismatch is a wrong frame.
                 notes.append(f"{direction}: {tx_bytes / sent:.1f} bytes per sent frame, "
                              f"frame size {spec.frame_size[sender]}")
+            span = send_span(samples, sender, sent, spec.offered_load, requested, streams=3 if timed else 1)
+            spans[direction] = span
+            send_duration = span.send_duration(spec.duration, spec.offered_load)
+            if send_duration > spec.duration * (1 + SEND_OVERRUN_TOLERANCE):
+                notes.append(f"{direction}: sending took {send_duration:.3f} s for a {spec.duration:g} s trial "
+                             f"(first and last frame timed to +-{span.resolution * 1e3:.1f} ms)")
+            elif send_duration < spec.duration * (1 - SEND_OVERRUN_TOLERANCE):
+                notes.append(f"{direction}: sent in {send_duration:.3f} s instead of {spec.duration:g} s "
+                             f"(first and last frame timed to +-{span.resolution * 1e3:.1f} ms): the DUT was "
+                             f"offered {sent / send_duration:.1f} fps for {spec.offered_load:g} fps")
+            if span.frames_ahead > SEND_OVERRUN_TOLERANCE * max(spec.frames_per_direction, sent):
+                notes.append(f"{direction}: at least {span.frames_ahead} frames went ahead of the paced schedule "
+                             f"(a start-up burst or a short send span; tolerance "
+                             f"{SEND_OVERRUN_TOLERANCE:.1%} of the frames): the trial counts as not paced")
             # TRex's port ierrors already sum the NIC's imissed (xstat rx_missed_errors: a full AF_PACKET
             # ring in software mode), ierrors and rx_nombuf: adding rx_missed_errors would count them twice.
             port_rx = stats.get(receiver, stats.get(str(receiver), {}))
             tester_drops = int(port_rx.get("ierrors", 0))
-            latency, duplicates, reordered = None, 0, 0
+            latency, duplicates, reordered, tags = None, 0, 0, {}
             if timed:
-                entry = _pg(stats.get("latency", {}), self.pg_ids(sender)[1])
+                latency_pg = self.pg_ids(sender)[1]
+                entry = _pg(stats.get("latency", {}), latency_pg)
                 errors = entry.get("err_cntrs", {})
                 duplicates, reordered = int(errors.get("dup", 0)), int(errors.get("out_of_order", 0))
                 encoded = entry.get("latency", {}).get("hdrh")
                 if not encoded:
                     raise GeneratorError(f"TRex server {self.server}: no HDR histogram for pg_id "
-                                         f"{self.pg_ids(sender)[1]}: start the server with --hdrh")
-                latency = decode_hdrh(encoded, spec.frame_timeout)
+                                         f"{latency_pg}: start the server with --hdrh")
+                # The latency stream's own counters: its frames are the tags (all frames with "all"). One that
+                # never arrived within the receive tail is lost: +infinity in every percentile.
+                flow = _pg(stats.get("flow_stats", {}), latency_pg)
+                tags_sent = _port(flow.get("tx_pkts", {}), sender)
+                tags_received = min(tags_sent, _port(flow.get("rx_pkts", {}), receiver))
+                tags = {"tags_sent": tags_sent, "tags_received": tags_received,
+                        "tags_lost_or_late": tags_sent - tags_received}
+                latency = decode_hdrh(encoded, spec.frame_timeout, lost_or_late=tags_sent - tags_received)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
                 direction=direction, frames_intended=max(spec.frames_per_direction, sent), frames_sent=sent,
                 frames_received=received, tester_drops=tester_drops, duplicates=duplicates,
-                reordered=reordered, send_duration=send_duration, latency=latency)
+                reordered=reordered, send_duration=send_duration, latency=latency,
+                frames_ahead=span.frames_ahead, **tags)
+        starts = {d: s.first_estimate for d, s in spans.items() if s.first_estimate is not None}
+        if starts:
+            origin = min(starts.values())
+            directions = {d: dataclasses.replace(r, send_start=starts[d] - origin if d in starts else None)
+                          for d, r in directions.items()}
+            skew = max(starts.values()) - origin
+            resolution = max(spans[d].resolution for d in starts)
+            if skew > max(SEND_OVERRUN_TOLERANCE * spec.duration, resolution):
+                notes.append(f"tester ports started {skew * 1e3:.1f} ms apart (+-{resolution * 1e3:.1f} ms): "
+                             "for that long the DUT carried one direction only")
         return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class CounterSample:
+    """One read of the sending ports' frame counters: TRex counted ``sent`` somewhere between ``before`` and
+    ``after`` (s, the generator's monotonic clock: the RPC's round trip)."""
+
+    before: float
+    after: float
+    sent: dict[int, int]  # tester port -> frames sent so far
+
+
+@dataclass(frozen=True)
+class SendSpan:
+    """When one tester port sent its first and last frame, bounded by counter reads (s, generator clock)."""
+
+    first: tuple[float, float] | None  # (earliest, latest) time of the first frame; None: nothing sent
+    last: tuple[float, float] | None  # (earliest, latest) time of the last frame
+    frames_ahead: int  # at least this many frames went ahead of the paced schedule
+
+    @property
+    def first_estimate(self) -> float | None:
+        return None if self.first is None else sum(self.first) / 2
+
+    @property
+    def resolution(self) -> float:
+        """Half the widest bound: how exactly first and last frame are timed."""
+        if self.first is None or self.last is None:
+            return math.inf
+        return max(self.first[1] - self.first[0], self.last[1] - self.last[0]) / 2
+
+    def send_duration(self, duration: float, rate: float) -> float:
+        """The send time closest to the trial duration that the counters allow.
+
+        A paced stream of rate x duration frames spans duration - 1/rate from first to last frame (one more
+        frame: duration), so the send time lies in [shortest span, longest span + 1/rate]; the duration is
+        reported when it lies in there (the reads cannot tell them apart), else the nearer end: a sender that
+        overran or finished early by more than the reads' resolution is reported as such, never on a guess.
+        """
+        if self.first is None or self.last is None:
+            return duration
+        shortest = max(0.0, self.last[0] - self.first[1])
+        longest = self.last[1] - self.first[0] + 1 / rate
+        return min(max(duration, shortest), longest)
+
+
+def send_span(samples: list[CounterSample], port: int, total: int, rate: float, requested: float,
+              streams: int = 1) -> SendSpan:
+    """A port's first and last frame and its frames ahead of schedule, from counter reads.
+
+    First frame: after the last read that saw none (or the start request), before the first that saw some.
+    Last frame: after the last read below the port's final count, before the first at it. Frames ahead: a paced
+    sender at ``rate`` can have sent at most rate x (read's end - earliest first frame) + one frame per stream
+    (each stream's first goes at its start) by a read; more is a burst or a faster pace (a lower bound).
+    """
+    if not total:
+        return SendSpan(None, None, 0)
+    none_yet = [s for s in samples if s.sent.get(port, 0) == 0]
+    some = [s for s in samples if s.sent.get(port, 0) > 0]
+    first_lo = max([requested] + [s.before for s in none_yet])
+    first_hi = min([s.after for s in some], default=math.inf)
+    below = [s.before for s in samples if s.sent.get(port, 0) < total]
+    at_end = [s.after for s in samples if s.sent.get(port, 0) >= total]
+    last = (max(below, default=first_lo), min(at_end)) if at_end else None
+    ahead = max([s.sent.get(port, 0) - math.floor(rate * (s.after - first_lo)) - streams for s in some], default=0)
+    first = (first_lo, first_hi) if some else None
+    return SendSpan(first, last, max(0, ahead))
 
 
 def _flag(name: str, value: str | bool) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, merge_latency
 
 METHOD = "RFC 8219 section 7.2"
@@ -31,6 +32,9 @@ class Params:
     frame_timeout: float | None = None
     rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
+    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
+    tester_floor_median: float | None = None
+    tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
         check_range("rate", self.rate, 0, low_open=True)
@@ -38,8 +42,9 @@ class Params:
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
-        if self.tester_ceiling is not None:
-            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0, low_open=True)
         check_range("rfc2544_trials", self.rfc2544_trials, 0, 1000, integer=True)
 
 
@@ -51,6 +56,7 @@ class LatencyResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
 
     def to_dict(self) -> dict:
         headline = {}
@@ -65,6 +71,7 @@ class LatencyResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            "tester_latency_floor": self.floor,
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -97,4 +104,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             rfc2544[direction] = {"trials": len(singles), "values": values,
                                   "average": statistics.fmean(values) if values else None,
                                   "label": "RFC 2544 latency: one tagged frame per trial, averaged"}
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes)
+    floor, warnings = latency_floor_check(directions, params, {"typical": "median", "worst_case": "p99_9"})
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor)

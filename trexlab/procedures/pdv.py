@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, merge_latency
 
 METHOD = "RFC 8219 section 7.3"
@@ -25,14 +26,18 @@ class Params:
     trial_duration: float = 60.0  # s, RFC 8219: at least 60 s
     frame_timeout: float | None = None
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
+    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
+    tester_floor_median: float | None = None
+    tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
         check_range("rate", self.rate, 0, low_open=True)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
-        if self.tester_ceiling is not None:
-            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0, low_open=True)
 
 
 @dataclass
@@ -42,6 +47,7 @@ class PdvResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +57,7 @@ class PdvResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            "tester_latency_floor": self.floor,
             "params": asdict(self.params),
             "headline": {f"{d}_pdv_s": v["pdv"] for d, v in self.directions.items()},
         }
@@ -69,4 +76,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes)
+    floor, warnings = latency_floor_check(directions, params, {"pdv": "p99_9"})
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor)

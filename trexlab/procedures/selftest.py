@@ -5,12 +5,21 @@ Run on the loopback topology (tester port 0 wired to port 1, no DUT), an RFC
 itself sends and receives without loss (Lencse & Szilagyi 2024, section 4.2).
 A DUT result within 10 % of that ceiling may describe the tester, not the DUT.
 
+Beside the ceiling, the self-test measures the tester's own *latency floor*:
+one RFC 8219 latency trial per frame size through the looped-back ports at
+``floor_load_percent`` of the ceiling found, its median and 99.9th percentile
+one-way delay. A tester's receive path can dominate a DUT's latency (TRex in
+low_end mode adds about half a millisecond, a software tester ~15 us, issue 21),
+so latency and PDV results name the floor that applies and warn when their
+figure is within FLOOR_FACTOR of it.
+
 The loopback lab is not the DUT lab, so the ceilings are kept per machine:
 ``trexlab selftest`` on a loopback lab records them in the ceilings file
 (default ``results/tester-ceilings.json``), one entry per tester (host and
 CPUs), generator, frame size and traffic directions, with when and by which
-run they were measured. Throughput, MLRsearch, FLR, latency and PDV runs of
-the CLI look the matching ceiling up there when no ``tester_ceiling`` is
+run they were measured, with the latency floor beside. Throughput, MLRsearch,
+FLR, latency and PDV runs of the CLI and campaigns look the matching entry up
+there when no ``tester_ceiling`` (``tester_floor_median``/``_p99_9``) is
 given, compare against it, and record which one in their provenance.
 """
 
@@ -19,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import json
+import math
 import socket
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -26,13 +36,19 @@ from pathlib import Path
 
 from trexlab.params import check_range
 from trexlab.procedures import throughput
+from trexlab.procedures.common import TrialRunner
 from trexlab.repetition import repetition_dir
 from trexlab.store import write_json_atomic
-from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec
+from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
 METHOD = "tester self-test (RFC 2544 throughput, ports looped back)"
 #: Where the self-test records the tester's ceilings and other procedures look them up.
 CEILINGS_FILE = Path("results/tester-ceilings.json")
+#: A DUT's latency (median, 99.9th percentile) or PDV within this factor of the tester's own floor may
+#: describe the tester more than the DUT: it is flagged.
+FLOOR_FACTOR = 3.0
+#: Tagged frames of the floor trial: RFC 8219's 500 and more, so the 99.9th percentile is a frame's delay.
+FLOOR_TAGGED_FRAMES = 1000
 
 
 @dataclass(frozen=True)
@@ -44,10 +60,14 @@ class Params:
     loss_tolerance_percent: float = 0.0
     trial_duration: float = 60.0
     media: str = "10g"
+    # The latency floor's trial runs at this share of the ceiling found (%, 0 = no floor): a DUT is measured
+    # below the tester's ceiling, where the tester's own queues are short.
+    floor_load_percent: float = 50.0
 
     def __post_init__(self) -> None:
         if not self.frame_sizes:
             check_range("frame_sizes", 0, 1)
+        check_range("floor_load_percent", self.floor_load_percent, 0, 100)
         for size in self.frame_sizes:
             check_range("frame_sizes", size, 64, 9018 - SIIT_SIZE_DELTA, integer=True)
         throughput.Params(**self.search_params())  # the search's own checks
@@ -63,21 +83,27 @@ class SelfTestResult:
     ceilings: dict  # frame size -> fps per direction (None: below min_rate)
     searches: dict
     notes: list[str] = field(default_factory=list)
+    floors: dict = field(default_factory=dict)  # frame size -> latency floor (floor_of_trial), when measured
 
     def to_dict(self) -> dict:
+        headline = {f"ceiling_{k}B_fps": v for k, v in self.ceilings.items()}
+        for size, floor in self.floors.items():
+            headline[f"latency_floor_{size}B_median_s"] = floor["median_s"]
+            headline[f"latency_floor_{size}B_p99_9_s"] = floor["p99_9_s"]
         return {
             "procedure": "selftest",
             "method": METHOD,
             "ceilings_fps": {str(k): v for k, v in self.ceilings.items()},
+            "latency_floors": {str(k): v for k, v in self.floors.items()},
             "searches": self.searches,
             "notes": self.notes,
             "params": asdict(self.params),
-            "headline": {f"ceiling_{k}B_fps": v for k, v in self.ceilings.items()},
+            "headline": headline,
         }
 
 
 def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> SelfTestResult:
-    ceilings, searches, notes = {}, {}, []
+    ceilings, searches, notes, floors = {}, {}, [], {}
     search = throughput.Params(**params.search_params())
     for size in params.frame_sizes:
         sized = dataclasses.replace(traffic, frame_size=(size, size))
@@ -85,7 +111,26 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
         ceilings[size] = result.throughput
         searches[str(size)] = result.to_dict()
         notes.extend(f"{size} B: {n}" for n in result.notes)
-    return SelfTestResult(params, ceilings, searches, notes)
+        if params.floor_load_percent and result.throughput:
+            runner = TrialRunner(generator, sized, on_trial, progress, "selftest")
+            rate = result.throughput * params.floor_load_percent / 100
+            trial = runner.run(rate, params.trial_duration, "tester latency floor", latency_mode="tagged",
+                               latency_frames=FLOOR_TAGGED_FRAMES)
+            floors[size] = floor_of_trial(trial, rate)
+            notes.extend(f"{size} B latency floor: {n}" for n in runner.notes())
+    return SelfTestResult(params, ceilings, searches, notes, floors)
+
+
+def floor_of_trial(trial, rate: float) -> dict:
+    """The tester's latency floor from a loopback trial: the worse direction's median and 99.9th percentile (s;
+    None when that rank fell among lost tags: no floor to compare against)."""
+    figures = {"median_s": 50, "p99_9_s": 99.9}
+    floor = {"rate_fps": rate, "tagged_frames": FLOOR_TAGGED_FRAMES, "trial_duration_s": trial.spec.duration}
+    for key, q in figures.items():
+        values = [d.latency.percentile(q) for d in trial.directions.values() if d.latency is not None]
+        worst = max(values, default=math.nan)
+        floor[key] = worst if math.isfinite(worst) else None
+    return floor
 
 
 # -- the ceilings file: what a self-test found, for the procedures that run on other labs ----------------------
@@ -149,9 +194,15 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
         if not passed:
             continue  # not even min_rate passed: nothing to compare DUT results against
         sized = dataclasses.replace(traffic, frame_size=(int(size), int(size)))
-        entries.append({**ceiling_key(generator, lab, sized), "ceiling_fps": min(passed),
-                        "repetitions_fps": found, "measured": measured, "selftest_run": str(run_dir),
-                        "lab": lab.name if lab else None})
+        entry = {**ceiling_key(generator, lab, sized), "ceiling_fps": min(passed),
+                 "repetitions_fps": found, "measured": measured, "selftest_run": str(run_dir),
+                 "lab": lab.name if lab else None}
+        # The floor a DUT is compared against: the repetition whose median was highest (as the ceiling is the
+        # lowest), so that a figure near any repetition's floor is flagged.
+        floors = [f for r in results if (f := r.get("latency_floors", {}).get(size)) and f.get("median_s")]
+        if floors:
+            entry["latency_floor"] = max(floors, key=lambda f: f["median_s"])
+        entries.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -175,20 +226,72 @@ def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, 
         entries = record_ceilings(results, run_dir, generator, lab, traffic, path)
     except (ValueError, OSError) as exc:
         return f"ceilings not recorded: {exc}"
-    found = ", ".join(f"{e['frame_size']} B {e['ceiling_fps']:.0f} fps" for e in entries) or "none"
+    found = ", ".join(f"{e['frame_size']} B {e['ceiling_fps']:.0f} fps" + (
+        f" (latency floor: median {format_seconds(e['latency_floor']['median_s'])}, 99.9th percentile "
+        f"{format_seconds(e['latency_floor']['p99_9_s'] or math.inf)})" if e.get("latency_floor") else "")
+        for e in entries) or "none"
     return f"tester ceilings recorded in {path}: {found}"
 
 
+#: Params fields filled from the ceilings file: field -> how to read it from an entry (None: not recorded).
+RECORDED = {
+    "tester_ceiling": lambda entry: entry.get("ceiling_fps"),
+    "tester_floor_median": lambda entry: (entry.get("latency_floor") or {}).get("median_s"),
+    "tester_floor_p99_9": lambda entry: (entry.get("latency_floor") or {}).get("p99_9_s"),
+}
+
+
 def ceiling_for(params, traffic: TrialSpec, generator: str, lab, path: str | Path = CEILINGS_FILE):
-    """(params, record): the procedure's params with the recorded ceiling filled in when it compares results
-    against one and none was given, and what it compares against (for the provenance; None: it compares
-    against none)."""
-    if "tester_ceiling" not in {f.name for f in dataclasses.fields(params)}:
+    """(params, record): the procedure's params with the recorded ceiling (and latency floor) filled in when it
+    compares results against them and none was given, and what it compares against (for the provenance; None:
+    it compares against none)."""
+    names = {f.name for f in dataclasses.fields(params)}
+    wanted = [name for name in RECORDED if name in names and getattr(params, name) is None]
+    if "tester_ceiling" not in names:
         return params, None
-    if params.tester_ceiling is not None:
+    if not wanted:
         return params, {"ceiling_fps": params.tester_ceiling, "source": "given as tester_ceiling"}
     entry = find_ceiling(generator, lab, traffic, path)
     if entry is None:
+        if params.tester_ceiling is not None:
+            return params, {"ceiling_fps": params.tester_ceiling, "source": "given as tester_ceiling"}
         return params, {"ceiling_fps": None, "source": f"none recorded in {path}",
                         "looked_up": ceiling_key(generator, lab, traffic)}
-    return dataclasses.replace(params, tester_ceiling=entry["ceiling_fps"]), {**entry, "source": str(path)}
+    filled = {name: RECORDED[name](entry) for name in wanted}
+    if params.tester_ceiling is not None:
+        return dataclasses.replace(params, **filled), {**entry, "ceiling_fps": params.tester_ceiling,
+                                                       "source": f"given as tester_ceiling; latency floor from {path}"}
+    return dataclasses.replace(params, **filled), {**entry, "source": str(path)}
+
+
+# -- the tester's latency floor, for latency and PDV results ------------------------------------------------------
+
+
+def latency_floor_check(directions: dict, params, figures: dict[str, str]) -> tuple[dict | None, list[str]]:
+    """(the floor a latency or PDV result names, its warnings).
+
+    directions: the result's per-direction figures; figures: which of them compare against which floor
+    figure, e.g. {"typical": "median", "worst_case": "p99_9"} (PDV: {"pdv": "p99_9"}: a tester whose own
+    delays reach its 99.9th percentile can add that much variation). A figure within FLOOR_FACTOR of its floor
+    (or below it) is flagged: it may describe the tester more than the DUT.
+    """
+    floor = {"median": getattr(params, "tester_floor_median", None),
+             "p99_9": getattr(params, "tester_floor_p99_9", None)}
+    if all(v is None for v in floor.values()):
+        return None, ["no tester latency floor to compare against: run 'trexlab selftest' on a loopback lab "
+                      "to record one (a tester's own delay may dominate a DUT's)"]
+    named = {"median_s": floor["median"], "p99_9_s": floor["p99_9"], "factor": FLOOR_FACTOR}
+    warnings = []
+    for direction, stats in directions.items():
+        for figure, floor_figure in figures.items():
+            value, limit = stats.get(figure), floor[floor_figure]
+            if value is None or limit is None or not math.isfinite(value):
+                continue
+            if value <= FLOOR_FACTOR * limit:
+                which = floor_figure.replace("_", ".")
+                warnings.append(f"{direction} {figure.replace('_', '-')} {format_seconds(value)} is within "
+                                f"{FLOOR_FACTOR:g}x of the tester's own latency floor ({which} "
+                                f"{format_seconds(limit)} through its looped-back ports): it may describe the "
+                                "tester more than the DUT")
+    named["warnings"] = warnings
+    return named, warnings
