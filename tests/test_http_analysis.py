@@ -37,8 +37,9 @@ def test_download_table_has_median_and_percentiles_per_impairment_in_order():
     assert list(table.columns) == ["none", "loss 0.01 %", "loss 1 %"]
     assert list(table.index) == ["median (s)", "1st percentile (s)", "99th percentile (s)"]
     assert table.loc["median (s)", "loss 1 %"] == 188.7
-    assert table.loc["1st percentile (s)", "loss 1 %"] == pytest.approx(180.6 + 0.02 * (188.7 - 180.6))
-    assert table.loc["99th percentile (s)", "none"] == pytest.approx(89.13 - 0.02 * (89.13 - 89.11))
+    # Nearest rank over 3 downloads: the 1st percentile is the fastest, the 99th the slowest.
+    assert table.loc["1st percentile (s)", "loss 1 %"] == 180.6
+    assert table.loc["99th percentile (s)", "none"] == 89.13
 
 
 def test_side_by_side_joins_rfc2544_figures_of_the_same_dut_impairment():

@@ -6,22 +6,34 @@
     export(table, "out.csv") / export(table, "out.parquet")
 
 Statistics come from trexlab.stats (median, min, max, 1st/99th percentile,
-dispersion = (max - min) / median): the same numbers the CLI prints.
+dispersion = (max - min) / median): the same numbers the CLI prints. Each
+repetition is read with what limits it (trexlab.repetition.observation): a
+search that ended below the minimum load is a censored observation ("< 100"),
+a tester-bound repetition (stretched trials, tester drops, near the tester's
+ceiling) may hold the median down, which the tables and plots then show as a
+lower bound.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
-from trexlab.stats import summarize
+from trexlab.repetition import SUMMARY, method_line
+from trexlab.stats import Observation, is_censored, numeric, summarize
 from trexlab.store import load_runs, read_point_log
 from trexlab.trial import format_seconds
 
-STAT_COLUMNS = ["count", "missing", "median", "min", "max", "p1", "p99", "dispersion_percent"]
+STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
+                "median_lower_bound", "why"]
+#: Colour of what may be the tester's limit in the plots (lower-bound bars, tester-bound repetitions).
+LOWER_BOUND_COLOUR = "#F28E2B"
+#: How a median held down by a tester-bound repetition is marked in tables.
+LOWER_BOUND_MARK = "≥ "
 
 
 def campaign_dirs(paths: Iterable[str | Path] | str | Path) -> list[Path]:
@@ -85,15 +97,39 @@ def sweep_columns(runs: pd.DataFrame) -> list[str]:
     return _union(runs, "sweep_keys")
 
 
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
+    """Each repetition's value of a figure with what limits it (the columns load_campaigns flattened from
+    result.json: headline_below, tester_bound_reasons; below_minimum_load for results written before them)."""
+    found = []
+    for _, row in runs.iterrows():
+        value = row.get(figure)
+        below = row.get(f"result.headline_below.{figure}")
+        old = row.get("result.below_minimum_load")  # results written before headline_below
+        if not _present(below) and figure == "throughput_fps" and _present(old) and bool(old):
+            below = row.get("result.params.min_rate")
+        reasons = row.get("result.tester_bound_reasons")
+        repetition = row.get("repetition")
+        found.append(Observation(float(value) if _present(value) else None,
+                                 float(below) if _present(below) else None,
+                                 tuple(reasons) if isinstance(reasons, list | tuple) else (),
+                                 int(repetition) if _present(repetition) else None))
+    return found
+
+
 def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = None) -> pd.DataFrame:
-    """Per sweep point: the statistics of one headline figure over its repetitions."""
+    """Per sweep point: the statistics of one headline figure over its repetitions, censored and tester-bound
+    repetitions counted (STAT_COLUMNS; a censored statistic is a string such as '< 100')."""
     by = by if by is not None else (["experiment", *sweep_columns(runs)])
     if figure not in runs:
         raise KeyError(f"figure {figure!r} not in the campaign table; have {', '.join(figure_columns(runs))}")
     rows = []
     for key, group in runs.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key, strict=True)), **summarize(group[figure].tolist())})
+        rows.append({**dict(zip(by, key, strict=True)), **summarize(observations(group, figure))})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
@@ -107,10 +143,16 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
     """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
+    for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
+        side[["median", "min", "max"]] = side[["median", "min", "max"]].map(numeric)
     table = pd.DataFrame({f"{labels[0]}_median": a["median"], f"{labels[0]}_min": a["min"],
                           f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
                           f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
     table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
+    # What limits each side's figures, per point: missing and tester-bound repetitions, a lower-bound median.
+    for label, side in zip(labels, (a, b), strict=True):
+        for stat in ("missing", "tester_bound", "median_lower_bound"):
+            table[f"{label}_{stat}"] = side[stat]
     return table.reset_index()
 
 
@@ -119,6 +161,10 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".parquet":
+        # A column holding numbers and censored statistics ("< 100") is stored as text: Parquet wants one type.
+        mixed = [c for c in table if table[c].map(type).isin([str]).any() and not table[c].map(
+            lambda v: isinstance(v, str) or v is None).all()]
+        table = table.assign(**{c: table[c].map(lambda v: None if v is None or v != v else str(v)) for c in mixed})
         table.to_parquet(path, index=False)
     elif path.suffix == ".csv":
         table.to_csv(path, index=False)
@@ -128,16 +174,39 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
 
 
 def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):
-    """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6."""
+    """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6.
+
+    A median that a tester-bound repetition may hold down is a bar hatched in LOWER_BOUND_COLOUR marked '≥';
+    a censored median ('< 100') has no bar, only a downward marker at its bound; a censored minimum takes the
+    error bar down to 0."""
     import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.5))
     labels = [str(v) for v in summary[x]]
-    median = summary["median"] * scale
-    low = (summary["median"] - summary["min"]) * scale
-    high = (summary["max"] - summary["median"]) * scale
-    ax.bar(labels, median, yerr=[low, high], capsize=4, color="#4C72B0")
+    median = summary["median"].map(numeric) * scale
+    low = (median - summary["min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
+    high = (summary["max"].map(numeric) * scale - median).fillna(0)
+    bound = summary.get("median_lower_bound", pd.Series(False, index=summary.index)).fillna(False).astype(bool)
+    bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color="#4C72B0")
+    for bar, is_bound in zip(bars, bound, strict=True):
+        if is_bound:
+            bar.set_hatch("//")
+            bar.set_edgecolor(LOWER_BOUND_COLOUR)
+            bar.set_linewidth(2)
+            ax.annotate("≥", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                        color=LOWER_BOUND_COLOUR, fontsize=14, fontweight="bold")
+    for i, value in enumerate(summary["median"]):
+        if is_censored(value):
+            top = float(value.split()[-1]) * scale
+            ax.plot([i], [top], marker="v", color="#C44E52", markersize=9)
+            ax.annotate(value, (i, top), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    if bound.any():
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor="#4C72B0", edgecolor=LOWER_BOUND_COLOUR, hatch="//",
+                                 label="lower bound: tester-bound repetition at or below the median")],
+                  fontsize=8, loc="upper left")
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
@@ -168,15 +237,50 @@ def figure_title(figure: str) -> str:
     return name.replace("_", " ")
 
 
+def shown(value, spec: str, scale: float = 1.0) -> str:
+    """A statistic as a report shows it: a number in its display unit, '-' for none, a censored one as it is."""
+    if is_censored(value):
+        return value
+    if value is None or value != value:
+        return "-"
+    return spec.format(value * scale)
+
+
 def styled(table: pd.DataFrame, figure: str):
-    """A summary table formatted for a report: statistics in the figure's display unit."""
-    shown = table.copy()
+    """A summary table formatted for a report: statistics in the figure's display unit, a median held down by a
+    tester-bound repetition marked '≥' (a lower bound), censored statistics as '< min_rate', and per point how
+    many repetitions are missing or tester-bound and why."""
+    view = table.copy()
     scale = figure_scale(figure)
-    for column in ("median", "min", "max", "p1", "p99"):
-        shown[column] = shown[column] * scale
     digits = "{:,.0f}" if figure.endswith("_fps") else "{:,.3f}"
-    return shown.style.hide(axis="index").format(
-        {c: digits for c in ("median", "min", "max", "p1", "p99")} | {"dispersion_percent": "{:.2f}"}, na_rep="-")
+    for column in ("median", "min", "max", "p1", "p99"):
+        view[column] = [shown(v, digits, scale) for v in table[column]]
+    view["dispersion_percent"] = [shown(v, "{:.2f}") for v in table["dispersion_percent"]]
+    bound = table.get("median_lower_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
+    view["median"] = [LOWER_BOUND_MARK + m if b else m for m, b in zip(view["median"], bound, strict=True)]
+    view = view.drop(columns=["median_lower_bound"], errors="ignore").rename(
+        columns={"tester_bound": "tester-bound", "why": "missing / tester-bound: why"})
+    return view.style.hide(axis="index").apply(
+        lambda column: ["white-space: nowrap" + (f"; color: {LOWER_BOUND_COLOUR}; font-weight: bold" if b else "")
+                        for b in bound], subset=["median"])
+
+
+def figure_heading(table: pd.DataFrame, figure: str) -> str:
+    """A figure's section heading; when some point's median may be held down by the tester, it says so."""
+    heading = f"## {figure_title(figure)}"
+    bound = table.get("median_lower_bound", pd.Series(dtype=bool)).fillna(False).astype(bool)
+    if bound.any():
+        points = len(table) if bound.all() else int(bound.sum())
+        heading += (f" — lower bound at {points} point(s): tester-bound\n\n"
+                    f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
+                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops; or "
+                    "a result within 10 % of the tester's own ceiling), so the DUT's figure may be higher; the "
+                    "`missing / tester-bound: why` column names the repetitions.")
+    if (table.get("missing", pd.Series(dtype=int)) > 0).any():
+        heading += ("\n\n*Missing* repetitions have no figure: below min_rate (the search ended below the "
+                    "minimum load; counted as observations below it: a statistic that falls among them reads "
+                    "'< min_rate') or no figure at all (left out).")
+    return heading
 
 
 def point_status(campaign: str | Path) -> pd.DataFrame:
@@ -218,6 +322,14 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- DUT configuration: {json.dumps(spec['dut'], sort_keys=True)}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{k} ∈ {v}" for k, v in spec["sweep"].items()))
+    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
+    measured = []
+    for point in manifest["points"]:
+        summary = Path(campaign) / point["point"] / SUMMARY
+        if summary.is_file() and (method := json.loads(summary.read_text()).get("method")):
+            line = method_line(method)
+            measured += [line] if line not in measured else []
+    lines += [f"- as measured: {line}" for line in measured]
     return "\n".join(lines)
 
 
@@ -230,11 +342,26 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
     sweep = sweep_columns(runs)
     keys = ["experiment", *sweep]
     scale = figure_scale(figure)
+    bound_seen = False
     for i, (_key, group) in enumerate(runs.groupby(keys, dropna=False, sort=True)):
-        values = group[figure].dropna() * scale
-        ax.scatter([i] * len(values), values, s=14, alpha=0.6, color="#4C72B0")
-        if len(values):
-            ax.hlines(values.median(), i - 0.3, i + 0.3, color="#C44E52")
+        found = observations(group, figure)
+        free = [o.value * scale for o in found if o.value is not None and not o.tester_bound]
+        bound = [o.value * scale for o in found if o.value is not None and o.tester_bound]
+        below = [o.below * scale for o in found if o.censored]
+        ax.scatter([i] * len(free), free, s=14, alpha=0.6, color="#4C72B0")
+        if bound:
+            bound_seen = True
+            ax.scatter([i] * len(bound), bound, s=30, marker="^", color=LOWER_BOUND_COLOUR,
+                       label="tester-bound (a lower bound)")
+        if below:
+            ax.scatter([i] * len(below), below, s=30, marker="v", color="#C44E52", label="below min_rate")
+        median = numeric(summarize(found)["median"])
+        if median == median:
+            ax.hlines(median * scale, i - 0.3, i + 0.3, color="#C44E52")
+    if bound_seen or any(o.censored for o in observations(runs, figure)):
+        handles, names = ax.get_legend_handles_labels()
+        unique = dict(zip(names, handles, strict=True))
+        ax.legend(unique.values(), unique.keys(), fontsize=8)
     labels = [", ".join(map(str, k[1:] if isinstance(k, tuple) else (k,))) or str(k)
               for k, _ in runs.groupby(keys, dropna=False, sort=True)]
     ax.set_xticks(range(len(labels)), labels)
@@ -247,8 +374,16 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
 def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
     """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value."""
     labels = [_short_label(v) for v in summary[column]]
-    rows = {"median": summary["median"], "min": summary["min"], "max": summary["max"],
-            "disp. (%)": summary["dispersion_percent"].round(2)}
+    median = summary["median"]
+    if "median_lower_bound" in summary:  # a median a tester-bound repetition may hold down reads '≥ 885,643'
+        median = pd.Series([f"{LOWER_BOUND_MARK}{m:,.0f}" if b and not is_censored(m) else m
+                            for m, b in zip(median, summary["median_lower_bound"].fillna(False), strict=True)],
+                           index=summary.index, dtype=object)
+    rows = {"median": median, "min": summary["min"], "max": summary["max"],
+            "disp. (%)": summary["dispersion_percent"].map(lambda v: v if is_censored(v) else round(v, 2))}
+    for name, label in (("missing", "missing"), ("tester_bound", "tester-bound"), ("why", "why")):
+        if name in summary and summary[name].astype(bool).any():
+            rows[label] = summary[name]
     return pd.DataFrame({label: [rows[r].iloc[i] for r in rows] for i, label in enumerate(labels)},
                         index=list(rows))
 

@@ -42,7 +42,7 @@ from trexlab.paths import paths
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.provenance import provenance
-from trexlab.repetition import repeat
+from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.store import append_point_record, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
 
@@ -194,8 +194,12 @@ class Campaign:
                                       f"{self.eta()}")
 
                 name = spec["procedure"]["name"]
-                repeat(name, generator, traffic, params, self.experiment.repetitions, self.dir / point.point_id,
-                       facts, progress=progress)
+                summary = repeat(name, generator, traffic, params, self.experiment.repetitions,
+                                 self.dir / point.point_id, facts, progress=progress)
+                # The point's figures with their limits and method, as the procedure CLI prints them.
+                method = json.loads((self.dir / point.point_id / SUMMARY).read_text()).get("method")
+                for line in summary_lines(summary, method):
+                    self.progress(f"point {k}/{n} {point.point_id}: {line}")
                 if name == "selftest":
                     self.progress(f"point {k}/{n} {point.point_id}: " + selftest.record_selftest(
                         self.dir / point.point_id, self.experiment.repetitions, self.experiment.generator,

@@ -32,7 +32,7 @@ from trexlab.procedures import PROCEDURES, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
-from trexlab.repetition import DEFAULT_REPETITIONS, procedure_module, repeat
+from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
 from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
 EXIT_BAD_INPUT = 2
@@ -230,19 +230,12 @@ def ceiling_line(ceiling: dict) -> str:
 
 
 def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
+    """The figures with their limits and, beside them, how they were measured (from summary.json)."""
     print(f"\n{procedure}: results in {results}", file=stream)
-    header = f"{'figure':32} {'count':>5} {'median':>14} {'min':>14} {'max':>14} {'disp. %':>8}"
-    print(header, file=stream)
-    print("-" * len(header), file=stream)
-    for name, s in summary.items():
-        cells = [fmt(s[k]) for k in ("median", "min", "max")]
-        print(f"{name:32} {s['count']:>5} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14} "
-              f"{fmt(s['dispersion_percent'], '.2f'):>8}", file=stream)
-
-
-def fmt(value: float, spec: str = ".6g") -> str:
-    """A figure for the summary table; NaN (no value, e.g. below minimum load) shows as '-'."""
-    return "-" if value != value else format(value, spec)
+    written = Path(results) / SUMMARY
+    method = json.loads(written.read_text()).get("method") if written.is_file() else None
+    for line in summary_lines(summary, method):
+        print(line, file=stream)
 
 
 def campaign_main(argv: list[str]) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trexlab.procedures import PROCEDURES
-from trexlab.stats import summarize
+from trexlab.stats import Observation, is_censored, summarize
 from trexlab.store import RESULT, RunDir, is_finished, write_json_atomic
 from trexlab.trial import TrialSpec
 
@@ -57,13 +57,95 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
             run.close()
         results.append(data)
     summary = summarize_headlines(results)
-    write_json_atomic(parent / SUMMARY, {"procedure": procedure, "repetitions": repetitions, "figures": summary})
+    write_json_atomic(parent / SUMMARY, {"procedure": procedure, "repetitions": repetitions,
+                                         "method": method_of(results[-1]) if results else {},
+                                         "figures": summary})
     return summary
 
 
+def observation(result: dict, figure: str, repetition: int | None = None) -> Observation:
+    """One repetition's headline figure with what limits it: censored (below min_rate) or tester-bound."""
+    value = result.get("headline", {}).get(figure)
+    below = (result.get("headline_below") or {}).get(figure)
+    if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
+        below = result.get("params", {}).get("min_rate")  # a result written before headline_below
+    return Observation(None if value is None else float(value), below,
+                       tuple(result.get("tester_bound_reasons") or ()), repetition)
+
+
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
-    """Per headline figure (e.g. throughput_fps), its statistics over the repetitions."""
+    """Per headline figure (e.g. throughput_fps), its statistics over the repetitions, and each repetition's
+    value, bound and tester limits."""
     names: list[str] = []
     for result in results:
         names.extend(n for n in result.get("headline", {}) if n not in names)
-    return {name: summarize(r.get("headline", {}).get(name) for r in results) for name in names}
+    summary = {}
+    for name in names:
+        observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
+        summary[name] = {**summarize(observations), "repetitions": [
+            {"repetition": o.repetition, "value": o.value, "below": o.below,
+             "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
+    return summary
+
+
+def method_of(result: dict) -> dict:
+    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
+    method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration")
+              if k in result}
+    if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
+        method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
+                                                   "final_trial_duration", "duration_sum")} for g in result["goals"]]
+    for key in ("rate", "tester_ceiling"):
+        if (result.get("params") or {}).get(key) is not None:
+            method[key] = result["params"][key]
+    return method
+
+
+def method_line(method: dict) -> str:
+    """The method in one line: loss tolerance, resolution, trial duration, tester ceiling."""
+    parts = [method["method"]] if "method" in method else []
+    if "loss_tolerance_percent" in method:
+        parts.append(f"loss tolerance {method['loss_tolerance_percent']:g} %")
+    if "stopping_rule" in method:
+        parts.append(f"resolution {method['stopping_rule']}")
+    if "trial_duration" in method:
+        parts.append(f"trial duration {method['trial_duration']:g} s")
+    for goal in method.get("goals", []):
+        parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
+                     f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
+                     f"duration sum {goal['duration_sum']:g} s")
+    if "rate" in method:
+        parts.append(f"offered load {method['rate']:g} fps")
+    parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
+                 else "no tester ceiling known")
+    return "; ".join(parts)
+
+
+def cell(value, spec: str = ".6g") -> str:
+    """A statistic for a text table: NaN (no value) as '-', a censored one ('< 100') as it is."""
+    if is_censored(value):
+        return value
+    return "-" if value is None or value != value else format(value, spec)
+
+
+def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[str]:
+    """The summary as a text table (the CLI's and a campaign's): a median that a tester-bound repetition may
+    hold down is shown as a lower bound ('>= ...'); missing and tester-bound repetitions are counted, and why."""
+    header = (f"{'figure':28} {'count':>5} {'missing':>7} {'tester-bound':>12} {'median':>16} {'min':>12} "
+              f"{'max':>12} {'disp. %':>9}")
+    lines = [header, "-" * len(header)]
+    notes = []
+    for name, s in figures.items():
+        median = cell(s["median"])
+        if s.get("median_lower_bound"):
+            median = f">= {median}"
+        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
+                     f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
+        if s.get("median_lower_bound"):
+            notes.append(f"{name}: LOWER BOUND: a tester-bound repetition lies at or below the median, so the "
+                         "DUT's figure may be higher")
+        if s.get("why"):
+            notes.append(f"{name}: {s['why']}")
+    if method:
+        notes.append(f"method: {method_line(method)}")
+    return lines + notes

@@ -4,14 +4,85 @@ Lencse et al. report the median (not the average: one outlier must not move
 the figure), minimum and maximum, the 1st and 99th percentiles when there are
 enough repetitions, and the dispersion = (max - min) / median in percent, which
 says at a glance whether repeated results agree.
+
+One definition for the whole project (docs/architecture.md, "Statistics"):
+
+* **percentile** q of n values: nearest rank, the value of rank ceil(q / 100 * n)
+  (at least 1) in ascending order, never an interpolation, so a percentile is
+  always a value that some repetition produced (the 1st percentile of 20
+  repetitions is their minimum); trexlab.trial.Latency.percentile ranks latency
+  samples the same way;
+* **median**: the middle value of an odd count; of an even count the mean of
+  the two middle values, as siitperf reports it.
+
+**Censored repetitions.** A repetition whose search ended below its minimum
+load (``below``) has no figure, but it is not unknown: it is an observation
+known to lie below that load, below every repetition that has a figure. It
+takes its rank at the bottom of the order, so it pulls the median and the
+percentiles down as it should; an order statistic that falls among such
+repetitions is reported as the string ``"< min_rate"`` (e.g. ``"< 100"``), not
+as a number, and the dispersion then as a lower bound (``"> 195.00"``). When
+the two middle values of an even count are one censored and one figure x, the
+median is the mean of something below min_rate and x: ``"< (min_rate + x) / 2"``.
+A repetition with no figure and no such bound (a failed procedure) is left out
+and counted in ``missing`` beside the censored ones, never read as 0.
+
+**Tester-bound repetitions.** A repetition whose figure may be the tester's
+limit (stretched trials, tester drops, a result near the tester's ceiling) is a
+lower bound of the DUT's figure. Raising it can raise the median only when it
+lies at or below the median, so the median is reported as a lower bound
+(``median_lower_bound``) exactly when such a repetition does.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-import numpy as np
+#: What a censored statistic starts with: "< 100" reads "below 100".
+BELOW = "<"
+#: What a lower bound of the dispersion starts with.
+ABOVE = ">"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One repetition's value of one figure, with what limits it."""
+
+    value: float | None  # the figure (its unit); None: no figure
+    below: float | None = None  # no figure, but known to be below this (e.g. the search's min_rate, fps)
+    tester_bound: tuple[str, ...] = ()  # why the figure may be the tester's limit (empty: it is not)
+    repetition: int | None = None  # which repetition (1-based), for the reasons shown per repetition
+
+    @property
+    def censored(self) -> bool:
+        return self.value is None and self.below is not None
+
+    @property
+    def missing(self) -> bool:
+        return self.value is None
+
+    def reasons(self) -> list[str]:
+        """Why this repetition is missing or tester-bound, in a table's words."""
+        found = [f"below min_rate {self.below:g}"] if self.censored else ["no figure"] if self.missing else []
+        return found + [f"tester-bound: {reason}" for reason in self.tester_bound]
+
+
+def nearest_rank(q: float, n: int) -> int:
+    """The 1-based rank of the q-th percentile (0..100) of n values: ceil(q / 100 * n), at least 1."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q={q}: allowed 0..100")
+    return max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
+
+
+def median_ranks(n: int) -> tuple[int, int]:
+    """The 1-based ranks whose mean is the median of n values (the same rank twice for odd n)."""
+    return ((n + 1) // 2, n // 2 + 1)
+
+
+def below(bound: float) -> str:
+    return f"{BELOW} {bound:g}"
 
 
 def dispersion_percent(median: float, minimum: float, maximum: float) -> float:
@@ -19,28 +90,104 @@ def dispersion_percent(median: float, minimum: float, maximum: float) -> float:
     return (maximum - minimum) / median * 100 if median else math.nan
 
 
-def summarize(values: Iterable[float | None]) -> dict[str, float]:
-    """Median, min, max, 1st/99th percentile, dispersion and count of the non-missing values.
+def _observation(value) -> Observation:
+    if isinstance(value, Observation):
+        return value
+    if value is None or math.isnan(float(value)):
+        return Observation(None)
+    return Observation(float(value))
 
-    A missing value (None/NaN, e.g. a throughput below the minimum load) is
-    counted in ``missing`` and left out of the statistics, never read as 0.
+
+def summarize(values: Iterable[float | None | Observation]) -> dict:
+    """Median, min, max, 1st/99th percentile and dispersion of repetitions, with what limits them.
+
+    ``values`` are numbers (None/NaN: no figure) or Observations. Returns ``count`` (repetitions with a
+    figure), ``missing`` (without: censored ones included), ``below_minimum`` (censored), ``tester_bound``
+    (tester-bound repetitions), the statistics (numbers, or "< bound" strings where censored),
+    ``median_lower_bound`` and ``why`` (the reasons, with the repetitions they apply to).
     """
-    raw = list(values)
-    data = [float(v) for v in raw if v is not None and not math.isnan(float(v))]
-    missing = len(raw) - len(data)
-    if not data:
-        return {"count": 0, "missing": missing, "median": math.nan, "min": math.nan, "max": math.nan,
-                "p1": math.nan, "p99": math.nan, "dispersion_percent": math.nan}
-    array = np.asarray(data)
-    median = float(np.median(array))
-    low, high = float(array.min()), float(array.max())
-    return {
-        "count": len(data),
-        "missing": missing,
-        "median": median,
-        "min": low,
-        "max": high,
-        "p1": float(np.percentile(array, 1)),
-        "p99": float(np.percentile(array, 99)),
-        "dispersion_percent": dispersion_percent(median, low, high),
-    }
+    observations = [_observation(v) for v in values]
+    figures = sorted(o.value for o in observations if o.value is not None)
+    censored = [o for o in observations if o.censored]
+    bound = max((o.below for o in censored), default=math.nan)
+    n = len(figures) + len(censored)
+
+    def ranked(rank: int) -> float | str:
+        return below(bound) if rank <= len(censored) else figures[rank - len(censored) - 1]
+
+    summary = {"count": len(figures), "missing": sum(1 for o in observations if o.missing),
+               "below_minimum": len(censored), "tester_bound": sum(1 for o in observations if o.tester_bound)}
+    if n == 0:
+        return {**summary, "median": math.nan, "min": math.nan, "max": math.nan, "p1": math.nan, "p99": math.nan,
+                "dispersion_percent": math.nan, "median_lower_bound": False, "why": why(observations)}
+    low_rank, high_rank = median_ranks(n)
+    low_middle, high_middle = ranked(low_rank), ranked(high_rank)
+    if isinstance(high_middle, str):
+        median = high_middle
+    elif isinstance(low_middle, str):
+        median = below((bound + high_middle) / 2)
+    else:
+        median = (low_middle + high_middle) / 2
+    minimum, maximum = ranked(1), ranked(n)
+    if isinstance(maximum, str):
+        dispersion = math.nan
+    elif isinstance(minimum, str):
+        # The true minimum is below the bound, the true median below the reported one: a lower bound.
+        top = _bound_of(median)
+        spread = dispersion_percent(top, bound, maximum)
+        dispersion = f"{ABOVE} {spread:.2f}" if spread > 0 else math.nan
+    else:
+        dispersion = dispersion_percent(median, minimum, maximum)
+    return {**summary, "median": median, "min": minimum, "max": maximum,
+            "p1": ranked(nearest_rank(1, n)), "p99": ranked(nearest_rank(99, n)),
+            "dispersion_percent": dispersion,
+            "median_lower_bound": _median_lower_bound(observations, len(censored), high_middle),
+            "why": why(observations)}
+
+
+def _bound_of(value: float | str) -> float:
+    return float(value.removeprefix(BELOW)) if isinstance(value, str) else value
+
+
+def _median_lower_bound(observations: list[Observation], censored: int, high_middle: float | str) -> bool:
+    """Whether a tester-bound repetition lies at or below the median (ties count: raising it moves the median)."""
+    for o in observations:
+        if not o.tester_bound:
+            continue
+        if o.censored or isinstance(high_middle, str) or (o.value is not None and o.value <= high_middle):
+            return True
+    return False
+
+
+def why(observations: Iterable[Observation]) -> str:
+    """'below min_rate 100: rep 2, 5; tester-bound: stretched trials: rep 1-10': the reasons and their repetitions."""
+    seen: dict[str, list[int | None]] = {}
+    for o in observations:
+        for reason in o.reasons():
+            seen.setdefault(reason, []).append(o.repetition)
+    return "; ".join(f"{reason}: {_repetitions(reps)}" for reason, reps in seen.items())
+
+
+def _repetitions(reps: list[int | None]) -> str:
+    if any(r is None for r in reps):
+        return f"{len(reps)} repetition(s)"
+    numbers, parts = sorted(reps), []
+    start = previous = numbers[0]
+    for r in [*numbers[1:], None]:
+        if r is not None and r == previous + 1:
+            previous = r
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if r is not None:
+            start = previous = r
+    return "rep " + ", ".join(parts)
+
+
+def is_censored(value) -> bool:
+    """Whether a statistic is a censored string ("< 100", "> 12.50") rather than a number."""
+    return isinstance(value, str)
+
+
+def numeric(value) -> float:
+    """A statistic as a number for plotting: NaN where it is censored."""
+    return math.nan if value is None or isinstance(value, str) else float(value)

@@ -48,12 +48,50 @@ class TrialRunner:
     def stretched_trials(self) -> int:
         return sum(1 for r in self.log if r.stretched)
 
-    def notes(self) -> list[str]:
+    @property
+    def tester_drops(self) -> int:
+        """Frames the tester's own receivers dropped, over all trials (counted as loss)."""
+        return sum(d.tester_drops for r in self.log for d in r.directions.values())
+
+    def notes(self, stretched_bearing: int | None = None) -> list[str]:
+        """What the reader must know about the tester; `stretched_bearing`: how many stretched trials can hold
+        the result down (None: all of them)."""
         notes = []
-        if self.stretched_trials:
+        if self.stretched_trials and stretched_bearing == 0:
+            notes.append(f"{self.stretched_trials} trial(s) stretched, all at loads above one the DUT failed with "
+                         "the tester keeping up: they do not hold the result down")
+        elif self.stretched_trials:
             notes.append(f"{self.stretched_trials} trial(s) stretched: the tester could not send the offered "
                          "load; their unsent frames counted as loss, so the result is a lower bound")
+        if self.tester_drops:
+            notes.append(f"{self.tester_drops} frame(s) dropped by the tester's own receivers: counted as loss, "
+                         "so the result is a lower bound")
         return notes
+
+    def tester_limits(self, ceiling: float | None, *rates: float | None, stretched_bearing: int | None = None
+                      ) -> list[str]:
+        """Why the procedure's result may be the tester's limit rather than the DUT's (empty: it is not), in a
+        table's words: a stretched trial (those that can hold the result down, `stretched_bearing`; None: any),
+        any tester drop, or one of `rates` (the result, or the load it was measured at) within CEILING_MARGIN of
+        the tester's ceiling."""
+        reasons = []
+        if self.stretched_trials if stretched_bearing is None else stretched_bearing:
+            reasons.append("stretched trials")
+        if self.tester_drops:
+            reasons.append("tester drops")
+        if any(ceiling_warning(rate, ceiling) for rate in rates):
+            reasons.append("near tester ceiling")
+        return reasons
+
+
+def near_floor(floor: dict | None) -> list[str]:
+    """The tester-bound reason of a latency figure within reach of the tester's own latency floor."""
+    return ["near tester latency floor"] if floor and floor.get("warnings") else []
+
+
+def tester_bound_fields(reasons: list[str]) -> dict:
+    """What every repetition's result.json says about its tester limits."""
+    return {"tester_bound": bool(reasons), "tester_bound_reasons": list(reasons)}
 
 
 def ceiling_warning(rate: float | None, ceiling: float | None, what: str = "result") -> str | None:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import TrialSpec
 
 METHOD = "RFC 2544 section 26.3"
@@ -44,6 +44,7 @@ class FrameLossResult:
     trials: int
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -53,6 +54,7 @@ class FrameLossResult:
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {"frame_loss_rate_at_max_percent": self.points[0]["frame_loss_rate_percent"]},
         }
@@ -78,4 +80,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
         notes.append("no two consecutive lossless trials before the load reached zero")
     if warning := ceiling_warning(top, params.tester_ceiling, "maximum offered load"):
         notes.append(warning)
-    return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes)
+    return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes,
+                           runner.tester_limits(params.tester_ceiling, top))

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, merge_latency
 
@@ -57,6 +57,7 @@ class LatencyResult:
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
     floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         headline = {}
@@ -72,6 +73,7 @@ class LatencyResult:
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
             "tester_latency_floor": self.floor,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": headline,
         }
@@ -105,4 +107,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                                   "average": statistics.fmean(values) if values else None,
                                   "label": "RFC 2544 latency: one tagged frame per trial, averaged"}
     floor, warnings = latency_floor_check(directions, params, {"typical": "median", "worst_case": "p99_9"})
-    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor)
+    return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor,
+                         runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

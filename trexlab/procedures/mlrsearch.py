@@ -22,7 +22,7 @@ from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossR
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import TrialSpec
 
 METHOD = "MLRsearch (draft-ietf-bmwg-mlrsearch), FD.io CSIT reference implementation"
@@ -109,6 +109,7 @@ class MlrResult:
     trial_seconds: float
     trial_log: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -119,8 +120,11 @@ class MlrResult:
             "trial_seconds": self.trial_seconds,
             "trial_log": self.trial_log,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
+            # A goal with no relevant lower bound above min_rate: its figure is known only to be below min_rate.
+            "headline_below": {f"{g['name']}_fps": self.params.min_rate for g in self.goals if g["below_minimum_load"]},
         }
 
 
@@ -158,4 +162,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             notes.append(f"{entry['name']}: {warning}")
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
             "stretched": r.stretched} for r in runner.log]
-    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes)
+    limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
+    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits)

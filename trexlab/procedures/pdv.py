@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, merge_latency
 
@@ -48,6 +48,7 @@ class PdvResult:
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
     floor: dict | None = None  # the tester's latency floor the figures were compared against, and the warnings
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -58,6 +59,7 @@ class PdvResult:
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
             "tester_latency_floor": self.floor,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{d}_pdv_s": v["pdv"] for d, v in self.directions.items()},
         }
@@ -77,4 +79,5 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     floor, warnings = latency_floor_check(directions, params, {"pdv": "p99_9"})
-    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor)
+    return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor,
+                     runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

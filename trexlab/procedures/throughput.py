@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning
+from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
 from trexlab.trial import TrialSpec
 
 METHOD = "RFC 2544 binary search"
@@ -87,6 +87,7 @@ class ThroughputResult:
     trial_seconds: float
     search: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
         return {
@@ -106,8 +107,11 @@ class ThroughputResult:
             "trial_seconds": self.trial_seconds,
             "search": self.search,
             "notes": self.notes,
+            **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {"throughput_fps": self.throughput},
+            # A search that ended below the minimum load still observed something: the figure is below min_rate.
+            "headline_below": {"throughput_fps": self.params.min_rate} if self.below_minimum else {},
         }
 
 
@@ -142,10 +146,16 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
             best = params.min_rate
         else:
             below_minimum = True
-    notes = runner.notes()
+    # A stretched trial counts as failed; it holds the result down unless the DUT failed a lower load with the
+    # tester keeping up: a DUT that loses frames at a lower load loses them at this one too, so its verdict stands.
+    own_failure = min((t["offered_load"] for t in search if not t["passed"] and not t["stretched"]),
+                      default=float("inf"))
+    bearing = sum(1 for t in search if t["stretched"] and t["offered_load"] < own_failure)
+    notes = runner.notes(bearing)
     if below_minimum:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
     if warning := ceiling_warning(best, params.tester_ceiling):
         notes.append(warning)
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
-                            search, notes)
+                            search, notes,
+                            runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
