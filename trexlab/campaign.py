@@ -112,6 +112,18 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
                             f"{', '.join(lacking)} cannot load: run it on the VM lab (LAB=vm)")
 
 
+def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
+    """A warning when the lab is of another kind than the experiment declares (lab.kind), else None.
+
+    Not an error: a spec made on the local lab runs as well on bare metal, where its figures may differ (other
+    DUT, other tester ceiling): the reader must learn that the figures come from another kind of lab."""
+    declared = experiment.lab_kind
+    if lab is None or declared is None or lab.kind == declared:
+        return None
+    return (f"experiment {experiment.name} declares a {declared} lab (lab.kind), lab {lab.name} is {lab.kind}: "
+            "its figures are not those of the declared set-up")
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -290,8 +302,9 @@ class Campaign:
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
-        for warning in self.lab.warnings() if self.lab else ():
-            self.progress(f"warning: {warning}")
+        for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
+            if warning:
+                self.progress(f"warning: {warning}")
         with self.tcp_endpoints(bool(todo)):
             for point in todo:
                 k = point.index + 1

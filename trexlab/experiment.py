@@ -143,8 +143,11 @@ class Experiment:
         return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
 
     @property
-    def lab_kind(self) -> str:
-        return self.spec.get("lab", {}).get("kind", "local")
+    def lab_kind(self) -> str | None:
+        """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
+        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.campaign): the kernel
+        features it needs are checked on the DUTs themselves (lab.requires)."""
+        return (self.spec.get("lab") or {}).get("kind")
 
     @property
     def topology(self) -> str:
