@@ -145,7 +145,7 @@ def test_tester_drops_make_a_latency_result_tester_bound():
             directions = {k: dataclasses.replace(d, tester_drops=3) for k, d in result.directions.items()}
             return dataclasses.replace(result, directions=directions)
 
-    params = latency.Params(rate=10_000, trial_duration=1, tagged_frames=500, rfc2544_trials=0)
+    params = latency.Params(rate=10_000, trial_duration=1, tag_delay=0.5, tagged_frames=500, rfc2544_trials=0)
     data = latency.run(Dropping(create_generator("sim")), TRAFFIC, params).to_dict()
     assert data["tester_bound_reasons"] == ["tester drops"]
     assert any("tester's own receivers" in n for n in data["notes"])
@@ -215,3 +215,12 @@ def test_report_tables_rank_repetitions_below_the_minimum_load_and_export_them(t
     table = analysis.summarize_points(runs, "throughput_fps")
     back = pd.read_parquet(analysis.export(table, tmp_path / "t.parquet"))
     assert back["median"].tolist() == ["< 550"] and back["max"].tolist() == [3050.0]
+
+
+def test_results_written_before_headline_below_are_still_counted_below_the_minimum_load():
+    runs = pd.DataFrame([{"experiment": "e", "x": 1, "repetition": k, "throughput_fps": v,
+                          "result.below_minimum_load": v is None, "result.params.min_rate": 100.0,
+                          "sweep_keys": ("x",), "figure_keys": ("throughput_fps",)}
+                         for k, v in enumerate([None, None, 500.0], start=1)])
+    row = analysis.summarize_points(runs, "throughput_fps").iloc[0]
+    assert (row["median"], row["missing"], row["max"]) == ("< 100", 2, 500.0)

@@ -62,6 +62,9 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         if runs.empty:
             continue
         runs = runs[runs["finished"]].copy()
+        procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
+        if procedure and "provenance.procedure" in runs:  # not the throughput runs a latency campaign's rate came from
+            runs = runs[runs["provenance.procedure"] == procedure].copy()
         runs["experiment"] = manifest["experiment"]
         runs["campaign"] = manifest["campaign"]
         runs["point"] = runs["provenance.point"]
@@ -108,7 +111,8 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
     for _, row in runs.iterrows():
         value = row.get(figure)
         below = row.get(f"result.headline_below.{figure}")
-        if not _present(below) and figure == "throughput_fps" and row.get("result.below_minimum_load") is True:
+        old = row.get("result.below_minimum_load")  # results written before headline_below
+        if not _present(below) and figure == "throughput_fps" and _present(old) and bool(old):
             below = row.get("result.params.min_rate")
         reasons = row.get("result.tester_bound_reasons")
         repetition = row.get("repetition")

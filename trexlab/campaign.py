@@ -38,17 +38,24 @@ from trexlab.experiment import (
 from trexlab.generators import create_generator
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
+from trexlab.paths import paths
 from trexlab.procedures import selftest
+from trexlab.procedures.http_download import DownloadError
 from trexlab.provenance import provenance
+from trexlab.rate_from import GIVES_RATE, median_throughput, split_rate_from
+from trexlab.rate_from import SUBDIR as RATE_SUBDIR
 from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.store import append_point_record, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 class CampaignError(RuntimeError):
     """The campaign cannot run at all here (missing kernel feature, no lab); one line."""
+
+
+class PlaybookError(RuntimeError):
+    """A playbook the campaign applies to the lab (DUT configuration, TCP endpoints) failed; one line naming the
+    playbook and its last failed task."""
 
 
 def campaign_id(experiment: Experiment) -> str:
@@ -56,8 +63,8 @@ def campaign_id(experiment: Experiment) -> str:
     return f"c-{digest[:10]}"
 
 
-NETEM_PROBE = REPO / "roles" / "netem" / "files" / "has-netem.sh"
-JOOL_PROBE = REPO / "roles" / "siit_jool" / "files" / "can-load-jool.sh"
+NETEM_PROBE = paths().roles / "netem" / "files" / "has-netem.sh"
+JOOL_PROBE = paths().roles / "siit_jool" / "files" / "can-load-jool.sh"
 
 
 def kernel_has_netem() -> bool:
@@ -105,6 +112,18 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
                             f"{', '.join(lacking)} cannot load: run it on the VM lab (LAB=vm)")
 
 
+def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
+    """A warning when the lab is of another kind than the experiment declares (lab.kind), else None.
+
+    Not an error: a spec made on the local lab runs as well on bare metal, where its figures may differ (other
+    DUT, other tester ceiling): the reader must learn that the figures come from another kind of lab."""
+    declared = experiment.lab_kind
+    if lab is None or declared is None or lab.kind == declared:
+        return None
+    return (f"experiment {experiment.name} declares a {declared} lab (lab.kind), lab {lab.name} is {lab.kind}: "
+            "its figures are not those of the declared set-up")
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -139,12 +158,12 @@ class Campaign:
 
     # -- one point -------------------------------------------------------------------------
     def playbook(self, name: str, extra: dict) -> None:
-        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(REPO / name), "-e", json.dumps(extra)]
-        result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
-                                env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra)]
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=paths().root,
+                                env={**os.environ, "ANSIBLE_CONFIG": str(paths().ansible_cfg)})
         if result.returncode != 0:
             failed = [line for line in result.stdout.splitlines() if "fatal:" in line or "FAILED" in line]
-            raise GeneratorError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
+            raise PlaybookError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
 
     def configure_dut(self, spec: dict) -> list[tuple[str, dict]]:
         """Apply the point's DUT configuration; return what must be undone afterwards."""
@@ -172,15 +191,21 @@ class Campaign:
         try:
             generator = create_generator(self.experiment.generator, **self.generator_options(spec))
             try:
-                params = procedure_params_class(spec["procedure"]["name"])(**(spec["procedure"].get("params") or {}))
+                raw, rate_from = split_rate_from(spec["procedure"].get("params") or {})
                 traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
+                rate_source = None
+                if rate_from is not None:  # RFC 8219: latency and PDV at this point's measured throughput
+                    rate, rate_source = self.throughput_rate(point, generator, traffic, rate_from["params"], k, n)
+                    raw = {**raw, "rate": rate}
+                params = procedure_params_class(spec["procedure"]["name"])(**raw)
                 # The tester's own ceiling from a self-test on a loopback lab, as the CLI looks it up.
                 params, ceiling = selftest.ceiling_for(params, traffic, self.experiment.generator, self.lab,
                                                        self.ceilings)
                 facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
                                    sweep=point.values, spec=spec, generator=generator.describe(),
                                    params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling)
+                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
+                                   **({"rate_source": rate_source} if rate_source else {}))
 
                 def progress(phase: str, info: dict) -> None:
                     if phase == "repetition":
@@ -205,6 +230,29 @@ class Campaign:
             for playbook, extra in reversed(undo):
                 self.playbook(playbook, extra)
 
+    def throughput_rate(self, point, generator, traffic: TrialSpec, params: dict, k: int, n: int) -> tuple[float, dict]:
+        """Run (or finish) the point's throughput repetitions in <point>/throughput/; their median and its source."""
+        params, ceiling = selftest.ceiling_for(procedure_params_class(GIVES_RATE)(**params), traffic,
+                                               self.experiment.generator, self.lab, self.ceilings)
+        facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
+                           sweep=point.values, spec=point.spec, generator=generator.describe(),
+                           params=dataclasses.asdict(params), traffic=traffic.to_dict(),
+                           lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
+                           purpose=f"the rate of the point's {point.spec['procedure']['name']} runs")
+        where = self.dir / point.point_id / RATE_SUBDIR
+
+        def progress(phase: str, info: dict) -> None:
+            if phase == "repetition":
+                done = " (done earlier)" if info.get("skipped") else ""
+                self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
+                              f"{info['repetition']}/{info['repetitions']}{done}")
+
+        repeat(GIVES_RATE, generator, traffic, params, self.experiment.repetitions, where, facts, progress=progress)
+        rate, source = median_throughput(where)
+        self.progress(f"point {k}/{n} {point.point_id}: measuring at {rate:.0f} fps ({source['statistic']} "
+                      f"of {GIVES_RATE})")
+        return rate, source
+
     @contextlib.contextmanager
     def tcp_endpoints(self, needed: bool):
         """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
@@ -217,7 +265,7 @@ class Campaign:
         self.progress(f"configuring the TCP endpoints ({playbook})")
         try:
             self.playbook(playbook, {**settings, f"{role}_state": "present"})
-        except GeneratorError as exc:
+        except PlaybookError as exc:
             self.playbook(playbook, {**settings, f"{role}_state": "absent"})
             raise CampaignError(str(exc)) from None
         try:
@@ -254,16 +302,17 @@ class Campaign:
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
-        for warning in self.lab.warnings() if self.lab else ():
-            self.progress(f"warning: {warning}")
+        for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
+            if warning:
+                self.progress(f"warning: {warning}")
         with self.tcp_endpoints(bool(todo)):
             for point in todo:
                 k = point.index + 1
                 start = time.monotonic()
                 try:
                     self.run_point(point, k, n)
-                except (GeneratorError, InvalidParameter, InvalidExperiment, LabError, subprocess.SubprocessError,
-                        OSError) as exc:
+                except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
+                        subprocess.SubprocessError, OSError) as exc:
                     self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
                     self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
                 else:

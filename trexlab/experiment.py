@@ -26,6 +26,8 @@ import yaml
 
 from trexlab import reference_dut
 from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -42,7 +44,6 @@ DUT_BLOCKS = tuple(DUT_CONFIG)
 #: (NEEDS_TCP_ENDPOINTS), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
-ROLES = Path(__file__).resolve().parent.parent / "roles"
 DEFAULT_REPETITIONS = 20
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -145,8 +146,11 @@ class Experiment:
         return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
 
     @property
-    def lab_kind(self) -> str:
-        return self.spec.get("lab", {}).get("kind", "local")
+    def lab_kind(self) -> str | None:
+        """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
+        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.campaign): the kernel
+        features it needs are checked on the DUTs themselves (lab.requires)."""
+        return (self.spec.get("lab") or {}).get("kind")
 
     @property
     def topology(self) -> str:
@@ -268,7 +272,7 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 def role_options(role: str) -> dict:
     """The options a role declares in its meta/argument_specs.yml (name -> spec)."""
-    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    specs = yaml.safe_load((paths().roles / role / "meta" / "argument_specs.yml").read_text())
     return specs["argument_specs"]["main"]["options"]
 
 
@@ -338,8 +342,21 @@ def _check_point(point: SweepPoint, source: str) -> None:
         params_class = procedure_params_class(name)
     except ImportError:
         return  # procedure module not installed in this build: checked when it runs
+    params = spec["procedure"].get("params") or {}
     try:
-        params_class(**(spec["procedure"].get("params") or {}))
+        params, rate_from = split_rate_from(params)
+        if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
+            if name not in TAKES_RATE:
+                raise InvalidParameter("rate", {"from": GIVES_RATE}, f"a number (only {', '.join(TAKES_RATE)} "
+                                       f"take a rate from {GIVES_RATE})")
+            try:
+                procedure_params_class(GIVES_RATE)(**rate_from["params"])
+            except InvalidParameter as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params.{exc}") from None
+            except TypeError as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params: {_unknown_key(exc)}") from None
+            params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
+        params_class(**params)
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
     except TypeError as exc:
@@ -360,8 +377,14 @@ def procedure_params_class(name: str):
 
 
 def load(path: str | Path) -> Experiment:
-    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml)."""
+    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml).
+
+    A name, or experiments/<name>, that is not a path from here is one of trexlab's own experiments (an
+    installed trexlab carries them, see trexlab.paths)."""
     path = Path(path)
+    own = paths().experiments / path.name
+    if not path.exists() and len(path.parts) <= 2 and path.parts[:-1] in ((), ("experiments",)) and own.exists():
+        path = own
     if path.is_dir():
         path = path / "experiment.yml"
     if not path.is_file():

@@ -1,17 +1,22 @@
 """roles/trex on a namespace node over SSH, with a tarball made here instead of TRex.
 
 The fake release has TRex's layout where the role looks (a top directory and
-t-rex-64); its t-rex-64 records its arguments, makes the DPDK runtime directory
-of the configured file prefix as TRex does, and listens on the RPC port 4501 on
-the node's loopback (IPv4 only, like TRex), greeting every connection, which is
-all the role checks of a running server.  So the test proves fetch/verify/unpack,
-the rendered trex_cfg.yaml, the supervised service (start, restart after a crash,
-stop), the generator's SSH tunnel to the node's loopback, idempotence and
-state=absent.
+t-rex-64); its t-rex-64 records its arguments, runs a start helper as TRex's
+does (``$PYTHON3`` or python3 running dpdk_setup_ports.py --dump-pci-description,
+which lists NICs with ``lspci -Dvmmn`` and ``netstat -tn`` and asks
+``platform.linux_distribution()``, gone since Python 3.8: on a real TRex v3.08
+every start logged both tracebacks), makes the DPDK runtime directory of the
+configured file prefix as TRex does, and listens on the RPC port 4501 on the
+node's loopback (IPv4 only, like TRex), greeting every connection, which is all
+the role checks of a running server.  So the test proves fetch/verify/unpack,
+the rendered trex_cfg.yaml, a server log without a traceback, the supervised
+service (start, restart after a crash, stop), the generator's SSH tunnel to the
+node's loopback, idempotence and state=absent.
 """
 
 import hashlib
 import os
+import platform
 import socket
 import subprocess
 import tarfile
@@ -29,8 +34,10 @@ from labtools import changed_count, run
 pytestmark = pytest.mark.lab
 
 FAKE_SERVER = """#!/bin/sh
-# Stands in for TRex: records how it was started, makes DPDK's runtime directory and answers on the RPC port.
+# Stands in for TRex: records how it was started, runs the start helper as t-rex-64 does (its failure does not
+# stop the server), makes DPDK's runtime directory and answers on the RPC port.
 echo "$@" > "$(dirname "$0")/started-with"
+cd "$(dirname "$0")" && ${PYTHON3:-python3} dpdk_setup_ports.py --dump-pci-description
 prefix=$(sed -n 's/^ *prefix: "\\(.*\\)"$/\\1/p' "$(echo "$@" | sed 's/.*--cfg \\([^ ]*\\).*/\\1/')")
 [ -z "$prefix" ] || mkdir -p "/run/dpdk/$prefix"
 exec python3 -c '
@@ -47,6 +54,14 @@ while True:
 """
 
 
+# What TRex's start helper does that matters here: the commands it runs and the Python it needs.
+FAKE_HELPER = """import platform, subprocess
+devices = subprocess.check_output(["lspci", "-Dvmmn"], text=True).count("Slot:")
+subprocess.check_output(["netstat", "-tn"])
+print(f"start helper: {devices} PCI devices on {platform.linux_distribution()[0]}")
+"""
+
+
 @pytest.fixture(scope="module")
 def lab(lab_factory):
     return lab_factory("tx", "single", 1)
@@ -59,6 +74,7 @@ def release(tmp_path_factory):
     top.mkdir()
     (top / "t-rex-64").write_text(FAKE_SERVER)
     (top / "t-rex-64").chmod(0o755)
+    (top / "dpdk_setup_ports.py").write_text(FAKE_HELPER)
     tarball = root / "v9.99.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(top, arcname="v9.99")
@@ -102,6 +118,10 @@ def test_role_installs_runs_and_removes_a_release(lab, release):
         args = (root / "current" / "started-with").read_text().split()
         assert args[:2] == ["-i", "--hdrh"] and args[args.index("--cfg") + 1] == str(root / "trex_cfg.yaml")
         assert "--no-scapy-server" in args  # TRex's scapy server fails as nobody under /root and stops TRex
+        # The start helper ran and found what it needs: lspci, netstat, platform.linux_distribution.
+        log = (root / "trex.log").read_text()
+        assert "Traceback" not in log and "Error" not in log, log
+        assert f"PCI devices on {platform.freedesktop_os_release()['NAME']}" in log, log
 
         config = yaml.safe_load((root / "trex_cfg.yaml").read_text())[0]
         assert config["interfaces"] == [tester.port(0).name, tester.port(1).name]
