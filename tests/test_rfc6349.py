@@ -294,7 +294,7 @@ def test_http_download_times_one_whole_download():
 
 def test_a_short_download_fails_the_run():
     endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1000"))
-    with pytest.raises(GeneratorError, match="HTTP 200, 1000 of 1048576 bytes"):
+    with pytest.raises(http_download.DownloadError, match="HTTP 200, 1000 of 1048576 bytes"):
         http_download.run(None, TrialSpec(1, 1), http_download.Params(), endpoints=endpoints)
 
 

@@ -38,17 +38,22 @@ from trexlab.experiment import (
 from trexlab.generators import create_generator
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
+from trexlab.paths import paths
 from trexlab.procedures import selftest
+from trexlab.procedures.http_download import DownloadError
 from trexlab.provenance import provenance
 from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.store import append_point_record, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 class CampaignError(RuntimeError):
     """The campaign cannot run at all here (missing kernel feature, no lab); one line."""
+
+
+class PlaybookError(RuntimeError):
+    """A playbook the campaign applies to the lab (DUT configuration, TCP endpoints) failed; one line naming the
+    playbook and its last failed task."""
 
 
 def campaign_id(experiment: Experiment) -> str:
@@ -56,8 +61,8 @@ def campaign_id(experiment: Experiment) -> str:
     return f"c-{digest[:10]}"
 
 
-NETEM_PROBE = REPO / "roles" / "netem" / "files" / "has-netem.sh"
-JOOL_PROBE = REPO / "roles" / "siit_jool" / "files" / "can-load-jool.sh"
+NETEM_PROBE = paths().roles / "netem" / "files" / "has-netem.sh"
+JOOL_PROBE = paths().roles / "siit_jool" / "files" / "can-load-jool.sh"
 
 
 def kernel_has_netem() -> bool:
@@ -139,12 +144,12 @@ class Campaign:
 
     # -- one point -------------------------------------------------------------------------
     def playbook(self, name: str, extra: dict) -> None:
-        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(REPO / name), "-e", json.dumps(extra)]
-        result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
-                                env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra)]
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=paths().root,
+                                env={**os.environ, "ANSIBLE_CONFIG": str(paths().ansible_cfg)})
         if result.returncode != 0:
             failed = [line for line in result.stdout.splitlines() if "fatal:" in line or "FAILED" in line]
-            raise GeneratorError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
+            raise PlaybookError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
 
     def configure_dut(self, spec: dict) -> list[tuple[str, dict]]:
         """Apply the point's DUT configuration; return what must be undone afterwards."""
@@ -217,7 +222,7 @@ class Campaign:
         self.progress(f"configuring the TCP endpoints ({playbook})")
         try:
             self.playbook(playbook, {**settings, f"{role}_state": "present"})
-        except GeneratorError as exc:
+        except PlaybookError as exc:
             self.playbook(playbook, {**settings, f"{role}_state": "absent"})
             raise CampaignError(str(exc)) from None
         try:
@@ -262,8 +267,8 @@ class Campaign:
                 start = time.monotonic()
                 try:
                     self.run_point(point, k, n)
-                except (GeneratorError, InvalidParameter, InvalidExperiment, LabError, subprocess.SubprocessError,
-                        OSError) as exc:
+                except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
+                        subprocess.SubprocessError, OSError) as exc:
                     self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
                     self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
                 else:

@@ -24,14 +24,16 @@ from pathlib import Path
 
 import yaml
 
+from trexlab import __version__
 from trexlab.generators import GENERATORS, create_generator
 from trexlab.lab import LabError, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.procedures import PROCEDURES, selftest
+from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
 from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
-from trexlab.trial import TrialSpec, format_seconds
+from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
 EXIT_BAD_INPUT = 2
 TRAFFIC_FIELDS = ("frame_size", "ip_version", "directions", "port_mode", "destination_networks", "receive_tail")
@@ -113,6 +115,7 @@ def add_ceilings_flag(parser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
     for name in PROCEDURES:
         module = procedure_module(name)
@@ -294,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         run = prepare(args)
-    except (BadInput, InvalidParameter, LabError, ValueError) as exc:
+    except (BadInput, InvalidParameter, LabError, GeneratorError, ValueError) as exc:
         print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     generator, display = run["generator"], ProgressDisplay()
@@ -313,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {args.procedure}: interrupted; finished repetitions are kept in {run['results']}; "
               "run the same command with --results to resume", file=sys.stderr)
         return 130
-    except (InvalidParameter, LabError) as exc:  # found mid-run, before the traffic it concerns (RFC 6349 windows)
+    # Found mid-run: before the traffic it concerns (RFC 6349 windows), or the tester, TRex server or curl failing.
+    except (InvalidParameter, LabError, GeneratorError, DownloadError) as exc:
         display.close()
         print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -25,6 +25,7 @@ import jsonschema
 import yaml
 
 from trexlab.params import InvalidParameter
+from trexlab.paths import paths
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -39,7 +40,6 @@ DUT_BLOCKS = tuple(DUT_CONFIG)
 #: (NEEDS_TCP_ENDPOINTS), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
-ROLES = Path(__file__).resolve().parent.parent / "roles"
 DEFAULT_REPETITIONS = 20
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -265,7 +265,7 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 def role_options(role: str) -> dict:
     """The options a role declares in its meta/argument_specs.yml (name -> spec)."""
-    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    specs = yaml.safe_load((paths().roles / role / "meta" / "argument_specs.yml").read_text())
     return specs["argument_specs"]["main"]["options"]
 
 
@@ -351,8 +351,14 @@ def procedure_params_class(name: str):
 
 
 def load(path: str | Path) -> Experiment:
-    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml)."""
+    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml).
+
+    A name, or experiments/<name>, that is not a path from here is one of trexlab's own experiments (an
+    installed trexlab carries them, see trexlab.paths)."""
     path = Path(path)
+    own = paths().experiments / path.name
+    if not path.exists() and len(path.parts) <= 2 and path.parts[:-1] in ((), ("experiments",)) and own.exists():
+        path = own
     if path.is_dir():
         path = path / "experiment.yml"
     if not path.is_file():

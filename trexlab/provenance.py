@@ -9,16 +9,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trexlab import __version__
-
-REPO = Path(__file__).resolve().parent.parent
+from trexlab.paths import paths
 
 
 def git_commit() -> str | None:
-    """The checkout's commit (with '-dirty' when it has uncommitted changes), or None outside git."""
+    """The checkout's commit (with '-dirty' when it has uncommitted changes); None for an installed package."""
+    checkout = paths().checkout
+    if checkout is None:  # not the git repository some venv happens to lie in
+        return None
     try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+        commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

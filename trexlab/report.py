@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = REPO / "analysis"
+from trexlab.paths import paths
 
 
 class ReportError(RuntimeError):
@@ -24,9 +23,9 @@ class ReportError(RuntimeError):
 def notebook_for(experiment: str, declared: str | None = None) -> Path:
     """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report."""
     if declared:
-        return REPO / declared
-    own = NOTEBOOKS / f"{experiment}.ipynb"
-    return own if own.is_file() else NOTEBOOKS / "report.ipynb"
+        return paths().root / declared
+    own = paths().notebooks / f"{experiment}.ipynb"
+    return own if own.is_file() else paths().notebooks / "report.ipynb"
 
 
 def latest_campaign(results: str | Path, experiment: str) -> Path:
@@ -53,7 +52,7 @@ def render(campaign: str | Path, notebook: str | Path | None = None, html: str |
     executed = html.with_suffix(".ipynb")
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(campaign)]},
-                                   kernel_name="python3", cwd=str(REPO), progress_bar=False)
+                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False)
     except papermill.PapermillExecutionError as exc:
         raise ReportError(f"{notebook.name} failed on {campaign}: {exc.ename}: {exc.evalue}") from None
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)

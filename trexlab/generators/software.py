@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
+from trexlab.paths import paths
 from trexlab.trial import DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec
 
-LOCAL_BINARY = Path(__file__).resolve().parents[2] / "swtester" / "swtester"
 PAYLOAD_BYTES = 16
 #: Smallest frame that holds Ethernet + IP + UDP headers, the test payload and the FCS.
 MIN_FRAME = {4: 14 + 20 + 8 + PAYLOAD_BYTES + 4, 6: 14 + 40 + 8 + PAYLOAD_BYTES + 4}
@@ -34,7 +33,11 @@ class SoftwareGenerator:
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
         self.lab = lab
         self.tester = lab.tester
-        self.binary = binary or (str(LOCAL_BINARY) if self.tester.netns else "swtester")
+        # A namespace tester runs this machine's swtester (trexlab.paths); an SSH tester the one on its PATH.
+        local = paths().swtester
+        if self.tester.netns and binary is None and local is None:
+            raise LabError("swtester binary not found: run 'make swtester' in a checkout, or set TREXLAB_SWTESTER")
+        self.binary = binary or (str(local) if self.tester.netns else "swtester")
         if self.tester.netns and not os.access(self.binary, os.X_OK):
             raise LabError(f"swtester binary {self.binary} not found: run 'make swtester'")
         self.cross_check = cross_check

@@ -61,6 +61,7 @@ from pathlib import Path
 from trexlab import __version__
 from trexlab.lab import Lab, Node, load_lab
 from trexlab.params import InvalidParameter, check_range
+from trexlab.paths import paths
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
     DirectionResult,
@@ -70,8 +71,7 @@ from trexlab.trial import (
     TrialSpec,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "trex-profiles" / "stl_rfc2544_udp.py"
+PROFILE = paths().trex_profiles / "stl_rfc2544_udp.py"
 #: Where the trex role installs TRex (a `current` link to the versioned directory).
 DEFAULT_TREX_PATH = "/opt/trex/current"
 CLIENT_SUBDIR = "automation/trex_control_plane/interactive"
@@ -228,7 +228,7 @@ class TRexGenerator:
     def describe(self) -> dict:
         return {"generator": "trex", "server": self.server, "server_version": self.server_version,
                 "client": getattr(self.api, "__file__", None),  # the installed TRex's or lbr-trex-client's
-                "profile": str(PROFILE.relative_to(REPO)), "warmup": self.warmup,
+                "profile": str(PROFILE.relative_to(paths().root)), "warmup": self.warmup,
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:

@@ -20,7 +20,13 @@ from dataclasses import asdict, dataclass
 
 from trexlab.endpoints import Endpoints, lab_of
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import GeneratorError, TrialSpec
+from trexlab.trial import TrialSpec
+
+
+class DownloadError(RuntimeError):
+    """The download could not be measured (curl failed, timed out or fetched another size than the file's); one
+    line. Not a generator's failure: no traffic generator takes part, the client node's curl does the transfer."""
+
 
 METHOD = "HTTP download of the server node's file by curl on the client node, through the DUT"
 NEEDS_TCP_ENDPOINTS = True
@@ -102,16 +108,16 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=params.timeout + 30)
     except subprocess.TimeoutExpired:
-        raise GeneratorError(f"download of {url} did not end within {params.timeout + 30:.0f} s") from None
+        raise DownloadError(f"download of {url} did not end within {params.timeout + 30:.0f} s") from None
     try:
         report = json.loads(result.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         last = (result.stderr.strip().splitlines() or [f"curl exit status {result.returncode}"])[-1]
-        raise GeneratorError(f"download of {url}: {last}") from None
+        raise DownloadError(f"download of {url}: {last}") from None
     curl = {k: report.get(k) for k in CURL_FIELDS}
     if result.returncode != 0 or curl["http_code"] != 200 or curl["size_download"] != endpoints.http_file_bytes:
         reason = (result.stderr.strip().splitlines() or [report.get("errormsg") or ""])[-1]
-        raise GeneratorError(f"download of {url}: HTTP {curl['http_code']}, {curl['size_download']} of "
+        raise DownloadError(f"download of {url}: HTTP {curl['http_code']}, {curl['size_download']} of "
                              f"{endpoints.http_file_bytes} bytes{': ' + reason if reason else ''}")
     download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"))
     if on_trial:

@@ -1,0 +1,134 @@
+"""pip install of the checkout into a fresh venv, run from elsewhere: the installed trexlab finds its notebooks,
+experiments and roles (trexlab.paths), declares every dependency its sim procedures, campaigns and reports
+import, and ends a generator or lab error in one line (exit 2).
+
+The wheels come from a wheelhouse under .cache/ (built once with requirements.txt as constraints, so the
+versions are the tested ones) and the venv installs with --no-index from it: nothing from the checkout's own
+environment leaks in, and a dependency pyproject.toml does not declare is simply missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trexlab import __version__
+from trexlab.paths import CONTENT
+
+REPO = Path(__file__).resolve().parent.parent
+WHEELHOUSE = REPO / ".cache" / "wheelhouse"
+
+SIM_SPEC = """\
+name: simcheck
+description: throughput of a simulated DUT, from an installed trexlab
+generator: sim
+generator_options: {capacity: 400000}
+traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}
+procedure: {name: throughput, params: {max_rate: 1000000, trial_duration: 1}}
+repetitions: 2
+"""
+
+# A lab whose tester the trex generator would reach, on an address nobody answers: it stops before that.
+INVENTORY = """\
+all:
+  vars:
+    trexlab_lab: {name: t, kind: static, topology: loopback}
+  children:
+    tester:
+      hosts:
+        tester:
+          ansible_host: 192.0.2.1
+          test_ports:
+            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24}
+            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24}
+"""
+
+
+def checked(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    assert result.returncode == 0, f"{argv}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(run, workdir): run(*args) runs the fresh venv's trexlab in workdir, outside the checkout."""
+    tmp = tmp_path_factory.mktemp("install")
+    # The checkout as it is (tracked and new files), copied: the build leaves build/ and *.egg-info behind.
+    files = checked(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
+    source = tmp / "src"
+    for name in filter(None, files.split("\0")):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    checked([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(WHEELHOUSE), "-c", str(REPO / "requirements.txt"),
+             f"{source}[report]"], timeout=600)
+    venv = tmp / "venv"
+    checked([sys.executable, "-m", "venv", str(venv)])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TREXLAB_HOME", "TREXLAB_SWTESTER", "TREXLAB_INVENTORY")}
+    checked([str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--find-links", str(WHEELHOUSE),
+             "trexlab[report]"], env=env, timeout=600)
+    work = tmp / "work"
+    work.mkdir()
+
+    def run(*args: str, program: str = "trexlab") -> subprocess.CompletedProcess:
+        return subprocess.run([str(venv / "bin" / program), *args], capture_output=True, text=True, cwd=work,
+                              env=env, timeout=300)
+    return run, work
+
+
+def test_version_and_the_content_come_from_the_installed_package(installed):
+    run, _ = installed
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"trexlab {__version__}"
+    where = run("-c", "from trexlab.paths import paths; import json, trexlab; p = paths(); "
+                "print(json.dumps([trexlab.__file__, str(p.root), p.checkout]))", program="python")
+    package, root, checkout = json.loads(where.stdout)
+    assert "site-packages" in package and str(REPO) not in package, package
+    assert checkout is None and root.endswith("site-packages/trexlab/data"), root
+    assert all((Path(root) / name).exists() for name in CONTENT)
+
+
+def test_a_sim_procedure_runs(installed):
+    run, work = installed
+    result = run("throughput", "--generator", "sim", "--generator-opt", "capacity=1e6", "--frame-size", "64",
+                 "--trial-duration", "1", "--results", "throughput", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["summary"] and (work / "throughput" / "rep-001" / "result.json").is_file()
+
+
+def test_a_sim_campaign_and_its_report(installed):
+    run, work = installed
+    (work / "sim.yml").write_text(SIM_SPEC)
+    campaign = run("campaign", "sim.yml")
+    assert campaign.returncode == 0, campaign.stderr[-3000:]
+    outcome = json.loads(campaign.stdout)
+    assert outcome["done"] == 1 and outcome["failed"] == []
+    report = run("report", "simcheck")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = Path(report.stdout.strip())
+    assert html == work / outcome["campaign"] / "report.html" and html.stat().st_size > 10_000
+    assert "simcheck" in html.read_text()
+
+
+def test_a_shipped_experiment_is_found_by_name_and_a_lab_error_is_one_line(installed):
+    run, _ = installed
+    result = run("campaign", "demo")  # experiments/demo ships with the package; no lab here
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "inventory" in result.stderr, result.stderr
+
+
+def test_no_trex_client_is_one_line_and_exit_2(installed):
+    run, work = installed
+    (work / "hosts.yml").write_text(INVENTORY)
+    result = run("throughput", "--generator", "trex", "--inventory", "hosts.yml")
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().count("\n") == 0 and "TRex client not found" in result.stderr, result.stderr
