@@ -9,15 +9,16 @@ variable) and every destination network, on IPv4, IPv6 and SIIT frame sizes, wit
 """
 
 import base64
+import json
 import math
+import subprocess
+import sys
 
-import lbr_trex_client  # noqa: F401 - puts its bundled `trex` package on sys.path
 import numpy as np
 import pytest
 
+from trexlab.generators.trex import PROFILE as PROFILE_PATH
 from trexlab.generators.trex import profile_module
-
-pytestmark = pytest.mark.filterwarnings("ignore")
 
 PROFILE = profile_module()
 FRAMES = 1 << 21  # frames the field engine is run for: about 32 per destination port
@@ -25,14 +26,35 @@ FRAMES = 1 << 21  # frames the field engine is run for: about 32 per destination
 TREX_16_BIT_RANDOM_BITS = 15
 
 
-def compiled(direction: int, ip_version: int, frame_size: int, networks: int, **options) -> list[dict]:
-    from trex.stl.api import STLStream
-
-    streams = PROFILE.register().get_streams(direction=direction, port_id=direction, frame_size=frame_size,
+#: Runs in its own interpreter: TRex's client bundles its own `zmq` (pyzmq-ctypes), which cannot share a process
+#: with the pyzmq that other tests load. Prints the JSON of the streams of each requested (direction, ip_version,
+#: frame_size, networks, options) as STLStream.to_json() makes it for the server.
+COMPILE = """
+import importlib.util, json, sys, warnings
+warnings.simplefilter("ignore")
+import lbr_trex_client  # puts its bundled `trex` package on sys.path
+from trex.stl.api import STLStream
+spec = importlib.util.spec_from_file_location("profile", sys.argv[1])
+profile = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(profile)
+out = []
+for direction, ip_version, frame_size, networks, options in json.loads(sys.stdin.read()):
+    streams = profile.register().get_streams(direction=direction, port_id=direction, frame_size=frame_size,
                                              ip_version=ip_version, port_mode="rfc4814", networks=networks,
                                              **options)
     assert all(isinstance(s, STLStream) for s in streams)
-    return [s.to_json() for s in streams]
+    out.append([s.to_json() for s in streams])
+print(json.dumps(out))
+"""
+
+
+def compiled(*requests) -> list[list[dict]]:
+    """Each request's streams as the client compiles them: (direction, ip_version, frame_size, networks,
+    options)."""
+    done = subprocess.run([sys.executable, "-c", COMPILE, str(PROFILE_PATH)], input=json.dumps(requests),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 class Frames:
@@ -107,12 +129,22 @@ CASES = [  # (ip_version, frame_size) per tester port, destination networks
 ]
 
 
+LATENCY_OPTIONS = {"rate": 900.0, "latency_rate": 100.0, "tag_delay": 2.0}
+
+
+@pytest.fixture(scope="module")
+def streams() -> dict:
+    """Every case's streams per direction, compiled in one client process."""
+    requests = [(direction, ip_version[direction], frame_size[direction], networks, LATENCY_OPTIONS)
+                for ip_version, frame_size, networks in CASES for direction in (0, 1)]
+    return dict(zip([tuple(r[:4]) for r in requests], compiled(*requests), strict=True))
+
+
 @pytest.mark.parametrize(("ip_version", "frame_size", "networks"), CASES)
-def test_streams_compile_and_their_field_engine_spreads_rfc4814_ports(ip_version, frame_size, networks):
+def test_streams_compile_and_their_field_engine_spreads_rfc4814_ports(streams, ip_version, frame_size, networks):
     for direction in (0, 1):
         version, size = ip_version[direction], frame_size[direction]
-        test, warmup, latency = compiled(direction, version, size, networks, rate=900.0, latency_rate=100.0,
-                                         tag_delay=2.0)
+        test, warmup, latency = streams[(direction, version, size, networks)]
         assert [s["flow_stats"]["rule_type"] for s in (test, warmup, latency)] == ["stats", "stats", "latency"]
         assert [s["flow_stats"]["stream_id"] for s in (test, warmup, latency)] == [2 * direction + 1,
                                                                                   2 * direction + 101,
@@ -144,7 +176,7 @@ def test_streams_compile_and_their_field_engine_spreads_rfc4814_ports(ip_version
 
 def test_a_16_bit_random_variable_would_fail_these_checks():
     # The checks above can fail: the field engine with TRex's 16-bit random (15 bits) misses most of the range.
-    stream = compiled(0, 4, 64, 1, rate=1000.0)[0]
+    [[stream]] = compiled((0, 4, 64, 1, {"rate": 1000.0}))
     for ins in stream["vm"]["instructions"]:
         if ins["type"] == "flow_var":
             ins["size"] = 2
