@@ -34,6 +34,7 @@ from trexlab.procedures import PROCEDURES, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
+from trexlab.rate_from import TAKES_RATE, median_throughput
 from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
 from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
@@ -141,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
         traffic.add_argument("--destination-networks", type=int, help="1..256")
         traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
         add_params_flags(sub, module.Params)
+        if name in TAKES_RATE:
+            sub.add_argument("--rate-from", metavar="DIR",
+                             help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
+                                  "at the throughput rate); instead of --rate")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
     return parser
@@ -191,6 +196,11 @@ def prepare(args: argparse.Namespace) -> dict:
             params[f.name] = value
     if "goals" in params:
         params["goals"] = tuple(params["goals"])
+    rate_source = None
+    if getattr(args, "rate_from", None):
+        if params.get("rate") is not None:
+            raise BadInput("--rate and --rate-from: give one of them")
+        params["rate"], rate_source = median_throughput(args.rate_from)
     try:
         procedure_params = module.Params(**params)
     except TypeError as exc:
@@ -212,7 +222,7 @@ def prepare(args: argparse.Namespace) -> dict:
     results = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
     return {"template": template, "params": procedure_params, "repetitions": repetitions,
             "generator": generator, "generator_name": generator_name, "lab": lab, "results": results,
-            "tester_ceiling": ceiling}
+            "tester_ceiling": ceiling, "rate_source": rate_source}
 
 
 def ceiling_line(ceiling: dict) -> str:
@@ -315,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {args.procedure}: {ceiling_line(run['tester_ceiling'])}", file=sys.stderr)
     facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
                        traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
-                       argv=argv, tester_ceiling=run["tester_ceiling"])
+                       argv=argv, tester_ceiling=run["tester_ceiling"],
+                       **({"rate_source": run["rate_source"]} if run["rate_source"] else {}))
+    if run["rate_source"]:
+        source = run["rate_source"]
+        print(f"trexlab {args.procedure}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
+              f"{source['figure']} in {source['from']}", file=sys.stderr)
     try:
         summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
                          run["results"], facts, progress=display)
@@ -346,7 +361,24 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print_summary(args.procedure, summary, run["results"], sys.stdout)
+        if args.procedure in TAKES_RATE:
+            print_delays(json.loads(sorted(run["results"].glob("rep-*/result.json"))[-1].read_text()), sys.stdout)
     return 0
+
+
+def print_delays(result: dict, stream) -> None:
+    """The last repetition's delays per direction, lost tags shown as such ('> 10 ms (lost tags)'), never as inf."""
+    print(f"last repetition ({result['method']}):", file=stream)
+    for direction, d in result["directions"].items():
+        figures = ", ".join(f"{key} {_delay(d[key])}" for key in ("typical", "worst_case", "pdv", "min", "p99_9", "max")
+                            if key in d)
+        lost = d.get("tags_lost_or_late", d.get("lost_or_late", 0))
+        measured = d.get("tags_sent", d.get("samples", 0) + lost)
+        print(f"  {direction}: {figures}; {lost} of {measured} measured frames lost or late", file=stream)
+
+
+def _delay(value) -> str:
+    return value if isinstance(value, str) else "-" if value is None else f"{value * 1e6:.1f} us"
 
 
 if __name__ == "__main__":

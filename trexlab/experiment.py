@@ -26,6 +26,7 @@ import yaml
 
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -332,8 +333,21 @@ def _check_point(point: SweepPoint, source: str) -> None:
         params_class = procedure_params_class(name)
     except ImportError:
         return  # procedure module not installed in this build: checked when it runs
+    params = spec["procedure"].get("params") or {}
     try:
-        params_class(**(spec["procedure"].get("params") or {}))
+        params, rate_from = split_rate_from(params)
+        if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
+            if name not in TAKES_RATE:
+                raise InvalidParameter("rate", {"from": GIVES_RATE}, f"a number (only {', '.join(TAKES_RATE)} "
+                                       f"take a rate from {GIVES_RATE})")
+            try:
+                procedure_params_class(GIVES_RATE)(**rate_from["params"])
+            except InvalidParameter as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params.{exc}") from None
+            except TypeError as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params: {_unknown_key(exc)}") from None
+            params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
+        params_class(**params)
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
     except TypeError as exc:
