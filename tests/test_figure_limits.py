@@ -145,7 +145,7 @@ def test_tester_drops_make_a_latency_result_tester_bound():
             directions = {k: dataclasses.replace(d, tester_drops=3) for k, d in result.directions.items()}
             return dataclasses.replace(result, directions=directions)
 
-    params = latency.Params(rate=10_000, trial_duration=1, tagged_frames=500, rfc2544_trials=0)
+    params = latency.Params(rate=10_000, trial_duration=1, tag_delay=0.5, tagged_frames=500, rfc2544_trials=0)
     data = latency.run(Dropping(create_generator("sim")), TRAFFIC, params).to_dict()
     assert data["tester_bound_reasons"] == ["tester drops"]
     assert any("tester's own receivers" in n for n in data["notes"])

@@ -59,8 +59,8 @@ def test_selftest_records_the_latency_floor_beside_the_ceiling(floor_recorded):
 def test_a_figure_near_the_floor_warns_in_cli_json_and_report(floor_recorded, capsys, procedure):
     tmp_path, _ = floor_recorded
     # The DUT adds 100 us to the tester's 500 us: the figure is mostly the tester's.
-    flags = ["--rate", "10000", "--trial-duration", "1"] + (["--tagged-frames", "1000"] if procedure == "latency"
-                                                           else [])
+    tags = ["--tagged-frames", "1000", "--tag-delay", "0.5"]
+    flags = ["--rate", "10000", "--trial-duration", "1"] + (tags if procedure == "latency" else [])
     result, printed, err = run_cli(tmp_path, capsys, procedure, *sim_args(TESTER_FLOOR + 100e-6), *flags)
     floor = result["tester_latency_floor"]
     assert floor["median_s"] == pytest.approx(TESTER_FLOOR, rel=0.01) and floor["factor"] == selftest.FLOOR_FACTOR
@@ -84,7 +84,7 @@ def test_a_figure_near_the_floor_warns_in_cli_json_and_report(floor_recorded, ca
 def test_a_figure_far_above_the_floor_does_not_warn(floor_recorded, capsys):
     tmp_path, _ = floor_recorded
     result, _, err = run_cli(tmp_path, capsys, "latency", *sim_args(5e-3), "--rate", "10000", "--trial-duration",
-                             "1", "--tagged-frames", "1000")
+                             "1", "--tag-delay", "0.5", "--tagged-frames", "1000")
     assert result["tester_latency_floor"]["median_s"] and result["tester_latency_floor"]["warnings"] == []
     assert "warning: rep-001" not in err
 
@@ -92,6 +92,6 @@ def test_a_figure_far_above_the_floor_does_not_warn(floor_recorded, capsys):
 def test_without_a_recorded_floor_the_result_says_so(tmp_path, capsys):
     (tmp_path / "runs").mkdir()
     result, _, _ = run_cli(tmp_path, capsys, "latency", *sim_args(TESTER_FLOOR), "--rate", "10000",
-                           "--trial-duration", "1", "--tagged-frames", "1000")
+                           "--trial-duration", "1", "--tag-delay", "0.5", "--tagged-frames", "1000")
     assert result["tester_latency_floor"] is None
     assert any(n.startswith("no tester latency floor to compare against") for n in result["notes"])

@@ -45,3 +45,26 @@ def test_a_failed_playbook_is_a_playbook_error_naming_the_task(tmp_path):
     campaign.lab = type("Lab", (), {"inventory": tmp_path / "hosts.yml"})()
     with pytest.raises(PlaybookError, match=r"playbooks/site.yml failed: fatal: \[dut1\]: FAILED!"):
         campaign.playbook("playbooks/site.yml", {})
+
+
+def test_a_lab_of_another_kind_than_declared_is_named_in_a_warning():
+    from trexlab.campaign import lab_kind_warning
+    from trexlab.lab import Lab
+
+    spec = {"name": "k", "generator": "software", "lab": {"kind": "vm", "topology": "single"},
+            "procedure": {"name": "throughput"}}
+    local = Lab(name="l1", kind="local", topology="single", nodes={}, inventory=Path("hosts.yml"))
+    vm = Lab(name="v1", kind="vm", topology="single", nodes={}, inventory=Path("hosts.yml"))
+    assert lab_kind_warning(validate(spec), local) == ("experiment k declares a vm lab (lab.kind), lab l1 is local: "
+                                                       "its figures are not those of the declared set-up")
+    assert lab_kind_warning(validate(spec), vm) is None
+    undeclared = validate({**spec, "lab": {"topology": "single"}})
+    assert undeclared.lab_kind is None and lab_kind_warning(undeclared, local) is None
+
+
+def test_one_list_of_standard_frame_sizes():
+    from trexlab import media
+
+    defined = [p for p in (REPO / "trexlab").rglob("*.py") if "STANDARD_FRAME_SIZES =" in p.read_text()]
+    assert defined == [REPO / "trexlab" / "media.py"]
+    assert media.STANDARD_FRAME_SIZES == (64, 128, 256, 512, 1024, 1280, 1518)  # RFC 2544 section 9.1, Ethernet

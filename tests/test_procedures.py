@@ -47,7 +47,7 @@ def test_gaming_paper_table2_effect_zero_loss_vs_tolerance():
 
 def test_every_tenth_frame_delayed_rfc8219_worst_case_sees_it_rfc2544_is_luck():
     generator = sim(delay=1.0, delay_every_nth=10, latency_base=10e-6, latency_spread=1e-6, seed=7)
-    params = latency.Params(rate=100_000, trial_duration=60, tagged_frames=1000, rfc2544_trials=20)
+    params = latency.Params(rate=100_000, tagged_frames=1000, rfc2544_trials=20)
     result = latency.run(generator, ONE_WAY, params)
     forward = result.directions["forward"]
     assert forward["worst_case"] == pytest.approx(1.0, abs=0.01)
@@ -144,7 +144,10 @@ def test_selftest_finds_the_ceiling_and_procedures_warn_near_it():
     (lambda: throughput.Params(loss_tolerance_percent=101), "loss_tolerance_percent"),
     (lambda: throughput.Params(trial_duration=0), "trial_duration"),
     (lambda: throughput.Params(media="3g"), "media"),
-    (lambda: latency.Params(tagged_frames=499), "tagged_frames"),
+    (lambda: latency.Params(rate=1e4, tagged_frames=499), "tagged_frames"),
+    (lambda: latency.Params(), "rate=None"),
+    (lambda: pdv.Params(), "rate=None"),
+    (lambda: latency.Params(rate=1e4, trial_duration=2), "tag_delay=60.0"),
     (lambda: flr.Params(step_percent=11), "step_percent"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "loss_ratio": 1.5},)), "goals[0]"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "speed": 1},)), "goals[0].speed"),

@@ -81,7 +81,7 @@ def test_mlrsearch_near_the_ceiling_warns(selftest_run, capsys):
 
 
 @pytest.mark.parametrize(("procedure", "args"), [
-    ("latency", ["--rate", "790000", "--tagged-frames", "500", "--trial-duration", "1"]),
+    ("latency", ["--rate", "790000", "--tagged-frames", "500", "--trial-duration", "1", "--tag-delay", "0.5"]),
     ("pdv", ["--rate", "790000", "--trial-duration", "1"]),
     ("flr", ["--max-rate", "850000", "--trial-duration", "1"]),
 ])

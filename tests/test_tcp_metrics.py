@@ -1,4 +1,4 @@
-"""RFC 6349 arithmetic against the worked example of the Xena application note (seeds/xena-rfc6349-...)."""
+"""RFC 6349 arithmetic against the worked example of the application note "TCP throughput testing" (Xena)."""
 
 import math
 

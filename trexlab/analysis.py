@@ -62,6 +62,9 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         if runs.empty:
             continue
         runs = runs[runs["finished"]].copy()
+        procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
+        if procedure and "provenance.procedure" in runs:  # not the throughput runs a latency campaign's rate came from
+            runs = runs[runs["provenance.procedure"] == procedure].copy()
         runs["experiment"] = manifest["experiment"]
         runs["campaign"] = manifest["campaign"]
         runs["point"] = runs["provenance.point"]

@@ -42,6 +42,8 @@ from trexlab.paths import paths
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.provenance import provenance
+from trexlab.rate_from import GIVES_RATE, median_throughput, split_rate_from
+from trexlab.rate_from import SUBDIR as RATE_SUBDIR
 from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.store import append_point_record, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
@@ -108,6 +110,18 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
     if "jool" in needs and (lacking := [d.name for d in lab.duts if not dut_passes(d, JOOL_PROBE)]):
         raise CampaignError(f"experiment {experiment.name} needs the Jool kernel module, which the kernel of DUT "
                             f"{', '.join(lacking)} cannot load: run it on the VM lab (LAB=vm)")
+
+
+def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
+    """A warning when the lab is of another kind than the experiment declares (lab.kind), else None.
+
+    Not an error: a spec made on the local lab runs as well on bare metal, where its figures may differ (other
+    DUT, other tester ceiling): the reader must learn that the figures come from another kind of lab."""
+    declared = experiment.lab_kind
+    if lab is None or declared is None or lab.kind == declared:
+        return None
+    return (f"experiment {experiment.name} declares a {declared} lab (lab.kind), lab {lab.name} is {lab.kind}: "
+            "its figures are not those of the declared set-up")
 
 
 class Campaign:
@@ -177,15 +191,21 @@ class Campaign:
         try:
             generator = create_generator(self.experiment.generator, **self.generator_options(spec))
             try:
-                params = procedure_params_class(spec["procedure"]["name"])(**(spec["procedure"].get("params") or {}))
+                raw, rate_from = split_rate_from(spec["procedure"].get("params") or {})
                 traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
+                rate_source = None
+                if rate_from is not None:  # RFC 8219: latency and PDV at this point's measured throughput
+                    rate, rate_source = self.throughput_rate(point, generator, traffic, rate_from["params"], k, n)
+                    raw = {**raw, "rate": rate}
+                params = procedure_params_class(spec["procedure"]["name"])(**raw)
                 # The tester's own ceiling from a self-test on a loopback lab, as the CLI looks it up.
                 params, ceiling = selftest.ceiling_for(params, traffic, self.experiment.generator, self.lab,
                                                        self.ceilings)
                 facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
                                    sweep=point.values, spec=spec, generator=generator.describe(),
                                    params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling)
+                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
+                                   **({"rate_source": rate_source} if rate_source else {}))
 
                 def progress(phase: str, info: dict) -> None:
                     if phase == "repetition":
@@ -209,6 +229,29 @@ class Campaign:
         finally:
             for playbook, extra in reversed(undo):
                 self.playbook(playbook, extra)
+
+    def throughput_rate(self, point, generator, traffic: TrialSpec, params: dict, k: int, n: int) -> tuple[float, dict]:
+        """Run (or finish) the point's throughput repetitions in <point>/throughput/; their median and its source."""
+        params, ceiling = selftest.ceiling_for(procedure_params_class(GIVES_RATE)(**params), traffic,
+                                               self.experiment.generator, self.lab, self.ceilings)
+        facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
+                           sweep=point.values, spec=point.spec, generator=generator.describe(),
+                           params=dataclasses.asdict(params), traffic=traffic.to_dict(),
+                           lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
+                           purpose=f"the rate of the point's {point.spec['procedure']['name']} runs")
+        where = self.dir / point.point_id / RATE_SUBDIR
+
+        def progress(phase: str, info: dict) -> None:
+            if phase == "repetition":
+                done = " (done earlier)" if info.get("skipped") else ""
+                self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
+                              f"{info['repetition']}/{info['repetitions']}{done}")
+
+        repeat(GIVES_RATE, generator, traffic, params, self.experiment.repetitions, where, facts, progress=progress)
+        rate, source = median_throughput(where)
+        self.progress(f"point {k}/{n} {point.point_id}: measuring at {rate:.0f} fps ({source['statistic']} "
+                      f"of {GIVES_RATE})")
+        return rate, source
 
     @contextlib.contextmanager
     def tcp_endpoints(self, needed: bool):
@@ -259,8 +302,9 @@ class Campaign:
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
-        for warning in self.lab.warnings() if self.lab else ():
-            self.progress(f"warning: {warning}")
+        for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
+            if warning:
+                self.progress(f"warning: {warning}")
         with self.tcp_endpoints(bool(todo)):
             for point in todo:
                 k = point.index + 1

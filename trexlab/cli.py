@@ -3,6 +3,8 @@
     trexlab throughput --generator sim --generator-opt capacity=1e6 --max-rate 2e6
     trexlab latency --generator software --rate 100000 --repeat 20
     trexlab mlrsearch --config search.yml --json
+    trexlab campaign experiments/demo --scale ci      # a declared, repeated, resumable campaign
+    trexlab report demo                               # its analysis notebook as HTML
 
 Procedure flags come from the procedure's Params dataclass, so each is
 declared once. Everything is validated before any traffic is sent: a bad value
@@ -32,6 +34,7 @@ from trexlab.procedures import PROCEDURES, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
+from trexlab.rate_from import TAKES_RATE, median_throughput
 from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
 from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
@@ -72,10 +75,7 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 def _base_type(annotation):
-    """The scalar type behind an annotation like 'float | None'."""
-    if isinstance(annotation, str):
-        annotation = eval(annotation, {"tuple": tuple, "float": float, "int": int, "str": str, "bool": bool,
-                                       "dict": dict, "None": None})
+    """The scalar type behind an annotation like float | None (resolved: typing.get_type_hints)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         annotation = args[0]
@@ -85,8 +85,10 @@ def _base_type(annotation):
 def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
     """One flag per Params field; lists of goals and other structures come from --config only."""
     group = parser.add_argument_group(f"{params_class.__module__.rsplit('.', 1)[-1]} parameters")
+    # The procedures' modules postpone annotations (strings); their own globals resolve them.
+    hints = typing.get_type_hints(params_class)
     for f in dataclasses.fields(params_class):
-        kind = _base_type(f.type)
+        kind = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default
         shown = "none" if default is None else default
@@ -116,7 +118,8 @@ def add_ceilings_flag(parser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
-    subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
+    subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
+                                       help="a procedure (one run, repeated), or campaign / report")
     for name in PROCEDURES:
         module = procedure_module(name)
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
@@ -139,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         traffic.add_argument("--destination-networks", type=int, help="1..256")
         traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
         add_params_flags(sub, module.Params)
+        if name in TAKES_RATE:
+            sub.add_argument("--rate-from", metavar="DIR",
+                             help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
+                                  "at the throughput rate); instead of --rate")
+    add_campaign_parser(subparsers)
+    add_report_parser(subparsers)
     return parser
 
 
@@ -187,6 +196,11 @@ def prepare(args: argparse.Namespace) -> dict:
             params[f.name] = value
     if "goals" in params:
         params["goals"] = tuple(params["goals"])
+    rate_source = None
+    if getattr(args, "rate_from", None):
+        if params.get("rate") is not None:
+            raise BadInput("--rate and --rate-from: give one of them")
+        params["rate"], rate_source = median_throughput(args.rate_from)
     try:
         procedure_params = module.Params(**params)
     except TypeError as exc:
@@ -208,7 +222,7 @@ def prepare(args: argparse.Namespace) -> dict:
     results = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
     return {"template": template, "params": procedure_params, "repetitions": repetitions,
             "generator": generator, "generator_name": generator_name, "lab": lab, "results": results,
-            "tester_ceiling": ceiling}
+            "tester_ceiling": ceiling, "rate_source": rate_source}
 
 
 def ceiling_line(ceiling: dict) -> str:
@@ -238,25 +252,29 @@ def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
         print(line, file=stream)
 
 
-def campaign_main(argv: list[str]) -> int:
+def add_campaign_parser(subparsers) -> None:
     """trexlab campaign EXPERIMENT [--scale ci] [--campaign ID] [--results DIR] [--inventory FILE]"""
-    from trexlab.campaign import Campaign, CampaignError
-    from trexlab.experiment import InvalidExperiment, load
-
-    parser = argparse.ArgumentParser(prog="trexlab campaign", description="Run (or resume) an experiment campaign.")
+    parser = subparsers.add_parser("campaign", help="run (or resume) an experiment campaign",
+                                   description="Run (or resume) an experiment campaign.")
+    parser.set_defaults(command=campaign_command)
     parser.add_argument("experiment", help="experiments/<name> or a spec file")
     parser.add_argument("--scale", help="a scale declared by the experiment, e.g. ci (short trials)")
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
     add_ceilings_flag(parser)
-    args = parser.parse_args(argv)
+
+
+def campaign_command(args: argparse.Namespace) -> int:
+    from trexlab.campaign import Campaign, CampaignError, PlaybookError
+    from trexlab.experiment import InvalidExperiment, load
+
     try:
         experiment = load(args.experiment).scaled(args.scale)
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
-    except (InvalidExperiment, CampaignError, LabError, InvalidParameter) as exc:
+    except (InvalidExperiment, CampaignError, PlaybookError, LabError, InvalidParameter) as exc:
         print(f"trexlab campaign: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -266,17 +284,20 @@ def campaign_main(argv: list[str]) -> int:
     return 0 if not outcome["failed"] else 1
 
 
-def report_main(argv: list[str]) -> int:
+def add_report_parser(subparsers) -> None:
     """trexlab report EXPERIMENT [--campaign DIR] [--results DIR] [--notebook FILE]"""
-    from trexlab.report import ReportError, latest_campaign, render
-
-    parser = argparse.ArgumentParser(prog="trexlab report",
-                                     description="Execute the experiment's analysis notebook, export HTML.")
+    parser = subparsers.add_parser("report", help="execute an experiment's analysis notebook, export HTML",
+                                   description="Execute the experiment's analysis notebook, export HTML.")
+    parser.set_defaults(command=report_command)
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
-    args = parser.parse_args(argv)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from trexlab.report import ReportError, latest_campaign, render
+
     try:
         campaign = Path(args.campaign) if args.campaign else latest_campaign(args.results, args.experiment)
         html = render(campaign, args.notebook)
@@ -287,14 +308,11 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS = {"campaign": campaign_main, "report": report_main}
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
+    if hasattr(args, "command"):  # campaign, report
+        return args.command(args)
     try:
         run = prepare(args)
     except (BadInput, InvalidParameter, LabError, GeneratorError, ValueError) as exc:
@@ -307,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {args.procedure}: {ceiling_line(run['tester_ceiling'])}", file=sys.stderr)
     facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
                        traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
-                       argv=argv, tester_ceiling=run["tester_ceiling"])
+                       argv=argv, tester_ceiling=run["tester_ceiling"],
+                       **({"rate_source": run["rate_source"]} if run["rate_source"] else {}))
+    if run["rate_source"]:
+        source = run["rate_source"]
+        print(f"trexlab {args.procedure}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
+              f"{source['figure']} in {source['from']}", file=sys.stderr)
     try:
         summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
                          run["results"], facts, progress=display)
@@ -338,7 +361,24 @@ def main(argv: list[str] | None = None) -> int:
         print()
     else:
         print_summary(args.procedure, summary, run["results"], sys.stdout)
+        if args.procedure in TAKES_RATE:
+            print_delays(json.loads(sorted(run["results"].glob("rep-*/result.json"))[-1].read_text()), sys.stdout)
     return 0
+
+
+def print_delays(result: dict, stream) -> None:
+    """The last repetition's delays per direction, lost tags shown as such ('> 10 ms (lost tags)'), never as inf."""
+    print(f"last repetition ({result['method']}):", file=stream)
+    for direction, d in result["directions"].items():
+        figures = ", ".join(f"{key} {_delay(d[key])}" for key in ("typical", "worst_case", "pdv", "min", "p99_9", "max")
+                            if key in d)
+        lost = d.get("tags_lost_or_late", d.get("lost_or_late", 0))
+        measured = d.get("tags_sent", d.get("samples", 0) + lost)
+        print(f"  {direction}: {figures}; {lost} of {measured} measured frames lost or late", file=stream)
+
+
+def _delay(value) -> str:
+    return value if isinstance(value, str) else "-" if value is None else f"{value * 1e6:.1f} us"
 
 
 if __name__ == "__main__":

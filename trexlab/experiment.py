@@ -26,6 +26,7 @@ import yaml
 
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -142,8 +143,11 @@ class Experiment:
         return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
 
     @property
-    def lab_kind(self) -> str:
-        return self.spec.get("lab", {}).get("kind", "local")
+    def lab_kind(self) -> str | None:
+        """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
+        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.campaign): the kernel
+        features it needs are checked on the DUTs themselves (lab.requires)."""
+        return (self.spec.get("lab") or {}).get("kind")
 
     @property
     def topology(self) -> str:
@@ -329,8 +333,21 @@ def _check_point(point: SweepPoint, source: str) -> None:
         params_class = procedure_params_class(name)
     except ImportError:
         return  # procedure module not installed in this build: checked when it runs
+    params = spec["procedure"].get("params") or {}
     try:
-        params_class(**(spec["procedure"].get("params") or {}))
+        params, rate_from = split_rate_from(params)
+        if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
+            if name not in TAKES_RATE:
+                raise InvalidParameter("rate", {"from": GIVES_RATE}, f"a number (only {', '.join(TAKES_RATE)} "
+                                       f"take a rate from {GIVES_RATE})")
+            try:
+                procedure_params_class(GIVES_RATE)(**rate_from["params"])
+            except InvalidParameter as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params.{exc}") from None
+            except TypeError as exc:
+                raise InvalidExperiment(f"{where}: procedure.params.rate.params: {_unknown_key(exc)}") from None
+            params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
+        params_class(**params)
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
     except TypeError as exc:

@@ -1,7 +1,7 @@
 """RFC 6349 arithmetic: bandwidth-delay product, windows, and the metrics of a TCP throughput test.
 
-Names follow RFC 6349 section 3 and its worked example in the Xena application
-note (seeds/xena-rfc6349-tcp-throughput.txt): a 100 Mbit/s bottleneck (BB)
+Names follow RFC 6349 section 3 and its worked example in the application note
+"TCP throughput testing" (Teledyne LeCroy Xena; not part of this repository): a 100 Mbit/s bottleneck (BB)
 with a 10.211 ms round-trip time (RTT) has a BDP of 127,638 bytes, four
 connections take 31,910 bytes of window each, and with a 1500-byte path MTU at
 most 94,928,478.4 bit/s of TCP payload fit through it.

@@ -29,8 +29,6 @@ TrafficDirections = Literal["bidirectional", "forward", "reverse"]
 PortMode = Literal["fixed", "rfc4814"]
 LatencyMode = Literal["none", "tagged", "all"]
 
-#: Frame sizes (bytes, FCS included) named by RFC 2544 section 9 / RFC 5180 / RFC 8219.
-STANDARD_FRAME_SIZES = (64, 128, 256, 512, 768, 1024, 1280, 1518)
 MIN_FRAME_SIZE = 64
 #: Smallest test frame per IP version (bytes, FCS included). IPv6: 84 B, the IPv6 minimum RFC 8219 and siitperf
 #: use in SIIT tests (an IPv4 64 B frame translated grows by SIIT_SIZE_DELTA); IPv6/UDP with the testers' payload

@@ -108,8 +108,9 @@ def test_bad_input_is_refused_naming_the_variable(lab):
 def latency_cli(lab, results) -> dict:
     """RFC 8219 latency by the software tester, through the CLI a user runs: direction -> result."""
     result = run(str(VENV / "bin" / "trexlab"), "latency", "--generator", "software", "--inventory",
-                 str(lab.inventory), "--rate", "1000", "--trial-duration", "2", "--tagged-frames", "500",
-                 "--receive-tail", "1", "--results", str(results), "--json", check=False, timeout=120)
+                 str(lab.inventory), "--rate", "1000", "--trial-duration", "2", "--tag-delay", "1",
+                 "--tagged-frames", "500", "--receive-tail", "1", "--results", str(results), "--json",
+                 check=False, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)["result"]["directions"]
 

@@ -171,7 +171,7 @@ def test_cli_throughput_and_latency_on_the_lab(lab, tmp_path, capsys):
     assert output["result"]["throughput_fps"] > 1000
     assert (tmp_path / "tp" / "rep-001" / "trials.jsonl").is_file()
     code = cli.main(["latency", "--generator", "software", "--inventory", inventory, "--rate", "5000",
-                     "--trial-duration", "1", "--tagged-frames", "500", "--receive-tail", "0.5",
+                     "--trial-duration", "1", "--tag-delay", "0.5", "--tagged-frames", "500", "--receive-tail", "0.5",
                      "--results", str(tmp_path / "lat"), "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out)["result"]

@@ -148,7 +148,7 @@ def test_trex_latency_reports_median_and_99_9th_percentile_per_direction(lab, po
     # Below the policer's rate, so every tagged frame crosses the DUT: the policer is requested here
     # rather than left over from the throughput test, and the figures don't depend on test order.
     out = trexlab("latency", "trex", tmp_path / "latency", "--rate", str(int(0.9 * DUT_LIMIT)),
-                  "--trial-duration", "10", "--tagged-frames", "1000")
+                  "--trial-duration", "10", "--tag-delay", "5", "--tagged-frames", "1000")
     directions = out["result"]["directions"]
     assert set(directions) == {"forward", "reverse"}
     for direction, stats in directions.items():

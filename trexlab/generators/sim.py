@@ -19,11 +19,22 @@ The device is declared, not guessed:
 * ``tester_ceiling``: the rate above which the (simulated) tester cannot send;
   frames it fails to send count as lost and flag the trial as stretched.
 
-Latency samples: with ``latency_mode="tagged"`` the tagged frames sit at random
-positions in the trial (so whether a single tagged frame meets a delayed one is
-luck, as RFC 2544's one-frame latency is); with ``"all"`` a uniform random
-sample of at most ``max_latency_samples`` received frames stands for every
-frame (percentiles of 100 000 samples are precise far beyond what PDV needs).
+Every frame's delay is ``latency_base`` + Exp(``latency_spread``) (+ ``delay``
+for a held frame); a frame whose delay exceeds the trial's frame timeout is
+late (counted in ``frames_late``, not received), whatever made it slow.
+
+Latency: with ``latency_mode="tagged"`` the ``latency_frames`` tags go into
+frames sent at t >= ``tag_delay`` (RFC 8219 section 7.2): the interval
+[tag_delay, duration) is cut into equal slots and one frame at a random
+position in each slot is tagged, so the tags are spread evenly yet cannot
+alias with a periodic DUT pattern (every Nth frame delayed). A tag lost, held
+past the receive tail or later than the frame timeout counts in
+``lost_or_late`` (+infinity in every percentile). The send times of the last
+trial's tags are kept in ``SimGenerator.tag_send_times`` so that tests can
+check them. With ``"all"`` every received frame's delay is in the histogram:
+the counts per histogram bucket are drawn from the delay distribution (a
+multinomial over the buckets), so a 60 s trial at 1 Mfps costs no more than
+one at 1 kfps.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ import numpy as np
 
 from trexlab import __version__
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import DirectionResult, Latency, TrialResult, TrialSpec
+from trexlab.trial import NANOSECOND, DirectionResult, Latency, TrialResult, TrialSpec, encode_histogram
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,6 @@ class SimulatedSUT:
     delay_every_nth: int = 0
     delay_fraction: float = 0.0
     tester_ceiling: float | None = None
-    max_latency_samples: int = 100_000
     seed: int = 1
 
     def __post_init__(self) -> None:
@@ -68,7 +78,6 @@ class SimulatedSUT:
         check_range("delay_fraction", self.delay_fraction, 0, 1)
         if self.tester_ceiling is not None:
             check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
-        check_range("max_latency_samples", self.max_latency_samples, 1, integer=True)
         check_range("seed", self.seed, 0, integer=True)
         if self.every_nth_loss == 1:
             raise InvalidParameter("every_nth_loss", 1, "0 (off) or >= 2")
@@ -88,6 +97,7 @@ class SimGenerator:
         self.rng = np.random.default_rng(sut.seed)
         self.simulated_time = 0.0  # s: sum of trial durations and receive tails
         self.trials = 0
+        self.tag_send_times: dict[str, np.ndarray] = {}  # direction -> s into the last trial, one per tag
 
     def describe(self) -> dict:
         return {"generator": "sim", "version": __version__, "sut": asdict(self.sut)}
@@ -116,31 +126,51 @@ class SimGenerator:
         # Overload: what exceeds the capacity over the trial, less what the buffer holds.
         excess = max(0.0, sent - capacity * spec.duration) - sut.buffer_frames
         forwarded = sent - int(max(0.0, math.ceil(excess)))
-        if sut.every_nth_loss:
-            forwarded -= forwarded // sut.every_nth_loss
+        nth_lost = forwarded // sut.every_nth_loss if sut.every_nth_loss else 0
+        forwarded -= nth_lost
         if sut.random_loss:
             forwarded -= int(rng.binomial(forwarded, sut.random_loss))
-        delayed = self._delayed_count(forwarded)
-        late = 0
-        if delayed:
-            arrival = sut.latency_base + sut.delay
-            if spec.frame_timeout is not None and arrival > spec.frame_timeout:
-                late = delayed  # arrived, but too late to count
-            elif sut.delay > spec.receive_tail:
-                # Delayed frames sent in the last (delay - tail) s arrive after the tester stopped listening.
-                share = min(1.0, (sut.delay - spec.receive_tail) / spec.duration)
-                forwarded -= int(round(delayed * share))
-        received = forwarded - late
-        latency = self._latency(spec, sent, received, forwarded, late)
+        # A frame not among the every-Nth dropped ones is lost (overload or random loss) with this probability.
+        drop_probability = 1 - forwarded / (sent - nth_lost) if sent > nth_lost else 1.0
+        held = self._delayed_count(forwarded)
+        if held and sut.delay > spec.receive_tail and self._late_probability(spec, sut.delay) < 1:
+            # Held frames sent in the last (delay - tail) s arrive after the tester stopped listening.
+            share = min(1.0, (sut.delay - spec.receive_tail) / spec.duration)
+            gone = int(round(held * share))
+            forwarded, held = forwarded - gone, held - gone
+        # The frame timeout applies to every frame's delay, not only to the held ones (issue 16).
+        late_plain = int(rng.binomial(forwarded - held, self._late_probability(spec, 0.0)))
+        late_held = int(rng.binomial(held, self._late_probability(spec, sut.delay))) if held else 0
+        received = forwarded - late_plain - late_held
+        tags = {}
+        latency = None
+        if spec.latency_mode == "tagged" and sent:
+            latency, tags = self._tagged(spec, direction, sent, drop_probability)
+        elif spec.latency_mode == "all" and sent:
+            latency = self._every_frame(spec, forwarded - held - late_plain, held - late_held)
+            tags = {"tags_sent": sent, "tags_received": received, "tags_lost_or_late": sent - received}
+            latency = Latency(latency.histogram, latency.unit, sent - received, spec.frame_timeout)
         return DirectionResult(
             direction=direction,
             frames_intended=intended,
             frames_sent=sent,
             frames_received=received,
-            frames_late=late,
+            frames_late=late_plain + late_held,
             send_duration=spec.duration,
             latency=latency,
+            **tags,
         )
+
+    def _late_probability(self, spec: TrialSpec, extra: float) -> float:
+        """P(latency_base + extra + Exp(latency_spread) > frame timeout)."""
+        if spec.frame_timeout is None:
+            return 0.0
+        slack = spec.frame_timeout - self.sut.latency_base - extra
+        if slack < 0:
+            return 1.0
+        if self.sut.latency_spread <= 0:
+            return 0.0
+        return math.exp(-slack / self.sut.latency_spread)
 
     def _delayed_count(self, frames: int) -> int:
         if self.sut.delay <= 0:
@@ -151,28 +181,61 @@ class SimGenerator:
             return int(self.rng.binomial(frames, self.sut.delay_fraction))
         return 0
 
-    def _latency(self, spec: TrialSpec, sent: int, received: int, arrived: int, late: int) -> Latency | None:
-        if spec.latency_mode == "none" or sent == 0:
-            return None
+    def _tagged(self, spec: TrialSpec, direction: str, sent: int, drop_probability: float) -> tuple[Latency, dict]:
+        """Each tag followed through the DUT: dropped, held, past the tail, late, or received in time."""
         sut, rng = self.sut, self.rng
-        if spec.latency_mode == "tagged":
-            # Tagged frames at random positions; each is lost with the trial's loss probability.
-            positions = rng.integers(0, sent, size=min(spec.latency_frames, sent))
-            survive = rng.random(positions.size) < (arrived / sent)
-        else:
-            positions = rng.integers(0, sent, size=min(sut.max_latency_samples, max(arrived, 1)))
-            survive = np.ones(positions.size, dtype=bool)
-        positions = positions[survive]
-        delays = sut.latency_base + rng.exponential(sut.latency_spread or 0.0, positions.size)
+        n = spec.latency_frames
+        slot = (spec.duration - spec.tag_delay) / n
+        times = spec.tag_delay + (np.arange(n) + rng.random(n)) * slot
+        self.tag_send_times[direction] = times
+        index = np.minimum((times * sent / spec.duration).astype(np.int64), sent - 1)
+        dropped = rng.random(n) < drop_probability
+        if sut.every_nth_loss:
+            dropped |= index % sut.every_nth_loss == sut.every_nth_loss - 1
+        delays = sut.latency_base + rng.exponential(sut.latency_spread or 0.0, n)
         if sut.delay > 0:
             if sut.delay_every_nth:
-                held = (positions % sut.delay_every_nth) == sut.delay_every_nth - 1
+                held = index % sut.delay_every_nth == sut.delay_every_nth - 1
             else:
-                held = rng.random(positions.size) < sut.delay_fraction
+                held = rng.random(n) < sut.delay_fraction
             delays = delays + np.where(held, sut.delay, 0.0)
+        gone = dropped | (times + delays > spec.duration + spec.receive_tail)
         if spec.frame_timeout is not None:
-            delays = delays[delays <= spec.frame_timeout]
-        return Latency.from_delays((float(x) for x in delays), timeout=spec.frame_timeout)
+            gone |= delays > spec.frame_timeout
+        kept = delays[~gone]
+        latency = Latency.from_delays((float(x) for x in kept), lost_or_late=int(n - kept.size),
+                                      timeout=spec.frame_timeout)
+        return latency, {"tags_sent": n, "tags_received": int(kept.size), "tags_lost_or_late": int(n - kept.size)}
+
+    def _every_frame(self, spec: TrialSpec, plain: int, held: int) -> Latency:
+        """The histogram of every frame received in time, drawn bucket by bucket from the delay distribution."""
+        histogram = Latency.empty_histogram()
+        self._record(histogram, plain, self.sut.latency_base, spec.frame_timeout)
+        self._record(histogram, held, self.sut.latency_base + self.sut.delay, spec.frame_timeout)
+        return Latency(encode_histogram(histogram), NANOSECOND, 0, spec.frame_timeout)
+
+    def _record(self, histogram, frames: int, low: float, cutoff: float | None) -> None:
+        """Record `frames` delays of low + Exp(latency_spread) conditioned on <= cutoff (s), as counts per bucket."""
+        if frames <= 0:
+            return
+        spread = self.sut.latency_spread
+        first_value = round(low / NANOSECOND)
+        high = low + 40 * spread  # exp(-40): no frame of any trial lies beyond
+        if cutoff is not None:
+            high = min(high, cutoff)
+        if spread <= 0 or high <= low:
+            histogram.record_value(first_value, frames)
+            return
+        first = histogram.get_counts_array_index(first_value)
+        last = histogram.get_counts_array_index(int(high / NANOSECOND))
+        lows = [histogram.get_value_from_index(i) for i in range(first, last + 1)]
+        edges = np.array([*lows[1:], histogram.get_highest_equivalent_value(lows[-1]) + 1]) * NANOSECOND
+        cdf = 1 - np.exp(-(np.clip(edges, low, high) - low) / spread)
+        probabilities = np.diff(np.concatenate(([0.0], cdf)))
+        counts = self.rng.multinomial(frames, probabilities / probabilities.sum())
+        for value, count in zip(lows, counts, strict=True):
+            if count:
+                histogram.record_value(max(value, first_value), int(count))
 
 
 def create(wall_clock_factor: float | str = 0.0, **options) -> SimGenerator:
@@ -188,8 +251,7 @@ def create(wall_clock_factor: float | str = 0.0, **options) -> SimGenerator:
     typed = {}
     for key, value in options.items():
         if isinstance(value, str):
-            kind = int if key in ("buffer_frames", "every_nth_loss", "delay_every_nth",
-                                  "max_latency_samples", "seed") else float
+            kind = int if key in ("buffer_frames", "every_nth_loss", "delay_every_nth", "seed") else float
             try:
                 value = kind(float(value)) if kind is int else kind(value)
             except ValueError:

@@ -1,8 +1,18 @@
 """RFC 8219 section 7.2 latency, beside RFC 2544 section 26.2's single-frame latency.
 
 RFC 8219: at the throughput rate, for at least 120 s, with at least 500 tagged
-frames spread over the trial; typical latency = median, worst-case latency =
-99.9th percentile of the tagged frames' one-way delays, per direction.
+frames sent after the first 60 s (siitperf's ``delay``: a DUT's warm-up is not
+measured); typical latency = median, worst-case latency = 99.9th percentile of
+the tagged frames' one-way delays, per direction. A tagged frame that is lost
+or arrives after the frame timeout counts as an infinite delay (RFC 8219: the
+timeout makes a late frame lost; siitperf gives it a penalty delay), so a
+percentile that falls among lost tags is reported as "> <frame timeout> (lost
+tags)", never as a delay some received frame had. The delays come from the
+generator's HDR histogram (trexlab.trial.Latency), nearest rank.
+
+The rate has no default: RFC 8219 measures latency at the throughput rate, so
+it is given (``rate``), or taken from a throughput result (``trexlab latency
+--rate-from DIR``; in an experiment ``rate: {from: throughput}``).
 
 RFC 2544 measures one tagged frame per trial and averages 20 trials. When a DUT
 delays only some frames (every Nth by a second, say) whether that one frame
@@ -12,24 +22,36 @@ as what it is, to show that weakness (Lencse et al. 2020, section VI).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from trexlab.params import check_range
+from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, merge_latency
+from trexlab.trial import TrialSpec, delay_for_json, lost_tags_text, merge_latency
 
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
+TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
+TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
+
+
+def check_rate(rate: float | None) -> None:
+    """The rate is required: no default stands in for the measured throughput."""
+    if rate is None:
+        raise InvalidParameter("rate", None, "a rate > 0 frames/s: the throughput rate (RFC 8219 measures at it); "
+                                             "give rate, or --rate-from a throughput result")
+    check_range("rate", rate, 0, low_open=True)
 
 
 @dataclass(frozen=True)
 class Params:
-    rate: float = 10_000.0  # fps per direction: the measured throughput rate
-    trial_duration: float = 120.0  # s, RFC 8219: at least 120 s
+    rate: float | None = None  # fps per direction: the measured throughput rate (required)
+    trial_duration: float = TRIAL_DURATION  # s, RFC 8219: at least 120 s
+    tag_delay: float = TAG_DELAY  # s before the first tagged frame, RFC 8219: 60 s
     tagged_frames: int = 1000  # per direction, >= 500
-    frame_timeout: float | None = None
+    frame_timeout: float | None = None  # s; a tag later than this counts as lost (None: the receive tail decides)
     rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
     # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
@@ -37,8 +59,12 @@ class Params:
     tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
-        check_range("rate", self.rate, 0, low_open=True)
+        check_rate(self.rate)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        check_range("tag_delay", self.tag_delay, 0)
+        if self.tag_delay >= self.trial_duration:
+            raise InvalidParameter("tag_delay", self.tag_delay,
+                                   f"0 <= tag_delay < trial_duration ({self.trial_duration:g} s)")
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
@@ -51,7 +77,7 @@ class Params:
 @dataclass
 class LatencyResult:
     params: Params
-    directions: dict  # direction -> {"typical", "worst_case", "samples", "min", "max"}
+    directions: dict  # direction -> typical, worst_case, min, max (s or lost-tags text), tags_*
     rfc2544: dict  # direction -> {"trials", "values", "average"} (one tagged frame per trial)
     trials: int
     trial_seconds: float
@@ -62,15 +88,20 @@ class LatencyResult:
     def to_dict(self) -> dict:
         headline = {}
         for direction, stats in self.directions.items():
-            headline[f"{direction}_typical_s"] = stats["typical"]
-            headline[f"{direction}_worst_case_s"] = stats["worst_case"]
+            # Numbers for the statistics over repetitions: +inf where the percentile lies among lost tags
+            # (the directions block and every table show it as "> timeout (lost tags)").
+            headline[f"{direction}_typical_s"] = stats["typical_s"]
+            headline[f"{direction}_worst_case_s"] = stats["worst_case_s"]
+            headline[f"{direction}_tags_lost_or_late"] = stats["tags_lost_or_late"]
+        directions = {d: {k: v for k, v in s.items() if not k.endswith("_s")} for d, s in self.directions.items()}
         return {
             "procedure": "latency",
             "method": METHOD,
-            "directions": self.directions,
+            "directions": directions,
             "rfc2544_single_frame_latency": self.rfc2544,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
+            "lost_tags": lost_tags_text(self.params.frame_timeout),
             "notes": self.notes,
             "tester_latency_floor": self.floor,
             **tester_bound_fields(self.tester_bound_reasons),
@@ -83,29 +114,46 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     runner = TrialRunner(generator, traffic, on_trial, progress, "latency")
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
     main = runner.run(params.rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
-                      latency_frames=params.tagged_frames, **timeout)
+                      latency_frames=params.tagged_frames, tag_delay=params.tag_delay, **timeout)
     directions = {}
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     for direction in traffic.active_directions:
-        summary = merge_latency([main], direction).summary()
-        directions[direction] = {"typical": summary["median"], "worst_case": summary["p99_9"],
-                                 "min": summary["min"], "max": summary["max"], "samples": summary["samples"]}
+        latency = merge_latency([main], direction)
+        result = main.directions[direction]
+        summary = latency.summary()
+        directions[direction] = {
+            "typical": delay_for_json(summary["median"], params.frame_timeout),
+            "worst_case": delay_for_json(summary["p99_9"], params.frame_timeout),
+            "min": delay_for_json(summary["min"], params.frame_timeout),
+            "max": delay_for_json(summary["max"], params.frame_timeout),
+            "samples": summary["samples"],
+            "tags_sent": result.tags_sent, "tags_received": result.tags_received,
+            "tags_lost_or_late": latency.lost_or_late,
+            "typical_s": summary["median"], "worst_case_s": summary["p99_9"],
+        }
+        if latency.lost_or_late:
+            notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
+                         f"than the frame timeout; they count as infinite delays "
+                         f"({lost_tags_text(params.frame_timeout)} where a percentile falls among them)")
         if summary["samples"] < MIN_TAGGED_FRAMES:
             notes.append(f"{direction}: only {summary['samples']} tagged frames arrived in time "
                          f"(RFC 8219 asks for >= {MIN_TAGGED_FRAMES}); the figures are less reliable")
     rfc2544 = {}
     if params.rfc2544_trials:
         singles = [runner.run(params.rate, params.trial_duration, "RFC 2544 single-frame latency",
-                              latency_mode="tagged", latency_frames=1, **timeout)
+                              latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in traffic.active_directions:
-            values = [r.directions[direction].latency.percentile(0) for r in singles
-                      if r.directions[direction].latency and r.directions[direction].latency.size]
-            rfc2544[direction] = {"trials": len(singles), "values": values,
+            delays = [r.directions[direction].latency.percentile(0) for r in singles if r.directions[direction].latency]
+            values = [d for d in delays if math.isfinite(d)]
+            rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
                                   "average": statistics.fmean(values) if values else None,
-                                  "label": "RFC 2544 latency: one tagged frame per trial, averaged"}
-    floor, warnings = latency_floor_check(directions, params, {"typical": "median", "worst_case": "p99_9"})
+                                  "label": "RFC 2544 latency: one tagged frame per trial, averaged "
+                                           "(trials whose tag was lost are left out, as RFC 2544 does)"}
+    # The floor compares numbers: +inf (a percentile among lost tags) is skipped there.
+    figures = {d: {"typical": s["typical_s"], "worst_case": s["worst_case_s"]} for d, s in directions.items()}
+    floor, warnings = latency_floor_check(figures, params, {"typical": "median", "worst_case": "p99_9"})
     return LatencyResult(params, directions, rfc2544, len(runner.log), runner.trial_seconds, notes + warnings, floor,
                          runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

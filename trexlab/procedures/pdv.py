@@ -2,7 +2,16 @@
 
 Every frame is timestamped; PDV = 99.9th percentile - minimum of the one-way
 delays of a direction (RFC 5481's PDV form, as RFC 8219 prescribes), both from
-the direction's HDR histogram of every received frame's delay.
+the direction's HDR histogram of every received frame's delay (nearest rank,
+trexlab.trial.Latency). A frame lost or later than the frame timeout counts as
+an infinite delay: when more than 0.1 % of the frames are lost or late, the
+99.9th percentile lies among them and PDV is reported as "> <timeout - min>
+(lost frames)", never as a number some received frame gave.
+
+At the throughput rate (no default rate: give ``rate``, ``--rate-from`` a
+throughput result, or ``rate: {from: throughput}`` in an experiment), 120 s by
+default. Every frame from t = 0 is measured (the trial contract's
+latency_mode "all").
 
 IPDV (the difference between consecutive frames' delays) is not offered: a
 histogram keeps no order, and RFC 8219 asks for PDV only.
@@ -10,34 +19,43 @@ histogram keeps no order, and RFC 8219 asks for PDV only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
+from trexlab.procedures.latency import TRIAL_DURATION, check_rate
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, merge_latency
+from trexlab.trial import delay_for_json, format_seconds, merge_latency
 
 METHOD = "RFC 8219 section 7.3"
 
 
 @dataclass(frozen=True)
 class Params:
-    rate: float = 10_000.0  # fps per direction: the measured throughput rate
-    trial_duration: float = 60.0  # s, RFC 8219: at least 60 s
-    frame_timeout: float | None = None
+    rate: float | None = None  # fps per direction: the measured throughput rate (required)
+    trial_duration: float = TRIAL_DURATION  # s (RFC 8219 asks for at least 60 s; 120 s as for latency)
+    frame_timeout: float | None = None  # s; a frame later than this counts as lost
     tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
     # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
     tester_floor_median: float | None = None
     tester_floor_p99_9: float | None = None
 
     def __post_init__(self) -> None:
-        check_range("rate", self.rate, 0, low_open=True)
+        check_rate(self.rate)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
             if getattr(self, name) is not None:
                 check_range(name, getattr(self, name), 0, low_open=True)
+
+
+def pdv_text(minimum: float, timeout: float | None) -> str:
+    """PDV when the 99.9th percentile lies among lost or late frames: more than timeout - minimum."""
+    if timeout is None:
+        return "> receive tail - min (lost frames)"
+    return f"> {format_seconds(timeout - minimum)} (lost frames)"
 
 
 @dataclass
@@ -51,33 +69,45 @@ class PdvResult:
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
 
     def to_dict(self) -> dict:
+        directions = {d: {k: v for k, v in s.items() if k != "pdv_s"} for d, s in self.directions.items()}
         return {
             "procedure": "pdv",
             "method": METHOD,
-            "directions": self.directions,
+            "directions": directions,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
             "notes": self.notes,
             "tester_latency_floor": self.floor,
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
-            "headline": {f"{d}_pdv_s": v["pdv"] for d, v in self.directions.items()},
+            # +inf where the 99.9th percentile lies among lost frames (the directions block says "> ...").
+            "headline": {f"{d}_pdv_s": v["pdv_s"] for d, v in self.directions.items()},
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> PdvResult:
+def run(generator, traffic, params: Params, on_trial=None, progress=None) -> PdvResult:
     runner = TrialRunner(generator, traffic, on_trial, progress, "pdv")
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
     trial = runner.run(params.rate, params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
-    for direction in traffic.active_directions:
-        samples = merge_latency([trial], direction)
-        stats = {"pdv": samples.percentile(99.9) - samples.percentile(0), "min": samples.percentile(0),
-                 "p99_9": samples.percentile(99.9), "samples": samples.size}
-        directions[direction] = stats
     notes = runner.notes()
+    for direction in traffic.active_directions:
+        latency = merge_latency([trial], direction)
+        minimum, p99_9 = latency.percentile(0), latency.percentile(99.9)
+        pdv = p99_9 - minimum
+        directions[direction] = {
+            "pdv": pdv_text(minimum, params.frame_timeout) if math.isinf(pdv) else delay_for_json(pdv, None),
+            "min": delay_for_json(minimum, params.frame_timeout),
+            "p99_9": delay_for_json(p99_9, params.frame_timeout),
+            "samples": latency.size, "lost_or_late": latency.lost_or_late,
+            "pdv_s": pdv,
+        }
+        if latency.lost_or_late:
+            notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} frames lost or later than "
+                         "the frame timeout; they count as infinite delays")
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    floor, warnings = latency_floor_check(directions, params, {"pdv": "p99_9"})
+    figures = {d: {"pdv": s["pdv_s"]} for d, s in directions.items()}  # numbers; +inf is skipped there
+    floor, warnings = latency_floor_check(figures, params, {"pdv": "p99_9"})
     return PdvResult(params, directions, len(runner.log), runner.trial_seconds, notes + warnings, floor,
                      runner.tester_limits(params.tester_ceiling, params.rate) + near_floor(floor))

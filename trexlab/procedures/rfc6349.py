@@ -1,7 +1,7 @@
 """RFC 6349 TCP throughput: path MTU, bottleneck bandwidth, baseline RTT, then TCP tests with iperf3.
 
-The steps of RFC 6349 as the Xena application note walks through them
-(seeds/xena-rfc6349-tcp-throughput.txt), on the same lab and DUT ports the
+The steps of RFC 6349 as the application note "TCP throughput testing" (Teledyne
+LeCroy Xena; not part of this repository) walks through them, on the same lab and DUT ports the
 RFC 2544 procedures use:
 
 1. path MTU: RFC 2544-style trials at increasing frame sizes with the IPv4

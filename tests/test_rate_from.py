@@ -1,0 +1,83 @@
+"""Latency and PDV at the measured throughput rate (RFC 8219): from a result directory or the same campaign."""
+
+import json
+
+import pytest
+
+from trexlab import cli, experiment
+from trexlab.analysis import load_campaigns
+from trexlab.campaign import Campaign
+
+SIM = ["--generator", "sim", "--generator-opt", "capacity=200000"]
+
+
+def test_cli_rate_from_a_throughput_result_uses_its_median_and_says_so(tmp_path, capsys):
+    assert cli.main(["throughput", *SIM, "--max-rate", "1e6", "--trial-duration", "1", "--repeat", "3",
+                     "--results", str(tmp_path / "tp")]) == 0
+    throughput = json.loads((tmp_path / "tp" / "summary.json").read_text())["figures"]["throughput_fps"]["median"]
+    capsys.readouterr()
+    assert cli.main(["latency", *SIM, "--generator-opt", "random_loss=0.01", "--rate-from", str(tmp_path / "tp"),
+                     "--frame-timeout", "0.01", "--results", str(tmp_path / "lat")]) == 0
+    out, err = capsys.readouterr()
+    provenance = json.loads((tmp_path / "lat" / "rep-001" / "provenance.json").read_text())
+    assert provenance["params"]["rate"] == throughput == provenance["rate_source"]["rate"]
+    assert provenance["rate_source"]["from"] == str(tmp_path / "tp")
+    assert provenance["rate_source"]["statistic"] == "median of 3 repetition(s)"
+    assert f"measuring at {throughput:.0f} fps" in err
+    assert "worst_case > 10 ms (lost tags)" in out and "measured frames lost or late" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--rate", "1000", "--rate-from", "tp"], "--rate and --rate-from: give one of them"),
+    (["--rate-from", "nowhere"], "rate-from='nowhere': allowed a directory with finished throughput runs"),
+])
+def test_cli_rate_from_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    assert cli.main(["pdv", *SIM, *argv, "--results", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip() == f"trexlab pdv: {message}"
+    assert not (tmp_path / "r").exists()
+
+
+SPEC = {
+    "name": "latency-at-throughput",
+    "generator": "sim",
+    "generator_options": {"capacity": 300000},
+    "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "forward", "receive_tail": 0},
+    "procedure": {"name": "latency",
+                  "params": {"rate": {"from": "throughput", "params": {"max_rate": 1000000, "trial_duration": 1}},
+                             "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500}},
+    "sweep": {"generator_options.capacity": [300000, 600000]},
+    "repetitions": 2,
+}
+
+
+def test_a_campaign_measures_latency_at_each_points_median_throughput(tmp_path):
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+    assert outcome["done"] == 2
+    runs = load_campaigns(outcome["campaign"])
+    assert set(runs["provenance.procedure"]) == {"latency"} and len(runs) == 4, "the throughput runs are apart"
+    for _, run in runs.iterrows():
+        capacity = run["capacity"]
+        source = run["provenance.rate_source.rate"]
+        assert capacity * 0.99 <= source <= capacity and run["provenance.params.rate"] == source
+        assert run["provenance.rate_source.statistic"] == "median of 2 repetition(s)"
+        assert run["provenance.rate_source.from"].endswith(f"{run['point']}/throughput")
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("procedure.params.rate", {"from": "mlrsearch"}, "procedure.params.rate.from='mlrsearch': allowed throughput"),
+    ("procedure.params.rate", {"from": "throughput", "params": {"max_rate": -1}},
+     "procedure.params.rate.params.max_rate=-1"),
+    ("procedure.params.rate", None, "procedure.params.rate=None: allowed a rate > 0 frames/s"),
+])
+def test_rate_from_is_validated_before_anything_runs(path, value, message):
+    spec = json.loads(json.dumps(SPEC))
+    spec["procedure"]["params"]["rate"] = value
+    with pytest.raises(experiment.InvalidExperiment, match=message.replace("(", r"\(").replace(".", r"\.")):
+        experiment.validate(spec)
+
+
+def test_only_latency_and_pdv_take_a_rate_from_throughput():
+    spec = json.loads(json.dumps(SPEC))
+    spec["procedure"] = {"name": "flr", "params": {"rate": {"from": "throughput"}}}
+    with pytest.raises(experiment.InvalidExperiment, match="only latency, pdv take a rate from throughput"):
+        experiment.validate(spec)

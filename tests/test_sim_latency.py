@@ -1,0 +1,103 @@
+"""Latency and PDV on the sim as RFC 8219 defines them (issue 15) and the frame timeout on every frame (issue 16)."""
+
+import math
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from trexlab import store
+from trexlab.generators import create_generator
+from trexlab.procedures import latency, pdv
+from trexlab.trial import Latency, TrialSpec
+
+ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
+
+
+def sim(**sut):
+    return create_generator("sim", **sut)
+
+
+def tagged(duration=120.0, tag_delay=60.0, tags=1000, **extra):
+    return TrialSpec(offered_load=10_000, duration=duration, directions="forward", latency_mode="tagged",
+                     latency_frames=tags, tag_delay=tag_delay, **extra)
+
+
+def test_no_tag_is_sent_before_tag_delay_and_tags_spread_evenly_after_it():
+    generator = sim()
+    result = generator.run_trial(tagged())
+    times = generator.tag_send_times["forward"]
+    assert len(times) == 1000 and times.min() >= 60.0 and times.max() < 120.0
+    # One tag in each of 1000 equal slots of [60 s, 120 s).
+    assert np.array_equal(np.floor((times - 60.0) / 0.06), np.arange(1000))
+    forward = result.directions["forward"]
+    assert forward.tags_sent == forward.tags_received == 1000 and forward.tags_lost_or_late == 0
+    generator.run_trial(tagged(tag_delay=0.0))
+    assert generator.tag_send_times["forward"].min() < 0.12, "without a tag delay the first 120 ms slot starts at 0"
+
+
+def test_every_tenth_frame_delayed_1s_with_a_10ms_timeout_is_more_than_10ms_lost_tags():
+    generator = sim(delay=1.0, delay_every_nth=10, latency_base=10e-6, latency_spread=1e-6, seed=7)
+    result = latency.run(generator, ONE_WAY, latency.Params(rate=100_000, frame_timeout=0.01)).to_dict()
+    forward = result["directions"]["forward"]
+    assert forward["worst_case"] == "> 10 ms (lost tags)" and forward["max"] == "> 10 ms (lost tags)"
+    assert forward["typical"] == pytest.approx(10.7e-6, abs=1e-6), "the median is a received frame's delay"
+    assert 60 <= forward["tags_lost_or_late"] <= 140, "every 10th of 1000 tags held past the timeout"
+    assert forward["tags_sent"] == 1000 and forward["tags_received"] == 1000 - forward["tags_lost_or_late"]
+    assert result["headline"]["forward_worst_case_s"] == math.inf
+    assert any("lost or later than the frame timeout" in n for n in result["notes"])
+    assert result["params"]["tag_delay"] == 60.0 and result["params"]["trial_duration"] == 120.0
+
+
+def test_one_percent_random_loss_counts_and_shows_the_lost_tags():
+    result = latency.run(sim(random_loss=0.01, seed=3), ONE_WAY, latency.Params(rate=100_000)).to_dict()
+    forward = result["directions"]["forward"]
+    assert 1 <= forward["tags_lost_or_late"] <= 30
+    assert forward["tags_received"] + forward["tags_lost_or_late"] == forward["tags_sent"] == 1000
+    assert result["headline"]["forward_tags_lost_or_late"] == forward["tags_lost_or_late"]
+    assert forward["worst_case"] == "> receive tail (lost tags)", "rank 999 of 1000 falls among ~10 lost tags"
+    assert any(f"{forward['tags_lost_or_late']} of 1000 tagged frames lost" in n for n in result["notes"])
+
+
+def test_the_frame_timeout_applies_to_every_frame_not_only_the_delayed_ones():
+    generator = sim(latency_base=10e-6, latency_spread=2e-6, seed=5)
+    spec = TrialSpec(offered_load=100_000, duration=10, directions="forward", frame_timeout=15e-6,
+                     latency_mode="all")
+    forward = generator.run_trial(spec).directions["forward"]
+    assert forward.frames_late / forward.frames_sent == pytest.approx(math.exp(-2.5), abs=0.003)
+    assert forward.frames_received == forward.frames_sent - forward.frames_late
+    assert forward.latency.size == forward.frames_received and forward.latency.percentile(90) <= 15e-6
+    assert forward.tags_lost_or_late == forward.latency.lost_or_late == forward.frames_late
+    result = pdv.run(sim(latency_base=10e-6, latency_spread=2e-6, seed=5), ONE_WAY,
+                     pdv.Params(rate=100_000, trial_duration=10, frame_timeout=15e-6)).to_dict()
+    assert result["directions"]["forward"]["pdv"] == "> 5 us (lost frames)", "8 % late: beyond the 99.9th"
+
+
+def test_pdv_of_a_60s_10kfps_trial_comes_from_every_frames_delay():
+    result = sim(seed=4).run_trial(TrialSpec(offered_load=10_000, duration=60, directions="forward",
+                                             latency_mode="all"))
+    forward = result.directions["forward"]
+    assert forward.frames_received == 600_000
+    assert HdrHistogram.decode(forward.latency.histogram).get_total_count() == 600_000
+
+
+def test_pdv_sees_every_hundredth_frame_delayed_a_second():
+    generator = sim(delay=1.0, delay_every_nth=100, latency_base=10e-6, latency_spread=1e-6, seed=2)
+    result = pdv.run(generator, ONE_WAY, pdv.Params(rate=10_000, trial_duration=60)).to_dict()
+    forward = result["directions"]["forward"]
+    assert forward["pdv"] == pytest.approx(1.0, rel=0.01), "1 % of frames a second late sit at the 99.9th"
+    assert forward["pdv"] == pytest.approx(forward["p99_9"] - forward["min"])
+
+
+def test_every_trial_with_latency_keeps_its_histogram_in_trials_jsonl(tmp_path):
+    run = store.RunDir(tmp_path / "run", {"procedure": "latency"})
+    generator = sim(random_loss=0.01, seed=9)
+    result = generator.run_trial(tagged(frame_timeout=0.01))
+    run.append_trial(result, {})
+    run.close()
+    stored = store.read_trials(tmp_path / "run")[0]["directions"]["forward"]["latency"]
+    assert stored["unit"] == 1e-9 and stored["timeout"] == 0.01
+    assert stored["lost_or_late"] == result.directions["forward"].tags_lost_or_late > 0
+    again = Latency.from_dict(stored)
+    assert again.size == result.directions["forward"].tags_received
+    assert again.percentile(50) == result.directions["forward"].latency.percentile(50)
