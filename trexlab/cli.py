@@ -3,6 +3,8 @@
     trexlab throughput --generator sim --generator-opt capacity=1e6 --max-rate 2e6
     trexlab latency --generator software --rate 100000 --repeat 20
     trexlab mlrsearch --config search.yml --json
+    trexlab campaign experiments/demo --scale ci      # a declared, repeated, resumable campaign
+    trexlab report demo                               # its analysis notebook as HTML
 
 Procedure flags come from the procedure's Params dataclass, so each is
 declared once. Everything is validated before any traffic is sent: a bad value
@@ -73,10 +75,7 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 def _base_type(annotation):
-    """The scalar type behind an annotation like 'float | None'."""
-    if isinstance(annotation, str):
-        annotation = eval(annotation, {"tuple": tuple, "float": float, "int": int, "str": str, "bool": bool,
-                                       "dict": dict, "None": None})
+    """The scalar type behind an annotation like float | None (resolved: typing.get_type_hints)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         annotation = args[0]
@@ -86,8 +85,10 @@ def _base_type(annotation):
 def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
     """One flag per Params field; lists of goals and other structures come from --config only."""
     group = parser.add_argument_group(f"{params_class.__module__.rsplit('.', 1)[-1]} parameters")
+    # The procedures' modules postpone annotations (strings); their own globals resolve them.
+    hints = typing.get_type_hints(params_class)
     for f in dataclasses.fields(params_class):
-        kind = _base_type(f.type)
+        kind = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default
         shown = "none" if default is None else default
@@ -117,7 +118,8 @@ def add_ceilings_flag(parser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
-    subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
+    subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
+                                       help="a procedure (one run, repeated), or campaign / report")
     for name in PROCEDURES:
         module = procedure_module(name)
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
@@ -144,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--rate-from", metavar="DIR",
                              help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
                                   "at the throughput rate); instead of --rate")
+    add_campaign_parser(subparsers)
+    add_report_parser(subparsers)
     return parser
 
 
@@ -248,25 +252,29 @@ def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
         print(line, file=stream)
 
 
-def campaign_main(argv: list[str]) -> int:
+def add_campaign_parser(subparsers) -> None:
     """trexlab campaign EXPERIMENT [--scale ci] [--campaign ID] [--results DIR] [--inventory FILE]"""
-    from trexlab.campaign import Campaign, CampaignError
-    from trexlab.experiment import InvalidExperiment, load
-
-    parser = argparse.ArgumentParser(prog="trexlab campaign", description="Run (or resume) an experiment campaign.")
+    parser = subparsers.add_parser("campaign", help="run (or resume) an experiment campaign",
+                                   description="Run (or resume) an experiment campaign.")
+    parser.set_defaults(command=campaign_command)
     parser.add_argument("experiment", help="experiments/<name> or a spec file")
     parser.add_argument("--scale", help="a scale declared by the experiment, e.g. ci (short trials)")
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
     add_ceilings_flag(parser)
-    args = parser.parse_args(argv)
+
+
+def campaign_command(args: argparse.Namespace) -> int:
+    from trexlab.campaign import Campaign, CampaignError, PlaybookError
+    from trexlab.experiment import InvalidExperiment, load
+
     try:
         experiment = load(args.experiment).scaled(args.scale)
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
-    except (InvalidExperiment, CampaignError, LabError, InvalidParameter) as exc:
+    except (InvalidExperiment, CampaignError, PlaybookError, LabError, InvalidParameter) as exc:
         print(f"trexlab campaign: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -276,17 +284,20 @@ def campaign_main(argv: list[str]) -> int:
     return 0 if not outcome["failed"] else 1
 
 
-def report_main(argv: list[str]) -> int:
+def add_report_parser(subparsers) -> None:
     """trexlab report EXPERIMENT [--campaign DIR] [--results DIR] [--notebook FILE]"""
-    from trexlab.report import ReportError, latest_campaign, render
-
-    parser = argparse.ArgumentParser(prog="trexlab report",
-                                     description="Execute the experiment's analysis notebook, export HTML.")
+    parser = subparsers.add_parser("report", help="execute an experiment's analysis notebook, export HTML",
+                                   description="Execute the experiment's analysis notebook, export HTML.")
+    parser.set_defaults(command=report_command)
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
-    args = parser.parse_args(argv)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from trexlab.report import ReportError, latest_campaign, render
+
     try:
         campaign = Path(args.campaign) if args.campaign else latest_campaign(args.results, args.experiment)
         html = render(campaign, args.notebook)
@@ -297,14 +308,11 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS = {"campaign": campaign_main, "report": report_main}
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
+    if hasattr(args, "command"):  # campaign, report
+        return args.command(args)
     try:
         run = prepare(args)
     except (BadInput, InvalidParameter, LabError, GeneratorError, ValueError) as exc:

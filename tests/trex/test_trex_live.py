@@ -26,6 +26,30 @@ must agree within 10 %; ``trexlab latency --generator trex`` must report
 median and 99.9th percentile per direction from TRex's HDR histograms,
 measured on the same policed DUT below its capacity (RFC 8219 measures latency
 at the throughput rate, not in overload). Run with ``-s`` to see the figures.
+
+Captured evidence (issue 21): a capture on the DUT's ingress ports (an AF_PACKET
+socket with kernel timestamps inside the DUT node, frames leaving the DUT left
+out) checks what the generator reports against what reached the DUT:
+
+* send-time truth: each direction's start skew that the trial recorded
+  (DirectionResult.send_start) agrees with the captured one within
+  CAPTURE_AGREEMENT; a start-up burst beyond the trial contract's tolerance
+  (frames ahead of the paced schedule, counted on the capture) never passes
+  unflagged, and the generator's frames_ahead (a lower bound) never exceeds
+  the captured count;
+* tags after the warm-up: with tag_delay the first latency frame (TRex's
+  signature at the payload's tail, where test frames carry trexlab's pattern)
+  reaches the DUT no earlier than tag_delay after the first test frame;
+* the latency stream's flows: with RFC 4814 ports and 16 networks, latency
+  frames carry destination ports in 1..49151 (nearly all distinct), source
+  ports in 1024..65535 and all 16 destination networks.
+
+These checks cannot run where TRex is not installed (CI, the machine they
+were written on): they have not yet run against a real TRex. They were written
+from the capture that issue 21 reports (TRex v3.08 from source, software mode,
+low_end); a run prints the server's build (``-s``), which the notes of a
+passing run must name. The capture script itself was checked on a loopback
+interface.
 """
 
 from __future__ import annotations
@@ -39,8 +63,11 @@ from pathlib import Path
 
 import pytest
 
+from trexlab.generators import create_generator
+from trexlab.generators.trex import profile_module
 from trexlab.lab import load_lab
 from trexlab.reference_dut import ReferenceDut
+from trexlab.trial import SEND_OVERRUN_TOLERANCE, TrialSpec
 
 from labtools import REPO, playbook
 
@@ -130,3 +157,115 @@ def test_trex_latency_reports_median_and_99_9th_percentile_per_direction(lab, po
         assert stats["samples"] >= 1000  # TRex may send one frame more than rate x duration
         typical, worst = stats["typical"], stats["worst_case"]
         assert math.isfinite(typical) and math.isfinite(worst) and 0 < typical <= worst <= stats["max"] < 1.0
+
+
+#: s: how closely the recorded start skew must agree with the captured one (the counter reads' resolution,
+#: an RPC round trip through the SSH tunnel, plus the capture's own timestamping).
+CAPTURE_AGREEMENT = 0.005
+#: Frames/s per direction of the captured trials: below the policer, slow enough for a Python capture.
+CAPTURE_RATE = 2_000
+#: Runs inside the DUT node: every UDP/IPv4 frame arriving on the given interfaces (not those the DUT sends),
+#: with the kernel's receive timestamp, for the given seconds; one JSON line per frame on stdout.
+CAPTURE = r"""
+import json, select, socket, struct, sys, time
+SO_TIMESTAMPNS = 35
+names, seconds = sys.argv[1].split(","), float(sys.argv[2])
+socks = {}
+for name in names:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.bind((name, 0))
+    socks[s] = name
+print(json.dumps({"ready": True}), flush=True)
+end = time.monotonic() + seconds
+frames = []
+while time.monotonic() < end:
+    for s in select.select(list(socks), [], [], 0.1)[0]:
+        data, anc, _, addr = s.recvmsg(2048, 64)
+        if addr[2] == socket.PACKET_OUTGOING or data[12:14] != b"\x08\x00" or data[23] != 17:
+            continue
+        sec, nsec = struct.unpack("qq", anc[0][2][:16])
+        frames.append([socks[s], sec + nsec * 1e-9, data[30:34].hex(), *struct.unpack("!HH", data[34:38]),
+                       data[-16:].hex()])
+for frame in frames:
+    print(json.dumps(frame))
+"""
+
+
+def capture(dut, seconds: float, run_trial):
+    """(trial result, captured frames per DUT port index): frames are (time, destination, source port,
+    destination port, payload tail)."""
+    ports = [dut.port(0).name, dut.port(1).name]
+    proc = subprocess.Popen(dut.command(["python3", "-c", CAPTURE, ",".join(ports), str(seconds)]),
+                            stdout=subprocess.PIPE, text=True)
+    assert json.loads(proc.stdout.readline()) == {"ready": True}
+    result = run_trial()
+    out, _ = proc.communicate(timeout=seconds + 60)
+    frames = {0: [], 1: []}
+    for line in out.splitlines():
+        name, t, dst, sport, dport, tail = json.loads(line)
+        frames[ports.index(name)].append((t, bytes.fromhex(dst), sport, dport, bytes.fromhex(tail)))
+    return result, frames
+
+
+def trex_generator(lab):
+    return create_generator("trex", lab=lab, **({} if SERVER == "tester" else {"server": SERVER}))
+
+
+def frames_ahead(times: list[float], rate: float) -> int:
+    """Frames that reached the DUT ahead of a paced schedule from the first one (a burst or a fast pace)."""
+    return max((i - math.floor(rate * (t - times[0])) for i, t in enumerate(times)), default=0)
+
+
+def test_capture_confirms_send_start_skew_and_no_unflagged_burst(lab, policed_dut):
+    generator = trex_generator(lab)
+    try:
+        spec = TrialSpec(offered_load=CAPTURE_RATE, duration=2.0, receive_tail=0.5)
+        result, frames = capture(policed_dut, 8.0, lambda: generator.run_trial(spec))
+    finally:
+        generator.close()
+    starts = {}
+    for index, direction in ((0, "forward"), (1, "reverse")):
+        times = sorted(t for t, *_ in frames[index])
+        d = result.directions[direction]
+        assert len(times) >= 0.99 * d.frames_sent, (direction, len(times), d.frames_sent)
+        starts[direction] = times[0]
+        ahead = frames_ahead(times, CAPTURE_RATE)
+        print(f"\n{direction}: captured span {times[-1] - times[0]:.4f} s, {ahead} frames ahead of schedule; "
+              f"reported send_duration {d.send_duration:.4f} s, frames_ahead {d.frames_ahead}, "
+              f"send_start {d.send_start}")
+        # A burst beyond the tolerance never passes unflagged, and the reported lower bound is one.
+        assert result.stretched or ahead <= SEND_OVERRUN_TOLERANCE * d.frames_intended + 1, (ahead, result.notes)
+        assert d.frames_ahead <= ahead + 2
+    print(f"TRex server: {generator.server_version}")
+    skew = starts["reverse"] - starts["forward"]
+    recorded = result.directions["reverse"].send_start - result.directions["forward"].send_start
+    print(f"start skew: captured {skew * 1e3:.2f} ms, recorded {recorded * 1e3:.2f} ms")
+    assert abs(skew - recorded) <= CAPTURE_AGREEMENT
+
+
+def test_capture_shows_tags_after_the_warm_up_on_the_test_streams_flows(lab, policed_dut):
+    generator = trex_generator(lab)
+    tag_delay, duration = 2.0, 4.0
+    try:
+        spec = TrialSpec(offered_load=CAPTURE_RATE, duration=duration, receive_tail=0.5, directions="forward",
+                         port_mode="rfc4814", destination_networks=16, latency_mode="tagged",
+                         latency_frames=500, tag_delay=tag_delay)
+        result, frames = capture(policed_dut, duration + 8.0, lambda: generator.run_trial(spec))
+    finally:
+        generator.close()
+    # Test frames end with trexlab's payload pattern (the field engine rewrites ports, addresses and checksums
+    # only); TRex writes its latency signature over the tail of latency frames.
+    pattern = profile_module().test_frame(0, 4, spec.frame_size[0])[-16:]
+    test_times = [t for t, *_rest, tail in frames[0] if tail == pattern]
+    tagged = [(t, dst, sport, dport) for t, dst, sport, dport, tail in frames[0] if tail != pattern]
+    print(f"\n{len(tagged)} latency frames captured; first {tagged[0][0] - min(test_times):.3f} s after the "
+          f"first test frame (tag_delay {tag_delay} s)")
+    assert len(tagged) >= 0.99 * result.directions["forward"].tags_sent > 0
+    assert tagged[0][0] - min(test_times) >= tag_delay - CAPTURE_AGREEMENT
+    destination_ports = [dport for *_, dport in tagged]
+    assert all(1 <= p <= 49151 for p in destination_ports)
+    assert all(1024 <= sport <= 65535 for _, _, sport, _ in tagged)
+    assert len(set(destination_ports)) >= 0.95 * len(destination_ports)  # 500 draws from 49151: ~2.5 repeats
+    assert {dst[2] for _, dst, _, _ in tagged} == set(range(16))
