@@ -89,3 +89,14 @@ def test_siit_sizes_and_a_tag_delay_inside_the_trial_are_accepted():
     spec = TrialSpec(offered_load=1000, duration=120, ip_version=(6, 4), frame_size=(84, 64), tag_delay=60,
                      latency_mode="tagged", latency_frames=500)
     assert TrialSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+def test_percentiles_in_one_pass_agree_with_the_librarys_value_at_percentile():
+    rng = __import__("numpy").random.default_rng(1)
+    lat = Latency.from_delays(10e-6 + rng.exponential(3e-6, 5000))
+    histogram = HdrHistogram.decode(lat.histogram)
+    qs = [0, 1, 25, 50, 90, 99, 99.9, 99.99, 100]
+    for q, value in zip(qs, lat.percentiles(qs), strict=True):
+        rank = max(1, math.ceil(round(q * 5000 / 100, 9)))
+        expected = histogram.get_lowest_equivalent_value(histogram.get_value_at_percentile(100 * rank / 5000))
+        assert value == expected * 1e-9, q

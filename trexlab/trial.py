@@ -15,6 +15,7 @@ direction*, as siitperf reports them.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -244,29 +245,34 @@ class Latency:
         histogram's resolution: the lower bound of the bucket holding it), or
         +infinity when that rank falls among the lost or late frames.
         """
-        if not 0 <= q <= 100:
-            raise ValueError(f"percentile q={q}: allowed 0..100")
+        return self.percentiles([q])[0]
+
+    def percentiles(self, qs: Iterable[float]) -> list[float]:
+        """Several percentiles (0..100) by the rule of percentile(), in one pass over the histogram."""
+        qs = list(qs)
+        for q in qs:
+            if not 0 <= q <= 100:
+                raise ValueError(f"percentile q={q}: allowed 0..100")
         n = self.measured
         if n == 0:
-            return math.nan
-        rank = max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
-        received = self.size
-        if rank > received:
-            return math.inf
+            return [math.nan] * len(qs)
         histogram = self.decoded
-        value = histogram.get_value_at_percentile(100.0 * rank / received)
-        return histogram.get_lowest_equivalent_value(value) * self.unit
+        lows, cumulative, total = [], [], 0
+        for item in histogram.get_recorded_iterator():
+            total += item.count_at_value_iterated_to
+            lows.append(histogram.get_lowest_equivalent_value(item.value_iterated_to) * self.unit)
+            cumulative.append(total)
+        out = []
+        for q in qs:
+            rank = max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
+            out.append(math.inf if rank > total else lows[bisect.bisect_left(cumulative, rank)])
+        return out
 
     def summary(self) -> dict[str, float]:
         """Frames received and lost/late, minimum, median, 99.9th percentile and maximum (s, inf = lost tags)."""
-        return {
-            "samples": self.size,
-            "lost_or_late": self.lost_or_late,
-            "min": self.percentile(0),
-            "median": self.percentile(50),
-            "p99_9": self.percentile(99.9),
-            "max": self.percentile(100),
-        }
+        low, median, p99_9, high = self.percentiles((0, 50, 99.9, 100))
+        return {"samples": self.size, "lost_or_late": self.lost_or_late, "min": low, "median": median,
+                "p99_9": p99_9, "max": high}
 
     def to_dict(self) -> dict:
         """For the trial log: the histogram itself (to merge and plot later) and its summary, JSON-safe."""

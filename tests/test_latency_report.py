@@ -1,0 +1,53 @@
+"""The HTML report of a latency campaign shows a percentile plot per direction from the stored histograms."""
+
+import json
+
+from trexlab import experiment, latency_report
+from trexlab.campaign import Campaign
+from trexlab.store import read_trials
+
+import browser
+
+SPEC = {
+    "name": "latency-report",
+    "generator": "sim",
+    "generator_options": {"capacity": 1000000, "random_loss": 0.002, "seed": 3},
+    "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "bidirectional", "receive_tail": 0},
+    "procedure": {"name": "latency",
+                  "params": {"rate": 100000, "trial_duration": 2, "tag_delay": 1, "tagged_frames": 5000,
+                             "frame_timeout": 0.01}},
+    "sweep": {"generator_options.latency_spread": [2e-6, 20e-6]},
+    "repetitions": 2,
+}
+
+
+def campaign(tmp_path):
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+    assert outcome["done"] == 2
+    return outcome["campaign"]
+
+
+def test_histograms_of_every_repetition_are_merged_per_point_and_direction(tmp_path):
+    path = campaign(tmp_path)
+    found = latency_report.point_latencies(path)
+    assert set(found) == {"latency_spread=2e-06", "latency_spread=2e-05"}
+    manifest = json.loads((tmp_path / "latency-report").glob("*/campaign.json").__next__().read_text())
+    point = next(p["point"] for p in manifest["points"] if p["values"]["generator_options.latency_spread"] == 2e-6)
+    trials = [t for rep in ("rep-001", "rep-002") for t in read_trials(f"{path}/{point}/{rep}")]
+    for direction in ("forward", "reverse"):
+        merged = found["latency_spread=2e-06"][direction]
+        assert merged.size == sum(t["directions"][direction]["tags_received"] for t in trials)
+        assert merged.lost_or_late == sum(t["directions"][direction]["tags_lost_or_late"] for t in trials) > 0
+    svg = latency_report.figure_svg("forward", {k: v["forward"] for k, v in found.items()})
+    assert 'id="latency-percentiles-forward"' in svg and "99.9%" in svg and "&gt; 10 ms (lost tags)" in svg
+
+
+def test_the_report_renders_the_percentile_plots_in_headless_chromium(tmp_path):
+    from trexlab.report import render
+
+    dom, _ = browser.render(render(campaign(tmp_path)), tmp_path)
+    assert "Latency percentiles per direction" in dom
+    for direction in ("forward", "reverse"):
+        assert f'id="latency-percentiles-{direction}"' in dom
+    assert dom.count("&gt; 10 ms (lost tags)") >= 4, "each direction's curves end at the lost tags, labelled"
+    assert "99.99%" in dom and "Traceback" not in dom
