@@ -85,6 +85,8 @@ WARMUP = {"offered_load": 1000.0, "duration": 1.0, "receive_tail": 0.5}
 #: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
 POLL_INTERVAL = 0.05
 FINE_WINDOW = 0.2
+#: Seconds the reads wait back to back for every sending port's first frames after start().
+START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
 
@@ -342,16 +344,20 @@ class TRexGenerator:
                 first_seen = after
             if after > give_up:
                 return samples  # wait_on_traffic times out and says so
-            if first_seen is None or after - first_seen < FINE_WINDOW:
+            # A port that sends nothing (a dead link) must not keep the reads back to back for the whole trial.
+            if first_seen is None and after - requested < START_WAIT:
                 continue
-            if after - first_seen >= spec.duration - FINE_WINDOW:
+            origin = requested if first_seen is None else first_seen
+            if after - origin < FINE_WINDOW:
+                continue
+            if after - origin >= spec.duration - FINE_WINDOW:
                 if not self.client.is_traffic_active(ports=senders):
                     before = self.clock()
                     sent = self._sent_by_port(senders)
                     samples.append(CounterSample(before, self.clock(), sent))
                     return samples
                 continue
-            self.sleep(min(POLL_INTERVAL, first_seen + spec.duration - FINE_WINDOW - after))
+            self.sleep(min(POLL_INTERVAL, origin + spec.duration - FINE_WINDOW - after))
 
     def _result(self, spec: TrialSpec, stats: dict, samples: list[CounterSample], requested: float,
                 timed: bool) -> TrialResult:
