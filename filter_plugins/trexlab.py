@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trexlab import impairment
+from trexlab import impairment, reference_dut
 from trexlab.addressing import destination, eamt_entries, siit_translator_routes
 from trexlab.params import InvalidParameter
 from trexlab.siit import jool_commands
@@ -108,6 +108,18 @@ def impairment_plan(settings: dict, ports: list[dict], kernel_has_netem: bool, s
     return {**result, **plan, "applied": applied}
 
 
+def reference_plan(settings: dict, ports: list[dict], state: str = "present") -> dict:
+    """roles/dut_reference's plan: trexlab.reference_dut.plan, with a bad request as 'error' (one line)."""
+    result = {"error": None, "table": reference_dut.TABLE, "nft": "", "applied": {"nft": ""}}
+    if state == "absent":
+        return result
+    try:
+        plan = reference_dut.plan(_numbers(settings), ports)
+    except InvalidParameter as exc:
+        return {**result, "error": str(exc)}
+    return {**result, "nft": plan["nft"], "applied": {"nft": plan["nft"]}}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -120,6 +132,7 @@ class FilterModule:
             "trexlab_cpu_mask": cpu_mask,
             "trexlab_cpufreq_settings": cpufreq_settings,
             "trexlab_impairment_plan": impairment_plan,
+            "trexlab_reference_plan": reference_plan,
             "trexlab_eamt_entries": eamt_entries,
             "trexlab_siit_routes": siit_translator_routes,
             "trexlab_jool_commands": jool_commands,

@@ -24,6 +24,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from trexlab import reference_dut
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
@@ -33,7 +34,9 @@ TOPOLOGIES = ("single", "dual", "loopback")
 GENERATORS = ("sim", "software", "trex")
 #: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
 #: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
-DUT_CONFIG = {"impairment": ("playbooks/dut-impairment.yml", "netem"),
+#: Applied in this order (a reference DUT's capacity before impairments), restored in the reverse.
+DUT_CONFIG = {"reference": ("playbooks/dut-reference.yml", "dut_reference"),
+              "impairment": ("playbooks/dut-impairment.yml", "netem"),
               "siit": ("playbooks/dut-siit.yml", "siit_tayga"),
               "siit_jool": ("playbooks/dut-siit-jool.yml", "siit_jool")}
 DUT_BLOCKS = tuple(DUT_CONFIG)
@@ -288,6 +291,12 @@ def _check_dut(point: SweepPoint, source: str) -> None:
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
     for block, settings in (point.spec.get("dut") or {}).items():
         _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
+    reference = (point.spec.get("dut") or {}).get("reference")
+    if reference is not None:  # its values' ranges, as the role would refuse them (before any host is touched)
+        try:
+            reference_dut.from_settings(reference)
+        except InvalidParameter as exc:
+            raise InvalidExperiment(f"{where}: dut.reference.{exc}") from None
 
 
 def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:

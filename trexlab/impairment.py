@@ -95,7 +95,7 @@ class Impairment:
         return "netem" if kernel_has_netem else "nftables"
 
 
-def _nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
+def nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
     """The forward-hook rules for frames leaving through one port (one rule per family: exact counters)."""
     rules = []
     for family, match in TEST_TRAFFIC.items():
@@ -153,7 +153,7 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
     if not imp.active:
         return {"backend": "none", "devices": [], "nft": "", "tc": []}
     backend = imp.backend_for(kernel_has_netem)
-    rules = [rule for port in devices for rule in _nft_rules(imp, backend, port)]
+    rules = [rule for port in devices for rule in nft_rules(imp, backend, port)]
     nft = ""
     if rules:
         body = "\n".join(f"    {rule}" for rule in rules)

@@ -87,6 +87,9 @@ class STLStream:
     def __init__(self, name, packet, mode, flow_stats=None, isg=0.0):
         self.name, self.packet, self.mode, self.flow_stats, self.isg = name, packet, mode, flow_stats, isg
 
+    def get_pg_id(self):
+        return self.flow_stats.pg_id if self.flow_stats else None
+
 
 class FakeClock:
     """Monotonic seconds that advance only when the fake server sends (the generator's clock in tests)."""
@@ -212,7 +215,10 @@ class FakeClient:
                 flow[stream.flow_stats.pg_id] = {"tx_pkts": {0: 0, 1: 0, port: sent, "total": sent},
                                                  "rx_pkts": {0: 0, 1: 0, "total": 0}}
         self.clock.now += self.rpc_time / 2
-        return {"flow_stats": {pg: flow[pg] for pg in pgid_list if pg in flow}, "latency": {}}
+        unknown = sorted(set(pgid_list) - set(flow))
+        if unknown:  # refused here: the generator must not rely on a server's leniency with unknown pg_ids
+            raise TRexError(f"*** get_pgid_stats: pg_id {unknown[0]} has no stream")
+        return {"flow_stats": {pg: flow[pg] for pg in pgid_list}, "latency": {}}
 
     def wait_on_traffic(self, ports, timeout, rx_delay_ms):
         self._call("wait_on_traffic", ports=ports, timeout=timeout, rx_delay_ms=rx_delay_ms)

@@ -12,19 +12,20 @@ runs on the lab's tester node (reached through an SSH tunnel), or the server's
     TREXLAB_TREX_SERVER=tester TREXLAB_TREX_INVENTORY=inventory/generated/tx1/hosts.yml \\
         pytest -m trex_live tests/trex/test_trex_live.py
 
-The DUT gets a policer for the test's duration (an nftables limit per
-direction, removed afterwards): a sharp capacity of DUT_LIMIT frames/s per
-direction, far below both testers' self-test ceilings on a 2-vCPU machine
-(TRex in software mode about 40 kfps, swtester about 560 kfps, 64 B,
-bidirectional), so both measure the DUT. It is low on purpose: the DUT
-namespace forwards through a 1000-frame backlog on a CPU that other work
-shares, and at 20 kfps a 50 ms stall of that CPU already loses frames (more
-from a burstier sender), which would measure the machine, not the policer. ``trexlab throughput`` with each
-generator must find it, and the two results must agree within 10 %;
-``trexlab latency --generator trex`` must report median and 99.9th percentile
-per direction from TRex's HDR histograms, measured on the same policed DUT
-below its capacity (RFC 8219 measures latency at the throughput rate, not in
-overload). Run with ``-s`` to see the figures.
+The DUT is made a reference DUT for the test's duration (roles/dut_reference:
+an nftables token bucket per direction, removed afterwards): a sharp capacity
+of DUT_LIMIT frames/s per direction plus a LIMIT_BURST-frame burst, far below
+both testers' self-test ceilings on a 2-vCPU machine (TRex in software mode
+about 40 kfps, swtester about 560 kfps, 64 B, bidirectional), so both measure
+the DUT. It is low on purpose: the DUT namespace forwards through a 1000-frame
+backlog on a CPU that other work shares, and at 20 kfps a 50 ms stall of that
+CPU already loses frames (more from a burstier sender), which would measure
+the machine, not the policer. ``trexlab throughput`` with each generator must
+find its loss-free rate (ReferenceDut.loss_free_rate), and the two results
+must agree within 10 %; ``trexlab latency --generator trex`` must report
+median and 99.9th percentile per direction from TRex's HDR histograms,
+measured on the same policed DUT below its capacity (RFC 8219 measures latency
+at the throughput rate, not in overload). Run with ``-s`` to see the figures.
 
 Captured evidence (issue 21): a capture on the DUT's ingress ports (an AF_PACKET
 socket with kernel timestamps inside the DUT node, frames leaving the DUT left
@@ -65,9 +66,10 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.generators.trex import profile_module
 from trexlab.lab import load_lab
+from trexlab.reference_dut import ReferenceDut
 from trexlab.trial import SEND_OVERRUN_TOLERANCE, TrialSpec
 
-from labtools import REPO
+from labtools import REPO, playbook
 
 SERVER = os.environ.get("TREXLAB_TREX_SERVER")
 INVENTORY = os.environ.get("TREXLAB_TREX_INVENTORY", "inventory/generated/local/hosts.yml")
@@ -82,14 +84,7 @@ pytestmark = [
 DUT_LIMIT = 5_000
 LIMIT_BURST = 1_000
 TRIAL_DURATION = 5.0
-POLICER = f"""table inet trexlab_live_policer {{
-  chain forward_limit {{
-    type filter hook forward priority 0; policy accept;
-    iifname "{{left}}" limit rate over {DUT_LIMIT}/second burst {LIMIT_BURST} packets drop
-    iifname "{{right}}" limit rate over {DUT_LIMIT}/second burst {LIMIT_BURST} packets drop
-  }}
-}}
-"""
+REFERENCE = ReferenceDut(rate_fps=DUT_LIMIT, burst_frames=LIMIT_BURST)
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +95,18 @@ def lab():
     return lab
 
 
+def reference_dut(lab, state: str) -> None:
+    settings = {"dut_reference_rate_fps": DUT_LIMIT, "dut_reference_burst_frames": LIMIT_BURST,
+                "dut_reference_state": state}
+    result = playbook(lab, "playbooks/dut-reference.yml", "-e", json.dumps(settings))
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
 @pytest.fixture(scope="module")
 def policed_dut(lab):
-    dut = next(n for n in lab.nodes.values() if n.role == "dut")
-    rules = POLICER.replace("{left}", dut.port(0).name).replace("{right}", dut.port(1).name)
-    subprocess.run(dut.command(["nft", "-f", "-"]), input=rules, text=True, check=True, timeout=30)
-    yield dut
-    subprocess.run(dut.command(["nft", "delete", "table", "inet", "trexlab_live_policer"]), check=True, timeout=30)
+    reference_dut(lab, "present")
+    yield lab.duts[0]
+    reference_dut(lab, "absent")
 
 
 def trexlab(procedure: str, generator: str, results: Path, *flags: str) -> dict:
@@ -137,7 +137,7 @@ def test_throughput_of_trex_and_software_agree_on_the_same_dut(lab, policed_dut,
             if trial["loss_ratio"] == 0:
                 assert not trial["stretched"], trial
                 assert all(d["tester_drops"] == 0 for d in trial["directions"].values()), trial
-    capacity = DUT_LIMIT + LIMIT_BURST / TRIAL_DURATION
+    capacity = REFERENCE.loss_free_rate(TRIAL_DURATION)
     print(f"\nthroughput fps per direction: {found}, DUT capacity {capacity:.0f}")
     for generator, fps in found.items():
         assert fps is not None and 0.9 * capacity <= fps <= capacity * 1.01, (generator, fps, capacity)

@@ -222,6 +222,7 @@ class TRexGenerator:
         self.tunnel: SSHTunnel | None = None
         self.connected = False
         self.server_version: dict = {}
+        self.sending_pg_ids: dict[int, list[int]] = {}  # tester port -> pg_ids of the trial's streams
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -229,6 +230,8 @@ class TRexGenerator:
         return {"generator": "trex", "server": self.server, "server_version": self.server_version,
                 "client": getattr(self.api, "__file__", None),  # the installed TRex's or lbr-trex-client's
                 "profile": str(PROFILE.relative_to(paths().root)), "warmup": self.warmup,
+                "send_time": f"pg_id tx counters read every {POLL_INTERVAL} s, back to back within {FINE_WINDOW} s "
+                             "of the first frames and of the expected end",
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
@@ -305,6 +308,8 @@ class TRexGenerator:
                 latency_rate=latency_rate, pg_id=test_pg, latency_pg_id=latency_pg, warmup_pg_id=warmup_pg,
                 tag_delay=delay, dont_fragment=spec.dont_fragment)
             client.add_streams(streams, ports=[port])
+            # Only the pg_ids of streams the port really sends are read while sending.
+            self.sending_pg_ids[port] = [stream.get_pg_id() for stream in streams]
         client.clear_stats()
         requested = self.clock()
         client.start(ports=senders, mult="1", duration=spec.duration, force=True)
@@ -316,9 +321,9 @@ class TRexGenerator:
 
     def _sent_by_port(self, senders: list[int]) -> dict[int, int]:
         """Frames each sending port has sent so far, over all its pg_ids (TRex's flow-statistics counters)."""
-        pg_ids = [pg for port in senders for pg in self.pg_ids(port)]
+        pg_ids = [pg for port in senders for pg in self.sending_pg_ids[port]]
         flow = self.client.get_pgid_stats(pg_ids).get("flow_stats", {})
-        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.pg_ids(port))
+        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.sending_pg_ids[port])
                 for port in senders}
 
     def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float) -> list[CounterSample]:

@@ -1,0 +1,118 @@
+"""RFC 2544 throughput and MLRsearch against the known answer of a reference DUT (roles/dut_reference).
+
+    .venv/bin/python benchmarks/reference_dut.py --inventory inventory/generated/<single-DUT lab>/hosts.yml \
+        [--rate 40000] [--burst 1000] [--trial-duration 1] [--repetitions 20] \
+        [--every-nth N | --loss-percent P] [--no-mlrsearch]
+
+Makes the lab's DUT a reference DUT (each direction policed to --rate frames/s plus a --burst-frame bucket,
+optionally lossy), runs the software tester's RFC 2544 throughput search with a 0.011 % loss tolerance
+--repetitions times and one MLRsearch (goal: loss ratio 0 on a lossless DUT, else the same 0.011 %, final
+trials as long as the binary search's), then restores the DUT. It prints the declared loss-free rate
+(R + B/T) beside the median, minimum, maximum and dispersion of the found rates, and MLRsearch's
+conditional throughput with its relevant bounds and width. A benchmark, not a test: it never fails on a
+figure. Run it under the lab-test lock on a shared machine: another lab's traffic is noise here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from trexlab.generators import create_generator
+from trexlab.lab import load_lab
+from trexlab.procedures import mlrsearch, throughput
+from trexlab.reference_dut import ReferenceDut
+from trexlab.trial import TrialSpec
+
+REPO = Path(__file__).resolve().parent.parent
+TOLERANCE_PERCENT = 0.011
+
+
+def role(inventory: str, dut: ReferenceDut, state: str) -> None:
+    settings = {"dut_reference_rate_fps": dut.rate_fps, "dut_reference_burst_frames": dut.burst_frames,
+                "dut_reference_loss_percent": dut.loss_percent, "dut_reference_loss_every_nth": dut.loss_every_nth,
+                "dut_reference_state": state}
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory,
+            str(REPO / "playbooks" / "dut-reference.yml"), "-e", json.dumps(settings)]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+    if done.returncode != 0:
+        raise SystemExit(f"reference_dut: playbooks/dut-reference.yml ({state}) failed:\n{done.stdout[-2000:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--inventory", required=True, help="generated inventory of a single-DUT lab")
+    parser.add_argument("--rate", type=int, default=40_000, help="policer rate, frames/s per direction")
+    parser.add_argument("--burst", type=int, default=1_000, help="policer bucket, frames")
+    parser.add_argument("--trial-duration", type=float, default=1.0, help="s (default 1)")
+    parser.add_argument("--repetitions", type=int, default=20)
+    parser.add_argument("--every-nth", type=int, default=0, help="exactly every Nth policed frame lost (0: off)")
+    parser.add_argument("--loss-percent", type=float, default=0.0, help="random loss of policed frames, %%")
+    parser.add_argument("--mlrsearch", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run MLRsearch (default: yes)")
+    args = parser.parse_args()
+    lab = load_lab(args.inventory)
+    if lab.topology != "single":
+        print(f"reference_dut: --inventory {args.inventory}: topology {lab.topology}, needs single", file=sys.stderr)
+        return 2
+    dut = ReferenceDut(rate_fps=args.rate, burst_frames=args.burst, loss_every_nth=args.every_nth,
+                       loss_percent=args.loss_percent)
+    duration = args.trial_duration
+    declared = dut.loss_free_rate(duration)
+    traffic = TrialSpec(offered_load=1.0, duration=1.0, frame_size=(64, 64), ip_version=(4, 4),
+                        directions="bidirectional", receive_tail=0.5)
+    # The search brackets the answer from 1.4x above; the resolution is 0.25 % of it (a result within 1 %
+    # needs no finer one). Declared, as every figure's method is.
+    params = throughput.Params(max_rate=round(1.4 * declared), min_rate=500, resolution=declared / 400,
+                               loss_tolerance_percent=TOLERANCE_PERCENT, trial_duration=duration)
+    goal_loss = 0.0 if dut.loss_ratio == 0 else TOLERANCE_PERCENT / 100
+    goal = {"name": "NDR" if goal_loss == 0 else "goal", "loss_ratio": goal_loss, "exceed_ratio": 0.5,
+            "relative_width": 0.005, "initial_trial_duration": min(1.0, duration),
+            "final_trial_duration": duration, "duration_sum": 3 * duration}
+    mlr_params = mlrsearch.Params(goals=(goal,), max_rate=params.max_rate, min_rate=params.min_rate,
+                                  search_time_max=600)
+    print(f"reference DUT: {dut.describe(duration)}", flush=True)
+    print(f"RFC 2544 binary search: {TOLERANCE_PERCENT} % loss tolerance, {duration:g} s trials, max_rate "
+          f"{params.max_rate:,.0f}, resolution {params.resolution:,.0f} frames/s, 64 B, bidirectional", flush=True)
+    generator = create_generator("software", lab=lab)
+    role(args.inventory, dut, "present")
+    try:
+        found, marked = [], 0
+        for k in range(args.repetitions):
+            result = throughput.run(generator, traffic, params)
+            found.append(result.throughput or 0.0)
+            marked += bool(result.notes)
+            print(f"  repetition {k + 1:2d}: {result.throughput or 0:10,.0f} frames/s ({result.trials} trials)"
+                  + (f"  notes: {'; '.join(result.notes)}" if result.notes else ""), flush=True)
+        mlr = mlrsearch.run(generator, traffic, mlr_params).goals[0] if args.mlrsearch else None
+    finally:
+        generator.close()
+        role(args.inventory, dut, "absent")
+    median = statistics.median(found)
+    dispersion = (max(found) - min(found)) / median * 100 if median else float("nan")
+    print(f"\n{'':34} {'frames/s':>10} {'vs declared':>12}")
+    print(f"{'declared loss-free rate R + B/T':34} {declared:10,.0f}")
+    for label, value in (("throughput median", median), ("throughput minimum", min(found)),
+                         ("throughput maximum", max(found))):
+        print(f"{label:34} {value:10,.0f} {(value / declared - 1) * 100:+11.2f}%")
+    print(f"{'throughput dispersion (max-min)/median':34} {dispersion:9.2f}% over {len(found)} repetitions, "
+          f"{marked} with notes (stretched trials, tester drops, ceiling)")
+    if mlr is None:
+        return 0
+    lower, upper = mlr.get("relevant_lower_bound"), mlr.get("relevant_upper_bound")
+    ndr, width = mlr.get("conditional_throughput"), goal["relative_width"]
+    agrees = bool(lower and upper and lower * (1 - width) <= declared <= upper * (1 + width))
+    print(f"{'MLRsearch ' + goal['name'] + ' (conditional throughput)':34} {ndr or 0:10,.0f} "
+          f"{((ndr or 0) / declared - 1) * 100:+11.2f}%  relevant bounds [{lower or 0:,.0f}, {upper or 0:,.0f}], "
+          f"width {width * 100:g} %; declared rate within the bounds widened by the width: {agrees}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""roles/dut_reference on the local lab: the DUT forwards exactly its declared loss-free rate (rate x T +
+burst frames per direction in a trial of T s), loses exactly every Nth policed frame when asked, is
+idempotent, and absent leaves the DUT as it was. A few seconds of traffic."""
+
+import json
+
+import pytest
+
+from trexlab.generators import create_generator
+from trexlab.reference_dut import ReferenceDut
+from trexlab.trial import TrialSpec
+
+from labtools import changed_count, node_state, playbook
+
+pytestmark = pytest.mark.lab
+PLAY = "playbooks/dut-reference.yml"
+DUT = ReferenceDut(rate_fps=5_000, burst_frames=500, loss_every_nth=1_000)
+SECONDS = 2.0
+
+
+@pytest.fixture(scope="module")
+def lab(lab_factory):
+    return lab_factory("dref", "single", 1)
+
+
+def apply(lab, **settings) -> int:
+    result = playbook(lab, PLAY, "-e", json.dumps({f"dut_reference_{k}": v for k, v in settings.items()}))
+    assert result.returncode == 0, result.stdout[-3000:]
+    return changed_count(result.stdout)
+
+
+def trial(lab, rate: float):
+    generator = create_generator("software", lab=lab)
+    try:
+        return generator.run_trial(TrialSpec(offered_load=rate, duration=SECONDS, receive_tail=0.5))
+    finally:
+        generator.close()
+
+
+def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent_restores_it(lab):
+    dut = lab.duts[0]
+    before = node_state(dut.netns)
+    declared = {"rate_fps": DUT.rate_fps, "burst_frames": DUT.burst_frames, "loss_every_nth": DUT.loss_every_nth}
+    try:
+        assert apply(lab, **declared) > 0
+        assert apply(lab, **declared) == 0, "idempotent"
+        # Twice the capacity: each direction's bucket passes rate x T + burst frames, then every 1000th is lost.
+        over = trial(lab, 2 * DUT.loss_free_rate(SECONDS))
+        passed = DUT.loss_free_rate(SECONDS) * SECONDS
+        for name, direction in over.directions.items():
+            assert direction.frames_sent == round(2 * passed), (name, direction)
+            expected = passed * (1 - DUT.loss_ratio)
+            assert abs(direction.frames_received - expected) <= 0.01 * expected, (name, direction, expected)
+        # Below the capacity only the every-Nth loss: 8000 frames, exactly 8 lost whatever the counter's phase.
+        under = trial(lab, 4_000)
+        for name, direction in under.directions.items():
+            assert (direction.frames_sent, direction.frames_lost) == (8_000, 8), (name, direction)
+    finally:
+        assert apply(lab, state="absent") > 0
+    assert node_state(dut.netns) == before, "absent leaves the DUT as it was"
+    assert apply(lab, state="absent") == 0
+
+
+def test_a_bucket_that_cannot_refill_between_trials_is_refused_before_any_change(lab):
+    before = node_state(lab.duts[0].netns)
+    result = playbook(lab, PLAY, "-e", json.dumps({"dut_reference_rate_fps": 1000, "dut_reference_burst_frames": 1000}))
+    assert result.returncode != 0 and "burst_frames=1000: allowed <= 0.25 s x rate_fps" in result.stdout
+    result = playbook(lab, PLAY, "-e", "dut_reference_directions=sideways")
+    assert result.returncode != 0 and "dut_reference_directions" in result.stdout
+    assert node_state(lab.duts[0].netns) == before
