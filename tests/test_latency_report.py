@@ -38,6 +38,9 @@ def test_histograms_of_every_repetition_are_merged_per_point_and_direction(tmp_p
         merged = found["latency_spread=2e-06"][direction]
         assert merged.size == sum(t["directions"][direction]["tags_received"] for t in trials)
         assert merged.lost_or_late == sum(t["directions"][direction]["tags_lost_or_late"] for t in trials) > 0
+    table = latency_report.merged_table(found)
+    assert f"| latency_spread=2e-06 | forward | {found['latency_spread=2e-06']['forward'].measured} |" in table
+    assert "> 10 ms (lost tags) |" in table, "0.3 % of the tags lost: the 99.9th percentile lies among them"
     svg = latency_report.figure_svg("forward", {k: v["forward"] for k, v in found.items()})
     assert 'id="latency-percentiles-forward"' in svg and "99.9%" in svg and "&gt; 10 ms (lost tags)" in svg
 
@@ -51,3 +54,4 @@ def test_the_report_renders_the_percentile_plots_in_headless_chromium(tmp_path):
         assert f'id="latency-percentiles-{direction}"' in dom
     assert dom.count("&gt; 10 ms (lost tags)") >= 4, "each direction's curves end at the lost tags, labelled"
     assert "99.99%" in dom and "Traceback" not in dom
+    assert "<td>latency_spread=2e-06</td>" in dom and "lost or late" in dom

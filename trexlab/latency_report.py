@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from trexlab.store import read_trials
-from trexlab.trial import DIRECTIONS, Latency, lost_tags_text
+from trexlab.trial import DIRECTIONS, Latency, format_seconds, lost_tags_text
 
 #: The trials whose histograms are plotted (not RFC 2544's one-tag trials, nor a self-test's).
 PHASES = ("RFC 8219 latency", "RFC 8219 PDV")
@@ -45,6 +45,19 @@ def point_latencies(campaign: str | Path) -> dict[str, dict[str, Latency]]:
             label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point["values"].items()) or point["point"]
             found[label] = {d: Latency.merge(lats) for d, lats in per_direction.items()}
     return found
+
+
+def merged_table(latencies: dict[str, dict[str, Latency]]) -> str:
+    """A Markdown table: per point and direction, frames measured, lost or late, median and 99.9th percentile of
+    the merged repetitions ('> timeout (lost tags)' where the percentile lies among the lost ones)."""
+    rows = ["| point | direction | measured | lost or late | median | 99.9th percentile |", "|---|---|---|---|---|---|"]
+    for label, per_direction in latencies.items():
+        for direction, latency in per_direction.items():
+            cells = [lost_tags_text(latency.timeout) if v == float("inf") else format_seconds(v)
+                     for v in latency.percentiles((50, 99.9))]
+            rows.append(f"| {label} | {direction} | {latency.measured} | {latency.lost_or_late} | {cells[0]} | "
+                        f"{cells[1]} |")
+    return "\n".join(rows)
 
 
 def curve(latency: Latency) -> tuple[list[float], list[float]]:
@@ -110,6 +123,7 @@ def show(campaign: str | Path) -> None:
                      "(tagged frames for latency, every frame for PDV), merged over each point's repetitions from "
                      "the HDR histograms stored with every trial; lost or late frames count as infinite delays, so "
                      "a curve ends where they begin (dashed line)."))
+    display(Markdown(merged_table(latencies)))
     for direction in DIRECTIONS:
         per_point = {label: d[direction] for label, d in latencies.items() if direction in d}
         if per_point:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
 from trexlab.procedures import PROCEDURES
 from trexlab.stats import Observation, is_censored, summarize
 from trexlab.store import RESULT, RunDir, is_finished, write_json_atomic
-from trexlab.trial import TrialSpec
+from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
 SUMMARY = "summary.json"
@@ -95,9 +96,9 @@ def method_of(result: dict) -> dict:
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
                                                    "final_trial_duration", "duration_sum")} for g in result["goals"]]
-    for key in ("rate", "tester_ceiling"):
+    for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
-            method[key] = result["params"][key]
+            method.setdefault(key, result["params"][key])
     return method
 
 
@@ -116,6 +117,10 @@ def method_line(method: dict) -> str:
                      f"duration sum {goal['duration_sum']:g} s")
     if "rate" in method:
         parts.append(f"offered load {method['rate']:g} fps")
+    if "tagged_frames" in method:  # RFC 8219 latency
+        parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
+    if "frame_timeout" in method:
+        parts.append(f"frame timeout {format_seconds(method['frame_timeout'])}")
     parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                  else "no tester ceiling known")
     return "; ".join(parts)
@@ -125,6 +130,8 @@ def cell(value, spec: str = ".6g") -> str:
     """A statistic for a text table: NaN (no value) as '-', a censored one ('< 100') as it is."""
     if is_censored(value):
         return value
+    if value == math.inf:  # a latency percentile among lost or late tags (trexlab.trial): never a number
+        return "> timeout"
     return "-" if value is None or value != value else format(value, spec)
 
 

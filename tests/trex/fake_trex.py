@@ -87,6 +87,9 @@ class STLStream:
     def __init__(self, name, packet, mode, flow_stats=None, isg=0.0):
         self.name, self.packet, self.mode, self.flow_stats, self.isg = name, packet, mode, flow_stats, isg
 
+    def get_pg_id(self):
+        return self.flow_stats.pg_id if self.flow_stats else None
+
 
 class FakeClock:
     """Monotonic seconds that advance only when the fake server sends (the generator's clock in tests)."""
@@ -112,11 +115,11 @@ RATE_KEYS = ("rx_bps", "rx_pps", "tx_bps", "tx_pps", "rx_bps_l1", "tx_bps_l1")
 
 class FakeClient:
     def __init__(self, forwarded=1.0, ceiling=None, delays_us=(10,), rx_missed=0, hdrh=True, fail_at=None,
-                 extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005):
+                 extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=()):
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
-        self.rpc_time = rpc_time
+        self.rpc_time, self.silent = rpc_time, tuple(silent)  # silent: ports that send nothing (link down)
         self.clock = FakeClock()
         self.calls: list[tuple] = []
         self.streams: dict[int, list] = {0: [], 1: []}
@@ -165,6 +168,8 @@ class FakeClient:
 
     def _sent(self, stream) -> int:
         """Frames a stream sends in the whole trial."""
+        if any(stream in self.streams[port] for port in self.silent):
+            return 0
         if isinstance(stream.mode, STLTXSingleBurst):
             return stream.mode.total_pkts
         active = max(0.0, self.duration - stream.isg / 1e6)
@@ -190,7 +195,7 @@ class FakeClient:
     def _end(self, port) -> float:
         """When a port's last frame leaves."""
         ends = []
-        for i, stream in enumerate(self.streams[port]):
+        for i, stream in enumerate(self.streams[port] if port not in self.silent else ()):
             burst = self.burst.get(port, 0) if i == 0 else 0
             ends.append(self._stream_start(port, stream) + max(0, self._sent(stream) - 1 - burst)
                         / self._rate(port, stream))
@@ -212,7 +217,10 @@ class FakeClient:
                 flow[stream.flow_stats.pg_id] = {"tx_pkts": {0: 0, 1: 0, port: sent, "total": sent},
                                                  "rx_pkts": {0: 0, 1: 0, "total": 0}}
         self.clock.now += self.rpc_time / 2
-        return {"flow_stats": {pg: flow[pg] for pg in pgid_list if pg in flow}, "latency": {}}
+        unknown = sorted(set(pgid_list) - set(flow))
+        if unknown:  # refused here: the generator must not rely on a server's leniency with unknown pg_ids
+            raise TRexError(f"*** get_pgid_stats: pg_id {unknown[0]} has no stream")
+        return {"flow_stats": {pg: flow[pg] for pg in pgid_list}, "latency": {}}
 
     def wait_on_traffic(self, ports, timeout, rx_delay_ms):
         self._call("wait_on_traffic", ports=ports, timeout=timeout, rx_delay_ms=rx_delay_ms)

@@ -138,6 +138,16 @@ def test_a_short_send_span_is_flagged(api):
     assert result.stretched and result.directions["forward"].frames_ahead == 0
 
 
+def test_a_port_that_sends_nothing_is_unsent_loss_without_reading_all_trial_long(api):
+    gen, client = generator(api, silent=(1,))
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=5))
+    reverse = result.directions["reverse"]
+    assert (reverse.frames_sent, reverse.unsent, reverse.send_start) == (0, 5000, None) and result.stretched
+    assert result.directions["forward"].send_start == 0
+    # Back to back only for START_WAIT and the windows (~2,500 reads here), not until 30 s past the end (~74,000).
+    assert client.reads < 5000
+
+
 def test_both_ports_start_skew_is_recorded_per_trial(api):
     gen, _ = generator(api, start_skew={1: 0.048})  # port 1 started 48 ms after port 0 (captured)
     result = gen.run_trial(TrialSpec(offered_load=10_000, duration=5))

@@ -85,6 +85,8 @@ WARMUP = {"offered_load": 1000.0, "duration": 1.0, "receive_tail": 0.5}
 #: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
 POLL_INTERVAL = 0.05
 FINE_WINDOW = 0.2
+#: Seconds the reads wait back to back for every sending port's first frames after start().
+START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
 
@@ -222,6 +224,7 @@ class TRexGenerator:
         self.tunnel: SSHTunnel | None = None
         self.connected = False
         self.server_version: dict = {}
+        self.sending_pg_ids: dict[int, list[int]] = {}  # tester port -> pg_ids of the trial's streams
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -229,6 +232,8 @@ class TRexGenerator:
         return {"generator": "trex", "server": self.server, "server_version": self.server_version,
                 "client": getattr(self.api, "__file__", None),  # the installed TRex's or lbr-trex-client's
                 "profile": str(PROFILE.relative_to(paths().root)), "warmup": self.warmup,
+                "send_time": f"pg_id tx counters read every {POLL_INTERVAL} s, back to back within {FINE_WINDOW} s "
+                             "of the first frames and of the expected end",
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
@@ -305,6 +310,8 @@ class TRexGenerator:
                 latency_rate=latency_rate, pg_id=test_pg, latency_pg_id=latency_pg, warmup_pg_id=warmup_pg,
                 tag_delay=delay, dont_fragment=spec.dont_fragment)
             client.add_streams(streams, ports=[port])
+            # Only the pg_ids of streams the port really sends are read while sending.
+            self.sending_pg_ids[port] = [stream.get_pg_id() for stream in streams]
         client.clear_stats()
         requested = self.clock()
         client.start(ports=senders, mult="1", duration=spec.duration, force=True)
@@ -316,9 +323,9 @@ class TRexGenerator:
 
     def _sent_by_port(self, senders: list[int]) -> dict[int, int]:
         """Frames each sending port has sent so far, over all its pg_ids (TRex's flow-statistics counters)."""
-        pg_ids = [pg for port in senders for pg in self.pg_ids(port)]
+        pg_ids = [pg for port in senders for pg in self.sending_pg_ids[port]]
         flow = self.client.get_pgid_stats(pg_ids).get("flow_stats", {})
-        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.pg_ids(port))
+        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.sending_pg_ids[port])
                 for port in senders}
 
     def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float) -> list[CounterSample]:
@@ -337,16 +344,20 @@ class TRexGenerator:
                 first_seen = after
             if after > give_up:
                 return samples  # wait_on_traffic times out and says so
-            if first_seen is None or after - first_seen < FINE_WINDOW:
+            # A port that sends nothing (a dead link) must not keep the reads back to back for the whole trial.
+            if first_seen is None and after - requested < START_WAIT:
                 continue
-            if after - first_seen >= spec.duration - FINE_WINDOW:
+            origin = requested if first_seen is None else first_seen
+            if after - origin < FINE_WINDOW:
+                continue
+            if after - origin >= spec.duration - FINE_WINDOW:
                 if not self.client.is_traffic_active(ports=senders):
                     before = self.clock()
                     sent = self._sent_by_port(senders)
                     samples.append(CounterSample(before, self.clock(), sent))
                     return samples
                 continue
-            self.sleep(min(POLL_INTERVAL, first_seen + spec.duration - FINE_WINDOW - after))
+            self.sleep(min(POLL_INTERVAL, origin + spec.duration - FINE_WINDOW - after))
 
     def _result(self, spec: TrialSpec, stats: dict, samples: list[CounterSample], requested: float,
                 timed: bool) -> TrialResult:
