@@ -17,6 +17,9 @@ from pathlib import Path
 
 import yaml
 
+from trexlab.node_inputs import check_ifname, check_ssh_port, check_ssh_user
+from trexlab.params import InvalidParameter
+
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
 
 
@@ -154,6 +157,40 @@ def _port(data: dict) -> TestPort:
     return TestPort(**known)
 
 
+def _mapping(path: Path, key: str, value: object) -> dict:
+    """value as a mapping (None: empty), else a one-line LabError naming the inventory and the key."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LabError(f"inventory {path}: {key}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _node(path: Path, role: str, name: str, hv: dict) -> Node:
+    """One host of the inventory, with every value that reaches ssh, a shell or nft checked."""
+    where = f"all.children.{role}.hosts.{name}"
+    try:
+        ports = hv.get("test_ports") or []
+        if not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports):
+            raise LabError(f"inventory {path}: {where}.test_ports: expected a list of mappings")
+        for i, port in enumerate(ports):
+            check_ifname(f"{where}.test_ports[{i}].name", port.get("name"))
+        return Node(
+            name=name,
+            role=role,
+            ansible_host=str(hv.get("ansible_host", name)),
+            ansible_user=check_ssh_user(f"{where}.ansible_user", hv.get("ansible_user", "root")),
+            ansible_port=check_ssh_port(f"{where}.ansible_port", hv.get("ansible_port", 22)),
+            ssh_key=hv.get("ansible_ssh_private_key_file"),
+            netns=hv.get("trexlab_netns"),
+            cpus=tuple(hv.get("trexlab_cpus") or ()),
+            test_ports=tuple(_port(p) for p in ports),
+            extra={k: v for k, v in hv.items() if k.startswith("trexlab_")},
+        )
+    except InvalidParameter as exc:
+        raise LabError(f"inventory {path}: {exc}") from None
+
+
 def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     """Read a generated inventory (hosts.yml) into a Lab."""
     path = Path(inventory or os.environ.get("TREXLAB_INVENTORY") or DEFAULT_INVENTORY)
@@ -163,25 +200,15 @@ def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise LabError(f"inventory {path}: not valid YAML ({exc.__class__.__name__})") from exc
-    root = data.get("all", {})
-    lab_vars = (root.get("vars") or {}).get("trexlab_lab") or {}
+    root = _mapping(path, "all", _mapping(path, "(top level)", data).get("all"))
+    lab_vars = _mapping(path, "all.vars.trexlab_lab",
+                        _mapping(path, "all.vars", root.get("vars")).get("trexlab_lab"))
+    children = _mapping(path, "all.children", root.get("children"))
     nodes: dict[str, Node] = {}
     for role in ("tester", "dut", "client", "server"):
-        group = (root.get("children") or {}).get(role) or {}
-        for name, hv in (group.get("hosts") or {}).items():
-            hv = hv or {}
-            nodes[name] = Node(
-                name=name,
-                role=role,
-                ansible_host=str(hv.get("ansible_host", name)),
-                ansible_user=hv.get("ansible_user", "root"),
-                ansible_port=int(hv.get("ansible_port", 22)),
-                ssh_key=hv.get("ansible_ssh_private_key_file"),
-                netns=hv.get("trexlab_netns"),
-                cpus=tuple(hv.get("trexlab_cpus") or ()),
-                test_ports=tuple(_port(p) for p in hv.get("test_ports") or ()),
-                extra={k: v for k, v in hv.items() if k.startswith("trexlab_")},
-            )
+        group = _mapping(path, f"all.children.{role}", children.get(role))
+        for name, hv in _mapping(path, f"all.children.{role}.hosts", group.get("hosts")).items():
+            nodes[name] = _node(path, role, str(name), _mapping(path, f"all.children.{role}.hosts.{name}", hv))
     if not nodes:
         raise LabError(f"inventory {path}: no tester or dut hosts")
     return Lab(

@@ -22,6 +22,8 @@ from trexlab.trial import DirectionResult, GeneratorError, Latency, TrialResult,
 PAYLOAD_BYTES = 16
 #: Smallest frame that holds Ethernet + IP + UDP headers, the test payload and the FCS.
 MIN_FRAME = {4: 14 + 20 + 8 + PAYLOAD_BYTES + 4, 6: 14 + 40 + 8 + PAYLOAD_BYTES + 4}
+#: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
+BUILDS = ("swtester", "swtester-asan")
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
 
@@ -37,6 +39,12 @@ class SoftwareGenerator:
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
             raise LabError("swtester binary not found: run 'make swtester' in a checkout, or set TREXLAB_SWTESTER")
+        # binary can come from a spec's generator_options and runs as root: only a build of swtester/Makefile
+        # where trexlab finds swtester (next to it; on an SSH tester's PATH), never a program the spec names.
+        if binary is not None:
+            builds = ([str(local.parent / b) for b in BUILDS] if local else []) if self.tester.netns else list(BUILDS)
+            if binary not in builds:
+                raise InvalidParameter("generator_options.binary", binary, f"one of {', '.join(builds) or 'none'}")
         self.binary = binary or (str(local) if self.tester.netns else "swtester")
         if self.tester.netns and not os.access(self.binary, os.X_OK):
             raise LabError(f"swtester binary {self.binary} not found: run 'make swtester'")
