@@ -37,6 +37,7 @@ from trexlab.experiment import (
 )
 from trexlab.generators import create_generator
 from trexlab.lab import Lab, LabError, load_lab
+from trexlab.lablock import LabLock
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.procedures import selftest
@@ -287,6 +288,13 @@ class Campaign:
         return f", ETA {remaining / 60:.1f} min"
 
     def run(self) -> dict:
+        if self.lab is None:
+            return self._run()
+        # One campaign per lab; what a crashed campaign left running is stopped before anything is configured.
+        with LabLock(self.lab, f"{self.experiment.name}/{self.id}", self.progress):
+            return self._run()
+
+    def _run(self) -> dict:
         check_requirements(self.experiment, self.lab)
         try:
             selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
