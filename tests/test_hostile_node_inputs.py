@@ -184,3 +184,13 @@ def test_roles_refuse_hostile_values_before_they_change_anything(tmp_path):
             assert errors, (host, key, result.stdout[-3000:])
     assert not mark.exists(), "a hostile value reached a shell"
     assert machine_state() == before
+
+
+def test_terraform_checks_test_port_names_and_ssh_users_by_the_same_rules():
+    """Terraform cannot import Python: its copies of the rules must stay the rules of trexlab.node_inputs."""
+    from trexlab import node_inputs
+
+    topology = (REPO / "terraform/modules/topology/main.tf").read_text()
+    static = (REPO / "terraform/labs/static/variables.tf").read_text()
+    assert f'regex("^{node_inputs._IFNAME.pattern}$", p.name)' in topology
+    assert f'regex("^{node_inputs._USER.pattern.replace(chr(92) + "$", "[$]")}$", m.ansible_user)' in static
