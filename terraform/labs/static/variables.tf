@@ -56,3 +56,9 @@ variable "machines" {
     error_message = "Every ansible_port must be a TCP port 1..65535."
   }
 }
+
+variable "known_hosts_file" {
+  description = "The lab's known_hosts (make lab-up: .cache/labs/<lab>/known_hosts); null: host keys are not checked."
+  type        = string
+  default     = null
+}
