@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,8 @@ from trexlab.generators import create_generator
 from trexlab.lab import load_lab
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.reference_dut import ReferenceDut
+from trexlab.repetition import cell
+from trexlab.stats import Observation, summarize
 from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,32 +84,39 @@ def main() -> int:
     generator = create_generator("software", lab=lab)
     role(args.inventory, dut, "present")
     try:
-        found, marked = [], 0
+        found: list[Observation] = []
         for k in range(args.repetitions):
             result = throughput.run(generator, traffic, params)
-            found.append(result.throughput or 0.0)
-            marked += bool(result.notes)
+            # Tester-bound as the campaign statistics count it (trials that held the result down, tester drops,
+            # near the ceiling), not any note: stretched trials above a load the DUT failed bound nothing.
+            reasons = tuple(result.tester_bound_reasons)
+            found.append(Observation(result.throughput, params.min_rate if result.below_minimum else None,
+                                     reasons, k + 1))
             print(f"  repetition {k + 1:2d}: {result.throughput or 0:10,.0f} frames/s ({result.trials} trials)"
-                  + (f"  notes: {'; '.join(result.notes)}" if result.notes else ""), flush=True)
+                  + (f"  tester-bound: {', '.join(reasons)}" if reasons else "")
+                  + f"  load average {os.getloadavg()[0]:.1f}", flush=True)
         mlr = mlrsearch.run(generator, traffic, mlr_params).goals[0] if args.mlrsearch else None
     finally:
         generator.close()
         role(args.inventory, dut, "absent")
-    median = statistics.median(found)
-    dispersion = (max(found) - min(found)) / median * 100 if median else float("nan")
-    print(f"\n{'':34} {'frames/s':>10} {'vs declared':>12}")
-    print(f"{'declared loss-free rate R + B/T':34} {declared:10,.0f}")
-    for label, value in (("throughput median", median), ("throughput minimum", min(found)),
-                         ("throughput maximum", max(found))):
-        print(f"{label:34} {value:10,.0f} {(value / declared - 1) * 100:+11.2f}%")
-    print(f"{'throughput dispersion (max-min)/median':34} {dispersion:9.2f}% over {len(found)} repetitions, "
-          f"{marked} with notes (stretched trials, tester drops, ceiling)")
+    print(f"\n{'':40} {'frames/s':>10} {'vs declared':>12}")
+    print(f"{'declared loss-free rate R + B/T':40} {declared:10,.0f}")
+    free = [o for o in found if not o.tester_bound]
+    for label, observations in (("all repetitions", found), ("not tester-bound", free)):
+        s = summarize(observations)
+        print(f"{label} ({s['count']} with a figure, {s['missing']} missing, {s['tester_bound']} tester-bound)"
+              + (f": {s['why']}" if s["why"] else ""))
+        for name in ("median", "min", "max"):
+            value = s[name]
+            vs = f"{(value / declared - 1) * 100:+11.2f}%" if isinstance(value, float) and value == value else ""
+            print(f"  {'throughput ' + name:38} {cell(value, ',.0f'):>10} {vs}")
+        print(f"  {'dispersion (max-min)/median':38} {cell(s['dispersion_percent'], '.2f'):>9}%")
     if mlr is None:
         return 0
     lower, upper = mlr.get("relevant_lower_bound"), mlr.get("relevant_upper_bound")
     ndr, width = mlr.get("conditional_throughput"), goal["relative_width"]
     agrees = bool(lower and upper and lower * (1 - width) <= declared <= upper * (1 + width))
-    print(f"{'MLRsearch ' + goal['name'] + ' (conditional throughput)':34} {ndr or 0:10,.0f} "
+    print(f"{'MLRsearch ' + goal['name'] + ' (conditional throughput)':40} {ndr or 0:10,.0f} "
           f"{((ndr or 0) / declared - 1) * 100:+11.2f}%  relevant bounds [{lower or 0:,.0f}, {upper or 0:,.0f}], "
           f"width {width * 100:g} %; declared rate within the bounds widened by the width: {agrees}")
     return 0
