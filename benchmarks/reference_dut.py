@@ -1,6 +1,6 @@
 """RFC 2544 throughput and MLRsearch against the known answer of a reference DUT (roles/dut_reference).
 
-    .venv/bin/python benchmarks/reference_dut.py --inventory inventory/generated/<single-DUT lab>/hosts.yml \
+    .venv/bin/python benchmarks/reference_dut.py [--inventory inventory/generated/<single-DUT lab>/hosts.yml] \
         [--rate 40000] [--burst 1000] [--trial-duration 1] [--repetitions 20] \
         [--every-nth N | --loss-percent P] [--no-mlrsearch]
 
@@ -10,12 +10,14 @@ optionally lossy), runs the software tester's RFC 2544 throughput search with a 
 trials as long as the binary search's), then restores the DUT. It prints the declared loss-free rate
 (R + B/T) beside the median, minimum, maximum and dispersion of the found rates, and MLRsearch's
 conditional throughput with its relevant bounds and width. A benchmark, not a test: it never fails on a
-figure. Run it under the lab-test lock on a shared machine: another lab's traffic is noise here.
+figure. Without --inventory (as make bench runs it) it brings up its own local single-DUT lab (LAB_NAME bref)
+and takes it down again. Run it under the lab-test lock on a shared machine: another lab's traffic is noise here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -32,6 +34,8 @@ from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent
 TOLERANCE_PERCENT = 0.011
+#: The lab it brings up when given no inventory (scripts/lab.sh: 1-6 characters a-z, 0-9).
+LOCAL_LAB = "bref"
 
 
 def role(inventory: str, dut: ReferenceDut, state: str) -> None:
@@ -48,7 +52,7 @@ def role(inventory: str, dut: ReferenceDut, state: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--inventory", required=True, help="generated inventory of a single-DUT lab")
+    parser.add_argument("--inventory", help="generated inventory of a single-DUT lab (default: a local lab of its own)")
     parser.add_argument("--rate", type=int, default=40_000, help="policer rate, frames/s per direction")
     parser.add_argument("--burst", type=int, default=1_000, help="policer bucket, frames")
     parser.add_argument("--trial-duration", type=float, default=1.0, help="s (default 1)")
@@ -58,9 +62,31 @@ def main() -> int:
     parser.add_argument("--mlrsearch", action=argparse.BooleanOptionalAction, default=True,
                         help="also run MLRsearch (default: yes)")
     args = parser.parse_args()
-    lab = load_lab(args.inventory)
+    if args.inventory:
+        return measure(args.inventory, args)
+    with local_lab(LOCAL_LAB) as inventory:
+        return measure(inventory, args)
+
+
+@contextlib.contextmanager
+def local_lab(name: str):
+    """A local single-DUT lab up and configured (make lab-up, make configure), taken down whatever happens."""
+    env = {**os.environ, "LAB": "local", "LAB_NAME": name, "TOPOLOGY": "single", "NETWORKS": "1"}
+    try:
+        for action in ("up", "configure"):
+            done = subprocess.run(["scripts/lab.sh", action], cwd=REPO, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"reference_dut: scripts/lab.sh {action} (LAB_NAME={name}) failed:\n"
+                                 f"{done.stderr[-2000:]}")
+        yield str(REPO / "inventory" / "generated" / name / "hosts.yml")
+    finally:
+        subprocess.run(["scripts/lab.sh", "down"], cwd=REPO, env=env, capture_output=True)
+
+
+def measure(inventory: str, args) -> int:
+    lab = load_lab(inventory)
     if lab.topology != "single":
-        print(f"reference_dut: --inventory {args.inventory}: topology {lab.topology}, needs single", file=sys.stderr)
+        print(f"reference_dut: --inventory {inventory}: topology {lab.topology}, needs single", file=sys.stderr)
         return 2
     dut = ReferenceDut(rate_fps=args.rate, burst_frames=args.burst, loss_every_nth=args.every_nth,
                        loss_percent=args.loss_percent)
@@ -82,7 +108,7 @@ def main() -> int:
     print(f"RFC 2544 binary search: {TOLERANCE_PERCENT} % loss tolerance, {duration:g} s trials, max_rate "
           f"{params.max_rate:,.0f}, resolution {params.resolution:,.0f} frames/s, 64 B, bidirectional", flush=True)
     generator = create_generator("software", lab=lab)
-    role(args.inventory, dut, "present")
+    role(inventory, dut, "present")
     try:
         found: list[Observation] = []
         for k in range(args.repetitions):
@@ -98,7 +124,7 @@ def main() -> int:
         mlr = mlrsearch.run(generator, traffic, mlr_params).goals[0] if args.mlrsearch else None
     finally:
         generator.close()
-        role(args.inventory, dut, "absent")
+        role(inventory, dut, "absent")
     print(f"\n{'':40} {'frames/s':>10} {'vs declared':>12}")
     print(f"{'declared loss-free rate R + B/T':40} {declared:10,.0f}")
     free = [o for o in found if not o.tester_bound]
