@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trexlab import estimate
 from trexlab.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -138,6 +139,7 @@ class Campaign:
         self.points = experiment.points()
         self.ceilings = Path(ceilings)  # the tester's self-test ceilings (trexlab.procedures.selftest)
         self._based_on_networks = None  # destination networks site.yml last configured in this run
+        self._eta: estimate.Eta | None = None
 
     # -- bookkeeping -----------------------------------------------------------------------
     def progress(self, line: str) -> None:
@@ -208,13 +210,19 @@ class Campaign:
                                    **({"rate_source": rate_source} if rate_source else {}))
 
                 def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition" and self._eta is not None:
+                        (self._eta.repetition_skipped if info.get("skipped") else self._eta.repetition_started)(
+                            point.point_id)
+                    if phase == "resume":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']} resumed: "
+                                      f"{info['replayed']} logged trial(s) replayed, not run again")
                     if phase == "repetition":
                         self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
                                       f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
                                       f"{self.eta()}")
 
                 name = spec["procedure"]["name"]
-                summary = repeat(name, generator, traffic, params, self.experiment.repetitions,
+                summary = repeat(name, generator, traffic, params, self.experiment.repetition_rule,
                                  self.dir / point.point_id, facts, progress=progress)
                 # The point's figures with their limits and method, as the procedure CLI prints them.
                 method = json.loads((self.dir / point.point_id / SUMMARY).read_text()).get("method")
@@ -247,7 +255,9 @@ class Campaign:
                 self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
                               f"{info['repetition']}/{info['repetitions']}{done}")
 
-        repeat(GIVES_RATE, generator, traffic, params, self.experiment.repetitions, where, facts, progress=progress)
+        # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
+        repeat(GIVES_RATE, generator, traffic, params, dataclasses.replace(self.experiment.repetition_rule, figures=()),
+               where, facts, progress=progress)
         rate, source = median_throughput(where)
         self.progress(f"point {k}/{n} {point.point_id}: measuring at {rate:.0f} fps ({source['statistic']} "
                       f"of {GIVES_RATE})")
@@ -281,10 +291,8 @@ class Campaign:
 
     # -- the whole campaign -------------------------------------------------------------
     def eta(self) -> str:
-        if not self._durations:
-            return ""
-        remaining = self._remaining * (sum(self._durations) / len(self._durations))
-        return f", ETA {remaining / 60:.1f} min"
+        """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
+        return "" if self._eta is None else self._eta.text()
 
     def run(self) -> dict:
         check_requirements(self.experiment, self.lab)
@@ -298,10 +306,15 @@ class Campaign:
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
-        self._durations, self._remaining = [], len(todo)
+        try:
+            plans = [p for p in estimate.plan(self.experiment) if p.point_id not in done_before]
+            self._eta = estimate.Eta(plans)
+        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
+            self._eta = None
+            self.progress(f"warning: no lab time estimate: {exc}")
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
-                      f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
+                      f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")
         for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
             if warning:
                 self.progress(f"warning: {warning}")
@@ -318,8 +331,8 @@ class Campaign:
                 else:
                     self.record(point, "done", None, time.monotonic() - start)
                     self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
-                self._durations.append(time.monotonic() - start)
-                self._remaining -= 1
+                if self._eta is not None:
+                    self._eta.point_finished(point.point_id)
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),

@@ -262,6 +262,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the experiment and print its points, repetitions and an estimate of the lab "
+                             "time (worst case and expected); touches no host")
     add_ceilings_flag(parser)
 
 
@@ -271,6 +274,11 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.dry_run:
+            from trexlab.estimate import plan, plan_lines
+
+            print("\n".join(plan_lines(experiment, plan(experiment))))
+            return 0
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()

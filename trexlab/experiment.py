@@ -90,7 +90,8 @@ SCHEMA = {
             "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"},
             "additionalProperties": {"type": "array", "minItems": 1},
         },
-        "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
+        # A count, or adaptive: {min, max, until: {median_ci_percent}} (trexlab.adaptive checks the mapping).
+        "repetitions": {"type": ["integer", "object"], "minimum": 1, "maximum": 1000},
         "scale": {
             "type": "object",
             "additionalProperties": False,
@@ -143,7 +144,14 @@ class Experiment:
 
     @property
     def repetitions(self) -> int:
-        return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
+        """The most repetitions a point runs (adaptive repetitions may stop earlier: repetition_rule)."""
+        return self.repetition_rule.maximum
+
+    @property
+    def repetition_rule(self):
+        from trexlab.adaptive import repetition_rule
+
+        return repetition_rule(self.spec)
 
     @property
     def lab_kind(self) -> str | None:
@@ -232,6 +240,10 @@ def validate(spec: object, source: str = "<spec>") -> Experiment:
         raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
                                 "simulated SUT in generator_options")
     experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
+    try:
+        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: {exc}") from None
     _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
