@@ -39,7 +39,7 @@ from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.repetition import SUMMARY, summary_lines
-from trexlab.store import append_point_record, read_point_log, write_json_atomic
+from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError
 
 
@@ -203,7 +203,7 @@ class Campaign:
                 summary = execute(plan, generator, progress=progress, rate_progress=rate_progress,
                                   say=lambda line: self.progress(f"point {k}/{n} {point.point_id}: {line}"))
                 # The point's figures with their limits and method, as the procedure CLI prints them.
-                method = json.loads((plan.output / SUMMARY).read_text()).get("method")
+                method = read_json(plan.output / SUMMARY).get("method")
                 for line in summary_lines(summary, method):
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
             finally:
