@@ -30,11 +30,12 @@ def no_host(monkeypatch):
 def test_dry_run_of_every_shipped_experiment_prints_its_estimate_fast_and_touches_nothing(name, no_host, capsys,
                                                                                          tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    start = time.perf_counter()
+    start, wall = time.process_time(), time.perf_counter()
     assert cli.main(["campaign", name, "--dry-run"]) == 0
-    elapsed = time.perf_counter() - start
+    # CPU time: up to 8 helpers share 2 vCPUs here, so the wall clock measures them; it gets a looser bound.
+    elapsed, wall = time.process_time() - start, time.perf_counter() - wall
     out = capsys.readouterr().out
-    assert elapsed < 2.0, f"{name}: dry run took {elapsed:.2f} s"
+    assert elapsed < 2.0 and wall < 10.0, f"{name}: dry run took {elapsed:.2f} s of CPU, {wall:.2f} s"
     assert f"experiment {name}:" in out and "lab time: worst case" in out and "how:" in out
     assert list(tmp_path.iterdir()) == [], "a dry run writes no results"
 

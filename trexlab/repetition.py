@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from trexlab.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.procedures import PROCEDURES
 from trexlab.resume import Replay, skip_trials
 from trexlab.stats import Observation, is_censored, summarize
-from trexlab.store import RESULT, RunDir, is_finished, read_trials, write_json_atomic
+from trexlab.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -54,7 +53,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         total = rule.maximum
         path = repetition_dir(parent, k)
         if is_finished(path):
-            results.append(json.loads((path / RESULT).read_text()))
+            results.append(read_json(path / RESULT))
             skip_trials(generator, len(read_trials(path)))  # the trials an uninterrupted run would have drawn
             if progress:
                 progress("repetition", {"repetition": k, "repetitions": total, "skipped": True})
