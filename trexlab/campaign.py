@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trexlab.analysis import export_campaign
 from trexlab.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -320,6 +321,7 @@ class Campaign:
                     self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
                 self._durations.append(time.monotonic() - start)
                 self._remaining -= 1
+        export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),
