@@ -239,7 +239,8 @@ def as_json(table: pd.DataFrame, a: Path, b: Path) -> dict:
 
 
 def difference_plot(table: pd.DataFrame, figure: str, ax=None):
-    """Per sweep point: B's shift against A in % of A's median, with its interval; 0 = no change."""
+    """Per sweep point: B's shift against A in % of A's median, with its confidence interval as error bars
+    and the verdict beside it; 0 = no change."""""
     import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
 
     if ax is None:
@@ -258,6 +259,32 @@ def difference_plot(table: pd.DataFrame, figure: str, ax=None):
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel(", ".join(sweep) or "point")
-    ax.set_ylabel(f"B − A, % of A's median ({CONFIDENCE:.0%} interval)")
+    ax.set_ylabel("B − A (% of A's median)")
     ax.grid(axis="y", alpha=0.3)
     return ax
+
+
+def styled(table: pd.DataFrame):
+    """The comparison as the report shows it: medians in each figure's display unit, the shift and its
+    interval in % of A's median, the verdict coloured (lower red, higher green)."""
+    sweep = [c for c in table.columns if c not in _ROW_FIELDS]
+    rows = []
+    for _, row in table.iterrows():
+        scale = analysis.figure_scale(row["figure"])
+        digits = "{:,.0f}" if row["figure"].endswith("_fps") else "{:,.3f}"
+        interval = ("-" if row["ci_low_percent"] != row["ci_low_percent"]
+                    else f"[{row['ci_low_percent']:+.2f}, {row['ci_high_percent']:+.2f}]")
+        rows.append({**{k: row[k] for k in sweep}, "figure": analysis.figure_title(row["figure"]),
+                     "A median": analysis.shown(row["a_median"], digits, scale),
+                     "B median": analysis.shown(row["b_median"], digits, scale),
+                     "repetitions A / B": f"{row['a_count']} / {row['b_count']}",
+                     "B − A (% of A)": analysis.shown(row["difference_percent"], "{:+.2f}"),
+                     "shift (%)": analysis.shown(row["shift_percent"], "{:+.2f}"),
+                     f"{CONFIDENCE:.0%} interval (%)": interval,
+                     "confidence": analysis.shown(row["confidence"], "{:.1%}"),
+                     "verdict": row["verdict"], "notes": row["notes"]})
+    colours = {"lower": "#C44E52", "higher": "#55A868"}
+    view = pd.DataFrame(rows)
+    return view.style.hide(axis="index").apply(
+        lambda column: [f"color: {colours[v]}; font-weight: bold" if v in colours else "" for v in column],
+        subset=["verdict"])
