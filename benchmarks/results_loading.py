@@ -12,6 +12,8 @@ Each loading path then runs in a fresh child process, which prints its wall time
 
 The parent reads the child's peak resident memory (ru_maxrss from wait4), so the figures are those of a
 user's process, interpreter and imports included (an idle child with the same imports is measured beside).
+A child's ru_maxrss starts at its parent's resident size when forked, so the store is generated in another
+child and this process stays small.
 
     python benchmarks/results_loading.py                    # 1,000 runs x 1,000 trials; 200 runs for json
     python benchmarks/results_loading.py --json-runs 1000   # the JSON baseline on the whole store (~8 GB)
@@ -75,28 +77,28 @@ import sys, time
 from pathlib import Path
 from trexlab import store
 runs = sorted(Path(p).parent for p in Path(sys.argv[2]).glob("point-*/rep-*/provenance.json"))[:int(sys.argv[3])]
-frame, seconds = [], 0.0
+frame, seconds, cpu = [], 0.0, 0.0
 if sys.argv[1] != "idle":  # idle: the imports alone
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if sys.argv[1] == "campaign":  # the campaign's trials.parquet (store.write_columnar_tree)
         frame = store.load_trials(sys.argv[2])
     else:  # json: every run's log (unfinished runs, stores written before Parquet); runs: each run's Parquet
         frame = store.load_trials(runs, columnar=sys.argv[1] == "runs")
-    seconds = time.perf_counter() - start
-print(len(frame), seconds, len(getattr(frame, "columns", [])))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+print(len(frame), seconds, cpu, len(getattr(frame, "columns", [])))
 """
 
 
-def measure(path: str, root: Path, runs: int) -> tuple[int, float, int, int]:
-    """(rows, seconds, columns, peak RSS bytes) of one loading path in a fresh child process."""
+def measure(path: str, root: Path, runs: int) -> tuple[int, float, float, int, int]:
+    """(rows, wall seconds, CPU seconds, columns, peak RSS bytes) of one loading path in a fresh child process."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, path, str(root), str(runs)], stdout=subprocess.PIPE,
                              text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     out = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     if status:
         raise SystemExit(f"{path} loading failed (status {status})")
-    rows, seconds, columns = out.split()
-    return int(rows), float(seconds), int(columns), usage.ru_maxrss * 1024  # Linux: ru_maxrss in KiB
+    rows, seconds, cpu, columns = out.split()
+    return int(rows), float(seconds), float(cpu), int(columns), usage.ru_maxrss * 1024  # Linux: KiB
 
 
 def main() -> None:
@@ -106,26 +108,34 @@ def main() -> None:
     parser.add_argument("--json-runs", type=int, default=200, help="runs the JSON-lines path reads (see above)")
     parser.add_argument("--store", help="keep the synthetic store in this directory, reuse it when it exists "
                                         "(default: a temporary one, deleted)")
+    parser.add_argument("--generate", nargs=3, metavar=("RUNS", "TRIALS", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate:
+        runs, trials, root = int(args.generate[0]), int(args.generate[1]), Path(args.generate[2])
+        start = time.perf_counter()
+        write_store(root, runs, trials)
+        print(f"generated {runs} runs x {trials} trials in {time.perf_counter() - start:.0f} s under {root}")
+        start = time.perf_counter()
+        store.write_columnar_tree(root)  # what a campaign writes when it ends
+        print(f"campaign trials.parquet written in {time.perf_counter() - start:.1f} s", flush=True)
+        return
     with tempfile.TemporaryDirectory(prefix="trexlab-loading-") as tmp:
         root = Path(args.store or tmp)
-        if not (root / "point-000").is_dir():
-            start = time.perf_counter()
-            write_store(root, args.runs, args.trials)
-            print(f"generated {args.runs} runs x {args.trials} trials in {time.perf_counter() - start:.0f} s "
-                  f"under {root}", flush=True)
         if not (root / store.TRIALS_COLUMNAR).is_file():
-            start = time.perf_counter()
-            store.write_columnar_tree(root)  # what a campaign writes when it ends
-            print(f"campaign trials.parquet written in {time.perf_counter() - start:.1f} s", flush=True)
-        _, _, _, idle = measure("idle", root, 0)
-        print(f"{'path':10} {'runs':>6} {'rows':>10} {'columns':>7} {'seconds':>8} {'rows/s':>11} "
+            # In a child: a child's ru_maxrss starts from its parent's resident size at fork, so this process
+            # stays small (the store's generation holds the trial pool and a run's records).
+            subprocess.run([sys.executable, __file__, "--generate", str(args.runs), str(args.trials), str(root)],
+                           check=True)
+        *_, idle = measure("idle", root, 0)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time under contention: "
+              "compare the CPU seconds)")
+        print(f"{'path':10} {'runs':>6} {'rows':>10} {'columns':>7} {'seconds':>8} {'CPU s':>7} {'rows/s':>11} "
               f"{'peak RSS':>9} {'over idle':>9}")
         figures = {}
         for path, runs in (("json", min(args.json_runs, args.runs)), ("runs", args.runs), ("campaign", args.runs)):
-            rows, seconds, columns, peak = measure(path, root, runs)
+            rows, seconds, cpu, columns, peak = measure(path, root, runs)
             figures[path] = (rows, seconds, peak)
-            print(f"{path:10} {runs:>6} {rows:>10,} {columns:>7} {seconds:>8.2f} {rows / seconds:>11,.0f} "
+            print(f"{path:10} {runs:>6} {rows:>10,} {columns:>7} {seconds:>8.2f} {cpu:>7.2f} {rows / seconds:>11,.0f} "
                   f"{peak / 1e9:>7.2f} GB {(peak - idle) / 1e9:>6.2f} GB", flush=True)
         print(f"idle child (imports only): peak RSS {idle / 1e9:.2f} GB")
         rows, seconds, peak = figures["campaign"]
