@@ -24,7 +24,8 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
-  that method's documentation says.
+  that method's documentation says: steps of 1/32 ms, coarse for a lab's
+  sub-millisecond paths (the procedure says so in its notes).
 
 The counters are read twice, after ``omit`` and after ``duration`` more, and
 the test's figures are the differences over the time between the two reads
@@ -63,6 +64,7 @@ class TcpEngine(Protocol):
     method: str  # how the connections ran, in the result's method line
     congestion_control: str | None
     ports: list[int]  # server ports, one per concurrent test
+    rtt_resolution_s: float  # the smallest RTT step the engine reports
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -82,6 +84,7 @@ class Iperf3Engine:
 
     name = "iperf3"
     method = "iperf3"
+    rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
 
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
@@ -111,7 +114,9 @@ class TRexAstfEngine:
 
     name = "trex"
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
-    congestion_control = None  # TRex's own TCP stack, its default algorithm (the profile sets no tcp.cc_algo)
+    # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
+    congestion_control = "TRex ASTF default (tcp.cc_algo not set)"
+    rtt_resolution_s = 1 / ASTF_RTT_SCALE
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):

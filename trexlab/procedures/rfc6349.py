@@ -49,6 +49,8 @@ from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialS
 
 METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engine})"
 NEEDS_TCP_ENDPOINTS = True  # with the iperf3 engine (needs_tcp_endpoints)
+#: A baseline RTT of fewer steps of the engine's RTT resolution than this is flagged (10 steps: 10 % error).
+RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
 
@@ -146,7 +148,8 @@ class Rfc6349Result:
     max_achievable_bps: float
     ip_version: int
     congestion_control: str | None
-    engine: str
+    engine: str  # iperf3 | trex
+    engine_method: str  # how the engine ran the connections, for the method line
     mtu_search: list[dict] = field(default_factory=list)
     bb_search: dict | None = None
     tests: list[dict] = field(default_factory=list)
@@ -170,7 +173,7 @@ class Rfc6349Result:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "tcp", "method": METHOD.format(engine=self.engine), "engine": self.engine,
+            "procedure": "tcp", "method": METHOD.format(engine=self.engine_method), "engine": self.engine,
             "path_mtu": self.path_mtu, "mtu_source": self.mtu_source, "mtu_search": self.mtu_search,
             "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps, "bb_source": self.bb_source,
             "bb_search": self.bb_search, "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes,
@@ -263,6 +266,11 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     if not baseline_rtt:
         raise GeneratorError(f"baseline RTT: {engine.name} reported no RTT of the sending side")
 
+    if baseline_rtt < RTT_STEPS * engine.rtt_resolution_s:
+        notes.append(f"baseline RTT {baseline_rtt * 1e3:.3f} ms is fewer than {RTT_STEPS} steps of {engine.name}'s "
+                     f"RTT resolution ({engine.rtt_resolution_s * 1e3:.4g} ms): the BDP and the windows from it carry "
+                     f"up to {engine.rtt_resolution_s / baseline_rtt:.0%} error; declare --window-bytes if it matters")
+
     # 4. BDP and windows, checked against both kernels before any TCP test.
     bdp = tcp_metrics.bdp_bytes(bb, baseline_rtt)
     window = params.window_bytes or tcp_metrics.window_per_connection(bdp, params.connections)
@@ -285,7 +293,8 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests))
     return Rfc6349Result(params, mtu, mtu_source, bb, bb_source, baseline_rtt, bdp, window, limit, link_max,
-                         ip_version, engine.congestion_control, engine.name, mtu_search, bb_search, tests, notes,
+                         ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
+                         bb_search, tests, notes,
                          len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count)
 
 
