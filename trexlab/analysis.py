@@ -25,7 +25,7 @@ import pandas as pd
 
 from trexlab.repetition import SUMMARY, method_line
 from trexlab.stats import Observation, is_censored, numeric, summarize
-from trexlab.store import load_runs, read_point_log
+from trexlab.store import load_runs, read_json, read_point_log
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -329,7 +329,7 @@ def method_disclosure(campaign: str | Path) -> str:
     measured = []
     for point in manifest["points"]:
         summary = Path(campaign) / point["point"] / SUMMARY
-        if summary.is_file() and (method := json.loads(summary.read_text()).get("method")):
+        if summary.is_file() and (method := read_json(summary).get("method")):
             line = method_line(method)
             measured += [line] if line not in measured else []
     lines += [f"- as measured: {line}" for line in measured]
@@ -501,7 +501,7 @@ def latency_floor_disclosure(campaign: str | Path) -> str:
     floors, warnings, compared = {}, [], False
     for point in manifest["points"]:
         for rep in sorted((campaign / point["point"]).glob("rep-*/result.json")):
-            result = json.loads(rep.read_text())
+            result = read_json(rep)
             if result.get("procedure") not in ("latency", "pdv"):
                 continue
             compared = True

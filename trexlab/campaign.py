@@ -45,7 +45,7 @@ from trexlab.provenance import provenance
 from trexlab.rate_from import GIVES_RATE, median_throughput, split_rate_from
 from trexlab.rate_from import SUBDIR as RATE_SUBDIR
 from trexlab.repetition import SUMMARY, repeat, summary_lines
-from trexlab.store import append_point_record, read_point_log, write_json_atomic
+from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
 from trexlab.trial import GeneratorError, TrialSpec
 
 
@@ -217,7 +217,7 @@ class Campaign:
                 summary = repeat(name, generator, traffic, params, self.experiment.repetitions,
                                  self.dir / point.point_id, facts, progress=progress)
                 # The point's figures with their limits and method, as the procedure CLI prints them.
-                method = json.loads((self.dir / point.point_id / SUMMARY).read_text()).get("method")
+                method = read_json(self.dir / point.point_id / SUMMARY).get("method")
                 for line in summary_lines(summary, method):
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
                 if name == "selftest":

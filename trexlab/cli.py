@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -36,6 +35,7 @@ from trexlab.progress import ProgressDisplay
 from trexlab.provenance import provenance
 from trexlab.rate_from import TAKES_RATE, median_throughput
 from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
+from trexlab.store import dumps, read_json
 from trexlab.trial import GeneratorError, TrialSpec, format_seconds
 
 EXIT_BAD_INPUT = 2
@@ -247,7 +247,7 @@ def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
     """The figures with their limits and, beside them, how they were measured (from summary.json)."""
     print(f"\n{procedure}: results in {results}", file=stream)
     written = Path(results) / SUMMARY
-    method = json.loads(written.read_text()).get("method") if written.is_file() else None
+    method = read_json(written).get("method") if written.is_file() else None
     for line in summary_lines(summary, method):
         print(line, file=stream)
 
@@ -280,7 +280,7 @@ def campaign_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("trexlab campaign: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
-    print(json.dumps(outcome))
+    print(dumps(outcome))
     return 0 if not outcome["failed"] else 1
 
 
@@ -352,17 +352,15 @@ def main(argv: list[str] | None = None) -> int:
                                        run["template"], args.ceilings)
         print(f"trexlab selftest: {line}", file=sys.stderr)
     for rep in sorted(run["results"].glob("rep-*/result.json")):  # latency and PDV near the tester's own floor
-        for warning in (json.loads(rep.read_text()).get("tester_latency_floor") or {}).get("warnings", []):
+        for warning in (read_json(rep).get("tester_latency_floor") or {}).get("warnings", []):
             print(f"trexlab {args.procedure}: warning: {rep.parent.name}: {warning}", file=sys.stderr)
     if args.json:
         latest = sorted(run["results"].glob("rep-*/result.json"))[-1]
-        json.dump({"results": str(run["results"]), "summary": summary,
-                   "result": json.loads(latest.read_text())}, sys.stdout, indent=2, default=str)
-        print()
+        print(dumps({"results": str(run["results"]), "summary": summary, "result": read_json(latest)}, indent=2))
     else:
         print_summary(args.procedure, summary, run["results"], sys.stdout)
         if args.procedure in TAKES_RATE:
-            print_delays(json.loads(sorted(run["results"].glob("rep-*/result.json"))[-1].read_text()), sys.stdout)
+            print_delays(read_json(sorted(run["results"].glob("rep-*/result.json"))[-1]), sys.stdout)
     return 0
 
 

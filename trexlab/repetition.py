@@ -11,14 +11,13 @@ loses no repetition and duplicates none.
 from __future__ import annotations
 
 import importlib
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 from trexlab.procedures import PROCEDURES
 from trexlab.stats import Observation, is_censored, summarize
-from trexlab.store import RESULT, RunDir, is_finished, write_json_atomic
+from trexlab.store import RESULT, RunDir, is_finished, read_json, write_json_atomic
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -43,7 +42,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     for k in range(1, repetitions + 1):
         path = repetition_dir(parent, k)
         if is_finished(path):
-            results.append(json.loads((path / RESULT).read_text()))
+            results.append(read_json(path / RESULT))
             if progress:
                 progress("repetition", {"repetition": k, "repetitions": repetitions, "skipped": True})
             continue

@@ -28,22 +28,68 @@ TRIALS = "trials.jsonl"
 RESULT = "result.json"
 
 
+#: What an infinite number is written as. JSON has no Infinity or NaN (RFC 8259): a file with those tokens is
+#: refused by strict parsers (jq, browsers, most languages). NaN ("no value") is written as null; an infinity
+#: carries meaning (a latency percentile among lost tags, a transfer that moved nothing), so it is written as
+#: this marker string and read back as a float by ``loads``.
+INFINITY = "inf"
+NEGATIVE_INFINITY = "-inf"
+
+
+def strict(value):
+    """``value`` with NaN as None and infinities as their marker strings, so strict JSON can hold it."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return INFINITY if value > 0 else NEGATIVE_INFINITY
+        return value
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
+
+
+def restore(value):
+    """The inverse of ``strict`` for infinities: marker strings back to floats (null stays None)."""
+    if isinstance(value, str):
+        return math.inf if value == INFINITY else -math.inf if value == NEGATIVE_INFINITY else value
+    if isinstance(value, dict):
+        return {k: restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [restore(v) for v in value]
+    return value
+
+
 def _json_default(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
     if isinstance(value, Path):
         return str(value)
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if isinstance(value, tuple | set):
-        return list(value)
+    if hasattr(value, "item"):  # numpy scalars (a float32 NaN is no float: made strict here)
+        return strict(value.item())
+    if isinstance(value, set):
+        return strict(list(value))
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps(data, **kwargs) -> str:
+    """Strict JSON text (no NaN or Infinity tokens: allow_nan=False refuses any that slipped through)."""
+    return json.dumps(strict(data), allow_nan=False, default=_json_default, **kwargs)
+
+
+def loads(text: str):
+    """JSON written by ``dumps`` (or by older trexlab, with Infinity/NaN tokens), infinities as floats."""
+    return restore(json.loads(text))
+
+
+def read_json(path: str | os.PathLike):
+    return loads(Path(path).read_text())
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, default=_json_default)
+        f.write(dumps(data, indent=2))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -63,7 +109,7 @@ class RunDir:
     def append_trial(self, result: TrialResult, context: dict | None = None) -> None:
         self.seq += 1
         record = {"seq": self.seq, "time": time.time(), "context": context or {}, **result.to_dict()}
-        self._trials.write(json.dumps(record, default=_json_default) + "\n")
+        self._trials.write(dumps(record) + "\n")
         self._trials.flush()
         os.fsync(self._trials.fileno())
 
@@ -106,9 +152,9 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.Data
     rows = []
     for run in run_dirs(paths):
         row = {"run": str(run), "finished": is_finished(run)}
-        _flatten("provenance", json.loads((run / PROVENANCE).read_text()), row)
+        _flatten("provenance", read_json(run / PROVENANCE), row)
         if row["finished"]:
-            _flatten("result", json.loads((run / RESULT).read_text()), row)
+            _flatten("result", read_json(run / RESULT), row)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -121,7 +167,7 @@ def read_trials(run: str | os.PathLike) -> list[dict]:
         return records
     for line in path.read_text().splitlines():
         try:
-            records.append(json.loads(line))
+            records.append(loads(line))
         except json.JSONDecodeError:
             break
     return records
@@ -148,7 +194,7 @@ POINTS = "points.jsonl"
 def append_point_record(campaign: str | os.PathLike, record: dict) -> None:
     """Append one point attempt (done / failed + error) to a campaign's log, durably."""
     with open(Path(campaign) / POINTS, "a") as f:
-        f.write(json.dumps(record, default=_json_default) + "\n")
+        f.write(dumps(record) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
@@ -160,7 +206,7 @@ def read_point_log(campaign: str | os.PathLike) -> dict[str, dict]:
     if path.is_file():
         for line in path.read_text().splitlines():
             try:
-                record = json.loads(line)
+                record = loads(line)
             except json.JSONDecodeError:
                 continue
             latest[record["point"]] = record
