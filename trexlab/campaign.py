@@ -15,8 +15,6 @@ experiment's impairment/SIIT blocks) and restored afterwards.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import json
 import os
 import subprocess
@@ -32,21 +30,17 @@ from trexlab.experiment import (
     InvalidExperiment,
     dut_role_vars,
     procedure_needs_endpoints,
-    procedure_params_class,
     role_vars,
 )
-from trexlab.generators import create_generator
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
-from trexlab.provenance import provenance
-from trexlab.rate_from import GIVES_RATE, median_throughput, split_rate_from
-from trexlab.rate_from import SUBDIR as RATE_SUBDIR
-from trexlab.repetition import SUMMARY, repeat, summary_lines
+from trexlab.repetition import SUMMARY, summary_lines
 from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
-from trexlab.trial import GeneratorError, TrialSpec
+from trexlab.trial import GeneratorError
 
 
 class CampaignError(RuntimeError):
@@ -59,8 +53,7 @@ class PlaybookError(RuntimeError):
 
 
 def campaign_id(experiment: Experiment) -> str:
-    digest = hashlib.sha1(json.dumps(experiment.spec, sort_keys=True, default=str).encode()).hexdigest()
-    return f"c-{digest[:10]}"
+    return default_campaign_id(experiment)
 
 
 NETEM_PROBE = paths().roles / "netem" / "files" / "has-netem.sh"
@@ -129,10 +122,12 @@ class Campaign:
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
                  ansible_playbook: str | None = None, ceilings: str | Path = selftest.CEILINGS_FILE):
         self.experiment = experiment
-        self.id = campaign or campaign_id(experiment)
-        self.dir = Path(results_root) / experiment.name / self.id
         self._report = progress or (lambda line: None)
         self.lab = None if experiment.generator == "sim" else load_lab(inventory)
+        # Every point's plan, all valid, before anything else: nothing touches a host until they are.
+        self.plans = plan_campaign(experiment, results_root, campaign, lab=self.lab, ceilings=ceilings)
+        self.id = campaign if campaign is not None else campaign_id(experiment)
+        self.dir = Path(results_root) / experiment.name / self.id
         # The ansible-playbook of the environment trexlab runs in (make setup's .venv).
         self.ansible_playbook = ansible_playbook or str(Path(sys.executable).parent / "ansible-playbook")
         self.points = experiment.points()
@@ -185,73 +180,37 @@ class Campaign:
                 undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
-    def run_point(self, point, k: int, n: int) -> None:
-        spec = point.spec
-        undo = self.configure_dut(spec)
+    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None) -> None:
+        """One point: its generator first (it may fail without leaving the DUT configured), then the DUT's
+        configuration, the plan's repetitions, and the DUT restored."""
+        plan = plan or self.plans[point.index]
+        generator = plan.create_generator()
         try:
-            generator = create_generator(self.experiment.generator, **self.generator_options(spec))
+            undo = self.configure_dut(point.spec)
             try:
-                raw, rate_from = split_rate_from(spec["procedure"].get("params") or {})
-                traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
-                rate_source = None
-                if rate_from is not None:  # RFC 8219: latency and PDV at this point's measured throughput
-                    rate, rate_source = self.throughput_rate(point, generator, traffic, rate_from["params"], k, n)
-                    raw = {**raw, "rate": rate}
-                params = procedure_params_class(spec["procedure"]["name"])(**raw)
-                # The tester's own ceiling from a self-test on a loopback lab, as the CLI looks it up.
-                params, ceiling = selftest.ceiling_for(params, traffic, self.experiment.generator, self.lab,
-                                                       self.ceilings)
-                facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
-                                   sweep=point.values, spec=spec, generator=generator.describe(),
-                                   params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
-                                   **({"rate_source": rate_source} if rate_source else {}))
-
                 def progress(phase: str, info: dict) -> None:
                     if phase == "repetition":
                         self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
                                       f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
                                       f"{self.eta()}")
 
-                name = spec["procedure"]["name"]
-                summary = repeat(name, generator, traffic, params, self.experiment.repetitions,
-                                 self.dir / point.point_id, facts, progress=progress)
+                def rate_progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        done = " (done earlier)" if info.get("skipped") else ""
+                        self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
+                                      f"{info['repetition']}/{info['repetitions']}{done}")
+
+                summary = execute(plan, generator, progress=progress, rate_progress=rate_progress,
+                                  say=lambda line: self.progress(f"point {k}/{n} {point.point_id}: {line}"))
                 # The point's figures with their limits and method, as the procedure CLI prints them.
-                method = read_json(self.dir / point.point_id / SUMMARY).get("method")
+                method = read_json(plan.output / SUMMARY).get("method")
                 for line in summary_lines(summary, method):
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
-                if name == "selftest":
-                    self.progress(f"point {k}/{n} {point.point_id}: " + selftest.record_selftest(
-                        self.dir / point.point_id, self.experiment.repetitions, self.experiment.generator,
-                        self.lab, traffic, self.ceilings))
             finally:
-                generator.close()
+                for playbook, extra in reversed(undo):
+                    self.playbook(playbook, extra)
         finally:
-            for playbook, extra in reversed(undo):
-                self.playbook(playbook, extra)
-
-    def throughput_rate(self, point, generator, traffic: TrialSpec, params: dict, k: int, n: int) -> tuple[float, dict]:
-        """Run (or finish) the point's throughput repetitions in <point>/throughput/; their median and its source."""
-        params, ceiling = selftest.ceiling_for(procedure_params_class(GIVES_RATE)(**params), traffic,
-                                               self.experiment.generator, self.lab, self.ceilings)
-        facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
-                           sweep=point.values, spec=point.spec, generator=generator.describe(),
-                           params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                           lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
-                           purpose=f"the rate of the point's {point.spec['procedure']['name']} runs")
-        where = self.dir / point.point_id / RATE_SUBDIR
-
-        def progress(phase: str, info: dict) -> None:
-            if phase == "repetition":
-                done = " (done earlier)" if info.get("skipped") else ""
-                self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
-                              f"{info['repetition']}/{info['repetitions']}{done}")
-
-        repeat(GIVES_RATE, generator, traffic, params, self.experiment.repetitions, where, facts, progress=progress)
-        rate, source = median_throughput(where)
-        self.progress(f"point {k}/{n} {point.point_id}: measuring at {rate:.0f} fps ({source['statistic']} "
-                      f"of {GIVES_RATE})")
-        return rate, source
+            generator.close()
 
     @contextlib.contextmanager
     def tcp_endpoints(self, needed: bool):
@@ -273,12 +232,6 @@ class Campaign:
             yield
         finally:
             self.playbook(playbook, {**settings, f"{role}_state": "absent"})
-
-    def generator_options(self, spec: dict) -> dict:
-        options = dict(spec.get("generator_options") or {})
-        if self.lab is not None:
-            options["lab"] = self.lab
-        return options
 
     # -- the whole campaign -------------------------------------------------------------
     def eta(self) -> str:
@@ -311,7 +264,7 @@ class Campaign:
                 k = point.index + 1
                 start = time.monotonic()
                 try:
-                    self.run_point(point, k, n)
+                    self.run_point(point, k, n, self.plans[point.index])
                 except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
                         subprocess.SubprocessError, OSError) as exc:
                     self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
