@@ -11,9 +11,10 @@ import pytest
 from test_rfc6349 import PATH_MTU, FakeEndpoints, PathGenerator, params
 
 from trexlab import tcp_metrics
-from trexlab.cli import EXIT_BAD_INPUT, build_parser, main, prepare
+from trexlab.cli import EXIT_BAD_INPUT, build_parser, main
 from trexlab.iperf import TcpTest
 from trexlab.params import InvalidParameter
+from trexlab.plan import plan_cli
 from trexlab.procedures import rfc6349
 from trexlab.repetition import SUMMARY, repeat
 from trexlab.store import PROVENANCE, RESULT, TRIALS
@@ -180,10 +181,11 @@ def test_cli_takes_the_engine_and_needs_no_client_node_for_trex(tmp_path):
     inventory.write_text(INVENTORY_WITHOUT_ENDPOINTS)
     common = ["tcp", "--inventory", str(inventory), "--results", str(tmp_path / "r"), "--generator", "sim",
               "--mtu", "1500", "--bottleneck-bandwidth", "1e9"]
-    args = build_parser().parse_args([*common, "--engine", "trex", "--trex-server", "192.0.2.1"])
-    run = prepare(args)  # checked without traffic: the trex engine needs no client and server nodes
-    assert run["params"].engine == "trex" and run["params"].trex_server == "192.0.2.1"
-    assert isinstance(rfc6349.engine_of(run["generator"], run["params"]), TRexAstfEngine)
+    argv = [*common, "--engine", "trex", "--trex-server", "192.0.2.1"]
+    plan = plan_cli(build_parser().parse_args(argv), argv)
+    assert plan.params.engine == "trex" and plan.params.trex_server == "192.0.2.1"
+    # What the CLI checks before any traffic: the trex engine needs no client and server nodes.
+    assert isinstance(rfc6349.check(plan.create_generator(), plan.params, plan.traffic), TRexAstfEngine)
 
 
 @pytest.mark.parametrize(("flags", "message"), [
