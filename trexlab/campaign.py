@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trexlab import estimate
+from trexlab.analysis import export_campaign
 from trexlab.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -83,7 +84,7 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
     The kernel features are asked of each DUT's own kernel (the host's on the local lab, the guest's on
     the VM lab), with the same probes the roles use."""
     needs = set(experiment.spec.get("lab", {}).get("requires") or [])
-    if procedure_needs_endpoints(experiment.spec["procedure"]["name"]):
+    if procedure_needs_endpoints(experiment.spec["procedure"]["name"], experiment.spec["procedure"].get("params")):
         try:
             if lab is None:
                 raise LabError(f"procedure {experiment.spec['procedure']['name']} needs a lab with client and "
@@ -224,7 +225,8 @@ class Campaign:
     def tcp_endpoints(self, needed: bool):
         """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
         points run, when the procedure runs on them; removed again afterwards, as each point's DUT configuration is."""
-        if not needed or self.lab is None or not procedure_needs_endpoints(self.experiment.spec["procedure"]["name"]):
+        procedure = self.experiment.spec["procedure"]
+        if not needed or self.lab is None or not procedure_needs_endpoints(procedure["name"], procedure.get("params")):
             yield
             return
         playbook, role = ENDPOINTS_CONFIG
@@ -283,6 +285,7 @@ class Campaign:
                     self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
                 if self._eta is not None:
                     self._eta.point_finished(point.point_id)
+        export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),

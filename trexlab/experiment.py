@@ -228,9 +228,9 @@ def _check_endpoints(spec: dict, source: str) -> None:
     """An endpoints block: options of roles/tcp_endpoints, for a procedure that runs on the endpoints."""
     if "endpoints" not in spec:
         return
-    if not procedure_needs_endpoints(spec["procedure"]["name"]):
+    if not procedure_needs_endpoints(spec["procedure"]["name"], spec["procedure"].get("params")):
         raise InvalidExperiment(f"{source}: endpoints: procedure {spec['procedure']['name']} does not run on the "
-                                "lab's TCP endpoints (tcp and http_download do)")
+                                "lab's TCP endpoints (tcp with engine iperf3 and http_download do)")
     _check_role_settings(source, "endpoints", ENDPOINTS_CONFIG[1], spec["endpoints"])
     try:
         rolevalues.check_endpoints_block(spec["endpoints"])
@@ -238,13 +238,21 @@ def _check_endpoints(spec: dict, source: str) -> None:
         raise InvalidExperiment(f"{source}: endpoints.{exc}") from None
 
 
-def procedure_needs_endpoints(name: str) -> bool:
-    """Whether a procedure runs on the lab's client and server nodes (roles/tcp_endpoints)."""
+def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints).
+
+    A procedure may say per run (needs_tcp_endpoints(params): RFC 6349's iperf3 engine does, its trex engine
+    does not), else once (NEEDS_TCP_ENDPOINTS)."""
     import importlib
 
     from trexlab.procedures import PROCEDURES
 
-    return name in PROCEDURES and getattr(importlib.import_module(PROCEDURES[name]), "NEEDS_TCP_ENDPOINTS", False)
+    if name not in PROCEDURES:
+        return False
+    module = importlib.import_module(PROCEDURES[name])
+    if hasattr(module, "needs_tcp_endpoints"):
+        return module.needs_tcp_endpoints(params or {})
+    return getattr(module, "NEEDS_TCP_ENDPOINTS", False)
 
 
 def _message(error: jsonschema.ValidationError) -> str:
