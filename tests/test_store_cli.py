@@ -147,7 +147,7 @@ def test_cli_sim_throughput_writes_a_result_directory(tmp_path, capsys):
     (["throughput", "--generator", "sim", "--destination-networks", "300"], "destination_networks=300"),
     (["throughput", "--generator", "sim", "--repeat", "0"], "repeat=0"),
     (["throughput", "--generator", "sim", "--generator-opt", "capacity=fast"], "capacity='fast'"),
-    (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "sim option='colour'"),
+    (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "colour='red': allowed the keys capacity"),
     (["latency", "--generator", "sim", "--rate", "1000", "--tagged-frames", "10"], "tagged_frames=10"),
     (["latency", "--generator", "sim"], "rate=None: allowed a rate > 0 frames/s: the throughput rate"),
     (["throughput", "--generator", "software", "--inventory", "/nonexistent.yml"], "inventory /nonexistent.yml"),
