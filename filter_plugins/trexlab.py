@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from trexlab import impairment, node_inputs, reference_dut
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import destination, eamt_entries, siit_translator_routes
 from trexlab.params import InvalidParameter
 from trexlab.siit import jool_commands
@@ -132,7 +132,7 @@ def _refusal(check, *args) -> str:
 
 def ifname_error(value, name: str) -> str:
     """'' for a good interface name, else the one-line refusal (for a role's assert task)."""
-    return _refusal(node_inputs.check_ifname, name, value)
+    return _refusal(rolevalues.check_interface, name, value)
 
 
 def ifnames_error(ports: list, name: str) -> str:
@@ -143,8 +143,12 @@ def ifnames_error(ports: list, name: str) -> str:
 
 
 def state_path_error(value, name: str, lab: str, node: str) -> str:
-    """'' for a path inside the node's state directory, else the one-line refusal."""
-    return _refusal(node_inputs.check_state_path, name, value, node_inputs.node_state_dir(lab, node))
+    """'' for a directory strictly inside this node's state directory, else the one-line refusal."""
+    own = rolevalues.node_state_dir(lab, node)
+    refusal = _refusal(rolevalues.check_state_subdir, name, value)
+    if not refusal and not str(value).startswith(own + "/"):
+        refusal = str(InvalidParameter(name, value, f"a directory below {own}/"))
+    return refusal
 
 
 def address_error(value, name: str, version: int, network: bool = False) -> str:

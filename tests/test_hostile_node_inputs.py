@@ -1,4 +1,4 @@
-"""Values that reach a node's shell, nft rules, files or ssh (trexlab.node_inputs): refused with one line, never run.
+"""Values that reach a node's shell, nft rules, files or ssh (trexlab.rolevalues): refused with one line, never run.
 
 The roles are run for real (ansible-playbook, local connection) with hostile values: each host must fail at the
 role's check, before any task that changes something, and the machine must be as it was. No lab is needed.
@@ -15,60 +15,13 @@ import pytest
 import yaml
 from test_hostile_front_door import machine_state
 
-from trexlab import impairment, reference_dut
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.generators.software import SoftwareGenerator
 from trexlab.lab import LabError, load_lab
-from trexlab.node_inputs import check_ifname, check_ssh_port, check_ssh_user, check_state_path
 from trexlab.params import InvalidParameter
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("VENV", REPO / ".venv"))
-
-BAD_IFNAMES = ["", "a" * 16, "eth0; reboot", "$(reboot)", "`id`", 'p0" accept #', "p0 p1", "-oProxyCommand=x",
-               ".", "..", "../eth0", "eth0/1", "eth0:1", "eth\n0", "é0", None, 7, ["eth0"]]
-GOOD_IFNAMES = ["eth0", "enp1s0f0", "ens3.100", "tl-local-t0", "a" * 15, "br_lan", "vlan-7"]
-STATE = "/var/lib/trexlab/lab/dut1"
-
-
-@pytest.mark.parametrize("name", GOOD_IFNAMES)
-def test_interface_names_linux_takes_and_a_shell_cannot_misread_pass(name):
-    assert check_ifname("port", name) == name
-
-
-@pytest.mark.parametrize("name", BAD_IFNAMES, ids=repr)
-def test_other_interface_names_are_refused_naming_the_field(name):
-    with pytest.raises(InvalidParameter, match=r"^siit\.device=") as exc:
-        check_ifname("siit.device", name)
-    assert "\n" not in str(exc.value)
-
-
-@pytest.mark.parametrize("path", ["/", "/etc", STATE, STATE + "/", "/var/lib/trexlab/lab/dut2/tayga",
-                                  STATE + "/../../../etc", STATE + "/a/../../x", STATE + "/./x", STATE + "/a b",
-                                  STATE + "/$(id)", STATE + "/a;b", STATE + "x/tayga", "tayga", STATE + "//x",
-                                  STATE + "/-rf", STATE + "/.hidden", 42])
-def test_a_path_outside_the_nodes_state_directory_is_refused(path):
-    with pytest.raises(InvalidParameter, match=r"^dut\.siit\.dir="):
-        check_state_path("dut.siit.dir", path, STATE)
-
-
-def test_a_path_inside_the_nodes_state_directory_passes():
-    assert check_state_path("dir", STATE + "/tayga", STATE) == STATE + "/tayga"
-    assert check_state_path("dir", STATE + "/tayga/run.d/", STATE) == STATE + "/tayga/run.d/"
-
-
-@pytest.mark.parametrize("user", ["-oProxyCommand=touch x", "root -p 2", "root@host", "", "a" * 33, "Root", None,
-                                  "root\n"])
-def test_an_ssh_user_that_is_not_a_login_name_is_refused(user):
-    with pytest.raises(InvalidParameter, match=r"^ansible_user="):
-        check_ssh_user("ansible_user", user)
-
-
-@pytest.mark.parametrize("port", ["22 -oProxyCommand=x", "-p22", 0, 65536, "²", True, 22.5, None, ""])
-def test_an_ssh_port_that_is_not_a_tcp_port_is_refused(port):
-    with pytest.raises(InvalidParameter, match=r"^ansible_port="):
-        check_ssh_port("ansible_port", port)
-    assert check_ssh_port("ansible_port", "2222") == 2222 and check_ssh_user("u", "trexlab") == "trexlab"
-
 
 @pytest.mark.parametrize("name", ['right" accept; #', "right; reboot", "a" * 16])
 def test_impairment_and_reference_rules_refuse_a_port_name_that_is_not_an_interface(name):
@@ -94,23 +47,35 @@ def inventory(**tester: object) -> dict:
 
 
 @pytest.mark.parametrize(("data", "key"), [
-    ("- a\n- b\n", "(top level)"),
-    ({"all": "tester"}, "all"),
-    ({"all": {"children": ["tester"]}}, "all.children"),
-    ({"all": {"vars": "x"}}, "all.vars"),
-    ({"all": {"children": {"tester": {"hosts": ["t"]}}}}, "all.children.tester.hosts"),
-    ({"all": {"children": {"tester": {"hosts": {"t": "x"}}}}}, "all.children.tester.hosts.t"),
-    (inventory(ansible_user="-oProxyCommand=touch /tmp/x"), "all.children.tester.hosts.tester.ansible_user"),
-    (inventory(ansible_port="22 -oProxyCommand=touch /tmp/x"), "all.children.tester.hosts.tester.ansible_port"),
-    (inventory(test_ports=[{"index": 0, "name": "t0; reboot"}]), "all.children.tester.hosts.tester.test_ports[0]"),
-    (inventory(test_ports="t0"), "all.children.tester.hosts.tester.test_ports"),
+    ("- a\n- b\n", ": a mapping, got list"),
+    ({"all": "tester"}, ": all: a mapping"),
+    ({"all": {"children": ["tester"]}}, ": all.children: a mapping"),
+    ({"all": {"vars": "x"}}, ": all.vars: a mapping"),
+    ({"all": {"children": {"tester": {"hosts": ["t"]}}}}, ": all.children.tester.hosts: a mapping"),
+    ({"all": {"children": {"tester": {"hosts": {"t": "x"}}}}}, ": t: a mapping"),
+    (inventory(ansible_user="-oProxyCommand=touch /tmp/x"), "tester.ansible_user="),
+    (inventory(ansible_port="22 -oProxyCommand=touch /tmp/x"), "tester.ansible_port"),
+    (inventory(test_ports=[{"index": 0, "name": "t0; reboot", "mac": "02:00:00:00:00:01"}]),
+     "tester.test_ports[0].name="),
+    (inventory(test_ports="t0"), "tester.test_ports: a list"),
 ])
 def test_a_hostile_or_malformed_inventory_is_one_line_naming_the_key(tmp_path, data, key):
     path = write_inventory(tmp_path, data)
     with pytest.raises(LabError) as exc:
         load_lab(path)
     message = str(exc.value)
-    assert message.startswith(f"inventory {path}: {key}") and "\n" not in message, message
+    assert message.startswith(f"inventory {path}") and key in message and "\n" not in message, message
+
+
+def test_ssh_to_a_node_checks_its_host_key_against_the_labs_known_hosts(tmp_path):
+    """The inventory's known_hosts and policy (terraform/modules/inventory) reach trexlab's own ssh."""
+    known = inventory(trexlab_known_hosts=str(tmp_path / "known_hosts"), trexlab_host_key_checking="yes")
+    ssh = load_lab(write_inventory(tmp_path, known)).tester.ssh()
+    assert "StrictHostKeyChecking=yes" in ssh and f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in ssh
+    for bad in ({"trexlab_host_key_checking": "no -oProxyCommand=x"}, {"trexlab_known_hosts": "/a b"}):
+        with pytest.raises(LabError, match="trexlab_known_hosts"):
+            load_lab(write_inventory(tmp_path, inventory(**{**known["all"]["children"]["tester"]["hosts"]["tester"],
+                                                            **bad}))).tester.ssh()
 
 
 def test_the_software_generator_runs_only_an_swtester_build(tmp_path):
@@ -187,10 +152,10 @@ def test_roles_refuse_hostile_values_before_they_change_anything(tmp_path):
 
 
 def test_terraform_checks_test_port_names_and_ssh_users_by_the_same_rules():
-    """Terraform cannot import Python: its copies of the rules must stay the rules of trexlab.node_inputs."""
-    from trexlab import node_inputs
-
+    """Terraform cannot import Python: its copies of the rules must stay the rules of trexlab.rolevalues."""
     topology = (REPO / "terraform/modules/topology/main.tf").read_text()
     static = (REPO / "terraform/labs/static/variables.tf").read_text()
-    assert f'regex("^{node_inputs._IFNAME.pattern}$", p.name)' in topology
-    assert f'regex("^{node_inputs._USER.pattern.replace(chr(92) + "$", "[$]")}$", m.ansible_user)' in static
+    rules = (REPO / "trexlab/rolevalues.py").read_text()
+    assert f'regex("{rolevalues._INTERFACE.pattern}", p.name)' in topology
+    user = 'r"^[a-z_][a-z0-9_-]{0,31}$", str(node.ansible_user)'
+    assert user in rules and 'regex("^[a-z_][a-z0-9_-]{0,31}$", m.ansible_user)' in static
