@@ -3,7 +3,8 @@
 ``lab_factory(name, topology="single", networks=1, kind="local")`` brings a lab
 (local namespaces, or kind="vm": QEMU DUTs) up and configures it (scripts/lab.sh,
 i.e. make lab-up and make configure) and takes it down when the session ends; it
-returns a :class:`trexlab.lab.Lab`. A VM lab is skipped, with the reason, where
+returns a :class:`trexlab.lab.Lab`. A second call with the same arguments hands out the same lab again,
+without configuring it anew. A VM lab is skipped, with the reason, where
 QEMU or the tools that build its guest image are missing. Lab tests need root;
 without it they are skipped with that reason. Each test module uses its own lab name so labs never collide.
 """
@@ -52,10 +53,10 @@ def lab_factory():
         inventory = REPO / "inventory" / "generated" / name / "hosts.yml"
         if kind == "vm":
             vm_lab_prerequisites()
-            # Configuring a VM DUT costs half a minute under emulation: a VM lab that is still up as the
-            # same call left it is handed out again (tests restore what they change).
-            if made.get(name) == env and inventory.is_file():
-                return load_lab(inventory)
+        # Configuring costs 10-15 s on namespaces and half a minute under emulation (VM lab): a lab that is still
+        # up as the same call left it is handed out again (tests restore what they change, and assert it).
+        if made.get(name) == env and inventory.is_file():
+            return load_lab(inventory)
         result = run("scripts/lab.sh", "up", env=env, check=False, timeout=600 if kind == "vm" else 120)
         started.append(env)
         if result.returncode != 0:
