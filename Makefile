@@ -11,6 +11,52 @@ EXP      ?= demo
 VENV     ?= .venv
 PY       := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+# Every value given on the command line is checked here, before any recipe runs, so that none is ever read by
+# a shell as code (EXP='x; touch F') or names a file outside the repo (EXP=../../elsewhere): a bad one stops
+# make with one line and exit code 2.  $(value ...) is the text as typed, never expanded by make itself.
+_name_chars := a b c d e f g h i j k l m n o p q r s t u v w x y z 0 1 2 3 4 5 6 7 8 9 _ -
+_lab_name_chars := a b c d e f g h i j k l m n o p q r s t u v w x y z 0 1 2 3 4 5 6 7 8 9
+_digits := 0 1 2 3 4 5 6 7 8 9
+# $(1) with every character of the list $(2) removed: empty when $(1) is made of those characters only.
+_without = $(if $(2),$(call _without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+define _newline
+
+
+endef
+# The value as typed, on one line (so that an error about it stays one line).
+_shown = $(subst $(_newline),\n,$(value $(1)))
+_refuse = $(error $(1)=$(call _shown,$(1)): $(2))
+
+# $(1) with a space after every character of the list $(2): $(words ...) of it is its length.
+_spaced = $(if $(2),$(call _spaced,$(subst $(firstword $(2)),$(firstword $(2)) ,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+# Empty when variable $(1) is one of the words $(2).
+_not_one_of = $(if $(and $(filter 1,$(words $(value $(1)))),$(filter $(2),$(value $(1)))),,no)
+
+ifneq ($(or $(if $(value EXP),,empty),$(call _without,$(value EXP),$(_name_chars))),)
+$(call _refuse,EXP,an experiment is named with a-z 0-9 _ - (one of: $(notdir $(wildcard experiments/*))))
+endif
+ifeq ($(wildcard experiments/$(EXP)/experiment.yml),)
+$(call _refuse,EXP,no experiments/$(EXP)/experiment.yml (one of: $(notdir $(wildcard experiments/*))))
+endif
+ifneq ($(call _without,$(value SCALE),$(_name_chars)),)
+$(call _refuse,SCALE,a scale is named with a-z 0-9 _ - (e.g. ci))
+endif
+ifneq ($(origin LAB_NAME),undefined)
+ifneq ($(or $(call _without,$(value LAB_NAME),$(_lab_name_chars)),\
+            $(filter-out 1 2 3 4 5 6,$(words $(call _spaced,$(value LAB_NAME),$(_lab_name_chars))))),)
+$(call _refuse,LAB_NAME,allowed 1-6 characters a-z 0-9)
+endif
+endif
+ifneq ($(call _not_one_of,LAB,local vm static maas),)
+$(call _refuse,LAB,allowed local vm static maas)
+endif
+ifneq ($(call _not_one_of,TOPOLOGY,single dual loopback),)
+$(call _refuse,TOPOLOGY,allowed single dual loopback)
+endif
+ifneq ($(call _not_one_of,NETWORKS,$(shell seq 1 256)),)
+$(call _refuse,NETWORKS,allowed 1..256)
+endif
 export LAB TOPOLOGY NETWORKS
 
 .PHONY: help setup providers swtester lab-up configure lab-down run report demo lint test test-unit test-lab bench clean
@@ -37,10 +83,10 @@ lab-down: ## destroy everything lab-up made
 	@scripts/lab.sh down
 
 run: ## run an experiment campaign: make run EXP=name
-	@scripts/run-experiment.sh $(EXP)
+	@scripts/run-experiment.sh '$(EXP)'
 
 report: ## execute the analysis notebooks and export HTML
-	@scripts/report.sh $(EXP)
+	@scripts/report.sh '$(EXP)'
 
 demo: ## the main job on the local lab: setup, lab-up, configure, short campaign, report, lab-down
 	@scripts/demo.sh

@@ -19,21 +19,20 @@ REALISER=nslab.py  # the script of the module that realises its plan (status: is
 [ "$LAB" = vm ] && REALISER=vmlab.py
 
 # Validate everything before anything changes.
-case "$action" in up|configure|down) ;; *) die "usage: scripts/lab.sh up|configure|down";; esac
-case "$LAB" in local|vm|static|maas) ;; *) die "LAB=$LAB: allowed local, vm, static, maas";; esac
-case "$TOPOLOGY" in single|dual|loopback) ;; *) die "TOPOLOGY=$TOPOLOGY: allowed single, dual, loopback";; esac
-[[ "$LAB_NAME" =~ ^[a-z0-9]{1,6}$ ]] || die "LAB_NAME=$LAB_NAME: allowed 1-6 characters a-z, 0-9"
-[[ "$NETWORKS" =~ ^[0-9]+$ ]] && [ "$NETWORKS" -ge 1 ] && [ "$NETWORKS" -le 256 ] \
-  || die "NETWORKS=$NETWORKS: allowed 1..256"
+case "$action" in up|configure|down) ;; *) refuse "action=$action: usage: scripts/lab.sh up|configure|down";; esac
+case "$LAB" in local|vm|static|maas) ;; *) refuse "LAB=$LAB: allowed local, vm, static, maas";; esac
+case "$TOPOLOGY" in single|dual|loopback) ;; *) refuse "TOPOLOGY=$TOPOLOGY: allowed single, dual, loopback";; esac
+check_lab_name "$LAB_NAME"
+[[ "$NETWORKS" =~ ^[1-9][0-9]{0,2}$ ]] && [ "$NETWORKS" -le 256 ] || refuse "NETWORKS=$NETWORKS: allowed 1..256"
 [ -d "$MODULE" ] || die "LAB=$LAB: $MODULE does not exist in this checkout"
 [ "$LAB:$TOPOLOGY" != vm:loopback ] || die "TOPOLOGY=loopback: a loopback lab has no DUT, so no VM: use LAB=local"
 case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
 # Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
 # MAAS credentials only from the environment, never from a file.
 if [ "$action" = up ] && [[ "$LAB" =~ ^(static|maas)$ ]]; then
-  [ -n "${TFVARS:-}" ] || die "LAB=$LAB needs TFVARS=<file.tfvars> declaring the machines"
-  [ -f "$TFVARS" ] || die "TFVARS=$TFVARS: no such file"
-  ! grep -q maas_api_key "$TFVARS" || die "TFVARS=$TFVARS sets maas_api_key: the key comes from the environment only (MAAS_API_KEY)"
+  [ -n "${TFVARS:-}" ] || refuse "LAB=$LAB needs TFVARS=<file.tfvars> declaring the machines"
+  [ -f "$TFVARS" ] || refuse "TFVARS=$TFVARS: no such file"
+  ! grep -q maas_api_key -- "$TFVARS" || refuse "TFVARS=$TFVARS sets maas_api_key: the key comes from the environment only (MAAS_API_KEY)"
 fi
 if [ "$action" != configure ] && [ "$LAB" = maas ]; then
   [ -n "${MAAS_API_URL:-}" ] && [ -n "${MAAS_API_KEY:-}" ] \
@@ -50,13 +49,13 @@ else
 fi
 export TF_DATA_DIR="$STATE_DIR/.terraform" TF_IN_AUTOMATION=1 TF_INPUT=0
 
+# The module's variables, as one argument each in the array TF_VARS (a checkout path with spaces stays one word).
 tf_vars() {
   case "$LAB" in
-    local) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)";;
-    # The VM lab also gets its guest image and accelerator (vm_prepare).
-    vm) echo "-var=lab_name=$LAB_NAME -var=topology=$TOPOLOGY -var=state_dir=$STATE_DIR -var=cpu_count=$(nproc)" \
-             "$([ -f "$STATE_DIR/vm.tfvars.json" ] && echo "-var-file=$STATE_DIR/vm.tfvars.json")";;
-    *) echo "-var-file=$STATE_DIR/machines.tfvars -var-file=$STATE_DIR/lab.tfvars";;
+    local|vm) TF_VARS=("-var=lab_name=$LAB_NAME" "-var=topology=$TOPOLOGY" "-var=state_dir=$STATE_DIR" "-var=cpu_count=$(nproc)")
+      # The VM lab also gets its guest image and accelerator (vm_prepare).
+      if [ "$LAB" = vm ] && [ -f "$STATE_DIR/vm.tfvars.json" ]; then TF_VARS+=("-var-file=$STATE_DIR/vm.tfvars.json"); fi;;
+    *) TF_VARS=("-var-file=$STATE_DIR/machines.tfvars" "-var-file=$STATE_DIR/lab.tfvars");;
   esac
 }
 
@@ -92,8 +91,8 @@ lab_up() {
       replace=(-replace=terraform_data.lab)
     fi
   fi
-  # shellcheck disable=SC2046
-  terraform -chdir="$MODULE" apply -no-color -auto-approve -input=false "${replace[@]}" $(tf_vars) >"$STATE_DIR/apply.log" \
+  tf_vars
+  terraform -chdir="$MODULE" apply -no-color -auto-approve -input=false "${replace[@]}" "${TF_VARS[@]}" >"$STATE_DIR/apply.log" \
     || { tail -n 20 "$STATE_DIR/apply.log" >&2; die "lab-up failed (log: $STATE_DIR/apply.log)"; }
   mkdir -p "$INVENTORY_DIR"
   terraform -chdir="$MODULE" output -raw inventory_yaml >"$INVENTORY_DIR/hosts.yml"
@@ -104,16 +103,19 @@ lab_configure() {
   local start=$SECONDS
   [ -f "$INVENTORY_DIR/hosts.yml" ] || die "no inventory for lab $LAB_NAME: run 'make lab-up' first"
   [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
+  # ANSIBLE_ARGS: the user's own extra options (e.g. --check -v), split on blanks but never glob-expanded.
+  local extra=()
+  read -r -a extra <<<"${ANSIBLE_ARGS:-}"
   ANSIBLE_CONFIG="$TREXLAB_ROOT/ansible.cfg" "$VENV/bin/ansible-playbook" -i "$INVENTORY_DIR/hosts.yml" \
-    playbooks/site.yml -e "trexlab_networks=$NETWORKS" ${ANSIBLE_ARGS:-}
+    playbooks/site.yml -e "trexlab_networks=$NETWORKS" "${extra[@]}"
   say "lab $LAB_NAME configured ($NETWORKS destination network(s)) in $((SECONDS - start)) s"
 }
 
 lab_down() {
   if [ -f "$STATE_DIR/terraform.tfstate" ]; then
     tf_init
-    # shellcheck disable=SC2046
-    terraform -chdir="$MODULE" destroy -no-color -auto-approve -input=false $(tf_vars) >"$STATE_DIR/destroy.log" \
+    tf_vars
+    terraform -chdir="$MODULE" destroy -no-color -auto-approve -input=false "${TF_VARS[@]}" >"$STATE_DIR/destroy.log" \
       || { tail -n 20 "$STATE_DIR/destroy.log" >&2; die "lab-down failed (log: $STATE_DIR/destroy.log)"; }
   else
     say "lab $LAB_NAME: no Terraform state, nothing to destroy"

@@ -5,7 +5,8 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
 exp=${1:-}
-[ -n "$exp" ] || die "usage: make report EXP=<name>"
+[ -n "$exp" ] || refuse "EXP=: usage: make report EXP=<name>"
+check_experiment "$exp"
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
 args=(report "$exp" --results "${RESULTS:-results}")
 [ -n "${CAMPAIGN:-}" ] && args+=(--campaign "$CAMPAIGN")

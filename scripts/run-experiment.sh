@@ -6,10 +6,12 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
 exp=${1:-}
-[ -n "$exp" ] || die "usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
-[ -f "experiments/$exp/experiment.yml" ] || die "EXP=$exp: no experiments/$exp/experiment.yml; have: $(ls experiments | tr '\n' ' ')"
-[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+[ -n "$exp" ] || refuse "EXP=: usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
+check_experiment "$exp"
 LAB_NAME=${LAB_NAME:-${LAB:-local}}
+check_lab_name "$LAB_NAME"
+check_scale "${SCALE:-}"
+[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
 args=(campaign "experiments/$exp" --results "${RESULTS:-results}")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 inventory="inventory/generated/$LAB_NAME/hosts.yml"

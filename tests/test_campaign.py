@@ -50,14 +50,28 @@ def test_campaign_runs_every_point_and_a_rerun_skips_them(tmp_path):
 
 
 def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
-    spec = json.loads(json.dumps(SPEC))
-    # capacity 0 is not a valid simulated SUT: the first point fails when its generator is made.
-    spec["sweep"] = {"generator_options.capacity": [0, 600000]}
+    # Latency at each point's measured throughput: the first point's SUT forwards less than the search's
+    # minimum rate, so its throughput runs find no rate and the point fails when it is run (every plan was valid).
+    spec = {"name": "fails", "generator": "sim", "generator_options": {"capacity": 300000},
+            "traffic": {"directions": "forward", "receive_tail": 0},
+            "procedure": {"name": "latency", "params": {
+                "rate": {"from": "throughput", "params": {"max_rate": 1000000, "min_rate": 20000,
+                                                         "trial_duration": 1}},
+                "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500}},
+            "sweep": {"generator_options.capacity": [5000, 600000]}, "repetitions": 1}
     outcome = Campaign(experiment.validate(spec), tmp_path).run()
     assert outcome["done"] == 1 and len(outcome["failed"]) == 1
     log = read_point_log(outcome["campaign"])
     error = log[outcome["failed"][0]]["error"]
-    assert "capacity" in error and "\n" not in error
+    assert "found none" in error and "\n" not in error
+
+
+def test_a_point_that_cannot_be_planned_stops_the_campaign_before_any_point_runs(tmp_path):
+    spec = json.loads(json.dumps(SPEC))
+    spec["sweep"] = {"generator_options.capacity": [600000, 0]}  # capacity 0: no valid simulated SUT
+    with pytest.raises(experiment.InvalidExperiment, match=r"point 1 .*generator_options.capacity=0"):
+        Campaign(experiment.validate(spec), tmp_path)
+    assert list(tmp_path.iterdir()) == [], "nothing written"
 
 
 def test_killed_campaign_resumes_with_no_repetition_lost_or_duplicated(tmp_path):

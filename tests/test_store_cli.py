@@ -66,6 +66,43 @@ def _throughput_params():
     return throughput.Params(max_rate=1e6, resolution=1000, trial_duration=10)
 
 
+def strict_json(text: str):
+    """json.loads that refuses the NaN and Infinity tokens strict JSON parsers (jq, browsers) refuse."""
+    def refuse(token):
+        raise ValueError(f"non-JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_result_files_are_strict_json_and_infinities_read_back(tmp_path):
+    import numpy as np
+
+    data = {"none": math.nan, "lost": math.inf, "down": -math.inf, "f32": np.float32("nan"),
+            "nested": [{"p99_9": math.inf}, (1.5, math.nan)], "text": "kept"}
+    store.write_json_atomic(tmp_path / "r.json", data)
+    written = strict_json((tmp_path / "r.json").read_text())
+    assert written == {"none": None, "lost": "inf", "down": "-inf", "f32": None,
+                       "nested": [{"p99_9": "inf"}, [1.5, None]], "text": "kept"}
+    back = store.read_json(tmp_path / "r.json")
+    assert back["lost"] == math.inf and back["down"] == -math.inf and back["nested"][0]["p99_9"] == math.inf
+    assert store.loads('{"old": Infinity}')["old"] == math.inf, "files written before stay readable"
+
+
+def test_a_summary_with_undefined_statistics_is_strict_json_and_says_why(tmp_path):
+    # Every repetition below min_rate: no maximum, no dispersion (NaN in memory, null on disk).
+    params = throughput.Params(max_rate=1e6, min_rate=100_000, trial_duration=1)
+    summary = repetition.repeat("throughput", create_generator("sim", capacity=50),
+                                TrialSpec(offered_load=1.0, duration=1.0), params, 2, tmp_path, {})
+    assert math.isnan(summary["throughput_fps"]["dispersion_percent"])
+    written = strict_json((tmp_path / repetition.SUMMARY).read_text())["figures"]["throughput_fps"]
+    assert written["dispersion_percent"] is None and written["median"] == "< 100000"
+    assert written["why"] == "below min_rate 100000: rep 1-2"
+    for rep in tmp_path.glob("rep-*"):
+        strict_json((rep / store.RESULT).read_text())
+        [strict_json(line) for line in (rep / store.TRIALS).read_text().splitlines()]
+    zero = summarize([0.0, 0.0, 0.0])
+    assert math.isnan(zero["dispersion_percent"]) and zero["why"] == "dispersion undefined: median 0"
+
+
 def test_repetition_resumes_without_losing_or_duplicating(tmp_path, monkeypatch):
     traffic = TrialSpec(offered_load=1, duration=1)
     calls = {"n": 0}
@@ -110,7 +147,7 @@ def test_cli_sim_throughput_writes_a_result_directory(tmp_path, capsys):
     (["throughput", "--generator", "sim", "--destination-networks", "300"], "destination_networks=300"),
     (["throughput", "--generator", "sim", "--repeat", "0"], "repeat=0"),
     (["throughput", "--generator", "sim", "--generator-opt", "capacity=fast"], "capacity='fast'"),
-    (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "sim option='colour'"),
+    (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "colour='red': allowed the keys capacity"),
     (["latency", "--generator", "sim", "--rate", "1000", "--tagged-frames", "10"], "tagged_frames=10"),
     (["latency", "--generator", "sim"], "rate=None: allowed a rate > 0 frames/s: the throughput rate"),
     (["throughput", "--generator", "software", "--inventory", "/nonexistent.yml"], "inventory /nonexistent.yml"),

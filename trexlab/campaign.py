@@ -15,8 +15,6 @@ experiment's impairment/SIIT blocks) and restored afterwards.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import json
 import os
 import subprocess
@@ -25,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trexlab import estimate
+from trexlab.analysis import export_campaign
 from trexlab.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -32,21 +32,17 @@ from trexlab.experiment import (
     InvalidExperiment,
     dut_role_vars,
     procedure_needs_endpoints,
-    procedure_params_class,
     role_vars,
 )
-from trexlab.generators import create_generator
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
-from trexlab.provenance import provenance
-from trexlab.rate_from import GIVES_RATE, median_throughput, split_rate_from
-from trexlab.rate_from import SUBDIR as RATE_SUBDIR
-from trexlab.repetition import SUMMARY, repeat, summary_lines
-from trexlab.store import append_point_record, read_point_log, write_json_atomic
-from trexlab.trial import GeneratorError, TrialSpec
+from trexlab.repetition import SUMMARY, summary_lines
+from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.trial import GeneratorError
 
 
 class CampaignError(RuntimeError):
@@ -59,8 +55,7 @@ class PlaybookError(RuntimeError):
 
 
 def campaign_id(experiment: Experiment) -> str:
-    digest = hashlib.sha1(json.dumps(experiment.spec, sort_keys=True, default=str).encode()).hexdigest()
-    return f"c-{digest[:10]}"
+    return default_campaign_id(experiment)
 
 
 NETEM_PROBE = paths().roles / "netem" / "files" / "has-netem.sh"
@@ -89,7 +84,7 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
     The kernel features are asked of each DUT's own kernel (the host's on the local lab, the guest's on
     the VM lab), with the same probes the roles use."""
     needs = set(experiment.spec.get("lab", {}).get("requires") or [])
-    if procedure_needs_endpoints(experiment.spec["procedure"]["name"]):
+    if procedure_needs_endpoints(experiment.spec["procedure"]["name"], experiment.spec["procedure"].get("params")):
         try:
             if lab is None:
                 raise LabError(f"procedure {experiment.spec['procedure']['name']} needs a lab with client and "
@@ -129,10 +124,13 @@ class Campaign:
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
                  ansible_playbook: str | None = None, ceilings: str | Path = selftest.CEILINGS_FILE):
         self.experiment = experiment
-        self.id = campaign or campaign_id(experiment)
-        self.dir = Path(results_root) / experiment.name / self.id
         self._report = progress or (lambda line: None)
         self.lab = None if experiment.generator == "sim" else load_lab(inventory)
+        # Every point's plan, all valid, before anything else: nothing touches a host until they are.
+        self._eta: estimate.Eta | None = None  # set when the campaign runs
+        self.plans = plan_campaign(experiment, results_root, campaign, lab=self.lab, ceilings=ceilings)
+        self.id = campaign if campaign is not None else campaign_id(experiment)
+        self.dir = Path(results_root) / experiment.name / self.id
         # The ansible-playbook of the environment trexlab runs in (make setup's .venv).
         self.ansible_playbook = ansible_playbook or str(Path(sys.executable).parent / "ansible-playbook")
         self.points = experiment.points()
@@ -185,79 +183,50 @@ class Campaign:
                 undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
-    def run_point(self, point, k: int, n: int) -> None:
-        spec = point.spec
-        undo = self.configure_dut(spec)
+    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None) -> None:
+        """One point: its generator first (it may fail without leaving the DUT configured), then the DUT's
+        configuration, the plan's repetitions, and the DUT restored."""
+        plan = plan or self.plans[point.index]
+        generator = plan.create_generator()
         try:
-            generator = create_generator(self.experiment.generator, **self.generator_options(spec))
+            undo = self.configure_dut(point.spec)
             try:
-                raw, rate_from = split_rate_from(spec["procedure"].get("params") or {})
-                traffic = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(spec.get("traffic") or {})})
-                rate_source = None
-                if rate_from is not None:  # RFC 8219: latency and PDV at this point's measured throughput
-                    rate, rate_source = self.throughput_rate(point, generator, traffic, rate_from["params"], k, n)
-                    raw = {**raw, "rate": rate}
-                params = procedure_params_class(spec["procedure"]["name"])(**raw)
-                # The tester's own ceiling from a self-test on a loopback lab, as the CLI looks it up.
-                params, ceiling = selftest.ceiling_for(params, traffic, self.experiment.generator, self.lab,
-                                                       self.ceilings)
-                facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
-                                   sweep=point.values, spec=spec, generator=generator.describe(),
-                                   params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                                   lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
-                                   **({"rate_source": rate_source} if rate_source else {}))
-
                 def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition" and self._eta is not None:
+                        (self._eta.repetition_skipped if info.get("skipped") else self._eta.repetition_started)(
+                            point.point_id)
+                    if phase == "resume":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']} resumed: "
+                                      f"{info['replayed']} logged trial(s) replayed, not run again")
                     if phase == "repetition":
                         self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
                                       f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
                                       f"{self.eta()}")
 
-                name = spec["procedure"]["name"]
-                summary = repeat(name, generator, traffic, params, self.experiment.repetitions,
-                                 self.dir / point.point_id, facts, progress=progress)
+                def rate_progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        done = " (done earlier)" if info.get("skipped") else ""
+                        self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
+                                      f"{info['repetition']}/{info['repetitions']}{done}")
+
+                summary = execute(plan, generator, progress=progress, rate_progress=rate_progress,
+                                  say=lambda line: self.progress(f"point {k}/{n} {point.point_id}: {line}"))
                 # The point's figures with their limits and method, as the procedure CLI prints them.
-                method = json.loads((self.dir / point.point_id / SUMMARY).read_text()).get("method")
+                method = read_json(plan.output / SUMMARY).get("method")
                 for line in summary_lines(summary, method):
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
-                if name == "selftest":
-                    self.progress(f"point {k}/{n} {point.point_id}: " + selftest.record_selftest(
-                        self.dir / point.point_id, self.experiment.repetitions, self.experiment.generator,
-                        self.lab, traffic, self.ceilings))
             finally:
-                generator.close()
+                for playbook, extra in reversed(undo):
+                    self.playbook(playbook, extra)
         finally:
-            for playbook, extra in reversed(undo):
-                self.playbook(playbook, extra)
-
-    def throughput_rate(self, point, generator, traffic: TrialSpec, params: dict, k: int, n: int) -> tuple[float, dict]:
-        """Run (or finish) the point's throughput repetitions in <point>/throughput/; their median and its source."""
-        params, ceiling = selftest.ceiling_for(procedure_params_class(GIVES_RATE)(**params), traffic,
-                                               self.experiment.generator, self.lab, self.ceilings)
-        facts = provenance(experiment=self.experiment.name, campaign=self.id, point=point.point_id,
-                           sweep=point.values, spec=point.spec, generator=generator.describe(),
-                           params=dataclasses.asdict(params), traffic=traffic.to_dict(),
-                           lab=self.lab.describe() if self.lab else None, tester_ceiling=ceiling,
-                           purpose=f"the rate of the point's {point.spec['procedure']['name']} runs")
-        where = self.dir / point.point_id / RATE_SUBDIR
-
-        def progress(phase: str, info: dict) -> None:
-            if phase == "repetition":
-                done = " (done earlier)" if info.get("skipped") else ""
-                self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
-                              f"{info['repetition']}/{info['repetitions']}{done}")
-
-        repeat(GIVES_RATE, generator, traffic, params, self.experiment.repetitions, where, facts, progress=progress)
-        rate, source = median_throughput(where)
-        self.progress(f"point {k}/{n} {point.point_id}: measuring at {rate:.0f} fps ({source['statistic']} "
-                      f"of {GIVES_RATE})")
-        return rate, source
+            generator.close()
 
     @contextlib.contextmanager
     def tcp_endpoints(self, needed: bool):
         """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
         points run, when the procedure runs on them; removed again afterwards, as each point's DUT configuration is."""
-        if not needed or self.lab is None or not procedure_needs_endpoints(self.experiment.spec["procedure"]["name"]):
+        procedure = self.experiment.spec["procedure"]
+        if not needed or self.lab is None or not procedure_needs_endpoints(procedure["name"], procedure.get("params")):
             yield
             return
         playbook, role = ENDPOINTS_CONFIG
@@ -273,18 +242,10 @@ class Campaign:
         finally:
             self.playbook(playbook, {**settings, f"{role}_state": "absent"})
 
-    def generator_options(self, spec: dict) -> dict:
-        options = dict(spec.get("generator_options") or {})
-        if self.lab is not None:
-            options["lab"] = self.lab
-        return options
-
     # -- the whole campaign -------------------------------------------------------------
     def eta(self) -> str:
-        if not self._durations:
-            return ""
-        remaining = self._remaining * (sum(self._durations) / len(self._durations))
-        return f", ETA {remaining / 60:.1f} min"
+        """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
+        return "" if self._eta is None else self._eta.text()
 
     def run(self) -> dict:
         check_requirements(self.experiment, self.lab)
@@ -298,10 +259,14 @@ class Campaign:
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
-        self._durations, self._remaining = [], len(todo)
+        try:
+            self._eta = estimate.Eta([p for p in estimate.plan(self.experiment) if p.point_id not in done_before])
+        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
+            self._eta = None
+            self.progress(f"warning: no lab time estimate: {exc}")
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
-                      f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
+                      f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")
         for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
             if warning:
                 self.progress(f"warning: {warning}")
@@ -310,7 +275,7 @@ class Campaign:
                 k = point.index + 1
                 start = time.monotonic()
                 try:
-                    self.run_point(point, k, n)
+                    self.run_point(point, k, n, self.plans[point.index])
                 except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
                         subprocess.SubprocessError, OSError) as exc:
                     self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
@@ -318,8 +283,9 @@ class Campaign:
                 else:
                     self.record(point, "done", None, time.monotonic() - start)
                     self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
-                self._durations.append(time.monotonic() - start)
-                self._remaining -= 1
+                if self._eta is not None:
+                    self._eta.point_finished(point.point_id)
+        export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),

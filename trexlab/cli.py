@@ -5,6 +5,7 @@
     trexlab mlrsearch --config search.yml --json
     trexlab campaign experiments/demo --scale ci      # a declared, repeated, resumable campaign
     trexlab report demo                               # its analysis notebook as HTML
+    trexlab compare results/demo/c-aaaa results/demo/c-bbbb --html cmp.html   # B against A, per sweep point
 
 Procedure flags come from the procedure's Params dataclass, so each is
 declared once. Everything is validated before any traffic is sent: a bad value
@@ -16,34 +17,26 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
-import time
 import types
 import typing
 from pathlib import Path
 
-import yaml
-
 from trexlab import __version__
-from trexlab.generators import GENERATORS, create_generator
-from trexlab.lab import LabError, load_lab
+from trexlab.generators import GENERATORS
+from trexlab.lab import LabError
 from trexlab.params import InvalidParameter
+from trexlab.plan import PlanError, execute, plan_cli
 from trexlab.procedures import PROCEDURES, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
-from trexlab.provenance import provenance
-from trexlab.rate_from import TAKES_RATE, median_throughput
-from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, repeat, summary_lines
-from trexlab.trial import GeneratorError, TrialSpec, format_seconds
+from trexlab.rate_from import TAKES_RATE
+from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, summary_lines
+from trexlab.store import dumps, read_json
+from trexlab.trial import GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
-TRAFFIC_FIELDS = ("frame_size", "ip_version", "directions", "port_mode", "destination_networks", "receive_tail")
-
-
-class BadInput(Exception):
-    """One line for the user; nothing has been changed."""
 
 
 def _per_port(name: str):
@@ -148,81 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
                                   "at the throughput rate); instead of --rate")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
+    add_compare_parser(subparsers)
+    schema = subparsers.add_parser("schema", help="print the experiment spec's JSON Schema (for editors)",
+                                   description="Print the experiment spec's JSON Schema, generated from its types.")
+    schema.set_defaults(command=schema_command)
     return parser
 
 
-def _config(path: str | None) -> dict:
-    if not path:
-        return {}
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except OSError as exc:
-        raise BadInput(f"--config {path}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise BadInput(f"--config {path}: not valid YAML") from None
-    allowed = {"generator", "generator_options", "traffic", "params", "repeat", "inventory"}
-    if not isinstance(data, dict) or set(data) - allowed:
-        extra = sorted(set(data) - allowed) if isinstance(data, dict) else [type(data).__name__]
-        raise BadInput(f"--config {path}: unknown key {extra[0]}; allowed {', '.join(sorted(allowed))}")
-    return data
+def schema_command(args: argparse.Namespace) -> int:
+    from trexlab.spec import experiment_schema
 
-
-def _generator_options(config: dict, pairs: list[str]) -> dict:
-    options = dict(config.get("generator_options") or {})
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise BadInput(f"--generator-opt {pair!r}: allowed KEY=VALUE")
-        options[key] = value
-    return options
-
-
-def prepare(args: argparse.Namespace) -> dict:
-    """Everything a run needs, validated; raises BadInput or InvalidParameter before any traffic."""
-    config = _config(args.config)
-    module = procedure_module(args.procedure)
-    traffic = dict(config.get("traffic") or {})
-    for name in TRAFFIC_FIELDS:
-        if getattr(args, name) is not None:
-            traffic[name] = getattr(args, name)
-    unknown = sorted(set(traffic) - set(TRAFFIC_FIELDS))
-    if unknown:
-        raise BadInput(f"traffic.{unknown[0]}: unknown; allowed {', '.join(TRAFFIC_FIELDS)}")
-    template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **traffic})
-    params = dict(config.get("params") or {})
-    for f in dataclasses.fields(module.Params):
-        value = getattr(args, f"param_{f.name}", None)
-        if value is not None:
-            params[f.name] = value
-    if "goals" in params:
-        params["goals"] = tuple(params["goals"])
-    rate_source = None
-    if getattr(args, "rate_from", None):
-        if params.get("rate") is not None:
-            raise BadInput("--rate and --rate-from: give one of them")
-        params["rate"], rate_source = median_throughput(args.rate_from)
-    try:
-        procedure_params = module.Params(**params)
-    except TypeError as exc:
-        raise BadInput(f"params: {str(exc).split('(')[-1].rstrip(')')}") from None
-    repetitions = args.repeat if args.repeat is not None else int(config.get("repeat", 1))
-    if not 1 <= repetitions <= 1000:
-        raise InvalidParameter("repeat", repetitions, "1..1000")
-    generator_name = args.generator or config.get("generator") or "software"
-    options = _generator_options(config, args.generator_opt)
-    lab = None
-    if generator_name != "sim":
-        lab = load_lab(args.inventory or config.get("inventory"))
-        options.setdefault("lab", lab)
-    generator = create_generator(generator_name, **options)
-    if hasattr(module, "check"):  # what a procedure can check before any traffic (e.g. the lab's TCP endpoints)
-        module.check(generator, procedure_params, template)
-    # The tester's own ceiling, from a self-test on a loopback lab, for the procedures that compare against it.
-    procedure_params, ceiling = selftest.ceiling_for(procedure_params, template, generator_name, lab, args.ceilings)
-    results = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
-    return {"template": template, "params": procedure_params, "repetitions": repetitions,
-            "generator": generator, "generator_name": generator_name, "lab": lab, "results": results,
-            "tester_ceiling": ceiling, "rate_source": rate_source}
+    print(dumps(experiment_schema(), indent=2))
+    return 0
 
 
 def ceiling_line(ceiling: dict) -> str:
@@ -247,7 +177,7 @@ def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
     """The figures with their limits and, beside them, how they were measured (from summary.json)."""
     print(f"\n{procedure}: results in {results}", file=stream)
     written = Path(results) / SUMMARY
-    method = json.loads(written.read_text()).get("method") if written.is_file() else None
+    method = read_json(written).get("method") if written.is_file() else None
     for line in summary_lines(summary, method):
         print(line, file=stream)
 
@@ -262,6 +192,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the experiment and print its points, repetitions and an estimate of the lab "
+                             "time (worst case and expected); touches no host")
     add_ceilings_flag(parser)
 
 
@@ -271,17 +204,41 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.dry_run:
+            print("\n".join(dry_run(experiment, args)))
+            return 0
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
-    except (InvalidExperiment, CampaignError, PlaybookError, LabError, InvalidParameter) as exc:
+    except (InvalidExperiment, PlanError, CampaignError, PlaybookError, LabError, InvalidParameter) as exc:
         print(f"trexlab campaign: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("trexlab campaign: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
-    print(json.dumps(outcome))
+    print(dumps(outcome))
     return 0 if not outcome["failed"] else 1
+
+
+def dry_run(experiment, args: argparse.Namespace) -> list[str]:
+    """What the campaign would run and how long, every point's plan validated (trexlab.plan), no host touched: the
+    lab is read from its inventory when there is one; without one, everything else is still checked."""
+    from pathlib import Path
+
+    from trexlab import estimate, plan
+    from trexlab.procedures import selftest
+
+    try:
+        plan.plan_campaign(experiment, args.results, args.campaign, inventory=args.inventory, ceilings=args.ceilings)
+        checked = "every point's plan valid" + ("" if experiment.generator == "sim" else ", with the lab's inventory")
+    except LabError as exc:
+        root = Path(args.results)
+        campaign = plan.check_campaign_id(args.campaign) if args.campaign else plan.default_campaign_id(experiment)
+        for point in experiment.points():
+            plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
+                            Path(args.ceilings or selftest.CEILINGS_FILE))
+        checked = f"every point's plan valid without a lab ({exc})"
+    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
@@ -308,61 +265,96 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_compare_parser(subparsers) -> None:
+    """trexlab compare A B [--figure NAME] [--json] [--html FILE] [--results DIR]"""
+    parser = subparsers.add_parser(
+        "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
+        description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
+                    "shift with its distribution-free 95 %% (Mann-Whitney) confidence interval, and a verdict "
+                    "(lower / higher / no significant difference).")
+    parser.set_defaults(command=compare_command)
+    parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
+                                               "campaign under --results)")
+    parser.add_argument("b", metavar="B", help="the campaign compared with A (same forms)")
+    parser.add_argument("--figure", action="append", help="a headline figure to compare, repeatable (default: "
+                                                          "every figure both measured)")
+    parser.add_argument("--results", default="results", help="results root for experiment names (default results/)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    parser.add_argument("--html", metavar="FILE", help="also write an HTML report (table and plots) to FILE")
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from trexlab.compare import CompareError, as_json, compare_campaigns, resolve, text_lines
+    from trexlab.report import ReportError, render_compare
+
+    try:
+        a, b = resolve(args.a, args.results), resolve(args.b, args.results)
+        table = compare_campaigns(a, b, args.figure)
+        html = render_compare([a, b], args.html) if args.html else None
+    except (CompareError, ReportError) as exc:
+        print(f"trexlab compare: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(dumps(as_json(table, a, b), indent=2))
+    else:
+        print("\n".join(text_lines(table, a, b)))
+    if html:
+        print(f"trexlab compare: report in {html}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
-    if hasattr(args, "command"):  # campaign, report
+    if hasattr(args, "command"):  # campaign, report, compare, schema
         return args.command(args)
+    name = args.procedure
     try:
-        run = prepare(args)
-    except (BadInput, InvalidParameter, LabError, GeneratorError, ValueError) as exc:
-        print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
+        plan = plan_cli(args, argv)  # everything checked; nothing touched yet
+    except (PlanError, InvalidParameter, LabError, GeneratorError, ValueError) as exc:
+        print(f"trexlab {name}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    generator, display = run["generator"], ProgressDisplay()
-    for warning in run["lab"].warnings() if run["lab"] else ():
-        print(f"trexlab {args.procedure}: warning: {warning}", file=sys.stderr)
-    if run["tester_ceiling"]:
-        print(f"trexlab {args.procedure}: {ceiling_line(run['tester_ceiling'])}", file=sys.stderr)
-    facts = provenance(generator=generator.describe(), params=dataclasses.asdict(run["params"]),
-                       traffic=run["template"].to_dict(), lab=run["lab"].describe() if run["lab"] else None,
-                       argv=argv, tester_ceiling=run["tester_ceiling"],
-                       **({"rate_source": run["rate_source"]} if run["rate_source"] else {}))
-    if run["rate_source"]:
-        source = run["rate_source"]
-        print(f"trexlab {args.procedure}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
+    try:  # the generator before anything is printed or configured: it may be missing (TRex client)
+        generator = plan.create_generator()
+    except (InvalidParameter, LabError, GeneratorError, ValueError, OSError) as exc:
+        print(f"trexlab {name}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for warning in plan.lab.warnings() if plan.lab else ():
+        print(f"trexlab {name}: warning: {warning}", file=sys.stderr)
+    if plan.tester_ceiling:
+        print(f"trexlab {name}: {ceiling_line(plan.tester_ceiling)}", file=sys.stderr)
+    if plan.rate_source:
+        source = plan.rate_source
+        print(f"trexlab {name}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
               f"{source['figure']} in {source['from']}", file=sys.stderr)
+    display, news = ProgressDisplay(), []
     try:
-        summary = repeat(args.procedure, generator, run["template"], run["params"], run["repetitions"],
-                         run["results"], facts, progress=display)
+        summary = execute(plan, generator, progress=display, say=news.append)
     except KeyboardInterrupt:
         display.close()
-        print(f"trexlab {args.procedure}: interrupted; finished repetitions are kept in {run['results']}; "
+        print(f"trexlab {name}: interrupted; finished repetitions are kept in {plan.output}; "
               "run the same command with --results to resume", file=sys.stderr)
         return 130
     # Found mid-run: before the traffic it concerns (RFC 6349 windows), or the tester, TRex server or curl failing.
     except (InvalidParameter, LabError, GeneratorError, DownloadError) as exc:
         display.close()
-        print(f"trexlab {args.procedure}: {exc}", file=sys.stderr)
+        print(f"trexlab {name}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         generator.close()
     display.close()
-    if args.procedure == "selftest":
-        line = selftest.record_selftest(run["results"], run["repetitions"], run["generator_name"], run["lab"],
-                                       run["template"], args.ceilings)
-        print(f"trexlab selftest: {line}", file=sys.stderr)
-    for rep in sorted(run["results"].glob("rep-*/result.json")):  # latency and PDV near the tester's own floor
-        for warning in (json.loads(rep.read_text()).get("tester_latency_floor") or {}).get("warnings", []):
-            print(f"trexlab {args.procedure}: warning: {rep.parent.name}: {warning}", file=sys.stderr)
+    for line in news:  # e.g. what the self-test recorded
+        print(f"trexlab {name}: {line}", file=sys.stderr)
+    for rep in sorted(plan.output.glob("rep-*/result.json")):  # latency and PDV near the tester's own floor
+        for warning in (read_json(rep).get("tester_latency_floor") or {}).get("warnings", []):
+            print(f"trexlab {name}: warning: {rep.parent.name}: {warning}", file=sys.stderr)
     if args.json:
-        latest = sorted(run["results"].glob("rep-*/result.json"))[-1]
-        json.dump({"results": str(run["results"]), "summary": summary,
-                   "result": json.loads(latest.read_text())}, sys.stdout, indent=2, default=str)
-        print()
+        latest = sorted(plan.output.glob("rep-*/result.json"))[-1]
+        print(dumps({"results": str(plan.output), "summary": summary, "result": read_json(latest)}, indent=2))
     else:
-        print_summary(args.procedure, summary, run["results"], sys.stdout)
-        if args.procedure in TAKES_RATE:
-            print_delays(json.loads(sorted(run["results"].glob("rep-*/result.json"))[-1].read_text()), sys.stdout)
+        print_summary(name, summary, plan.output, sys.stdout)
+        if name in TAKES_RATE:
+            print_delays(read_json(sorted(plan.output.glob("rep-*/result.json"))[-1]), sys.stdout)
     return 0
 
 

@@ -14,6 +14,7 @@ naming the key and what is allowed.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import itertools
 import json
@@ -24,10 +25,11 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from trexlab import reference_dut
+from trexlab import reference_dut, rolevalues, safeyaml
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
+from trexlab.spec import SWEEP_POINTS_MAX, experiment_schema
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -46,61 +48,13 @@ DUT_BLOCKS = tuple(DUT_CONFIG)
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
 DEFAULT_REPETITIONS = 20
 
-_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
-SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name", "procedure"],
-    "properties": {
-        "name": {"type": "string", "pattern": _NAME},
-        "description": {"type": "string"},
-        "reproduces": {"type": "string"},
-        "lab": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "kind": {"enum": list(LAB_KINDS)},
-                "topology": {"enum": list(TOPOLOGIES)},
-                "requires": {"type": "array", "items": {"enum": ["sch_netem", "jool"]}},
-            },
-        },
-        "generator": {"enum": list(GENERATORS)},
-        "generator_options": {"type": "object"},
-        "dut": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {block: {"type": "object"} for block in DUT_BLOCKS},
-        },
-        "traffic": {"type": "object"},
-        "endpoints": {"type": "object"},
-        # The report's notebook (default analysis/<name>.ipynb, else analysis/report.ipynb).
-        "notebook": {"type": "string", "pattern": r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"},
-        "procedure": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["name"],
-            "properties": {
-                "name": {"type": "string"},
-                "params": {"type": "object"},
-            },
-        },
-        "sweep": {
-            "type": "object",
-            "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"},
-            "additionalProperties": {"type": "array", "minItems": 1},
-        },
-        "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "scale": {
-            "type": "object",
-            "additionalProperties": False,
-            "description": "overrides applied with --scale ci (short trials for CI)",
-            "properties": {
-                "ci": {"type": "object"},
-            },
-        },
-    },
-}
+
+@functools.cache
+def schema() -> dict:
+    """The schema specs are validated with first, generated from their types (trexlab.spec); ``trexlab schema``
+    prints the detailed one editors use."""
+    return experiment_schema(detailed=False)
 
 
 class InvalidExperiment(ValueError):
@@ -143,7 +97,15 @@ class Experiment:
 
     @property
     def repetitions(self) -> int:
-        return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
+        """The most repetitions a point runs (adaptive repetitions may stop earlier: repetition_rule)."""
+        return self.repetition_rule.maximum
+
+    @property
+    def repetition_rule(self):
+        """A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule)."""
+        from trexlab.adaptive import repetition_rule
+
+        return repetition_rule(self.spec)
 
     @property
     def lab_kind(self) -> str | None:
@@ -162,6 +124,7 @@ class Experiment:
 
     def points(self) -> list[SweepPoint]:
         sweep = self.spec.get("sweep") or {}
+        check_sweep_size(sweep, str(self.path) if self.path else "<spec>")
         paths = list(sweep)
         points = []
         for index, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
@@ -180,10 +143,15 @@ class Experiment:
         overrides = (self.spec.get("scale") or {}).get(scale)
         if overrides is None:
             raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment")
+        if not isinstance(overrides, dict):
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: a mapping of overrides")
         spec = copy.deepcopy(self.spec)
         for path, value in _flatten(overrides).items():
             _set_path(spec, path, value)
-        return Experiment(spec, self.path)
+        # The merged spec is checked as a whole again: an override may set anything the spec may, no more
+        # (a name that leaves the results root, zero repetitions, a hostile DUT block).
+        source = f"{self.path or '<spec>'} (scale {scale})"
+        return validate(spec, source, path=self.path)
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -208,14 +176,25 @@ def _set_path(spec: dict, path: str, value: object) -> None:
     node[leaf] = value
 
 
+def check_sweep_size(sweep: dict, source: str) -> int:
+    """The number of sweep points, refused above SWEEP_POINTS_MAX before anything is expanded."""
+    total = 1
+    for values in sweep.values():
+        total *= len(values) if isinstance(values, list) else 1
+    if total > SWEEP_POINTS_MAX:
+        sizes = " x ".join(str(len(v)) for v in sweep.values() if isinstance(v, list))
+        raise InvalidExperiment(f"{source}: sweep: {total} points ({sizes}); allowed at most {SWEEP_POINTS_MAX}")
+    return total
+
+
 _SWEEP_ROOTS = ("dut", "traffic", "procedure", "generator_options")
 
 
-def validate(spec: object, source: str = "<spec>") -> Experiment:
+def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> Experiment:
     """Check a parsed spec completely; raise InvalidExperiment with one line on the first error."""
     if not isinstance(spec, dict):
         raise InvalidExperiment(f"{source}: the spec must be a mapping, got {type(spec).__name__}")
-    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(spec),
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(spec),
                     key=lambda e: list(e.absolute_path))
     if errors:
         error = jsonschema.exceptions.best_match(errors)
@@ -231,7 +210,13 @@ def validate(spec: object, source: str = "<spec>") -> Experiment:
     if spec.get("generator") == "sim" and spec.get("dut"):
         raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
                                 "simulated SUT in generator_options")
-    experiment = Experiment(spec, Path(source) if source != "<spec>" else None)
+    if isinstance(spec.get("sweep"), dict):
+        check_sweep_size(spec["sweep"], source)
+    experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
+    try:
+        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: {exc}") from None
     _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
@@ -243,19 +228,31 @@ def _check_endpoints(spec: dict, source: str) -> None:
     """An endpoints block: options of roles/tcp_endpoints, for a procedure that runs on the endpoints."""
     if "endpoints" not in spec:
         return
-    if not procedure_needs_endpoints(spec["procedure"]["name"]):
+    if not procedure_needs_endpoints(spec["procedure"]["name"], spec["procedure"].get("params")):
         raise InvalidExperiment(f"{source}: endpoints: procedure {spec['procedure']['name']} does not run on the "
-                                "lab's TCP endpoints (tcp and http_download do)")
+                                "lab's TCP endpoints (tcp with engine iperf3 and http_download do)")
     _check_role_settings(source, "endpoints", ENDPOINTS_CONFIG[1], spec["endpoints"])
+    try:
+        rolevalues.check_endpoints_block(spec["endpoints"])
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: endpoints.{exc}") from None
 
 
-def procedure_needs_endpoints(name: str) -> bool:
-    """Whether a procedure runs on the lab's client and server nodes (roles/tcp_endpoints)."""
+def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints).
+
+    A procedure may say per run (needs_tcp_endpoints(params): RFC 6349's iperf3 engine does, its trex engine
+    does not), else once (NEEDS_TCP_ENDPOINTS)."""
     import importlib
 
     from trexlab.procedures import PROCEDURES
 
-    return name in PROCEDURES and getattr(importlib.import_module(PROCEDURES[name]), "NEEDS_TCP_ENDPOINTS", False)
+    if name not in PROCEDURES:
+        return False
+    module = importlib.import_module(PROCEDURES[name])
+    if hasattr(module, "needs_tcp_endpoints"):
+        return module.needs_tcp_endpoints(params or {})
+    return getattr(module, "NEEDS_TCP_ENDPOINTS", False)
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -267,6 +264,10 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
     if error.validator == "pattern" and isinstance(error.instance, str):
         return f"{error.instance!r} does not match {error.validator_value}"
+    if error.validator == "anyOf" and all("type" in option for option in error.validator_value):
+        # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
+        kinds = " or ".join(repr(option["type"]) for option in error.validator_value)
+        return f"{error.instance!r} is not of type {kinds}"
     return error.message
 
 
@@ -291,6 +292,10 @@ def _check_dut(point: SweepPoint, source: str) -> None:
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
     for block, settings in (point.spec.get("dut") or {}).items():
         _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
+        try:  # the strings that reach the DUT: names, paths, addresses (the lab's own rules: trexlab.plan)
+            rolevalues.check_dut_block(block, settings)
+        except InvalidParameter as exc:
+            raise InvalidExperiment(f"{where}: dut.{block}.{exc}") from None
     reference = (point.spec.get("dut") or {}).get("reference")
     if reference is not None:  # its values' ranges, as the role would refuse them (before any host is touched)
         try:
@@ -322,8 +327,8 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
 
 def _check_point(point: SweepPoint, source: str) -> None:
     """Build the traffic template and procedure parameters of a point: their own checks apply."""
+    from trexlab.plan import check_generator_options, procedure_params, traffic_template
     from trexlab.procedures import PROCEDURES  # procedures import heavy libraries lazily
-    from trexlab.trial import TrialSpec
 
     spec = point.spec
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
@@ -331,36 +336,25 @@ def _check_point(point: SweepPoint, source: str) -> None:
     if name not in PROCEDURES:
         raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
                                 f"allowed {', '.join(PROCEDURES)}")
-    traffic = dict(spec.get("traffic") or {})
     try:
-        TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **traffic})
+        traffic_template(spec.get("traffic"))
+        check_generator_options(spec.get("generator", "software"), spec.get("generator_options"))
     except InvalidParameter as exc:
-        raise InvalidExperiment(f"{where}: traffic.{exc}") from None
-    except TypeError as exc:
-        raise InvalidExperiment(f"{where}: traffic: {_unknown_key(exc)}") from None
-    try:
-        params_class = procedure_params_class(name)
-    except ImportError:
-        return  # procedure module not installed in this build: checked when it runs
+        raise InvalidExperiment(f"{where}: {exc}") from None
     params = spec["procedure"].get("params") or {}
     try:
         params, rate_from = split_rate_from(params)
         if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
             if name not in TAKES_RATE:
-                raise InvalidParameter("rate", {"from": GIVES_RATE}, f"a number (only {', '.join(TAKES_RATE)} "
-                                       f"take a rate from {GIVES_RATE})")
-            try:
-                procedure_params_class(GIVES_RATE)(**rate_from["params"])
-            except InvalidParameter as exc:
-                raise InvalidExperiment(f"{where}: procedure.params.rate.params.{exc}") from None
-            except TypeError as exc:
-                raise InvalidExperiment(f"{where}: procedure.params.rate.params: {_unknown_key(exc)}") from None
+                raise InvalidParameter("procedure.params.rate", {"from": GIVES_RATE}, f"a number (only "
+                                       f"{', '.join(TAKES_RATE)} take a rate from {GIVES_RATE})")
+            procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
-        params_class(**params)
+        procedure_params(name, params, "procedure.params.")
     except InvalidParameter as exc:
-        raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
-    except TypeError as exc:
-        raise InvalidExperiment(f"{where}: procedure.params: {_unknown_key(exc)}") from None
+        if exc.name == "rate" or exc.name.startswith("rate."):  # split_rate_from's own names
+            raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
+        raise InvalidExperiment(f"{where}: {exc}") from None
 
 
 def _unknown_key(exc: TypeError) -> str:
@@ -390,9 +384,7 @@ def load(path: str | Path) -> Experiment:
     if not path.is_file():
         raise InvalidExperiment(f"{path}: no such experiment spec")
     try:
-        spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise InvalidExperiment(f"{path}:{line} not valid YAML") from None
+        spec = safeyaml.load(path)
+    except safeyaml.YamlInputError as exc:
+        raise InvalidExperiment(str(exc)) from None
     return validate(spec, str(path))

@@ -15,8 +15,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
 
 
@@ -92,6 +90,9 @@ class Lab:
     topology: str  # single | dual | loopback
     nodes: dict[str, Node]
     inventory: Path
+    #: Test addresses outside 198.18.0.0/15 and 2001:2::/48 allowed (the inventory's trexlab_lab says so, never a
+    #: spec): recorded in provenance and printed at the start of every run.
+    allow_non_benchmarking_addresses: bool = False
 
     @property
     def tester(self) -> Node:
@@ -128,15 +129,21 @@ class Lab:
     def describe(self) -> dict:
         return {"name": self.name, "kind": self.kind, "topology": self.topology,
                 "inventory": str(self.inventory), "nodes": sorted(self.nodes), "dut_facts": self.dut_facts(),
-                "warnings": self.warnings()}
+                "warnings": self.warnings(),
+                **({"allow_non_benchmarking_addresses": True} if self.allow_non_benchmarking_addresses else {})}
 
     def warnings(self) -> list[str]:
         """What a reader of this lab's figures must know; procedures print it and provenance keeps it."""
         emulated = [n.name for n in self.duts if n.extra.get("trexlab_vm_accel") == "tcg"]
-        if not emulated:
-            return []
-        return [f"DUT {', '.join(emulated)}: a QEMU VM emulated by TCG (no KVM): throughput and latency figures "
-                "describe the emulator, not a device; use this lab for function (netem, Jool, procedures)"]
+        warnings = []
+        if self.allow_non_benchmarking_addresses:
+            warnings.append(f"lab {self.name} allows test addresses outside 198.18.0.0/15 and 2001:2::/48 "
+                            "(allow_non_benchmarking_addresses: true): test traffic may reach other networks")
+        if emulated:
+            warnings.append(f"DUT {', '.join(emulated)}: a QEMU VM emulated by TCG (no KVM): throughput and latency "
+                            "figures describe the emulator, not a device; use this lab for function (netem, Jool, "
+                            "procedures)")
+        return warnings
 
     def dut_facts(self) -> dict:
         """What the DUT roles reported they applied (playbooks/site.yml keeps it beside the inventory)."""
@@ -149,45 +156,92 @@ class Lab:
         return facts
 
 
-def _port(data: dict) -> TestPort:
+def _port(data: object, where: str) -> TestPort:
+    if not isinstance(data, dict):
+        raise LabError(f"{where}: a mapping (index, name, mac, ...), got {type(data).__name__}")
+    index = data.get("index")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= 1:
+        raise LabError(f"{where}.index: {index!r}: allowed 0 or 1")
+    for key in ("name", "mac", "ipv4", "ipv6", "peer_mac", "pci"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise LabError(f"{where}.{key}: {data[key]!r}: allowed a string")
     known = {k: data.get(k) for k in TestPort.__dataclass_fields__}
     return TestPort(**known)
 
 
+def _mapping(value: object, where: str) -> dict:
+    """An inventory level that must be a mapping (None: empty), else one line naming it."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LabError(f"{where}: a mapping, got {type(value).__name__}")
+    return value
+
+
 def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
-    """Read a generated inventory (hosts.yml) into a Lab."""
+    """Read a generated inventory (hosts.yml) into a Lab; its values that reach hosts are checked
+    (trexlab.rolevalues), each error one line naming the inventory and the key."""
+    from trexlab import rolevalues, safeyaml
+    from trexlab.params import InvalidParameter
+
     path = Path(inventory or os.environ.get("TREXLAB_INVENTORY") or DEFAULT_INVENTORY)
     if not path.is_file():
         raise LabError(f"inventory {path} not found: run 'make lab-up' first")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise LabError(f"inventory {path}: not valid YAML ({exc.__class__.__name__})") from exc
-    root = data.get("all", {})
-    lab_vars = (root.get("vars") or {}).get("trexlab_lab") or {}
+        data = safeyaml.load(path, f"inventory {path}")
+    except safeyaml.YamlInputError as exc:
+        raise LabError(str(exc)) from None
+    root = _mapping(_mapping(data, f"inventory {path}").get("all"), f"inventory {path}: all")
+    lab_vars = _mapping(_mapping(root.get("vars"), f"inventory {path}: all.vars").get("trexlab_lab"),
+                        f"inventory {path}: all.vars.trexlab_lab")
+    children = _mapping(root.get("children"), f"inventory {path}: all.children")
     nodes: dict[str, Node] = {}
     for role in ("tester", "dut", "client", "server"):
-        group = (root.get("children") or {}).get(role) or {}
-        for name, hv in (group.get("hosts") or {}).items():
-            hv = hv or {}
-            nodes[name] = Node(
-                name=name,
+        where = f"inventory {path}: all.children.{role}"
+        group = _mapping(children.get(role), where)
+        for name, hv in _mapping(group.get("hosts"), f"{where}.hosts").items():
+            here = f"inventory {path}: {name}"
+            hv = _mapping(hv, here)
+            port = hv.get("ansible_port", 22)
+            if isinstance(port, bool) or not isinstance(port, int | str) or not str(port).isdigit() \
+                    or not 1 <= int(port) <= 65535:
+                raise LabError(f"{here}.ansible_port: {port!r}: allowed 1..65535")
+            cpus = hv.get("trexlab_cpus") or ()
+            if not isinstance(cpus, list | tuple) or not all(isinstance(c, int) and not isinstance(c, bool)
+                                                             for c in cpus):
+                raise LabError(f"{here}.trexlab_cpus: {cpus!r}: allowed a list of CPU numbers")
+            ports = hv.get("test_ports")
+            ports = [] if ports is None else ports
+            if not isinstance(ports, list):
+                raise LabError(f"{here}.test_ports: a list, got {type(ports).__name__}")
+            nodes[str(name)] = Node(
+                name=str(name),
                 role=role,
                 ansible_host=str(hv.get("ansible_host", name)),
                 ansible_user=hv.get("ansible_user", "root"),
-                ansible_port=int(hv.get("ansible_port", 22)),
+                ansible_port=int(port),
                 ssh_key=hv.get("ansible_ssh_private_key_file"),
                 netns=hv.get("trexlab_netns"),
-                cpus=tuple(hv.get("trexlab_cpus") or ()),
-                test_ports=tuple(_port(p) for p in hv.get("test_ports") or ()),
-                extra={k: v for k, v in hv.items() if k.startswith("trexlab_")},
+                cpus=tuple(cpus),
+                test_ports=tuple(_port(p, f"{here}.test_ports[{i}]") for i, p in enumerate(ports)),
+                extra={k: v for k, v in hv.items() if isinstance(k, str) and k.startswith("trexlab_")},
             )
     if not nodes:
         raise LabError(f"inventory {path}: no tester or dut hosts")
-    return Lab(
-        name=lab_vars.get("name", path.parent.name),
-        kind=lab_vars.get("kind", "unknown"),
-        topology=lab_vars.get("topology", "unknown"),
+    allow = lab_vars.get("allow_non_benchmarking_addresses", False)
+    if not isinstance(allow, bool):
+        raise LabError(f"inventory {path}: all.vars.trexlab_lab.allow_non_benchmarking_addresses: {allow!r}: "
+                       "allowed true or false")
+    lab = Lab(
+        name=str(lab_vars.get("name", path.parent.name)),
+        kind=str(lab_vars.get("kind", "unknown")),
+        topology=str(lab_vars.get("topology", "unknown")),
         nodes=nodes,
         inventory=path,
+        allow_non_benchmarking_addresses=allow,
     )
+    try:
+        rolevalues.check_lab(lab)
+    except InvalidParameter as exc:
+        raise LabError(f"inventory {path}: {exc}") from None
+    return lab

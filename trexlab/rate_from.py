@@ -19,7 +19,6 @@ The rate used and its source go into the provenance of every run (``rate_source`
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
@@ -36,13 +35,13 @@ SUBDIR = "throughput"
 
 def median_throughput(path: str | Path) -> tuple[float, dict]:
     """(rate, source) from the finished throughput runs at or below path."""
-    from trexlab.store import RESULT, run_dirs  # pandas: only when a rate is looked up
+    from trexlab.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
 
     path = Path(path)
     runs = [run for run in run_dirs([path]) if (run / RESULT).is_file()]
     values: list[float] = []
     for run in runs:
-        result = json.loads((run / RESULT).read_text())
+        result = read_json(run / RESULT)
         if result.get("procedure") != GIVES_RATE:
             continue
         value = (result.get("headline") or {}).get(FIGURE)

@@ -122,10 +122,13 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
                 "dispersion_percent": math.nan, "median_lower_bound": False, "why": why(observations)}
     low_rank, high_rank = median_ranks(n)
     low_middle, high_middle = ranked(low_rank), ranked(high_rank)
+    reasons = [why(observations)]
     if isinstance(high_middle, str):
         median = high_middle
     elif isinstance(low_middle, str):
         median = below((bound + high_middle) / 2)
+        # The bound is not min_rate itself: say where it comes from, or it reads as a measured figure.
+        reasons.append(f"median {median}: mean of a repetition below min_rate {bound:g} and {high_middle:g}")
     else:
         median = (low_middle + high_middle) / 2
     minimum, maximum = ranked(1), ranked(n)
@@ -138,11 +141,13 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
         dispersion = f"{ABOVE} {spread:.2f}" if spread > 0 else math.nan
     else:
         dispersion = dispersion_percent(median, minimum, maximum)
+        if median == 0:  # summary.json writes the NaN as null: say why there is no figure
+            reasons.append("dispersion undefined: median 0")
     return {**summary, "median": median, "min": minimum, "max": maximum,
             "p1": ranked(nearest_rank(1, n)), "p99": ranked(nearest_rank(99, n)),
             "dispersion_percent": dispersion,
             "median_lower_bound": _median_lower_bound(observations, len(censored), high_middle),
-            "why": why(observations)}
+            "why": "; ".join(r for r in reasons if r)}
 
 
 def _bound_of(value: float | str) -> float:

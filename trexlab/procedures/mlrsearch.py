@@ -63,6 +63,9 @@ class Params:
     def __post_init__(self) -> None:
         if not self.goals:
             raise InvalidParameter("goals", self.goals, "at least one goal")
+        for index, goal in enumerate(self.goals):
+            if not isinstance(goal, dict):  # e.g. goals: [NDR] written as names
+                raise InvalidParameter(f"goals[{index}]", goal, f"a mapping of {', '.join(GOAL_KEYS)}")
         names = [g.get("name", f"goal{i}") for i, g in enumerate(self.goals)]
         if len(set(names)) != len(names):
             raise InvalidParameter("goals", names, "distinct goal names")

@@ -38,7 +38,7 @@ from trexlab.params import check_range
 from trexlab.procedures import throughput
 from trexlab.procedures.common import TrialRunner
 from trexlab.repetition import repetition_dir
-from trexlab.store import write_json_atomic
+from trexlab.store import read_json, write_json_atomic
 from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
 METHOD = "tester self-test (RFC 2544 throughput, ports looped back)"
@@ -221,7 +221,7 @@ def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, 
         return (f"ceilings not recorded: lab {lab.name} has topology {lab.topology}, so they include a DUT; "
                 "the tester's own ceiling comes from a loopback lab (make lab-up TOPOLOGY=loopback)")
     try:
-        results = [json.loads((repetition_dir(Path(run_dir), k) / "result.json").read_text())
+        results = [read_json(repetition_dir(Path(run_dir), k) / "result.json")
                    for k in range(1, repetitions + 1)]
         entries = record_ceilings(results, run_dir, generator, lab, traffic, path)
     except (ValueError, OSError) as exc:

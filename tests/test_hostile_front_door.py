@@ -1,0 +1,148 @@
+"""Hostile values at the front door (make variables, scripts/ arguments): each is refused with exit code 2 and
+one line on stderr naming the variable, runs nothing it carries, and leaves the machine as it was.
+
+No lab is needed: every refusal happens before anything is provisioned, configured or run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
+FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS")
+
+# (make goal, variable, value); {mark} is a file the injected command would create.
+MAKE_INPUTS = [
+    ("run", "EXP", "x; touch {mark}"),
+    ("run", "EXP", "demo; touch {mark}"),
+    ("run", "EXP", "demo && touch {mark}"),
+    ("run", "EXP", "demo | touch {mark}"),
+    ("run", "EXP", "$(shell touch {mark})"),
+    ("run", "EXP", "$$(touch {mark})"),
+    ("run", "EXP", "`touch {mark}`"),
+    ("run", "EXP", "demo'; touch {mark}; '"),
+    ("run", "EXP", "demo\ntouch {mark}"),
+    ("run", "EXP", "../../elsewhere"),
+    ("run", "EXP", "../demo"),
+    ("run", "EXP", "/etc"),
+    ("run", "EXP", "demo/../demo"),
+    ("run", "EXP", "no-such-experiment"),
+    ("run", "EXP", ""),
+    ("run", "EXP", " "),
+    ("run", "EXP", "demo tester-selftest"),
+    ("run", "EXP", "-h"),
+    ("run", "EXP", "Demo"),
+    ("run", "EXP", "demo#"),
+    ("report", "EXP", "x; touch {mark}"),
+    ("report", "EXP", "../../elsewhere"),
+    ("run", "SCALE", "ci; touch {mark}"),
+    ("run", "SCALE", "$(shell touch {mark})"),
+    ("run", "SCALE", "../ci"),
+    ("run", "SCALE", "ci --results /"),
+    ("run", "LAB_NAME", "x;touch {mark}"),
+    ("run", "LAB_NAME", "../x"),
+    ("run", "LAB_NAME", "toolong"),
+    ("run", "LAB_NAME", "ABC"),
+    ("run", "LAB_NAME", ""),
+    ("run", "LAB_NAME", "a b"),
+    ("lab-up", "LAB_NAME", "$(touch {mark})"),
+    ("lab-up", "LAB", "local; touch {mark}"),
+    ("lab-up", "LAB", "kvm"),
+    ("lab-up", "LAB", "local vm"),
+    ("lab-up", "TOPOLOGY", "single; touch {mark}"),
+    ("lab-up", "TOPOLOGY", "ring"),
+    ("configure", "NETWORKS", "0"),
+    ("configure", "NETWORKS", "257"),
+    ("configure", "NETWORKS", "1; touch {mark}"),
+    ("configure", "NETWORKS", "-1"),
+    ("configure", "NETWORKS", "01"),
+    ("configure", "NETWORKS", "1e3"),
+]
+
+# (script and its arguments, extra environment); the scripts check the same values when run without make.
+SCRIPT_INPUTS = [
+    (["scripts/run-experiment.sh", "x; touch {mark}"], {}, "EXP"),
+    (["scripts/run-experiment.sh", "../../elsewhere"], {}, "EXP"),
+    (["scripts/run-experiment.sh", "/etc"], {}, "EXP"),
+    (["scripts/run-experiment.sh", ""], {}, "EXP"),
+    (["scripts/run-experiment.sh", "demo"], {"SCALE": "ci; touch {mark}"}, "SCALE"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "../../x"}, "LAB_NAME"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "$(touch {mark})"}, "LAB_NAME"),
+    (["scripts/report.sh", "$(touch {mark})"], {}, "EXP"),
+    (["scripts/report.sh", "../demo"], {}, "EXP"),
+    (["scripts/lab.sh", "up; touch {mark}"], {}, "action"),
+    (["scripts/lab.sh", "up"], {"LAB": "local;touch {mark}"}, "LAB"),
+    (["scripts/lab.sh", "up"], {"LAB_NAME": "`touch {mark}`"}, "LAB_NAME"),
+    (["scripts/lab.sh", "up"], {"TOPOLOGY": "$(touch {mark})"}, "TOPOLOGY"),
+    (["scripts/lab.sh", "configure"], {"NETWORKS": "1 -e x=$(touch {mark})"}, "NETWORKS"),
+    (["scripts/lab.sh", "up"], {"NETWORKS": "0257"}, "NETWORKS"),
+    (["scripts/lab.sh", "up"], {"LAB": "static", "TFVARS": "/nonexistent/{mark}.tfvars"}, "TFVARS"),
+]
+
+
+def machine_state() -> dict:
+    """What a refused input must leave unchanged: namespaces, the ruleset, the roles' state, the checkout."""
+    def out(*argv: str) -> str:
+        if not shutil.which(argv[0]):
+            return ""
+        return subprocess.run(argv, capture_output=True, text=True, cwd=REPO).stdout
+    state_root = Path("/var/lib/trexlab")
+    return {
+        "netns": out("ip", "netns", "list"),
+        "nft": out("nft", "list", "ruleset") if os.geteuid() == 0 else "",
+        "var_lib_trexlab": sorted(str(p) for p in state_root.rglob("*")) if state_root.exists() else [],
+        "checkout": out("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", ".",
+                        ":!.venv", ":!.cache", ":!swtester", ":!terraform/providers"),
+    }
+
+
+def front_door_env(extra: dict) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in FRONT_DOOR_VARIABLES and not k.startswith("MAKE")}
+    return {**env, "VENV": str(REPO / ".venv"), **extra}
+
+
+def assert_refused(result: subprocess.CompletedProcess, variable: str, mark: Path, before: dict) -> None:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{variable}=" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not mark.exists(), f"the injected command ran: {mark} exists"
+    assert machine_state() == before
+
+
+@pytest.mark.parametrize(("goal", "variable", "value"), MAKE_INPUTS,
+                         ids=[f"{g}-{v}-{i}" for i, (g, v, _) in enumerate(MAKE_INPUTS)])
+def test_make_refuses_a_hostile_variable(tmp_path, goal, variable, value):
+    mark = tmp_path / "injected"
+    before = machine_state()
+    result = subprocess.run(["make", "--no-print-directory", goal, f"{variable}={value.format(mark=mark)}"],
+                            capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+    assert_refused(result, variable, mark, before)
+
+
+@pytest.mark.parametrize(("argv", "env", "variable"), SCRIPT_INPUTS,
+                         ids=[f"{Path(a[0]).stem}-{i}" for i, (a, _, _) in enumerate(SCRIPT_INPUTS)])
+def test_script_refuses_a_hostile_value(tmp_path, argv, env, variable):
+    mark = tmp_path / "injected"
+    before = machine_state()
+    result = subprocess.run([a.format(mark=mark) for a in argv], capture_output=True, text=True, cwd=REPO,
+                            env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
+    assert_refused(result, variable, mark, before)
+
+
+def test_make_accepts_the_names_it_documents():
+    """The checks refuse only what is wrong: every experiment in the repo and the documented values pass."""
+    for experiment in sorted(p.name for p in (REPO / "experiments").iterdir() if (p / "experiment.yml").exists()):
+        result = subprocess.run(["make", "-n", "run", f"EXP={experiment}", "SCALE=ci", "LAB_NAME=local"],
+                                capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+        assert result.returncode == 0, result.stderr
+    for variables in (["LAB=vm", "TOPOLOGY=dual", "NETWORKS=256", "LAB_NAME=abc123"], ["LAB=static"]):
+        result = subprocess.run(["make", "-n", "lab-up", *variables], capture_output=True, text=True, cwd=REPO,
+                                env=front_door_env({}), timeout=60)
+        assert result.returncode == 0, result.stderr
