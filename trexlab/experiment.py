@@ -333,19 +333,6 @@ def _check_point(point: SweepPoint, source: str) -> None:
         raise InvalidExperiment(f"{where}: {exc}") from None
 
 
-def _unknown_key(exc: TypeError) -> str:
-    match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-    return f"unknown key {match.group(1)}" if match else str(exc).splitlines()[0]
-
-
-def procedure_params_class(name: str):
-    import importlib
-
-    from trexlab.procedures import PROCEDURES
-
-    return importlib.import_module(PROCEDURES[name]).Params
-
-
 def load(path: str | Path) -> Experiment:
     """Load and validate an experiment spec file (or experiments/<name>/experiment.yml).
 
