@@ -11,6 +11,14 @@
  * receiver per direction, pinned to CPUs, timestamps in the payload, and a
  * trial whose sending overran its duration is reported as such.
  *
+ * Latency (RFC 8219 section 7.2): with --latency tagged, the --tagged frames go
+ * into frames sent at least --tag-delay s after the trial starts (the DUT's
+ * warm-up is not measured), one at a pseudorandom position in each of equal
+ * slots of the rest of the trial (evenly spread, yet no alias with a DUT that
+ * drops or delays every Nth frame); with --latency all every frame is measured.
+ * Every measured frame received within the frame timeout has its one-way delay
+ * counted in a histogram (hdr.h); the others are counted as lost or late.
+ *
  * Directions: forward = port 0 -> port 1, reverse = port 1 -> port 0.
  * Test payload (16 bytes, right after the UDP header; the rest of the frame is
  * zero so it adds nothing to the UDP checksum):
@@ -37,12 +45,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hdr.h"
+
 #define MAGIC 0xA5
 #define PAYLOAD_LEN 16
 #define BATCH 64
 #define MAX_FRAME 9018
-#define MAX_SAMPLES 100000 /* latency samples kept per direction with --latency all (uniform sample) */
 #define FCS_LEN 4
+/* Smallest IPv6 test frame: 84 B, the IPv6 minimum RFC 8219 and siitperf use in SIIT tests (a 64 B IPv4 frame
+ * translated); trexlab's trial spec refuses smaller too (trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION). */
+#define MIN_FRAME_IPV6 84
 #define MAX_OVERRUN 0.1 /* sending stops at 110 % of the duration */
 /* Receive ring (TPACKET_V3): the kernel copies each frame's first SNAP_LEN bytes into
  * blocks and wakes the receiver once per block, not once per frame. A receive socket
@@ -65,6 +77,7 @@ struct port {
 struct config {
     struct port port[2];
     double rate, duration, tail, timeout; /* timeout < 0: none */
+    double tag_delay;                       /* s from the trial start before the first tagged frame */
     int directions;                         /* bit0 forward, bit1 reverse */
     int rfc4814, networks, latency_mode;    /* latency: 0 none, 1 tagged, 2 all */
     long tagged;
@@ -83,9 +96,9 @@ struct direction {
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
     uint8_t *seen;        /* one bit per intended frame */
-    double *samples;      /* latency samples, seconds */
-    uint64_t nsamples, sample_candidates;
-    uint64_t tag_step;
+    uint8_t *tag;         /* --latency tagged: one bit per intended frame, set for the tagged ones */
+    struct hdr delays;    /* one-way delays (ns) of the measured frames received within the frame timeout */
+    uint64_t tags_sent, tags_received; /* measured frames: tagged ones, or every frame with --latency all */
     atomic_int send_done;
     int tx_fd, rx_fd;
     uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
@@ -203,9 +216,9 @@ static void stamp_frame(struct direction *d, uint8_t *f, uint64_t seq, uint64_t 
     /* The network byte is the high byte of its 16-bit word when it sits at an even offset. */
     uint32_t x_word = d->dst_var % 2 == 0 ? x << 8 : x;
     uint16_t sport = 1024, dport = 1024;
-    if (c->rfc4814) { /* RFC 4814 section 4.5: pseudorandom ports over 1024..65535 */
-        sport = (uint16_t)(1024 + xorshift(&d->rng) % 64512);
-        dport = (uint16_t)(1024 + xorshift(&d->rng) % 64512);
+    if (c->rfc4814) { /* RFC 4814 section 4.5 (and siitperf): source ports 1024..65535, destination 1..49151 */
+        sport = (uint16_t)(1024 + xorshift(&d->rng) % (65535 - 1024 + 1));
+        dport = (uint16_t)(1 + xorshift(&d->rng) % 49151);
     }
     f[udp] = (uint8_t)(sport >> 8); f[udp + 1] = (uint8_t)sport;
     f[udp + 2] = (uint8_t)(dport >> 8); f[udp + 3] = (uint8_t)dport;
@@ -213,7 +226,8 @@ static void stamp_frame(struct direction *d, uint8_t *f, uint64_t seq, uint64_t 
     uint32_t s32 = htonl((uint32_t)seq);
     memcpy(pl, &s32, 4);
     for (int i = 0; i < 8; i++) pl[4 + i] = (uint8_t)(t >> (56 - 8 * i));
-    int tagged = c->latency_mode == 2 || (c->latency_mode == 1 && d->tag_step && seq % d->tag_step == d->tag_step / 2);
+    int tagged = c->latency_mode == 2 || (c->latency_mode == 1 && (d->tag[seq >> 3] & (1u << (seq & 7))));
+    d->tags_sent += (uint64_t)tagged;
     uint8_t flags = (uint8_t)(d->index | (tagged ? 2 : 0));
     pl[14] = flags;
     if (d->tx->ip_version == 4) {
@@ -346,19 +360,6 @@ static void *sender(void *arg) {
     return NULL;
 }
 
-static void record_latency(struct direction *d, double latency) {
-    if (d->cfg->latency_mode == 2) { /* reservoir sample: every frame equally likely to be kept */
-        d->sample_candidates++;
-        if (d->nsamples < MAX_SAMPLES) d->samples[d->nsamples++] = latency;
-        else {
-            uint64_t j = xorshift(&d->rng) % d->sample_candidates;
-            if (j < MAX_SAMPLES) d->samples[j] = latency;
-        }
-    } else if (d->nsamples < (uint64_t)d->cfg->tagged) {
-        d->samples[d->nsamples++] = latency;
-    }
-}
-
 /* Count one received frame of direction d (rx_ns: kernel receive time, CLOCK_REALTIME). */
 static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seq,
                           int *any) {
@@ -381,10 +382,15 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uin
     *any = 1;
     uint64_t tx = 0;
     for (int b = 0; b < 8; b++) tx = tx << 8 | pl[4 + b];
-    double latency = rx_ns > tx ? (double)(rx_ns - tx) / 1e9 : 0.0;
-    if (c->timeout >= 0 && latency > c->timeout) { d->late++; return; }
+    uint64_t delay = rx_ns > tx ? rx_ns - tx : 0;
+    /* RFC 8219: a frame later than the frame timeout is lost; a late tagged frame stays out of the histogram and
+     * counts among the lost or late tags (tags_sent - tags_received). */
+    if (c->timeout >= 0 && (double)delay > c->timeout * 1e9) { d->late++; return; }
     d->received++;
-    if (pl[14] & 2) record_latency(d, latency);
+    if (c->latency_mode && (pl[14] & 2)) {
+        hdr_record(&d->delays, delay);
+        d->tags_received++;
+    }
 }
 
 static void *receiver(void *arg) {
@@ -429,7 +435,8 @@ static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
-          "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--timeout S] [--tail S]\n"
+          "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
+          "       [--timeout S] [--tail S]"
           "       [--cpus LIST] [--trial-id N] [--df]\n", out);
 }
 
@@ -452,7 +459,8 @@ int main(int argc, char **argv) {
         {"size0", 1, 0, 'k'}, {"size1", 1, 0, 'l'}, {"version0", 1, 0, 'm'}, {"version1", 1, 0, 'n'},
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
-        {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {0, 0, 0, 0}};
+        {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {"tag-delay", 1, 0, 'T'},
+        {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -487,6 +495,7 @@ int main(int argc, char **argv) {
             else die("latency: allowed none, tagged, all");
             break;
         case 'u': c.tagged = (long)parse_number(optarg, "tagged", 1, 1e7); break;
+        case 'T': c.tag_delay = parse_number(optarg, "tag-delay", 0, 3600); break;
         case 'v': c.timeout = parse_number(optarg, "timeout", 0, 3600); break;
         case 'w': c.tail = parse_number(optarg, "tail", 0, 60); break;
         case 'x': {
@@ -509,6 +518,7 @@ int main(int argc, char **argv) {
     if (c.port[1].ip_version != 4 && c.port[1].ip_version != 6) die("version1: allowed 4 or 6");
     for (int p = 0; p < 2; p++) {
         int min = 14 + (c.port[p].ip_version == 4 ? 20 : 40) + 8 + PAYLOAD_LEN + FCS_LEN;
+        if (c.port[p].ip_version == 6 && min < MIN_FRAME_IPV6) min = MIN_FRAME_IPV6;
         if (c.port[p].frame_size < min) {
             char msg[128];
             snprintf(msg, sizeof msg, "size%d=%d: IPv%d test frames need at least %d bytes", p,
@@ -517,10 +527,24 @@ int main(int argc, char **argv) {
         }
     }
     if (c.latency_mode == 1 && c.tagged < 1) die("tagged: >= 1 with --latency tagged");
+    if (c.tag_delay >= c.duration) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "tag-delay=%g: allowed 0 <= tag-delay < duration (%g s)", c.tag_delay, c.duration);
+        die(msg);
+    }
 
     struct direction dirs[2];
     memset(dirs, 0, sizeof dirs);
     uint64_t intended = (uint64_t)(c.rate * c.duration + 0.5);
+    /* The first frame sent at >= tag_delay: frame seq is due seq / rate s after the trial starts (sender()). */
+    uint64_t first_tag = (uint64_t)(c.tag_delay * c.rate);
+    while ((double)first_tag / c.rate < c.tag_delay) first_tag++;
+    if (c.latency_mode == 1 && (first_tag >= intended || (uint64_t)c.tagged > intended - first_tag)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "tagged=%ld: allowed 1..%llu, the frames sent after tag-delay", c.tagged,
+                 (unsigned long long)(first_tag < intended ? intended - first_tag : 0));
+        die(msg);
+    }
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
         if (!(c.directions & (1 << i))) continue;
@@ -530,10 +554,18 @@ int main(int argc, char **argv) {
         d->rx = &c.port[1 - i];
         d->intended = intended;
         d->seen = calloc(intended / 8 + 1, 1);
-        d->samples = calloc(c.latency_mode == 2 ? MAX_SAMPLES : (size_t)(c.tagged > 0 ? c.tagged : 1), sizeof(double));
-        if (!d->seen || !d->samples) die("out of memory for the trial's frame bitmap");
-        d->tag_step = c.latency_mode == 1 ? (intended / (uint64_t)c.tagged ? intended / (uint64_t)c.tagged : 1) : 0;
+        d->tag = calloc(intended / 8 + 1, 1);
+        if (!d->seen || !d->tag || !hdr_init(&d->delays)) die("out of memory for the trial's frame bitmaps");
         d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)c.trial_id << 8) ^ (uint64_t)i;
+        if (c.latency_mode == 1) { /* one tag at a pseudorandom frame of each of `tagged` equal slots */
+            uint64_t span = intended - first_tag, n = (uint64_t)c.tagged, tag_rng = d->rng ^ 0xD1B54A32D192ED03ull;
+            for (uint64_t k = 0; k < n; k++) {
+                uint64_t low = first_tag + (uint64_t)((unsigned __int128)span * k / n);
+                uint64_t high = first_tag + (uint64_t)((unsigned __int128)span * (k + 1) / n);
+                uint64_t seq = low + xorshift(&tag_rng) % (high - low);
+                d->tag[seq >> 3] |= (uint8_t)(1u << (seq & 7));
+            }
+        }
         d->tx_fd = open_sender(d->tx->name);
         d->rx_fd = open_receiver(d->rx->name, &d->ring);
     }
@@ -557,17 +589,21 @@ int main(int argc, char **argv) {
         int valid = d->send_duration <= c.duration * (1 + c.overrun_tolerance);
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
-               "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"latency\": [",
+               "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
+               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
                (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
-               valid ? "true" : "false");
-        for (uint64_t k = 0; k < d->nsamples; k++) printf("%s%.9f", k ? ", " : "", d->samples[k]);
-        printf("]}");
+               valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
+               (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0));
+        if (c.latency_mode) hdr_print(&d->delays, stdout);
+        else fputs("null", stdout);
+        printf("}");
         first = 0;
         free(d->seen);
-        free(d->samples);
+        free(d->tag);
+        free(d->delays.counts);
         munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
         close(d->tx_fd);
         close(d->rx_fd);

@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
+
 from labtools import REPO, run
 
 PORTS = ["--port0", "lo", "--port1", "lo", "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
@@ -35,8 +37,14 @@ def replace(argv: list[str], flag: str, value: str) -> list[str]:
     (replace(PORTS, "--rate", "fast"), "rate=fast: allowed 1..1e+09"),
     (replace(PORTS, "--mac0", "02:00"), "mac0=02:00: allowed a MAC address"),
     ([*PORTS, "--directions", "up"], "directions: allowed bi, forward, reverse"),
-    ([*PORTS, "--version0", "6", "--size0", "64"], "size0=64: IPv6 test frames need at least 82 bytes"),
+    ([*PORTS, "--version0", "6", "--size0", str(MIN_FRAME_SIZE_BY_VERSION[6] - 1)],
+     f"size0={MIN_FRAME_SIZE_BY_VERSION[6] - 1}: IPv6 test frames need at least {MIN_FRAME_SIZE_BY_VERSION[6]} bytes"),
+    ([*PORTS, "--version1", "4", "--size1", str(MIN_FRAME_SIZE_BY_VERSION[4] - 1)],
+     f"size1={MIN_FRAME_SIZE_BY_VERSION[4] - 1}: allowed {MIN_FRAME_SIZE_BY_VERSION[4]}..{MAX_FRAME_SIZE}"),
     ([*PORTS, "--latency", "tagged"], "tagged: >= 1 with --latency tagged"),
+    ([*PORTS, "--tag-delay", "0.01"], "tag-delay=0.01: allowed 0 <= tag-delay < duration (0.01 s)"),
+    ([*PORTS, "--latency", "tagged", "--tagged", "6", "--tag-delay", "0.005"],
+     "tagged=6: allowed 1..5, the frames sent after tag-delay"),
     (PORTS[4:], "port0 and port1: both test ports must be named"),
     ([*PORTS, "--bogus"], "unrecognized option '--bogus'"),
     ([*PORTS, "--rate"], "option '--rate' requires an argument"),

@@ -15,13 +15,9 @@ import os
 import subprocess
 
 from trexlab.lab import Lab, LabError, load_lab
-from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.trial import DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec
+from trexlab.trial import NANOSECOND, DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec, encode_histogram
 
-PAYLOAD_BYTES = 16
-#: Smallest frame that holds Ethernet + IP + UDP headers, the test payload and the FCS.
-MIN_FRAME = {4: 14 + 20 + 8 + PAYLOAD_BYTES + 4, 6: 14 + 40 + 8 + PAYLOAD_BYTES + 4}
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
 
@@ -53,10 +49,7 @@ class SoftwareGenerator:
         pass
 
     def argv(self, spec: TrialSpec) -> list[str]:
-        for i, (version, size) in enumerate(zip(spec.ip_version, spec.frame_size, strict=True)):
-            if size < MIN_FRAME[version]:
-                raise InvalidParameter(f"frame_size[{i}]", size,
-                                       f">= {MIN_FRAME[version]} bytes for IPv{version} test frames of swtester")
+        # Frame sizes below swtester's minimum per IP version never get here: TrialSpec refuses them.
         p0, p1 = self.tester.port(0), self.tester.port(1)
         argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
                 "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
@@ -76,7 +69,7 @@ class SoftwareGenerator:
         if spec.dont_fragment:
             argv.append("--df")
         if spec.latency_mode == "tagged":
-            argv += ["--tagged", str(spec.latency_frames)]
+            argv += ["--tagged", str(spec.latency_frames), "--tag-delay", repr(float(spec.tag_delay))]
         if spec.frame_timeout is not None:
             argv += ["--timeout", repr(float(spec.frame_timeout))]
         if self.tester.cpus:
@@ -110,14 +103,15 @@ class SoftwareGenerator:
         after = self.counters() if before is not None else None
         directions, notes = {}, []
         for name, d in report["directions"].items():
-            # Until swtester sends its own histogram: the delays (s) of the measured frames it received in time.
-            latency = (Latency.from_delays(d["latency"], timeout=spec.frame_timeout)
+            latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
                        if spec.latency_mode != "none" else None)
+            tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
+                    if spec.latency_mode != "none"}
             directions[name] = DirectionResult(
                 direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
                 frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
                 duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
-                latency=latency)
+                latency=latency, **tags)
             if after is not None:
                 port = 1 if name == "forward" else 0
                 key = f"port{port}_ipv{spec.ip_version[port]}"
@@ -127,6 +121,26 @@ class SoftwareGenerator:
                     notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                                  f"the receiver {arrived}")
         return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
+
+
+def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:
+    """The standard HdrHistogram of swtester's delay histogram (swtester/hdr.h says why it is rebuilt here).
+
+    swtester prints its layout and the lowest value and count of each non-empty bucket; recorded into a
+    histogram of the same layout, each lands in its own bucket, so the counts are swtester's exactly.
+    """
+    from hdrh.histogram import HdrHistogram  # imported lazily, as trexlab.trial does: the CLI starts without it
+
+    if histogram["unit_ns"] * 1e-9 != NANOSECOND:
+        raise GeneratorError(f"swtester histogram unit {histogram['unit_ns']} ns: expected 1 ns")
+    recorded = HdrHistogram(histogram["lowest"], histogram["highest"], histogram["significant_digits"])
+    for value, count in histogram["buckets"]:
+        if not recorded.record_value(value, count):
+            raise GeneratorError(f"swtester histogram value {value} ns is outside its own layout")
+    if recorded.get_total_count() != histogram["total"]:
+        raise GeneratorError(f"swtester histogram holds {recorded.get_total_count()} delays, it counted "
+                             f"{histogram['total']}")
+    return Latency(encode_histogram(recorded), NANOSECOND, lost_or_late, timeout)
 
 
 def create(lab: Lab | None = None, inventory: str | None = None, binary: str | None = None,
