@@ -357,6 +357,15 @@ def _check_point(point: SweepPoint, source: str) -> None:
         raise InvalidExperiment(f"{where}: {exc}") from None
 
 
+def procedure_params_class(name: str):
+    """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
+    import importlib
+
+    from trexlab.procedures import PROCEDURES
+
+    return importlib.import_module(PROCEDURES[name]).Params
+
+
 def load(path: str | Path) -> Experiment:
     """Load and validate an experiment spec file (or experiments/<name>/experiment.yml).
 
