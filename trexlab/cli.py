@@ -192,6 +192,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the experiment and print its points, repetitions and an estimate of the lab "
+                             "time (worst case and expected); touches no host")
     add_ceilings_flag(parser)
 
 
@@ -201,6 +204,9 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.dry_run:
+            print("\n".join(dry_run(experiment, args)))
+            return 0
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
@@ -212,6 +218,27 @@ def campaign_command(args: argparse.Namespace) -> int:
         return 130
     print(dumps(outcome))
     return 0 if not outcome["failed"] else 1
+
+
+def dry_run(experiment, args: argparse.Namespace) -> list[str]:
+    """What the campaign would run and how long, every point's plan validated (trexlab.plan), no host touched: the
+    lab is read from its inventory when there is one; without one, everything else is still checked."""
+    from pathlib import Path
+
+    from trexlab import estimate, plan
+    from trexlab.procedures import selftest
+
+    try:
+        plan.plan_campaign(experiment, args.results, args.campaign, inventory=args.inventory, ceilings=args.ceilings)
+        checked = "every point's plan valid" + ("" if experiment.generator == "sim" else ", with the lab's inventory")
+    except LabError as exc:
+        root = Path(args.results)
+        campaign = plan.check_campaign_id(args.campaign) if args.campaign else plan.default_campaign_id(experiment)
+        for point in experiment.points():
+            plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
+                            Path(args.ceilings or selftest.CEILINGS_FILE))
+        checked = f"every point's plan valid without a lab ({exc})"
+    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:

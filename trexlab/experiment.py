@@ -97,7 +97,15 @@ class Experiment:
 
     @property
     def repetitions(self) -> int:
-        return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
+        """The most repetitions a point runs (adaptive repetitions may stop earlier: repetition_rule)."""
+        return self.repetition_rule.maximum
+
+    @property
+    def repetition_rule(self):
+        """A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule)."""
+        from trexlab.adaptive import repetition_rule
+
+        return repetition_rule(self.spec)
 
     @property
     def lab_kind(self) -> str | None:
@@ -205,6 +213,10 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> 
     if isinstance(spec.get("sweep"), dict):
         check_sweep_size(spec["sweep"], source)
     experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
+    try:
+        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: {exc}") from None
     _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
@@ -252,6 +264,10 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
     if error.validator == "pattern" and isinstance(error.instance, str):
         return f"{error.instance!r} does not match {error.validator_value}"
+    if error.validator == "anyOf" and all("type" in option for option in error.validator_value):
+        # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
+        kinds = " or ".join(repr(option["type"]) for option in error.validator_value)
+        return f"{error.instance!r} is not of type {kinds}"
     return error.message
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trexlab import rolevalues
+from trexlab.adaptive import RepetitionRule
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
@@ -49,7 +50,8 @@ class RunPlan:
     #: The generator's options, typed and checked (trexlab.spec; never a program to run).
     generator_options: Mapping[str, object]
     lab: Lab | None
-    repetitions: int
+    #: A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule: at most its maximum).
+    repetitions: int | RepetitionRule
     #: The run's directory (its rep-<k>/ below), inside the results root.
     output: Path
     #: The tester ceilings file (trexlab.procedures.selftest) and the ceiling looked up there.
@@ -228,8 +230,10 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
         if rate_from is not None:  # RFC 8219: latency and PDV at the point's measured throughput
             rate_params = procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, lab, ceilings, where)
-            rate_plan = RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab,
-                                experiment.repetitions, output / RATE_SUBDIR, ceilings, rate_ceiling,
+            # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
+            rate_rule = dataclasses.replace(experiment.repetition_rule, figures=())
+            rate_plan = RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab, rate_rule,
+                                output / RATE_SUBDIR, ceilings, rate_ceiling,
                                 {**facts, "purpose": f"the rate of the point's {name} runs"})
             raw = {**raw, "rate": 1.0}  # stands for the measured rate until it is measured
         params = procedure_params(name, raw, "procedure.params.")
@@ -250,7 +254,7 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
     params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
-    return RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetitions, output,
+    return RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule, output,
                    ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan)
 
 
@@ -378,8 +382,8 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     summary = repeat(plan.procedure, generator, plan.traffic, params, plan.repetitions, plan.output, facts,
                      progress=progress)
     if plan.procedure == "selftest":
-        say(selftest.record_selftest(plan.output, plan.repetitions, plan.generator, plan.lab, plan.traffic,
-                                     plan.ceilings))
+        count = plan.repetitions.maximum if isinstance(plan.repetitions, RepetitionRule) else plan.repetitions
+        say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings))
     return summary
 
 

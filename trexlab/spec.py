@@ -117,8 +117,10 @@ class ExperimentSpec:
     sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
         f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
-    repetitions: int = field(default=20, metadata=doc(
-        "repetitions of each point (siitperf's authors repeat 20 times)", minimum=1, maximum=REPETITIONS_MAX))
+    repetitions: int | dict = field(default=20, metadata=doc(
+        "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
+        "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.adaptive)",
+        minimum=1, maximum=REPETITIONS_MAX))
     scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
 
 

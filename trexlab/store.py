@@ -119,14 +119,19 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path / PROVENANCE, provenance)
-        # A rerun of an unfinished run starts its trial log afresh: its old trials belong to no result.
+        # A rerun of an unfinished run keeps what its log held (trexlab.resume replays it into the search, which
+        # writes each replayed record back as it was) and starts the file afresh, a line cut short included.
+        self.logged = read_trials(self.path)
         self._trials = open(self.path / TRIALS, "w")
         (self.path / TRIALS_COLUMNAR).unlink(missing_ok=True)  # a columnar copy of the old log would mislead
         self.seq = 0
 
-    def append_trial(self, result: TrialResult, context: dict | None = None) -> None:
+    def append_trial(self, result: TrialResult, context: dict | None = None, logged: dict | None = None) -> None:
+        """Log a trial the moment it ends; `logged`: the record of a trial replayed from the earlier log, kept as it
+        was (its time included)."""
         self.seq += 1
-        record = {"seq": self.seq, "time": time.time(), "context": context or {}, **result.to_dict()}
+        record = logged if logged is not None else {"seq": self.seq, "time": time.time(), "context": context or {},
+                                                     **result.to_dict()}
         self._trials.write(dumps(record) + "\n")
         self._trials.flush()
         os.fsync(self._trials.fileno())
