@@ -355,8 +355,8 @@ def _stamp(run: Path) -> int:
 def write_columnar_tree(directory: str | os.PathLike) -> Path | None:
     """Write <directory>/trials.parquet: the trials of every finished run below it in one file, the run
     column relative to the directory (e.g. "<point>/rep-001"). A campaign's export, and what
-    load_trials reads for those runs: reading a thousand runs' files costs a few ms each, one file of
-    a million rows well under a second. None when no finished run is there."""
+    load_trials reads for those runs: a thousand runs' own files cost about 10 ms of CPU each, one file
+    of a million rows about a second in all (benchmarks/results_loading.py). None when no finished run is there."""
     directory = Path(directory)
     runs = [run for run in run_dirs([directory]) if is_finished(run) and run != directory]
     if not runs:
