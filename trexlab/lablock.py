@@ -104,7 +104,11 @@ class LabLock:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LabLock:
-        self._file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the campaign's lifetime
+        try:
+            self._file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the campaign's lifetime
+        except OSError as exc:
+            raise LabError(f"lab {self.lab_name}: cannot open its campaign lock {self.lock_path}: "
+                           f"{exc.strerror}") from None
         try:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
