@@ -19,7 +19,8 @@ from labtools import REPO, VENV
 
 pytestmark = pytest.mark.lab
 
-# Short trials on the plain routing DUT: a few trials per repetition, a few seconds per trial.
+# The plain routing DUT, one repetition of a few trials; a trial long enough that the killed campaign's swtester
+# still runs when the resumed campaign starts (a Python start takes a second or two on a loaded machine).
 SPEC = {
     "name": "crash",
     "description": "kill -9 during a trial, then resume",
@@ -27,8 +28,8 @@ SPEC = {
     "generator": "software",
     "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "bidirectional", "receive_tail": 0.5},
     "procedure": {"name": "throughput",
-                  "params": {"max_rate": 20000, "min_rate": 2000, "resolution": 6000, "trial_duration": 1}},
-    "repetitions": 2,
+                  "params": {"max_rate": 20000, "min_rate": 2000, "resolution": 6000, "trial_duration": 6}},
+    "repetitions": 1,
 }
 
 
@@ -76,5 +77,6 @@ def test_a_campaign_killed_in_a_trial_and_resumed_leaves_no_process_of_the_old_r
     assert outcome["done"] == outcome["points"] == 1
     trials = [json.loads(line) for f in Path(outcome["campaign"]).rglob("trials.jsonl")
               for line in f.read_text().splitlines()]
-    assert trials and all(t["notes"] == [] for t in trials), [t["notes"] for t in trials if t["notes"]]
+    crossed = [n for t in trials for n in t["notes"] if "nftables counted" in n]
+    assert trials and crossed == [], crossed
     assert not os.path.exists(lab.inventory.parent / "campaign.procs.json"), "a clean end lets go of the lab"
