@@ -1,6 +1,6 @@
 """RFC 2544 throughput and MLRsearch against the known answer of a reference DUT (roles/dut_reference).
 
-    .venv/bin/python benchmarks/reference_dut.py --inventory inventory/generated/<single-DUT lab>/hosts.yml \
+    .venv/bin/python benchmarks/reference_dut.py [--inventory inventory/generated/<single-DUT lab>/hosts.yml] \
         [--rate 40000] [--burst 1000] [--trial-duration 1] [--repetitions 20] \
         [--every-nth N | --loss-percent P] [--no-mlrsearch]
 
@@ -10,15 +10,16 @@ optionally lossy), runs the software tester's RFC 2544 throughput search with a 
 trials as long as the binary search's), then restores the DUT. It prints the declared loss-free rate
 (R + B/T) beside the median, minimum, maximum and dispersion of the found rates, and MLRsearch's
 conditional throughput with its relevant bounds and width. A benchmark, not a test: it never fails on a
-figure. Run it under the lab-test lock on a shared machine: another lab's traffic is noise here.
+figure. Without --inventory (as make bench runs it) it brings up its own local single-DUT lab (LAB_NAME bref)
+and takes it down again. Run it under the lab-test lock on a shared machine: another lab's traffic is noise here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -27,10 +28,14 @@ from trexlab.generators import create_generator
 from trexlab.lab import load_lab
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.reference_dut import ReferenceDut
+from trexlab.repetition import cell
+from trexlab.stats import Observation, summarize
 from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent
 TOLERANCE_PERCENT = 0.011
+#: The lab it brings up when given no inventory (scripts/lab.sh: 1-6 characters a-z, 0-9).
+LOCAL_LAB = "bref"
 
 
 def role(inventory: str, dut: ReferenceDut, state: str) -> None:
@@ -47,7 +52,7 @@ def role(inventory: str, dut: ReferenceDut, state: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--inventory", required=True, help="generated inventory of a single-DUT lab")
+    parser.add_argument("--inventory", help="generated inventory of a single-DUT lab (default: a local lab of its own)")
     parser.add_argument("--rate", type=int, default=40_000, help="policer rate, frames/s per direction")
     parser.add_argument("--burst", type=int, default=1_000, help="policer bucket, frames")
     parser.add_argument("--trial-duration", type=float, default=1.0, help="s (default 1)")
@@ -57,9 +62,31 @@ def main() -> int:
     parser.add_argument("--mlrsearch", action=argparse.BooleanOptionalAction, default=True,
                         help="also run MLRsearch (default: yes)")
     args = parser.parse_args()
-    lab = load_lab(args.inventory)
+    if args.inventory:
+        return measure(args.inventory, args)
+    with local_lab(LOCAL_LAB) as inventory:
+        return measure(inventory, args)
+
+
+@contextlib.contextmanager
+def local_lab(name: str):
+    """A local single-DUT lab up and configured (make lab-up, make configure), taken down whatever happens."""
+    env = {**os.environ, "LAB": "local", "LAB_NAME": name, "TOPOLOGY": "single", "NETWORKS": "1"}
+    try:
+        for action in ("up", "configure"):
+            done = subprocess.run(["scripts/lab.sh", action], cwd=REPO, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"reference_dut: scripts/lab.sh {action} (LAB_NAME={name}) failed:\n"
+                                 f"{done.stderr[-2000:]}")
+        yield str(REPO / "inventory" / "generated" / name / "hosts.yml")
+    finally:
+        subprocess.run(["scripts/lab.sh", "down"], cwd=REPO, env=env, capture_output=True)
+
+
+def measure(inventory: str, args) -> int:
+    lab = load_lab(inventory)
     if lab.topology != "single":
-        print(f"reference_dut: --inventory {args.inventory}: topology {lab.topology}, needs single", file=sys.stderr)
+        print(f"reference_dut: --inventory {inventory}: topology {lab.topology}, needs single", file=sys.stderr)
         return 2
     dut = ReferenceDut(rate_fps=args.rate, burst_frames=args.burst, loss_every_nth=args.every_nth,
                        loss_percent=args.loss_percent)
@@ -81,34 +108,41 @@ def main() -> int:
     print(f"RFC 2544 binary search: {TOLERANCE_PERCENT} % loss tolerance, {duration:g} s trials, max_rate "
           f"{params.max_rate:,.0f}, resolution {params.resolution:,.0f} frames/s, 64 B, bidirectional", flush=True)
     generator = create_generator("software", lab=lab)
-    role(args.inventory, dut, "present")
+    role(inventory, dut, "present")
     try:
-        found, marked = [], 0
+        found: list[Observation] = []
         for k in range(args.repetitions):
             result = throughput.run(generator, traffic, params)
-            found.append(result.throughput or 0.0)
-            marked += bool(result.notes)
+            # Tester-bound as the campaign statistics count it (trials that held the result down, tester drops,
+            # near the ceiling), not any note: stretched trials above a load the DUT failed bound nothing.
+            reasons = tuple(result.tester_bound_reasons)
+            found.append(Observation(result.throughput, params.min_rate if result.below_minimum else None,
+                                     reasons, k + 1))
             print(f"  repetition {k + 1:2d}: {result.throughput or 0:10,.0f} frames/s ({result.trials} trials)"
-                  + (f"  notes: {'; '.join(result.notes)}" if result.notes else ""), flush=True)
+                  + (f"  tester-bound: {', '.join(reasons)}" if reasons else "")
+                  + f"  load average {os.getloadavg()[0]:.1f}", flush=True)
         mlr = mlrsearch.run(generator, traffic, mlr_params).goals[0] if args.mlrsearch else None
     finally:
         generator.close()
-        role(args.inventory, dut, "absent")
-    median = statistics.median(found)
-    dispersion = (max(found) - min(found)) / median * 100 if median else float("nan")
-    print(f"\n{'':34} {'frames/s':>10} {'vs declared':>12}")
-    print(f"{'declared loss-free rate R + B/T':34} {declared:10,.0f}")
-    for label, value in (("throughput median", median), ("throughput minimum", min(found)),
-                         ("throughput maximum", max(found))):
-        print(f"{label:34} {value:10,.0f} {(value / declared - 1) * 100:+11.2f}%")
-    print(f"{'throughput dispersion (max-min)/median':34} {dispersion:9.2f}% over {len(found)} repetitions, "
-          f"{marked} with notes (stretched trials, tester drops, ceiling)")
+        role(inventory, dut, "absent")
+    print(f"\n{'':40} {'frames/s':>10} {'vs declared':>12}")
+    print(f"{'declared loss-free rate R + B/T':40} {declared:10,.0f}")
+    free = [o for o in found if not o.tester_bound]
+    for label, observations in (("all repetitions", found), ("not tester-bound", free)):
+        s = summarize(observations)
+        print(f"{label} ({s['count']} with a figure, {s['missing']} missing, {s['tester_bound']} tester-bound)"
+              + (f": {s['why']}" if s["why"] else ""))
+        for name in ("median", "min", "max"):
+            value = s[name]
+            vs = f"{(value / declared - 1) * 100:+11.2f}%" if isinstance(value, float) and value == value else ""
+            print(f"  {'throughput ' + name:38} {cell(value, ',.0f'):>10} {vs}")
+        print(f"  {'dispersion (max-min)/median':38} {cell(s['dispersion_percent'], '.2f'):>9}%")
     if mlr is None:
         return 0
     lower, upper = mlr.get("relevant_lower_bound"), mlr.get("relevant_upper_bound")
     ndr, width = mlr.get("conditional_throughput"), goal["relative_width"]
     agrees = bool(lower and upper and lower * (1 - width) <= declared <= upper * (1 + width))
-    print(f"{'MLRsearch ' + goal['name'] + ' (conditional throughput)':34} {ndr or 0:10,.0f} "
+    print(f"{'MLRsearch ' + goal['name'] + ' (conditional throughput)':40} {ndr or 0:10,.0f} "
           f"{((ndr or 0) / declared - 1) * 100:+11.2f}%  relevant bounds [{lower or 0:,.0f}, {upper or 0:,.0f}], "
           f"width {width * 100:g} %; declared rate within the bounds widened by the width: {agrees}")
     return 0

@@ -15,13 +15,16 @@ if ! have chromium; then
     say "chromium missing and cannot be installed here (not root or no apt-get): the report rendering test will fail"
   fi
 fi
-# The VM lab's guest image (about a minute once, then cached in .cache/vm) is built while the providers
-# and lint run (after apt's own use above).
+# The VM lab's guest image (about a minute once, then cached in .cache/vm) is built while the providers,
+# lint and the tests without a lab run (after apt's own use above). It holds a lock while it builds: the
+# first lab test waits for it (tests/conftest.py), so no measuring test competes with it for the CPUs.
 if [ "$(id -u)" -eq 0 ] && have qemu-system-x86_64 && have mmdebstrap; then
   mkdir -p .cache/vm
-  terraform/labs/vm/scripts/image.sh .cache/vm >.cache/vm/image.log 2>&1 &
+  export TREXLAB_VM_IMAGE_BUILD_LOCK="$TREXLAB_ROOT/.cache/vm/build.lock"
+  # -o: only flock itself holds the lock, not a helper process the build may leave behind.
+  flock -o "$TREXLAB_VM_IMAGE_BUILD_LOCK" terraform/labs/vm/scripts/image.sh .cache/vm >.cache/vm/image.log 2>&1 &
   vm_image=$!
-  trap 'kill "$vm_image" 2>/dev/null || true' EXIT
+  trap 'kill $(pgrep -P "$vm_image") "$vm_image" 2>/dev/null || true' EXIT
 fi
 # Terraform providers for the MAAS lab's tests and validation, from the Go module proxy (about 45 s cold,
 # well under a second once terraform/providers/mirror has them).
@@ -33,11 +36,13 @@ else
   say "go not found: terraform/labs/maas is neither validated nor tested (make providers needs Go)"
 fi
 scripts/lint.sh
-if [ -n "${vm_image:-}" ]; then
-  wait "$vm_image" || say "the VM lab's guest image did not build (.cache/vm/image.log); the VM tests will say why"
-  trap - EXIT
-fi
 say "pytest"
 # --durations: the slowest tests in the log, to keep make test within its time budget.
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30 tests "$@"
+status=0
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30 tests "$@" || status=$?
+if [ -n "${vm_image:-}" ]; then
+  wait "$vm_image" || say "the VM lab's guest image did not build (.cache/vm/image.log); the VM tests said why"
+  trap - EXIT
+fi
 say "make test took $(( $(date +%s) - start )) s"
+exit "$status"

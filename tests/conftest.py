@@ -3,15 +3,18 @@
 ``lab_factory(name, topology="single", networks=1, kind="local")`` brings a lab
 (local namespaces, or kind="vm": QEMU DUTs) up and configures it (scripts/lab.sh,
 i.e. make lab-up and make configure) and takes it down when the session ends; it
-returns a :class:`trexlab.lab.Lab`. A VM lab is skipped, with the reason, where
+returns a :class:`trexlab.lab.Lab`. A second call with the same arguments hands out the same lab again,
+without configuring it anew. A VM lab is skipped, with the reason, where
 QEMU or the tools that build its guest image are missing. Lab tests need root;
 without it they are skipped with that reason. Each test module uses its own lab name so labs never collide.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import time
 
 import pytest
 
@@ -31,6 +34,41 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "lab" in item.keywords:
                 item.add_marker(skip)
+    # Tests without a lab first (file order kept within each group; no module has both kinds): they run while
+    # make test still builds the VM lab's guest image, and the lab tests, some of which measure, run after it.
+    items[:] = [i for i in items if "lab" not in i.keywords] + [i for i in items if "lab" in i.keywords]
+
+
+#: A lock make test (scripts/test.sh) holds while it builds the VM lab's guest image in the background.
+IMAGE_BUILD_LOCK = "TREXLAB_VM_IMAGE_BUILD_LOCK"
+#: The longest wait for it: a build that takes longer is left to the VM lab-up, which waits for it itself.
+IMAGE_BUILD_WAIT_S = 600
+_WAITED = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item):
+    """Before the first lab test: wait until the background image build (if any) ended, so that it competes
+    for the CPUs with no test that measures traffic (a VM lab-up would wait for it anyway: image.sh locks)."""
+    lock = os.environ.get(IMAGE_BUILD_LOCK)
+    if "lab" not in item.keywords or not lock or item.config.stash.get(_WAITED, False):
+        return
+    item.config.stash[_WAITED] = True
+    if not os.path.exists(lock):
+        return
+    start = time.monotonic()
+    with open(lock) as held:
+        while time.monotonic() - start < IMAGE_BUILD_WAIT_S:
+            try:
+                fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused while the build holds it
+                break
+            except BlockingIOError:
+                time.sleep(1)
+    waited = time.monotonic() - start
+    reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+    capture = item.config.pluginmanager.get_plugin("capturemanager")
+    if reporter and capture and waited >= 1:  # in the log, for make test's time budget
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\nwaited {waited:.0f} s for the VM lab's guest image build ({lock})")
 
 
 def vm_lab_prerequisites() -> None:
@@ -52,10 +90,10 @@ def lab_factory():
         inventory = REPO / "inventory" / "generated" / name / "hosts.yml"
         if kind == "vm":
             vm_lab_prerequisites()
-            # Configuring a VM DUT costs half a minute under emulation: a VM lab that is still up as the
-            # same call left it is handed out again (tests restore what they change).
-            if made.get(name) == env and inventory.is_file():
-                return load_lab(inventory)
+        # Configuring costs 10-15 s on namespaces and half a minute under emulation (VM lab): a lab that is still
+        # up as the same call left it is handed out again (tests restore what they change, and assert it).
+        if made.get(name) == env and inventory.is_file():
+            return load_lab(inventory)
         result = run("scripts/lab.sh", "up", env=env, check=False, timeout=600 if kind == "vm" else 120)
         started.append(env)
         if result.returncode != 0:

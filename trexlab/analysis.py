@@ -25,7 +25,7 @@ import pandas as pd
 
 from trexlab.repetition import SUMMARY, method_line
 from trexlab.stats import Observation, is_censored, numeric, summarize
-from trexlab.store import load_runs, read_json, read_point_log
+from trexlab.store import load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -174,6 +174,24 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
     else:
         raise ValueError(f"export {path}: allowed suffixes .csv, .parquet")
     return path
+
+
+#: A campaign's exports, written when it ends (Campaign.run) beside campaign.json.
+SUMMARY_CSV = "summary.csv"
+
+
+def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
+    """Write a campaign's summary.csv (one row per sweep point and headline figure: its statistics over the
+    repetitions, as summary.json and the report have them) and trials.parquet (every finished run's trials,
+    the run column relative to the campaign, e.g. "<point>/rep-001"; see trexlab.store)."""
+    campaign = Path(campaign)
+    runs = load_campaigns(campaign)
+    sweep = sweep_columns(runs)
+    tables = [summarize_points(runs, figure, ["experiment", "campaign", "point", *sweep]).assign(figure=figure)
+              for figure in figure_columns(runs)]
+    columns = ["experiment", "campaign", "point", *sweep, "figure", *STAT_COLUMNS]
+    table = pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
+    return {"summary": export(table, campaign / SUMMARY_CSV), "trials": write_columnar_tree(campaign)}
 
 
 def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):

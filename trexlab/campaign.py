@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trexlab import estimate
+from trexlab.analysis import export_campaign
 from trexlab.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -82,7 +84,7 @@ def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
     The kernel features are asked of each DUT's own kernel (the host's on the local lab, the guest's on
     the VM lab), with the same probes the roles use."""
     needs = set(experiment.spec.get("lab", {}).get("requires") or [])
-    if procedure_needs_endpoints(experiment.spec["procedure"]["name"]):
+    if procedure_needs_endpoints(experiment.spec["procedure"]["name"], experiment.spec["procedure"].get("params")):
         try:
             if lab is None:
                 raise LabError(f"procedure {experiment.spec['procedure']['name']} needs a lab with client and "
@@ -125,6 +127,7 @@ class Campaign:
         self._report = progress or (lambda line: None)
         self.lab = None if experiment.generator == "sim" else load_lab(inventory)
         # Every point's plan, all valid, before anything else: nothing touches a host until they are.
+        self._eta: estimate.Eta | None = None  # set when the campaign runs
         self.plans = plan_campaign(experiment, results_root, campaign, lab=self.lab, ceilings=ceilings)
         self.id = campaign if campaign is not None else campaign_id(experiment)
         self.dir = Path(results_root) / experiment.name / self.id
@@ -189,6 +192,12 @@ class Campaign:
             undo = self.configure_dut(point.spec)
             try:
                 def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition" and self._eta is not None:
+                        (self._eta.repetition_skipped if info.get("skipped") else self._eta.repetition_started)(
+                            point.point_id)
+                    if phase == "resume":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']} resumed: "
+                                      f"{info['replayed']} logged trial(s) replayed, not run again")
                     if phase == "repetition":
                         self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
                                       f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
@@ -216,7 +225,8 @@ class Campaign:
     def tcp_endpoints(self, needed: bool):
         """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
         points run, when the procedure runs on them; removed again afterwards, as each point's DUT configuration is."""
-        if not needed or self.lab is None or not procedure_needs_endpoints(self.experiment.spec["procedure"]["name"]):
+        procedure = self.experiment.spec["procedure"]
+        if not needed or self.lab is None or not procedure_needs_endpoints(procedure["name"], procedure.get("params")):
             yield
             return
         playbook, role = ENDPOINTS_CONFIG
@@ -234,10 +244,8 @@ class Campaign:
 
     # -- the whole campaign -------------------------------------------------------------
     def eta(self) -> str:
-        if not self._durations:
-            return ""
-        remaining = self._remaining * (sum(self._durations) / len(self._durations))
-        return f", ETA {remaining / 60:.1f} min"
+        """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
+        return "" if self._eta is None else self._eta.text()
 
     def run(self) -> dict:
         check_requirements(self.experiment, self.lab)
@@ -251,10 +259,14 @@ class Campaign:
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
-        self._durations, self._remaining = [], len(todo)
+        try:
+            self._eta = estimate.Eta([p for p in estimate.plan(self.experiment) if p.point_id not in done_before])
+        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
+            self._eta = None
+            self.progress(f"warning: no lab time estimate: {exc}")
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
-                      f"{self.experiment.repetitions} repetition(s) each -> {self.dir}")
+                      f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")
         for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
             if warning:
                 self.progress(f"warning: {warning}")
@@ -271,8 +283,9 @@ class Campaign:
                 else:
                     self.record(point, "done", None, time.monotonic() - start)
                     self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
-                self._durations.append(time.monotonic() - start)
-                self._remaining -= 1
+                if self._eta is not None:
+                    self._eta.point_finished(point.point_id)
+        export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),

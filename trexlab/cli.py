@@ -5,6 +5,7 @@
     trexlab mlrsearch --config search.yml --json
     trexlab campaign experiments/demo --scale ci      # a declared, repeated, resumable campaign
     trexlab report demo                               # its analysis notebook as HTML
+    trexlab compare results/demo/c-aaaa results/demo/c-bbbb --html cmp.html   # B against A, per sweep point
 
 Procedure flags come from the procedure's Params dataclass, so each is
 declared once. Everything is validated before any traffic is sent: a bad value
@@ -107,8 +108,16 @@ def add_ceilings_flag(parser) -> None:
                              "(default %(default)s)")
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse with its errors as every other bad input's: one line naming the flag, exit status 2 (--help
+    still shows the usage). Its subcommands' parsers are of the same class."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
+    parser = OneLineErrors(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
                                        help="a procedure (one run, repeated), or campaign / report")
@@ -140,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "at the throughput rate); instead of --rate")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
+    add_compare_parser(subparsers)
     schema = subparsers.add_parser("schema", help="print the experiment spec's JSON Schema (for editors)",
                                    description="Print the experiment spec's JSON Schema, generated from its types.")
     schema.set_defaults(command=schema_command)
@@ -190,6 +200,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate the experiment and print its points, repetitions and an estimate of the lab "
+                             "time (worst case and expected); touches no host")
     add_ceilings_flag(parser)
 
 
@@ -199,6 +212,9 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.dry_run:
+            print("\n".join(dry_run(experiment, args)))
+            return 0
         campaign = Campaign(experiment, args.results, args.campaign, args.inventory,
                             progress=lambda line: print(line, file=sys.stderr, flush=True), ceilings=args.ceilings)
         outcome = campaign.run()
@@ -210,6 +226,27 @@ def campaign_command(args: argparse.Namespace) -> int:
         return 130
     print(dumps(outcome))
     return 0 if not outcome["failed"] else 1
+
+
+def dry_run(experiment, args: argparse.Namespace) -> list[str]:
+    """What the campaign would run and how long, every point's plan validated (trexlab.plan), no host touched: the
+    lab is read from its inventory when there is one; without one, everything else is still checked."""
+    from pathlib import Path
+
+    from trexlab import estimate, plan
+    from trexlab.procedures import selftest
+
+    try:
+        plan.plan_campaign(experiment, args.results, args.campaign, inventory=args.inventory, ceilings=args.ceilings)
+        checked = "every point's plan valid" + ("" if experiment.generator == "sim" else ", with the lab's inventory")
+    except LabError as exc:
+        root = Path(args.results)
+        campaign = plan.check_campaign_id(args.campaign) if args.campaign else plan.default_campaign_id(experiment)
+        for point in experiment.points():
+            plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
+                            Path(args.ceilings or selftest.CEILINGS_FILE))
+        checked = f"every point's plan valid without a lab ({exc})"
+    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
@@ -236,10 +273,48 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_compare_parser(subparsers) -> None:
+    """trexlab compare A B [--figure NAME] [--json] [--html FILE] [--results DIR]"""
+    parser = subparsers.add_parser(
+        "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
+        description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
+                    "shift with its distribution-free 95 %% (Mann-Whitney) confidence interval, and a verdict "
+                    "(lower / higher / no significant difference).")
+    parser.set_defaults(command=compare_command)
+    parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
+                                               "campaign under --results)")
+    parser.add_argument("b", metavar="B", help="the campaign compared with A (same forms)")
+    parser.add_argument("--figure", action="append", help="a headline figure to compare, repeatable (default: "
+                                                          "every figure both measured)")
+    parser.add_argument("--results", default="results", help="results root for experiment names (default results/)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    parser.add_argument("--html", metavar="FILE", help="also write an HTML report (table and plots) to FILE")
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from trexlab.compare import CompareError, as_json, compare_campaigns, resolve, text_lines
+    from trexlab.report import ReportError, render_compare
+
+    try:
+        a, b = resolve(args.a, args.results), resolve(args.b, args.results)
+        table = compare_campaigns(a, b, args.figure)
+        html = render_compare([a, b], args.html) if args.html else None
+    except (CompareError, ReportError) as exc:
+        print(f"trexlab compare: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(dumps(as_json(table, a, b), indent=2))
+    else:
+        print("\n".join(text_lines(table, a, b)))
+    if html:
+        print(f"trexlab compare: report in {html}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
-    if hasattr(args, "command"):  # campaign, report, schema
+    if hasattr(args, "command"):  # campaign, report, compare, schema
         return args.command(args)
     name = args.procedure
     try:

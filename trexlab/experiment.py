@@ -97,7 +97,15 @@ class Experiment:
 
     @property
     def repetitions(self) -> int:
-        return int(self.spec.get("repetitions", DEFAULT_REPETITIONS))
+        """The most repetitions a point runs (adaptive repetitions may stop earlier: repetition_rule)."""
+        return self.repetition_rule.maximum
+
+    @property
+    def repetition_rule(self):
+        """A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule)."""
+        from trexlab.adaptive import repetition_rule
+
+        return repetition_rule(self.spec)
 
     @property
     def lab_kind(self) -> str | None:
@@ -205,6 +213,10 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> 
     if isinstance(spec.get("sweep"), dict):
         check_sweep_size(spec["sweep"], source)
     experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
+    try:
+        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: {exc}") from None
     _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
@@ -216,9 +228,9 @@ def _check_endpoints(spec: dict, source: str) -> None:
     """An endpoints block: options of roles/tcp_endpoints, for a procedure that runs on the endpoints."""
     if "endpoints" not in spec:
         return
-    if not procedure_needs_endpoints(spec["procedure"]["name"]):
+    if not procedure_needs_endpoints(spec["procedure"]["name"], spec["procedure"].get("params")):
         raise InvalidExperiment(f"{source}: endpoints: procedure {spec['procedure']['name']} does not run on the "
-                                "lab's TCP endpoints (tcp and http_download do)")
+                                "lab's TCP endpoints (tcp with engine iperf3 and http_download do)")
     _check_role_settings(source, "endpoints", ENDPOINTS_CONFIG[1], spec["endpoints"])
     try:
         rolevalues.check_endpoints_block(spec["endpoints"])
@@ -226,13 +238,21 @@ def _check_endpoints(spec: dict, source: str) -> None:
         raise InvalidExperiment(f"{source}: endpoints.{exc}") from None
 
 
-def procedure_needs_endpoints(name: str) -> bool:
-    """Whether a procedure runs on the lab's client and server nodes (roles/tcp_endpoints)."""
+def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints).
+
+    A procedure may say per run (needs_tcp_endpoints(params): RFC 6349's iperf3 engine does, its trex engine
+    does not), else once (NEEDS_TCP_ENDPOINTS)."""
     import importlib
 
     from trexlab.procedures import PROCEDURES
 
-    return name in PROCEDURES and getattr(importlib.import_module(PROCEDURES[name]), "NEEDS_TCP_ENDPOINTS", False)
+    if name not in PROCEDURES:
+        return False
+    module = importlib.import_module(PROCEDURES[name])
+    if hasattr(module, "needs_tcp_endpoints"):
+        return module.needs_tcp_endpoints(params or {})
+    return getattr(module, "NEEDS_TCP_ENDPOINTS", False)
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -244,6 +264,10 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
     if error.validator == "pattern" and isinstance(error.instance, str):
         return f"{error.instance!r} does not match {error.validator_value}"
+    if error.validator == "anyOf" and all("type" in option for option in error.validator_value):
+        # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
+        kinds = " or ".join(repr(option["type"]) for option in error.validator_value)
+        return f"{error.instance!r} is not of type {kinds}"
     return error.message
 
 
@@ -333,12 +357,8 @@ def _check_point(point: SweepPoint, source: str) -> None:
         raise InvalidExperiment(f"{where}: {exc}") from None
 
 
-def _unknown_key(exc: TypeError) -> str:
-    match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-    return f"unknown key {match.group(1)}" if match else str(exc).splitlines()[0]
-
-
 def procedure_params_class(name: str):
+    """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
     import importlib
 
     from trexlab.procedures import PROCEDURES

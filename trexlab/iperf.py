@@ -93,9 +93,13 @@ class DirectionStats:
     rtt_min_s: float | None = None
     rtt_mean_s: float | None = None
     rtt_max_s: float | None = None
+    counted_retransmitted_bytes: int | None = None  # where the engine counts them (TRex ASTF); iperf3 does not
 
     @property
     def retransmitted_bytes(self) -> int:
+        """Counted where the engine counts them, else retransmitted segments x MSS (iperf3 gives segments)."""
+        if self.counted_retransmitted_bytes is not None:
+            return self.counted_retransmitted_bytes
         return self.retransmits * self.mss
 
     @property

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trexlab import rolevalues
+from trexlab.adaptive import RepetitionRule
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
@@ -49,7 +50,8 @@ class RunPlan:
     #: The generator's options, typed and checked (trexlab.spec; never a program to run).
     generator_options: Mapping[str, object]
     lab: Lab | None
-    repetitions: int
+    #: A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule: at most its maximum).
+    repetitions: int | RepetitionRule
     #: The run's directory (its rep-<k>/ below), inside the results root.
     output: Path
     #: The tester ceilings file (trexlab.procedures.selftest) and the ceiling looked up there.
@@ -99,7 +101,10 @@ def check_generator_options(generator: str, options: object, from_text: bool = F
             raise InvalidParameter(f"{prefix}{exc.name}", exc.value, exc.allowed) from None
         check_range(f"{prefix}wall_clock_factor", values.get("wall_clock_factor", 0.0), 0, 1)
     else:
-        cls(**values)
+        try:
+            cls(**values)
+        except InvalidParameter as exc:
+            raise InvalidParameter(f"{prefix}{exc.name}", exc.value, exc.allowed) from None
     return values
 
 
@@ -228,8 +233,10 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
         if rate_from is not None:  # RFC 8219: latency and PDV at the point's measured throughput
             rate_params = procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, lab, ceilings, where)
-            rate_plan = RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab,
-                                experiment.repetitions, output / RATE_SUBDIR, ceilings, rate_ceiling,
+            # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
+            rate_rule = dataclasses.replace(experiment.repetition_rule, figures=())
+            rate_plan = RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab, rate_rule,
+                                output / RATE_SUBDIR, ceilings, rate_ceiling,
                                 {**facts, "purpose": f"the rate of the point's {name} runs"})
             raw = {**raw, "rate": 1.0}  # stands for the measured rate until it is measured
         params = procedure_params(name, raw, "procedure.params.")
@@ -250,7 +257,7 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
     params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
-    return RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetitions, output,
+    return RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule, output,
                    ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan)
 
 
@@ -281,7 +288,20 @@ def read_config(path: str | None) -> dict:
 
 
 def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
-    """A CLI verb's RunPlan from its parsed arguments (trexlab.cli); PlanError / InvalidParameter / LabError."""
+    """A CLI verb's RunPlan from its parsed arguments (trexlab.cli); PlanError / InvalidParameter / LabError.
+
+    A value that came from the --config file (and no flag) is refused naming the file, the others name the
+    key as their flag does (--dscp: dscp=...)."""
+    from_config: set[str] = set()
+    try:
+        return _plan_cli(args, argv, from_config)
+    except InvalidParameter as exc:
+        if args.config and re.split(r"[\[]", exc.name)[0] in from_config:
+            raise PlanError(f"--config {args.config}: {exc}") from None
+        raise
+
+
+def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
     from trexlab.procedures import selftest
     from trexlab.rate_from import median_throughput
@@ -293,17 +313,21 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
     traffic = config.get("traffic") or {}
     if not isinstance(traffic, dict):
         raise PlanError(f"{label}traffic: a mapping, got {type(traffic).__name__}")
-    traffic = {**traffic, **{name: getattr(args, name) for name in TRAFFIC_FIELDS
-                             if getattr(args, name, None) is not None}}
+    flags = {name: getattr(args, name) for name in TRAFFIC_FIELDS if getattr(args, name, None) is not None}
+    from_config.update(f"traffic.{key}" for key in set(traffic) - set(flags))
+    from_config.add("traffic")
+    traffic = {**traffic, **flags}
     template = traffic_template(traffic)
     params = config.get("params") or {}
     if not isinstance(params, dict):
         raise PlanError(f"{label}params: a mapping, got {type(params).__name__}")
     params = dict(params)
+    from_config.update(str(key) for key in params)
     for f in dataclasses.fields(module.Params):
         value = getattr(args, f"param_{f.name}", None)
         if value is not None:
             params[f.name] = value
+            from_config.discard(f.name)
     rate_source = None
     if getattr(args, "rate_from", None):
         if params.get("rate") is not None:
@@ -311,15 +335,18 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
         params["rate"], rate_source = median_throughput(args.rate_from)
     # Named as their flags are (--dscp: dscp=...), the same keys as in the --config file's params.
     procedure_parameters = procedure_params(args.procedure, params, prefix="")
+    if args.repeat is None and "repeat" in config:
+        from_config.add("repeat")
     repetitions = args.repeat if args.repeat is not None else config.get("repeat", 1)
     if isinstance(repetitions, bool) or not isinstance(repetitions, int) or not 1 <= repetitions <= REPETITIONS_MAX:
         raise InvalidParameter("repeat", repetitions, f"1..{REPETITIONS_MAX}")
     generator = args.generator or config.get("generator") or "software"
     if generator not in GENERATORS:
         raise PlanError(f"{label}generator: {generator!r}: allowed {', '.join(GENERATORS)}")
-    options = dict(config.get("generator_options") or {})
-    if not isinstance(config.get("generator_options") or {}, dict):
-        raise PlanError(f"{label}generator_options: a mapping")
+    options = config.get("generator_options") or {}
+    if not isinstance(options, dict):
+        raise PlanError(f"{label}generator_options: a mapping, got {type(options).__name__}")
+    from_config.update(f"generator_options.{key}" for key in options)
     options = check_generator_options(generator, options)
     for pair in args.generator_opt:
         key, sep, value = pair.partition("=")
@@ -329,6 +356,7 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
             options.update(check_generator_options(generator, {key: value}, from_text=True, prefix=""))
         except InvalidParameter as exc:
             raise PlanError(f"--generator-opt {pair!r}: {exc}") from None
+        from_config.discard(f"generator_options.{key}")
     options = check_generator_options(generator, options)  # the options together (e.g. the SUT's own checks)
     lab = None
     if generator != "sim":
@@ -378,8 +406,8 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     summary = repeat(plan.procedure, generator, plan.traffic, params, plan.repetitions, plan.output, facts,
                      progress=progress)
     if plan.procedure == "selftest":
-        say(selftest.record_selftest(plan.output, plan.repetitions, plan.generator, plan.lab, plan.traffic,
-                                     plan.ceilings))
+        count = plan.repetitions.maximum if isinstance(plan.repetitions, RepetitionRule) else plan.repetitions
+        say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings))
     return summary
 
 

@@ -19,6 +19,10 @@ class ProgressDisplay:
             if info.get("skipped"):
                 self._line(f"{self.repetition}: finished earlier, kept", final=True)
             return
+        if phase == "resume":  # trexlab.resume: the repetition's logged trials go back into its search
+            self._line(f"{self.repetition}: resumed, {info['replayed']} logged trial(s) replayed, not run again",
+                       final=True)
+            return
         text = f"[{time.monotonic() - self.start:7.1f}s] {self.repetition} {phase}: trial {info.get('trial', '?')}"
         if "test" in info:  # a TCP test or download (RFC 6349, HTTP): named, with what each direction carried
             text += f" {info['test']}" + "".join(f", {name} {bps / 1e6:,.1f} Mbit/s"

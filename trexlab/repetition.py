@@ -10,14 +10,17 @@ loses no repetition and duplicates none.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from collections.abc import Callable
 from pathlib import Path
 
+from trexlab.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.procedures import PROCEDURES
+from trexlab.resume import Replay, skip_trials
 from trexlab.stats import Observation, is_censored, summarize
-from trexlab.store import RESULT, RunDir, is_finished, read_json, write_json_atomic
+from trexlab.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -32,34 +35,56 @@ def repetition_dir(parent: Path, k: int) -> Path:
     return Path(parent) / f"rep-{k:03d}"
 
 
-def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: int, parent: str | Path,
-           provenance: dict, progress: Callable[[str, dict], None] | None = None) -> dict:
-    """Run (or finish) N repetitions; write and return the summary of their headline figures."""
+def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: int | RepetitionRule,
+           parent: str | Path, provenance: dict, progress: Callable[[str, dict], None] | None = None) -> dict:
+    """Run (or finish) the repetitions; write and return the summary of their headline figures.
+
+    ``repetitions``: a count, or a rule (trexlab.adaptive) that may stop before its maximum. A repetition
+    interrupted mid-search is resumed from its trial log (trexlab.resume); ``params.warm_start`` starts each
+    repetition's search near the earlier ones' median (trexlab.adaptive.warm_bounds)."""
+    rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
     module = procedure_module(procedure)
     parent = Path(parent)
     parent.mkdir(parents=True, exist_ok=True)
-    results = []
-    for k in range(1, repetitions + 1):
+    results: list[dict] = []
+    for k in range(1, rule.maximum + 1):
+        if rule.done(results):
+            break
+        total = rule.maximum
         path = repetition_dir(parent, k)
         if is_finished(path):
             results.append(read_json(path / RESULT))
+            skip_trials(generator, len(read_trials(path)))  # the trials an uninterrupted run would have drawn
             if progress:
-                progress("repetition", {"repetition": k, "repetitions": repetitions, "skipped": True})
+                progress("repetition", {"repetition": k, "repetitions": total, "skipped": True})
             continue
         if progress:
-            progress("repetition", {"repetition": k, "repetitions": repetitions})
-        run = RunDir(path, {**provenance, "procedure": procedure, "repetition": k, "repetitions": repetitions})
+            progress("repetition", {"repetition": k, "repetitions": total})
+        run_params = params
+        if getattr(params, "warm_start", False) and (bounds := warm_bounds(results, params)) is not None:
+            run_params = dataclasses.replace(params, start_bounds=bounds)
+        run = RunDir(path, {**provenance, "procedure": procedure, "repetition": k, "repetitions": total})
+        replay = Replay(generator, run.logged)
+        if replay.pending and progress:
+            progress("resume", {"repetition": k, "replayed": len(replay.pending)})
         try:
-            result = module.run(generator, traffic, params, on_trial=run.append_trial, progress=progress)
+            result = module.run(replay, traffic, run_params, on_trial=replay.logger(run.append_trial),
+                                progress=progress)
             data = result.to_dict()
             run.finish(data)
         finally:
             run.close()
         results.append(data)
     summary = summarize_headlines(results)
-    write_json_atomic(parent / SUMMARY, {"procedure": procedure, "repetitions": repetitions,
-                                         "method": method_of(results[-1]) if results else {},
-                                         "figures": summary})
+    written = {"procedure": procedure, "repetitions": len(results),
+               "method": method_of(results[-1]) if results else {}, "figures": summary}
+    if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
+        intervals = rule.intervals(results)
+        narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
+        written["method"] = {**written["method"], "repetition_rule": {
+            **rule.to_dict(), "reached": len(results), "intervals": intervals,
+            "stopped": "every interval narrow enough" if narrow else "maximum reached"}}
+    write_json_atomic(parent / SUMMARY, written)
     return summary
 
 
@@ -90,8 +115,8 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
 
 def method_of(result: dict) -> dict:
     """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
-    method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration")
-              if k in result}
+    method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
+                                     "warm_start") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
                                                    "final_trial_duration", "duration_sum")} for g in result["goals"]]
@@ -122,6 +147,11 @@ def method_line(method: dict) -> str:
         parts.append(f"frame timeout {format_seconds(method['frame_timeout'])}")
     parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                  else "no tester ceiling known")
+    if rule := rule_text(method.get("repetition_rule")):
+        parts.append(rule)
+    if method.get("warm_start"):
+        parts.append("warm start: each repetition's search began near the earlier ones' median (bounds verified "
+                     "by full-duration trials; start_bounds in each result)")
     return "; ".join(parts)
 
 

@@ -37,25 +37,48 @@ def latest_campaign(results: str | Path, experiment: str) -> Path:
     return found[-1].parent
 
 
-def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:
-    """Execute the analysis notebook on one campaign; return the HTML report's path."""
+def _execute(notebook: Path, campaigns: list[Path], html: Path) -> Path:
+    """Execute a notebook with its campaigns parameter set; export it to html (code hidden), keep it beside."""
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
 
+    executed = html.with_suffix(".ipynb")
+    try:
+        papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(c) for c in campaigns]},
+                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False)
+    except papermill.PapermillExecutionError as exc:
+        raise ReportError(f"{notebook.name} failed on {', '.join(map(str, campaigns))}: {exc.ename}: "
+                          f"{exc.evalue}") from None
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    html.write_text(body)
+    return html
+
+
+#: The notebook of `trexlab compare`: each campaign after the first against the first.
+COMPARE_NOTEBOOK = "compare.ipynb"
+
+
+def render_compare(campaigns: list[str | Path], html: str | Path) -> Path:
+    """Execute the compare notebook on several campaigns (the first is the baseline); return the HTML's path."""
+    campaigns = [Path(c).resolve() for c in campaigns]
+    for campaign in campaigns:
+        if not (campaign / "campaign.json").is_file():
+            raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
+    if len(campaigns) < 2:
+        raise ReportError("a comparison needs two campaigns or more")
+    html = Path(html).resolve()
+    html.parent.mkdir(parents=True, exist_ok=True)
+    return _execute(paths().notebooks / COMPARE_NOTEBOOK, campaigns, html)
+
+
+def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:
+    """Execute the analysis notebook on one campaign; return the HTML report's path."""
     campaign = Path(campaign).resolve()
     if not (campaign / "campaign.json").is_file():
         raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
     manifest = json.loads((campaign / "campaign.json").read_text())
     notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"))
     html = Path(html) if html else campaign / "report.html"
-    executed = html.with_suffix(".ipynb")
-    try:
-        papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(campaign)]},
-                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False)
-    except papermill.PapermillExecutionError as exc:
-        raise ReportError(f"{notebook.name} failed on {campaign}: {exc.ename}: {exc.evalue}") from None
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    html.write_text(body)
-    return html
+    return _execute(notebook, [campaign], html)

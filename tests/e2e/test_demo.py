@@ -6,6 +6,7 @@ result at the capacity, both in the table and the plot a reader sees."""
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,39 @@ from labtools import REPO, lab_leftovers, run
 pytestmark = pytest.mark.lab
 
 
-def medians(campaign: Path) -> dict[float, float]:
-    """Per loss tolerance (%), the median throughput over the campaign's repetitions."""
-    found: dict[float, list[float]] = {}
+def strict_json(path: Path) -> dict:
+    """A file as strict JSON parsers (jq, browsers) read it: no NaN or Infinity tokens."""
+    def refuse(token):
+        raise ValueError(f"{path}: non-JSON token {token}")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def points(campaign: Path) -> dict[float, dict]:
+    """Per loss tolerance (%), the point's throughput statistics from its summary.json."""
+    found = {}
+    for path in campaign.glob("*/summary.json"):
+        figures = strict_json(path)["figures"]["throughput_fps"]
+        tolerance = {strict_json(r)["loss_tolerance_percent"] for r in path.parent.glob("rep-*/result.json")}
+        assert len(tolerance) == 1, (path, tolerance)
+        found[tolerance.pop()] = figures
+    return found
+
+
+#: How far below the declared capacity a failed trial counts as a disturbance: the send time a trial is measured
+#: over is not exactly its duration, so the policer's answer R + B/T is exact only to about this.
+SLACK = 1e-3
+
+
+def disturbed(campaign: Path, tolerance: float, capacity: float) -> list[float]:
+    """Loads below the declared capacity where a tolerant trial failed. The reference DUT forwards every frame
+    there (less its every-Nth loss), so such a failure is the shared machine stalling tester or DUT."""
+    loads = []
     for path in campaign.glob("*/rep-*/result.json"):
-        result = json.loads(path.read_text())
-        found.setdefault(result["loss_tolerance_percent"], []).append(result["throughput_fps"] or 0.0)
-    return {t: sorted(v)[len(v) // 2] for t, v in found.items()}
+        result = strict_json(path)
+        if result["loss_tolerance_percent"] == tolerance:
+            loads += [t["offered_load"] for t in result["search"]
+                      if not t["passed"] and t["offered_load"] < (1 - SLACK) * capacity]
+    return loads
 
 
 def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_path):
@@ -41,19 +68,30 @@ def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_
     campaign = html.parent
     spec = json.loads((campaign / "campaign.json").read_text())["spec"]
     _, capacity = reference_dut.declared(spec)
-    found = medians(campaign)
+    found = points(campaign)
     assert set(found) == {0, 0.011}, found
+    assert [f["tester_bound"] for f in found.values()] == [0, 0], "no repetition tester-bound: the demo's premise"
+    median = {t: f["median"] for t, f in found.items()}
     # Zero loss: bounded by the loss period whatever the noise (every 10,000th frame, 3 s trials: < 3,334 fps).
-    assert 0 < found[0] < 0.1 * capacity, (found, capacity)
-    # Tolerant: never above the capacity (the policer fails such trials); a stall of this shared machine
-    # can only lower it, which make demo's full run reports (3 repetitions, the median within 1 %).
-    assert 0.5 * capacity < found[0.011] <= 1.01 * capacity, (found, capacity)
+    assert 0 < median[0] < 0.1 * capacity, (median, capacity)
+    # Tolerant: never above the capacity (the policer fails such trials), within 1 % of it unless the shared
+    # machine stalled tester or DUT during a trial below it (only lowers the result; then at least half).
+    assert median[0.011] <= 1.01 * capacity, (median, capacity)
+    if stalls := disturbed(campaign, 0.011, capacity):
+        warnings.warn(f"tolerant trials failed below the declared capacity {capacity:,.0f} at {stalls}: "
+                      f"the machine is too busy to check 'within 1 %' (median {median[0.011]:,.0f})", stacklevel=1)
+        assert median[0.011] > 0.5 * capacity, (median, capacity)
+    else:
+        assert median[0.011] >= 0.99 * capacity, (median, capacity)
 
     dom, bar_pixels = browser.render(html, tmp_path)
     assert "throughput (frames/s)" in dom and "dispersion_percent" in dom
     assert dom.count(">done<") >= 2, "both sweep points done"
     assert f"{capacity:,.0f} frames/s per direction" in dom, "the declared answer is shown"
-    for criterion, median in (("zero loss (RFC 2544)", found[0]), ("0.011 % loss tolerance (disclosed)", found[0.011])):
+    for criterion, value in (("zero loss (RFC 2544)", median[0]),
+                             ("0.011 % loss tolerance (disclosed)", median[0.011])):
         row = re.search(re.escape(criterion) + r"</td>\s*<td[^>]*>([\d,]+)</td>", dom)
-        assert row and row.group(1) == f"{median:,.0f}", (criterion, median, row and row.group(0))
+        assert row and row.group(1) == f"{value:,.0f}", (criterion, value, row and row.group(0))
     assert bar_pixels > 5000, "the bar plot rendered"
+    stalls = disturbed(campaign, 0.011, capacity)
+    assert f"Trials this machine disturbed: {len(stalls)} of" in dom, "the report says which trials a stall failed"

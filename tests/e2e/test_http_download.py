@@ -11,14 +11,20 @@ import subprocess
 import pytest
 
 from trexlab import analysis
+from trexlab.experiment import load
 from trexlab.report import render
 
 from browser import render as browse
 from labtools import REPO, VENV, node_state, run
 
 pytestmark = pytest.mark.lab
-LAB = "kh1"
+# The single-DUT lab of test_experiments.py, handed out again (lab_factory): its campaigns restore what they
+# change, as this one does.
+LAB = "ex1"
 EXPERIMENT = "http-download-loss"
+CI = load(REPO / "experiments" / EXPERIMENT).scaled("ci")
+#: The least slowdown of the median download at 1 % loss that this lab shows (see below), with margin.
+MIN_SLOWDOWN = 1.2
 
 
 def lab_state(lab) -> dict:
@@ -46,13 +52,18 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     summary = analysis.summarize_points(runs, "download_time_s").set_index("loss_percent")
     medians = summary["median"]
     print(f"\nmedian download time by loss %: {medians.round(4).to_dict()}")
-    assert list(summary.index) == [0, 0.1, 1] and (summary["count"] == 5).all()
-    # 1 % loss slows the download clearly; 0.1 % stays within the run-to-run noise of this shared host, as it
-    # stayed within the paper's 1st-99th percentile band (89.44 s vs 89.11 s), so it is not ordered here.
-    assert medians[1] > 1.5 * max(medians[0], medians[0.1]), medians.to_dict()
+    assert list(summary.index) == [0, 0.1, 1] and (summary["count"] == CI.repetitions).all()
+    # 1 % loss slows the download; 0.1 % stays within the run-to-run noise of this shared host, as it stayed
+    # within the paper's 1st-99th percentile band (89.44 s vs 89.11 s), so only 1 % is ordered against it.
+    # Not the paper's doubling: the namespaces' veths keep TSO/GSO, so the DUT drops 1 % of up-to-64 KB
+    # super-frames (one loss event per some 4,500 segments, not per 100), and how much that costs depends on
+    # how the CPU-bound, microsecond-RTT path compares with reno's window; measured 1.45-4x the lossless
+    # median (CI 1.65x), 1.37-2.7x the 0.1 % one. The medians of several downloads keep out a stall of the
+    # shared host (a lossless download once took 9x its median).
+    assert medians[1] > MIN_SLOWDOWN * medians[0] and medians[1] > medians[0.1], medians.to_dict()
     trials = runs["run"].map(lambda run: json.loads(open(f"{run}/trials.jsonl").readline()))
     assert all(t["kind"] == "http download" and t["curl"]["http_code"] == 200 for t in trials)
-    assert {t["curl"]["size_download"] for t in trials} == {512 * 1048576}
+    assert {t["curl"]["size_download"] for t in trials} == {CI.spec["endpoints"]["http_file_mib"] * 1048576}
 
     html = render(outcome["campaign"])
     dom, bar_pixels = browse(html, tmp_path)

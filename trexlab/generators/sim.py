@@ -94,7 +94,7 @@ class SimGenerator:
         # demonstration watch a campaign progress, or interrupt it mid-trial, as with a real lab.
         check_range("wall_clock_factor", wall_clock_factor, 0, 1)
         self.wall_clock_factor = wall_clock_factor
-        self.rng = np.random.default_rng(sut.seed)
+        self.rng = np.random.default_rng(sut.seed)  # drawn anew for each trial (run_trial)
         self.simulated_time = 0.0  # s: sum of trial durations and receive tails
         self.trials = 0
         self.tag_send_times: dict[str, np.ndarray] = {}  # direction -> s into the last trial, one per tag
@@ -105,8 +105,16 @@ class SimGenerator:
     def close(self) -> None:
         pass
 
+    def skip_trials(self, count: int) -> None:
+        """Count trials of an uninterrupted run that this generator did not run (trexlab.resume replays them from
+        the log): the next trial then draws what it would have drawn."""
+        self.trials += count
+
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         sut = self.sut
+        # Each trial's random numbers come from (seed, its number in the run), not from one stream: a run resumed
+        # mid-search, whose earlier trials are replayed from the log, goes on exactly as an uninterrupted one.
+        self.rng = np.random.default_rng([sut.seed, self.trials])
         capacity = sut.capacity
         if sut.capacity_noise:
             capacity = max(0.0, capacity * (1 + sut.capacity_noise * self.rng.standard_normal()))

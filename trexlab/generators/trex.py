@@ -105,8 +105,9 @@ def installed_trex_paths(lab: Lab | None = None) -> list[str]:
     return [p for p in paths if p]
 
 
-def load_client_api(lab: Lab | None = None):
-    """The TRex STL client API module: from an installed TRex, else PyPI lbr-trex-client.
+def load_client_api(lab: Lab | None = None, module: str = "trex.stl.api"):
+    """A TRex client API module (STL by default, or trex.astf.api): from an installed TRex, else PyPI
+    lbr-trex-client.
 
     Client and server must agree on the API major version, so the client
     shipped with the installed TRex comes first.
@@ -117,12 +118,12 @@ def load_client_api(lab: Lab | None = None):
         if interactive.is_dir() and str(interactive) not in sys.path:
             sys.path.insert(0, str(interactive))
     try:
-        return importlib.import_module("trex.stl.api")
+        return importlib.import_module(module)
     except ImportError as exc:
         errors.append(str(exc))
     try:
         importlib.import_module("lbr_trex_client")  # puts its bundled `trex` package on sys.path
-        return importlib.import_module("trex.stl.api")
+        return importlib.import_module(module)
     except ImportError as exc:
         errors.append(str(exc))
     raise GeneratorError("TRex client not found: install TRex under /opt/trex/current (roles/trex), set "

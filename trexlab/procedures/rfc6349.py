@@ -1,4 +1,4 @@
-"""RFC 6349 TCP throughput: path MTU, bottleneck bandwidth, baseline RTT, then TCP tests with iperf3.
+"""RFC 6349 TCP throughput: path MTU, bottleneck bandwidth, baseline RTT, then TCP tests (iperf3 or TRex ASTF).
 
 The steps of RFC 6349 as the application note "TCP throughput testing" (Teledyne
 LeCroy Xena; not part of this repository) walks through them, on the same lab and DUT ports the
@@ -12,7 +12,9 @@ RFC 2544 procedures use:
 3. baseline RTT: one connection at low load (a share of BB), the smallest RTT
    the sender's kernel saw.
 4. BDP = BB x RTT; window per connection = BDP / connections (or declared).
-5. TCP tests between the lab's client and server nodes (iperf3): download,
+5. TCP tests, by one of two engines (trexlab.tcp_engines, --engine): iperf3
+   between the lab's client and server nodes, or TRex ASTF playing client
+   (tester port 0) and server (tester port 1) through the DUT: download,
    upload, bidirectional with that many connections; one connection with the
    whole BDP; total windows of 25/50/75 % of the BDP; concurrent connections with
    different DSCP values; a many-connection stress run.
@@ -21,6 +23,9 @@ RFC 2544 procedures use:
    overhead per frame, or window / RTT when the window is smaller), the TCP
    transfer time ratio, TCP efficiency % (retransmitted bytes) and buffer delay %
    (RTT under load vs baseline).
+
+Both engines give the same figures in the same result shape; only where the
+byte counts, retransmissions and RTTs come from differs (the engine's doc).
 
 Every frame trial and every TCP test is appended to the run's trials.jsonl the
 moment it ends. Windows larger than the nodes' kernels allow, DSCP values out
@@ -33,17 +38,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass, field
 
-from trexlab import tcp_metrics
-from trexlab.endpoints import Endpoints, lab_of
-from trexlab.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite, parse, run_tests
+from trexlab import tcp_engines, tcp_metrics
+from trexlab.endpoints import Endpoints
+from trexlab.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.media import media_speed
-from trexlab.params import InvalidParameter, check_range
+from trexlab.params import InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
 from trexlab.procedures.common import TrialRunner
 from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialSpec
 
-METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with iperf3)"
-NEEDS_TCP_ENDPOINTS = True
+METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engine})"
+NEEDS_TCP_ENDPOINTS = True  # with the iperf3 engine (needs_tcp_endpoints)
+#: A baseline RTT of fewer steps of the engine's RTT resolution than this is flagged (10 steps: 10 % error).
+RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
 
@@ -77,6 +84,10 @@ class Params:
     test_duration: float = 10.0  # s of each TCP test (the steady period)
     omit: float = 0.0  # s left out at the start of each TCP test (slow start)
     tests: tuple[str, ...] = TESTS
+    engine: str = "iperf3"  # iperf3 (the lab's client and server nodes) | trex (TRex ASTF on the tester's ports)
+    trex_server: str | None = None  # engine trex: the ASTF server's host; None: the tester's (roles/trex)
+    trex_sync_port: int = 4501  # engine trex: its RPC port (the publisher's is one below)
+    trex_server_port: int = 5201  # engine trex: TCP port of the first concurrent test's server; +1 per test
 
     def __post_init__(self) -> None:
         if self.mtu is not None:
@@ -113,6 +124,14 @@ class Params:
         if not self.tests:
             raise InvalidParameter("tests", self.tests, "at least one of " + ", ".join(TESTS))
         _check_choices("tests", self.tests, TESTS)
+        check_choice("engine", self.engine, tcp_engines.ENGINES)
+        check_range("trex_sync_port", self.trex_sync_port, 2, 65535, integer=True)
+        check_range("trex_server_port", self.trex_server_port, 1, 65535 - len(self.dscp), integer=True)
+
+
+def needs_tcp_endpoints(params: dict) -> bool:
+    """Whether a run with these procedure.params needs the lab's client and server nodes (iperf3 does)."""
+    return (params or {}).get("engine", Params.engine) == "iperf3"
 
 
 @dataclass
@@ -129,6 +148,8 @@ class Rfc6349Result:
     max_achievable_bps: float
     ip_version: int
     congestion_control: str | None
+    engine: str  # iperf3 | trex
+    engine_method: str  # how the engine ran the connections, for the method line
     mtu_search: list[dict] = field(default_factory=list)
     bb_search: dict | None = None
     tests: list[dict] = field(default_factory=list)
@@ -152,7 +173,7 @@ class Rfc6349Result:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "tcp", "method": METHOD,
+            "procedure": "tcp", "method": METHOD.format(engine=self.engine_method), "engine": self.engine,
             "path_mtu": self.path_mtu, "mtu_source": self.mtu_source, "mtu_search": self.mtu_search,
             "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps, "bb_source": self.bb_source,
             "bb_search": self.bb_search, "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes,
@@ -164,32 +185,52 @@ class Rfc6349Result:
         }
 
 
-def check(generator, params: Params, traffic: TrialSpec | None = None) -> Endpoints:
-    """Everything that can be known before any traffic: the lab's endpoints, DF support, declared values."""
-    endpoints = Endpoints(lab_of(generator, "tcp"))
+def engine_of(generator, params: Params) -> tcp_engines.TcpEngine:
+    """The TCP engine the params name, on the generator's lab; nothing is started."""
+    ports = [params.trex_server_port + i for i in range(max(1, len(params.dscp)))]
+    return tcp_engines.create(params.engine, generator, ports, params.trex_server, params.trex_sync_port)
+
+
+def check(generator, params: Params, traffic: TrialSpec | None = None,
+          engine: tcp_engines.TcpEngine | None = None) -> tcp_engines.TcpEngine:
+    """Everything that can be known before any traffic: the engine's endpoints, DF support, declared values."""
+    engine = engine or engine_of(generator, params)
     if traffic is not None and traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
+    if traffic is not None:
+        engine.server_address(traffic.ip_version[0])  # refuses what the engine cannot address
     if params.mtu is None and not getattr(generator, "supports_df", False):
         raise InvalidParameter("mtu", None, f"a declared path MTU with generator {generator.name}: it cannot set "
                                             "the Don't Fragment bit the MTU trials need")
     concurrent = len(params.dscp) if "dscp" in params.tests else 1
-    if concurrent > len(endpoints.iperf3_ports):
-        raise InvalidParameter("dscp", params.dscp, f"at most {len(endpoints.iperf3_ports)} values: the server "
+    if concurrent > len(engine.ports):
+        raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
-        check_window("window_bytes", params.window_bytes, endpoints.window_limit())
-    return endpoints
+        check_window("window_bytes", params.window_bytes, engine.window_limit())
+    return engine
 
 
-def check_window(name: str, window: int, limit: tuple[int, str]) -> None:
-    if window > limit[0]:
+def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
+    if limit[0] is not None and window > limit[0]:
         raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): the kernel would silently give "
                                              "a smaller window; raise it or use more connections")
 
 
 def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None,
-        endpoints: Endpoints | None = None) -> Rfc6349Result:
-    endpoints = endpoints or check(generator, params, traffic)
+        endpoints: Endpoints | None = None, engine: tcp_engines.TcpEngine | None = None) -> Rfc6349Result:
+    """endpoints (iperf3 on them) or engine: given by tests; otherwise the params' engine on the generator's lab."""
+    if engine is None and endpoints is not None:
+        engine = tcp_engines.Iperf3Engine(endpoints)
+    engine = check(generator, params, traffic, engine)
+    try:
+        return _run(generator, traffic, params, on_trial, progress, engine)
+    finally:
+        engine.close()
+
+
+def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
+         engine: tcp_engines.TcpEngine) -> Rfc6349Result:
     ip_version = traffic.ip_version[0]
     runner = TrialRunner(generator, traffic, on_trial, progress, "tcp")
     notes: list[str] = []
@@ -199,7 +240,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     if params.mtu is not None:
         mtu, mtu_source = params.mtu, "declared"
     else:
-        mtu, mtu_source, mtu_search = find_path_mtu(runner, traffic, params, endpoints, notes)
+        mtu, mtu_source, mtu_search = find_path_mtu(runner, traffic, params, engine, notes)
 
     # 2. Bottleneck bandwidth.
     frame_size = mtu + tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
@@ -211,23 +252,28 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
         bb_source = "RFC 2544 throughput"
 
     # 3. Baseline RTT: one connection, low load; the sender's smallest RTT.
-    tcp = TcpRunner(endpoints, on_trial, progress, ip_version, tcp_metrics.mss_bytes(mtu, ip_version))
+    tcp = TcpRunner(engine, on_trial, progress, ip_version, tcp_metrics.mss_bytes(mtu, ip_version))
     # RTT samples every 0.1 s (iperf3's shortest interval): the minimum of many, not of a few.
     rtt_test = TcpTest("baseline rtt", "upload", 1, duration=params.rtt_duration,
-                       bitrate_bps=bb * params.rtt_load_percent / 100, port=endpoints.iperf3_ports[0],
+                       bitrate_bps=bb * params.rtt_load_percent / 100, port=engine.ports[0],
                        ip_version=ip_version, mss=tcp.mss, interval=0.1)
     rtt_result = tcp.run([rtt_test], "baseline RTT")[0]
     tcp.record(rtt_result, "baseline RTT")
     baseline_rtt = rtt_result.directions["upload"].rtt_min_s
     if not baseline_rtt:
-        raise GeneratorError("baseline RTT: iperf3 reported no RTT from the sender's kernel")
+        raise GeneratorError(f"baseline RTT: {engine.name} reported no RTT of the sending side")
+
+    if baseline_rtt < RTT_STEPS * engine.rtt_resolution_s:
+        notes.append(f"baseline RTT {baseline_rtt * 1e3:.3f} ms is fewer than {RTT_STEPS} steps of {engine.name}'s "
+                     f"RTT resolution ({engine.rtt_resolution_s * 1e3:.4g} ms): the BDP and the windows from it carry "
+                     f"up to {engine.rtt_resolution_s / baseline_rtt:.0%} error; declare --window-bytes if it matters")
 
     # 4. BDP and windows, checked against both kernels before any TCP test.
     bdp = tcp_metrics.bdp_bytes(bb, baseline_rtt)
     window = params.window_bytes or tcp_metrics.window_per_connection(bdp, params.connections)
-    limit = endpoints.window_limit()
+    limit = engine.window_limit()
     link_max = tcp_metrics.max_achievable_tcp_throughput(bb, mtu, ip_version)
-    plan = plan_tests(params, endpoints, bdp, window, ip_version, tcp.mss)
+    plan = plan_tests(params, engine.ports, bdp, window, ip_version, tcp.mss)
     for test in plan:
         if test.window_bytes is not None:
             check_window(f"window_bytes ({test.name})", test.window_bytes, limit)
@@ -244,15 +290,16 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests))
     return Rfc6349Result(params, mtu, mtu_source, bb, bb_source, baseline_rtt, bdp, window, limit, link_max,
-                         ip_version, endpoints.congestion_control, mtu_search, bb_search, tests, notes,
+                         ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
+                         bb_search, tests, notes,
                          len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count)
 
 
-def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, endpoints: Endpoints,
+def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
                   notes: list[str]) -> tuple[int, str, list[dict]]:
     """Trials with DF set at each frame size the tester can send; the largest loss-free one gives the MTU."""
     senders = [traffic.sender_port(d) for d in traffic.active_directions]
-    tester_mtu = endpoints.tester_port_mtu(senders)
+    tester_mtu = engine.tester_port_mtu(senders)
     overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
     sizes = sorted(set(params.mtu_frame_sizes))
     testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
@@ -301,10 +348,10 @@ def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size
     return tcp_metrics.bottleneck_from_frame_rate(result.throughput, frame_size), result.to_dict()
 
 
-def plan_tests(params: Params, endpoints: Endpoints, bdp: float, window: int, ip_version: int,
+def plan_tests(params: Params, ports: list[int], bdp: float, window: int, ip_version: int,
                mss: int) -> list[TcpTest]:
     """Every TCP test of the run, windows filled in; concurrent ones share a name prefix ("dscp ...")."""
-    port = endpoints.iperf3_ports[0]
+    port = ports[0]
     common = {"duration": params.test_duration, "omit": params.omit, "ip_version": ip_version, "mss": mss}
     plan = []
     for name in params.tests:
@@ -320,7 +367,7 @@ def plan_tests(params: Params, endpoints: Endpoints, bdp: float, window: int, ip
         elif name == "dscp":
             # Upload: the client marks its segments; iperf3's server does not mark the ones it sends.
             per = tcp_metrics.window_per_connection(bdp, len(params.dscp))
-            for value, server_port in zip(params.dscp, endpoints.iperf3_ports, strict=False):
+            for value, server_port in zip(params.dscp, ports, strict=False):
                 plan.append(TcpTest(f"dscp {value}", "upload", 1, per, dscp=value, port=server_port, **common))
         elif name == "stress":
             plan.append(TcpTest("stress", "download", params.stress_connections, None, port=port, **common))
@@ -376,11 +423,11 @@ def result_notes(tests: list[dict]) -> list[str]:
 
 
 class TcpRunner:
-    """Runs TCP tests on the endpoints, records each in the run (on_trial) and tells progress."""
+    """Runs TCP tests on the engine, records each in the run (on_trial) and tells progress."""
 
-    def __init__(self, endpoints: Endpoints, on_trial, progress, ip_version: int, mss: int):
-        self.endpoints, self.on_trial, self.progress = endpoints, on_trial, progress
-        self.address = endpoints.server_address(ip_version)
+    def __init__(self, engine: tcp_engines.TcpEngine, on_trial, progress, ip_version: int, mss: int):
+        self.engine, self.on_trial, self.progress = engine, on_trial, progress
+        self.address = engine.server_address(ip_version)
         self.mss = mss
         self.count = 0
 
@@ -388,12 +435,11 @@ class TcpRunner:
         names = ", ".join(t.name for t in tests)
         if self.progress:
             self.progress(phase, {"test": names, "trial": self.count + 1})
-        reports = run_tests(self.endpoints.client, self.address, tests)
         results = []
-        for test, report in zip(tests, reports, strict=True):
+        for test, directions in zip(tests, self.engine.run(tests), strict=True):
             self.count += 1
-            results.append(TcpTestResult(test, parse(report, test), self.address,
-                                         congestion_control=self.endpoints.congestion_control))
+            results.append(TcpTestResult(test, directions, self.address,
+                                         congestion_control=self.engine.congestion_control))
         if self.progress:
             rates = {name: d.good_bytes * 8 / d.seconds for r in results for name, d in r.directions.items()
                      if d.seconds > 0}

@@ -36,6 +36,10 @@ class Params:
     frame_timeout: float | None = None  # s; None: frames count until the receive tail ends
     media: str = "10g"  # for the default max_rate
     tester_ceiling: float | None = None  # fps from a self-test; results near it are flagged
+    # Repeated runs (trexlab.adaptive): start each repetition after the first from bounds near the median of
+    # those before it, rather than from the whole range (disclosed: start_bounds in each result's params).
+    warm_start: bool = False
+    start_bounds: tuple[float, float] | None = None  # (low, high) fps: verified first, widened when they fail
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:
@@ -55,6 +59,9 @@ class Params:
         media_speed(self.media)
         if self.tester_ceiling is not None:
             check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
+        if self.start_bounds is not None:
+            if len(self.start_bounds) != 2 or not 0 < self.start_bounds[0] < self.start_bounds[1]:
+                raise InvalidParameter("start_bounds", self.start_bounds, "(low, high) fps with 0 < low < high")
 
     def rate_limits(self, traffic: TrialSpec) -> tuple[float, float, float]:
         """(min, max, initial) in fps for this traffic."""
@@ -102,6 +109,7 @@ class ThroughputResult:
             "resolution": self.params.resolution,
             "resolution_percent": None if self.params.resolution is not None else self.params.resolution_percent,
             "stopping_rule": self.params.stopping_rule(),
+            "warm_start": self.params.warm_start,
             "final_width_fps": self.width,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
@@ -131,7 +139,12 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                        "stretched": result.stretched})
         return passed
 
-    while True:
+    if params.start_bounds is not None:
+        best, low, high, done = warm_start(params, trial, low, high)
+        rate = (low + high) / 2
+    else:
+        done = False
+    while not done:
         if trial(rate, "binary search"):
             best, low = rate, rate
         else:
@@ -159,3 +172,33 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
+
+
+def warm_start(params: Params, trial, low: float, high: float) -> tuple[float | None, float, float, bool]:
+    """Verify the start bounds with full-duration trials, widening one that does not hold (its distance doubled
+    each time, up to the range's end); return (best, low, high, done) for the bisection that follows."""
+    start_low = min(max(params.start_bounds[0], low), high)
+    start_high = min(max(params.start_bounds[1], start_low), high)
+    best = None
+    step = max(start_high - start_low, 1.0)
+    rate = start_high
+    while True:  # the upper bound: fails, or is widened upwards until one fails or the maximum passes
+        if not trial(rate, "warm start: upper bound"):
+            high = rate
+            break
+        best = low = rate
+        if rate >= high:
+            return best, low, high, True  # the maximum passed
+        rate, step = min(high, rate + step), step * 2
+    if best is None:
+        step = max(start_high - start_low, 1.0)
+        rate = start_low if low < start_low < high else (low + high) / 2
+        while True:  # the lower bound: passes, or is widened downwards (never past half way to the minimum)
+            if trial(rate, "warm start: lower bound"):
+                best = low = rate
+                break
+            high = rate
+            if params.narrow_enough(low, high):
+                return None, low, high, True  # nothing passed: the minimum-load check follows, as after a bisection
+            rate, step = max(rate - step, (low + rate) / 2), step * 2
+    return best, low, high, params.narrow_enough(low, high)

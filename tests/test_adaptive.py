@@ -1,0 +1,133 @@
+"""Adaptive repetitions (stop when the median's CI is narrow) and warm-started searches, on the sim generator."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from trexlab import adaptive, experiment
+from trexlab.campaign import Campaign
+from trexlab.experiment import InvalidExperiment
+from trexlab.generators.sim import create
+from trexlab.paths import paths
+from trexlab.procedures import throughput
+from trexlab.repetition import SUMMARY, repeat, summary_lines
+from trexlab.trial import TrialSpec
+
+TRAFFIC = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, "frame_size": [64, 64], "receive_tail": 0})
+
+
+def test_median_interval_ranks_are_the_binomial_order_statistics():
+    assert adaptive.median_ci_ranks(5) is None  # 2 / 2^5 = 6.25 % > 5 %: no 95 % interval from 5 values
+    assert adaptive.median_ci_ranks(6) == (1, 6)  # coverage 1 - 2/64 = 96.9 %
+    assert adaptive.median_ci_ranks(20) == (6, 15)  # the textbook pair for n = 20 (95.9 %)
+    ci = adaptive.median_ci([float(v) for v in range(1, 21)])
+    assert (ci["low"], ci["high"]) == (6.0, 15.0) and ci["confidence"] == pytest.approx(0.9586, abs=1e-4)
+    for n in range(6, 60):  # l is the largest rank with coverage >= 95 %
+        low, high = adaptive.median_ci_ranks(n)
+        assert 1 - 2 * adaptive.binomial_cdf(low - 1, n) >= 0.95 > 1 - 2 * adaptive.binomial_cdf(low, n)
+        assert high == n + 1 - low
+
+
+SPEC = {
+    "name": "adaptive",
+    "generator": "sim",
+    "generator_options": {"capacity": 400000, "capacity_noise": 0.002},
+    "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0},
+    "procedure": {"name": "throughput", "params": {"max_rate": 1000000, "resolution_percent": 0.1,
+                                                   "trial_duration": 1}},
+    "repetitions": {"min": 5, "max": 50, "until": {"median_ci_percent": 1}},
+}
+
+
+def test_adaptive_point_stops_once_the_median_interval_is_narrow_and_says_so(tmp_path):
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+    point = next(p for p in Path(outcome["campaign"]).iterdir() if p.is_dir())
+    reps = sorted(point.glob("rep-*/result.json"))
+    written = json.loads((point / SUMMARY).read_text())
+    rule = written["method"]["repetition_rule"]
+    assert rule["reached"] == len(reps) == written["repetitions"] == 6  # the first count with an interval at all
+    assert rule["stopped"] == "every interval narrow enough"
+    interval = rule["intervals"]["throughput_fps"]
+    assert interval["width_percent"] < 1 and interval["ranks"] == [1, 6]
+    results = [json.loads(r.read_text()) for r in reps]
+    values = sorted(r["headline"]["throughput_fps"] for r in results)
+    assert (interval["low"], interval["high"]) == (values[0], values[-1])
+    text = "\n".join(summary_lines(written["figures"], written["method"]))
+    assert "adaptive repetitions 5..50" in text and "6 run, every interval narrow enough" in text
+    schema = json.loads((paths().root / "docs" / "schemas" / "summary.schema.json").read_text())
+    jsonschema.validate(written, schema)  # the published layout, repetition_rule included
+
+
+def test_adaptive_point_that_never_narrows_runs_to_its_maximum(tmp_path):
+    generator = create(capacity=400000, capacity_noise=0.05)
+    params = throughput.Params(max_rate=1e6, resolution_percent=0.1, trial_duration=1)
+    rule = adaptive.RepetitionRule(5, 9, 0.01)
+    repeat("throughput", generator, TRAFFIC, params, rule, tmp_path, {})
+    written = json.loads((tmp_path / SUMMARY).read_text())
+    assert written["repetitions"] == 9 and written["method"]["repetition_rule"]["stopped"] == "maximum reached"
+    assert not rule.done([json.loads(p.read_text()) for p in sorted(tmp_path.glob("rep-*/result.json"))][:8])
+
+
+def test_adaptive_stop_is_the_first_count_whose_interval_is_narrow(tmp_path):
+    generator = create(capacity=400000, capacity_noise=0.01, seed=7)
+    params = throughput.Params(max_rate=1e6, resolution_percent=0.1, trial_duration=1)
+    rule = adaptive.RepetitionRule(5, 60, 1.0)
+    repeat("throughput", generator, TRAFFIC, params, rule, tmp_path, {})
+    results = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rep-*/result.json"))]
+    assert 6 < len(results) < 60
+    assert rule.done(results) and not any(rule.done(results[:n]) for n in range(len(results)))
+
+
+@pytest.mark.parametrize("repetitions, expected", [
+    ({"min": 5, "max": 50}, "repetitions.until"),
+    ({"min": 9, "max": 5, "until": {"median_ci_percent": 1}}, "repetitions.min=9: allowed <= repetitions.max (5)"),
+    ({"min": 5, "max": 50, "until": {"median_ci_percent": 0}}, "repetitions.until.median_ci_percent=0"),
+    ({"min": 5, "max": 50, "until": {"median_ci_percent": 1}, "step": 2}, "repetitions='step'"),
+])
+def test_bad_adaptive_rule_is_one_line_naming_the_key(repetitions, expected):
+    spec = {**json.loads(json.dumps(SPEC)), "repetitions": repetitions}
+    with pytest.raises(InvalidExperiment) as info:
+        experiment.validate(spec, "exp.yml")
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+# -- warm start ------------------------------------------------------------------------------------------------
+
+def search(capacity: float, **params):
+    generator = create(capacity=capacity)
+    result = throughput.run(generator, TRAFFIC, throughput.Params(max_rate=1e6, min_rate=1e3, resolution=1e3,
+                                                                  trial_duration=1, **params))
+    return result
+
+
+@pytest.mark.parametrize("capacity", [150_000, 398_000, 420_000, 900_000, 2_000_000, 500])
+def test_warm_search_verifies_its_bounds_and_finds_what_a_cold_one_finds(capacity):
+    cold = search(capacity)
+    warm = search(capacity, start_bounds=(395_000, 405_000))
+    assert warm.search[0]["offered_load"] == 405_000  # the upper bound is a full trial, first
+    if capacity >= 405_000 or capacity < 395_000:  # a bound that did not hold was widened, then bisected
+        assert len(warm.search) > 2
+    else:
+        assert warm.search[1]["offered_load"] == 395_000 and len(warm.search) < len(cold.search)
+    if cold.throughput is None:
+        assert warm.throughput is None and warm.below_minimum
+    else:
+        assert warm.throughput <= capacity < warm.throughput + 1e3 or warm.throughput == 1e6
+        assert abs(warm.throughput - cold.throughput) <= 1e3
+
+
+def test_warm_start_campaign_starts_later_repetitions_near_the_median_and_discloses_it(tmp_path):
+    generator = create(capacity=400000, capacity_noise=0.002)
+    params = throughput.Params(max_rate=1e6, resolution_percent=0.5, trial_duration=1, warm_start=True)
+    repeat("throughput", generator, TRAFFIC, params, 4, tmp_path, {})
+    results = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rep-*/result.json"))]
+    assert results[0]["params"]["start_bounds"] is None
+    for k, result in enumerate(results[1:], start=1):
+        low, high = result["params"]["start_bounds"]
+        median = sorted(r["throughput_fps"] for r in results[:k])[(k - 1) // 2: k // 2 + 1]
+        assert low < sum(median) / len(median) < high
+        assert result["search"][0]["offered_load"] == high and result["trials"] < results[0]["trials"]
+    written = json.loads((tmp_path / SUMMARY).read_text())
+    assert "warm start" in "\n".join(summary_lines(written["figures"], written["method"]))

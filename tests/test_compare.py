@@ -1,0 +1,92 @@
+"""trexlab compare: B against A per sweep point, with a distribution-free interval and a verdict."""
+
+import copy
+import json
+from math import comb
+
+import pytest
+
+from trexlab import cli, experiment
+from trexlab.campaign import Campaign
+from trexlab.compare import CompareError, compare_campaigns, critical_count, shift_interval, u_distribution
+
+# A noisy simulated SUT (1 % capacity noise from trial to trial), binary searches of 0.25 % resolution,
+# 20 repetitions: what a lab's regression question looks like, in simulated time.
+SPEC = {
+    "name": "regression",
+    "description": "a noisy simulated DUT, throughput repeated",
+    "generator": "sim",
+    "generator_options": {"capacity": 400000, "capacity_noise": 0.01},
+    "traffic": {"frame_size": [64, 64], "ip_version": [4, 4], "directions": "bidirectional", "receive_tail": 0},
+    "procedure": {"name": "throughput", "params": {"max_rate": 1000000, "resolution": 1000, "trial_duration": 1}},
+    "repetitions": 20,
+}
+
+
+def campaign(root, capacity: float, seed: int, **changes) -> str:
+    spec = copy.deepcopy(SPEC)
+    spec["generator_options"].update(capacity=capacity, seed=seed)
+    spec.update(changes)
+    return Campaign(experiment.validate(spec), root).run()["campaign"]
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare")
+    return {"a": campaign(root / "a", 400000, seed=1),
+            "lower": campaign(root / "lower", 396000, seed=2),  # 1 % less capacity, other noise
+            "same": campaign(root / "same", 400000, seed=5)}  # the same SUT, other noise
+
+
+def test_u_distribution_is_the_exact_mann_whitney_null():
+    # m = 3, n = 2: of the 10 orderings, 1 1 2 2 2 1 1 have U = 0 .. 6 (enumerated by hand).
+    assert [round(p * comb(5, 2)) for p in u_distribution(3, 2)] == [1, 1, 2, 2, 2, 1, 1]
+    # Two-sided 5 % critical values of U from the published tables: 2 for 5 and 5, 127 for 20 and 20 (the
+    # interval's order c is one more); 4 and 4 reach 1 - 2/70 at best; 3 and 3 no 95 % interval at all.
+    assert critical_count(5, 5)[0] == 3 and critical_count(20, 20)[0] == 128
+    assert critical_count(4, 4) == (1, pytest.approx(1 - 2 / 70))
+    assert critical_count(3, 3)[0] == 0
+    assert 0.95 <= critical_count(20, 20)[1] < 0.96
+
+
+def test_shift_interval_brackets_a_known_shift():
+    a = [float(v) for v in range(10, 30)]
+    b = [v - 5 for v in a]
+    found = shift_interval(a, b)
+    assert found["shift"] == -5 and found["ci_low"] < -5 < found["ci_high"] < 0
+
+
+def test_one_percent_less_capacity_is_lower_with_an_interval_excluding_zero(campaigns):
+    table = compare_campaigns(campaigns["a"], campaigns["lower"])
+    row = table.iloc[0]
+    assert len(table) == 1 and row["figure"] == "throughput_fps"
+    assert row["verdict"] == "lower"
+    assert row["ci_low"] <= row["shift"] <= row["ci_high"] < 0
+    assert row["a_count"] == row["b_count"] == 20 and row["confidence"] >= 0.95
+    assert -2 < row["shift_percent"] < 0
+
+
+def test_the_same_sut_twice_is_no_significant_difference(campaigns):
+    row = compare_campaigns(campaigns["a"], campaigns["same"]).iloc[0]
+    assert row["verdict"] == "no significant difference"
+    assert row["ci_low"] <= 0 <= row["ci_high"]
+
+
+def test_cli_compare_json_and_html_report(campaigns, tmp_path, capsys):
+    html = tmp_path / "compare.html"
+    code = cli.main(["compare", campaigns["a"], campaigns["lower"], "--json", "--html", str(html)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["rows"][0]["verdict"] == "lower" and out["confidence"] == 0.95
+    assert "Hodges-Lehmann" in out["method"]
+    text = html.read_text()
+    assert "lower" in text and "B − A" in text and "data:image/png;base64" in text
+
+
+def test_campaigns_of_other_sweeps_or_no_campaign_are_one_line_errors(campaigns, tmp_path, capsys):
+    swept = campaign(tmp_path, 400000, seed=1, repetitions=1,
+                     sweep={"traffic.frame_size": [[64, 64], [128, 128]]})
+    with pytest.raises(CompareError, match="B sweeps frame_size"):
+        compare_campaigns(campaigns["a"], swept)
+    assert cli.main(["compare", campaigns["a"], str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nothing" in err

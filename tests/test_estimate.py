@@ -1,0 +1,105 @@
+"""`trexlab campaign --dry-run`: points, repetitions and lab time of every shipped experiment, no host touched."""
+
+import math
+import subprocess
+import time
+
+import pytest
+
+from trexlab import cli, estimate
+from trexlab.experiment import validate
+from trexlab.paths import paths
+
+SHIPPED = sorted(p.name for p in paths().experiments.iterdir() if (p / "experiment.yml").is_file())
+
+
+@pytest.fixture
+def no_host(monkeypatch):
+    """Any subprocess (ansible-playbook, ip netns, ssh) or lab inventory read fails the test."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"dry run touched a host: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr("trexlab.lab.load_lab", refuse)
+    monkeypatch.setattr("trexlab.campaign.load_lab", refuse, raising=False)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_dry_run_of_every_shipped_experiment_prints_its_estimate_fast_and_touches_nothing(name, no_host, capsys,
+                                                                                         tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start, wall = time.process_time(), time.perf_counter()
+    assert cli.main(["campaign", name, "--dry-run"]) == 0
+    # CPU time: up to 8 helpers share 2 vCPUs here, so the wall clock measures them; it gets a looser bound.
+    elapsed, wall = time.process_time() - start, time.perf_counter() - wall
+    out = capsys.readouterr().out
+    assert elapsed < 2.0 and wall < 10.0, f"{name}: dry run took {elapsed:.2f} s of CPU, {wall:.2f} s"
+    assert f"experiment {name}:" in out and "lab time: worst case" in out and "how:" in out
+    assert list(tmp_path.iterdir()) == [], "a dry run writes no results"
+
+
+def test_binary_search_worst_case_is_its_longest_path():
+    # 1 trial at the maximum, then halvings of 999,000 fps until <= 1,000 fps (10), then the minimum-load check.
+    traffic = {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0.5}
+    cost = estimate.repetition_cost("throughput", {"max_rate": 1e6, "min_rate": 1e3, "resolution": 1e3,
+                                                   "trial_duration": 60}, traffic)
+    halvings = math.ceil(math.log2((1e6 - 1e3) / 1e3))
+    assert cost.worst_trials == 1 + halvings + 1
+    assert cost.worst_s == pytest.approx(cost.worst_trials * 60.5)
+    assert cost.expected_trials < cost.worst_trials
+
+
+def test_rate_from_throughput_adds_the_throughput_search_to_each_repetition():
+    traffic = {"frame_size": [64, 64], "receive_tail": 1}
+    search = {"max_rate": 1e5, "min_rate": 1e3, "resolution": 1e3, "trial_duration": 10}
+    alone = estimate.repetition_cost("latency", {"rate": 5e4, "trial_duration": 120, "tag_delay": 60}, traffic)
+    assert alone.worst_s == 121 and alone.worst_trials == 1
+    both = estimate.repetition_cost("latency", {"rate": {"from": "throughput", "params": search},
+                                                "trial_duration": 120, "tag_delay": 60}, traffic)
+    searched = estimate.repetition_cost("throughput", search, traffic)
+    assert both.worst_s == searched.worst_s + 121
+
+
+def test_adaptive_repetitions_estimate_their_maximum_and_say_their_minimum():
+    spec = {"name": "a", "generator": "sim", "procedure": {"name": "throughput", "params": {"trial_duration": 1}},
+            "repetitions": {"min": 6, "max": 40, "until": {"median_ci_percent": 1}}}
+    experiment = validate(spec)
+    plans = estimate.plan(experiment)
+    assert plans[0].repetitions == 40 and plans[0].min_repetitions == 6
+    text = "\n".join(estimate.plan_lines(experiment, plans))
+    assert "6 to 40 repetitions" in text and "if every point stops at 6 repetitions" in text
+
+
+def test_eta_is_the_estimate_until_repetitions_are_measured_then_scaled_by_them(monkeypatch):
+    cost = estimate.Cost(100.0, 80.0, 9, 8.0, "test")
+    plans = [estimate.PointPlan("p1", {}, 3, 3, cost), estimate.PointPlan("p2", {}, 3, 3, cost)]
+    eta = estimate.Eta(plans)
+    assert eta.seconds() == 6 * 80
+    now = [1000.0]
+    monkeypatch.setattr(estimate.time, "monotonic", lambda: now[0])
+    eta.repetition_started("p1")
+    now[0] += 160  # the lab takes twice the estimate
+    eta.repetition_started("p1")
+    assert eta.factor == pytest.approx(2.0)
+    assert eta.seconds() == pytest.approx(2.0 * 5 * 80)  # the running repetition still counts as remaining
+    assert "measured 2.00 x estimate" in eta.text()
+    now[0] += 160
+    eta.point_finished("p1")  # p1's third repetition never ran (adaptive stop): nothing of p1 remains
+    assert eta.seconds() == pytest.approx(2.0 * 3 * 80)
+
+
+def test_campaign_eta_starts_from_the_estimate_and_is_refined_by_measured_repetitions(tmp_path):
+    from trexlab.campaign import Campaign
+
+    spec = {"name": "eta", "generator": "sim", "generator_options": {"capacity": 400000, "wall_clock_factor": 0.01},
+            "traffic": {"frame_size": [64, 64], "receive_tail": 0},
+            "procedure": {"name": "throughput", "params": {"max_rate": 1000000, "resolution": 50000,
+                                                           "trial_duration": 1}},
+            "repetitions": 3}
+    lines = []
+    Campaign(validate(spec), tmp_path, progress=lines.append).run()
+    etas = [line.split(", ETA ")[1] for line in lines if ", ETA " in line]
+    assert len(etas) == 3 and etas[0].endswith("(estimate)")
+    assert all("x estimate)" in eta for eta in etas[1:]), etas

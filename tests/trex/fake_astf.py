@@ -1,0 +1,192 @@
+"""A fake TRex ASTF client for unit tests: a declared path behind TRex's TCP counters and flow dump.
+
+It answers in the shapes TRex's own client (lbr-trex-client 3.4.0, ASTFClient)
+documents and returns: ``get_traffic_stats`` gives sections "client" and
+"server", each with every counter of TRex's table by name (skip_zero=False),
+counting from the profile's start; ``get_flow_info`` gives, per flow id
+"<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
+with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5),
+plus "next_index" when an index is asked for.
+
+The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
+direction, shared by every connection sending that way; a connection carries
+at most window x 8 / RTT and, when the profile paces it (--bitrate), that.
+Connections send nothing for ``setup_s`` after start (the handshake and slow
+start iperf3's --omit leaves out). A paced connection sees the base RTT, a
+bulk one ``loaded_rtt_factor`` times it (queues fill). The sender retransmits
+``retransmit_ratio`` of the bytes it sends, in ``mss``-byte segments; its
+application is ``app_ahead`` bytes ahead of the wire (tcps_sndbyte vs
+tcps_sndbyte_ok). The clock advances only through ``sleep`` and each RPC's
+``rpc_time``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import types
+
+from trexlab.paths import paths
+
+from fake_trex import FakeClock
+
+#: A part of TRex's ASTF counter table (names as the server describes them); with skip_zero=False every one of
+#: them is returned, zero or not.
+COUNTERS = ("m_active_flows", "m_est_flows", "m_tx_bw_l7", "m_rx_bw_l7", "m_traffic_duration",
+            "tcps_connattempt", "tcps_accepts", "tcps_connects", "tcps_closed", "tcps_segstimed",
+            "tcps_rttupdated", "tcps_delack", "tcps_sndtotal", "tcps_sndpack", "tcps_sndbyte", "tcps_sndbyte_ok",
+            "tcps_sndctrl", "tcps_sndacks", "tcps_rcvtotal", "tcps_rcvpack", "tcps_rcvbyte", "tcps_rcvackpack",
+            "tcps_rcvackbyte", "tcps_drops", "tcps_conndrops", "tcps_rexmttimeo", "tcps_sndrexmitpack",
+            "tcps_sndrexmitbyte", "tcps_rcvduppack", "tcps_rcvdupbyte", "tcps_rcvoopack", "tcps_rcvoobyte",
+            "err_cwf", "err_no_syn", "err_no_template")
+
+
+class TRexError(Exception):
+    pass
+
+
+def tunables_of(tunables: dict) -> argparse.Namespace:
+    """The profile's tunables as the profile itself would parse them (trex-console's -t, as a dict)."""
+    sys.path.insert(0, str(paths().trex_profiles))
+    try:
+        import astf_tcp_throughput as profile
+    finally:
+        sys.path.pop(0)
+    argv = [item for key, value in tunables.items() for item in (f"--{key}", str(value))]
+    args = profile.parser().parse_args(argv)
+    profile.check(args)
+    return args
+
+
+class FakeAstfClient:
+    def __init__(self, link_bps=1e9, rtt_s=200e-6, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
+                 setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None):
+        self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
+        self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
+        self.rpc_time, self.fail_at = rpc_time, fail_at
+        self.clock = FakeClock()
+        self.calls: list[tuple] = []
+        self.loaded: dict[str, argparse.Namespace] = {}
+        self.started: dict[str, tuple[float, float]] = {}  # profile -> (start time, dump interval)
+        self.stopped: dict[str, float] = {}
+
+    def _call(self, name, **kw):
+        self.calls.append((name, kw))
+        self.clock.now += self.rpc_time / 2
+        if self.fail_at == name:
+            raise TRexError(f"*** {name}: Server is not responding")
+
+    def _done(self):
+        self.clock.now += self.rpc_time / 2
+
+    def call_names(self):
+        return [c[0] for c in self.calls]
+
+    def connect(self):
+        self._call("connect")
+        self._done()
+
+    def disconnect(self):
+        self._call("disconnect")
+        self._done()
+
+    def reset(self):
+        self._call("reset")
+        self._done()
+
+    def get_server_version(self):
+        return {"mode": "ASTF", "version": "v3.08"}
+
+    def load_profile(self, profile, tunables=None, pid_input="_"):
+        self._call("load_profile", profile=profile, tunables=dict(tunables or {}), pid_input=pid_input)
+        self.loaded[pid_input] = tunables_of(tunables or {})
+        self._done()
+
+    def start(self, mult=1, duration=-1, nc=False, block=True, latency_pps=0, ipv6=False, pid_input="_",
+              client_mask=0xFFFFFFFF, e_duration=0, t_duration=0, dump_interval=0):
+        self._call("start", duration=duration, pid_input=pid_input, dump_interval=dump_interval)
+        if pid_input not in self.loaded:
+            raise TRexError(f"*** start: profile {pid_input} is not loaded")
+        self.started[pid_input] = (self.clock.now, dump_interval)
+        self.stopped.pop(pid_input, None)  # a profile id is used again once removed
+        self._done()
+
+    def stop(self, block=True, pid_input="_", is_remove=False):
+        self._call("stop", pid_input=pid_input, is_remove=is_remove)
+        self.stopped[pid_input] = self.clock.now
+        self._done()
+
+    # -- the path ---------------------------------------------------------------------------------
+
+    def _sends(self, args, side: str) -> bool:
+        return {"client": ("upload", "bidirectional"), "server": ("download", "bidirectional")}[side].__contains__(
+            args.direction)
+
+    def rate(self, pid: str, side: str) -> float:
+        """Payload bit/s one connection of a profile carries from a side (client or server)."""
+        args = self.loaded[pid]
+        if not self._sends(args, side):
+            return 0.0
+        sharing = sum(self.loaded[p].connections for p in self.started
+                      if (p == pid or p not in self.stopped) and self._sends(self.loaded[p], side))
+        rate = self.link_bps / sharing
+        if args.window:
+            rate = min(rate, args.window * 8 / self.rtt_s)
+        if args.bitrate:
+            rate = min(rate, args.bitrate)
+        return rate
+
+    def rtt(self, pid: str) -> float:
+        return self.rtt_s if self.loaded[pid].bitrate else self.rtt_s * self.loaded_rtt_factor
+
+    def _elapsed(self, pid: str) -> float:
+        start, _ = self.started[pid]
+        end = self.stopped.get(pid, self.clock.now)
+        return max(0.0, end - start - self.setup_s)
+
+    def _section(self, pid: str, side: str) -> dict:
+        args = self.loaded[pid]
+        other = "server" if side == "client" else "client"
+        sent = int(self.rate(pid, side) * self._elapsed(pid) / 8) * args.connections
+        received = int(self.rate(pid, other) * self._elapsed(pid) / 8) * args.connections
+        rexmit = int(sent * self.retransmit_ratio)
+        counters = dict.fromkeys(COUNTERS, 0)
+        counters.update({"tcps_sndbyte_ok": sent, "tcps_sndbyte": sent + (self.app_ahead if sent else 0),
+                         "tcps_rcvbyte": received, "tcps_sndrexmitbyte": rexmit,
+                         "tcps_sndrexmitpack": math.ceil(rexmit / self.mss),
+                         "tcps_connects": args.connections, "m_est_flows": args.connections})
+        return counters
+
+    def get_traffic_stats(self, skip_zero=True, pid_input="_", is_sum=False):
+        self._call("get_traffic_stats", skip_zero=skip_zero, pid_input=pid_input)
+        if pid_input not in self.started:
+            raise TRexError(f"*** get_traffic_stats: profile {pid_input} was not started")
+        stats = {side: self._section(pid_input, side) for side in ("client", "server")}
+        self._done()
+        return stats
+
+    def get_flow_info(self, profile_id="_", duration=0, index=None):
+        self._call("get_flow_info", profile_id=profile_id, index=index)
+        args = self.loaded[profile_id]
+        start, interval = self.started[profile_id]
+        flows = {}
+        samples = int((self.clock.now - start) / interval) if interval else 0
+        for c in range(args.connections):
+            flow_id = f"{args.client_address}:{40000 + c}-{args.server_address}:{args.port}"
+            flows[flow_id] = [{"origin": origin, "duration": int(k * interval * 1000), "state": 4,
+                               # A side that has not sent yet has no RTT sample: 0.
+                               "rtt": round(self.rtt(profile_id) * 1000 * 32) if self.rate(profile_id, origin) else 0}
+                              for k in range(1, samples + 1) for origin in ("client", "server")]
+        if index is not None:
+            flows["next_index"] = samples
+        self._done()
+        return flows
+
+
+def api() -> types.ModuleType:
+    """What the engine takes from trex.astf.api."""
+    module = types.ModuleType("trex.astf.api")
+    module.TRexError = TRexError
+    module.ASTFClient = FakeAstfClient
+    return module

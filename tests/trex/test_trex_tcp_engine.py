@@ -1,0 +1,237 @@
+"""RFC 6349 with the TRex ASTF engine against a fake ASTF client: counters -> metrics, and the same result
+directory as the iperf3 engine's (no TRex, no lab needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fake_astf
+import pytest
+from test_rfc6349 import PATH_MTU, FakeEndpoints, PathGenerator, params
+
+from trexlab import tcp_metrics
+from trexlab.cli import EXIT_BAD_INPUT, build_parser, main
+from trexlab.iperf import TcpTest
+from trexlab.params import InvalidParameter
+from trexlab.plan import plan_cli
+from trexlab.procedures import rfc6349
+from trexlab.repetition import SUMMARY, repeat
+from trexlab.store import PROVENANCE, RESULT, TRIALS
+from trexlab.tcp_engines import ASTF_PROFILE, TRexAstfEngine, direction_stats, flow_rtts
+from trexlab.trial import GeneratorError, TrialSpec
+
+LINK_BPS = 1e9
+#: The flow dump's RTT resolution is 1/32 ms (ms scaled by 2^5): a path of whole milliseconds keeps the figures
+#: exact here (test_a_sub_millisecond_baseline_rtt_is_flagged covers the coarse case).
+RTT_S = 2e-3
+PORTS = [5201, 5202, 5203, 5204, 5205]
+
+
+def engine(client=None, **path) -> TRexAstfEngine:
+    client = client or fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, **path)
+    trex = TRexAstfEngine(None, PORTS, server="192.0.2.1", api=fake_astf.api(), client=client)
+    trex.clock, trex.sleep = client.clock, client.clock.sleep
+    return trex
+
+
+def run(trex, **overrides):
+    traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0)
+    recorded = []
+    result = rfc6349.run(PathGenerator(capacity=50_000), traffic, params(engine="trex", **overrides),
+                         on_trial=lambda r, c: recorded.append((r, c)), engine=trex)
+    return result.to_dict(), recorded
+
+
+def test_counters_become_the_rfc6349_metrics():
+    trex = engine()
+    result, recorded = run(trex, omit=1.0)
+    client = trex.client
+    assert result["engine"] == "trex" and "TRex ASTF" in result["method"]
+    # Baseline RTT: the low-load connection's smallest smoothed RTT from the flow dump (ms x 32 -> s).
+    assert result["baseline_rtt_s"] == pytest.approx(RTT_S, rel=0.01)
+    names = [t["test"]["name"] for t in result["tests"]]
+    assert names == ["download", "upload", "bidirectional", "single", "reduced 25%", "reduced 50%",
+                     "reduced 75%", "dscp 46", "dscp 10", "dscp 12", "dscp 14", "dscp 0", "stress"]
+    download = result["tests"][0]["directions"]["download"]
+    # Good bytes: the client's tcps_rcvbyte between the reads after omit and after the duration, over the time
+    # between them; the fake path gives window x 8 / RTT per connection (the windows are BDP / 4).
+    per_connection = result["window_per_connection"] * 8 / RTT_S
+    assert download["actual_tcp_throughput_bps"] == pytest.approx(4 * per_connection, rel=1e-3)
+    window_limited = tcp_metrics.window_limited_throughput(4 * result["window_per_connection"], RTT_S)
+    link = tcp_metrics.max_achievable_tcp_throughput(result["bottleneck_bandwidth_bps"], PATH_MTU)
+    assert download["max_achievable_tcp_throughput_bps"] == pytest.approx(min(link, window_limited), rel=0.01)
+    assert download["transfer_time_ratio"] == pytest.approx(
+        download["max_achievable_tcp_throughput_bps"] / download["actual_tcp_throughput_bps"])
+    # Retransmissions as TRex counts them (bytes, not segments x MSS); sent = tcps_sndbyte_ok, not the
+    # application's tcps_sndbyte that runs a buffer ahead.
+    assert download["retransmitted_bytes"] == download["counted_retransmitted_bytes"] > 0
+    assert download["sent_bytes"] == pytest.approx(download["good_bytes"], rel=1e-6)
+    assert download["tcp_efficiency_percent"] == pytest.approx(
+        tcp_metrics.tcp_efficiency_percent(download["transmitted_bytes"], download["retransmitted_bytes"]))
+    assert download["tcp_efficiency_percent"] == pytest.approx(100 / 1.001, rel=1e-3)
+    # Buffer delay: the bulk connections' smoothed RTT is 1.5 x the baseline.
+    assert download["buffer_delay_percent"] == pytest.approx(50.0, rel=0.01)
+    assert download["seconds"] == pytest.approx(params().test_duration, rel=0.01)
+    assert set(result["tests"][2]["directions"]) == {"upload", "download"}
+    # The profiles got the test's tunables: windows, MSS = MTU - 40, one DSCP profile per port, all at once.
+    loads = [c[1] for c in client.calls if c[0] == "load_profile"]
+    assert all(c["profile"] == str(ASTF_PROFILE) and c["tunables"]["mss"] == PATH_MTU - 40 for c in loads)
+    dscp = [c["tunables"] for c in loads if c["tunables"]["dscp"] >= 0]
+    assert [(t["dscp"], t["port"]) for t in dscp] == list(zip((46, 10, 12, 14, 0), PORTS, strict=True))
+    assert loads[0]["tunables"]["bitrate"] == pytest.approx(result["bottleneck_bandwidth_bps"] / 100)
+    # Every profile started was stopped and removed; every test was recorded as it ended.
+    assert sorted(client.started) == sorted(client.stopped)
+    assert all(c[1]["is_remove"] for c in client.calls if c[0] == "stop")
+    assert sum(c["phase"].startswith("tcp test") for _, c in recorded) == 13
+    assert all(json.dumps(r.to_dict()) for r, _ in recorded)
+
+
+def test_omit_leaves_the_connection_setup_out():
+    # The fake's connections carry nothing for their first 0.5 s: without omit that time lowers the figure.
+    with_omit, _ = run(engine(), omit=1.0, tests=("download",))
+    without, _ = run(engine(), omit=0.0, tests=("download",))
+    measured = {name: r["tests"][0]["directions"]["download"]["actual_tcp_throughput_bps"]
+                for name, r in (("omit", with_omit), ("none", without))}
+    duration = params().test_duration
+    assert measured["none"] == pytest.approx(measured["omit"] * (duration - 0.5) / duration, rel=0.01)
+
+
+def test_direction_stats_read_the_sending_and_receiving_sections():
+    test = TcpTest("download", "download", 2, mss=1460)
+    before = {"client": {"tcps_rcvbyte": 100}, "server": {"tcps_sndbyte": 500, "tcps_sndrexmitpack": 1,
+                                                           "tcps_sndrexmitbyte": 1460}}
+    after = {"client": {"tcps_rcvbyte": 10_100}, "server": {"tcps_sndbyte": 20_500, "tcps_sndrexmitpack": 3,
+                                                             "tcps_sndrexmitbyte": 3000}}
+    flows = {"a:1-b:2": [{"origin": "server", "rtt": 64, "duration": 500}, {"origin": "client", "rtt": 320,
+                                                                           "duration": 500}],
+             "next_index": 7}
+    stats = direction_stats("download", test, before, after, 2.0, flows)
+    # A server without tcps_sndbyte_ok: the application's count stands in.
+    assert (stats.good_bytes, stats.sent_bytes, stats.retransmits) == (10_000, 20_000, 2)
+    assert stats.retransmitted_bytes == 1540 and stats.transmitted_bytes == 21_540
+    assert stats.rtt_mean_s == pytest.approx(2e-3)  # 64 / 32 ms: the sender's (server's) flows only
+    with pytest.raises(GeneratorError, match="no tcps_rcvbyte in section 'client'"):
+        direction_stats("download", test, before, {"server": after["server"]}, 2.0, flows)
+
+
+def test_rtt_samples_of_slow_start_are_left_out():
+    flows = {"f": [{"origin": "client", "rtt": 320, "duration": 100}, {"origin": "client", "rtt": 64,
+                                                                      "duration": 1500}]}
+    assert flow_rtts(flows, "client", omit=1.0) == [pytest.approx(2e-3)]
+    assert len(flow_rtts(flows, "client", omit=0.0)) == 2
+
+
+def test_a_server_error_is_one_line_and_stops_what_it_started():
+    trex = engine(client=fake_astf.FakeAstfClient(fail_at="get_flow_info"))
+    with pytest.raises(GeneratorError) as err:
+        trex.run([TcpTest("download", "download", 1, port=5201, duration=1)])
+    assert str(err.value) == "TRex ASTF server 192.0.2.1:4501: *** get_flow_info: Server is not responding"
+    assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
+
+
+def test_ipv6_is_refused_before_any_traffic():
+    with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
+        rfc6349.check(PathGenerator(), params(engine="trex"),
+                      TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)), engine())
+
+
+def shape(value):
+    """The structure of a JSON value: keys of objects (recursively), one element of lists, types of leaves
+    (numbers and null alike: a figure the engine cannot give is null)."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    if isinstance(value, str):
+        return "str"
+    return "figure"
+
+
+def result_dir_shape(root: Path) -> dict:
+    """Every file of a result directory: the shape of the JSON ones, the columns of the columnar exports."""
+    files = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = str(path.relative_to(root))
+        if path.suffix == ".jsonl":
+            files[name] = [shape(json.loads(line)) for line in path.read_text().splitlines()]
+        elif path.suffix == ".json":
+            files[name] = shape(json.loads(path.read_text()))
+        elif path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            files[name] = pq.read_schema(path).names
+        else:
+            files[name] = "present"
+    return files
+
+
+def test_the_result_directory_has_the_iperf3_engines_shape(tmp_path, monkeypatch):
+    traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0)
+    dirs = {}
+    for name, make in (("iperf3", lambda: rfc6349.tcp_engines.Iperf3Engine(FakeEndpoints())), ("trex", engine)):
+        monkeypatch.setattr(rfc6349, "engine_of", lambda generator, p, make=make: make())
+        dirs[name] = tmp_path / name
+        repeat("tcp", PathGenerator(capacity=50_000), traffic, params(engine=name, omit=1.0), 1, dirs[name],
+               {"argv": ["tcp", "--engine", name]})
+    shapes = {name: result_dir_shape(path) for name, path in dirs.items()}
+    assert {f"rep-001/{PROVENANCE}", f"rep-001/{RESULT}", f"rep-001/{TRIALS}", SUMMARY} <= set(shapes["trex"])
+    assert shapes["iperf3"] == shapes["trex"]
+    results = {name: json.loads((path / "rep-001/result.json").read_text()) for name, path in dirs.items()}
+    assert results["iperf3"]["headline"].keys() == results["trex"]["headline"].keys()
+
+
+def test_cli_takes_the_engine_and_needs_no_client_node_for_trex(tmp_path):
+    from test_rfc6349 import INVENTORY_WITHOUT_ENDPOINTS
+
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(INVENTORY_WITHOUT_ENDPOINTS)
+    common = ["tcp", "--inventory", str(inventory), "--results", str(tmp_path / "r"), "--generator", "sim",
+              "--mtu", "1500", "--bottleneck-bandwidth", "1e9"]
+    argv = [*common, "--engine", "trex", "--trex-server", "192.0.2.1"]
+    plan = plan_cli(build_parser().parse_args(argv), argv)
+    assert plan.params.engine == "trex" and plan.params.trex_server == "192.0.2.1"
+    # What the CLI checks before any traffic: the trex engine needs no client and server nodes.
+    assert isinstance(rfc6349.check(plan.create_generator(), plan.params, plan.traffic), TRexAstfEngine)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--engine", "ns3"], "trexlab tcp: engine='ns3': allowed iperf3, trex"),
+    (["--engine", "trex"], "trexlab tcp: trex_server=None: allowed the TRex ASTF server's address"),
+    (["--engine", "trex", "--trex-server", "192.0.2.1", "--ip-version", "6", "--frame-size", "84"],
+     "trexlab tcp: ip_version=6: allowed 4 with engine trex"),
+])
+def test_cli_bad_engine_input_is_one_line(tmp_path, capsys, flags, message):
+    code = main(["tcp", "--generator", "sim", "--mtu", "1500", "--bottleneck-bandwidth", "1e9", "--results",
+                 str(tmp_path / "r"), *flags])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
+    from trexlab.campaign import CampaignError, check_requirements
+    from trexlab.experiment import procedure_needs_endpoints, validate
+    from trexlab.lab import Lab, Node
+    from trexlab.lab import TestPort as Port
+
+    spec = {"name": "kx", "lab": {"kind": "local", "topology": "single"}, "generator": "trex",
+            "procedure": {"name": "tcp", "params": {"engine": "trex", "mtu": 1500, "bottleneck_bandwidth": 1e9}}}
+    assert not procedure_needs_endpoints("tcp", spec["procedure"]["params"])
+    assert procedure_needs_endpoints("tcp", {}) and procedure_needs_endpoints("tcp", {"engine": "iperf3"})
+    # A lab without client and server nodes: enough for the trex engine, refused for iperf3's.
+    tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
+    lab = Lab("kx", "local", "single", {"tester": tester}, inventory=tmp_path / "hosts.yml")
+    check_requirements(validate(spec), lab)
+    iperf3 = {**spec, "procedure": {"name": "tcp", "params": {"engine": "iperf3"}}}
+    with pytest.raises(CampaignError, match="lab kx has no client node"):
+        check_requirements(validate(iperf3), lab)
+
+
+def test_a_sub_millisecond_baseline_rtt_is_flagged():
+    # 200 us in steps of 1/32 ms: the flow dump says 0.1875 ms, and the result says how coarse that is.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=200e-6)), tests=("download",))
+    assert result["baseline_rtt_s"] == pytest.approx(6 / 32 * 1e-3)
+    assert any(n.startswith("baseline RTT 0.188 ms is fewer than 10 steps of trex's RTT resolution (0.03125 ms)")
+               for n in result["notes"]), result["notes"]
+    result, _ = run(engine(), tests=("download",))
+    assert not any("RTT resolution" in n for n in result["notes"])
