@@ -166,10 +166,10 @@ def tunables_parser() -> argparse.ArgumentParser:
              "at the latency stream's rate sends until then")
     add("--dont_fragment", type=_flag, nargs="?", const=True, default=False,
         help="set IPv4's DF bit (path MTU trials)")
-    add("--pg_id", type=int, default=None, help="pg_id of the test stream (default: 2 * port_id + 1)")
-    add("--latency_pg_id", type=int, default=None, help="pg_id of the latency stream (default: 2 * port_id + 2)")
+    add("--pg_id", type=int, default=None, help="pg_id of the test stream (None: 2 * port_id + 1)")
+    add("--latency_pg_id", type=int, default=None, help="pg_id of the latency stream (None: 2 * port_id + 2)")
     add("--warmup_pg_id", type=int, default=None,
-        help=f"pg_id of the warm-up stream (default: pg_id + {WARMUP_PG_OFFSET})")
+        help=f"pg_id of the warm-up stream (None: pg_id + {WARMUP_PG_OFFSET})")
     return parser
 
 

@@ -30,6 +30,7 @@ import importlib
 import importlib.util
 import sys
 import types
+import warnings
 from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
@@ -297,8 +298,10 @@ def import_bundled_scapy(monkeypatch) -> dict:
     assert spec is not None, "the fake TRex API takes Scapy from lbr-trex-client (requirements.txt)"
     [scapy_dir] = (Path(spec.submodule_search_locations[0]) / "external_libs").glob("scapy-*")
     monkeypatch.syspath_prepend(str(scapy_dir))
-    return {name: getattr(importlib.import_module(module), name)
-            for module, names in SCAPY_LAYERS.items() for name in names}
+    with warnings.catch_warnings():  # Scapy 2.4.3 imports modules newer Pythons deprecate (cgi)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return {name: getattr(importlib.import_module(module), name)
+                for module, names in SCAPY_LAYERS.items() for name in names}
 
 
 def install(monkeypatch):
