@@ -325,6 +325,28 @@ def test_profile_frames_have_correct_checksums(api):
             assert frame[38:54].hex() == "20010002000080050000000000000002"
 
 
+def test_profile_frames_field_by_field(api):
+    # Every header field of the Scapy-built frames, as trexlab sent them before (decoded here with struct).
+    module = profile_module()
+    pattern = module.PAYLOAD_PATTERN
+    for version, size, df in ((4, 64, False), (4, 1518, True), (6, 84, False), (6, 9018, False)):
+        frame = module.test_frame(0, version, size, network=7, dont_fragment=df)
+        assert frame[:12] == bytes(12)  # TRex writes the ports' MAC addresses
+        if version == 4:
+            ethertype, vihl, tos, length, ident, flags, ttl, proto = struct.unpack("!HBBHHHBB", frame[12:24])
+            assert (ethertype, vihl, tos, length, ident, ttl, proto) == (0x0800, 0x45, 0, size - 18, 0, 64, 17)
+            assert flags == (0x4000 if df else 0)
+            l4 = 34
+        else:
+            ethertype, word, length, next_header, hop_limit = struct.unpack("!HIHBB", frame[12:22])
+            assert (ethertype, word, length, next_header, hop_limit) == (0x86DD, 6 << 28, size - 58, 17, 64)
+            l4 = 54
+        source_port, destination_port, udp_length = struct.unpack("!HHH", frame[l4:l4 + 6])
+        assert (source_port, destination_port, udp_length) == (1024, 1024, size - 4 - l4)
+        payload = frame[l4 + 8:]
+        assert payload == (pattern * (len(payload) // len(pattern) + 1))[:len(payload)]
+
+
 def test_dont_fragment_sets_the_ipv4_df_bit_in_test_and_latency_frames(api):
     gen, client = generator(api)
     assert gen.supports_df  # RFC 6349's path MTU step may use it

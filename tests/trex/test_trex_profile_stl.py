@@ -6,6 +6,7 @@ server's field engine runs it (a variable per frame, written into the frame at i
 check what reaches the wire: RFC 4814 section 4.5 ports (destination 1..49151, source 1024..65535) spread over
 their whole ranges (chi-square over the range, entropy of the full 16 bits, not the 15 of a 16-bit TRex random
 variable) and every destination network, on IPv4, IPv6 and SIIT frame sizes, with 1 and 256 networks.
+The profile is also loaded the way trex-console loads it (`-t --help`, and both forms of `-t`).
 """
 
 import base64
