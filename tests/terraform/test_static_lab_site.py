@@ -34,12 +34,14 @@ def static_tfvars(local_inventory: dict) -> str:
 
 
 def without_lab_identity(inventory: dict) -> dict:
-    """The inventory less what must differ between the two labs: the lab's name/kind and namespaces."""
+    """The inventory less what must differ between the two labs: the lab's name/kind, namespaces and its own
+    known_hosts and host-key policy (the local lab knows the keys it made; bare metal records them at first use)."""
     data = json.loads(json.dumps(inventory))
     data["all"]["vars"].pop("trexlab_lab")
     for group in data["all"]["children"].values():
         for hv in (group.get("hosts") or {}).values():
-            hv.pop("trexlab_netns", None)
+            for key in ("trexlab_netns", "ansible_ssh_common_args", "trexlab_known_hosts", "trexlab_host_key_checking"):
+                hv.pop(key, None)
     return data
 
 
