@@ -84,7 +84,7 @@ def machine(name: str, n: int, cpus: list[int], ports: int = 2, host: str | None
     (machine("tester", 1, [0, 1], host="box") + machine("dut1", 2, [1], host="box"), "single",
      "CPU lists overlap on machine box: dut1 [1] and tester [0,1]"),
     (machine("tester", 1, [0]) + machine("dut1", 2, [1], port0="p0;reboot"), "single",
-     "dut1 port 0: name 'p0;reboot' is not a Linux interface name"),
+     "dut1 port 0: name 'p0;reboot' is not an interface name"),
 ])
 def test_bad_declarations_stop_the_static_plan_naming_the_problem(tmp_path, machines, topology, message):
     result = plan("terraform/labs/static", tmp_path, f"machines = {{\n{machines}}}\n", f"-var=topology={topology}")

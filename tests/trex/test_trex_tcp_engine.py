@@ -208,14 +208,23 @@ def test_cli_bad_engine_input_is_one_line(tmp_path, capsys, flags, message):
     assert code == EXIT_BAD_INPUT and err.startswith(message) and err.count("\n") == 1, err
 
 
-def test_an_experiment_with_the_trex_engine_needs_no_endpoints():
+def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
+    from trexlab.campaign import CampaignError, check_requirements
     from trexlab.experiment import procedure_needs_endpoints, validate
+    from trexlab.lab import Lab, Node
+    from trexlab.lab import TestPort as Port
 
     spec = {"name": "kx", "lab": {"kind": "local", "topology": "single"}, "generator": "trex",
             "procedure": {"name": "tcp", "params": {"engine": "trex", "mtu": 1500, "bottleneck_bandwidth": 1e9}}}
-    validate(spec)
     assert not procedure_needs_endpoints("tcp", spec["procedure"]["params"])
     assert procedure_needs_endpoints("tcp", {}) and procedure_needs_endpoints("tcp", {"engine": "iperf3"})
+    # A lab without client and server nodes: enough for the trex engine, refused for iperf3's.
+    tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
+    lab = Lab("kx", "local", "single", {"tester": tester}, inventory=tmp_path / "hosts.yml")
+    check_requirements(validate(spec), lab)
+    iperf3 = {**spec, "procedure": {"name": "tcp", "params": {"engine": "iperf3"}}}
+    with pytest.raises(CampaignError, match="lab kx has no client node"):
+        check_requirements(validate(iperf3), lab)
 
 
 def test_a_sub_millisecond_baseline_rtt_is_flagged():

@@ -97,3 +97,9 @@ variable "machines" {
     })), [])
   }))
 }
+
+variable "known_hosts_file" {
+  description = "The lab's known_hosts (make lab-up: .cache/labs/<lab>/known_hosts); null: host keys are not checked."
+  type        = string
+  default     = null
+}
