@@ -158,4 +158,6 @@ def test_terraform_checks_test_port_names_and_ssh_users_by_the_same_rules():
     rules = (REPO / "trexlab/rolevalues.py").read_text()
     assert f'regex("{rolevalues._INTERFACE.pattern}", p.name)' in topology
     user = 'r"^[a-z_][a-z0-9_-]{0,31}$", str(node.ansible_user)'
+    maas = (REPO / "terraform/labs/maas/variables.tf").read_text()
     assert user in rules and 'regex("^[a-z_][a-z0-9_-]{0,31}$", m.ansible_user)' in static
+    assert 'regex("^[a-z_][a-z0-9_-]{0,31}$", var.ansible_user)' in maas
