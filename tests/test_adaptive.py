@@ -3,12 +3,14 @@
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from trexlab import adaptive, experiment
 from trexlab.campaign import Campaign
 from trexlab.experiment import InvalidExperiment
 from trexlab.generators.sim import create
+from trexlab.paths import paths
 from trexlab.procedures import throughput
 from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.trial import TrialSpec
@@ -54,6 +56,8 @@ def test_adaptive_point_stops_once_the_median_interval_is_narrow_and_says_so(tmp
     assert (interval["low"], interval["high"]) == (values[0], values[-1])
     text = "\n".join(summary_lines(written["figures"], written["method"]))
     assert "adaptive repetitions 5..50" in text and "6 run, every interval narrow enough" in text
+    schema = json.loads((paths().root / "docs" / "schemas" / "summary.schema.json").read_text())
+    jsonschema.validate(written, schema)  # the published layout, repetition_rule included
 
 
 def test_adaptive_point_that_never_narrows_runs_to_its_maximum(tmp_path):

@@ -88,3 +88,18 @@ def test_eta_is_the_estimate_until_repetitions_are_measured_then_scaled_by_them(
     now[0] += 160
     eta.point_finished("p1")  # p1's third repetition never ran (adaptive stop): nothing of p1 remains
     assert eta.seconds() == pytest.approx(2.0 * 3 * 80)
+
+
+def test_campaign_eta_starts_from_the_estimate_and_is_refined_by_measured_repetitions(tmp_path):
+    from trexlab.campaign import Campaign
+
+    spec = {"name": "eta", "generator": "sim", "generator_options": {"capacity": 400000, "wall_clock_factor": 0.01},
+            "traffic": {"frame_size": [64, 64], "receive_tail": 0},
+            "procedure": {"name": "throughput", "params": {"max_rate": 1000000, "resolution": 50000,
+                                                           "trial_duration": 1}},
+            "repetitions": 3}
+    lines = []
+    Campaign(validate(spec), tmp_path, progress=lines.append).run()
+    etas = [line.split(", ETA ")[1] for line in lines if ", ETA " in line]
+    assert len(etas) == 3 and etas[0].endswith("(estimate)")
+    assert all("x estimate)" in eta for eta in etas[1:]), etas

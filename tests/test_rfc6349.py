@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from trexlab import tcp_metrics
+from trexlab import tcp_engines, tcp_metrics
 from trexlab.generators import create_generator
 from trexlab.iperf import TcpTest, parse
 from trexlab.lab import Lab, LabError, Node
@@ -192,7 +192,7 @@ def test_sizes_the_tester_cannot_send_are_skipped_and_said():
 def declared_endpoints(monkeypatch):
     """rfc6349.check on any generator with a lab: the lab's endpoints are the declared FakeEndpoints."""
     def use(**options):
-        monkeypatch.setattr(rfc6349, "Endpoints", lambda lab: FakeEndpoints(**options))
+        monkeypatch.setattr(tcp_engines, "Endpoints", lambda lab: FakeEndpoints(**options))
     return use
 
 

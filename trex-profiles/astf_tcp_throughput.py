@@ -15,9 +15,9 @@ Sends are non-blocking: a blocking ASTF send waits until every byte of the
 chunk is acknowledged, one idle round trip per chunk, which a bulk transfer
 must not have.
 
-From trex-console (ASTF mode)::
+From trex-console (ASTF mode; -t comes last, its tunables as on a command line, -t --help lists them)::
 
-    start -f trex-profiles/astf_tcp_throughput.py -t --direction,download,--connections,4,--window,65536
+    start -f trex-profiles/astf_tcp_throughput.py -t --direction upload --connections 4 --window 65536
 """
 
 from __future__ import annotations

@@ -108,8 +108,16 @@ def add_ceilings_flag(parser) -> None:
                              "(default %(default)s)")
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse with its errors as every other bad input's: one line naming the flag, exit status 2 (--help
+    still shows the usage). Its subcommands' parsers are of the same class."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trexlab", description=__doc__.split("\n\n")[0])
+    parser = OneLineErrors(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
                                        help="a procedure (one run, repeated), or campaign / report")

@@ -357,12 +357,8 @@ def _check_point(point: SweepPoint, source: str) -> None:
         raise InvalidExperiment(f"{where}: {exc}") from None
 
 
-def _unknown_key(exc: TypeError) -> str:
-    match = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-    return f"unknown key {match.group(1)}" if match else str(exc).splitlines()[0]
-
-
 def procedure_params_class(name: str):
+    """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
     import importlib
 
     from trexlab.procedures import PROCEDURES

@@ -101,7 +101,10 @@ def check_generator_options(generator: str, options: object, from_text: bool = F
             raise InvalidParameter(f"{prefix}{exc.name}", exc.value, exc.allowed) from None
         check_range(f"{prefix}wall_clock_factor", values.get("wall_clock_factor", 0.0), 0, 1)
     else:
-        cls(**values)
+        try:
+            cls(**values)
+        except InvalidParameter as exc:
+            raise InvalidParameter(f"{prefix}{exc.name}", exc.value, exc.allowed) from None
     return values
 
 
@@ -285,7 +288,20 @@ def read_config(path: str | None) -> dict:
 
 
 def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
-    """A CLI verb's RunPlan from its parsed arguments (trexlab.cli); PlanError / InvalidParameter / LabError."""
+    """A CLI verb's RunPlan from its parsed arguments (trexlab.cli); PlanError / InvalidParameter / LabError.
+
+    A value that came from the --config file (and no flag) is refused naming the file, the others name the
+    key as their flag does (--dscp: dscp=...)."""
+    from_config: set[str] = set()
+    try:
+        return _plan_cli(args, argv, from_config)
+    except InvalidParameter as exc:
+        if args.config and re.split(r"[\[]", exc.name)[0] in from_config:
+            raise PlanError(f"--config {args.config}: {exc}") from None
+        raise
+
+
+def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
     from trexlab.procedures import selftest
     from trexlab.rate_from import median_throughput
@@ -297,17 +313,21 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
     traffic = config.get("traffic") or {}
     if not isinstance(traffic, dict):
         raise PlanError(f"{label}traffic: a mapping, got {type(traffic).__name__}")
-    traffic = {**traffic, **{name: getattr(args, name) for name in TRAFFIC_FIELDS
-                             if getattr(args, name, None) is not None}}
+    flags = {name: getattr(args, name) for name in TRAFFIC_FIELDS if getattr(args, name, None) is not None}
+    from_config.update(f"traffic.{key}" for key in set(traffic) - set(flags))
+    from_config.add("traffic")
+    traffic = {**traffic, **flags}
     template = traffic_template(traffic)
     params = config.get("params") or {}
     if not isinstance(params, dict):
         raise PlanError(f"{label}params: a mapping, got {type(params).__name__}")
     params = dict(params)
+    from_config.update(str(key) for key in params)
     for f in dataclasses.fields(module.Params):
         value = getattr(args, f"param_{f.name}", None)
         if value is not None:
             params[f.name] = value
+            from_config.discard(f.name)
     rate_source = None
     if getattr(args, "rate_from", None):
         if params.get("rate") is not None:
@@ -315,15 +335,18 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
         params["rate"], rate_source = median_throughput(args.rate_from)
     # Named as their flags are (--dscp: dscp=...), the same keys as in the --config file's params.
     procedure_parameters = procedure_params(args.procedure, params, prefix="")
+    if args.repeat is None and "repeat" in config:
+        from_config.add("repeat")
     repetitions = args.repeat if args.repeat is not None else config.get("repeat", 1)
     if isinstance(repetitions, bool) or not isinstance(repetitions, int) or not 1 <= repetitions <= REPETITIONS_MAX:
         raise InvalidParameter("repeat", repetitions, f"1..{REPETITIONS_MAX}")
     generator = args.generator or config.get("generator") or "software"
     if generator not in GENERATORS:
         raise PlanError(f"{label}generator: {generator!r}: allowed {', '.join(GENERATORS)}")
-    options = dict(config.get("generator_options") or {})
-    if not isinstance(config.get("generator_options") or {}, dict):
-        raise PlanError(f"{label}generator_options: a mapping")
+    options = config.get("generator_options") or {}
+    if not isinstance(options, dict):
+        raise PlanError(f"{label}generator_options: a mapping, got {type(options).__name__}")
+    from_config.update(f"generator_options.{key}" for key in options)
     options = check_generator_options(generator, options)
     for pair in args.generator_opt:
         key, sep, value = pair.partition("=")
@@ -333,6 +356,7 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
             options.update(check_generator_options(generator, {key: value}, from_text=True, prefix=""))
         except InvalidParameter as exc:
             raise PlanError(f"--generator-opt {pair!r}: {exc}") from None
+        from_config.discard(f"generator_options.{key}")
     options = check_generator_options(generator, options)  # the options together (e.g. the SUT's own checks)
     lab = None
     if generator != "sim":

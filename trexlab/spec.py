@@ -12,15 +12,18 @@ generator options, CLI values): each error is one line naming the key.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trexlab.params import InvalidParameter
+from trexlab.params import InvalidParameter, check_range
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+#: A host name or address given as an option (it reaches a connection, never a shell or ssh option).
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
 REPETITIONS_MAX = 1000
@@ -142,9 +145,14 @@ class TRexOptions:
 
     server: str | None = field(default=None, metadata=doc(
         "the TRex host name or address (default: the tester's trexlab_trex_server, else through SSH to the tester)",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"))
+        pattern=HOST_PATTERN))
     sync_port: int = field(default=4501, metadata=doc("TRex's RPC port", minimum=2, maximum=65535))
     warmup: bool = field(default=True, metadata=doc("a short warm-up trial before the first measured one"))
+
+    def __post_init__(self) -> None:
+        if self.server is not None and not re.match(HOST_PATTERN, self.server):
+            raise InvalidParameter("server", self.server, "a host name or address")
+        check_range("sync_port", self.sync_port, 2, 65535, integer=True)
 
 
 def sim_options_class():
@@ -231,7 +239,8 @@ def convert(name: str, value, hint, from_text: bool = False):
                 raise InvalidParameter(name, value, _describe(hint)) from None
         if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)):
             raise InvalidParameter(name, value, _describe(hint))
-        return value
+        # 300000 in a spec and 300000 from a flag are one value: the same provenance whichever way it came.
+        return float(value) if hint is float else value
     if hint is str:
         if not isinstance(value, str):
             raise InvalidParameter(name, value, "a string")

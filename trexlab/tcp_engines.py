@@ -39,9 +39,9 @@ import math
 import time
 from typing import Protocol
 
-from trexlab.endpoints import Endpoints, read_number
+from trexlab.endpoints import Endpoints, lab_of, read_number
 from trexlab.iperf import DirectionStats, TcpTest, parse, run_tests
-from trexlab.lab import Lab, LabError
+from trexlab.lab import Lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.trial import GeneratorError
@@ -284,14 +284,12 @@ def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
     return samples
 
 
-def create(name: str, lab: Lab | None, ports: list[int], server: str | None = None,
-           sync_port: int = 4501) -> TcpEngine:
-    """An engine by name; nothing is started (the trex engine connects on its first test)."""
+def create(name: str, generator, ports: list[int], server: str | None = None, sync_port: int = 4501) -> TcpEngine:
+    """An engine by name, on the generator's lab; nothing is started (the trex engine connects on its first
+    test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's)."""
+    lab = getattr(generator, "lab", None)
     if name == "iperf3":
-        if lab is None:
-            raise LabError("engine iperf3 needs a lab with client and server nodes (use --generator software or "
-                           "trex with --inventory)")
-        return Iperf3Engine(Endpoints(lab))
+        return Iperf3Engine(Endpoints(lab_of(generator, "tcp")))
     tunnel_node = None
     if server is None:
         if lab is None:

@@ -39,7 +39,8 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     lab = lab_factory(LAB, "single", 1)
     before = lab_state(lab)
     result = subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", f"experiments/{EXPERIMENT}", "--scale", "ci",
-                             "--results", str(tmp_path), "--inventory", str(lab.inventory)],
+                             "--results", str(tmp_path),
+                             "--ceilings", str(tmp_path / "tester-ceilings.json"), "--inventory", str(lab.inventory)],
                             capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout)

@@ -116,5 +116,5 @@ def test_trex_astf_measures_the_policed_path(lab, policed_dut, tmp_path):
             assert LEAST_SHARE * maximum * share <= d["actual_tcp_throughput_bps"] <= ceiling * share, (test, d)
             assert 0 < d["tcp_efficiency_percent"] <= 100 and d["buffer_delay_percent"] is not None
     # The files the iperf3 engine writes (tests/trex/test_trex_tcp_engine.py checks their shape against it).
-    written = sorted(str(p.relative_to(results)) for p in Path(results).rglob("*") if p.is_file())
-    assert written == [f"rep-001/{PROVENANCE}", f"rep-001/{RESULT}", f"rep-001/{TRIALS}", SUMMARY], written
+    written = {str(p.relative_to(results)) for p in Path(results).rglob("*") if p.is_file()}
+    assert {f"rep-001/{PROVENANCE}", f"rep-001/{RESULT}", f"rep-001/{TRIALS}", SUMMARY} <= written, written

@@ -39,7 +39,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 
 from trexlab import tcp_engines, tcp_metrics
-from trexlab.endpoints import Endpoints, lab_of
+from trexlab.endpoints import Endpoints
 from trexlab.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.media import media_speed
 from trexlab.params import InvalidParameter, check_choice, check_range
@@ -187,11 +187,8 @@ class Rfc6349Result:
 
 def engine_of(generator, params: Params) -> tcp_engines.TcpEngine:
     """The TCP engine the params name, on the generator's lab; nothing is started."""
-    if params.engine == "iperf3":
-        return tcp_engines.Iperf3Engine(Endpoints(lab_of(generator, "tcp")))
     ports = [params.trex_server_port + i for i in range(max(1, len(params.dscp)))]
-    return tcp_engines.create("trex", getattr(generator, "lab", None), ports, params.trex_server,
-                              params.trex_sync_port)
+    return tcp_engines.create(params.engine, generator, ports, params.trex_server, params.trex_sync_port)
 
 
 def check(generator, params: Params, traffic: TrialSpec | None = None,
