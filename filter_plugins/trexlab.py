@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from trexlab import impairment, reference_dut
+import ipaddress
+
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import destination, eamt_entries, siit_translator_routes
 from trexlab.params import InvalidParameter
 from trexlab.siit import jool_commands
@@ -120,6 +122,47 @@ def reference_plan(settings: dict, ports: list[dict], state: str = "present") ->
     return {**result, "nft": plan["nft"], "applied": {"nft": plan["nft"]}}
 
 
+def _refusal(check, *args) -> str:
+    try:
+        check(*args)
+    except InvalidParameter as exc:
+        return str(exc)
+    return ""
+
+
+def ifname_error(value, name: str) -> str:
+    """'' for a good interface name, else the one-line refusal (for a role's assert task)."""
+    return _refusal(rolevalues.check_interface, name, value)
+
+
+def ifnames_error(ports: list, name: str) -> str:
+    """The first refusal among the names of a list of test ports, or ''."""
+    if not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports):
+        return f"{name}={ports!r}: allowed a list of test ports (mappings with a name)"
+    return next((e for e in (ifname_error(p.get("name"), f"{name}[{i}].name") for i, p in enumerate(ports)) if e), "")
+
+
+def state_path_error(value, name: str, lab: str, node: str) -> str:
+    """'' for a directory strictly inside this node's state directory, else the one-line refusal."""
+    own = rolevalues.node_state_dir(lab, node)
+    refusal = _refusal(rolevalues.check_state_subdir, name, value)
+    if not refusal and not str(value).startswith(own + "/"):
+        refusal = str(InvalidParameter(name, value, f"a directory below {own}/"))
+    return refusal
+
+
+def address_error(value, name: str, version: int, network: bool = False) -> str:
+    """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
+    kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
+    try:
+        (kind if network else ipaddress.ip_address)(str(value))
+        if not network and ipaddress.ip_address(str(value)).version != version:
+            raise ValueError(value)
+    except ValueError:
+        return f"{name}={value!r}: allowed an IPv{version} {'prefix' if network else 'address'}"
+    return ""
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -136,4 +179,8 @@ class FilterModule:
             "trexlab_eamt_entries": eamt_entries,
             "trexlab_siit_routes": siit_translator_routes,
             "trexlab_jool_commands": jool_commands,
+            "trexlab_ifname_error": ifname_error,
+            "trexlab_ifnames_error": ifnames_error,
+            "trexlab_state_path_error": state_path_error,
+            "trexlab_address_error": address_error,
         }

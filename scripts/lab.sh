@@ -63,7 +63,8 @@ tf_vars() {
 keep_declaration() {
   mkdir -p "$STATE_DIR"
   cp "$TFVARS" "$STATE_DIR/machines.tfvars"
-  printf 'lab_name = "%s"\ntopology = "%s"\n' "$LAB_NAME" "$TOPOLOGY" >"$STATE_DIR/lab.tfvars"
+  printf 'lab_name = "%s"\ntopology = "%s"\nknown_hosts_file = "%s"\n' "$LAB_NAME" "$TOPOLOGY" "$STATE_DIR/known_hosts" \
+    >"$STATE_DIR/lab.tfvars"
 }
 
 tf_init() {

@@ -12,7 +12,8 @@ LAB_NAME=${LAB_NAME:-${LAB:-local}}
 check_lab_name "$LAB_NAME"
 check_scale "${SCALE:-}"
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
-args=(campaign "experiments/$exp" --results "${RESULTS:-results}")
+# The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own.
+args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${RESULTS:-results}/tester-ceilings.json")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 inventory="inventory/generated/$LAB_NAME/hosts.yml"
 [ -f "$inventory" ] && args+=(--inventory "$inventory")

@@ -71,6 +71,22 @@ def pytest_runtest_setup(item):
             reporter.write_line(f"\nwaited {waited:.0f} s for the VM lab's guest image build ({lock})")
 
 
+def _user_results() -> dict:
+    """The user's own results in the checkout (the ceilings above all): what no test may write."""
+    root = REPO / "results"
+    return {str(p): p.stat().st_mtime_ns for p in root.rglob("*")} if root.is_dir() else {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tests_leave_the_users_results_alone():
+    """Tests write into their own temporary results and ceilings (--results, --ceilings), never results/."""
+    before = _user_results()
+    yield
+    after = _user_results()
+    assert after == before, f"a test wrote into {REPO / 'results'}: " \
+        f"{sorted(set(after.items()) ^ set(before.items()))[:5]}"
+
+
 def vm_lab_prerequisites() -> None:
     """Skip (saying what is missing) where the VM lab cannot be built: no QEMU, no mmdebstrap, no apt."""
     missing = [tool for tool in ("qemu-system-x86_64", "mmdebstrap", "apt-get", "cpio", "depmod")

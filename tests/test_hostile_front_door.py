@@ -96,7 +96,8 @@ def machine_state() -> dict:
     return {
         "netns": out("ip", "netns", "list"),
         "nft": out("nft", "list", "ruleset") if os.geteuid() == 0 else "",
-        "var_lib_trexlab": sorted(str(p) for p in state_root.rglob("*")) if state_root.exists() else [],
+        # The labs whose state is kept there (their contents change under a concurrent lab's own runs).
+        "var_lib_trexlab": sorted(p.name for p in state_root.iterdir()) if state_root.exists() else [],
         "checkout": out("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", ".",
                         ":!.venv", ":!.cache", ":!swtester", ":!terraform/providers"),
     }

@@ -24,12 +24,16 @@ for destination networks x = 0..networks-1.  The MAC addresses are TRex's: the
 server writes each port's own source and configured destination MAC (trex_cfg).
 
 From trex-console in trex-profiles/, e.g. 1000 frames/s of 128-byte IPv6 frames with RFC 4814
-ports to 16 networks::
+ports to 16 networks (``-t --help`` lists every tunable with its default)::
 
-    start -f stl_rfc2544_udp.py -p 0 1 -t ip_version=6,frame_size=128,port_mode=rfc4814,networks=16,rate=1000
+    start -f stl_rfc2544_udp.py -p 0 1 -t --ip_version 6 --frame_size 128 --port_mode rfc4814 --networks 16 --rate 1000
 
-The frames are built byte by byte (no Scapy) so that their length and fields
-are exact and testable without TRex.
+The console's older form ``-t ip_version=6,frame_size=128,...`` works too. trexlab itself calls
+``get_streams`` with the same names as keyword arguments; tunables given on the command line
+override them.
+
+The frames are Scapy packets padded to the frame size with a recognisable payload, and the
+field engine (STLVM) rewrites the destination network and the RFC 4814 ports per frame.
 
 Checksums: test frames leave TRex with correct IPv4 and UDP checksums, also
 with RFC 4814 ports and several networks (the field engine fixes them after
@@ -43,8 +47,8 @@ the profile leaves TRex's.
 
 from __future__ import annotations
 
-import ipaddress
-import struct
+import argparse
+import os
 
 #: Ethernet header (no VLAN) and FCS: frame sizes count the FCS, TRex's packet buffer does not.
 ETHERNET_HEADER = 14
@@ -62,17 +66,33 @@ FIXED_DESTINATION_PORT = 1024
 #: RFC 4814 section 4.5: source ports 1024..65535, destination ports 1..49151.
 RFC4814_SOURCE_PORTS = (1024, 65535)
 RFC4814_DESTINATION_PORTS = (1, 49151)
+#: RFC 2544 leaves the payload open; a recognisable one tells test frames from stray ones in captures.
+PAYLOAD_PATTERN = b"trexlab-rfc2544-"
+#: TRex replaces both MAC addresses with the port's own and its configured destination (trex_cfg);
+#: zeros keep Scapy from resolving them on the machine that builds the profile.
+UNSET_MAC = "00:00:00:00:00:00"
 
 DIRECTION_NAMES = ("forward", "reverse")
 #: The warm-up stream's pg_id is the test stream's plus this (pg_ids up to 2 * port + 2 are taken).
 WARMUP_PG_OFFSET = 100
+IP_VERSIONS = (4, 6)
 PORT_MODES = ("fixed", "rfc4814")
 LATENCY_MODES = ("none", "tagged", "all")
+MAX_NETWORKS = 256  # the network number is one byte of the destination address
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _check(name: str, ok: bool, value: object, allowed: str) -> None:
     if not ok:
         raise ValueError(f"{name}={value!r}: allowed {allowed}")
+
+
+def _flag(text: str | bool) -> bool:
+    """A yes/no tunable: trex-console passes `dont_fragment=true` on as the text "True"."""
+    word = str(text).lower()
+    if word not in TRUE_WORDS + FALSE_WORDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed {', '.join(TRUE_WORDS + FALSE_WORDS)}")
+    return word in TRUE_WORDS
 
 
 def addresses(direction: int, ip_version: int, network: int = 0) -> tuple[str, str]:
@@ -84,45 +104,33 @@ def addresses(direction: int, ip_version: int, network: int = 0) -> tuple[str, s
     return f"2001:2:0:{src_group:x}::2", f"2001:2:0:{dst_group + network:x}::2"
 
 
-def _checksum(data: bytes) -> int:
-    """The Internet checksum (RFC 1071)."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
+def test_packet(direction: int, ip_version: int, frame_size: int, network: int = 0,
+                source_port: int = FIXED_SOURCE_PORT, destination_port: int = FIXED_DESTINATION_PORT,
+                dont_fragment: bool = False):
+    """One UDP test frame as a Scapy packet of frame_size - 4 bytes (the NIC adds the FCS).
 
-
-def test_frame(direction: int, ip_version: int, frame_size: int, network: int = 0,
-               source_port: int = FIXED_SOURCE_PORT, destination_port: int = FIXED_DESTINATION_PORT,
-               dont_fragment: bool = False) -> bytes:
-    """One UDP test frame without FCS (frame_size - 4 bytes), checksums correct.
-
-    MAC addresses are zero: TRex replaces them with the port's configured ones. dont_fragment sets
-    IPv4's DF bit (path MTU trials); IPv6 routers never fragment, so it changes nothing there.
+    Scapy fills in lengths and checksums. dont_fragment sets IPv4's DF bit (path MTU trials);
+    IPv6 routers never fragment, so it changes nothing there. IPv4's identification is 0, not
+    Scapy's 1: the field means nothing for frames that are never fragmented, and 0 keeps the
+    frames byte for byte what trexlab sent before its profile was built with Scapy.
     """
+    from trex.stl.api import IP, UDP, Ether, IPv6, Raw  # TRex's client brings its own Scapy
+
     src, dst = addresses(direction, ip_version, network)
-    src_b = ipaddress.ip_address(src).packed
-    dst_b = ipaddress.ip_address(dst).packed
-    ip_len = frame_size - FCS - ETHERNET_HEADER
-    udp_len = ip_len - IP_HEADER[ip_version]
-    _check("frame_size", udp_len >= UDP_HEADER, frame_size, f">= {ETHERNET_HEADER + IP_HEADER[ip_version] + 12}")
-    # A recognisable payload (RFC 2544 leaves it open); TRex overwrites its tail in latency frames.
-    payload = (b"trexlab-rfc2544-" * (udp_len // 16 + 1))[: udp_len - UDP_HEADER]
-    udp = struct.pack("!HHHH", source_port, destination_port, udp_len, 0) + payload
     if ip_version == 4:
-        pseudo = src_b + dst_b + struct.pack("!BBH", 0, 17, udp_len)
-        flags = 0x4000 if dont_fragment else 0
-        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, flags, 64, 17, 0, src_b, dst_b)
-        header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
-        ethertype = 0x0800
+        l3 = IP(src=src, dst=dst, id=0, flags="DF" if dont_fragment else 0)
     else:
-        pseudo = src_b + dst_b + struct.pack("!IxxxB", udp_len, 17)
-        header = struct.pack("!IHBB16s16s", 6 << 28, udp_len, 17, 64, src_b, dst_b)
-        ethertype = 0x86DD
-    udp = udp[:6] + struct.pack("!H", _checksum(pseudo + udp) or 0xFFFF) + udp[8:]
-    return bytes(12) + struct.pack("!H", ethertype) + header + udp
+        l3 = IPv6(src=src, dst=dst)
+    headers = Ether(src=UNSET_MAC, dst=UNSET_MAC) / l3 / UDP(sport=source_port, dport=destination_port)
+    padding = frame_size - FCS - len(headers)
+    _check("frame_size", padding >= 0, frame_size, f">= {len(headers) + FCS} bytes for IPv{ip_version}/UDP")
+    # TRex writes its latency signature over the payload's tail in latency frames.
+    return headers / Raw(load=(PAYLOAD_PATTERN * (padding // len(PAYLOAD_PATTERN) + 1))[:padding])
+
+
+def test_frame(*args, **kwargs) -> bytes:
+    """test_packet's bytes, as the NIC sends them without the FCS (same arguments)."""
+    return bytes(test_packet(*args, **kwargs))
 
 
 def field_offsets(ip_version: int) -> dict[str, int]:
@@ -134,22 +142,50 @@ def field_offsets(ip_version: int) -> dict[str, int]:
     return {"l3": l3, "l4": l4, "source_port": l4, "destination_port": l4 + 2, "network_byte": network_byte}
 
 
+def tunables_parser() -> argparse.ArgumentParser:
+    """The profile's tunables: what trex-console's `-t` passes and `-t --help` lists."""
+    parser = argparse.ArgumentParser(
+        prog=os.path.basename(__file__), formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="RFC 2544 / RFC 5180 / RFC 8219 UDP test frames of one tester port: a test stream, "
+                    "optionally a latency stream and its warm-up stream.")
+    add = parser.add_argument
+    add("--frame_size", type=int, default=64, help="bytes on the wire including the 4-byte FCS")
+    add("--ip_version", type=int, default=4, choices=IP_VERSIONS,
+        help="IP version of the frames this port sends (SIIT: 6 on one port, 4 on the other)")
+    add("--port_mode", default="fixed", choices=PORT_MODES,
+        help=f"UDP ports: fixed {FIXED_SOURCE_PORT}/{FIXED_DESTINATION_PORT}, or RFC 4814 pseudorandom per "
+             f"frame (source {RFC4814_SOURCE_PORTS[0]}..{RFC4814_SOURCE_PORTS[1]}, destination "
+             f"{RFC4814_DESTINATION_PORTS[0]}..{RFC4814_DESTINATION_PORTS[1]})")
+    add("--networks", type=int, default=1,
+        help=f"destination networks x = 0..networks-1 the frames go to in turn (1..{MAX_NETWORKS})")
+    add("--rate", type=float, default=1000.0, help="frames/s of the test stream (0: latency stream only)")
+    add("--latency_rate", type=float, default=0.0,
+        help="frames/s of the latency stream, part of the offered load (0: no latency stream)")
+    add("--tag_delay", type=float, default=0.0,
+        help="s after the start before latency frames are sent (RFC 8219 section 7.2); a warm-up stream "
+             "at the latency stream's rate sends until then")
+    add("--dont_fragment", type=_flag, nargs="?", const=True, default=False,
+        help="set IPv4's DF bit (path MTU trials)")
+    add("--pg_id", type=int, default=None, help="pg_id of the test stream (None: 2 * port_id + 1)")
+    add("--latency_pg_id", type=int, default=None, help="pg_id of the latency stream (None: 2 * port_id + 2)")
+    add("--warmup_pg_id", type=int, default=None,
+        help=f"pg_id of the warm-up stream (None: pg_id + {WARMUP_PG_OFFSET})")
+    return parser
+
+
 class RFC2544UDP:
     """STL profile: test stream (+ latency stream) of one tester port."""
 
     warmup_pg_offset = WARMUP_PG_OFFSET  # the generator numbers its pg_ids by it
 
-    def get_streams(self, tunables=(), direction=0, port_id=0, frame_size=64, ip_version=4, port_mode="fixed",
-                    networks=1, rate=1000.0, latency_rate=0.0, pg_id=None, latency_pg_id=None, dont_fragment=False,
-                    tag_delay=0.0, warmup_pg_id=None, **kwargs):
-        """Streams of the port; every tunable has a default so trex-console can list them.
+    def get_streams(self, direction=0, tunables=(), **kwargs):
+        """Streams of the port: direction 0 forward, 1 reverse (trex-console: port_id % 2).
 
-        rate / latency_rate are frames/s of the test and latency stream (latency_rate 0 = no
-        latency stream, rate 0 = latency stream only); pg_id defaults to 2 * port_id + 1,
-        latency_pg_id to 2 * port_id + 2 and warmup_pg_id to pg_id + WARMUP_PG_OFFSET, so that
-        each direction has its own. tag_delay: s before the latency stream starts.
+        tunables: trex-console's `-t` list, e.g. ['--frame_size', '128']; keyword arguments with a
+        tunable's name (trexlab's, or the console's older `-t a=1,b=2`) set its value, and the list
+        overrides them. Other keyword arguments, such as TRex's port_id, are context.
         """
-        from trex.stl.api import (  # imported here so the frame builders work without TRex
+        from trex.stl.api import (
             STLVM,
             CTRexVmInsFixHwCs,
             STLFlowLatencyStats,
@@ -160,23 +196,23 @@ class RFC2544UDP:
             STLTXSingleBurst,
         )
 
-        options = dict(frame_size=frame_size, ip_version=ip_version, port_mode=port_mode, networks=networks,
-                       rate=rate, latency_rate=latency_rate, pg_id=pg_id, latency_pg_id=latency_pg_id,
-                       dont_fragment=dont_fragment, tag_delay=tag_delay, warmup_pg_id=warmup_pg_id)
-        options.update(_parse_console_tunables(tunables))
-        frame_size, ip_version = int(options["frame_size"]), int(options["ip_version"])
-        port_mode, networks = str(options["port_mode"]), int(options["networks"])
-        rate, latency_rate = float(options["rate"]), float(options["latency_rate"])
-        dont_fragment = str(options["dont_fragment"]).lower() in ("1", "true", "yes")  # console tunables are text
+        parser = tunables_parser()
+        names = set(vars(parser.parse_args([])))
+        parser.set_defaults(**{name: value for name, value in kwargs.items() if name in names})
+        args = parser.parse_args([str(t) for t in tunables])  # -t --help prints the help and exits
+        port_id = int(kwargs.get("port_id", 0))
         direction = int(direction) % 2
-        pg_id = 2 * port_id + 1 if options["pg_id"] is None else int(options["pg_id"])
-        latency_pg_id = 2 * port_id + 2 if options["latency_pg_id"] is None else int(options["latency_pg_id"])
-        warmup_pg_id = pg_id + WARMUP_PG_OFFSET if options["warmup_pg_id"] is None else int(options["warmup_pg_id"])
-        tag_delay = float(options["tag_delay"])
+        frame_size, ip_version, networks = int(args.frame_size), int(args.ip_version), int(args.networks)
+        port_mode, rate, latency_rate = str(args.port_mode), float(args.rate), float(args.latency_rate)
+        tag_delay, dont_fragment = float(args.tag_delay), _flag(args.dont_fragment)
+        pg_id = 2 * port_id + 1 if args.pg_id is None else int(args.pg_id)
+        latency_pg_id = 2 * port_id + 2 if args.latency_pg_id is None else int(args.latency_pg_id)
+        warmup_pg_id = pg_id + WARMUP_PG_OFFSET if args.warmup_pg_id is None else int(args.warmup_pg_id)
 
-        _check("ip_version", ip_version in (4, 6), ip_version, "4, 6")
+        # Keyword arguments bypass argparse's choices, so every value is checked here.
+        _check("ip_version", ip_version in IP_VERSIONS, ip_version, ", ".join(map(str, IP_VERSIONS)))
         _check("port_mode", port_mode in PORT_MODES, port_mode, ", ".join(PORT_MODES))
-        _check("networks", 1 <= networks <= 256, networks, "1..256")
+        _check("networks", 1 <= networks <= MAX_NETWORKS, networks, f"1..{MAX_NETWORKS}")
         _check("rate", rate >= 0, rate, ">= 0 frames/s")
         _check("latency_rate", latency_rate >= 0, latency_rate, ">= 0 frames/s")
         _check("rate/latency_rate", rate > 0 or latency_rate > 0, (rate, latency_rate), "at least one > 0")
@@ -186,26 +222,26 @@ class RFC2544UDP:
                    f">= {MIN_LATENCY_FRAME[ip_version]} bytes for IPv{ip_version}/UDP latency frames "
                    f"(TRex's {LATENCY_SIGNATURE}-byte signature must fit in the UDP payload)")
 
-        frame = test_frame(direction, ip_version, frame_size, dont_fragment=dont_fragment)
+        packet = test_packet(direction, ip_version, frame_size, dont_fragment=dont_fragment)
 
-        def packet():  # each stream its own field-engine program: the same flows, in every stream
-            return STLPktBuilder(pkt_buffer=frame,
+        def builder():  # each stream its own field-engine program: the same flows, in every stream
+            return STLPktBuilder(pkt=packet,
                                  vm=self._field_engine(STLVM, CTRexVmInsFixHwCs, ip_version, port_mode, networks))
 
         name = DIRECTION_NAMES[direction]
         streams = []
         if rate > 0:
-            streams.append(STLStream(name=f"test-{name}", packet=packet(), mode=STLTXCont(pps=rate),
+            streams.append(STLStream(name=f"test-{name}", packet=builder(), mode=STLTXCont(pps=rate),
                                      flow_stats=STLFlowStats(pg_id=pg_id)))
         if latency_rate > 0:
             # TRex timestamps latency frames on its receive core whatever their flow, so they can carry the
             # test stream's flows: RFC 4814 ports and N networks reach the same DUT queues as the test frames.
             warmup_frames = round(latency_rate * tag_delay)
             if warmup_frames:
-                streams.append(STLStream(name=f"warmup-{name}", packet=packet(),
+                streams.append(STLStream(name=f"warmup-{name}", packet=builder(),
                                          mode=STLTXSingleBurst(pps=latency_rate, total_pkts=warmup_frames),
                                          flow_stats=STLFlowStats(pg_id=warmup_pg_id)))
-            streams.append(STLStream(name=f"latency-{name}", packet=packet(), mode=STLTXCont(pps=latency_rate),
+            streams.append(STLStream(name=f"latency-{name}", packet=builder(), mode=STLTXCont(pps=latency_rate),
                                      isg=tag_delay * 1e6,  # TRex's inter-stream gap is in microseconds
                                      flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))
         return streams
@@ -231,16 +267,6 @@ class RFC2544UDP:
         # Rewritten addresses and ports invalidate the IPv4 header and UDP checksums.
         vm.fix_chksum_hw(l3_offset=at["l3"], l4_offset=at["l4"], l4_type=CTRexVmInsFixHwCs.L4_TYPE_UDP)
         return vm
-
-
-def _parse_console_tunables(tunables) -> dict:
-    """trex-console passes -t a=1,b=2 as ['--a', '1', '--b', '2'] (TRex >= 2.8x)."""
-    items = list(tunables or ())
-    parsed = {}
-    for i in range(0, len(items) - 1, 2):
-        key = str(items[i]).lstrip("-").replace("-", "_")
-        parsed[key] = items[i + 1]
-    return parsed
 
 
 def register():

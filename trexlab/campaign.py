@@ -35,6 +35,7 @@ from trexlab.experiment import (
     role_vars,
 )
 from trexlab.lab import Lab, LabError, load_lab
+from trexlab.lablock import LabLock
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
@@ -248,6 +249,13 @@ class Campaign:
         return "" if self._eta is None else self._eta.text()
 
     def run(self) -> dict:
+        if self.lab is None:
+            return self._run()
+        # One campaign per lab; what a crashed campaign left running is stopped before anything is configured.
+        with LabLock(self.lab, f"{self.experiment.name}/{self.id}", self.progress):
+            return self._run()
+
+    def _run(self) -> dict:
         check_requirements(self.experiment, self.lab)
         try:
             selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point

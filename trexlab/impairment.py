@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trexlab import rolevalues
 from trexlab.params import InvalidParameter, check_choice, check_range
 
 TABLE = "trexlab_impairment"
@@ -148,7 +149,9 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
     Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands]}.
     """
     imp = Impairment(**{**settings, "directions": tuple(settings.get("directions", ("forward", "reverse")))})
-    by_index = {int(p["index"]): p["name"] for p in ports}
+    # The port names go into nft strings and tc command lines: only interface names, nothing to interpret.
+    by_index = {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
+                for i, p in enumerate(ports)}
     devices = [by_index[DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
     if not imp.active:
         return {"backend": "none", "devices": [], "nft": "", "tc": []}

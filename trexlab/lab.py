@@ -75,8 +75,16 @@ class Node:
 
     def ssh(self, *options: str) -> list[str]:
         """ssh to this node (its own sshd, also on the local lab), with extra ssh options, e.g. -L forwards."""
-        ssh = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-               "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+        # The lab's known_hosts and policy as its inventory declares them (terraform/modules/inventory); an
+        # inventory of an older lab declares none and gets no check, as before.
+        known_hosts = self.extra.get("trexlab_known_hosts") or "/dev/null"
+        checking = self.extra.get("trexlab_host_key_checking") or "no"
+        if checking not in ("yes", "accept-new", "no") or not str(known_hosts).startswith("/") \
+                or any(c.isspace() for c in str(known_hosts)):
+            raise LabError(f"inventory {self.name}: trexlab_known_hosts {known_hosts!r} / trexlab_host_key_checking "
+                           f"{checking!r}: allowed an absolute path without blanks and yes, accept-new or no")
+        ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"StrictHostKeyChecking={checking}",
+               "-o", f"UserKnownHostsFile={known_hosts}", "-o", "LogLevel=ERROR",
                "-p", str(self.ansible_port), *options]
         if self.ssh_key:
             ssh += ["-i", self.ssh_key]

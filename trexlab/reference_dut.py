@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trexlab import impairment
+from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter, check_choice, check_range
 
 TABLE = "trexlab_reference"
@@ -130,7 +130,9 @@ def declared(spec: dict) -> tuple[ReferenceDut, float] | None:
 def plan(settings: dict, ports: list[dict]) -> dict:
     """The nftables ruleset roles/dut_reference loads on a DUT with these test ports: {"table", "nft"}."""
     dut = from_settings(settings)
-    by_index = {int(p["index"]): p["name"] for p in ports}
+    # The port names go into nft strings: only interface names, nothing nft would read as syntax.
+    by_index = {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
+                for i, p in enumerate(ports)}
     limits, rules = [], []
     for direction in dut.directions:
         port = by_index[impairment.DIRECTION_EGRESS_PORT[direction]]

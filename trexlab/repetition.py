@@ -4,8 +4,9 @@ The seed papers' point is that one figure proves little: RFC 2544 asks for no
 repetition, siitperf's authors repeat 20 times and report median, minimum and
 maximum. ``repeat`` runs a procedure N times into ``<parent>/rep-<k>/``; when
 it is started again on the same parent it keeps finished repetitions (those
-with result.json) and redoes the unfinished one, so an interrupted campaign
-loses no repetition and duplicates none.
+with result.json) and resumes the unfinished one from its trial log
+(trexlab.resume), so an interrupted campaign loses no repetition, duplicates
+none, and loses at most the trial that was running.
 """
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ def spec(name: str) -> dict:
 
 def campaign(name: str, lab, results: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", f"experiments/{name}", "--scale", "ci",
-                           "--results", str(results), "--inventory", str(lab.inventory)],
+                           # Its own ceilings: tester-selftest records them, never into the repo's results/.
+                           "--results", str(results), "--ceilings", str(results / "tester-ceilings.json"),
+                           "--inventory", str(lab.inventory)],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
 
 

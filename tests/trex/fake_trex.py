@@ -26,8 +26,12 @@ read (the middle of its ``rpc_time`` round trip).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import types
+import warnings
+from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
@@ -60,8 +64,9 @@ class STLVM:
 
 
 class STLPktBuilder:
-    def __init__(self, pkt_buffer=None, vm=None, **kw):
-        self.pkt_buffer, self.vm = pkt_buffer, vm
+    def __init__(self, pkt=None, pkt_buffer=None, vm=None, **kw):
+        # The real builder takes a Scapy packet (pkt) or bytes; tests read the bytes either way.
+        self.pkt_buffer, self.vm = bytes(pkt) if pkt is not None else pkt_buffer, vm
 
 
 class STLTXCont:
@@ -281,9 +286,30 @@ class FakeClient:
         return shape
 
 
+#: The Scapy layers TRex's stl.api re-exports and the profile builds its frames with.
+SCAPY_LAYERS = {"scapy.layers.l2": ("Ether",), "scapy.layers.inet": ("IP", "UDP"), "scapy.layers.inet6": ("IPv6",),
+                "scapy.packet": ("Raw",)}
+
+
+def import_bundled_scapy(monkeypatch) -> dict:
+    """The Scapy that TRex's client bundles (lbr-trex-client's external_libs), imported without importing the
+    client itself: its bundled zmq cannot share a process with the pyzmq that other tests load."""
+    spec = importlib.util.find_spec("lbr_trex_client")
+    assert spec is not None, "the fake TRex API takes Scapy from lbr-trex-client (requirements.txt)"
+    [scapy_dir] = (Path(spec.submodule_search_locations[0]) / "external_libs").glob("scapy-*")
+    monkeypatch.syspath_prepend(str(scapy_dir))
+    with warnings.catch_warnings():  # Scapy 2.4.3 imports modules newer Pythons deprecate (cgi)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return {name: getattr(importlib.import_module(module), name)
+                for module, names in SCAPY_LAYERS.items() for name in names}
+
+
 def install(monkeypatch):
-    """Make `import trex.stl.api` find this module's fakes (as the profile does inside TRex)."""
+    """Make `import trex.stl.api` find this module's fakes (as the profile does inside TRex), with the Scapy
+    layers the real module re-exports."""
     api = types.ModuleType("trex.stl.api")
+    for name, layer in import_bundled_scapy(monkeypatch).items():
+        setattr(api, name, layer)
     for name in ("TRexError", "CTRexVmInsFixHwCs", "STLVM", "STLPktBuilder", "STLTXCont", "STLTXSingleBurst",
                  "STLFlowStats", "STLFlowLatencyStats", "STLStream"):
         setattr(api, name, globals()[name])

@@ -299,20 +299,52 @@ def test_describe_names_server_and_profile(api):
     assert facts["profile"] == "trex-profiles/stl_rfc2544_udp.py" and PROFILE.is_file()
 
 
-def test_profile_frames_have_correct_checksums():
+def internet_checksum(data: bytes) -> int:
+    """RFC 1071's checksum, computed here: 0 over a header (or pseudo-header and datagram) whose checksum is
+    right. The profile leaves checksums to Scapy, so this is an independent check of them."""
+    data += b"\0" * (len(data) % 2)
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def test_profile_frames_have_correct_checksums(api):
     module = profile_module()
     for version, size in ((4, 64), (6, 78), (4, 1518), (6, 9018)):
         frame = module.test_frame(1, version, size, network=5)
         assert len(frame) == size - 4
         if version == 4:
-            assert module._checksum(frame[14:34]) == 0
+            assert internet_checksum(frame[14:34]) == 0
             pseudo = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - 34)
             assert frame[30:34] == bytes([198, 18, 5, 2])
-            assert module._checksum(pseudo + frame[34:]) == 0
+            assert internet_checksum(pseudo + frame[34:]) == 0
         else:
             pseudo = frame[22:54] + struct.pack("!IxxxB", len(frame) - 54, 17)
-            assert module._checksum(pseudo + frame[54:]) == 0
+            assert internet_checksum(pseudo + frame[54:]) == 0
             assert frame[38:54].hex() == "20010002000080050000000000000002"
+
+
+def test_profile_frames_field_by_field(api):
+    # Every header field of the Scapy-built frames, as trexlab sent them before (decoded here with struct).
+    module = profile_module()
+    pattern = module.PAYLOAD_PATTERN
+    for version, size, df in ((4, 64, False), (4, 1518, True), (6, 84, False), (6, 9018, False)):
+        frame = module.test_frame(0, version, size, network=7, dont_fragment=df)
+        assert frame[:12] == bytes(12)  # TRex writes the ports' MAC addresses
+        if version == 4:
+            ethertype, vihl, tos, length, ident, flags, ttl, proto = struct.unpack("!HBBHHHBB", frame[12:24])
+            assert (ethertype, vihl, tos, length, ident, ttl, proto) == (0x0800, 0x45, 0, size - 18, 0, 64, 17)
+            assert flags == (0x4000 if df else 0)
+            l4 = 34
+        else:
+            ethertype, word, length, next_header, hop_limit = struct.unpack("!HIHBB", frame[12:22])
+            assert (ethertype, word, length, next_header, hop_limit) == (0x86DD, 6 << 28, size - 58, 17, 64)
+            l4 = 54
+        source_port, destination_port, udp_length = struct.unpack("!HHH", frame[l4:l4 + 6])
+        assert (source_port, destination_port, udp_length) == (1024, 1024, size - 4 - l4)
+        payload = frame[l4 + 8:]
+        assert payload == (pattern * (len(payload) // len(pattern) + 1))[:len(payload)]
 
 
 def test_dont_fragment_sets_the_ipv4_df_bit_in_test_and_latency_frames(api):
@@ -321,7 +353,7 @@ def test_dont_fragment_sets_the_ipv4_df_bit_in_test_and_latency_frames(api):
     gen.run_trial(TrialSpec(offered_load=100, duration=1, dont_fragment=True, latency_mode="tagged", latency_frames=10))
     for stream in streams_of(client, 0):
         header = stream.packet.pkt_buffer[14:34]
-        assert header[6] & 0x40 and profile_module()._checksum(header) == 0
+        assert header[6] & 0x40 and internet_checksum(header) == 0
     gen, client = generator(api)
     gen.run_trial(TrialSpec(offered_load=100, duration=1))
     assert not streams_of(client, 0)[0].packet.pkt_buffer[20] & 0x40

@@ -6,19 +6,25 @@ server's field engine runs it (a variable per frame, written into the frame at i
 check what reaches the wire: RFC 4814 section 4.5 ports (destination 1..49151, source 1024..65535) spread over
 their whole ranges (chi-square over the range, entropy of the full 16 bits, not the 15 of a 16-bit TRex random
 variable) and every destination network, on IPv4, IPv6 and SIIT frame sizes, with 1 and 256 networks.
+The profile is also loaded the way trex-console loads it (`-t --help`, and both forms of `-t`).
 """
 
 import base64
 import json
 import math
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from trexlab.generators import create_generator
 from trexlab.generators.trex import PROFILE as PROFILE_PATH
 from trexlab.generators.trex import profile_module
+from trexlab.trial import TrialSpec
+
+import fake_trex
 
 PROFILE = profile_module()
 FRAMES = 1 << 21  # frames the field engine is run for: about 32 per destination port
@@ -187,3 +193,82 @@ def test_a_16_bit_random_variable_would_fail_these_checks():
     assert entropy_bits(source) < 15.1
     counts = np.bincount((source - 1024) * 64 // 64512, minlength=64)
     assert not chi_square_passes(counts)
+
+
+#: Loads the profile the way trex-console's `start -f <profile> -p <port> -t ...` does (STLProfile.load, which
+#: answers None when the profile's argparse exits for --help), in its own interpreter as COMPILE does. Prints
+#: the help text and, per request, the JSON of the streams.
+CONSOLE = """
+import contextlib, io, json, sys, warnings
+warnings.simplefilter("ignore")
+import lbr_trex_client
+from trex.stl.api import STLProfile
+help_text = io.StringIO()
+with contextlib.redirect_stdout(help_text):
+    assert STLProfile.load(sys.argv[1], direction=0, port_id=0, tunables=["--help"]) is None
+out = {"help": help_text.getvalue(), "streams": []}
+for port_id, options in json.loads(sys.stdin.read()):
+    profile = STLProfile.load(sys.argv[1], direction=port_id % 2, port_id=port_id, **options)
+    out["streams"].append([s.to_json() for s in profile.get_streams()])
+print(json.dumps(out))
+"""
+
+
+def trexlab_keyword_arguments() -> set[str]:
+    """The keyword arguments trexlab's generator passes to get_streams, recorded from a trial on the fake API."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        api = fake_trex.install(monkeypatch)
+        generator = create_generator("trex", server="192.0.2.1", api=api, client=fake_trex.FakeClient(), warmup=False)
+        generator.clock, generator.sleep = generator.client.clock, generator.client.clock.sleep
+        seen, get_streams = set(), generator.profile.get_streams
+        generator.profile.get_streams = lambda **kwargs: seen.update(kwargs) or get_streams(**kwargs)
+        generator.run_trial(TrialSpec(offered_load=100, duration=1))
+    return seen
+
+
+def test_trex_console_lists_every_tunable_and_loads_the_profile_with_them():
+    requests = [
+        # -t --ip_version 6 --frame_size 128 ... (the console's argparse form) on port 1: the reverse direction.
+        (1, {"tunables": ["--ip_version", "6", "--frame_size", "128", "--port_mode", "rfc4814", "--networks", "16",
+                          "--rate", "900", "--latency_rate", "100", "--tag_delay", "2"]}),
+        # -t ip_version=4,dont_fragment=true (the older form): the console passes the decoded values as keyword
+        # arguments and the same as a list of text tunables.
+        (0, {"ip_version": 4, "dont_fragment": True, "tunables": ["--ip_version", "4", "--dont_fragment", "True"]}),
+    ]
+    done = subprocess.run([sys.executable, "-c", CONSOLE, str(PROFILE_PATH)], input=json.dumps(requests),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    # Everything trexlab sets is a tunable a console user sees (and can set) too.
+    context = {"direction", "port_id"}  # TRex's, not the profile's
+    listed = set(re.findall(r"--(\w+)", out["help"])) - {"help"}
+    assert trexlab_keyword_arguments() - context <= listed, out["help"]
+    for name in listed:  # each with its help text
+        assert re.search(rf"--{name}\b[^\n]*\n?\s+\w", out["help"]), name
+
+    (test, warmup, latency), (fixed,) = out["streams"]
+    assert [s["flow_stats"]["stream_id"] for s in (test, warmup, latency)] == [3, 103, 4]  # port 1's pg_ids
+    frame = base64.b64decode(test["packet"]["binary"])
+    assert len(frame) == 128 - 4 and frame[12:14] == b"\x86\xdd"
+    assert frame[38:54].hex() == "20010002000080000000000000000002"  # reverse: to 2001:2:0:80xx::2
+    variables = {i["name"]: i for i in test["vm"]["instructions"] if i["type"] == "flow_var"}
+    assert variables["network"]["max_value"] == 15 and variables["source_port"]["size"] == 4
+    assert (warmup["mode"]["total_pkts"], latency["isg"]) == (200, 2e6)
+    frame = base64.b64decode(fixed["packet"]["binary"])
+    assert frame[12:14] == b"\x08\x00" and frame[20] & 0x40 and fixed["vm"]["instructions"] == []
+
+
+def test_bad_tunables_name_the_tunable_and_the_command_line_wins(capsys):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fake_trex.install(monkeypatch)
+        profile = PROFILE.register()
+        with pytest.raises(ValueError, match=r"^networks=257: allowed 1\.\.256$"):
+            profile.get_streams(networks=257)
+        with pytest.raises(ValueError, match=r"^port_mode='rfc4815': allowed fixed, rfc4814$"):
+            profile.get_streams(port_mode="rfc4815")
+        # The command line's tunables override the keyword arguments.
+        [stream] = profile.get_streams(tunables=["--networks", "4"], networks=257)
+        assert stream.packet.vm.instructions[0][1]["max_value"] == 3
+        with pytest.raises(SystemExit):  # the console prints argparse's message and refuses the profile
+            profile.get_streams(tunables=["--ip_version", "5"])
+        assert "--ip_version: invalid choice: 5" in capsys.readouterr().err

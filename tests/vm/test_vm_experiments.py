@@ -18,7 +18,8 @@ def test_gaming_delay_produces_its_table_on_the_vm_lab(lab_factory, tmp_path):
     # the experiment's one destination network, not the two the other users of vm1 configured.
     lab = lab_factory("vm1", "single", 2, kind="vm")
     result = subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", "experiments/gaming-delay", "--scale", "ci",
-                             "--results", str(tmp_path), "--inventory", str(lab.inventory)],
+                             "--results", str(tmp_path),
+                             "--ceilings", str(tmp_path / "tester-ceilings.json"), "--inventory", str(lab.inventory)],
                             capture_output=True, text=True, timeout=900, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout)

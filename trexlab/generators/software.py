@@ -15,9 +15,12 @@ import os
 import subprocess
 
 from trexlab.lab import Lab, LabError, load_lab
+from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.trial import NANOSECOND, DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec, encode_histogram
 
+#: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
+BUILDS = ("swtester", "swtester-asan")
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
 
@@ -33,6 +36,12 @@ class SoftwareGenerator:
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
             raise LabError("swtester binary not found: run 'make swtester' in a checkout, or set TREXLAB_SWTESTER")
+        # Not a spec's choice (trexlab.spec.SoftwareOptions has no such option), and checked here as well since
+        # it runs as root: only a build of swtester/Makefile where trexlab finds swtester (an SSH tester's PATH).
+        if binary is not None:
+            builds = ([str(local.parent / b) for b in BUILDS] if local else []) if self.tester.netns else list(BUILDS)
+            if binary not in builds:
+                raise InvalidParameter("generator_options.binary", binary, f"one of {', '.join(builds) or 'none'}")
         self.binary = binary or (str(local) if self.tester.netns else "swtester")
         if self.tester.netns and not os.access(self.binary, os.X_OK):
             raise LabError(f"swtester binary {self.binary} not found: run 'make swtester'")

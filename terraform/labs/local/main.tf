@@ -131,6 +131,8 @@ resource "terraform_data" "lab" {
 module "inventory" {
   source = "../../modules/inventory"
   lab    = { name = var.lab_name, kind = "local", topology = var.topology }
+  # nslab.py writes the host keys it generates for the nodes' sshd there: nothing else is accepted.
+  known_hosts = { file = "${var.state_dir}/known_hosts", policy = "yes" }
   nodes = {
     for name, n in merge(local.nodes, local.endpoints) : name => {
       role         = n.role

@@ -74,6 +74,9 @@ module "inventory" {
   source = "../../modules/inventory"
   count  = length(local.problems) == 0 ? 1 : 0
   lab    = { name = var.lab_name, kind = "maas", topology = var.topology }
+  # Bare metal: the lab's own known_hosts (scripts/lab.sh: in its state directory); a machine's first key is
+  # recorded, a changed one refused.
+  known_hosts = var.known_hosts_file == null ? null : { file = var.known_hosts_file, policy = "accept-new" }
   nodes = { for name, n in module.topology.nodes : name => merge(n, {
     ansible_host = (var.ansible_host_from == "fqdn" ? maas_instance.node[name].fqdn
     : try(sort(maas_instance.node[name].ip_addresses)[0], maas_instance.node[name].fqdn))

@@ -53,6 +53,11 @@ variable "ansible_user" {
   description = "User MAAS deploys with your SSH keys (ubuntu on Ubuntu images); Ansible becomes root with sudo."
   type        = string
   default     = "ubuntu"
+  # The rule of trexlab/rolevalues.py (check_lab): a user that ssh would read as an option runs a program here.
+  validation {
+    condition     = can(regex("^[a-z_][a-z0-9_-]{0,31}$", var.ansible_user))
+    error_message = "ansible_user must be a login name: a-z 0-9 _ - (1-32 characters, starting with a-z or _)."
+  }
 }
 
 variable "ssh_key" {
@@ -96,4 +101,10 @@ variable "machines" {
       pci  = optional(string)
     })), [])
   }))
+}
+
+variable "known_hosts_file" {
+  description = "The lab's known_hosts (make lab-up: .cache/labs/<lab>/known_hosts); null: host keys are not checked."
+  type        = string
+  default     = null
 }

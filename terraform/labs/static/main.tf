@@ -17,6 +17,9 @@ module "inventory" {
   source = "../../modules/inventory"
   count  = length(module.topology.problems) == 0 ? 1 : 0
   lab    = { name = var.lab_name, kind = "static", topology = var.topology }
+  # Bare metal: the lab's own known_hosts (scripts/lab.sh: in its state directory); a machine's first key is
+  # recorded, a changed one refused.
+  known_hosts = var.known_hosts_file == null ? null : { file = var.known_hosts_file, policy = "accept-new" }
   nodes = { for name, n in module.topology.nodes : name => merge(n, {
     ansible_host = var.machines[name].ansible_host
     ansible_user = var.machines[name].ansible_user

@@ -45,4 +45,20 @@ variable "machines" {
     condition     = alltrue([for m in var.machines : trimspace(m.ansible_host) != ""])
     error_message = "Every machine needs an ansible_host (the SSH address Ansible uses)."
   }
+  # The rules of trexlab/rolevalues.py (check_lab): a user or port that ssh would read as an option (-oProxyCommand=...)
+  # runs a program on this machine.
+  validation {
+    condition     = alltrue([for m in var.machines : can(regex("^[a-z_][a-z0-9_-]{0,31}$", m.ansible_user))])
+    error_message = "Every ansible_user must be a login name: a-z 0-9 _ - (1-32 characters, starting with a-z or _)."
+  }
+  validation {
+    condition     = alltrue([for m in var.machines : m.ansible_port >= 1 && m.ansible_port <= 65535 && floor(m.ansible_port) == m.ansible_port])
+    error_message = "Every ansible_port must be a TCP port 1..65535."
+  }
+}
+
+variable "known_hosts_file" {
+  description = "The lab's known_hosts (make lab-up: .cache/labs/<lab>/known_hosts); null: host keys are not checked."
+  type        = string
+  default     = null
 }

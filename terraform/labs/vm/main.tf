@@ -107,6 +107,9 @@ resource "terraform_data" "lab" {
 module "inventory" {
   source = "../../modules/inventory"
   lab    = { name = var.lab_name, kind = "vm", topology = var.topology }
+  # The guests make their host keys at first boot: the first one seen is kept, a changed one refused
+  # (vmlab.py empties the file when it makes the VMs again).
+  known_hosts = { file = "${var.state_dir}/known_hosts", policy = "accept-new" }
   nodes = {
     for name, n in local.nodes : name => {
       role         = n.role

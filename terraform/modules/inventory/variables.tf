@@ -73,3 +73,20 @@ variable "nodes" {
     error_message = "Every DUT node needs its dut_position (1 = next to tester port 0)."
   }
 }
+
+variable "known_hosts" {
+  description = <<-EOT
+    How Ansible and trexlab verify the nodes' SSH host keys: file, the lab's own known_hosts; policy, yes (the lab
+    wrote the keys it generated there: any other key is refused) or accept-new (bare metal: a node's first key is
+    recorded, a changed one refused). null: no verification (an inventory of an older lab).
+  EOT
+  type = object({
+    file   = string
+    policy = string
+  })
+  default = null
+  validation {
+    condition     = var.known_hosts == null || contains(["yes", "accept-new"], try(var.known_hosts.policy, ""))
+    error_message = "known_hosts.policy must be yes or accept-new."
+  }
+}

@@ -58,6 +58,9 @@ locals {
     if length(n.test_ports) != 2],
     [for p in local.ports : "${p.where}: mac '${p.mac}' is not a MAC address (like 3c:fd:fe:a1:b2:c3)"
     if !can(regex("^([0-9a-f]{2}:){5}[0-9a-f]{2}$", p.mac))],
+    # The rule of trexlab/rolevalues.py (_INTERFACE): names reach shells, nft rules and sysfs paths on the nodes.
+    [for p in local.ports : "${p.where}: name '${p.name}' is not an interface name (1-15 characters A-Z a-z 0-9 _ . @ -)"
+    if !can(regex("^[A-Za-z0-9_.@-]{1,15}$", p.name)) || contains([".", ".."], p.name)],
     [for p in local.ports : "${p.where}: pci '${p.pci}' is not a PCI address (like 0000:01:00.0)"
     if p.pci != null && !can(regex("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$", coalesce(p.pci, "-")))],
     [for mac, where in { for p in local.ports : p.mac => p.where... } : "test port mac ${mac} is declared twice: ${join(", ", where)}"

@@ -145,6 +145,20 @@ def sshd_config(plan: dict, name: str, node: dict) -> Path:
     return config
 
 
+def write_known_hosts(plan: dict) -> None:
+    """The lab's known_hosts: the host key generated for each node's sshd, at its management address (port 22).
+
+    Ansible and trexlab verify the nodes against this file only (StrictHostKeyChecking=yes): a node that
+    answers with another key is not this lab's node.
+    """
+    lines = []
+    for name, node in plan["nodes"].items():
+        key_type, key = (Path(plan["state_dir"]) / name / "ssh_host_ed25519_key.pub").read_text().split()[:2]
+        lines.append(f"{node['ansible_host']} {key_type} {key}\n")
+    known_hosts = Path(plan["state_dir"]) / "known_hosts"
+    known_hosts.write_text("".join(lines))
+
+
 def add_namespace_node(node: dict) -> None:
     """The node's namespace and its management link from the root namespace."""
     ns = node["netns"]
@@ -200,6 +214,7 @@ def up(plan: dict) -> None:
         add_endpoint_port(plan, macvlan)
     for name, node in plan["nodes"].items():
         start_sshd(plan, name, node)
+    write_known_hosts(plan)
     wait_for_ssh(plan)
     wait_for_carrier(plan)
 
@@ -266,7 +281,9 @@ def ssh_answers(address: str) -> bool:
 
 def status(plan: dict) -> bool:
     present = namespaces()
-    return all(namespace_node_ok(plan, name, node, present) for name, node in plan["nodes"].items())
+    # A lab made before its inventory named a known_hosts has none: it is made again (lab-up), keys and all.
+    return (Path(plan["state_dir"]) / "known_hosts").is_file() \
+        and all(namespace_node_ok(plan, name, node, present) for name, node in plan["nodes"].items())
 
 
 def namespace_node_ok(plan: dict, name: str, node: dict, present: set[str]) -> bool:

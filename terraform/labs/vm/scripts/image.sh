@@ -153,7 +153,7 @@ install -m 0755 "$GUEST/init" "$rootfs/init"
 # Ansible's modules arrive as zips compiled anew every task, a second each under emulation: keep the code.
 install -m 0644 "$GUEST/trexlab_zipcache.py" "$rootfs/usr/lib/python3/dist-packages/"
 echo "import trexlab_zipcache" >"$rootfs/usr/lib/python3/dist-packages/trexlab-zipcache.pth"
-# One host key is enough (the lab's inventory does not pin host keys); sshd without PAM starts faster.
+# One host key is enough (the lab's known_hosts records it at first contact); sshd without PAM starts faster.
 rm -f "$rootfs"/etc/ssh/ssh_host_rsa_key* "$rootfs"/etc/ssh/ssh_host_ecdsa_key*
 printf 'UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\nPrintMotd no\n' \
   >"$rootfs/etc/ssh/sshd_config.d/trexlab.conf"

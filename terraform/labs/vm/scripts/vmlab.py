@@ -275,6 +275,8 @@ def up(plan: dict) -> None:
     tester_name, tester_node = tester(plan)
     nslab.add_namespace_node(tester_node)
     nslab.start_sshd(plan, tester_name, tester_node)
+    # A fresh known_hosts: the tester's generated key; each new guest's key is recorded at first contact.
+    nslab.write_known_hosts({"state_dir": plan["state_dir"], "nodes": {tester_name: tester_node}})
     for link in plan["links"]:
         if link["tap"]:
             sh("ip", "tuntap", "add", "dev", link["tap"], "mode", "tap")

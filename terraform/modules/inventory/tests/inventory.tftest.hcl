@@ -129,3 +129,24 @@ run "rejects_a_bad_port_and_an_unknown_kind" {
   }
   expect_failures = [var.lab, var.nodes]
 }
+
+run "host_keys_are_checked_against_the_labs_own_known_hosts" {
+  command = plan
+  variables {
+    known_hosts = { file = "/state/known_hosts", policy = "yes" }
+  }
+  assert {
+    condition = alltrue([for h in [output.inventory.all.children.tester.hosts.tester, output.inventory.all.children.dut.hosts.dut1] :
+      tostring(h.ansible_host_key_checking) == "true" && h.ansible_ssh_common_args == "-o UserKnownHostsFile=/state/known_hosts -o StrictHostKeyChecking=yes"
+    && h.trexlab_known_hosts == "/state/known_hosts" && h.trexlab_host_key_checking == "yes"])
+    error_message = "Ansible and trexlab.lab verify every node against the lab's known_hosts"
+  }
+}
+
+run "rejects_a_host_key_policy_that_checks_nothing" {
+  command = plan
+  variables {
+    known_hosts = { file = "/state/known_hosts", policy = "no" }
+  }
+  expect_failures = [var.known_hosts]
+}

@@ -121,7 +121,7 @@ run "bad_and_duplicate_port_declarations" {
   variables {
     nodes = {
       tester = { machine = "a", cpus = [0, 0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01", pci = "41:00" }, { name = "t0", mac = "02:00:00:00:00:01" }] }
-      dut1   = { machine = "b", cpus = [], test_ports = [{ name = "l", mac = "not-a-mac" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+      dut1   = { machine = "b", cpus = [], test_ports = [{ name = "l", mac = "not-a-mac" }, { name = "r;reboot", mac = "02:00:00:00:01:02" }] }
       dut9   = { machine = "c", cpus = [2], test_ports = [] }
     }
   }
@@ -131,6 +131,7 @@ run "bad_and_duplicate_port_declarations" {
       "dut9 declares 0 test port(s)",
       "dut1 port 0: mac 'not-a-mac' is not a MAC address",
       "tester port 0: pci '41:00' is not a PCI address",
+      "dut1 port 1: name 'r;reboot' is not an interface name",
       "test port mac 02:00:00:00:00:01 is declared twice: tester port 0, tester port 1",
       "tester: both test ports are named t0",
       "tester: CPU list [0,0] names a CPU twice",

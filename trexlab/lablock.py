@@ -1,0 +1,162 @@
+"""One campaign per lab at a time, and nothing left running by a campaign that crashed.
+
+Two campaigns on one lab would reconfigure each other's DUTs and count each other's frames. A campaign holds an
+exclusive flock on <inventory dir>/campaign.lock for as long as it runs; the kernel releases it when the holder
+dies, however it dies, so a lock is stale exactly when flock can take it. The file names the holder (PID,
+campaign) for the one-line refusal a second campaign gets.
+
+A campaign killed with SIGKILL leaves its children running: the swtester of the trial in progress, an
+ansible-playbook configuring a DUT. While it runs, a campaign records its descendants (PID, start time and
+command line, rewritten whenever they change) in <inventory dir>/campaign.procs.json. The campaign that takes a
+stale lock over stops those of them that still run, each verified by its start time and /proc/<pid>/cmdline (a
+PID the kernel has since given to another program is left alone), before it configures anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trexlab.lab import Lab, LabError
+from trexlab.store import write_json_atomic
+
+#: Seconds between two looks at the campaign's descendants: a child younger than this at a SIGKILL is missed.
+SCAN_INTERVAL = 0.2
+#: Seconds a leftover process gets to end on SIGTERM before SIGKILL.
+TERM_GRACE = 3.0
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent PID, start time in clock ticks since boot) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ", which may itself contain spaces
+    return int(fields[1]), int(fields[19])
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.decode(errors="replace").split("\0")[:-1]
+
+
+def descendants(root: int) -> list[dict]:
+    """Every living descendant of process root: [{pid, start, cmdline}]."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(int(entry))):
+            children.setdefault(stat[0], []).append(int(entry))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        stat, cmdline = _stat(pid), _cmdline(pid)
+        if stat and cmdline:
+            found.append({"pid": pid, "start": stat[1], "cmdline": cmdline})
+        todo.extend(children.get(pid, []))
+    return sorted(found, key=lambda p: p["pid"])
+
+
+def _same_process(recorded: dict) -> bool:
+    stat = _stat(recorded["pid"])
+    return bool(stat) and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
+
+
+def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
+    """SIGTERM, then after grace SIGKILL, each recorded process that is still the same process; returns them."""
+    alive = [p for p in recorded if _same_process(p)]
+    for p in alive:
+        try:
+            os.kill(p["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_same_process(p) for p in alive):
+        time.sleep(0.05)
+    for p in alive:
+        if _same_process(p):
+            try:
+                os.kill(p["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return alive
+
+
+class LabLock:
+    """with LabLock(lab, "experiment/campaign-id", progress): the campaign's hold on its lab."""
+
+    def __init__(self, lab: Lab, holder: str, progress: Callable[[str], None] = lambda line: None,
+                 directory: Path | None = None):
+        where = Path(directory) if directory else lab.inventory.parent
+        self.lab_name, self.holder, self.progress = lab.name, holder, progress
+        self.lock_path, self.procs_path = where / "campaign.lock", where / "campaign.procs.json"
+        self._file = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> LabLock:
+        try:
+            self._file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the campaign's lifetime
+        except OSError as exc:
+            raise LabError(f"lab {self.lab_name}: cannot open its campaign lock {self.lock_path}: "
+                           f"{exc.strerror}") from None
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.seek(0)
+            holder = self._file.read().strip() or "another campaign"
+            self._file.close()
+            raise LabError(f"lab {self.lab_name} is in use by {holder}: one campaign per lab at a time") from None
+        self._file.seek(0)
+        previous = self._file.read().strip()
+        if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
+            stopped = self._take_over()
+            self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
+                          + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(f"campaign {self.holder} (PID {os.getpid()})\n")
+        self._file.flush()
+        self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.procs_path.unlink(missing_ok=True)
+        # Emptied before it is let go: a lock file with a holder in it means that holder did not end cleanly.
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.close()
+
+    def _take_over(self) -> list[dict]:
+        try:
+            recorded = json.loads(self.procs_path.read_text()).get("processes", [])
+        except (OSError, ValueError, AttributeError):
+            return []
+        return stop_leftovers(recorded)
+
+    @staticmethod
+    def _describe(processes: list[dict]) -> str:
+        return ", ".join(f"{Path(p['cmdline'][0]).name} (PID {p['pid']})" for p in processes)
+
+    def _record(self) -> None:
+        last = None
+        while True:
+            now = descendants(os.getpid())
+            if now != last:
+                write_json_atomic(self.procs_path, {"holder": self.holder, "pid": os.getpid(), "processes": now})
+                last = now
+            if self._stop.wait(SCAN_INTERVAL):
+                return
