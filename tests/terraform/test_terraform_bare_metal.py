@@ -69,8 +69,9 @@ def test_maas_example_plans_two_machines_without_contacting_maas(tmp_path):
     assert API_KEY not in result.stdout + result.stderr
 
 
-def machine(name: str, n: int, cpus: list[int], ports: int = 2, host: str | None = None) -> str:
-    port_list = ", ".join(f'{{ name = "p{i}", mac = "02:00:00:00:{n:02x}:{i:02x}" }}' for i in range(ports))
+def machine(name: str, n: int, cpus: list[int], ports: int = 2, host: str | None = None, port0: str = "p0") -> str:
+    names = [port0, *(f"p{i}" for i in range(1, ports))]
+    port_list = ", ".join(f'{{ name = "{names[i]}", mac = "02:00:00:00:{n:02x}:{i:02x}" }}' for i in range(ports))
     where = f'machine = "{host}", ' if host else ""
     return f'{name} = {{ ansible_host = "192.0.2.{n}", {where}cpus = {cpus}, test_ports = [{port_list}] }}\n'
 
@@ -82,6 +83,8 @@ def machine(name: str, n: int, cpus: list[int], ports: int = 2, host: str | None
      "dut1 declares 1 test port(s); every node needs two"),
     (machine("tester", 1, [0, 1], host="box") + machine("dut1", 2, [1], host="box"), "single",
      "CPU lists overlap on machine box: dut1 [1] and tester [0,1]"),
+    (machine("tester", 1, [0]) + machine("dut1", 2, [1], port0="p0;reboot"), "single",
+     "dut1 port 0: name 'p0;reboot' is not an interface name"),
 ])
 def test_bad_declarations_stop_the_static_plan_naming_the_problem(tmp_path, machines, topology, message):
     result = plan("terraform/labs/static", tmp_path, f"machines = {{\n{machines}}}\n", f"-var=topology={topology}")
