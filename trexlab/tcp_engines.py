@@ -40,6 +40,7 @@ import time
 from typing import Protocol
 
 from trexlab.endpoints import Endpoints, lab_of, read_number
+from trexlab.generators.trex import TRexSession, load_client_api
 from trexlab.iperf import DirectionStats, TcpTest, parse, run_tests
 from trexlab.lab import Lab
 from trexlab.params import InvalidParameter
@@ -109,7 +110,7 @@ class Iperf3Engine:
         pass
 
 
-class TRexAstfEngine:
+class TRexAstfEngine(TRexSession):
     """TRex ASTF on the tester's ports: one profile per concurrent test, its TCP counters read."""
 
     name = "trex"
@@ -120,15 +121,10 @@ class TRexAstfEngine:
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
+        super().__init__(server, sync_port, tunnel_node, client)
         self.lab, self.ports, self.profile = lab, list(ports), profile
-        self.host, self.sync_port, self.tunnel_node = server, sync_port, tunnel_node
-        self.server = (f"{server}:{sync_port}" if tunnel_node is None
-                       else f"{tunnel_node.name}:{sync_port} (ssh tunnel to {tunnel_node.ansible_host})")
-        self.api, self.client = api, client
+        self.api = api
         self.clock, self.sleep = time.monotonic, time.sleep
-        self.tunnel = None
-        self.connected = False
-        self.server_version: dict = {}
 
     # -- what the procedure asks before any traffic -------------------------------------------
 
@@ -170,29 +166,9 @@ class TRexAstfEngine:
         if self.connected:
             return
         if self.client is None:
-            from trexlab.generators.trex import SSHTunnel, load_client_api
-
             self.api = self.api or load_client_api(self.lab, "trex.astf.api")
-            host, sync_port, async_port = self.host, self.sync_port, self.sync_port - 1
-            if self.tunnel_node is not None:
-                self.tunnel = SSHTunnel(self.tunnel_node, (self.sync_port, self.sync_port - 1))
-                host, (sync_port, async_port) = "127.0.0.1", self.tunnel.local_ports
-            self.client = self.api.ASTFClient(server=host, sync_port=sync_port, async_port=async_port)
-        self.client.connect()
-        self.connected = True
-        self.server_version = dict(self.client.get_server_version() or {})
+        self._open(None if self.api is None else self.api.ASTFClient)
         self.client.reset()
-
-    def close(self) -> None:
-        if self.connected:
-            try:
-                self.client.disconnect()
-            except Exception:  # noqa: BLE001 - closing after the server died must not hide the real error
-                pass
-            self.connected = False
-        if self.tunnel is not None:
-            self.tunnel.close()
-            self.tunnel = None
 
     def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         errors = (getattr(self.api, "TRexError", None) or _Never,)

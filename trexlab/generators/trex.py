@@ -199,11 +199,53 @@ def _pg(table: dict, pg_id: int) -> dict:
     return table.get(pg_id) or table.get(str(pg_id)) or {}
 
 
+class TRexSession:
+    """One connection to a TRex server's RPC port, direct or through an SSH tunnel to a node's loopback.
+
+    Shared by the STL generator and the ASTF TCP engine: both reach the server the same way and must
+    close it the same way (after a server died, closing must not hide the error that ended the run).
+    The client is made on first use (tests pass a fake one), so creating a session starts nothing.
+    """
+
+    def __init__(self, server: str | None, sync_port: int, tunnel_node: Node | None, client=None):
+        self.host, self.sync_port, self.tunnel_node = server, sync_port, tunnel_node
+        self.server = (f"{server}:{sync_port}" if tunnel_node is None
+                       else f"{tunnel_node.name}:{sync_port} (ssh tunnel to {tunnel_node.ansible_host})")
+        self.client = client
+        self.tunnel: SSHTunnel | None = None
+        self.connected = False
+        self.server_version: dict = {}
+
+    def _open(self, make_client) -> None:
+        """Connect once; make_client(server=, sync_port=, async_port=) is the API's STLClient or ASTFClient."""
+        if self.client is None:
+            # TRex's asynchronous publisher listens one port below the RPC port.
+            host, sync_port, async_port = self.host, self.sync_port, self.sync_port - 1
+            if self.tunnel_node is not None:
+                self.tunnel = SSHTunnel(self.tunnel_node, (self.sync_port, self.sync_port - 1))
+                host, (sync_port, async_port) = "127.0.0.1", self.tunnel.local_ports
+            self.client = make_client(server=host, sync_port=sync_port, async_port=async_port)
+        self.client.connect()
+        self.connected = True
+        self.server_version = dict(self.client.get_server_version() or {})
+
+    def close(self) -> None:
+        if self.connected:
+            try:
+                self.client.disconnect()
+            except Exception:  # noqa: BLE001 - closing after the server died must not hide the real error
+                pass
+            self.connected = False
+        if self.tunnel is not None:
+            self.tunnel.close()
+            self.tunnel = None
+
+
 def _port(table: dict, port: int) -> int:
     return int(table.get(port, table.get(str(port), 0)) or 0)
 
 
-class TRexGenerator:
+class TRexGenerator(TRexSession):
     name = "trex"
     supports_df = True  # the profile's test frames carry IPv4's DF bit when TrialSpec.dont_fragment asks
 
@@ -215,16 +257,10 @@ class TRexGenerator:
         The client is made on the first trial (tests pass a fake one), so creating a generator
         changes nothing and starts nothing.
         """
+        super().__init__(server, sync_port, tunnel_node, client)
         self.api, self.lab, self.profile = api, lab, profile
-        self.host, self.sync_port, self.tunnel_node = server, sync_port, tunnel_node
-        self.server = (f"{server}:{sync_port}" if tunnel_node is None
-                       else f"{tunnel_node.name}:{sync_port} (ssh tunnel to {tunnel_node.ansible_host})")
         self.warmup = warmup
-        self.client = client
         self.clock, self.sleep = time.monotonic, time.sleep
-        self.tunnel: SSHTunnel | None = None
-        self.connected = False
-        self.server_version: dict = {}
         self.sending_pg_ids: dict[int, list[int]] = {}  # tester port -> pg_ids of the trial's streams
 
     # -- the contract -------------------------------------------------------------------------
@@ -246,29 +282,10 @@ class TRexGenerator:
         except (ConnectionError, TimeoutError, OSError) as exc:
             raise GeneratorError(f"TRex server {self.server} went away: {exc}") from exc
 
-    def close(self) -> None:
-        if self.connected:
-            try:
-                self.client.disconnect()
-            except Exception:  # noqa: BLE001 - closing after the server died must not hide the real error
-                pass
-            self.connected = False
-        if self.tunnel is not None:
-            self.tunnel.close()
-            self.tunnel = None
-
     def _connect(self) -> None:
         if self.connected:
             return
-        if self.client is None:
-            host, sync_port, async_port = self.host, self.sync_port, self.sync_port - 1
-            if self.tunnel_node is not None:
-                self.tunnel = SSHTunnel(self.tunnel_node, (self.sync_port, self.sync_port - 1))
-                host, (sync_port, async_port) = "127.0.0.1", self.tunnel.local_ports
-            self.client = self.api.STLClient(server=host, sync_port=sync_port, async_port=async_port)
-        self.client.connect()
-        self.connected = True
-        self.server_version = dict(self.client.get_server_version() or {})
+        self._open(self.api.STLClient)
         if self.warmup:
             self._trial(TrialSpec(**WARMUP))
 
