@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -140,4 +141,10 @@ def terraform_test(module: str, tmp_path, cli_config: str = "/dev/null", network
     assert init.returncode == 0, init.stdout[-2000:] + init.stderr[-2000:]
     result = terraform(module, "test", env=env, timeout=300, network=network)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    return result.stdout + result.stderr
+    out = result.stdout + result.stderr
+    # Every run block the module's test files declare must have run and passed (a count written in the
+    # test would go stale each time a run is added).
+    declared = sum(len(re.findall(r'^\s*run\s+"', f.read_text(), re.M))
+                   for f in (REPO / module / "tests").glob("*.tftest.hcl"))
+    assert declared > 0 and f"{declared} passed, 0 failed" in out, out[-4000:]
+    return out
