@@ -47,7 +47,11 @@ def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(
     # ip netns exec execs swtester in its own process: the pid is swtester's.
     tester = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)  # the trial starts 20 ms after launch
+        # Sending starts 20 ms after swtester starts its sender and receiver threads (3 tasks: main and both).
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{tester.pid}/task")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
         tester.send_signal(signal.SIGSTOP)
         time.sleep(STALL)
         tester.send_signal(signal.SIGCONT)
