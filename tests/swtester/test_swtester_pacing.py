@@ -1,6 +1,6 @@
 """swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, sends no
 catch-up burst above its 64-frame batch, moves its schedule later instead, and the trial contract marks the trial
-stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT); ~1.5 s per build."""
+stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT); ~2.5 s per build."""
 
 import json
 import os
@@ -17,7 +17,7 @@ from labtools import REPO, run
 
 pytestmark = pytest.mark.lab
 
-RATE, DURATION, STALL = 10_000, 1.0, 0.1
+RATE, DURATION, STALL = 10_000, 1.5, 0.1
 
 
 @pytest.fixture(scope="module", params=["swtester", "swtester-asan"])
@@ -64,8 +64,12 @@ def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(
     assert forward["max_lag_ns"] >= STALL * 1e9, "the stall is the sender's largest lag"
     assert forward["slips"] >= 1 and forward["slip_ns"] >= 0.9 * STALL * 1e9
     assert 1 <= forward["max_burst"] <= report["catch_up_limit"] == 64, "no catch-up burst above the batch"
-    assert forward["sent"] == forward["intended"] == RATE * DURATION, "every frame sent, at the rate, later"
-    assert forward["send_duration"] >= DURATION + 0.9 * STALL and forward["valid"] is False
+    assert forward["intended"] == RATE * DURATION and forward["valid"] is False
+    assert forward["send_duration"] >= DURATION + 0.9 * STALL
+    # Every frame sent, later; unless other stalls of a loaded machine slipped the schedule past swtester's
+    # 10 % overrun limit, where it stops sending.
+    assert forward["sent"] == forward["intended"] or forward["send_duration"] >= 1.1 * DURATION
+    assert forward["sent"] / forward["send_duration"] <= RATE * 1.001, "never above the rate on average either"
     assert forward["received"] + forward["tester_drops"] == forward["sent"]
 
     result = trial_from_report(TrialSpec(offered_load=RATE, duration=DURATION, directions="forward",
