@@ -444,5 +444,5 @@ class GeneratorError(RuntimeError):
 
 def merge_latency(results: Sequence[TrialResult], direction: Direction) -> Latency | None:
     """One direction's latency over several trials, merged (None when no trial measured it)."""
-    return Latency.merge(result.directions[direction].latency for result in results
-                         if direction in result.directions and result.directions[direction].latency is not None)
+    return Latency.merge(latency for result in results if direction in result.directions
+                         and (latency := result.directions[direction].latency) is not None)

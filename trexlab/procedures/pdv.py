@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
-from trexlab.procedures.latency import TRIAL_DURATION, check_rate
+from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import delay_for_json, format_seconds, merge_latency
+from trexlab.trial import delay_for_json, format_seconds
 
 METHOD = "RFC 8219 section 7.3"
 
@@ -88,11 +88,11 @@ class PdvResult:
 def run(generator, traffic, params: Params, on_trial=None, progress=None) -> PdvResult:
     runner = TrialRunner(generator, traffic, on_trial, progress, "pdv")
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
-    trial = runner.run(params.rate, params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
+    trial = runner.run(check_rate(params.rate), params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
     notes = runner.notes()
     for direction in traffic.active_directions:
-        latency = merge_latency([trial], direction)
+        latency = measured_latency([trial], direction)
         minimum, p99_9 = latency.percentile(0), latency.percentile(99.9)
         pdv = p99_9 - minimum
         directions[direction] = {
