@@ -103,7 +103,10 @@ class SelfTestResult:
 
 
 def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> SelfTestResult:
-    ceilings, searches, notes, floors = {}, {}, [], {}
+    ceilings: dict[int, float | None] = {}
+    searches: dict[str, dict] = {}
+    notes: list[str] = []
+    floors: dict[int, dict] = {}
     search = throughput.Params(**params.search_params())
     for size in params.frame_sizes:
         sized = dataclasses.replace(traffic, frame_size=(size, size))
