@@ -5,6 +5,8 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 export PATH="$VENV/bin:$PATH"
 say "ruff"; ruff check --quiet trexlab tests benchmarks analysis library filter_plugins terraform trex-profiles
+# Type check of the package ([tool.mypy] in pyproject.toml; stubs pinned in requirements.txt).
+say "mypy"; mypy --no-error-summary
 say "yamllint"; yamllint --strict -c .yamllint.yml .
 if compgen -G "roles/*/tasks/main.yml" >/dev/null; then
   say "ansible-lint"; ANSIBLE_ROLES_PATH=roles ansible-lint --profile production --offline -q playbooks roles
