@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from trexlab.lab import Lab, LabError
 from trexlab.store import write_json_atomic
@@ -69,7 +70,7 @@ def descendants(root: int) -> list[dict]:
 
 def _same_process(recorded: dict) -> bool:
     stat = _stat(recorded["pid"])
-    return bool(stat) and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
+    return stat is not None and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
 
 
 def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
@@ -101,33 +102,34 @@ class LabLock:
         where = Path(directory) if directory else lab.inventory.parent
         self.lab_name, self.holder, self.progress = lab.name, holder, progress
         self.lock_path, self.procs_path = where / "lab.lock", where / "lab.procs.json"
-        self._file = None
+        self._file: TextIO | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LabLock:
         try:
-            self._file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
+            file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
         except OSError as exc:
             raise LabError(f"lab {self.lab_name}: cannot open its lock {self.lock_path}: "
                            f"{exc.strerror}") from None
         try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._file.seek(0)
-            holder = self._file.read().strip() or "another run"
-            self._file.close()
+            file.seek(0)
+            holder = file.read().strip() or "another run"
+            file.close()
             raise LabError(f"lab {self.lab_name} is in use by {holder}: one run per lab at a time") from None
-        self._file.seek(0)
-        previous = self._file.read().strip()
+        self._file = file
+        file.seek(0)
+        previous = file.read().strip()
         if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
             stopped = self._take_over()
             self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
                           + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"{self.holder} (PID {os.getpid()})\n")
-        self._file.flush()
+        file.seek(0)
+        file.truncate()
+        file.write(f"{self.holder} (PID {os.getpid()})\n")
+        file.flush()
         self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
         self._thread.start()
         return self
@@ -138,9 +140,11 @@ class LabLock:
             self._thread.join()
         self.procs_path.unlink(missing_ok=True)
         # Emptied before it is let go: a lock file with a holder in it means that holder did not end cleanly.
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.close()
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.close()
+            self._file = None
 
     def _take_over(self) -> list[dict]:
         try:

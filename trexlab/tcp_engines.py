@@ -116,7 +116,7 @@ class TRexAstfEngine(TRexSession):
     name = "trex"
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
-    congestion_control = "TRex ASTF default (tcp.cc_algo not set)"
+    congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
     rtt_resolution_s = 1 / ASTF_RTT_SCALE
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
@@ -151,7 +151,8 @@ class TRexAstfEngine(TRexSession):
             return None
         tester = self.lab.tester
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(i).name}/mtu") for i in indexes]
-        return None if None in mtus or not mtus else min(mtus)
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
 
     def tunables(self, test: TcpTest) -> dict:
         """The profile's tunables for one test (trex-console's -t), by the names its argparse declares."""

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from trexlab.params import InvalidParameter
 
@@ -445,8 +445,8 @@ class Generator(Protocol):
     Every generator class declares ``name`` and ``capabilities`` (class attributes: a plan reads them without
     making a generator) and has ``lab`` (None without one)."""
 
-    name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
+    name: str
+    capabilities: Capabilities
     lab: Lab | None
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
@@ -469,5 +469,5 @@ class GeneratorError(RuntimeError):
 
 def merge_latency(results: Sequence[TrialResult], direction: Direction) -> Latency | None:
     """One direction's latency over several trials, merged (None when no trial measured it)."""
-    return Latency.merge(result.directions[direction].latency for result in results
-                         if direction in result.directions and result.directions[direction].latency is not None)
+    return Latency.merge(latency for result in results if direction in result.directions
+                         and (latency := result.directions[direction].latency) is not None)

@@ -21,7 +21,7 @@ def _check(name: str) -> None:
         raise ValueError(f"generator={name!r}: allowed {', '.join(GENERATORS)}")
 
 
-def generator_class(name: str) -> type:
+def generator_class(name: str) -> type[Generator]:
     _check(name)
     return getattr(importlib.import_module(f"{__name__}.{name}"), GENERATORS[name])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
 from trexlab.trial import Generator, TrialResult, TrialSpec
@@ -13,7 +13,8 @@ from trexlab.trial import Generator, TrialResult, TrialSpec
 if TYPE_CHECKING:
     from trexlab.plan import RunPlan
 
-OnTrial = Callable[[TrialResult, dict], None] | None
+#: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
+OnTrial = Callable[[Any, dict], None] | None
 Progress = Callable[[str, dict], None] | None
 
 #: A DUT result within this share of the tester's own ceiling may be the tester's limit.

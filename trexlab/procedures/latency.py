@@ -37,7 +37,16 @@ from trexlab.procedures.common import (
     tester_bound_fields,
 )
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, delay_for_json, lost_tags_text, merge_latency
+from trexlab.trial import (
+    Direction,
+    GeneratorError,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    delay_for_json,
+    lost_tags_text,
+    merge_latency,
+)
 
 NAME = "latency"
 #: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
@@ -48,12 +57,21 @@ TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
 
 
-def check_rate(rate: float | None) -> None:
-    """The rate is required: no default stands in for the measured throughput."""
+def check_rate(rate: float | None) -> float:
+    """The rate is required: no default stands in for the measured throughput. Returns it."""
     if rate is None:
         raise InvalidParameter("rate", None, "a rate > 0 frames/s: the throughput rate (RFC 8219 measures at it); "
                                              "give rate, or --rate-from a throughput result")
     check_range("rate", rate, 0, low_open=True)
+    return rate
+
+
+def measured_latency(results: list[TrialResult], direction: Direction) -> Latency:
+    """One direction's latency over trials that asked the generator to measure it."""
+    latency = merge_latency(results, direction)
+    if latency is None:
+        raise GeneratorError(f"{direction}: the generator returned no latency for trials that asked for it")
+    return latency
 
 
 @dataclass(frozen=True)
@@ -136,14 +154,15 @@ def cost(params: Params, traffic: TrialSpec):
 def run(context: RunContext, params: Params) -> LatencyResult:
     runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
-    main = runner.run(params.rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
+    rate = check_rate(params.rate)
+    main = runner.run(rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
                       latency_frames=params.tagged_frames, tag_delay=params.tag_delay, **timeout)
     directions = {}
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     for direction in context.traffic.active_directions:
-        latency = merge_latency([main], direction)
+        latency = measured_latency([main], direction)
         result = main.directions[direction]
         summary = latency.summary()
         directions[direction] = {
@@ -165,11 +184,11 @@ def run(context: RunContext, params: Params) -> LatencyResult:
                          f"(RFC 8219 asks for >= {MIN_TAGGED_FRAMES}); the figures are less reliable")
     rfc2544 = {}
     if params.rfc2544_trials:
-        singles = [runner.run(params.rate, params.trial_duration, "RFC 2544 single-frame latency",
+        singles = [runner.run(rate, params.trial_duration, "RFC 2544 single-frame latency",
                               latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in context.traffic.active_directions:
-            delays = [r.directions[direction].latency.percentile(0) for r in singles if r.directions[direction].latency]
+            delays = [single.percentile(0) for r in singles if (single := r.directions[direction].latency)]
             values = [d for d in delays if math.isfinite(d)]
             rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
                                   "average": statistics.fmean(values) if values else None,

@@ -32,9 +32,9 @@ from trexlab.procedures.common import (
     simulated_cost,
     tester_bound_fields,
 )
-from trexlab.procedures.latency import TRIAL_DURATION, check_rate
+from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, delay_for_json, format_seconds, merge_latency
+from trexlab.trial import TrialSpec, delay_for_json, format_seconds
 
 NAME = "pdv"
 #: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
@@ -111,11 +111,11 @@ def cost(params: Params, traffic: TrialSpec):
 def run(context: RunContext, params: Params) -> PdvResult:
     runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
-    trial = runner.run(params.rate, params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
+    trial = runner.run(check_rate(params.rate), params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
     notes = runner.notes()
     for direction in context.traffic.active_directions:
-        latency = merge_latency([trial], direction)
+        latency = measured_latency([trial], direction)
         minimum, p99_9 = latency.percentile(0), latency.percentile(99.9)
         pdv = p99_9 - minimum
         directions[direction] = {

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from trexlab import tcp_engines, tcp_metrics
 from trexlab.endpoints import Endpoints, require_lab
@@ -165,7 +166,7 @@ class Rfc6349Result:
     baseline_rtt_s: float
     bdp_bytes: float
     window_per_connection: int
-    window_limit: tuple[int, str]
+    window_limit: tuple[int | None, str]  # None: no cap known
     max_achievable_bps: float
     ip_version: int
     congestion_control: str | None
@@ -342,6 +343,7 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
     testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
     if not testable:
         raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
+                               "at least one size" if tester_mtu is None else
                                f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + 18)")
     search, passed = [], None
     for size in testable:
@@ -394,7 +396,8 @@ def plan_tests(params: Params, ports: list[int], bdp: float, window: int, ip_ver
                mss: int) -> list[TcpTest]:
     """Every TCP test of the run, windows filled in; concurrent ones share a name prefix ("dscp ...")."""
     port = ports[0]
-    common = {"duration": params.test_duration, "omit": params.omit, "ip_version": ip_version, "mss": mss}
+    common: dict[str, Any] = {"duration": params.test_duration, "omit": params.omit, "ip_version": ip_version,
+                              "mss": mss}
     plan = []
     for name in params.tests:
         if name in ("download", "upload", "bidirectional"):
