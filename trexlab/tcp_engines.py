@@ -39,10 +39,10 @@ import math
 import time
 from typing import Protocol
 
-from trexlab.endpoints import Endpoints, lab_of, read_number
+from trexlab.endpoints import Endpoints, read_number
 from trexlab.generators.trex import TRexSession, load_client_api
 from trexlab.iperf import DirectionStats, TcpTest, parse, run_tests
-from trexlab.lab import Lab
+from trexlab.lab import Lab, LabError
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.trial import GeneratorError
@@ -261,12 +261,14 @@ def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
     return samples
 
 
-def create(name: str, generator, ports: list[int], server: str | None = None, sync_port: int = 4501) -> TcpEngine:
-    """An engine by name, on the generator's lab; nothing is started (the trex engine connects on its first
+def create(name: str, lab: Lab | None, ports: list[int], server: str | None = None,
+           sync_port: int = 4501) -> TcpEngine:
+    """An engine by name, on the lab (None: without one); nothing is started (the trex engine connects on its first
     test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's)."""
-    lab = getattr(generator, "lab", None)
     if name == "iperf3":
-        return Iperf3Engine(Endpoints(lab_of(generator, "tcp")))
+        if lab is None:
+            raise LabError("engine iperf3 needs a lab with client and server nodes (use --generator software)")
+        return Iperf3Engine(Endpoints(lab))
     tunnel_node = None
     if server is None:
         if lab is None:

@@ -24,10 +24,18 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    ceiling_warning,
+    check_frame_timeout,
+    near_floor,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import (
     Direction,
@@ -40,6 +48,9 @@ from trexlab.trial import (
     merge_latency,
 )
 
+NAME = "latency"
+#: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
+TAKES_RATE = True
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
@@ -113,7 +124,7 @@ class LatencyResult:
             headline[f"{direction}_tags_lost_or_late"] = stats["tags_lost_or_late"]
         directions = {d: {k: v for k, v in s.items() if not k.endswith("_s")} for d, s in self.directions.items()}
         return {
-            "procedure": "latency",
+            "procedure": NAME,
             "method": METHOD,
             "directions": directions,
             "rfc2544_single_frame_latency": self.rfc2544,
@@ -128,8 +139,20 @@ class LatencyResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> LatencyResult:
-    runner = TrialRunner(generator, traffic, on_trial, progress, "latency")
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> LatencyResult:
+    runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
     rate = check_rate(params.rate)
     main = runner.run(rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
@@ -138,7 +161,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    for direction in traffic.active_directions:
+    for direction in context.traffic.active_directions:
         latency = measured_latency([main], direction)
         result = main.directions[direction]
         summary = latency.summary()
@@ -164,7 +187,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
         singles = [runner.run(rate, params.trial_duration, "RFC 2544 single-frame latency",
                               latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
-        for direction in traffic.active_directions:
+        for direction in context.traffic.active_directions:
             delays = [single.percentile(0) for r in singles if (single := r.directions[direction].latency)]
             values = [d for d in delays if math.isfinite(d)]
             rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
