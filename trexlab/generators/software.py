@@ -17,7 +17,16 @@ import subprocess
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.trial import NANOSECOND, DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec, encode_histogram
+from trexlab.trial import (
+    NANOSECOND,
+    Capabilities,
+    DirectionResult,
+    GeneratorError,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    encode_histogram,
+)
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
 BUILDS = ("swtester", "swtester-asan")
@@ -27,7 +36,8 @@ GRACE = 30.0
 
 class SoftwareGenerator:
     name = "software"
-    supports_df = True  # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment)
+    # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
         self.lab = lab
@@ -53,6 +63,9 @@ class SoftwareGenerator:
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
                 "lab": self.lab.describe()}
+
+    def skip_trials(self, count: int) -> None:
+        pass  # no random stream of its own: a replayed trial changes nothing here
 
     def close(self) -> None:
         pass
