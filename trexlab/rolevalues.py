@@ -13,7 +13,7 @@ import ipaddress
 import posixpath
 import re
 
-from trexlab.params import InvalidParameter
+from .params import InvalidParameter
 
 #: RFC 2544 (IPv4) and RFC 5180 (IPv6) address ranges for benchmarking.
 BENCHMARKING_NETWORKS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:2::/48"))
