@@ -14,12 +14,13 @@ import json
 import os
 import subprocess
 
-from trexlab.lab import Lab, LabError, load_lab
+from trexlab.lab import Lab, LabError, TestPort, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.trial import (
     NANOSECOND,
     SEND_OVERRUN_TOLERANCE,
+    Capabilities,
     DirectionResult,
     GeneratorError,
     Latency,
@@ -35,9 +36,16 @@ BUILDS = ("swtester", "swtester-asan")
 GRACE = 30.0
 
 
+def _peer_mac(port: TestPort) -> str:
+    if port.peer_mac is None:
+        raise LabError(f"tester port {port.name}: the inventory gives no peer_mac (swtester sends to it)")
+    return port.peer_mac
+
+
 class SoftwareGenerator:
     name = "software"
-    supports_df = True  # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment)
+    # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
         self.lab = lab
@@ -64,6 +72,9 @@ class SoftwareGenerator:
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
                 "lab": self.lab.describe()}
 
+    def skip_trials(self, count: int) -> None:
+        pass  # no random stream of its own: a replayed trial changes nothing here
+
     def close(self) -> None:
         pass
 
@@ -71,7 +82,7 @@ class SoftwareGenerator:
         # Frame sizes below swtester's minimum per IP version never get here: TrialSpec refuses them.
         p0, p1 = self.tester.port(0), self.tester.port(1)
         argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
-                "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
+                "--peer0", _peer_mac(p0), "--peer1", _peer_mac(p1),
                 "--rate", repr(float(spec.offered_load)), "--duration", repr(float(spec.duration)),
                 "--size0", str(spec.frame_size[0]), "--size1", str(spec.frame_size[1]),
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
