@@ -248,7 +248,7 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
     base = default_campaign_id(experiment)
     root = Path(results_root) / experiment.name
     points = {p.point_id for p in experiment.points()}
-    complete = []
+    complete: list[str] = []
     for k in range(1, 10_000):
         cid = base if k == 1 else f"{base}-{k}"
         directory = root / cid
