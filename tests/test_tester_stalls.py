@@ -9,7 +9,7 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.generators.software import trial_from_report
 from trexlab.procedures import mlrsearch, throughput
-from trexlab.procedures.common import STRETCHED_RETRIES, TrialRunner
+from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
 from trexlab.trial import TrialSpec
 
 SPEC = TrialSpec(offered_load=40_000, duration=1.0, directions="forward", receive_tail=0.5)
@@ -95,8 +95,8 @@ def test_a_stalled_trial_is_run_again_and_only_the_last_run_counts():
 
 def test_throughput_recovers_from_stalls_and_never_counts_their_loss_as_the_duts():
     params = throughput.Params(max_rate=200_000, resolution=500, trial_duration=1)
-    clean = throughput.run(create_generator("sim", capacity=100_000), SPEC, params)
-    stalled = throughput.run(Stalling(capacity=100_000), SPEC, params)
+    clean = throughput.run(RunContext(create_generator("sim", capacity=100_000), SPEC), params)
+    stalled = throughput.run(RunContext(Stalling(capacity=100_000), SPEC), params)
     assert stalled.throughput == clean.throughput and stalled.tester_bound_reasons == []
     assert stalled.trials == 2 * clean.trials, "each load once stalled, once again"
     assert stalled.search == clean.search, "the search saw only the repeats"
@@ -106,15 +106,15 @@ def test_throughput_recovers_from_stalls_and_never_counts_their_loss_as_the_duts
 
 def test_a_tester_that_always_stalls_fails_its_loads_and_bounds_the_result():
     params = throughput.Params(max_rate=200_000, resolution=500, trial_duration=1)
-    data = throughput.run(Stalling(capacity=100_000, stalls=None), SPEC, params).to_dict()
+    data = throughput.run(RunContext(Stalling(capacity=100_000, stalls=None), SPEC), params).to_dict()
     assert data["below_minimum_load"] and data["tester_bound_reasons"] == ["stretched trials"]
     assert all(not t["passed"] for t in data["search"])
 
 
 def test_mlrsearch_counts_a_stretched_trial_as_failed():
     params = mlrsearch.Params(max_rate=200_000, min_rate=10_000, goals=(mlrsearch.PDR,))
-    found = mlrsearch.run(Stalling(capacity=100_000, stalls=None), SPEC, params)
+    found = mlrsearch.run(RunContext(Stalling(capacity=100_000, stalls=None), SPEC), params)
     assert found.goals[0]["below_minimum_load"] and found.tester_bound_reasons == ["stretched trials"]
-    recovered = mlrsearch.run(Stalling(capacity=100_000), SPEC, params)
+    recovered = mlrsearch.run(RunContext(Stalling(capacity=100_000), SPEC), params)
     assert 99_000 <= recovered.goals[0]["conditional_throughput"] <= 100_000
     assert recovered.tester_bound_reasons == [] and "were run again" in recovered.notes[-1]
