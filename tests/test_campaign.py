@@ -162,3 +162,32 @@ def test_shipped_experiments_are_valid_at_every_scale(name):
     for scale in (exp.spec.get("scale") or {}):
         assert exp.scaled(scale).points()
     assert (Path(__file__).parent.parent / "experiments" / name / "README.md").is_file(), f"{name} has no README"
+
+
+def test_site_yml_is_applied_only_where_its_record_names_other_networks(tmp_path):
+    """A lab whose last complete playbooks/site.yml recorded the point's number of destination networks is not
+    configured again (half a minute per campaign on an emulated DUT); no record, or another number, applies it."""
+    from trexlab.campaign import Campaign, configured_networks
+
+    class Lab:
+        duts = ["dut1"]
+        inventory = str(tmp_path / "hosts.yml")
+
+    def applied(record) -> list[str]:
+        if record is None:
+            (tmp_path / "configured.json").unlink(missing_ok=True)
+        else:
+            (tmp_path / "configured.json").write_text(record)
+        campaign = Campaign.__new__(Campaign)
+        campaign.lab, campaign._based_on_networks, campaign._report, calls = Lab(), None, lambda line: None, []
+        campaign.dir = tmp_path / "no-campaign-yet"
+        campaign.playbook = lambda name, extra: calls.append((name, extra["trexlab_networks"]))
+        campaign.configure_dut({"traffic": {"destination_networks": 2}})
+        campaign.configure_dut({"traffic": {"destination_networks": 2}})  # the next point: nothing again
+        return calls
+
+    assert applied(None) == [("playbooks/site.yml", 2)]
+    assert applied('{"trexlab_networks": 1}\n') == [("playbooks/site.yml", 2)]
+    assert applied("{not json") == [("playbooks/site.yml", 2)]
+    assert applied('{"trexlab_networks": 2}\n') == []
+    assert configured_networks(Lab()) == 2

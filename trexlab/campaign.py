@@ -120,6 +120,15 @@ def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
             "its figures are not those of the declared set-up")
 
 
+def configured_networks(lab: Lab) -> int | None:
+    """The destination networks the lab's last complete playbooks/site.yml configured (its record beside the
+    inventory), or None where there is no such record."""
+    try:
+        return int(json.loads((Path(lab.inventory).parent / "configured.json").read_text())["trexlab_networks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -172,8 +181,14 @@ class Campaign:
         # The base configuration (routing for the point's networks, tuning) changes only with the number of
         # networks: every point restores what it adds on top. Applying it again would change nothing but
         # costs half a minute per point on an emulated (VM lab) DUT.
+        # The same holds for a lab whose last complete site.yml (make configure, or an earlier campaign)
+        # recorded this number of networks: lab-up removes that record, and site.yml removes it first thing.
         if networks != self._based_on_networks:
-            self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+            if configured_networks(self.lab) == networks:
+                self.progress(f"the lab is configured for {networks} destination network(s) (configured.json "
+                              "beside the inventory): playbooks/site.yml not applied again")
+            else:
+                self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
             self._based_on_networks = networks
         undo = []
         for block, (playbook, role) in DUT_CONFIG.items():
