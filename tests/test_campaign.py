@@ -191,3 +191,33 @@ def test_site_yml_is_applied_only_where_its_record_names_other_networks(tmp_path
     assert applied("{not json") == [("playbooks/site.yml", 2)]
     assert applied('{"trexlab_networks": 2}\n') == []
     assert configured_networks(Lab()) == 2
+
+
+def test_endpoints_configured_with_the_same_settings_are_left_as_found(tmp_path):
+    """A campaign configures the TCP endpoints and removes them again, unless roles/tcp_endpoints is already
+    applied with exactly the experiment's settings (its facts beside the inventory): then it changes nothing."""
+    from trexlab.campaign import endpoints_configured_as
+    from trexlab.lab import Lab, Node
+    from trexlab.lab import TestPort as Port
+
+    nodes = {n: Node(n, n, "::1", test_ports=(Port(0, "tcp0", f"02:00:00:00:00:0{i}"),))
+             for i, n in enumerate(("tester", "client", "server"))}
+    lab = Lab("kx", "vm", "single", nodes, inventory=tmp_path / "hosts.yml")
+    (tmp_path / "facts").mkdir()
+
+    def facts(mib=1, cc="reno"):
+        server = {"role": "server", "address": {}, "congestion_control": cc, "iperf3_ports": [5201, 5202, 5203, 5204,
+                  5205], "http_port": 80, "http_path": "/download.bin", "http_file_bytes": mib * 1048576}
+        (tmp_path / "facts" / "server.json").write_text(json.dumps({"tcp_endpoints": server}))
+        (tmp_path / "facts" / "client.json").write_text(json.dumps(
+            {"tcp_endpoints": {"role": "client", "address": {}, "congestion_control": cc}}))
+
+    spec = {"http_file_mib": 1, "congestion_control": "reno"}
+    assert not endpoints_configured_as(lab, spec), "no facts: not configured"
+    facts()
+    assert endpoints_configured_as(lab, spec)
+    assert not endpoints_configured_as(lab, {**spec, "http_file_mib": 16})
+    assert not endpoints_configured_as(lab, {"http_file_mib": 1}), "the kernel's congestion control wanted"
+    assert not endpoints_configured_as(lab, {**spec, "iperf3_ports": [5201]})
+    facts(mib=1024, cc=None)
+    assert endpoints_configured_as(lab, {}), "the role's defaults"

@@ -16,7 +16,7 @@ from trexlab.experiment import load
 from trexlab.report import render
 from trexlab.store import load_runs
 
-from labtools import REPO, VENV, node_state
+from labtools import REPO, VENV, node_state, playbook
 
 pytestmark = [pytest.mark.lab, pytest.mark.vm]
 
@@ -38,6 +38,19 @@ def campaign(name: str, lab, results) -> subprocess.CompletedProcess:
                            "--results", str(results), "--ceilings", str(results / "tester-ceilings.json"),
                            "--inventory", str(lab.inventory)],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def endpoints(lab):
+    """The client and server configured once as both HTTP experiments' CI scale wants them (a campaign leaves
+    endpoints it finds so configured as they are: half a minute each way saved per campaign). The lab goes down
+    after this module (tests/vm/test_vm_lab.py), and the endpoints' namespaces and state with it."""
+    wanted = load(REPO / "experiments" / "http-download-delay").scaled("ci").spec["endpoints"]
+    assert load(REPO / "experiments" / "http-download-selective-delay").scaled("ci").spec["endpoints"] == wanted
+    result = playbook(lab, "playbooks/tcp-endpoints.yml", "-e", json.dumps(
+        {f"tcp_endpoints_{key}": value for key, value in wanted.items()}))
+    assert result.returncode == 0, result.stdout[-3000:]
+    return wanted
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +96,7 @@ def test_delay_floor_of_a_one_mebibyte_download():
     assert delay_floor_s(14_600, 1) == 2  # 10 segments: the initial window, one round after the SYN-ACK
 
 
-def test_http_download_time_rises_with_the_delay_beside_rfc2544_throughput(lab, results, gaming_delay):
+def test_http_download_time_rises_with_the_delay_beside_rfc2544_throughput(lab, results, endpoints, gaming_delay):
     """experiments/http-download-delay at CI scale on the VM lab (Lencse et al. 2020, Fig. 3, Table I): curl on
     the client node downloads the server node's file through the VM DUT while netem delays every frame towards
     the client; the report puts the download times beside gaming-delay's RFC 2544 throughput of the same
@@ -92,40 +105,40 @@ def test_http_download_time_rises_with_the_delay_beside_rfc2544_throughput(lab, 
     result = campaign("http-download-delay", lab, results)
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout)
-    assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == 3
-    assert {n.name: node_state(n.netns) for n in (lab.client, lab.server)} == state, "endpoints restored"
+    assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == 2
+    assert "left as they are" in result.stderr and "site.yml not applied again" in result.stderr
+    assert {n.name: node_state(n.netns) for n in (lab.client, lab.server)} == state, "endpoints as found"
     print("\n" + "\n".join(line for line in result.stderr.splitlines() if " done in " in line or "not applied" in line))
 
     ci = load(REPO / "experiments" / "http-download-delay").scaled("ci")
-    size = ci.spec["endpoints"]["http_file_mib"] << 20
+    size = endpoints["http_file_mib"] << 20
     runs = analysis.load_campaigns(outcome["campaign"])
     times = runs.groupby("delay_ms")["download_time_s"].apply(sorted)
     print(f"download times (s) by delay (ms): {times.map(lambda t: [round(x, 3) for x in t]).to_dict()}")
-    assert list(times.index) == [0, 10, 100] and all(len(t) == ci.repetitions for t in times)
+    assert list(times.index) == [0, 100] and all(len(t) == ci.repetitions for t in times)
     # Every delayed download took at least its physical floor (10 % spared for the emulated guest's clock,
     # which netem's timers run on).
     for delay_ms, downloads in times.items():
         assert min(downloads) >= 0.9 * delay_floor_s(size, delay_ms / 1000), (delay_ms, downloads)
     medians = times.map(lambda t: t[len(t) // 2])
     # Rising with the delay: 100 ms makes a 1 MiB download take >= 0.8 s, which the median of three downloads
-    # without delay (some 0.1 s through the emulated DUT) or with 10 ms (floor 0.08 s) stays far below.
-    assert medians[0] < medians[100] and medians[10] < medians[100], medians.to_dict()
+    # without delay through the emulated DUT stays far below.
+    assert medians[0] < medians[100], medians.to_dict()
 
     # The report: the paper's table per delay, and beside it gaming-delay's RFC 2544 throughput.
     assert gaming_delay.returncode == 0, gaming_delay.stderr[-2000:]
     beside = analysis.load_campaigns(analysis.campaigns_beside(outcome["campaign"], "http_download"))
     table = analysis.side_by_side(runs, beside).set_index("DUT impairment")
     throughput = [c for c in table.columns if c.startswith("gaming-delay:") and "throughput" in c.lower()]
-    assert list(table.index) == ["none", "delay 10 ms", "delay 100 ms"] and throughput, table.columns
+    assert list(table.index) == ["none", "delay 100 ms"] and throughput, table.columns
     assert table.loc["none", throughput[0]] > 0 and table.loc["delay 100 ms", throughput[0]] > 0
-    assert math.isnan(table.loc["delay 10 ms", throughput[0]]), "gaming-delay ran no 10 ms point"
     html = render(outcome["campaign"]).read_text()
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "Traceback" not in text and "Side by side with RFC 2544" in text and "gaming-delay:" in text
     assert f"{medians[100]:,.3f}" in text
 
 
-def test_http_download_with_selectively_delayed_frames(lab, results):
+def test_http_download_with_selectively_delayed_frames(lab, results, endpoints):
     """experiments/http-download-selective-delay at CI scale on the VM lab (Lencse et al. 2020, Figs. 4-5,
     Table IV): every Nth frame towards the client is marked by nftables and delayed by netem.
 
@@ -138,6 +151,7 @@ def test_http_download_with_selectively_delayed_frames(lab, results):
     outcome = json.loads(result.stdout)
     ci = load(REPO / "experiments" / "http-download-selective-delay").scaled("ci")
     assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == len(ci.points())
+    assert "left as they are" in result.stderr
     print("\n" + "\n".join(line for line in result.stderr.splitlines() if " done in " in line))
     runs = analysis.load_campaigns(outcome["campaign"]).sort_values("repetition")
     for (delay_ms, nth), point in runs.groupby(["delay_ms", "selective_every_nth"]):
