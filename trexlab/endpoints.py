@@ -17,11 +17,11 @@ from trexlab.trial import GeneratorError
 PLAYBOOK = "playbooks/tcp-endpoints.yml"
 
 
-def lab_of(generator, procedure: str) -> Lab:
-    lab = getattr(generator, "lab", None)
+def require_lab(lab: Lab | None, generator: str, procedure: str) -> Lab:
+    """The lab a procedure runs on the client and server nodes of; LabError (one line) when there is none."""
     if lab is None:
-        raise LabError(f"procedure {procedure} needs a lab with client and server nodes; generator "
-                       f"{getattr(generator, 'name', type(generator).__name__)} has none (use --generator software)")
+        raise LabError(f"procedure {procedure} needs a lab with client and server nodes; generator {generator} has "
+                       "none (use --generator software)")
     return lab
 
 
@@ -78,7 +78,8 @@ class Endpoints:
         """The smallest MTU of the tester ports that send in a trial (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
-        return None if None in mtus or not mtus else min(mtus)
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
 
 
 def read_sysctl(node, name: str) -> int:

@@ -19,8 +19,10 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -28,12 +30,11 @@ import yaml
 from trexlab import reference_dut, rolevalues, safeyaml
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
+from trexlab.rate_from import GIVES_RATE, split_rate_from
 from trexlab.spec import SWEEP_POINTS_MAX, experiment_schema
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
-GENERATORS = ("sim", "software", "trex")
 #: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
 #: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
 #: Applied in this order (a reference DUT's capacity before impairments), restored in the reverse.
@@ -43,7 +44,7 @@ DUT_CONFIG = {"reference": ("playbooks/dut-reference.yml", "dut_reference"),
               "siit_jool": ("playbooks/dut-siit-jool.yml", "siit_jool")}
 DUT_BLOCKS = tuple(DUT_CONFIG)
 #: The lab's TCP endpoints (client, server nodes): applied once around a campaign whose procedure runs on them
-#: (NEEDS_TCP_ENDPOINTS), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
+#: (its needs_tcp_endpoints), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
 DEFAULT_REPETITIONS = 20
@@ -200,13 +201,13 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> 
         error = jsonschema.exceptions.best_match(errors)
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise InvalidExperiment(f"{source}: {where}: {_message(error)}")
-    for path in spec.get("sweep") or {}:
-        root = path.split(".", 1)[0]
+    for swept in spec.get("sweep") or {}:
+        root = swept.split(".", 1)[0]
         if root not in _SWEEP_ROOTS:
             raise InvalidExperiment(
-                f"{source}: sweep.{path}: allowed roots {', '.join(_SWEEP_ROOTS)}")
-        if root == "procedure" and not path.startswith("procedure.params."):
-            raise InvalidExperiment(f"{source}: sweep.{path}: only procedure.params.* can be swept")
+                f"{source}: sweep.{swept}: allowed roots {', '.join(_SWEEP_ROOTS)}")
+        if root == "procedure" and not swept.startswith("procedure.params."):
+            raise InvalidExperiment(f"{source}: sweep.{swept}: only procedure.params.* can be swept")
     if spec.get("generator") == "sim" and spec.get("dut"):
         raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
                                 "simulated SUT in generator_options")
@@ -239,35 +240,29 @@ def _check_endpoints(spec: dict, source: str) -> None:
 
 
 def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
-    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints).
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints):
+    its needs_tcp_endpoints (RFC 6349's iperf3 engine does, its trex engine does not)."""
+    from trexlab.procedures import registry
 
-    A procedure may say per run (needs_tcp_endpoints(params): RFC 6349's iperf3 engine does, its trex engine
-    does not), else once (NEEDS_TCP_ENDPOINTS)."""
-    import importlib
-
-    from trexlab.procedures import PROCEDURES
-
-    if name not in PROCEDURES:
-        return False
-    module = importlib.import_module(PROCEDURES[name])
-    if hasattr(module, "needs_tcp_endpoints"):
-        return module.needs_tcp_endpoints(params or {})
-    return getattr(module, "NEEDS_TCP_ENDPOINTS", False)
+    return name in registry() and registry()[name].needs_tcp_endpoints(params or {})
 
 
 def _message(error: jsonschema.ValidationError) -> str:
+    # iter_errors sets these on every error it yields (the stubs also allow the "unset" of a hand-made one).
+    instance: Any = error.instance
+    expected: Any = error.validator_value
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
+        allowed = sorted(error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {})
+        extra = sorted(set(instance) - set(allowed))
         return f"unknown key {', '.join(extra)}; allowed {', '.join(allowed)}"
     if error.validator == "enum":
-        return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
-    if error.validator == "pattern" and isinstance(error.instance, str):
-        return f"{error.instance!r} does not match {error.validator_value}"
-    if error.validator == "anyOf" and all("type" in option for option in error.validator_value):
+        return f"{instance!r} is not allowed; allowed {', '.join(map(str, expected))}"
+    if error.validator == "pattern" and isinstance(instance, str):
+        return f"{instance!r} does not match {expected}"
+    if error.validator == "anyOf" and all("type" in option for option in expected):
         # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
-        kinds = " or ".join(repr(option["type"]) for option in error.validator_value)
-        return f"{error.instance!r} is not of type {kinds}"
+        kinds = " or ".join(repr(option["type"]) for option in expected)
+        return f"{instance!r} is not of type {kinds}"
     return error.message
 
 
@@ -306,7 +301,8 @@ def _check_dut(point: SweepPoint, source: str) -> None:
 
 def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:
     """Each key of a block (dut.<block>, endpoints) must be an option of its role, of its type and choices."""
-    kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
+    kinds: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, float), "str": str, "bool": bool,
+                                                 "list": list, "dict": dict}
     options = role_options(role)
     for key, value in settings.items():
         name = f"{role}_{key}"
@@ -328,14 +324,14 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
 def _check_point(point: SweepPoint, source: str) -> None:
     """Build the traffic template and procedure parameters of a point: their own checks apply."""
     from trexlab.plan import check_generator_options, procedure_params, traffic_template
-    from trexlab.procedures import PROCEDURES  # procedures import heavy libraries lazily
+    from trexlab.procedures import names, procedure, taking_rate
 
     spec = point.spec
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
     name = spec["procedure"]["name"]
-    if name not in PROCEDURES:
+    if name not in names():
         raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
-                                f"allowed {', '.join(PROCEDURES)}")
+                                f"allowed {', '.join(names())}")
     try:
         traffic_template(spec.get("traffic"))
         check_generator_options(spec.get("generator", "software"), spec.get("generator_options"))
@@ -345,9 +341,9 @@ def _check_point(point: SweepPoint, source: str) -> None:
     try:
         params, rate_from = split_rate_from(params)
         if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
-            if name not in TAKES_RATE:
+            if not procedure(name).TAKES_RATE:
                 raise InvalidParameter("procedure.params.rate", {"from": GIVES_RATE}, f"a number (only "
-                                       f"{', '.join(TAKES_RATE)} take a rate from {GIVES_RATE})")
+                                       f"{', '.join(taking_rate())} take a rate from {GIVES_RATE})")
             procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
         procedure_params(name, params, "procedure.params.")
@@ -359,11 +355,9 @@ def _check_point(point: SweepPoint, source: str) -> None:
 
 def procedure_params_class(name: str):
     """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
-    import importlib
+    from trexlab.procedures import procedure
 
-    from trexlab.procedures import PROCEDURES
-
-    return importlib.import_module(PROCEDURES[name]).Params
+    return procedure(name).Params
 
 
 def load(path: str | Path) -> Experiment:

@@ -47,7 +47,16 @@ import numpy as np
 
 from trexlab import __version__
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import NANOSECOND, DirectionResult, Latency, TrialResult, TrialSpec, encode_histogram
+from trexlab.trial import (
+    NANOSECOND,
+    Capabilities,
+    Direction,
+    DirectionResult,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    encode_histogram,
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,9 @@ class SimGenerator:
     """Generator on the trial contract, backed by a SimulatedSUT."""
 
     name = "sim"
+    # No lab; frame timeouts honoured; test frames are never fragmented here, so a DF bit would change nothing.
+    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True)
+    lab = None
 
     def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):
         self.sut = sut
@@ -125,7 +137,7 @@ class SimGenerator:
             time.sleep((spec.duration + spec.receive_tail) * self.wall_clock_factor)
         return TrialResult(spec=spec, directions=results, generator=self.name)
 
-    def _direction(self, spec: TrialSpec, direction: str, capacity: float) -> DirectionResult:
+    def _direction(self, spec: TrialSpec, direction: Direction, capacity: float) -> DirectionResult:
         sut, rng = self.sut, self.rng
         intended = spec.frames_per_direction
         sent = intended
@@ -150,7 +162,7 @@ class SimGenerator:
         late_plain = int(rng.binomial(forwarded - held, self._late_probability(spec, 0.0)))
         late_held = int(rng.binomial(held, self._late_probability(spec, sut.delay))) if held else 0
         received = forwarded - late_plain - late_held
-        tags = {}
+        tags: dict[str, int] = {}
         latency = None
         if spec.latency_mode == "tagged" and sent:
             latency, tags = self._tagged(spec, direction, sent, drop_probability)
@@ -189,7 +201,8 @@ class SimGenerator:
             return int(self.rng.binomial(frames, self.sut.delay_fraction))
         return 0
 
-    def _tagged(self, spec: TrialSpec, direction: str, sent: int, drop_probability: float) -> tuple[Latency, dict]:
+    def _tagged(self, spec: TrialSpec, direction: Direction, sent: int,
+                drop_probability: float) -> tuple[Latency, dict]:
         """Each tag followed through the DUT: dropped, held, past the tail, late, or received in time."""
         sut, rng = self.sut, self.rng
         n = spec.latency_frames
