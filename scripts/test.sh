@@ -51,9 +51,13 @@ if [ -n "$providers" ]; then
   cat .cache/providers.log
 fi
 scripts/lint.sh || status=$?
-# 2. Terraform and lab tests, one at a time: lab tests measure traffic, which must not share the CPUs.
-say "pytest: terraform and lab tests (one at a time)"
-"${pytest[@]}" -m "lab or terraform" tests "$@" || status=$?
+# 2. Terraform runs and the lab tests that measure nothing a busy CPU changes (lab-up/down, roles, frame counts
+#    at low rates), two at a time (a test file stays on one worker: its lab is its own).
+say "pytest: terraform and unmeasured lab tests (2 workers)"
+"${pytest[@]}" -n 2 --dist loadfile -m "terraform or (lab and unmeasured)" tests "$@" || status=$?
+# 3. The lab tests that measure traffic, one at a time: they must not share the CPUs (VM-lab tests last).
+say "pytest: lab tests that measure (one at a time)"
+"${pytest[@]}" -m "lab and not unmeasured" tests "$@" || status=$?
 if [ -n "${vm_image:-}" ]; then
   wait "$vm_image" || say "the VM lab's guest image did not build (.cache/vm/image.log); the VM tests said why"
   trap - EXIT
