@@ -19,7 +19,8 @@ from labtools import VENV, changed_count, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-impairment.yml"
-# Lab per kind: ex1 is the end-to-end tests' namespace lab (tests/e2e); the VM lab vm1 is shared with the other VM tests (tests/vm, roles/siit_jool): 2 networks.
+# Lab per kind: ex1 is the end-to-end tests' namespace lab (tests/e2e); the VM lab vm1 is shared with the
+# other VM tests (tests/vm, roles/siit_jool): 2 networks.
 LABS = {"local": ("ex1", "single", 1, "local"), "vm": ("vm1", "single", 2, "vm")}
 
 
