@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab import experiment
-from trexlab.campaign import Campaign
-from trexlab.store import read_point_log
+from trexlab.plan.campaign import Campaign
+from trexlab.results.store import read_point_log
+from trexlab.spec import experiment
 
 import browser
 
@@ -133,7 +133,7 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     html = render(outcome["campaign"])
@@ -146,7 +146,7 @@ def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
 
 def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
     """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     dom, bar_pixels = browser.render(render(outcome["campaign"]), tmp_path)

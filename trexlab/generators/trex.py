@@ -59,9 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trexlab import __version__
-from trexlab.lab import Lab, Node, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
+from trexlab.testbed.inventory import Lab, Node, load_lab
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
     Capabilities,

@@ -1,10 +1,10 @@
 """One validated run plan: what a CLI verb or one point of a campaign will run, checked before any host is touched.
 
-    CLI verb  --plan_cli-->      RunPlan --execute--> repetitions in plan.output (trexlab.repetition)
+    CLI verb  --plan_cli-->      RunPlan --execute--> repetitions in plan.output (trexlab.plan.repetition)
     campaign  --plan_campaign--> [RunPlan, ...]  (every point's plan, all valid before the first runs)
 
 A RunPlan holds everything a run needs, validated: the procedure and its parameters, the trial template,
-the generator and its options (typed: trexlab.spec), the lab, the DUT configuration (its values that reach
+the generator and its options (typed: trexlab.spec.schema), the lab, the DUT configuration (its values that reach
 a host checked by trexlab.rolevalues), the tester ceiling it compares against, what identifies the run in
 its provenance, and its output directory inside the results root. Making a plan reads local files only
 (the spec, the inventory, the ceilings file); the generator is made from the plan (``create_generator``)
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trexlab import rolevalues
-from trexlab.adaptive import RepetitionRule
-from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
-from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
+from trexlab.plan.adaptive import RepetitionRule
+from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
+from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.trial import Capabilities, TrialSpec
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
@@ -47,10 +47,10 @@ class RunPlan:
     #: The trial template: the procedure sets each trial's load and duration.
     traffic: TrialSpec
     generator: str
-    #: The generator's options, typed and checked (trexlab.spec; never a program to run).
+    #: The generator's options, typed and checked (trexlab.spec.schema; never a program to run).
     generator_options: Mapping[str, object]
     lab: Lab | None
-    #: A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule: at most its maximum).
+    #: A count, or adaptive repetitions (trexlab.plan.adaptive.RepetitionRule: at most its maximum).
     repetitions: int | RepetitionRule
     #: The run's directory (its rep-<k>/ below), inside the results root.
     output: Path
@@ -59,7 +59,7 @@ class RunPlan:
     tester_ceiling: Mapping | None
     #: What identifies the invocation in provenance: argv for the CLI; experiment, campaign, point, sweep, spec.
     facts: Mapping[str, object] = field(default_factory=dict)
-    #: The DUT configuration, (block, settings) in the order applied (trexlab.experiment.DUT_CONFIG).
+    #: The DUT configuration, (block, settings) in the order applied (trexlab.spec.experiment.DUT_CONFIG).
     dut: tuple[tuple[str, Mapping], ...] = ()
     #: Destination networks the DUT is routed for.
     networks: int = 1
@@ -201,9 +201,9 @@ def plan_campaign(experiment, results_root: str | Path = "results", campaign: st
                   ) -> list[RunPlan]:
     """Every point's RunPlan, all valid, or the first error (InvalidExperiment, PlanError, LabError): one line.
 
-    experiment: a validated Experiment (trexlab.experiment), or a spec mapping (validated here). Touches no
+    experiment: a validated Experiment (trexlab.spec.experiment), or a spec mapping (validated here). Touches no
     host: reads the inventory (when the generator needs a lab and none is given) and the ceilings file."""
-    from trexlab.experiment import Experiment, validate
+    from trexlab.spec.experiment import Experiment, validate
 
     if not isinstance(experiment, Experiment):
         experiment = validate(experiment)
@@ -234,9 +234,9 @@ def default_campaign_id(experiment) -> str:
 def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path, lab: Lab | None,
                ceilings: Path) -> RunPlan:
     """One sweep point's RunPlan (see plan_campaign)."""
-    from trexlab.experiment import DUT_CONFIG, InvalidExperiment
-    from trexlab.rate_from import GIVES_RATE, split_rate_from
-    from trexlab.rate_from import SUBDIR as RATE_SUBDIR
+    from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
+    from trexlab.plan.rate_from import SUBDIR as RATE_SUBDIR
+    from trexlab.spec.experiment import DUT_CONFIG, InvalidExperiment
 
     source = str(experiment.path) if experiment.path else "<spec>"
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
@@ -292,8 +292,8 @@ TRAFFIC_FIELDS = tuple(f.name for f in dataclasses.fields(Traffic))
 
 
 def read_config(path: str | None) -> dict:
-    """A --config file (safe YAML: trexlab.safeyaml), its keys checked."""
-    from trexlab import safeyaml
+    """A --config file (safe YAML: trexlab.spec.safeyaml), its keys checked."""
+    from trexlab.spec import safeyaml
 
     if not path:
         return {}
@@ -326,8 +326,8 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
+    from trexlab.plan.rate_from import median_throughput
     from trexlab.procedures import procedure, selftest
-    from trexlab.rate_from import median_throughput
 
     config = read_config(args.config)
     label = f"--config {args.config}: " if args.config else ""
@@ -406,10 +406,10 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
 
     progress receives the procedure's progress (repetitions, trials); say one line of news (the rate measured,
     the self-test's record); rate_progress the progress of the throughput runs a rate comes from."""
+    from trexlab.plan.rate_from import GIVES_RATE, median_throughput
+    from trexlab.plan.repetition import repeat
     from trexlab.procedures import selftest
-    from trexlab.provenance import provenance
-    from trexlab.rate_from import GIVES_RATE, median_throughput
-    from trexlab.repetition import repeat
+    from trexlab.results.provenance import provenance
 
     say = say or (lambda line: None)
     params, rate_source = plan.params, plan.rate_source
