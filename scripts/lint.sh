@@ -5,6 +5,8 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 export PATH="$VENV/bin:$PATH"
 say "ruff"; ruff check --quiet trexlab tests benchmarks analysis ansible_collections terraform trex-profiles
+# Type check of the package ([tool.mypy] in pyproject.toml; stubs pinned in requirements.txt).
+say "mypy"; mypy --no-error-summary
 say "yamllint"; yamllint --strict -c .yamllint.yml .
 # galaxy.yml names no repository: trexlab has no public one to name yet.
 say "ansible-lint"; ansible-lint --profile production --offline -q --skip-list 'galaxy[no-repository]' \

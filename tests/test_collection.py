@@ -5,6 +5,7 @@ ansible-test's validate-modules checks; make lint runs the sanity tests that nee
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import tarfile
@@ -97,3 +98,23 @@ def test_ansible_doc_reads_the_module_from_the_collection():
                           env={"PATH": "/usr/bin:/bin", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
     assert done.returncode == 0, done.stderr
     assert '"changes"' in done.stdout and '"state_file"' in done.stdout
+
+
+def test_requirements_pin_every_collection_the_roles_use_at_the_installed_version():
+    """requirements.yml names each collection the roles and playbooks use (besides ansible.builtin and trexlab.lab)
+    at the version the ansible package of make setup installed, inside galaxy.yml's dependency range."""
+    pinned = {c["name"]: c["version"] for c in yaml.safe_load((REPO / "requirements.yml").read_text())["collections"]}
+    used = set()
+    for path in [*(COLLECTION / "roles").rglob("*.yml"), *(REPO / "playbooks").glob("*.yml")]:
+        used |= set(re.findall(r"^\s*-?\s*([a-z_]+\.[a-z_]+)\.[a-z_]+:", path.read_text(), re.MULTILINE))
+    assert used - {"ansible.builtin", "trexlab.lab"} == set(pinned), used
+    listed = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-galaxy"), "collection", "list", "--format", "json",
+                             *pinned], capture_output=True, text=True, timeout=120, cwd=REPO)
+    installed = {name: info["version"] for where in json.loads(listed.stdout).values() for name, info in where.items()}
+    assert installed == pinned
+    dependencies = yaml.safe_load((COLLECTION / "galaxy.yml").read_text())["dependencies"]
+    assert set(dependencies) == set(pinned)
+    for name, version in pinned.items():
+        low, high = re.fullmatch(r">=([\d.]+),<([\d.]+)", dependencies[name]).groups()
+        as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+        assert as_tuple(low) <= as_tuple(version) < as_tuple(high), (name, version, dependencies[name])

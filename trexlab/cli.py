@@ -92,10 +92,10 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
         elif kind in (float, int, str):
             group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=f"(default {shown})")
         elif typing.get_origin(kind) is tuple or kind is tuple:
-            if default and all(isinstance(v, int) for v in default):
+            if isinstance(default, tuple) and default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
                                    help=f"comma-separated (default {','.join(map(str, default))})")
-            elif default and all(isinstance(v, str) for v in default):
+            elif isinstance(default, tuple) and default and all(isinstance(v, str) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_str_list, default=None,
                                    help=f"comma-separated (default {','.join(default)})")
 
@@ -163,7 +163,7 @@ def schema_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def ceiling_line(ceiling: dict) -> str:
+def ceiling_line(ceiling: typing.Mapping) -> str:
     """What a run compares its result against, in one line."""
     if ceiling["ceiling_fps"] is None:
         key = ceiling["looked_up"]
@@ -349,7 +349,8 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         source = plan.rate_source
         print(f"trexlab {name}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
               f"{source['figure']} in {source['from']}", file=sys.stderr)
-    display, news = ProgressDisplay(), []
+    display = ProgressDisplay()
+    news: list[str] = []
     try:
         summary = execute(plan, generator, progress=display, say=news.append)
     except KeyboardInterrupt:

@@ -380,7 +380,7 @@ SEND_OVERRUN_TOLERANCE = 0.001
 @dataclass(frozen=True)
 class TrialResult:
     spec: TrialSpec
-    directions: dict[str, DirectionResult]
+    directions: dict[Direction, DirectionResult]
     generator: str
     notes: tuple[str, ...] = field(default_factory=tuple)
 

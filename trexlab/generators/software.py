@@ -16,7 +16,7 @@ import subprocess
 
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.testbed.inventory import Lab, LabError, load_lab
+from trexlab.testbed.inventory import Lab, LabError, TestPort, load_lab
 from trexlab.trial import (
     NANOSECOND,
     Capabilities,
@@ -32,6 +32,12 @@ from trexlab.trial import (
 BUILDS = ("swtester", "swtester-asan")
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
+
+
+def _peer_mac(port: TestPort) -> str:
+    if port.peer_mac is None:
+        raise LabError(f"tester port {port.name}: the inventory gives no peer_mac (swtester sends to it)")
+    return port.peer_mac
 
 
 class SoftwareGenerator:
@@ -74,7 +80,7 @@ class SoftwareGenerator:
         # Frame sizes below swtester's minimum per IP version never get here: TrialSpec refuses them.
         p0, p1 = self.tester.port(0), self.tester.port(1)
         argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
-                "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
+                "--peer0", _peer_mac(p0), "--peer1", _peer_mac(p1),
                 "--rate", repr(float(spec.offered_load)), "--duration", repr(float(spec.duration)),
                 "--size0", str(spec.frame_size[0]), "--size1", str(spec.frame_size[1]),
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
@@ -134,7 +140,7 @@ class SoftwareGenerator:
                 frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
                 duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
                 latency=latency, **tags)
-            if after is not None:
+            if before is not None and after is not None:
                 port = 1 if name == "forward" else 0
                 key = f"port{port}_ipv{spec.ip_version[port]}"
                 counted = after.get(key, 0) - before.get(key, 0)

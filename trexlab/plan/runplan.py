@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trexlab import rolevalues
 from trexlab.params import InvalidParameter, check_range
@@ -28,6 +29,9 @@ from trexlab.plan.adaptive import RepetitionRule
 from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
 from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.trial import Capabilities, TrialSpec
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -43,7 +47,7 @@ class RunPlan:
 
     procedure: str
     #: The procedure's Params; with rate_from, its rate stands in for the one the throughput runs will measure.
-    params: object
+    params: DataclassInstance
     #: The trial template: the procedure sets each trial's load and duration.
     traffic: TrialSpec
     generator: str

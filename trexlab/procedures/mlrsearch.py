@@ -162,7 +162,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     config.search_duration_max = params.search_time_max
     config.warmup_duration = params.warmup_duration or None
     found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
-    reported, notes = [], runner.notes()
+    reported: list[dict] = []
+    notes = runner.notes()
     for spec, goal in zip(params.goals, goals, strict=True):
         result = found[goal]
         lower, upper = result.relevant_lower_bound, result.relevant_upper_bound
