@@ -198,6 +198,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("experiment", help="experiments/<name> or a spec file")
     parser.add_argument("--scale", help="a scale declared by the experiment, e.g. ci (short trials)")
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
+    parser.add_argument("--measure-again", action="store_true",
+                        help="without --campaign: resume this spec's interrupted campaign if there is one, else start "
+                             "a new one (<hash>-2, -3, ...) rather than resume a complete one (make demo)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
     parser.add_argument("--dry-run", action="store_true",
@@ -212,6 +215,11 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.measure_again and not args.campaign:
+            from trexlab.plan import measure_again_campaign_id
+
+            args.campaign, why = measure_again_campaign_id(experiment, args.results)
+            print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
         if args.dry_run:
             print("\n".join(dry_run(experiment, args)))
             return 0

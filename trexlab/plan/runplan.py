@@ -235,6 +235,37 @@ def default_campaign_id(experiment) -> str:
     return f"c-{digest[:10]}"
 
 
+def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str, str]:
+    """The campaign a run that must measure anew (make demo, trexlab campaign --measure-again) goes to, and why.
+
+    An interrupted campaign of this spec (a point not done: a crash, a kill, a failed point) is resumed, as a
+    plain rerun resumes it; when every campaign of the spec is complete, a new one starts: the spec's hash for
+    the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
+    one, and a crash still costs at most the trial that was running.
+    """
+    from trexlab.store import read_point_log
+
+    base = default_campaign_id(experiment)
+    root = Path(results_root) / experiment.name
+    points = {p.point_id for p in experiment.points()}
+    complete: list[str] = []
+    for k in range(1, 10_000):
+        cid = base if k == 1 else f"{base}-{k}"
+        directory = root / cid
+        if not (directory / "campaign.json").is_file():
+            if complete:
+                return cid, (f"the earlier campaign(s) of this spec are complete ({', '.join(complete[-3:])}): "
+                             f"measuring anew in {cid}")
+            return cid, f"a new campaign {cid}"
+        status = read_point_log(directory)
+        if not all(status.get(p, {}).get("status") == "done" for p in points):
+            done = sum(1 for p in points if status.get(p, {}).get("status") == "done")
+            return cid, (f"resuming the interrupted campaign {cid} ({done} of {len(points)} point(s) done); "
+                         f"to measure from scratch instead, remove {directory}")
+        complete.append(cid)
+    raise PlanError(f"{root}: 9,999 campaigns of this spec: remove some")
+
+
 def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path, lab: Lab | None,
                ceilings: Path) -> RunPlan:
     """One sweep point's RunPlan (see plan_campaign)."""
