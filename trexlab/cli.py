@@ -216,7 +216,7 @@ def campaign_command(args: argparse.Namespace) -> int:
     try:
         experiment = load(args.experiment).scaled(args.scale)
         if args.measure_again and not args.campaign:
-            from trexlab.plan import measure_again_campaign_id
+            from trexlab.plan.runplan import measure_again_campaign_id
 
             args.campaign, why = measure_again_campaign_id(experiment, args.results)
             print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)

@@ -243,7 +243,7 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
     the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
     one, and a crash still costs at most the trial that was running.
     """
-    from trexlab.store import read_point_log
+    from trexlab.results.store import read_point_log
 
     base = default_campaign_id(experiment)
     root = Path(results_root) / experiment.name
