@@ -1,6 +1,8 @@
 """The local namespace lab end to end: lab-up, configure over SSH, traffic across the DUT(s), lab-down."""
 
+import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,9 @@ def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
         assert changed_count(first) > 0
         assert changed_count(configure(env)) == 0, "a second configure must change nothing"
         lab = load_lab(f"inventory/generated/{name}/hosts.yml")
+        # The record campaigns read to skip the base configuration when it is already in place.
+        record = json.loads((Path(lab.inventory).parent / "configured.json").read_text())
+        assert record == {"trexlab_networks": networks}
         assert lab.topology == topology and len(lab.duts) == {"single": 1, "dual": 2}[topology]
         tester = lab.tester
         port0 = {k: getattr(tester.port(0), k) for k in ("name", "mac", "ipv4", "ipv6", "peer_mac")}
