@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trexlab.addressing import destination
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, lab_leftovers, read_tester_counters, run, send_frames
 

@@ -4,7 +4,7 @@ RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent res
 
 import pytest
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, node_state, playbook, run
 

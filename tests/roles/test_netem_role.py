@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from trexlab.campaign import NETEM_PROBE, dut_passes
 from trexlab.generators import create_generator
+from trexlab.plan.campaign import NETEM_PROBE, dut_passes
 from trexlab.trial import TrialSpec
 
 from labtools import VENV, changed_count, node_state, playbook, run

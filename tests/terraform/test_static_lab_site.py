@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, lab_env, lab_leftovers, playbook, run
 
