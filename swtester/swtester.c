@@ -9,7 +9,9 @@
  * the frame (both CLOCK_REALTIME on the same host). The result is one JSON
  * document on stdout. Design after siitperf (Lencse 2021): one sender and one
  * receiver per direction, pinned to CPUs, timestamps in the payload, and a
- * trial whose sending overran its duration is reported as such.
+ * trial whose sending overran its duration is reported as such. A sender stalled by the machine never catches
+ * up with a burst above the offered load: it moves its schedule later and reports the lag (struct pacing). Its
+ * threads run in the realtime class (SCHED_FIFO) where allowed, so that the machine's other work stalls them less.
  *
  * Latency (RFC 8219 section 7.2): with --latency tagged, the --tagged frames go
  * into frames sent at least --tag-delay s after the trial starts (the DUT's
@@ -85,7 +87,62 @@ struct config {
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
+    int normal_priority; /* --no-realtime: the threads stay in the normal scheduling class */
+    int realtime;        /* the threads run SCHED_FIFO (see main) */
 };
+
+/* Pacing: the constant-rate schedule of one direction and how far its sender fell behind it. Kept apart from how
+ * frames go out (sendmmsg below), so that any sender can carry it over: ask pacing_take() how many frames to send
+ * now, send them back to back, ask again.
+ *
+ * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and
+ * then (it sleeps to the next due time and wakes late; at high rates a batch takes longer than a frame interval)
+ * and catches up by sending the frames due back to back: at most CATCH_UP of them, the batch it sends by design
+ * at high rates. When more are due at once, the sender was stalled (descheduled on a shared CPU, stopped, or
+ * blocked in a send) or cannot keep up. It then does not catch up: it sends the next frame now and moves the
+ * rest of its schedule later by the time it lost (a slip). RFC 2544 offers the DUT a constant rate, and a
+ * catch-up burst is a load above it: a DUT that buffers or polices (a token bucket of 1,000 frames at 40 kfps
+ * holds a 25 ms backlog) loses frames to a burst that it would not lose at the offered load, and the trial would
+ * charge that loss to the DUT. Skipping the frames instead would offer the load with holes and count frames
+ * never sent as lost. After a slip every frame is still sent, at the rate, and the trial's send time grows by
+ * the slips: the trial contract (trexlab/trial.py) marks a trial stretched when that exceeds its overrun
+ * tolerance (0.1 % of the duration), exactly as it does for a sender too slow for the rate. */
+#define CATCH_UP BATCH /* frames: the largest burst sent to catch up with the schedule */
+
+struct pacing {
+    uint64_t start;      /* CLOCK_MONOTONIC ns at which frame 0 is due, moved later by each slip */
+    double ns_per_frame; /* 1e9 / rate */
+    uint64_t frames;     /* frames of the trial */
+    uint64_t max_lag_ns; /* the largest lag found: now minus the due time of the next frame to send (0: on time) */
+    uint64_t max_burst;  /* the most frames sent back to back at once (1: never more than one frame due) */
+    uint64_t slips;      /* times more than CATCH_UP frames were due at once: the schedule moved later */
+    uint64_t slip_ns;    /* ns the schedule moved later in all */
+};
+
+static uint64_t pacing_due_ns(const struct pacing *p, uint64_t seq) {
+    return p->start + (uint64_t)((double)seq * p->ns_per_frame);
+}
+
+/* How many frames to send now from frame seq on (0: none is due yet, the next is due at *next_ns). */
+static uint64_t pacing_take(struct pacing *p, uint64_t now, uint64_t seq, uint64_t *next_ns) {
+    uint64_t due = now < p->start ? 0 : (uint64_t)((double)(now - p->start) / p->ns_per_frame) + 1;
+    if (due > p->frames) due = p->frames;
+    if (due <= seq) {
+        *next_ns = pacing_due_ns(p, seq);
+        return 0;
+    }
+    uint64_t scheduled = pacing_due_ns(p, seq), lag = now > scheduled ? now - scheduled : 0;
+    if (lag > p->max_lag_ns) p->max_lag_ns = lag;
+    uint64_t n = due - seq;
+    if (n > CATCH_UP) { /* a slip: frame seq is due now, the ones after it at the rate from now on */
+        p->start += lag;
+        p->slip_ns += lag;
+        p->slips++;
+        n = 1;
+    }
+    if (n > p->max_burst) p->max_burst = n;
+    return n;
+}
 
 struct direction {
     int index;   /* 0 forward, 1 reverse */
@@ -102,6 +159,7 @@ struct direction {
     atomic_int send_done;
     int tx_fd, rx_fd;
     uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
+    struct pacing pacing; /* the sender's schedule, its lag and the frames it skipped */
     uint64_t rng;
 };
 
@@ -319,26 +377,29 @@ static void *sender(void *arg) {
     pin(c->cpus[(d->index * 2) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
     uint64_t start = now_ns(CLOCK_MONOTONIC), cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), seq = 0;
-    double ns_per_frame = 1e9 / c->rate;
-    /* A tester that cannot keep up stops here; the frames it did not send count as lost. */
+    struct pacing *p = &d->pacing;
+    *p = (struct pacing){.start = start, .ns_per_frame = 1e9 / c->rate, .frames = d->intended};
+    /* A tester that cannot keep up (or slipped by more than MAX_OVERRUN) stops here; the frames it did not send
+     * count as lost. */
     uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
     while (seq < d->intended) {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ns(CLOCK_MONOTONIC), next = 0;
         if (now > give_up) break;
-        uint64_t due = (uint64_t)((double)(now - start) / ns_per_frame) + 1;
-        if (due > d->intended) due = d->intended;
-        if (due <= seq) { /* not yet time: sleep until the next frame is due */
-            uint64_t next = start + (uint64_t)((double)seq * ns_per_frame);
-            if (next > now + 20000) {
-                struct timespec ts = {.tv_sec = (time_t)((next - 10000) / 1000000000ull),
-                                      .tv_nsec = (long)((next - 10000) % 1000000000ull)};
+        uint64_t take = pacing_take(p, now, seq, &next);
+        if (take == 0) { /* not yet time: sleep until the next frame is due */
+            /* A realtime thread wakes on time (no timer slack): it sleeps to the due time. In the normal class it
+             * wakes up to ~50 us late: it sleeps to 10 us before and yields until then. */
+            uint64_t early = c->realtime ? 0 : 10000;
+            if (next > now + 2 * early) {
+                struct timespec ts = {.tv_sec = (time_t)((next - early) / 1000000000ull),
+                                      .tv_nsec = (long)((next - early) % 1000000000ull)};
                 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
             } else {
                 sched_yield();
             }
             continue;
         }
-        int n = (int)(due - seq > BATCH ? BATCH : due - seq);
+        int n = (int)(take > BATCH ? BATCH : take);
         /* One send time for the batch: its frames leave in the same system call. */
         uint64_t t = now_ns(CLOCK_REALTIME);
         for (int i = 0; i < n; i++) stamp_frame(d, frames[i], seq + (uint64_t)i, t);
@@ -352,6 +413,9 @@ static void *sender(void *arg) {
             done += r;
         }
         seq += (uint64_t)n;
+        /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn after each
+         * batch; a sender that cannot keep up would otherwise never let them run. */
+        if (c->realtime) sched_yield();
     }
     d->sent = seq;
     d->send_duration = (double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9;
@@ -437,7 +501,7 @@ static void usage(FILE *out) {
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
           "       [--timeout S] [--tail S]"
-          "       [--cpus LIST] [--trial-id N] [--df]\n", out);
+          "       [--cpus LIST] [--trial-id N] [--df] [--no-realtime]\n", out);
 }
 
 int main(int argc, char **argv) {
@@ -460,6 +524,7 @@ int main(int argc, char **argv) {
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
         {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {"tag-delay", 1, 0, 'T'},
+        {"no-realtime", 0, 0, 'N'},
         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -507,6 +572,7 @@ int main(int argc, char **argv) {
         }
         case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
+        case 'N': c.normal_priority = 1; break;
         case 'z': usage(stdout); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
         }
@@ -569,6 +635,16 @@ int main(int argc, char **argv) {
         d->tx_fd = open_sender(d->tx->name);
         d->rx_fd = open_receiver(d->rx->name, &d->ring);
     }
+    /* Realtime scheduling (SCHED_FIFO, lowest priority) for the sender and receiver threads, inherited from this
+     * one. A hardware or DPDK tester owns its cores; on a machine shared with other work a sender in the normal
+     * class waits behind it for milliseconds now and then (measured here: 10-20 ms lags at 2-28 kfps, the
+     * schedule slipping by 3-7 % of a trial; under SCHED_FIFO under 1 ms and no slip at 28 kfps). The kernel's
+     * realtime throttling (sched_rt_runtime_us) still leaves the other work 5 % of each CPU. Without the
+     * privilege (not root) the threads run as before: "realtime" in the report says which. */
+    if (!c.normal_priority) {
+        struct sched_param sp = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+        c.realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    }
     pthread_t threads[4];
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
@@ -581,22 +657,26 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
-           "\"overrun_tolerance\": %g, \"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance);
+           "\"overrun_tolerance\": %g, \"catch_up_limit\": %d, \"realtime\": %s, \"directions\": {", c.trial_id,
+           c.rate, c.duration, c.overrun_tolerance, CATCH_UP, c.realtime ? "true" : "false");
     int first = 1;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
         if (!(c.directions & (1 << i))) continue;
-        int valid = d->send_duration <= c.duration * (1 + c.overrun_tolerance);
+        int valid = d->send_duration <= c.duration * (1 + c.overrun_tolerance) && d->sent == d->intended;
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
-               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"latency\": ",
+               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
+               "\"slips\": %llu, \"slip_ns\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
                (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
                valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
-               (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0));
+               (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
+               (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
+               (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -1,7 +1,7 @@
 """The software generator: swtester (swtester/, C over AF_PACKET) on the lab's tester node.
 
 Each trial runs swtester once on the tester node: inside the tester's network
-namespace on the local lab, over SSH on a remote tester (trexlab.lab.Node.command).
+namespace on the local lab, over SSH on a remote tester (trexlab.testbed.inventory.Node.command).
 The tester's nftables netdev-ingress counters (roles/tester_ports), which match
 only test frames, are read before and after the trial as an independent count:
 on a lossless trial sender, receiver and counter must agree, and any
@@ -14,11 +14,12 @@ import json
 import os
 import subprocess
 
-from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.testbed.inventory import Lab, LabError, TestPort, load_lab
 from trexlab.trial import (
     NANOSECOND,
+    SEND_OVERRUN_TOLERANCE,
     Capabilities,
     DirectionResult,
     GeneratorError,
@@ -26,12 +27,19 @@ from trexlab.trial import (
     TrialResult,
     TrialSpec,
     encode_histogram,
+    format_seconds,
 )
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
 BUILDS = ("swtester", "swtester-asan")
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
+
+
+def _peer_mac(port: TestPort) -> str:
+    if port.peer_mac is None:
+        raise LabError(f"tester port {port.name}: the inventory gives no peer_mac (swtester sends to it)")
+    return port.peer_mac
 
 
 class SoftwareGenerator:
@@ -46,7 +54,7 @@ class SoftwareGenerator:
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
             raise LabError("swtester binary not found: run 'make swtester' in a checkout, or set TREXLAB_SWTESTER")
-        # Not a spec's choice (trexlab.spec.SoftwareOptions has no such option), and checked here as well since
+        # Not a spec's choice (trexlab.spec.schema.SoftwareOptions has no such option), and checked here as well since
         # it runs as root: only a build of swtester/Makefile where trexlab finds swtester (an SSH tester's PATH).
         if binary is not None:
             builds = ([str(local.parent / b) for b in BUILDS] if local else []) if self.tester.netns else list(BUILDS)
@@ -74,7 +82,7 @@ class SoftwareGenerator:
         # Frame sizes below swtester's minimum per IP version never get here: TrialSpec refuses them.
         p0, p1 = self.tester.port(0), self.tester.port(1)
         argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
-                "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
+                "--peer0", _peer_mac(p0), "--peer1", _peer_mac(p1),
                 "--rate", repr(float(spec.offered_load)), "--duration", repr(float(spec.duration)),
                 "--size0", str(spec.frame_size[0]), "--size1", str(spec.frame_size[1]),
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
@@ -123,26 +131,54 @@ class SoftwareGenerator:
         except json.JSONDecodeError:
             raise GeneratorError("swtester printed no JSON result") from None
         after = self.counters() if before is not None else None
-        directions, notes = {}, []
-        for name, d in report["directions"].items():
-            latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
-                       if spec.latency_mode != "none" else None)
-            tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
-                    if spec.latency_mode != "none"}
-            directions[name] = DirectionResult(
-                direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
-                frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
-                duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
-                latency=latency, **tags)
-            if after is not None:
-                port = 1 if name == "forward" else 0
-                key = f"port{port}_ipv{spec.ip_version[port]}"
-                counted = after.get(key, 0) - before.get(key, 0)
-                arrived = d["received"] + d["late"] + d["duplicates"]
-                if counted != arrived:
-                    notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
-                                 f"the receiver {arrived}")
-        return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
+        return trial_from_report(spec, report, self.name, before, after)
+
+
+def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
+                      after: dict | None = None) -> TrialResult:
+    """The trial contract's result of swtester's JSON report, with the tester's nftables counters before and after
+    the trial (None: not read) compared with what its receivers counted."""
+    directions, notes = {}, []
+    for name, d in report["directions"].items():
+        latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
+                   if spec.latency_mode != "none" else None)
+        tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
+                if spec.latency_mode != "none"}
+        directions[name] = DirectionResult(
+            direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
+            frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
+            duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
+            latency=latency, **tags, **pacing_fields(d))
+        if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
+            notes.append(slip_note(name, d, report.get("catch_up_limit")))
+        if before is not None and after is not None:
+            port = 1 if name == "forward" else 0
+            key = f"port{port}_ipv{spec.ip_version[port]}"
+            counted = after.get(key, 0) - before.get(key, 0)
+            arrived = d["received"] + d["late"] + d["duplicates"]
+            if counted != arrived:
+                notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
+                             f"the receiver {arrived}")
+    return TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes))
+
+
+def pacing_fields(direction: dict) -> dict:
+    """The trial contract's view of swtester's pacing (swtester.c, struct pacing): how far the sender fell behind
+    its schedule. max_lag_ns (ns) -> send_lag_max (s); max_burst (frames) -> send_burst_max; slip_ns (ns) ->
+    send_slip (s). An swtester without them (older builds) measured none: None and 0."""
+    if "max_lag_ns" not in direction:
+        return {}
+    return {"send_lag_max": direction["max_lag_ns"] * 1e-9, "send_burst_max": direction["max_burst"],
+            "send_slip": direction["slip_ns"] * 1e-9}
+
+
+def slip_note(name: str, direction: dict, limit: int | None) -> str:
+    """What the trial's notes say when swtester's sender slipped its schedule by more than the overrun tolerance."""
+    behind = f"{limit} frames" if limit else "its catch-up limit"
+    return (f"{name}: the sender fell more than {behind} behind its schedule {direction['slips']} time(s) (longest "
+            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a burst above the offered load it "
+            f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
+            "tolerance: the trial is stretched")
 
 
 def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:

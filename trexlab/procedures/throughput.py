@@ -45,7 +45,7 @@ class Params:
     frame_timeout: float | None = None  # s; None: frames count until the receive tail ends
     media: str = "10g"  # for the default max_rate
     tester_ceiling: float | None = None  # fps from a self-test; results near it are flagged
-    # Repeated runs (trexlab.adaptive): start each repetition after the first from bounds near the median of
+    # Repeated runs (trexlab.plan.adaptive): start each repetition after the first from bounds near the median of
     # those before it, rather than from the whole range (disclosed: start_bounds in each result's params).
     warm_start: bool = False
     start_bounds: tuple[float, float] | None = None  # (low, high) fps: verified first, widened when they fail
@@ -161,7 +161,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         return passed
 
     if params.start_bounds is not None:
-        best, low, high, done = warm_start(params, trial, low, high)
+        best, low, high, done = warm_start(params, params.start_bounds, trial, low, high)
         rate = (low + high) / 2
     else:
         done = False
@@ -195,11 +195,13 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
 
 
-def warm_start(params: Params, trial, low: float, high: float) -> tuple[float | None, float, float, bool]:
-    """Verify the start bounds with full-duration trials, widening one that does not hold (its distance doubled
-    each time, up to the range's end); return (best, low, high, done) for the bisection that follows."""
-    start_low = min(max(params.start_bounds[0], low), high)
-    start_high = min(max(params.start_bounds[1], start_low), high)
+def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,
+               high: float) -> tuple[float | None, float, float, bool]:
+    """Verify the start bounds (params.start_bounds) with full-duration trials, widening one that does not hold
+    (its distance doubled each time, up to the range's end); return (best, low, high, done) for the bisection
+    that follows."""
+    start_low = min(max(bounds[0], low), high)
+    start_high = min(max(bounds[1], start_low), high)
     best = None
     step = max(start_high - start_low, 1.0)
     rate = start_high

@@ -1,0 +1,185 @@
+"""Spending repetitions and trials where the figures are not yet tight: adaptive repetitions and warm start.
+
+**Adaptive repetitions.** ``repetitions: {min: 5, max: 50, until: {median_ci_percent: 1}}`` runs at least
+``min`` and at most ``max`` repetitions of a point, and stops as soon as, for every headline figure (or those
+listed in ``until.figures``), the distribution-free 95 % confidence interval of the median is narrower than
+``median_ci_percent`` of the median. The interval is that of order statistics: the number of repetitions
+below the true median is binomial (n, 1/2) whatever the distribution, so the values of ranks l and
+n + 1 - l bracket the median with probability 1 - 2 P(B <= l - 1); l is the largest rank keeping that at
+least 95 %. Fewer than 6 repetitions have no such interval (2 / 2^5 > 5 %), so a point never stops before 6.
+A figure with a missing or censored repetition (below the minimum load) never counts as narrow. The rule,
+the count reached and each interval go into summary.json and the summary table.
+
+**Warm start.** A throughput search (RFC 2544 binary search) declared with ``warm_start: true`` starts
+repetition k > 1 from bounds near the median of the repetitions before it instead of from the whole range;
+every bound is still a full-duration trial (throughput.run verifies both before bisecting, and widens a bound
+that does not hold). The bounds each repetition started from are in its result.json (params.start_bounds).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trexlab.params import InvalidParameter
+
+#: The confidence of the median's interval.
+CONFIDENCE = 0.95
+DEFAULT_REPETITIONS = 20  # as trexlab.spec.experiment's; a spec without repetitions runs this many
+
+
+def binomial_cdf(k: int, n: int) -> float:
+    """P(B <= k) for B ~ Binomial(n, 1/2)."""
+    if k < 0:
+        return 0.0
+    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2 ** n
+
+
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] | None:
+    """The 1-based ranks (l, n + 1 - l) of the order-statistics interval of the median, or None when n values
+    are too few for that confidence."""
+    tail = (1 - confidence) / 2
+    best = None
+    for low in range(1, (n + 1) // 2 + 1):
+        if binomial_cdf(low - 1, n) <= tail:
+            best = low
+        else:
+            break
+    return None if best is None else (best, n + 1 - best)
+
+
+def median_ci(values: list[float], confidence: float = CONFIDENCE) -> dict | None:
+    """{low, high, ranks, confidence (exact coverage)} of the median of values, or None (too few)."""
+    ranks = median_ci_ranks(len(values), confidence)
+    if ranks is None:
+        return None
+    ordered = sorted(values)
+    low, high = ranks
+    return {"low": ordered[low - 1], "high": ordered[high - 1], "ranks": [low, high],
+            "confidence": 1 - 2 * binomial_cdf(low - 1, len(values))}
+
+
+@dataclass(frozen=True)
+class RepetitionRule:
+    minimum: int
+    maximum: int
+    median_ci_percent: float | None = None  # None: a fixed count (minimum == maximum)
+    figures: tuple[str, ...] = ()  # empty: every headline figure
+
+    @property
+    def adaptive(self) -> bool:
+        return self.median_ci_percent is not None
+
+    def describe(self) -> str:
+        if not self.adaptive:
+            return f"{self.maximum} repetition(s)"
+        which = f" of {', '.join(self.figures)}" if self.figures else ""
+        return (f"{self.minimum} to {self.maximum} repetitions, until the {CONFIDENCE:.0%} CI of the median{which} "
+                f"is narrower than {self.median_ci_percent:g} % of it")
+
+    def to_dict(self) -> dict:
+        return {"min": self.minimum, "max": self.maximum, "median_ci_percent": self.median_ci_percent,
+                "figures": list(self.figures), "confidence": CONFIDENCE}
+
+    def intervals(self, results: list[dict]) -> dict[str, dict]:
+        """Per figure the rule looks at: its interval (or why there is none) and whether it is narrow enough."""
+        names = list(self.figures) or list(dict.fromkeys(n for r in results for n in r.get("headline", {})))
+        found = {}
+        for name in names:
+            values = [(r.get("headline") or {}).get(name) for r in results]
+            numbers = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+            entry: dict = {"narrow": False}
+            if len(numbers) < len(values):
+                entry["why"] = f"{len(values) - len(numbers)} repetition(s) without a figure (missing or censored)"
+            elif (ci := median_ci(numbers)) is None:
+                entry["why"] = f"{len(numbers)} repetitions: too few for a {CONFIDENCE:.0%} interval"
+            else:
+                median = _median(numbers)
+                width = ci["high"] - ci["low"]
+                percent = 0.0 if width == 0 else (math.inf if median == 0 else width / abs(median) * 100)
+                entry = {**ci, "median": median, "width_percent": percent,
+                         "narrow": self.median_ci_percent is not None and percent < self.median_ci_percent}
+            found[name] = entry
+        return found
+
+    def done(self, results: list[dict]) -> bool:
+        """Whether the repetitions so far are enough."""
+        if len(results) >= self.maximum:
+            return True
+        if not self.adaptive or len(results) < self.minimum:
+            return False
+        intervals = self.intervals(results)
+        return bool(intervals) and all(i["narrow"] for i in intervals.values())
+
+
+def _median(values: list[float]) -> float:
+    ordered, n = sorted(values), len(values)
+    return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+
+
+def repetition_rule(spec: dict) -> RepetitionRule:
+    """An experiment's repetitions (a count, or {min, max, until}) as a rule; InvalidParameter names a bad key."""
+    value = spec.get("repetitions", DEFAULT_REPETITIONS)
+    if isinstance(value, int):
+        return RepetitionRule(value, value)
+    return rule_from_mapping(value)
+
+
+def _count(value: dict, key: str) -> int:
+    number = value.get(key)
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 1000:
+        raise InvalidParameter(f"repetitions.{key}", number, "an integer 1..1000")
+    return number
+
+
+def rule_from_mapping(value: dict) -> RepetitionRule:
+    allowed = ("min", "max", "until")
+    if not isinstance(value, dict) or set(value) - set(allowed):
+        extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else [type(value).__name__]
+        raise InvalidParameter("repetitions", extra[0], f"a count, or a mapping of {', '.join(allowed)}")
+    minimum, maximum = _count(value, "min"), _count(value, "max")
+    if minimum > maximum:
+        raise InvalidParameter("repetitions.min", minimum, f"<= repetitions.max ({maximum})")
+    until = value.get("until")
+    if not isinstance(until, dict) or set(until) - {"median_ci_percent", "figures"} or "median_ci_percent" not in until:
+        raise InvalidParameter("repetitions.until", until, "{median_ci_percent: <percent>[, figures: [...]]}")
+    percent = until["median_ci_percent"]
+    if not isinstance(percent, int | float) or isinstance(percent, bool) or not 0 < percent <= 100:
+        raise InvalidParameter("repetitions.until.median_ci_percent", percent, "a percentage > 0 and <= 100")
+    figures = until.get("figures") or []
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures):
+        raise InvalidParameter("repetitions.until.figures", figures, "a list of headline figure names")
+    return RepetitionRule(minimum, maximum, float(percent), tuple(figures))
+
+
+def rule_text(rule: dict | None) -> str | None:
+    """What a summary's repetition_rule says, in one line (the method line carries it); None: a fixed count."""
+    if not rule or rule.get("median_ci_percent") is None:
+        return None
+    parts = []
+    for name, i in (rule.get("intervals") or {}).items():
+        if "low" in i:
+            parts.append(f"{name} median {i['median']:.6g}, CI {i['low']:.6g}..{i['high']:.6g} (ranks "
+                         f"{i['ranks'][0]}-{i['ranks'][1]}, {i['confidence']:.1%}) = {i['width_percent']:.3g} %")
+        else:
+            parts.append(f"{name}: no interval ({i['why']})")
+    return (f"adaptive repetitions {rule['min']}..{rule['max']} until the {rule['confidence']:.0%} CI of the median "
+            f"is narrower than {rule['median_ci_percent']:g} % of it: {rule['reached']} run, {rule['stopped']}: "
+            + ", ".join(parts))
+
+
+# -- warm start -------------------------------------------------------------------------------------------------
+
+def warm_bounds(previous: list[dict], params) -> tuple[float, float] | None:
+    """The bounds a warm-started throughput search starts from: the median of the earlier repetitions' throughput,
+    plus and minus the larger of one resolution step and half their interquartile range (so that a noisy DUT
+    widens them); None when no earlier repetition found a throughput."""
+    values = sorted(float(v) for r in previous
+                    if isinstance(v := (r.get("headline") or {}).get("throughput_fps"), int | float))
+    if not values:
+        return None
+    median = _median(values)
+    step = params.resolution if params.resolution is not None else median * params.resolution_percent / 100
+    quartiles = values[(len(values) - 1) // 4], values[(3 * len(values)) // 4]
+    half = max(step, (quartiles[1] - quartiles[0]) / 2)
+    return (median - half, median + half)

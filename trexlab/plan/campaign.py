@@ -1,0 +1,346 @@
+"""Running an experiment campaign: every sweep point, repeated, resumable, every trial kept.
+
+    results/<experiment>/<campaign-id>/campaign.json     the expanded spec and its points
+    results/<experiment>/<campaign-id>/points.jsonl      one line per point attempt: done / failed + error
+    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.results.store)
+
+The campaign id defaults to a hash of the (scaled) spec, so running the same
+experiment again resumes it: finished points and repetitions are skipped, the
+interrupted repetition is redone. A failing point is recorded with its error
+and the campaign goes on. For each point the DUT is configured through the
+playbooks (routing for the point's destination networks, then the
+experiment's impairment/SIIT blocks) and restored afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.plan import estimate
+from trexlab.plan.repetition import SUMMARY, summary_lines
+from trexlab.plan.runplan import RunPlan, default_campaign_id, execute, plan_campaign
+from trexlab.procedures import selftest
+from trexlab.procedures.http_download import DownloadError
+from trexlab.results.analysis import export_campaign
+from trexlab.results.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.spec.experiment import (
+    DUT_CONFIG,
+    ENDPOINTS_CONFIG,
+    Experiment,
+    InvalidExperiment,
+    dut_role_vars,
+    procedure_needs_endpoints,
+    role_vars,
+)
+from trexlab.testbed.inventory import Lab, LabError, load_lab
+from trexlab.testbed.lock import LabLock
+from trexlab.trial import GeneratorError
+
+
+class CampaignError(RuntimeError):
+    """The campaign cannot run at all here (missing kernel feature, no lab); one line."""
+
+
+class PlaybookError(RuntimeError):
+    """A playbook the campaign applies to the lab (DUT configuration, TCP endpoints) failed; one line naming the
+    playbook and its last failed task."""
+
+
+def campaign_id(experiment: Experiment) -> str:
+    return default_campaign_id(experiment)
+
+
+NETEM_PROBE = paths().roles / "netem" / "files" / "has-netem.sh"
+JOOL_PROBE = paths().roles / "siit_jool" / "files" / "can-load-jool.sh"
+
+
+def kernel_has_netem() -> bool:
+    """Whether this host's kernel has sch_netem: the probe roles/netem runs on a DUT, run here."""
+    return subprocess.run(["sh", str(NETEM_PROBE)], capture_output=True).returncode == 0
+
+
+def dut_passes(node, probe: Path) -> bool:
+    """Run one of the roles' probes on a DUT (its namespace here, SSH elsewhere); True when it exits 0."""
+    try:
+        result = subprocess.run(node.command(["sh", "-c", probe.read_text()]), capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise CampaignError(f"DUT {node.name} did not answer within 120 s") from None
+    if result.returncode == 255 and node.netns is None:  # ssh's own failure, not the probe's answer
+        raise CampaignError(f"DUT {node.name}: ssh failed: {result.stderr.decode(errors='replace').strip()[:200]}")
+    return result.returncode == 0
+
+
+def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
+    """Fail before any point runs when the lab cannot give what the experiment needs.
+
+    The kernel features are asked of each DUT's own kernel (the host's on the local lab, the guest's on
+    the VM lab), with the same probes the roles use."""
+    needs = set(experiment.spec.get("lab", {}).get("requires") or [])
+    if procedure_needs_endpoints(experiment.spec["procedure"]["name"], experiment.spec["procedure"].get("params")):
+        try:
+            if lab is None:
+                raise LabError(f"procedure {experiment.spec['procedure']['name']} needs a lab with client and "
+                               f"server nodes; generator {experiment.generator} has none")
+            lab.client, lab.server  # noqa: B018  (each raises LabError naming the missing node)
+        except LabError as exc:
+            raise CampaignError(f"experiment {experiment.name}: {exc}") from None
+    if experiment.generator != "sim" and lab is not None:
+        if lab.topology != experiment.topology:
+            raise CampaignError(f"experiment {experiment.name} needs topology {experiment.topology}, "
+                                f"the lab {lab.name} is {lab.topology}")
+    if lab is None or not lab.duts:
+        return
+    if "sch_netem" in needs and (lacking := [d.name for d in lab.duts if not dut_passes(d, NETEM_PROBE)]):
+        raise CampaignError(f"experiment {experiment.name} needs netem delay, but the kernel of DUT "
+                            f"{', '.join(lacking)} has no sch_netem: run it on the VM lab (LAB=vm) or a DUT with "
+                            "netem")
+    if "jool" in needs and (lacking := [d.name for d in lab.duts if not dut_passes(d, JOOL_PROBE)]):
+        raise CampaignError(f"experiment {experiment.name} needs the Jool kernel module, which the kernel of DUT "
+                            f"{', '.join(lacking)} cannot load: run it on the VM lab (LAB=vm)")
+
+
+def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
+    """A warning when the lab is of another kind than the experiment declares (lab.kind), else None.
+
+    Not an error: a spec made on the local lab runs as well on bare metal, where its figures may differ (other
+    DUT, other tester ceiling): the reader must learn that the figures come from another kind of lab."""
+    declared = experiment.lab_kind
+    if lab is None or declared is None or lab.kind == declared:
+        return None
+    return (f"experiment {experiment.name} declares a {declared} lab (lab.kind), lab {lab.name} is {lab.kind}: "
+            "its figures are not those of the declared set-up")
+
+
+def configured_networks(lab: Lab) -> int | None:
+    """The destination networks the lab's last complete playbooks/site.yml configured (its record beside the
+    inventory), or None where there is no such record."""
+    try:
+        return int(json.loads((Path(lab.inventory).parent / "configured.json").read_text())["trexlab_networks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
+    """Whether roles/tcp_endpoints is applied on the lab's client and server with exactly these settings (the
+    spec's endpoints block over the role's defaults), as the facts it keeps beside the inventory say."""
+    defaults = yaml.safe_load((paths().roles / ENDPOINTS_CONFIG[1] / "defaults" / "main.yml").read_text())
+    want = {key: endpoints.get(key, defaults.get(f"{ENDPOINTS_CONFIG[1]}_{key}"))
+            for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control")}
+    try:
+        server = lab.node_facts(lab.server.name).get("tcp_endpoints") or {}
+        client = lab.node_facts(lab.client.name).get("tcp_endpoints") or {}
+        return (server.get("role"), client.get("role")) == ("server", "client") and all([
+            server.get("http_file_bytes") == int(want["http_file_mib"]) * 1048576,
+            server.get("http_port") == int(want["http_port"]),
+            server.get("http_path") == "/" + str(want["http_file"]),
+            server.get("iperf3_ports") == [int(p) for p in want["iperf3_ports"]],
+            server.get("congestion_control") == client.get("congestion_control")
+            == (want["congestion_control"] or None),
+        ])
+    except (LabError, AttributeError, TypeError, ValueError):
+        return False
+
+
+class Campaign:
+    def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
+                 inventory: str | None = None, progress: Callable[[str], None] | None = None,
+                 ansible_playbook: str | None = None, ceilings: str | Path = selftest.CEILINGS_FILE):
+        self.experiment = experiment
+        self._report = progress or (lambda line: None)
+        self.lab = None if experiment.generator == "sim" else load_lab(inventory)
+        # Every point's plan, all valid, before anything else: nothing touches a host until they are.
+        self._eta: estimate.Eta | None = None  # set when the campaign runs
+        self.plans = plan_campaign(experiment, results_root, campaign, lab=self.lab, ceilings=ceilings)
+        self.id = campaign if campaign is not None else campaign_id(experiment)
+        self.dir = Path(results_root) / experiment.name / self.id
+        # The ansible-playbook of the environment trexlab runs in (make setup's .venv).
+        self.ansible_playbook = ansible_playbook or str(Path(sys.executable).parent / "ansible-playbook")
+        self.points = experiment.points()
+        self.ceilings = Path(ceilings)  # the tester's self-test ceilings (trexlab.procedures.selftest)
+        self._based_on_networks = None  # destination networks site.yml last configured in this run
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def progress(self, line: str) -> None:
+        """Show a progress line and keep it in <campaign dir>/campaign.log (the playbook entry shows no live output)."""
+        self._report(line)
+        if self.dir.is_dir():
+            with open(self.dir / "campaign.log", "a") as log:
+                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
+    def status(self) -> dict[str, dict]:
+        """Last recorded outcome per point id."""
+        return read_point_log(self.dir)
+
+    def record(self, point, status: str, error: str | None = None, seconds: float = 0.0) -> None:
+        append_point_record(self.dir, {"point": point.point_id, "index": point.index, "values": point.values,
+                                       "status": status, "error": error, "seconds": round(seconds, 3),
+                                       "time": time.time()})
+
+    # -- one point -------------------------------------------------------------------------
+    def playbook(self, name: str, extra: dict) -> None:
+        if self.lab is None:  # a sim campaign configures nothing
+            raise LabError(f"{name}: a playbook needs a lab, and this campaign has none (generator sim)")
+        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra)]
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=paths().root,
+                                env={**os.environ, "ANSIBLE_CONFIG": str(paths().ansible_cfg)})
+        if result.returncode != 0:
+            failed = [line for line in result.stdout.splitlines() if "fatal:" in line or "FAILED" in line]
+            raise PlaybookError(f"{name} failed: {(failed or ['see ansible output'])[-1].strip()[:300]}")
+
+    def configure_dut(self, spec: dict) -> list[tuple[str, dict]]:
+        """Apply the point's DUT configuration; return what must be undone afterwards."""
+        if self.lab is None or not self.lab.duts:
+            return []
+        networks = (spec.get("traffic") or {}).get("destination_networks", 1)
+        # The base configuration (routing for the point's networks, tuning) changes only with the number of
+        # networks: every point restores what it adds on top. Applying it again would change nothing but
+        # costs half a minute per point on an emulated (VM lab) DUT.
+        # The same holds for a lab whose last complete site.yml (make configure, or an earlier campaign)
+        # recorded this number of networks: lab-up removes that record, and site.yml removes it first thing.
+        if networks != self._based_on_networks:
+            if configured_networks(self.lab) == networks:
+                self.progress(f"the lab is configured for {networks} destination network(s) (configured.json "
+                              "beside the inventory): playbooks/site.yml not applied again")
+            else:
+                self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+            self._based_on_networks = networks
+        undo = []
+        for block, (playbook, role) in DUT_CONFIG.items():
+            settings = (spec.get("dut") or {}).get(block)
+            if settings is not None:  # {} applies the role with its defaults
+                extra = {**dut_role_vars(block, settings), "trexlab_networks": networks}
+                self.playbook(playbook, {**extra, f"{role}_state": "present"})
+                undo.append((playbook, {**extra, f"{role}_state": "absent"}))
+        return undo
+
+    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None) -> None:
+        """One point: its generator first (it may fail without leaving the DUT configured), then the DUT's
+        configuration, the plan's repetitions, and the DUT restored."""
+        plan = plan or self.plans[point.index]
+        generator = plan.create_generator()
+        try:
+            undo = self.configure_dut(point.spec)
+            try:
+                def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition" and self._eta is not None:
+                        (self._eta.repetition_skipped if info.get("skipped") else self._eta.repetition_started)(
+                            point.point_id)
+                    if phase == "resume":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']} resumed: "
+                                      f"{info['replayed']} logged trial(s) replayed, not run again")
+                    if phase == "repetition":
+                        self.progress(f"point {k}/{n} {point.point_id}: repetition {info['repetition']}/"
+                                      f"{info['repetitions']}{' (done earlier)' if info.get('skipped') else ''}"
+                                      f"{self.eta()}")
+
+                def rate_progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        done = " (done earlier)" if info.get("skipped") else ""
+                        self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
+                                      f"{info['repetition']}/{info['repetitions']}{done}")
+
+                summary = execute(plan, generator, progress=progress, rate_progress=rate_progress,
+                                  say=lambda line: self.progress(f"point {k}/{n} {point.point_id}: {line}"))
+                # The point's figures with their limits and method, as the procedure CLI prints them.
+                method = read_json(plan.output / SUMMARY).get("method")
+                for line in summary_lines(summary, method):
+                    self.progress(f"point {k}/{n} {point.point_id}: {line}")
+            finally:
+                for playbook, extra in reversed(undo):
+                    self.playbook(playbook, extra)
+        finally:
+            generator.close()
+
+    @contextlib.contextmanager
+    def tcp_endpoints(self, needed: bool):
+        """The lab's client and server configured (roles/tcp_endpoints, with the spec's endpoints block) while the
+        points run, when the procedure runs on them; removed again afterwards, as each point's DUT configuration is."""
+        procedure = self.experiment.spec["procedure"]
+        if not needed or self.lab is None or not procedure_needs_endpoints(procedure["name"], procedure.get("params")):
+            yield
+            return
+        playbook, role = ENDPOINTS_CONFIG
+        settings = role_vars(role, self.experiment.spec.get("endpoints") or {})
+        if endpoints_configured_as(self.lab, self.experiment.spec.get("endpoints") or {}):
+            # Nothing to change, so nothing to restore: they stay as found (half a minute each way saved).
+            self.progress(f"the TCP endpoints are configured as this experiment needs them ({playbook} applied "
+                          "earlier, its facts beside the inventory): left as they are")
+            yield
+            return
+        self.progress(f"configuring the TCP endpoints ({playbook})")
+        try:
+            self.playbook(playbook, {**settings, f"{role}_state": "present"})
+        except PlaybookError as exc:
+            self.playbook(playbook, {**settings, f"{role}_state": "absent"})
+            raise CampaignError(str(exc)) from None
+        try:
+            yield
+        finally:
+            self.playbook(playbook, {**settings, f"{role}_state": "absent"})
+
+    # -- the whole campaign -------------------------------------------------------------
+    def eta(self) -> str:
+        """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
+        return "" if self._eta is None else self._eta.text()
+
+    def run(self) -> dict:
+        if self.lab is None:
+            return self._run()
+        # One campaign per lab; what a crashed campaign left running is stopped before anything is configured.
+        with LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}", self.progress):
+            return self._run()
+
+    def _run(self) -> dict:
+        check_requirements(self.experiment, self.lab)
+        try:
+            selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
+                    "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points]}
+        write_json_atomic(self.dir / "campaign.json", manifest)
+        done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
+        todo = [p for p in self.points if p.point_id not in done_before]
+        try:
+            self._eta = estimate.Eta([p for p in estimate.plan(self.experiment) if p.point_id not in done_before])
+        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
+            self._eta = None
+            self.progress(f"warning: no lab time estimate: {exc}")
+        n = len(self.points)
+        self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
+                      f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")
+        for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
+            if warning:
+                self.progress(f"warning: {warning}")
+        with self.tcp_endpoints(bool(todo)):
+            for point in todo:
+                k = point.index + 1
+                start = time.monotonic()
+                try:
+                    self.run_point(point, k, n, self.plans[point.index])
+                except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
+                        subprocess.SubprocessError, OSError) as exc:
+                    self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
+                    self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
+                else:
+                    self.record(point, "done", None, time.monotonic() - start)
+                    self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
+                if self._eta is not None:
+                    self._eta.point_finished(point.point_id)
+        export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
+        status = self.status()
+        return {"campaign": str(self.dir), "points": n,
+                "done": sum(1 for r in status.values() if r["status"] == "done"),
+                "failed": sorted(pid for pid, r in status.items() if r["status"] == "failed")}

@@ -1,0 +1,184 @@
+"""Repeating a procedure: every repetition is a run directory, finished ones are never redone.
+
+The seed papers' point is that one figure proves little: RFC 2544 asks for no
+repetition, siitperf's authors repeat 20 times and report median, minimum and
+maximum. ``repeat`` runs a procedure N times into ``<parent>/rep-<k>/``; when
+it is started again on the same parent it keeps finished repetitions (those
+with result.json) and resumes the unfinished one from its trial log
+(trexlab.plan.resume), so an interrupted campaign loses no repetition, duplicates
+none, and loses at most the trial that was running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
+from trexlab.plan.resume import Replay, skip_trials
+from trexlab.procedures import procedure as procedure_of
+from trexlab.procedures.common import RunContext
+from trexlab.results.stats import Observation, is_censored, summarize
+from trexlab.results.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
+from trexlab.trial import TrialSpec, format_seconds
+
+DEFAULT_REPETITIONS = 20
+SUMMARY = "summary.json"
+
+
+def repetition_dir(parent: Path, k: int) -> Path:
+    return Path(parent) / f"rep-{k:03d}"
+
+
+def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: int | RepetitionRule,
+           parent: str | Path, provenance: dict, progress: Callable[[str, dict], None] | None = None) -> dict:
+    """Run (or finish) the repetitions; write and return the summary of their headline figures.
+
+    ``repetitions``: a count, or a rule (trexlab.plan.adaptive) that may stop before its maximum. A repetition
+    interrupted mid-search is resumed from its trial log (trexlab.plan.resume); ``params.warm_start`` starts each
+    repetition's search near the earlier ones' median (trexlab.plan.adaptive.warm_bounds)."""
+    rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
+    module = procedure_of(procedure)
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    results: list[dict] = []
+    for k in range(1, rule.maximum + 1):
+        if rule.done(results):
+            break
+        total = rule.maximum
+        path = repetition_dir(parent, k)
+        if is_finished(path):
+            results.append(read_json(path / RESULT))
+            skip_trials(generator, len(read_trials(path)))  # the trials an uninterrupted run would have drawn
+            if progress:
+                progress("repetition", {"repetition": k, "repetitions": total, "skipped": True})
+            continue
+        if progress:
+            progress("repetition", {"repetition": k, "repetitions": total})
+        run_params = params
+        if getattr(params, "warm_start", False) and (bounds := warm_bounds(results, params)) is not None:
+            run_params = dataclasses.replace(params, start_bounds=bounds)
+        run = RunDir(path, {**provenance, "procedure": procedure, "repetition": k, "repetitions": total})
+        replay = Replay(generator, run.logged)
+        if replay.pending and progress:
+            progress("resume", {"repetition": k, "replayed": len(replay.pending)})
+        try:
+            result = module.run(RunContext(replay, traffic, replay.logger(run.append_trial), progress), run_params)
+            data = result.to_dict()
+            run.finish(data)
+        finally:
+            run.close()
+        results.append(data)
+    summary = summarize_headlines(results)
+    written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
+               "method": method_of(results[-1]) if results else {}, "figures": summary}
+    if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
+        intervals = rule.intervals(results)
+        narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
+        written["method"] = {**written["method"], "repetition_rule": {
+            **rule.to_dict(), "reached": len(results), "intervals": intervals,
+            "stopped": "every interval narrow enough" if narrow else "maximum reached"}}
+    write_json_atomic(parent / SUMMARY, written)
+    return summary
+
+
+def observation(result: dict, figure: str, repetition: int | None = None) -> Observation:
+    """One repetition's headline figure with what limits it: censored (below min_rate) or tester-bound."""
+    value = result.get("headline", {}).get(figure)
+    below = (result.get("headline_below") or {}).get(figure)
+    if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
+        below = result.get("params", {}).get("min_rate")  # a result written before headline_below
+    return Observation(None if value is None else float(value), below,
+                       tuple(result.get("tester_bound_reasons") or ()), repetition)
+
+
+def summarize_headlines(results: list[dict]) -> dict[str, dict]:
+    """Per headline figure (e.g. throughput_fps), its statistics over the repetitions, and each repetition's
+    value, bound and tester limits."""
+    names: list[str] = []
+    for result in results:
+        names.extend(n for n in result.get("headline", {}) if n not in names)
+    summary = {}
+    for name in names:
+        observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
+        summary[name] = {**summarize(observations), "repetitions": [
+            {"repetition": o.repetition, "value": o.value, "below": o.below,
+             "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
+    return summary
+
+
+def method_of(result: dict) -> dict:
+    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
+    method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
+                                     "warm_start") if k in result}
+    if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
+        method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
+                                                   "final_trial_duration", "duration_sum")} for g in result["goals"]]
+    for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
+        if (result.get("params") or {}).get(key) is not None:
+            method.setdefault(key, result["params"][key])
+    return method
+
+
+def method_line(method: dict) -> str:
+    """The method in one line: loss tolerance, resolution, trial duration, tester ceiling."""
+    parts = [method["method"]] if "method" in method else []
+    if "loss_tolerance_percent" in method:
+        parts.append(f"loss tolerance {method['loss_tolerance_percent']:g} %")
+    if "stopping_rule" in method:
+        parts.append(f"resolution {method['stopping_rule']}")
+    if "trial_duration" in method:
+        parts.append(f"trial duration {method['trial_duration']:g} s")
+    for goal in method.get("goals", []):
+        parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
+                     f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
+                     f"duration sum {goal['duration_sum']:g} s")
+    if "rate" in method:
+        parts.append(f"offered load {method['rate']:g} fps")
+    if "tagged_frames" in method:  # RFC 8219 latency
+        parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
+    if "frame_timeout" in method:
+        parts.append(f"frame timeout {format_seconds(method['frame_timeout'])}")
+    parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
+                 else "no tester ceiling known")
+    if rule := rule_text(method.get("repetition_rule")):
+        parts.append(rule)
+    if method.get("warm_start"):
+        parts.append("warm start: each repetition's search began near the earlier ones' median (bounds verified "
+                     "by full-duration trials; start_bounds in each result)")
+    return "; ".join(parts)
+
+
+def cell(value, spec: str = ".6g") -> str:
+    """A statistic for a text table: NaN (no value) as '-', a censored one ('< 100') as it is."""
+    if is_censored(value):
+        return value
+    if value == math.inf:  # a latency percentile among lost or late tags (trexlab.trial): never a number
+        return "> timeout"
+    return "-" if value is None or value != value else format(value, spec)
+
+
+def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[str]:
+    """The summary as a text table (the CLI's and a campaign's): a median that a tester-bound repetition may
+    hold down is shown as a lower bound ('>= ...'); missing and tester-bound repetitions are counted, and why."""
+    header = (f"{'figure':28} {'count':>5} {'missing':>7} {'tester-bound':>12} {'median':>16} {'min':>12} "
+              f"{'max':>12} {'disp. %':>9}")
+    lines = [header, "-" * len(header)]
+    notes = []
+    for name, s in figures.items():
+        median = cell(s["median"])
+        if s.get("median_lower_bound"):
+            median = f">= {median}"
+        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
+                     f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
+        if s.get("median_lower_bound"):
+            notes.append(f"{name}: LOWER BOUND: a tester-bound repetition lies at or below the median, so the "
+                         "DUT's figure may be higher")
+        if s.get("why"):
+            notes.append(f"{name}: {s['why']}")
+    if method:
+        notes.append(f"method: {method_line(method)}")
+    return lines + notes

@@ -1,0 +1,545 @@
+"""Aggregating campaigns into paper-style tables and plots (used by the notebooks in analysis/).
+
+    runs = load_campaigns(["results/demo"])              # one row per repetition
+    table = summarize_points(runs, "throughput_fps")     # one row per sweep point: median, min, max, ...
+    compare(runs_single, runs_dual, "throughput_fps", by="destination_networks")
+    export(table, "out.csv") / export(table, "out.parquet")
+
+Statistics come from trexlab.results.stats (median, min, max, 1st/99th percentile,
+dispersion = (max - min) / median): the same numbers the CLI prints. Each
+repetition is read with what limits it (trexlab.plan.repetition.observation): a
+search that ended below the minimum load is a censored observation ("< 100"),
+a tester-bound repetition (stretched trials, tester drops, near the tester's
+ceiling) may hold the median down, which the tables and plots then show as a
+lower bound.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from trexlab.plan.repetition import SUMMARY, method_line
+from trexlab.results.stats import Observation, is_censored, numeric, summarize
+from trexlab.results.store import load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.trial import format_seconds
+
+STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
+                "median_lower_bound", "why"]
+#: Colour of what may be the tester's limit in the plots (lower-bound bars, tester-bound repetitions).
+LOWER_BOUND_COLOUR = "#F28E2B"
+#: How a median held down by a tester-bound repetition is marked in tables.
+LOWER_BOUND_MARK = "≥ "
+
+
+def campaign_dirs(paths: Iterable[str | Path] | str | Path) -> list[Path]:
+    """Campaign directories (holding campaign.json) at or below the given paths."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    found = set()
+    for path in map(Path, paths):
+        if (path / "campaign.json").is_file():
+            found.add(path)
+        found.update(p.parent for p in path.rglob("campaign.json"))
+    return sorted(found)
+
+
+def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
+    """One row per finished repetition of every campaign found.
+
+    Columns: experiment, campaign, point, repetition, one column per sweep key
+    (its last dotted part, e.g. destination_networks), and the procedure's
+    headline figures (e.g. throughput_fps, forward_typical_s).
+    """
+    frames = []
+    for campaign in campaign_dirs(paths):
+        manifest = json.loads((campaign / "campaign.json").read_text())
+        runs = load_runs(campaign)
+        if runs.empty:
+            continue
+        runs = runs[runs["finished"]].copy()
+        procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
+        if procedure and "provenance.procedure" in runs:  # not the throughput runs a latency campaign's rate came from
+            runs = runs[runs["provenance.procedure"] == procedure].copy()
+        runs["experiment"] = manifest["experiment"]
+        runs["campaign"] = manifest["campaign"]
+        runs["point"] = runs["provenance.point"]
+        runs["repetition"] = runs["provenance.repetition"]
+        sweep = sorted({k for p in manifest["points"] for k in p["values"]})
+        for key in sweep:
+            column = f"provenance.sweep.{key}"
+            if column in runs:
+                runs[key.rsplit(".", 1)[-1]] = runs[column].map(_hashable)
+        runs["sweep_keys"] = [tuple(k.rsplit(".", 1)[-1] for k in sweep)] * len(runs)
+        headline = [c for c in runs.columns if c.startswith("result.headline.")]
+        runs["figure_keys"] = [tuple(c.removeprefix("result.headline.") for c in headline)] * len(runs)
+        runs = runs.rename(columns={c: c.removeprefix("result.headline.") for c in headline})
+        frames.append(runs)
+    if not frames:
+        return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _union(runs: pd.DataFrame, column: str) -> list[str]:
+    names: list[str] = []
+    for keys in runs.get(column, []):
+        names.extend(k for k in keys if k not in names)
+    return names
+
+
+def sweep_columns(runs: pd.DataFrame) -> list[str]:
+    """The sweep variables present in a loaded campaign table."""
+    return _union(runs, "sweep_keys")
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _number(value) -> float | None:
+    return float(value) if _present(value) else None
+
+
+def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
+    """Each repetition's value of a figure with what limits it (the columns load_campaigns flattened from
+    result.json: headline_below, tester_bound_reasons; below_minimum_load for results written before them)."""
+    found = []
+    for _, row in runs.iterrows():
+        value = row.get(figure)
+        below = row.get(f"result.headline_below.{figure}")
+        old = row.get("result.below_minimum_load")  # results written before headline_below
+        if not _present(below) and figure == "throughput_fps" and _present(old) and bool(old):
+            below = row.get("result.params.min_rate")
+        reasons = row.get("result.tester_bound_reasons")
+        repetition = row.get("repetition")
+        number = _number(repetition)
+        found.append(Observation(_number(value), _number(below),
+                                 tuple(reasons) if isinstance(reasons, list | tuple) else (),
+                                 None if number is None else int(number)))
+    return found
+
+
+def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = None) -> pd.DataFrame:
+    """Per sweep point: the statistics of one headline figure over its repetitions, censored and tester-bound
+    repetitions counted (STAT_COLUMNS; a censored statistic is a string such as '< 100')."""
+    by = by if by is not None else (["experiment", *sweep_columns(runs)])
+    if figure not in runs:
+        raise KeyError(f"figure {figure!r} not in the campaign table; have {', '.join(figure_columns(runs))}")
+    rows = []
+    for key, group in runs.groupby(by, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key, strict=True)), **summarize(observations(group, figure))})
+    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
+
+
+def figure_columns(runs: pd.DataFrame) -> list[str]:
+    """The procedures' headline figures present (throughput_fps, NDR_fps, forward_typical_s, ...)."""
+    return _union(runs, "figure_keys")
+
+
+def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
+            labels: tuple[str, str] = ("single", "dual")) -> pd.DataFrame:
+    """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
+    a = summarize_points(first, figure, [by]).set_index(by)
+    b = summarize_points(second, figure, [by]).set_index(by)
+    for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
+        side[["median", "min", "max"]] = side[["median", "min", "max"]].map(numeric)
+    table = pd.DataFrame({f"{labels[0]}_median": a["median"], f"{labels[0]}_min": a["min"],
+                          f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
+                          f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
+    table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
+    # What limits each side's figures, per point: missing and tester-bound repetitions, a lower-bound median.
+    for label, side in zip(labels, (a, b), strict=True):
+        for stat in ("missing", "tester_bound", "median_lower_bound"):
+            table[f"{label}_{stat}"] = side[stat]
+    return table.reset_index()
+
+
+def export(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write a table as CSV or Parquet, chosen by the file's suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        # A column holding numbers and censored statistics ("< 100") is stored as text: Parquet wants one type.
+        mixed = [c for c in table if table[c].map(type).isin([str]).any() and not table[c].map(
+            lambda v: isinstance(v, str) or v is None).all()]
+        table = table.assign(**{str(c): table[c].map(lambda v: None if v is None or v != v else str(v)) for c in mixed})
+        table.to_parquet(path, index=False)
+    elif path.suffix == ".csv":
+        table.to_csv(path, index=False)
+    else:
+        raise ValueError(f"export {path}: allowed suffixes .csv, .parquet")
+    return path
+
+
+#: A campaign's exports, written when it ends (Campaign.run) beside campaign.json.
+SUMMARY_CSV = "summary.csv"
+
+
+def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
+    """Write a campaign's summary.csv (one row per sweep point and headline figure: its statistics over the
+    repetitions, as summary.json and the report have them) and trials.parquet (every finished run's trials,
+    the run column relative to the campaign, e.g. "<point>/rep-001"; see trexlab.results.store)."""
+    campaign = Path(campaign)
+    runs = load_campaigns(campaign)
+    sweep = sweep_columns(runs)
+    tables = [summarize_points(runs, figure, ["experiment", "campaign", "point", *sweep]).assign(figure=figure)
+              for figure in figure_columns(runs)]
+    columns = ["experiment", "campaign", "point", *sweep, "figure", *STAT_COLUMNS]
+    table = pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
+    return {"summary": export(table, campaign / SUMMARY_CSV), "trials": write_columnar_tree(campaign)}
+
+
+def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):
+    """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6.
+
+    A median that a tester-bound repetition may hold down is a bar hatched in LOWER_BOUND_COLOUR marked '≥';
+    a censored median ('< 100') has no bar, only a downward marker at its bound; a censored minimum takes the
+    error bar down to 0."""
+    import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    labels = [str(v) for v in summary[x]]
+    median = summary["median"].map(numeric) * scale
+    low = (median - summary["min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
+    high = (summary["max"].map(numeric) * scale - median).fillna(0)
+    bound = summary.get("median_lower_bound", pd.Series(False, index=summary.index)).fillna(False).astype(bool)
+    bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color="#4C72B0")
+    for bar, is_bound in zip(bars, bound, strict=True):
+        if is_bound:
+            bar.set_hatch("//")
+            bar.set_edgecolor(LOWER_BOUND_COLOUR)
+            bar.set_linewidth(2)
+            ax.annotate("≥", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                        color=LOWER_BOUND_COLOUR, fontsize=14, fontweight="bold")
+    for i, value in enumerate(summary["median"]):
+        if is_censored(value):
+            top = float(value.split()[-1]) * scale
+            ax.plot([i], [top], marker="v", color="#C44E52", markersize=9)
+            ax.annotate(value, (i, top), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    if bound.any():
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor="#4C72B0", edgecolor=LOWER_BOUND_COLOUR, hatch="//",
+                                 label="lower bound: tester-bound repetition at or below the median")],
+                  fontsize=8, loc="upper left")
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return ax
+
+
+# -- what the notebooks display ---------------------------------------------------------------
+
+#: Unit of a headline figure, read off its name's suffix: (suffix, label, scale to display).
+_UNITS = (("_fps", "frames/s", 1.0), ("_s", "ms", 1e3), ("_percent", "%", 1.0))
+
+
+def figure_scale(figure: str) -> float:
+    return next((scale for suffix, _, scale in _UNITS if figure.endswith(suffix)), 1.0)
+
+
+def figure_unit_label(figure: str) -> str:
+    return next((label for suffix, label, _ in _UNITS if figure.endswith(suffix)), "")
+
+
+def figure_title(figure: str) -> str:
+    """throughput_fps -> 'throughput (frames/s)'; forward_typical_s -> 'forward typical (ms)'."""
+    name = figure
+    for suffix, label, _ in _UNITS:
+        if figure.endswith(suffix):
+            name = figure.removesuffix(suffix)
+            return f"{name.replace('_', ' ')} ({label})"
+    return name.replace("_", " ")
+
+
+def shown(value, spec: str, scale: float = 1.0) -> str:
+    """A statistic as a report shows it: a number in its display unit, '-' for none, a censored one as it is."""
+    if is_censored(value):
+        return value
+    if value is None or value != value:
+        return "-"
+    return spec.format(value * scale)
+
+
+def styled(table: pd.DataFrame, figure: str):
+    """A summary table formatted for a report: statistics in the figure's display unit, a median held down by a
+    tester-bound repetition marked '≥' (a lower bound), censored statistics as '< min_rate', and per point how
+    many repetitions are missing or tester-bound and why."""
+    view = table.copy()
+    scale = figure_scale(figure)
+    digits = "{:,.0f}" if figure.endswith("_fps") else "{:,.3f}"
+    for column in ("median", "min", "max", "p1", "p99"):
+        view[column] = [shown(v, digits, scale) for v in table[column]]
+    view["dispersion_percent"] = [shown(v, "{:.2f}") for v in table["dispersion_percent"]]
+    bound = table.get("median_lower_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
+    view["median"] = [LOWER_BOUND_MARK + m if b else m for m, b in zip(view["median"], bound, strict=True)]
+    view = view.drop(columns=["median_lower_bound"], errors="ignore").rename(
+        columns={"tester_bound": "tester-bound", "why": "missing / tester-bound: why"})
+    return view.style.hide(axis="index").apply(
+        lambda column: ["white-space: nowrap" + (f"; color: {LOWER_BOUND_COLOUR}; font-weight: bold" if b else "")
+                        for b in bound], subset=["median"])
+
+
+def figure_heading(table: pd.DataFrame, figure: str) -> str:
+    """A figure's section heading; when some point's median may be held down by the tester, it says so."""
+    heading = f"## {figure_title(figure)}"
+    bound = table.get("median_lower_bound", pd.Series(dtype=bool)).fillna(False).astype(bool)
+    if bound.any():
+        points = len(table) if bound.all() else int(bound.sum())
+        heading += (f" — lower bound at {points} point(s): tester-bound\n\n"
+                    f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
+                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops; or "
+                    "a result within 10 % of the tester's own ceiling), so the DUT's figure may be higher; the "
+                    "`missing / tester-bound: why` column names the repetitions.")
+    if (table.get("missing", pd.Series(dtype=int)) > 0).any():
+        heading += ("\n\n*Missing* repetitions have no figure: below min_rate (the search ended below the "
+                    "minimum load; counted as observations below it: a statistic that falls among them reads "
+                    "'< min_rate') or no figure at all (left out).")
+    return heading
+
+
+def point_status(campaign: str | Path) -> pd.DataFrame:
+    """Per sweep point of a campaign: its values, last status, error and finished repetitions."""
+    campaign = Path(campaign)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    latest = read_point_log(campaign)
+    rows = []
+    for point in manifest["points"]:
+        record = latest.get(point["point"], {})
+        finished = sum(1 for rep in (campaign / point["point"]).glob("rep-*") if (rep / "result.json").is_file())
+        rows.append({"point": point["point"], **{k.rsplit(".", 1)[-1]: v for k, v in point["values"].items()},
+                     "status": record.get("status", "not run"), "repetitions done": finished,
+                     "error": record.get("error") or ""})
+    return pd.DataFrame(rows)
+
+
+def method_disclosure(campaign: str | Path) -> str:
+    """Markdown saying how the figures were measured: what RFC 2544 and the seed papers ask to disclose."""
+    manifest = json.loads((Path(campaign) / "campaign.json").read_text())
+    spec = manifest["spec"]
+    procedure = spec.get("procedure", {})
+    params = procedure.get("params") or {}
+    lines = [f"## {manifest['experiment']} — campaign `{manifest['campaign']}`", "",
+             spec.get("description", "").strip(), ""]
+    if spec.get("reproduces"):
+        lines += [f"*Reproduces:* {spec['reproduces']}", ""]
+    lab = spec.get("lab") or {}
+    lines += [f"- generator: `{spec.get('generator')}`; lab: {lab.get('kind', '-')} / {lab.get('topology', '-')}",
+              f"- procedure: `{procedure.get('name')}` with "
+              + (", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "defaults"),
+              f"- repetitions per point: {spec.get('repetitions', 20)}",
+              "- traffic: " + (", ".join(f"{k}={v}" for k, v in sorted((spec.get('traffic') or {}).items()))
+                                or "defaults")]
+    if "loss_tolerance_percent" in params:
+        lines.append(f"- loss tolerance: {params['loss_tolerance_percent']} % (disclosed, as RFC 2544 asks of "
+                     "any non-zero tolerance)")
+    if spec.get("dut"):
+        lines.append(f"- DUT configuration: {json.dumps(spec['dut'], sort_keys=True)}")
+    if spec.get("sweep"):
+        lines.append("- sweep: " + "; ".join(f"{k} ∈ {v}" for k, v in spec["sweep"].items()))
+    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
+    measured = []
+    for point in manifest["points"]:
+        summary = Path(campaign) / point["point"] / SUMMARY
+        if summary.is_file() and (method := read_json(summary).get("method")):
+            line = method_line(method)
+            measured += [line] if line not in measured else []
+    lines += [f"- as measured: {line}" for line in measured]
+    return "\n".join(lines)
+
+
+def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
+    """Every repetition's value per sweep point (dots) with the median (bar): how far repetitions agree."""
+    import matplotlib.pyplot as plt  # inline in a notebook kernel, Agg without a display
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    sweep = sweep_columns(runs)
+    keys = ["experiment", *sweep]
+    scale = figure_scale(figure)
+    bound_seen = False
+    for i, (_key, group) in enumerate(runs.groupby(keys, dropna=False, sort=True)):
+        found = observations(group, figure)
+        free = [o.value * scale for o in found if o.value is not None and not o.tester_bound]
+        bound = [o.value * scale for o in found if o.value is not None and o.tester_bound]
+        below = [o.below * scale for o in found if o.censored and o.below is not None]
+        ax.scatter([i] * len(free), free, s=14, alpha=0.6, color="#4C72B0")
+        if bound:
+            bound_seen = True
+            ax.scatter([i] * len(bound), bound, s=30, marker="^", color=LOWER_BOUND_COLOUR,
+                       label="tester-bound (a lower bound)")
+        if below:
+            ax.scatter([i] * len(below), below, s=30, marker="v", color="#C44E52", label="below min_rate")
+        median = numeric(summarize(found)["median"])
+        if median == median:
+            ax.hlines(median * scale, i - 0.3, i + 0.3, color="#C44E52")
+    if bound_seen or any(o.censored for o in observations(runs, figure)):
+        handles, names = ax.get_legend_handles_labels()
+        unique = dict(zip(names, handles, strict=True))
+        ax.legend(unique.values(), unique.keys(), fontsize=8)
+    labels = [", ".join(map(str, k[1:] if isinstance(k, tuple) else (k,))) or str(k)
+              for k, _ in runs.groupby(keys, dropna=False, sort=True)]
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel(", ".join(sweep) or "point")
+    ax.set_ylabel(figure_unit_label(figure))
+    ax.grid(axis="y", alpha=0.3)
+    return ax
+
+
+def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
+    """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value."""
+    labels = [_short_label(v) for v in summary[column]]
+    median = summary["median"]
+    if "median_lower_bound" in summary:  # a median a tester-bound repetition may hold down reads '≥ 885,643'
+        median = pd.Series([f"{LOWER_BOUND_MARK}{m:,.0f}" if b and not is_censored(m) else m
+                            for m, b in zip(median, summary["median_lower_bound"].fillna(False), strict=True)],
+                           index=summary.index, dtype=object)
+    rows = {"median": median, "min": summary["min"], "max": summary["max"],
+            "disp. (%)": summary["dispersion_percent"].map(lambda v: v if is_censored(v) else round(v, 2))}
+    for name, label in (("missing", "missing"), ("tester_bound", "tester-bound"), ("why", "why")):
+        if name in summary and summary[name].astype(bool).any():
+            rows[label] = summary[name]
+    return pd.DataFrame({label: [rows[r].iloc[i] for r in rows] for i, label in enumerate(labels)},
+                        index=list(rows))
+
+
+def _short_label(value) -> str:
+    """(64, 64) -> '64 B' for frame sizes alike on both ports; otherwise str(value)."""
+    if isinstance(value, tuple) and len(set(value)) == 1:
+        return f"{value[0]} B"
+    return str(value)
+
+
+def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
+    """Campaigns of another experiment under the same results root (e.g. the single-DUT half of a comparison)."""
+    root = Path(campaign).resolve().parent.parent
+    return campaign_dirs(root / experiment) if (root / experiment).is_dir() else []
+
+
+# -- the user's side next to RFC 2544 (HTTP download experiments) ------------------------------------------
+
+#: DUT impairment settings (roles/netem) that tell the points of different experiments apart.
+IMPAIRMENT_KEYS = ("loss_percent", "loss_every_nth", "delay_ms", "jitter_ms", "selective_every_nth",
+                   "selective_percent")
+
+
+def impairment_labels(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the DUT impairment it ran under, as a label ('loss 0.1 %', 'delay 100 ms', 'none', ...)."""
+    def value(row, key):
+        v = row.get(f"provenance.spec.dut.impairment.{key}")
+        return 0 if v is None or v != v else v
+
+    def label(row) -> str:
+        v = {k: value(row, k) for k in IMPAIRMENT_KEYS}
+        parts = []
+        if v["loss_percent"]:
+            parts.append(f"loss {v['loss_percent']:g} %")
+        if v["loss_every_nth"]:
+            parts.append(f"every {v['loss_every_nth']:g}th lost")
+        if v["delay_ms"]:
+            jitter = f" ± {v['jitter_ms']:g}" if v["jitter_ms"] else ""
+            share = (f"every {v['selective_every_nth']:g}th " if v["selective_every_nth"] else
+                     f"{v['selective_percent']:g} % " if v["selective_percent"] else "")
+            parts.append(f"{share}delay {v['delay_ms']:g}{jitter} ms".strip())
+        return ", ".join(parts) or "none"
+
+    return runs.apply(label, axis=1) if len(runs) else pd.Series(dtype=str)
+
+
+def _impairment_order(label: str) -> tuple:
+    numbers = [float(x) for x in label.replace("±", " ").split() if x.replace(".", "", 1).isdigit()]
+    return (label.split(" ")[0] != "none", numbers, label)
+
+
+def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.DataFrame:
+    """The paper's layout (Lencse et al. 2020, Tables I, III, IV): rows median / 1st / 99th percentile in s,
+    one column per DUT impairment, over the repetitions (downloads) of each point."""
+    if runs.empty or figure not in runs:
+        return pd.DataFrame(index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+    runs = runs.assign(impairment=impairment_labels(runs))
+    columns = {}
+    for label in sorted(runs["impairment"].unique(), key=_impairment_order):
+        s = summarize(runs.loc[runs["impairment"] == label, figure].tolist())
+        columns[label] = [s["median"], s["p1"], s["p99"]]
+    return pd.DataFrame(columns, index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+
+
+def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
+                 user_figure: str = "download_time_s") -> pd.DataFrame:
+    """Per DUT impairment: what the user sees (median, 1st and 99th percentile of user_figure) next to the
+    RFC 2544 figures measured under the same impairment by other experiments (their medians, one column per
+    experiment, figure and sweep value): the comparison the seed paper draws between its tables."""
+    user = user_runs.assign(impairment=impairment_labels(user_runs))
+    rows = {}
+    for label in sorted(user["impairment"].unique(), key=_impairment_order):
+        s = summarize(user.loc[user["impairment"] == label, user_figure].tolist())
+        title = user_figure.removesuffix("_s").replace("_", " ")  # in s, as the paper's tables
+        rows[label] = {f"{title} median (s)": s["median"], f"{title} 1st percentile (s)": s["p1"],
+                       f"{title} 99th percentile (s)": s["p99"]}
+    if not rfc2544_runs.empty:
+        other = rfc2544_runs.assign(impairment=impairment_labels(rfc2544_runs))
+        sweep = sweep_columns(other)
+        for figure in figure_columns(other):
+            keys = ["experiment", "impairment", *[k for k in sweep if k not in IMPAIRMENT_KEYS]]
+            for key, group in other.groupby(keys, dropna=False, sort=True):
+                experiment, label, *values = key
+                if label not in rows:
+                    continue
+                where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
+                column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                rows[label][column] = summarize(group[figure].tolist())["median"] * figure_scale(figure)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "DUT impairment"
+    return table.reset_index()
+
+
+def campaigns_beside(campaign: str | Path, exclude_procedure: str) -> list[Path]:
+    """The other campaigns under the same results root (their procedure is not exclude_procedure)."""
+    root = Path(campaign).resolve().parent.parent
+    found = []
+    for path in campaign_dirs(root):
+        spec = json.loads((path / "campaign.json").read_text()).get("spec", {})
+        if spec.get("procedure", {}).get("name") != exclude_procedure:
+            found.append(path)
+    return found
+
+
+def latency_floor_disclosure(campaign: str | Path) -> str:
+    """Markdown naming the tester's own latency floor that latency and PDV figures were compared against (from
+    a self-test through looped-back ports) and every figure flagged as within its factor; '' for other
+    procedures. A tester's receive path can dominate a DUT's latency: the reader must see both side by side."""
+    campaign = Path(campaign)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    floors, warnings, compared = {}, [], False
+    for point in manifest["points"]:
+        for rep in sorted((campaign / point["point"]).glob("rep-*/result.json")):
+            result = read_json(rep)
+            if "tester_latency_floor" not in result:  # the procedures that compare against it write it
+                continue
+            compared = True
+            floor = result.get("tester_latency_floor")
+            if floor:
+                floors[(floor.get("median_s"), floor.get("p99_9_s"), floor.get("factor"))] = True
+                warnings += [f"{point['point']} {rep.parent.name}: {w}" for w in floor.get("warnings", [])]
+    if not compared:
+        return ""
+    lines = ["**Tester latency floor**", ""]
+    if not floors:
+        lines.append("- none recorded: run `trexlab selftest` on a loopback lab; the figures below may include "
+                     "a tester delay that nothing here measures")
+    for median, p99_9, factor in floors:
+        lines.append(f"- median {format_seconds(median) if median else '-'}, 99.9th percentile "
+                     f"{format_seconds(p99_9) if p99_9 else '-'} through the tester's looped-back ports; figures "
+                     f"within {factor:g}x of it are flagged")
+    lines += [f"- ⚠ {w}" for w in warnings] or ["- no figure within that factor"]
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""Campaign reports: an analysis notebook executed headless and exported to one HTML file.
+
+The notebook of an experiment is the one its spec names (``notebook:``, shared
+by related experiments), else analysis/<experiment>.ipynb when it has one,
+else analysis/report.ipynb. It is executed with papermill (its
+``campaigns`` parameter set to the campaign directories) and exported with
+nbconvert, code cells hidden, plots embedded: the HTML is self-contained.
+The executed notebook is kept beside it, so a reader can open and rerun it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trexlab.paths import paths
+
+
+class ReportError(RuntimeError):
+    """The report could not be made; one line."""
+
+
+def notebook_for(experiment: str, declared: str | None = None) -> Path:
+    """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report."""
+    if declared:
+        return paths().root / declared
+    own = paths().notebooks / f"{experiment}.ipynb"
+    return own if own.is_file() else paths().notebooks / "report.ipynb"
+
+
+def latest_campaign(results: str | Path, experiment: str) -> Path:
+    """The most recently written campaign of an experiment under a results root."""
+    found = sorted((results_dir for results_dir in (Path(results) / experiment).glob("*/campaign.json")),
+                   key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise ReportError(f"no campaign of experiment {experiment!r} under {results}: run `make run EXP={experiment}`")
+    return found[-1].parent
+
+
+def _execute(notebook: Path, campaigns: list[Path], html: Path) -> Path:
+    """Execute a notebook with its campaigns parameter set; export it to html (code hidden), keep it beside."""
+    import nbformat
+    import papermill
+    from nbconvert import HTMLExporter
+
+    executed = html.with_suffix(".ipynb")
+    try:
+        papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(c) for c in campaigns]},
+                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False)
+    except papermill.PapermillExecutionError as exc:
+        raise ReportError(f"{notebook.name} failed on {', '.join(map(str, campaigns))}: {exc.ename}: "
+                          f"{exc.evalue}") from None
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    html.write_text(body)
+    return html
+
+
+#: The notebook of `trexlab compare`: each campaign after the first against the first.
+COMPARE_NOTEBOOK = "compare.ipynb"
+
+
+def render_compare(campaigns: list[str | Path], html: str | Path) -> Path:
+    """Execute the compare notebook on several campaigns (the first is the baseline); return the HTML's path."""
+    directories = [Path(c).resolve() for c in campaigns]
+    for campaign in directories:
+        if not (campaign / "campaign.json").is_file():
+            raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
+    if len(directories) < 2:
+        raise ReportError("a comparison needs two campaigns or more")
+    output = Path(html).resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return _execute(paths().notebooks / COMPARE_NOTEBOOK, directories, output)
+
+
+def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:
+    """Execute the analysis notebook on one campaign; return the HTML report's path."""
+    campaign = Path(campaign).resolve()
+    if not (campaign / "campaign.json").is_file():
+        raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"))
+    html = Path(html) if html else campaign / "report.html"
+    return _execute(notebook, [campaign], html)

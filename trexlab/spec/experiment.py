@@ -1,0 +1,381 @@
+"""Experiments as code: a declared, validated sweep of benchmark runs.
+
+An experiment spec (YAML in ``experiments/``) names the lab it needs, how the
+DUT is configured, the traffic, the procedure with its parameters, a sweep
+matrix and the number of repetitions.  Sweep keys are dotted paths into the
+spec itself (``dut.impairment.loss_percent``, ``procedure.params.loss_tolerance``,
+``traffic.destination_networks``), so anything that can be declared can be
+swept, and nothing is swept that was not declared.
+
+The whole spec is checked before any host is touched: every error is one line
+naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from trexlab import reference_dut, rolevalues
+from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
+from trexlab.spec import safeyaml
+from trexlab.spec.schema import SWEEP_POINTS_MAX, experiment_schema
+
+LAB_KINDS = ("local", "vm", "static", "maas")
+TOPOLOGIES = ("single", "dual", "loopback")
+#: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
+#: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
+#: Applied in this order (a reference DUT's capacity before impairments), restored in the reverse.
+DUT_CONFIG = {"reference": ("playbooks/dut-reference.yml", "dut_reference"),
+              "impairment": ("playbooks/dut-impairment.yml", "netem"),
+              "siit": ("playbooks/dut-siit.yml", "siit_tayga"),
+              "siit_jool": ("playbooks/dut-siit-jool.yml", "siit_jool")}
+DUT_BLOCKS = tuple(DUT_CONFIG)
+#: The lab's TCP endpoints (client, server nodes): applied once around a campaign whose procedure runs on them
+#: (its needs_tcp_endpoints), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
+#: tcp_endpoints_http_file_mib).
+ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
+DEFAULT_REPETITIONS = 20
+
+
+
+@functools.cache
+def schema() -> dict:
+    """The schema specs are validated with first, generated from their types (trexlab.spec.schema); ``trexlab schema``
+    prints the detailed one editors use."""
+    return experiment_schema(detailed=False)
+
+
+class InvalidExperiment(ValueError):
+    """A spec error; str() is one line naming the file, the key and what is allowed."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One combination of sweep values, with the spec it produces."""
+
+    index: int
+    values: dict  # dotted path -> value
+    spec: dict  # the experiment spec with these values filled in
+
+    @property
+    def point_id(self) -> str:
+        """A stable directory name: readable values plus a short hash of all of them."""
+        if not self.values:
+            return "point-0"
+        parts = [f"{path.rsplit('.', 1)[-1]}={_short(v)}" for path, v in self.values.items()]
+        digest = hashlib.sha1(json.dumps(self.values, sort_keys=True).encode()).hexdigest()[:6]
+        readable = re.sub(r"[^A-Za-z0-9=._-]+", "_", ",".join(parts))[:80]
+        return f"{readable}-{digest}"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    spec: dict
+    path: Path | None
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    @property
+    def repetitions(self) -> int:
+        """The most repetitions a point runs (adaptive repetitions may stop earlier: repetition_rule)."""
+        return self.repetition_rule.maximum
+
+    @property
+    def repetition_rule(self):
+        """A count, or adaptive repetitions (trexlab.plan.adaptive.RepetitionRule)."""
+        from trexlab.plan.adaptive import repetition_rule
+
+        return repetition_rule(self.spec)
+
+    @property
+    def lab_kind(self) -> str | None:
+        """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
+        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.plan.campaign): the kernel
+        features it needs are checked on the DUTs themselves (lab.requires)."""
+        return (self.spec.get("lab") or {}).get("kind")
+
+    @property
+    def topology(self) -> str:
+        return self.spec.get("lab", {}).get("topology", "single")
+
+    @property
+    def generator(self) -> str:
+        return self.spec.get("generator", "software")
+
+    def points(self) -> list[SweepPoint]:
+        sweep = self.spec.get("sweep") or {}
+        check_sweep_size(sweep, str(self.path) if self.path else "<spec>")
+        paths = list(sweep)
+        points = []
+        for index, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
+            values = dict(zip(paths, combo, strict=True))
+            spec = copy.deepcopy(self.spec)
+            spec.pop("sweep", None)
+            for path, value in values.items():
+                _set_path(spec, path, value)
+            points.append(SweepPoint(index, values, spec))
+        return points
+
+    def scaled(self, scale: str | None) -> Experiment:
+        """The spec with a named scale's overrides (e.g. short CI trials) merged in."""
+        if not scale:
+            return self
+        overrides = (self.spec.get("scale") or {}).get(scale)
+        if overrides is None:
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment")
+        if not isinstance(overrides, dict):
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: a mapping of overrides")
+        spec = copy.deepcopy(self.spec)
+        for path, value in _flatten(overrides).items():
+            _set_path(spec, path, value)
+        # The merged spec is checked as a whole again: an override may set anything the spec may, no more
+        # (a name that leaves the results root, zero repetitions, a hostile DUT block).
+        source = f"{self.path or '<spec>'} (scale {scale})"
+        return validate(spec, source, path=self.path)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    """{'procedure': {'params': {'a': 1}}} -> {'procedure.params.a': 1}; lists and sweeps stay whole."""
+    flat = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and key != "sweep" and value:
+            flat.update(_flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def _set_path(spec: dict, path: str, value: object) -> None:
+    node = spec
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise InvalidExperiment(f"sweep key {path}: {key} is not a mapping")
+    node[leaf] = value
+
+
+def check_sweep_size(sweep: dict, source: str) -> int:
+    """The number of sweep points, refused above SWEEP_POINTS_MAX before anything is expanded."""
+    total = 1
+    for values in sweep.values():
+        total *= len(values) if isinstance(values, list) else 1
+    if total > SWEEP_POINTS_MAX:
+        sizes = " x ".join(str(len(v)) for v in sweep.values() if isinstance(v, list))
+        raise InvalidExperiment(f"{source}: sweep: {total} points ({sizes}); allowed at most {SWEEP_POINTS_MAX}")
+    return total
+
+
+_SWEEP_ROOTS = ("dut", "traffic", "procedure", "generator_options")
+
+
+def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> Experiment:
+    """Check a parsed spec completely; raise InvalidExperiment with one line on the first error."""
+    if not isinstance(spec, dict):
+        raise InvalidExperiment(f"{source}: the spec must be a mapping, got {type(spec).__name__}")
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(spec),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        error = jsonschema.exceptions.best_match(errors)
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InvalidExperiment(f"{source}: {where}: {_message(error)}")
+    for swept in spec.get("sweep") or {}:
+        root = swept.split(".", 1)[0]
+        if root not in _SWEEP_ROOTS:
+            raise InvalidExperiment(
+                f"{source}: sweep.{swept}: allowed roots {', '.join(_SWEEP_ROOTS)}")
+        if root == "procedure" and not swept.startswith("procedure.params."):
+            raise InvalidExperiment(f"{source}: sweep.{swept}: only procedure.params.* can be swept")
+    if spec.get("generator") == "sim" and spec.get("dut"):
+        raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
+                                "simulated SUT in generator_options")
+    if isinstance(spec.get("sweep"), dict):
+        check_sweep_size(spec["sweep"], source)
+    experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
+    try:
+        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: {exc}") from None
+    _check_endpoints(spec, source)
+    for point in experiment.points():
+        _check_dut(point, source)
+        _check_point(point, source)
+    return experiment
+
+
+def _check_endpoints(spec: dict, source: str) -> None:
+    """An endpoints block: options of roles/tcp_endpoints, for a procedure that runs on the endpoints."""
+    if "endpoints" not in spec:
+        return
+    if not procedure_needs_endpoints(spec["procedure"]["name"], spec["procedure"].get("params")):
+        raise InvalidExperiment(f"{source}: endpoints: procedure {spec['procedure']['name']} does not run on the "
+                                "lab's TCP endpoints (tcp with engine iperf3 and http_download do)")
+    _check_role_settings(source, "endpoints", ENDPOINTS_CONFIG[1], spec["endpoints"])
+    try:
+        rolevalues.check_endpoints_block(spec["endpoints"])
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{source}: endpoints.{exc}") from None
+
+
+def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints):
+    its needs_tcp_endpoints (RFC 6349's iperf3 engine does, its trex engine does not)."""
+    from trexlab.procedures import registry
+
+    return name in registry() and registry()[name].needs_tcp_endpoints(params or {})
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    # iter_errors sets these on every error it yields (the stubs also allow the "unset" of a hand-made one).
+    instance: Any = error.instance
+    expected: Any = error.validator_value
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {})
+        extra = sorted(set(instance) - set(allowed))
+        return f"unknown key {', '.join(extra)}; allowed {', '.join(allowed)}"
+    if error.validator == "enum":
+        return f"{instance!r} is not allowed; allowed {', '.join(map(str, expected))}"
+    if error.validator == "pattern" and isinstance(instance, str):
+        return f"{instance!r} does not match {expected}"
+    if error.validator == "anyOf" and all("type" in option for option in expected):
+        # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
+        kinds = " or ".join(repr(option["type"]) for option in expected)
+        return f"{instance!r} is not of type {kinds}"
+    return error.message
+
+
+def role_options(role: str) -> dict:
+    """The options a role declares in its meta/argument_specs.yml (name -> spec)."""
+    specs = yaml.safe_load((paths().roles / role / "meta" / "argument_specs.yml").read_text())
+    return specs["argument_specs"]["main"]["options"]
+
+
+def dut_role_vars(block: str, settings: dict) -> dict:
+    """A spec's dut.<block> settings as the variables of the role that applies them."""
+    return role_vars(DUT_CONFIG[block][1], settings)
+
+
+def role_vars(role: str, settings: dict) -> dict:
+    """A block's settings as the variables of its role (loss_percent -> netem_loss_percent)."""
+    return {f"{role}_{key}": value for key, value in settings.items()}
+
+
+def _check_dut(point: SweepPoint, source: str) -> None:
+    """Each dut.<block> key must be an option of its role, of the declared type and choices."""
+    where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
+    for block, settings in (point.spec.get("dut") or {}).items():
+        _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
+        try:  # the strings that reach the DUT: names, paths, addresses (the lab's own rules: trexlab.plan.runplan)
+            rolevalues.check_dut_block(block, settings)
+        except InvalidParameter as exc:
+            raise InvalidExperiment(f"{where}: dut.{block}.{exc}") from None
+    reference = (point.spec.get("dut") or {}).get("reference")
+    if reference is not None:  # its values' ranges, as the role would refuse them (before any host is touched)
+        try:
+            reference_dut.from_settings(reference)
+        except InvalidParameter as exc:
+            raise InvalidExperiment(f"{where}: dut.reference.{exc}") from None
+
+
+def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:
+    """Each key of a block (dut.<block>, endpoints) must be an option of its role, of its type and choices."""
+    kinds: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, float), "str": str, "bool": bool,
+                                                 "list": list, "dict": dict}
+    options = role_options(role)
+    for key, value in settings.items():
+        name = f"{role}_{key}"
+        if name not in options or name.endswith("_state") or name.endswith("_state_dir"):
+            allowed = sorted(o.removeprefix(f"{role}_") for o in options
+                             if o.startswith(f"{role}_") and not o.endswith(("_state", "_state_dir")))
+            raise InvalidExperiment(f"{where}: {label}.{key}: unknown; allowed {', '.join(allowed)}")
+        option = options[name]
+        kind = kinds.get(option.get("type", "str"))
+        if kind and (not isinstance(value, kind) or (isinstance(value, bool) and option.get("type") != "bool")):
+            raise InvalidExperiment(f"{where}: {label}.{key}: {value!r} is not of type {option['type']}")
+        choices = option.get("choices")
+        values = value if isinstance(value, list) else [value]
+        if choices and any(v not in choices for v in values):
+            raise InvalidExperiment(f"{where}: {label}.{key}: {value!r} is not allowed; allowed "
+                                    f"{', '.join(map(str, choices))}")
+
+
+def _check_point(point: SweepPoint, source: str) -> None:
+    """Build the traffic template and procedure parameters of a point: their own checks apply."""
+    from trexlab.plan.runplan import check_generator_options, procedure_params, traffic_template
+    from trexlab.procedures import names, procedure, taking_rate
+
+    spec = point.spec
+    where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
+    name = spec["procedure"]["name"]
+    if name not in names():
+        raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
+                                f"allowed {', '.join(names())}")
+    try:
+        traffic_template(spec.get("traffic"))
+        check_generator_options(spec.get("generator", "software"), spec.get("generator_options"))
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{where}: {exc}") from None
+    params = spec["procedure"].get("params") or {}
+    try:
+        params, rate_from = split_rate_from(params)
+        if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
+            if not procedure(name).TAKES_RATE:
+                raise InvalidParameter("procedure.params.rate", {"from": GIVES_RATE}, f"a number (only "
+                                       f"{', '.join(taking_rate())} take a rate from {GIVES_RATE})")
+            procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
+            params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
+        procedure_params(name, params, "procedure.params.")
+    except InvalidParameter as exc:
+        if exc.name == "rate" or exc.name.startswith("rate."):  # split_rate_from's own names
+            raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
+        raise InvalidExperiment(f"{where}: {exc}") from None
+
+
+def procedure_params_class(name: str):
+    """A procedure's Params class (trexlab.plan.runplan.procedure_params builds one from a mapping, checked)."""
+    from trexlab.procedures import procedure
+
+    return procedure(name).Params
+
+
+def load(path: str | Path) -> Experiment:
+    """Load and validate an experiment spec file (or experiments/<name>/experiment.yml).
+
+    A name, or experiments/<name>, that is not a path from here is one of trexlab's own experiments (an
+    installed trexlab carries them, see trexlab.paths)."""
+    path = Path(path)
+    own = paths().experiments / path.name
+    if not path.exists() and len(path.parts) <= 2 and path.parts[:-1] in ((), ("experiments",)) and own.exists():
+        path = own
+    if path.is_dir():
+        path = path / "experiment.yml"
+    if not path.is_file():
+        raise InvalidExperiment(f"{path}: no such experiment spec")
+    try:
+        spec = safeyaml.load(path)
+    except safeyaml.YamlInputError as exc:
+        raise InvalidExperiment(str(exc)) from None
+    return validate(spec, str(path))

@@ -1,0 +1,413 @@
+"""The experiment spec as types: frozen dataclasses whose fields carry their documentation and units.
+
+The JSON Schema editors use (``trexlab schema``) and the one trexlab validates specs with
+(trexlab.spec.experiment) are generated from these types, so a key is declared once. Values a type alone cannot
+bound are checked where they are used: procedure parameters by each procedure's ``Params``, DUT blocks by
+their role's ``meta/argument_specs.yml`` and the run plan (trexlab.plan.runplan), traffic by ``TrialSpec``.
+
+``check_fields`` is the one type check of a mapping against a dataclass (spec traffic, procedure params,
+generator options, CLI values): each error is one line naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Literal
+
+from trexlab.params import InvalidParameter, check_range
+
+#: An experiment's name: its results directory, so nothing that could leave the results root.
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+#: A host name or address given as an option (it reaches a connection, never a shell or ssh option).
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
+#: The sweep keys: dotted paths into the spec.
+SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
+REPETITIONS_MAX = 1000
+#: Sweep points one experiment may expand to: the product of the sweep's lengths is refused above it before
+#: anything is expanded (a campaign of more points would not finish in any lab's lifetime).
+SWEEP_POINTS_MAX = 1000
+
+
+def doc(text: str, **schema) -> dict:
+    """A field's documentation (with its unit) and extra JSON Schema keywords (minimum, pattern ...)."""
+    return {"doc": text, "schema": schema}
+
+
+@dataclass(frozen=True)
+class LabRequirement:
+    """What the experiment needs of the lab it runs on."""
+
+    kind: Literal["local", "vm", "static", "maas"] | None = field(default=None, metadata=doc(
+        "the kind of lab the experiment was made and checked on; another kind runs it with a warning"))
+    topology: Literal["single", "dual", "loopback"] = field(default="single", metadata=doc(
+        "DUTs between the tester ports: single, dual (two DUTs in a row) or loopback (none: tester self-test)"))
+    requires: tuple[Literal["sch_netem", "jool"], ...] = field(default=(), metadata=doc(
+        "kernel features every DUT must have, probed on the DUTs before any point runs"))
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The test frames of every trial (RFC 2544 / RFC 8219 test frames); the procedure sets load and duration."""
+
+    frame_size: tuple[int, int] | int = field(default=(64, 64), metadata=doc(
+        "bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for both"))
+    ip_version: tuple[int, int] | int = field(default=(4, 4), metadata=doc(
+        "IP version sent from each tester port [port0, port1], 4 or 6, or one for both"))
+    directions: Literal["bidirectional", "forward", "reverse"] = field(default="bidirectional", metadata=doc(
+        "forward: port 0 to port 1; reverse: port 1 to port 0"))
+    port_mode: Literal["fixed", "rfc4814"] = field(default="fixed", metadata=doc(
+        "UDP ports: fixed, or RFC 4814 pseudorandom source and destination ports"))
+    destination_networks: int = field(default=1, metadata=doc(
+        "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
+        minimum=1, maximum=256))
+    receive_tail: float = field(default=2.0, metadata=doc(
+        "s of receiving after sending stops (RFC 2544: 2 s)", minimum=0))
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """The benchmarking procedure each repetition runs."""
+
+    name: str = field(metadata=doc("the procedure (trexlab --help lists them)"))
+    params: dict = field(default_factory=dict, metadata=doc(
+        "the procedure's parameters (its Params: trexlab <procedure> --help); latency and pdv take "
+        "rate: {from: throughput, params: {...}}"))
+
+
+@dataclass(frozen=True)
+class DutBlocks:
+    """DUT configuration applied around each point (through its role; keys are the role's options)."""
+
+    reference: dict | None = field(default=None, metadata=doc(
+        "a known-answer DUT: each direction policed to rate_fps (roles/dut_reference)"))
+    impairment: dict | None = field(default=None, metadata=doc(
+        "loss, delay and selective delay of forwarded frames (roles/netem)"))
+    siit: dict | None = field(default=None, metadata=doc("SIIT with TAYGA (roles/siit_tayga)"))
+    siit_jool: dict | None = field(default=None, metadata=doc("SIIT with Jool (roles/siit_jool)"))
+
+
+@dataclass(frozen=True)
+class ScaleOverrides:
+    """Overrides merged into the spec with --scale NAME (re-validated as a whole spec)."""
+
+    ci: dict | None = field(default=None, metadata=doc("short trials for CI and demonstrations"))
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """An experiment: the lab it needs, the DUT configuration, the traffic, the procedure, a sweep, repetitions."""
+
+    name: str = field(metadata=doc("the experiment's name and results directory", pattern=NAME_PATTERN))
+    procedure: Procedure = field(metadata=doc("the procedure each repetition runs"))
+    description: str = field(default="", metadata=doc("what the experiment shows"))
+    reproduces: str = field(default="", metadata=doc("the paper, table or figure it reproduces"))
+    lab: LabRequirement = field(default_factory=LabRequirement, metadata=doc("what it needs of the lab"))
+    generator: Literal["sim", "software", "trex"] = field(default="software", metadata=doc(
+        "the traffic generator: sim (simulated SUT, no lab), software (swtester) or trex"))
+    generator_options: dict = field(default_factory=dict, metadata=doc(
+        "the generator's options (sim: the simulated SUT; software: cross_check; trex: server, sync_port, warmup)"))
+    dut: DutBlocks = field(default_factory=DutBlocks, metadata=doc("DUT configuration"))
+    traffic: Traffic = field(default_factory=Traffic, metadata=doc("the test frames"))
+    endpoints: dict = field(default_factory=dict, metadata=doc(
+        "options of roles/tcp_endpoints, for procedures run on the lab's client and server (tcp, http_download)"))
+    notebook: str | None = field(default=None, metadata=doc(
+        "the report's notebook (default analysis/<name>.ipynb, else analysis/report.ipynb)",
+        pattern=r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"))
+    sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
+        f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
+        propertyNames={"pattern": SWEEP_KEY_PATTERN}))
+    repetitions: int | dict = field(default=20, metadata=doc(
+        "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
+        "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
+        minimum=1, maximum=REPETITIONS_MAX))
+    scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
+
+
+# -- generator options -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SoftwareOptions:
+    """Options of the software generator (swtester). The program it runs is never an option: it is the
+    checkout's build or TREXLAB_SWTESTER, chosen by whoever runs trexlab, not by a shared spec."""
+
+    cross_check: bool = field(default=True, metadata=doc(
+        "compare each trial's counts with the DUT's nftables counters"))
+
+
+@dataclass(frozen=True)
+class TRexOptions:
+    """Options of the TRex generator."""
+
+    server: str | None = field(default=None, metadata=doc(
+        "the TRex host name or address (default: the tester's trexlab_trex_server, else through SSH to the tester)",
+        pattern=HOST_PATTERN))
+    sync_port: int = field(default=4501, metadata=doc("TRex's RPC port", minimum=2, maximum=65535))
+    warmup: bool = field(default=True, metadata=doc("a short warm-up trial before the first measured one"))
+
+    def __post_init__(self) -> None:
+        if self.server is not None and not re.match(HOST_PATTERN, self.server):
+            raise InvalidParameter("server", self.server, "a host name or address")
+        check_range("sync_port", self.sync_port, 2, 65535, integer=True)
+
+
+def sim_options_class():
+    """The sim generator's options: its simulated SUT plus wall_clock_factor (a class made from the SUT's)."""
+    from trexlab.generators.sim import SimulatedSUT
+
+    return _sim_options(SimulatedSUT)
+
+
+@typing.no_type_check
+def _sim_options(sut):
+    return dataclasses.make_dataclass("SimOptions", [
+        *((f.name, typing.get_type_hints(sut)[f.name], field(default=f.default)) for f in dataclasses.fields(sut)),
+        ("wall_clock_factor", float, field(default=0.0, metadata=doc(
+            "wall s waited per simulated s of trial (0: none)", minimum=0, maximum=1)))], frozen=True)
+
+
+def generator_options_class(generator: str):
+    return {"sim": sim_options_class, "software": lambda: SoftwareOptions, "trex": lambda: TRexOptions}[generator]()
+
+
+# -- checking a mapping against a dataclass -------------------------------------------------------------------
+
+
+def _union_args(hint) -> tuple | None:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return None
+
+
+def _describe(hint) -> str:
+    if hint is type(None):
+        return "null"
+    if (args := _union_args(hint)) is not None:
+        return " or ".join(_describe(a) for a in args)
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return ", ".join(map(str, typing.get_args(hint)))
+    if hint is tuple or origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_describe(args[0])}"
+        if args:
+            return f"a list of {len(args)} ({', '.join(_describe(a) for a in args)})"
+        return "a list"
+    if hint is dict or origin is dict:
+        return "a mapping"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def convert(name: str, value, hint, from_text: bool = False):
+    """value as the type hint asks (from_text: a CLI string, parsed), or InvalidParameter naming name."""
+    if (args := _union_args(hint)) is not None:
+        if value is None and type(None) in args:
+            return None
+        if from_text and value in ("none", "null") and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return convert(name, value, arg, from_text)
+            except InvalidParameter:
+                continue
+        raise InvalidParameter(name, value, _describe(hint))
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        if value in typing.get_args(hint):
+            return value
+        raise InvalidParameter(name, value, _describe(hint))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if from_text and str(value).lower() in (*_TRUE, *_FALSE):
+            return str(value).lower() in _TRUE
+        raise InvalidParameter(name, value, "true or false")
+    if hint in (int, float):
+        if from_text and isinstance(value, str):
+            try:
+                number = float(value)  # 1e6 is a count too
+                value = number if hint is float else int(number) if number.is_integer() else value
+            except (ValueError, OverflowError):
+                raise InvalidParameter(name, value, _describe(hint)) from None
+        if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)):
+            raise InvalidParameter(name, value, _describe(hint))
+        # 300000 in a spec and 300000 from a flag are one value: the same provenance whichever way it came.
+        return float(value) if hint is float else value
+    if hint is str:
+        if not isinstance(value, str):
+            raise InvalidParameter(name, value, "a string")
+        return value
+    if hint is tuple or origin is tuple:
+        if from_text and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list | tuple):
+            raise InvalidParameter(name, value, _describe(hint))
+        args = typing.get_args(hint)
+        if not args:
+            return tuple(value)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(convert(f"{name}[{i}]", v, args[0], from_text) for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise InvalidParameter(name, value, _describe(hint))
+        return tuple(convert(f"{name}[{i}]", v, a, from_text) for i, (v, a) in enumerate(zip(value, args, strict=True)))
+    if hint is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise InvalidParameter(name, value, "a mapping")
+        return value
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise InvalidParameter(name, value, "a mapping")
+        return value
+    return value
+
+
+def check_fields(cls, values: object, from_text: bool = False, prefix: str = "") -> dict:
+    """values (a mapping) checked and converted by the types of cls's fields: unknown keys and wrong types
+    raise InvalidParameter naming the key; ranges are the class's own checks (construct it with the result)."""
+    if not isinstance(values, dict):
+        raise InvalidParameter(prefix.rstrip(".") or "(the mapping)", values, "a mapping")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    converted = {}
+    for key, value in values.items():
+        if key not in names:
+            raise InvalidParameter(f"{prefix}{key}", value, f"the keys {', '.join(names)}")
+        converted[key] = convert(f"{prefix}{key}", value, hints[key], from_text)
+    return converted
+
+
+# -- JSON Schema from the types ---------------------------------------------------------------------------------
+
+
+def schema_of(hint) -> dict:
+    """The JSON Schema of a type hint (dataclasses: objects with their fields documented)."""
+    if (args := _union_args(hint)) is not None:
+        return {"anyOf": [schema_of(a) for a in args]}
+    if hint is type(None):
+        return {"type": "null"}
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return {"type": "integer"}
+    if hint is float:
+        return {"type": "number"}
+    if hint is str:
+        return {"type": "string"}
+    if hint is tuple or origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": schema_of(args[0])}
+        if args:
+            return {"type": "array", "prefixItems": [schema_of(a) for a in args], "minItems": len(args),
+                    "maxItems": len(args)}
+        return {"type": "array"}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": schema_of(typing.get_args(hint)[1])}
+    if hint is dict:
+        return {"type": "object"}
+    if hint is list:
+        return {"type": "array", "minItems": 1}
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        properties = {}
+        for f in dataclasses.fields(hint):
+            field_hint = hints[f.name]
+            if f.default is None and (args := _union_args(field_hint)) is not None:
+                # None stands for "not given": the key is left out, not written as null.
+                rest = tuple(a for a in args if a is not type(None))
+                field_hint = rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007
+            prop = schema_of(field_hint)
+            meta: typing.Mapping[str, typing.Any] = f.metadata or {}
+            prop.update(meta.get("schema", {}))
+            if meta.get("doc"):
+                prop["description"] = meta["doc"]
+            properties[f.name] = prop
+        required = [f.name for f in dataclasses.fields(hint)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        out = {"type": "object", "additionalProperties": False, "properties": properties}
+        if hint.__doc__ and not hint.__doc__.startswith(hint.__name__ + "("):
+            out["description"] = " ".join(hint.__doc__.split())
+        if required:
+            out["required"] = required
+        return out
+    raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+def experiment_schema(detailed: bool = True) -> dict:
+    """The experiment spec's JSON Schema: the types above, the procedures' Params, the generators' options and
+    the DUT roles' options (their meta/argument_specs.yml), each declared once where it is used.
+
+    detailed=False leaves the procedure's params, the generator's options and the role blocks as plain
+    mappings: trexlab.spec.experiment validates with that schema first and then checks those by their own types
+    (Params, the options classes, the roles' specs), whose one-line errors say more than a schema's would."""
+    from trexlab.plan.rate_from import GIVES_RATE
+    from trexlab.procedures import registry
+    from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
+
+    schema: dict[str, typing.Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                                     "title": "trexlab experiment spec",
+              **schema_of(ExperimentSpec)}
+    props = schema["properties"]
+    props["procedure"]["properties"]["name"]["enum"] = list(registry())
+    # A wrong type under sweep still reads "not an array" rather than a bare anyOf.
+    props["sweep"]["additionalProperties"] = {"type": "array", "minItems": 1}
+    if not detailed:
+        for block in DUT_CONFIG:
+            props["dut"]["properties"][block] = {"type": "object"}
+        props["endpoints"] = {"type": "object"}
+        return schema
+    conditions: list[dict] = []
+    for name, module in registry().items():
+        params = schema_of(module.Params)
+        params.pop("required", None)
+        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.plan.rate_from)
+            params["properties"]["rate"] = {"anyOf": [params["properties"]["rate"], {
+                "type": "object", "additionalProperties": False, "required": ["from"],
+                "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}
+        conditions.append({"if": {"properties": {"procedure": {"properties": {"name": {"const": name}}}}},
+                           "then": {"properties": {"procedure": {"properties": {"params": params}}}}})
+    for generator in ("sim", "software", "trex"):
+        options = schema_of(generator_options_class(generator))
+        conditions.append({"if": {"properties": {"generator": {"const": generator}}},
+                           "then": {"properties": {"generator_options": options}}})
+    for block, (_playbook, role) in DUT_CONFIG.items():
+        props["dut"]["properties"][block] = {**_role_schema(role, role_options(role)),
+                                             "description": props["dut"]["properties"][block]["description"]}
+    props["endpoints"] = {**_role_schema(ENDPOINTS_CONFIG[1], role_options(ENDPOINTS_CONFIG[1])),
+                          "description": props["endpoints"]["description"]}
+    schema["allOf"] = conditions
+    return schema
+
+
+_ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
+               "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
+               "dict": {"type": "object"}}
+
+
+def _role_schema(role: str, options: dict) -> dict:
+    """A spec block's schema from its role's argument specs (state and state_dir are the campaign's own)."""
+    properties = {}
+    for name, option in options.items():
+        if not name.startswith(f"{role}_") or name.endswith(("_state", "_state_dir")):
+            continue
+        prop: dict[str, typing.Any] = dict(_ROLE_TYPES.get(option.get("type", "str"), {}))
+        if option.get("choices"):
+            if prop.get("type") == "array":
+                prop["items"] = {"enum": option["choices"]}
+            else:
+                prop["enum"] = option["choices"]
+        if option.get("description"):
+            prop["description"] = option["description"]
+        properties[name.removeprefix(f"{role}_")] = prop
+    return {"type": "object", "additionalProperties": False, "properties": properties}

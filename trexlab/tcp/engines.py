@@ -1,0 +1,279 @@
+"""TCP engines of the RFC 6349 procedure: what opens the connections and counts what they carry.
+
+* ``iperf3``: kernel TCP on the lab's client and server nodes (trexlab.tcp.iperf);
+* ``trex``: TRex advanced stateful (ASTF) on the tester's two ports, clients
+  behind port 0 and the server behind port 1, through the DUT
+  (trex-profiles/astf_tcp_throughput.py), read from TRex's TCP counters.
+
+Both answer the procedure in the same shape, a DirectionStats per direction of
+each TCP test, so the RFC 6349 metrics (trexlab.procedures.rfc6349.add_metrics)
+are computed once, whichever engine ran.
+
+What the trex engine reads, per profile (one per concurrent test), as TRex's
+client returns them (ASTFClient.get_traffic_stats, sections "client" and
+"server"; descriptions from TRex's counter table):
+
+* good bytes: the receiving side's ``tcps_rcvbyte`` ("bytes received in
+  sequence"), each byte once;
+* sent bytes: the sending side's ``tcps_sndbyte_ok`` ("data bytes sent by
+  tcp"), new data on the wire; a server without it gives ``tcps_sndbyte``
+  ("data bytes sent by application layer"), which for a bulk sender can run a
+  socket buffer ahead of the wire;
+* retransmissions: the sender's ``tcps_sndrexmitpack`` and
+  ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
+* RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
+  (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
+  runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
+  that method's documentation says: steps of 1/32 ms, coarse for a lab's
+  sub-millisecond paths (the procedure says so in its notes).
+
+The counters are read twice, after ``omit`` and after ``duration`` more, and
+the test's figures are the differences over the time between the two reads
+(the middle of each read's round trip): slow start is left out as iperf3's
+--omit does, and the transfer time is measured, never assumed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Protocol
+
+from trexlab.generators.trex import TRexSession, load_client_api
+from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.tcp.iperf import DirectionStats, TcpTest, parse, run_tests
+from trexlab.testbed.endpoints import Endpoints, read_number
+from trexlab.testbed.inventory import Lab, LabError
+from trexlab.trial import GeneratorError
+
+ENGINES = ("iperf3", "trex")
+ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
+#: The flow dump's "rtt" is milliseconds shifted left by TCP_RTT_SHIFT (5) (ASTFClient.get_flow_info).
+ASTF_RTT_SCALE = 2 ** 5 * 1000
+#: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
+ASTF_GRACE = 30.0
+#: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
+ASTF_SIDES = {"download": ("server", "client"), "upload": ("client", "server")}
+DIRECTIONS_OF = {"download": ("download",), "upload": ("upload",), "bidirectional": ("upload", "download")}
+
+
+class TcpEngine(Protocol):
+    """What the RFC 6349 procedure asks of an engine; nothing else."""
+
+    name: str
+    method: str  # how the connections ran, in the result's method line
+    congestion_control: str | None
+    ports: list[int]  # server ports, one per concurrent test
+    rtt_resolution_s: float  # the smallest RTT step the engine reports
+
+    def server_address(self, ip_version: int) -> str: ...
+
+    def window_limit(self) -> tuple[int | None, str]:
+        """The largest window per connection the engine really gives (None: no cap known) and what sets it."""
+
+    def tester_port_mtu(self, indexes) -> int | None: ...
+
+    def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
+        """Run the tests at the same time; per test, what each direction carried."""
+
+    def close(self) -> None: ...
+
+
+class Iperf3Engine:
+    """iperf3 between the lab's client and server nodes (roles/tcp_endpoints)."""
+
+    name = "iperf3"
+    method = "iperf3"
+    rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
+
+    def __init__(self, endpoints: Endpoints):
+        self.endpoints = endpoints
+        self.congestion_control = endpoints.congestion_control
+        self.ports = list(endpoints.iperf3_ports)
+
+    def server_address(self, ip_version: int) -> str:
+        return self.endpoints.server_address(ip_version)
+
+    def window_limit(self) -> tuple[int | None, str]:
+        return self.endpoints.window_limit()
+
+    def tester_port_mtu(self, indexes) -> int | None:
+        return self.endpoints.tester_port_mtu(indexes)
+
+    def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
+        address = self.server_address(tests[0].ip_version)
+        return [parse(report, test) for test, report in
+                zip(tests, run_tests(self.endpoints.client, address, tests), strict=True)]
+
+    def close(self) -> None:
+        pass
+
+
+class TRexAstfEngine(TRexSession):
+    """TRex ASTF on the tester's ports: one profile per concurrent test, its TCP counters read."""
+
+    name = "trex"
+    method = "TRex ASTF (clients on tester port 0, server on port 1)"
+    # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
+    congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
+    rtt_resolution_s = 1 / ASTF_RTT_SCALE
+
+    def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
+                 tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
+        super().__init__(server, sync_port, tunnel_node, client)
+        self.lab, self.ports, self.profile = lab, list(ports), profile
+        self.api = api
+        self.clock, self.sleep = time.monotonic, time.sleep
+
+    # -- what the procedure asks before any traffic -------------------------------------------
+
+    def _address(self, index: int, default: str) -> str:
+        if self.lab is None:
+            return default
+        return self.lab.tester.port(index).ipv4_address or default
+
+    def client_address(self) -> str:
+        return self._address(0, "198.18.0.2")
+
+    def server_address(self, ip_version: int) -> str:
+        if ip_version != 4:
+            raise InvalidParameter("ip_version", ip_version, "4 with engine trex (the ASTF profile's addresses are "
+                                                             "the tester ports' IPv4 ones)")
+        return self._address(1, "198.19.0.2")
+
+    def window_limit(self) -> tuple[int | None, str]:
+        return None, "TRex ASTF tcp.rxbufsize/txbufsize (no kernel cap)"
+
+    def tester_port_mtu(self, indexes) -> int | None:
+        """The tester ports' MTU where their kernel shows it (AF_PACKET mode); None under DPDK or without a lab."""
+        if self.lab is None:
+            return None
+        tester = self.lab.tester
+        mtus = [read_number(tester, f"/sys/class/net/{tester.port(i).name}/mtu") for i in indexes]
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
+
+    def tunables(self, test: TcpTest) -> dict:
+        """The profile's tunables for one test (trex-console's -t), by the names its argparse declares."""
+        return {"direction": test.direction, "connections": test.connections, "window": test.window_bytes or 0,
+                "mss": test.mss or 0, "dscp": -1 if test.dscp is None else test.dscp,
+                "bitrate": test.bitrate_bps or 0.0, "client-address": self.client_address(),
+                "server-address": self.server_address(test.ip_version), "port": test.port}
+
+    # -- the server -----------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        if self.connected:
+            return
+        if self.client is None:
+            self.api = self.api or load_client_api(self.lab, "trex.astf.api")
+        self._open(None if self.api is None else self.api.ASTFClient)
+        self.client.reset()
+
+    def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
+        errors = (getattr(self.api, "TRexError", None) or _Never,)
+        try:
+            self._connect()
+            return self._run(tests)
+        except errors as exc:
+            raise GeneratorError(f"TRex ASTF server {self.server}: {str(exc).strip().splitlines()[-1]}") from exc
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            raise GeneratorError(f"TRex ASTF server {self.server} went away: {exc}") from exc
+
+    # -- one group of concurrent tests ------------------------------------------------------------
+
+    def _snapshot(self, ids: list[str]) -> tuple[float, dict[str, dict]]:
+        """Every profile's counters, and when they were read (the middle of the reads' round trip)."""
+        before = self.clock()
+        stats = {pid: self.client.get_traffic_stats(skip_zero=False, pid_input=pid) for pid in ids}
+        return (before + self.clock()) / 2, stats
+
+    def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
+        ids = [f"trexlab-tcp-{test.port}" for test in tests]
+        omit, duration = max(t.omit for t in tests), max(t.duration for t in tests)
+        started = []
+        try:
+            for pid, test in zip(ids, tests, strict=True):
+                self.client.load_profile(str(self.profile), tunables=self.tunables(test), pid_input=pid)
+            for pid, test in zip(ids, tests, strict=True):
+                # The flow dump samples every connection's TCP state (its smoothed RTT) each interval.
+                self.client.start(duration=-1, pid_input=pid, dump_interval=test.interval)
+                started.append(pid)
+            origin = self.clock()
+            self.sleep(max(0.0, origin + omit - self.clock()))
+            first_at, first = self._snapshot(ids)
+            self.sleep(max(0.0, first_at + duration - self.clock()))
+            last_at, last = self._snapshot(ids)
+            flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
+        finally:
+            for pid in started:
+                self.client.stop(pid_input=pid, is_remove=True)
+        if last_at - origin > omit + duration + ASTF_GRACE:
+            raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
+                                 f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
+        return [{name: direction_stats(name, test, first[pid], last[pid], last_at - first_at, flows[pid])
+                 for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
+
+
+class _Never(Exception):
+    """Stands for the API's TRexError before the API is loaded: nothing raises it."""
+
+
+def _counter(stats: dict, section: str, name: str) -> int | None:
+    value = (stats.get(section) or {}).get(name)
+    return None if value is None else int(value)
+
+
+def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds: float,
+                    flows: dict) -> DirectionStats:
+    """One direction of a test from two reads of its profile's counters and the flow dump."""
+    sender, receiver = ASTF_SIDES[name]
+
+    def delta(section: str, *names: str) -> int:
+        for counter in names:  # the first counter the server has
+            a, b = _counter(after, section, counter), _counter(before, section, counter)
+            if a is not None:
+                return a - (b or 0)
+        raise GeneratorError(f"TRex ASTF counters have no {'/'.join(names)} in section {section!r}")
+
+    rtts = flow_rtts(flows, sender, test.omit)
+    return DirectionStats(
+        direction=name, good_bytes=delta(receiver, "tcps_rcvbyte"),
+        sent_bytes=delta(sender, "tcps_sndbyte_ok", "tcps_sndbyte"),
+        retransmits=delta(sender, "tcps_sndrexmitpack"), mss=test.mss or 0, seconds=seconds,
+        rtt_min_s=min(rtts) if rtts else None, rtt_mean_s=sum(rtts) / len(rtts) if rtts else None,
+        rtt_max_s=max(rtts) if rtts else None, counted_retransmitted_bytes=delta(sender, "tcps_sndrexmitbyte"))
+
+
+def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
+    """Smoothed RTTs (s) of one side's connections, from samples taken after ``omit`` (slow start left out).
+
+    A flow's "duration" is milliseconds since it was established; a sample without an RTT yet (0) is no sample.
+    """
+    samples = []
+    for flow_id, infos in flows.items():
+        if flow_id == "next_index":
+            continue
+        for info in infos:
+            if info.get("origin") == origin and info.get("rtt") and info.get("duration", math.inf) >= omit * 1000:
+                samples.append(info["rtt"] / ASTF_RTT_SCALE)
+    return samples
+
+
+def create(name: str, lab: Lab | None, ports: list[int], server: str | None = None,
+           sync_port: int = 4501) -> TcpEngine:
+    """An engine by name, on the lab (None: without one); nothing is started (the trex engine connects on its first
+    test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's)."""
+    if name == "iperf3":
+        if lab is None:
+            raise LabError("engine iperf3 needs a lab with client and server nodes (use --generator software)")
+        return Iperf3Engine(Endpoints(lab))
+    tunnel_node = None
+    if server is None:
+        if lab is None:
+            raise InvalidParameter("trex_server", None, "the TRex ASTF server's address, or a lab whose tester "
+                                                        "runs it (--inventory)")
+        server = lab.tester.extra.get("trexlab_trex_server")
+        tunnel_node = lab.tester if server is None else None
+    return TRexAstfEngine(lab, ports, server=server, sync_port=sync_port, tunnel_node=tunnel_node)

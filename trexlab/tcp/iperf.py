@@ -1,0 +1,204 @@
+"""TCP tests with iperf3 between the lab's client and server nodes, read per direction.
+
+The server node runs one iperf3 server per port (roles/tcp_endpoints, with
+--json); each test runs the iperf3 client on the client node through
+trexlab.testbed.inventory.Node.command (inside its namespace locally, over SSH elsewhere) with
+--json --get-server-output, so one report holds both ends: the receiver's good
+bytes and the sender's bytes, retransmissions and RTTs, for either direction.
+
+Directions are named from the client's point of view, as RFC 6349 tools do:
+*download* = server -> client (the lab's reverse direction, tester port 1 ->
+port 0), *upload* = client -> server (forward).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+from trexlab.params import InvalidParameter, check_choice, check_range
+from trexlab.trial import GeneratorError
+
+TEST_DIRECTIONS = ("download", "upload", "bidirectional")
+#: iperf3 refuses more parallel streams than this.
+MAX_STREAMS = 128
+#: Seconds a test may take beyond its duration (connection set-up, result exchange) before it is ended.
+GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class TcpTest:
+    """One iperf3 run: what a TCP throughput test asks of the client and server nodes."""
+
+    name: str
+    direction: str = "download"  # download | upload | bidirectional
+    connections: int = 1
+    window_bytes: int | None = None  # per connection (iperf3 -w: SO_SNDBUF and SO_RCVBUF); None: autotuning
+    dscp: int | None = None  # 0..63 on the client's segments (iperf3's server does not mark its own)
+    duration: float = 10.0  # s of transfer
+    omit: float = 0.0  # s at the start left out of the figures (slow start)
+    bitrate_bps: float | None = None  # pacing per connection (low load for the baseline RTT); None: as fast as TCP
+    mss: int | None = None  # TCP maximum segment size (path MTU - 40); None: the kernel's
+    port: int = 5201
+    ip_version: int = 4
+    interval: float = 1.0  # s between the reports whose RTT samples give min/mean/max (iperf3 allows >= 0.1)
+
+    def __post_init__(self) -> None:
+        check_choice("direction", self.direction, TEST_DIRECTIONS)
+        check_range("connections", self.connections, 1, MAX_STREAMS, integer=True)
+        if self.window_bytes is not None:
+            check_range("window_bytes", self.window_bytes, 1, integer=True)
+        if self.dscp is not None:
+            check_range("dscp", self.dscp, 0, 63, integer=True)
+        check_range("duration", self.duration, 0, 3600, low_open=True)
+        check_range("omit", self.omit, 0, 600)
+        if self.bitrate_bps is not None:
+            check_range("bitrate_bps", self.bitrate_bps, 0, low_open=True)
+        if self.mss is not None:
+            check_range("mss", self.mss, 88, 9000, integer=True)
+        check_range("port", self.port, 1, 65535, integer=True)
+        check_choice("ip_version", self.ip_version, (4, 6))
+        check_range("interval", self.interval, 0.1, 60)
+
+    def argv(self, server_address: str) -> list[str]:
+        argv = ["iperf3", "--client", server_address, "--port", str(self.port), "--json", "--get-server-output",
+                "--time", f"{self.duration:g}", "--parallel", str(self.connections), "--connect-timeout", "5000",
+                "--interval", f"{self.interval:g}"]
+        argv += {"download": ["--reverse"], "upload": [], "bidirectional": ["--bidir"]}[self.direction]
+        if self.omit:
+            argv += ["--omit", f"{self.omit:g}"]
+        if self.window_bytes is not None:
+            argv += ["--window", str(self.window_bytes)]
+        if self.dscp is not None:
+            argv += ["--dscp", str(self.dscp)]
+        if self.bitrate_bps is not None:
+            argv += ["--bitrate", f"{self.bitrate_bps:.0f}"]
+        if self.mss is not None:
+            argv += ["--set-mss", str(self.mss)]
+        return argv
+
+
+@dataclass(frozen=True)
+class DirectionStats:
+    """What one direction of a TCP test carried (payload bytes; RTTs of the sender's kernel, in s)."""
+
+    direction: str  # download | upload
+    good_bytes: int  # received by the application, each byte once
+    sent_bytes: int  # written by the sending application
+    retransmits: int  # segments the sender's kernel sent again
+    mss: int  # bytes per segment (retransmitted bytes = retransmits x mss)
+    seconds: float  # the receiver's transfer duration
+    rtt_min_s: float | None = None
+    rtt_mean_s: float | None = None
+    rtt_max_s: float | None = None
+    counted_retransmitted_bytes: int | None = None  # where the engine counts them (TRex ASTF); iperf3 does not
+
+    @property
+    def retransmitted_bytes(self) -> int:
+        """Counted where the engine counts them, else retransmitted segments x MSS (iperf3 gives segments)."""
+        if self.counted_retransmitted_bytes is not None:
+            return self.counted_retransmitted_bytes
+        return self.retransmits * self.mss
+
+    @property
+    def transmitted_bytes(self) -> int:
+        """Payload bytes on the wire, retransmissions included."""
+        return self.sent_bytes + self.retransmitted_bytes
+
+
+@dataclass
+class TcpTestResult:
+    """A TCP test as the results store keeps it (trials.jsonl): what was asked and what each direction did."""
+
+    test: TcpTest
+    directions: dict[str, DirectionStats]
+    server_address: str
+    metrics: dict[str, dict] = field(default_factory=dict)  # per direction, filled by the procedure
+    congestion_control: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"kind": "tcp test", "test": asdict(self.test), "server_address": self.server_address,
+                "congestion_control": self.congestion_control,
+                "directions": {name: {**asdict(d), "retransmitted_bytes": d.retransmitted_bytes,
+                                      "transmitted_bytes": d.transmitted_bytes, **self.metrics.get(name, {})}
+                               for name, d in self.directions.items()}}
+
+
+def _us(value) -> float | None:
+    return value / 1e6 if value else None
+
+
+def _sender_rtts(streams: list[dict]) -> tuple[float | None, float | None, float | None]:
+    """(min, mean, max) RTT over the sending streams of one end's report, in s (iperf3 gives microseconds)."""
+    senders = [s["sender"] for s in streams if s.get("sender", {}).get("sender") and s["sender"].get("mean_rtt")]
+    if not senders:
+        return None, None, None
+    return (_us(min(s["min_rtt"] for s in senders)), _us(sum(s["mean_rtt"] for s in senders) / len(senders)),
+            _us(max(s["max_rtt"] for s in senders)))
+
+
+def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
+    """Per direction, from an iperf3 client report with --get-server-output (both ends' views)."""
+    if "error" in report:
+        raise GeneratorError(f"iperf3: {report['error']}")
+    end = report.get("end") or {}
+    server = report.get("server_output_json") or {}
+    client_rtts = _sender_rtts(end.get("streams", []))
+    server_rtts = _sender_rtts((server.get("end") or {}).get("streams", []))
+    mss = test.mss or report.get("start", {}).get("tcp_mss") or report.get("start", {}).get("tcp_mss_default") \
+        or (1460 if test.ip_version == 4 else 1440)
+    # The sums the client reports: sum_sent/sum_received are the test's main direction; with --bidir the
+    # *_bidir_reverse pair is the server's sending.
+    pairs = {"download": [("download", "sum_sent", "sum_received", server_rtts)],
+             "upload": [("upload", "sum_sent", "sum_received", client_rtts)],
+             "bidirectional": [("upload", "sum_sent", "sum_received", client_rtts),
+                               ("download", "sum_sent_bidir_reverse", "sum_received_bidir_reverse", server_rtts)],
+             }[test.direction]
+    stats = {}
+    for name, sent_key, received_key, rtts in pairs:
+        sent, received = end.get(sent_key), end.get(received_key)
+        if not sent or not received:
+            raise GeneratorError(f"iperf3 report of test {test.name!r} has no {sent_key}/{received_key}")
+        stats[name] = DirectionStats(
+            direction=name, good_bytes=int(received["bytes"]), sent_bytes=int(sent["bytes"]),
+            retransmits=int(sent.get("retransmits", 0)), mss=int(mss), seconds=float(received["seconds"]),
+            rtt_min_s=rtts[0], rtt_mean_s=rtts[1], rtt_max_s=rtts[2])
+    return stats
+
+
+def run_tests(client, server_address: str, tests: list[TcpTest]) -> list[dict]:
+    """Run the tests at the same time (one iperf3 client each, on its own server port); their JSON reports.
+
+    Every test is bounded in time: an iperf3 that outlives its duration plus GRACE is ended.
+    """
+    if len({t.port for t in tests}) != len(tests):
+        raise InvalidParameter("port", [t.port for t in tests], "one server port per concurrent test")
+    procs = [subprocess.Popen(client.command(t.argv(server_address)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for t in tests]
+    reports = []
+    try:
+        for test, proc in zip(tests, procs, strict=True):
+            limit = test.duration + test.omit + GRACE
+            try:
+                out, err = proc.communicate(timeout=limit)
+            except subprocess.TimeoutExpired:
+                raise GeneratorError(f"iperf3 test {test.name!r} did not finish within {limit:.0f} s") from None
+            try:
+                report = json.loads(out)
+            except json.JSONDecodeError:
+                last = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+                raise GeneratorError(f"iperf3 test {test.name!r} printed no JSON report: {last}") from None
+            reports.append(report)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return reports
+
+
+def finite(value: float | None) -> float | None:
+    """A figure for JSON: inf/NaN (no transfer) as None."""
+    return value if value is not None and math.isfinite(value) else None

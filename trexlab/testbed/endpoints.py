@@ -1,0 +1,96 @@
+"""The lab's TCP endpoints (client and server nodes) as the TCP procedures use them.
+
+roles/tcp_endpoints configures them and playbooks/tcp-endpoints.yml keeps what
+it applied beside the inventory (facts/<node>.json): the server's addresses,
+iperf3 ports and download file. Everything here is read or checked before any
+TCP traffic, so a lab without endpoints, or endpoints that were never
+configured, fail with one line saying what to do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from trexlab.testbed.inventory import Lab, LabError
+from trexlab.trial import GeneratorError
+
+PLAYBOOK = "playbooks/tcp-endpoints.yml"
+
+
+def require_lab(lab: Lab | None, generator: str, procedure: str) -> Lab:
+    """The lab a procedure runs on the client and server nodes of; LabError (one line) when there is none."""
+    if lab is None:
+        raise LabError(f"procedure {procedure} needs a lab with client and server nodes; generator {generator} has "
+                       "none (use --generator software)")
+    return lab
+
+
+class Endpoints:
+    """Client and server of one lab, with what roles/tcp_endpoints applied on the server."""
+
+    def __init__(self, lab: Lab):
+        self.lab = lab
+        self.client = lab.client
+        self.server = lab.server
+        self.facts = lab.node_facts(self.server.name).get("tcp_endpoints") or {}
+        if not self.facts.get("iperf3_ports"):
+            raise LabError(f"lab {lab.name}: the TCP endpoints are not configured: run "
+                           f"ansible-playbook -i {lab.inventory} {PLAYBOOK}")
+        self.client_facts = lab.node_facts(self.client.name).get("tcp_endpoints") or {}
+
+    @property
+    def iperf3_ports(self) -> list[int]:
+        return list(self.facts["iperf3_ports"])
+
+    @property
+    def congestion_control(self) -> str | None:
+        return self.facts.get("congestion_control")
+
+    def server_address(self, ip_version: int) -> str:
+        port = self.server.port(0)
+        address = port.ipv4_address if ip_version == 4 else port.ipv6_address
+        if not address:
+            raise LabError(f"server node {self.server.name} has no IPv{ip_version} test address")
+        return address
+
+    def url(self, ip_version: int) -> str:
+        host = self.server_address(ip_version)
+        host = f"[{host}]" if ip_version == 6 else host
+        return f"http://{host}:{self.facts['http_port']}{self.facts['http_path']}"
+
+    @property
+    def http_file_bytes(self) -> int:
+        return int(self.facts["http_file_bytes"])
+
+    def window_limit(self) -> tuple[int, str]:
+        """The largest per-connection window both ends can really get, and where that limit is set.
+
+        The kernel silently caps SO_SNDBUF/SO_RCVBUF (iperf3 -w) at net.core.wmem_max/rmem_max: a larger
+        window would be a figure that was never used.
+        """
+        limits = []
+        for node in (self.client, self.server):
+            for name in ("net.core.rmem_max", "net.core.wmem_max"):
+                limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
+        return min(limits)
+
+    def tester_port_mtu(self, indexes) -> int | None:
+        """The smallest MTU of the tester ports that send in a trial (their sysfs), or None where unknown (DPDK)."""
+        tester = self.lab.tester
+        mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
+
+
+def read_sysctl(node, name: str) -> int:
+    value = read_number(node, "/proc/sys/" + name.replace(".", "/"))
+    if value is None:
+        raise GeneratorError(f"node {node.name}: cannot read {name}")
+    return value
+
+
+def read_number(node, path: str) -> int | None:
+    """The number a node's kernel file (sysfs, procfs) starts with, or None where it cannot be read."""
+    result = subprocess.run(node.command(["cat", path]), capture_output=True, text=True, timeout=30)
+    words = result.stdout.split()
+    return int(words[0]) if result.returncode == 0 and words and words[0].isdigit() else None

@@ -1,0 +1,168 @@
+"""One run per lab at a time (a campaign, or a single CLI run such as `trexlab throughput`), and nothing left
+running by a run that crashed.
+
+Two runs on one lab would reconfigure each other's DUTs and count each other's frames. A run holds an exclusive
+flock on <inventory dir>/lab.lock for as long as it runs; the kernel releases it when the holder dies, however it
+dies, so a lock is stale exactly when flock can take it. The file names the holder (what runs, its PID) for the
+one-line refusal a second run gets.
+
+A run killed with SIGKILL leaves its children running: the swtester of the trial in progress, an ansible-playbook
+configuring a DUT. While it runs, a run records its descendants (PID, start time and command line, rewritten
+whenever they change) in <inventory dir>/lab.procs.json. The run that takes a stale lock over stops those of them
+that still run, each verified by its start time and /proc/<pid>/cmdline (a PID the kernel has since given to
+another program is left alone), before it configures anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from trexlab.results.store import write_json_atomic
+from trexlab.testbed.inventory import Lab, LabError
+
+#: Seconds between two looks at the run's descendants: a child younger than this at a SIGKILL is missed.
+SCAN_INTERVAL = 0.2
+#: Seconds a leftover process gets to end on SIGTERM before SIGKILL.
+TERM_GRACE = 3.0
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent PID, start time in clock ticks since boot) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ", which may itself contain spaces
+    return int(fields[1]), int(fields[19])
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.decode(errors="replace").split("\0")[:-1]
+
+
+def descendants(root: int) -> list[dict]:
+    """Every living descendant of process root: [{pid, start, cmdline}]."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(int(entry))):
+            children.setdefault(stat[0], []).append(int(entry))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        stat, cmdline = _stat(pid), _cmdline(pid)
+        if stat and cmdline:
+            found.append({"pid": pid, "start": stat[1], "cmdline": cmdline})
+        todo.extend(children.get(pid, []))
+    return sorted(found, key=lambda p: p["pid"])
+
+
+def _same_process(recorded: dict) -> bool:
+    stat = _stat(recorded["pid"])
+    return stat is not None and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
+
+
+def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
+    """SIGTERM, then after grace SIGKILL, each recorded process that is still the same process; returns them."""
+    alive = [p for p in recorded if _same_process(p)]
+    for p in alive:
+        try:
+            os.kill(p["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_same_process(p) for p in alive):
+        time.sleep(0.05)
+    for p in alive:
+        if _same_process(p):
+            try:
+                os.kill(p["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return alive
+
+
+class LabLock:
+    """with LabLock(lab, "campaign experiment/campaign-id", progress): a run's hold on its lab; holder says what
+    runs (a campaign, "trexlab throughput"), for the refusal a second run gets."""
+
+    def __init__(self, lab: Lab, holder: str, progress: Callable[[str], None] = lambda line: None,
+                 directory: Path | None = None):
+        where = Path(directory) if directory else lab.inventory.parent
+        self.lab_name, self.holder, self.progress = lab.name, holder, progress
+        self.lock_path, self.procs_path = where / "lab.lock", where / "lab.procs.json"
+        self._file: TextIO | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> LabLock:
+        try:
+            file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
+        except OSError as exc:
+            raise LabError(f"lab {self.lab_name}: cannot open its lock {self.lock_path}: "
+                           f"{exc.strerror}") from None
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another run"
+            file.close()
+            raise LabError(f"lab {self.lab_name} is in use by {holder}: one run per lab at a time") from None
+        self._file = file
+        file.seek(0)
+        previous = file.read().strip()
+        if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
+            stopped = self._take_over()
+            self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
+                          + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
+        file.seek(0)
+        file.truncate()
+        file.write(f"{self.holder} (PID {os.getpid()})\n")
+        file.flush()
+        self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.procs_path.unlink(missing_ok=True)
+        # Emptied before it is let go: a lock file with a holder in it means that holder did not end cleanly.
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.close()
+            self._file = None
+
+    def _take_over(self) -> list[dict]:
+        try:
+            recorded = json.loads(self.procs_path.read_text()).get("processes", [])
+        except (OSError, ValueError, AttributeError):
+            return []
+        return stop_leftovers(recorded)
+
+    @staticmethod
+    def _describe(processes: list[dict]) -> str:
+        return ", ".join(f"{Path(p['cmdline'][0]).name} (PID {p['pid']})" for p in processes)
+
+    def _record(self) -> None:
+        last = None
+        while True:
+            now = descendants(os.getpid())
+            if now != last:
+                write_json_atomic(self.procs_path, {"holder": self.holder, "pid": os.getpid(), "processes": now})
+                last = now
+            if self._stop.wait(SCAN_INTERVAL):
+                return
