@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from trexlab import analysis
-from trexlab.experiment import load
-from trexlab.report import render
-from trexlab.store import load_runs
+from trexlab.results import analysis
+from trexlab.results.report import render
+from trexlab.results.store import load_runs
+from trexlab.spec.experiment import load
 
 from labtools import REPO, VENV, node_state, playbook
 
