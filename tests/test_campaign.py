@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab import experiment
-from trexlab.campaign import Campaign
-from trexlab.store import read_point_log
+from trexlab.plan.campaign import Campaign
+from trexlab.results.store import read_point_log
+from trexlab.spec import experiment
 
 import browser
 
@@ -133,7 +133,7 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     html = render(outcome["campaign"])
@@ -146,7 +146,7 @@ def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
 
 def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
     """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     dom, bar_pixels = browser.render(render(outcome["campaign"]), tmp_path)
@@ -167,7 +167,7 @@ def test_shipped_experiments_are_valid_at_every_scale(name):
 def test_site_yml_is_applied_only_where_its_record_names_other_networks(tmp_path):
     """A lab whose last complete playbooks/site.yml recorded the point's number of destination networks is not
     configured again (half a minute per campaign on an emulated DUT); no record, or another number, applies it."""
-    from trexlab.campaign import Campaign, configured_networks
+    from trexlab.plan.campaign import Campaign, configured_networks
 
     class Lab:
         duts = ["dut1"]
@@ -196,9 +196,9 @@ def test_site_yml_is_applied_only_where_its_record_names_other_networks(tmp_path
 def test_endpoints_configured_with_the_same_settings_are_left_as_found(tmp_path):
     """A campaign configures the TCP endpoints and removes them again, unless roles/tcp_endpoints is already
     applied with exactly the experiment's settings (its facts beside the inventory): then it changes nothing."""
-    from trexlab.campaign import endpoints_configured_as
-    from trexlab.lab import Lab, Node
-    from trexlab.lab import TestPort as Port
+    from trexlab.plan.campaign import endpoints_configured_as
+    from trexlab.testbed.inventory import Lab, Node
+    from trexlab.testbed.inventory import TestPort as Port
 
     nodes = {n: Node(n, n, "::1", test_ports=(Port(0, "tcp0", f"02:00:00:00:00:0{i}"),))
              for i, n in enumerate(("tester", "client", "server"))}

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from trexlab.addressing import destination
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, lab_leftovers, read_tester_counters, run, send_frames
 
-pytestmark = pytest.mark.lab
+# Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
+# other such tests (the `unmeasured` marker).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 
 
 def configure(env: dict) -> str:

@@ -2,7 +2,7 @@
 
     results/<experiment>/<campaign-id>/campaign.json     the expanded spec and its points
     results/<experiment>/<campaign-id>/points.jsonl      one line per point attempt: done / failed + error
-    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.store)
+    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.results.store)
 
 The campaign id defaults to a hash of the (scaled) spec, so running the same
 experiment again resumes it: finished points and repetitions are skipped, the
@@ -25,9 +25,16 @@ from pathlib import Path
 
 import yaml
 
-from trexlab import estimate
-from trexlab.analysis import export_campaign
-from trexlab.experiment import (
+from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.plan import estimate
+from trexlab.plan.repetition import SUMMARY, summary_lines
+from trexlab.plan.runplan import RunPlan, default_campaign_id, execute, plan_campaign
+from trexlab.procedures import selftest
+from trexlab.procedures.http_download import DownloadError
+from trexlab.results.analysis import export_campaign
+from trexlab.results.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.spec.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
     Experiment,
@@ -36,15 +43,8 @@ from trexlab.experiment import (
     procedure_needs_endpoints,
     role_vars,
 )
-from trexlab.lab import Lab, LabError, load_lab
-from trexlab.lablock import LabLock
-from trexlab.params import InvalidParameter
-from trexlab.paths import paths
-from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
-from trexlab.procedures import selftest
-from trexlab.procedures.http_download import DownloadError
-from trexlab.repetition import SUMMARY, summary_lines
-from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.testbed.inventory import Lab, LabError, load_lab
+from trexlab.testbed.lock import LabLock
 from trexlab.trial import GeneratorError
 
 
