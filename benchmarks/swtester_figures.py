@@ -11,7 +11,8 @@ of the same port. A benchmark, not a test: it never fails on a figure; without r
 and stops, without trafgen it measures swtester alone.
 
 Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
-  swtester           sender on CPU 0, its receiver on CPU 1;
+  swtester           sender on CPU 0, its receiver on CPU 1, send method auto (the one it took is printed);
+  swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
   trafgen            nothing receives but the counter;
   trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
 On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
@@ -20,9 +21,9 @@ for the same work, with trafgen for a sender that feeds nobody. Rate = frames on
 sending time; per CPU-s = frames / the sender's CPU time (swtester's sender thread, trafgen's processes),
 which includes the receive work done in its context and is less disturbed by other jobs on a shared CPU.
 
-Pacing (64 B, forward): swtester at 100k, 500k and 1M fps; trafgen -b at the same rate for the same frame
-count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1 (target:
-|error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
+Pacing (64 B, forward): swtester (auto, and sendmmsg) at 100k, 500k and 1M fps; trafgen -b at the same rate
+for the same frame count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1
+(target: |error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
 the receiving port's counter sampled every 10 ms (bursts and stalls that the total hides).
 
 Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
@@ -119,9 +120,9 @@ class Bench:
     def counted(self) -> int:
         return self.generator.counters()[COUNTER]
 
-    def swtester(self, spec: TrialSpec) -> dict:
+    def swtester(self, spec: TrialSpec, method: str = "auto") -> dict:
         """One swtester run, sender alone on CPU 0: its forward report plus the frames counted on the wire."""
-        argv = self.generator.argv(spec) + ["--cpus", f"{SENDER_CPU},{RECEIVER_CPU}"]
+        argv = self.generator.argv(spec) + ["--cpus", f"{SENDER_CPU},{RECEIVER_CPU}", "--send-method", method]
         before, softirq = self.counted(), softirq_cpu_seconds(SENDER_CPU)
         out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
                              timeout=spec.duration * 2 + 30).stdout
@@ -129,7 +130,7 @@ class Bench:
         forward = json.loads(out)["directions"]["forward"]
         return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
                 "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
-                "ksoftirqd_seconds": softirq}
+                "ksoftirqd_seconds": softirq, "send_method": forward["send_method"]}
 
     def trafgen_config(self, size: int) -> str:
         """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""
@@ -234,7 +235,7 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
         spec = TrialSpec(offered_load=UNREACHABLE_RATE, duration=args.seconds, directions="forward",
                          frame_size=(size, size), receive_tail=0.2)
         for k in range(1, args.repeat + 1):
-            runs = {"swtester": bench.swtester(spec)}
+            runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg")}
             if args.trafgen:
                 runs["trafgen"] = bench.trafgen(size, seconds=args.seconds)
                 runs["trafgen+receiver"] = bench.trafgen(size, seconds=args.seconds, receiver=True)
@@ -243,7 +244,7 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                        "fps_per_cpu": per_cpu(run), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
                 say(f"{size:>5} {k:>5} {tool:18} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
-                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}")
+                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}  {run.get('send_method', '')}")
             save()
     say("\nmedians over the rounds, and swtester / the other tool:")
     for size in SIZES:
@@ -259,14 +260,15 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
 def pacing(bench: Bench, figures: dict, args, save) -> None:
     seconds = max(args.seconds, 3.0)
     say(f"\npacing accuracy: 64 B forward, {seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'offered':>9} {'round':>5} {'tool':9} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
+    say(f"{'offered':>9} {'round':>5} {'tool':17} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
         f"{'worst 100 ms %':>15}")
     rows = figures.setdefault("pacing", [])
     for offered in PACING_RATES:
         count = int(offered * seconds)
         for k in range(1, args.repeat + 1):
             spec = TrialSpec(offered_load=offered, duration=seconds, directions="forward", receive_tail=0.2)
-            tools = {"swtester": lambda spec=spec: bench.swtester(spec)}
+            tools = {"swtester": lambda spec=spec: bench.swtester(spec),
+                     "swtester-sendmmsg": lambda spec=spec: bench.swtester(spec, "sendmmsg")}
             if args.trafgen:
                 tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
             for tool, measure in tools.items():
@@ -277,7 +279,7 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                                                 else None), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
                 worst = row["worst_window_percent"]
-                say(f"{offered:>9} {k:>5} {tool:9} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
+                say(f"{offered:>9} {k:>5} {tool:17} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
                     f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst:.2f}':>15}")
                 save()
 

@@ -3,7 +3,9 @@
  *
  * One trial per run: a sender per active direction sends UDP test frames at a
  * constant rate (each frame when its time has come on CLOCK_MONOTONIC, in
- * sendmmsg batches, bypassing the qdisc), a receiver per direction reads them
+ * batches, bypassing the qdisc: through a PACKET_TX_RING where the kernel
+ * grants one, else with sendmmsg; --send-method, reported as send_method), a
+ * receiver per direction reads them
  * from a TPACKET_V3 ring, counts them by sequence number and takes one-way
  * delays from kernel receive timestamps against the send timestamp carried in
  * the frame (both CLOCK_REALTIME on the same host). The result is one JSON
@@ -32,6 +34,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <linux/filter.h>
+#include <linux/virtio_net.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -64,6 +67,18 @@
 #define RX_BLOCKS 64
 #define RX_BLOCK_TIMEOUT_MS 2 /* a block that is not full is handed over after this */
 #define SNAP_LEN 128          /* headers and test payload of any test frame */
+/* Transmit ring (TPACKET_V2, PACKET_TX_RING): the sender writes each frame into a slot the kernel maps, and one
+ * send() hands every slot marked TP_STATUS_SEND_REQUEST to the driver. The kernel builds each skb around the
+ * slot's page (no copy of the frame, no per-message header to import) and gives the slot back
+ * (TP_STATUS_AVAILABLE) when the skb is freed. Slots hold a whole frame each: a power of two >= the frame plus
+ * the slot header, so no 64 B frame shares a page boundary; the ring is at most TX_RING_BYTES. */
+#define TX_RING_SLOTS 1024
+#define TX_RING_BYTES (16u << 20)
+#define TX_RING_BLOCK (64u << 10)
+#define TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* frame data in a slot (no PACKET_TX_HAS_OFF) */
+
+enum send_method { SEND_AUTO, SEND_TX_RING, SEND_SENDMMSG };
+static const char *const send_method_names[] = {"auto", "tx_ring", "sendmmsg"};
 
 struct port {
     const char *name;
@@ -85,6 +100,7 @@ struct config {
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
+    enum send_method send_method; /* asked for; SEND_AUTO: the TX ring, else sendmmsg */
 };
 
 struct direction {
@@ -101,6 +117,14 @@ struct direction {
     uint64_t tags_sent, tags_received; /* measured frames: tagged ones, or every frame with --latency all */
     atomic_int send_done;
     int tx_fd, rx_fd;
+    enum send_method send_method; /* the one this direction's sender uses */
+    char send_fallback[160];      /* why SEND_AUTO fell back to sendmmsg ("" if it did not) */
+    uint8_t *tx_ring;             /* transmit ring: tx_slots slots of tx_slot bytes */
+    size_t tx_ring_len;
+    unsigned tx_slots, tx_slot, tx_head; /* tx_head: the next slot to fill */
+    int tx_vnet;                         /* slots start with a virtio_net_hdr */
+    unsigned tx_frame;                   /* offset of the frame in a slot */
+    uint32_t tx_len;                     /* tp_len of every slot */
     uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
     uint64_t rng;
 };
@@ -278,6 +302,91 @@ static int open_sender(const char *ifname) {
     return fd;
 }
 
+/* Give direction d's sender socket a TPACKET_V2 transmit ring for frames of len bytes (FCS excluded), every slot
+ * holding the frame template. Returns 0, or -1 with the reason in d->send_fallback (the socket is then as before:
+ * a version or ring the kernel refused leaves nothing set up that sendmmsg would trip on). */
+static int open_tx_ring(struct direction *d, int len) {
+    int version = TPACKET_V2;
+    unsigned slot = 64;
+    while (slot < TX_DATA_OFFSET + sizeof(struct virtio_net_hdr) + (unsigned)len) slot <<= 1;
+    unsigned block = slot > TX_RING_BLOCK ? slot : TX_RING_BLOCK;
+    unsigned slots = TX_RING_BYTES / slot < TX_RING_SLOTS ? TX_RING_BYTES / slot : TX_RING_SLOTS;
+    if (slots < block / slot) slots = block / slot;
+    struct tpacket_req req = {.tp_block_size = block, .tp_block_nr = slots / (block / slot), .tp_frame_size = slot,
+                              .tp_frame_nr = slots};
+    const char *what = NULL;
+    d->tx_vnet = getenv("SWTESTER_NOVNET") ? 0 : 1;
+    if (d->tx_vnet && setsockopt(d->tx_fd, SOL_PACKET, PACKET_VNET_HDR, &d->tx_vnet, sizeof d->tx_vnet) < 0) d->tx_vnet = 0;
+    int hdr = d->tx_vnet ? (int)sizeof(struct virtio_net_hdr) : 0;
+    if (setsockopt(d->tx_fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0) what = "PACKET_VERSION TPACKET_V2";
+    else if (setsockopt(d->tx_fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) < 0) what = "PACKET_TX_RING";
+    else {
+        d->tx_ring_len = (size_t)block * req.tp_block_nr;
+        d->tx_ring = mmap(NULL, d->tx_ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, d->tx_fd, 0);
+        if (d->tx_ring == MAP_FAILED) {
+            d->tx_ring = NULL;
+            what = "mmap of the transmit ring";
+            struct tpacket_req none = {0};
+            setsockopt(d->tx_fd, SOL_PACKET, PACKET_TX_RING, &none, sizeof none);
+        }
+    }
+    if (what) {
+        snprintf(d->send_fallback, sizeof d->send_fallback, "%s refused on %s: %s", what, d->tx->name,
+                 strerror(errno));
+        return -1;
+    }
+    d->tx_slots = slots;
+    d->tx_slot = slot;
+    d->tx_frame = TX_DATA_OFFSET + (unsigned)hdr;
+    for (unsigned i = 0; i < slots; i++) {
+        uint8_t *s = d->tx_ring + (size_t)i * slot + TX_DATA_OFFSET;
+        if (hdr) {
+            struct virtio_net_hdr v = {.flags = 0, .gso_type = VIRTIO_NET_HDR_GSO_NONE, .hdr_len = (uint16_t)len};
+            memcpy(s, &v, sizeof v);
+        }
+        build_frame(d, s + hdr, len);
+    }
+    d->tx_len = (uint32_t)(hdr + len);
+    return 0;
+}
+
+static struct tpacket2_hdr *tx_slot(struct direction *d, unsigned i) {
+    return (struct tpacket2_hdr *)(d->tx_ring + (size_t)i * d->tx_slot);
+}
+
+/* Hand frames seq.. (at most n, send time t) to the kernel through the transmit ring: as many as there are free
+ * slots, all sent before it returns (a frame the driver refused is sent again, as with sendmmsg). Returns how many
+ * it sent: 0 when every slot still holds a frame in flight. */
+static int send_ring(struct direction *d, uint64_t seq, int n, uint64_t t) {
+    int k = 0;
+    unsigned last = d->tx_head;
+    while (k < n) {
+        struct tpacket2_hdr *h = tx_slot(d, d->tx_head);
+        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break;
+        stamp_frame(d, (uint8_t *)h + d->tx_frame, seq + (uint64_t)k, t);
+        h->tp_len = d->tx_len;
+        __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        last = d->tx_head;
+        d->tx_head = d->tx_head + 1 == d->tx_slots ? 0 : d->tx_head + 1;
+        k++;
+    }
+    if (!k) return 0;
+    /* The kernel sends slots in order from its own head, which follows ours, and stops at the first slot not
+     * requested; the batch is out when its last slot is no longer requested. */
+    for (;;) {
+        ssize_t r = send(d->tx_fd, NULL, 0, MSG_DONTWAIT);
+        if (r < 0 && errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "send on the transmit ring failed: %s", strerror(errno));
+            die(msg);
+        }
+        unsigned status = __atomic_load_n(&tx_slot(d, last)->tp_status, __ATOMIC_ACQUIRE);
+        if (status & TP_STATUS_WRONG_FORMAT) die("the kernel refused a test frame in the transmit ring (wrong format)");
+        if (!(status & TP_STATUS_SEND_REQUEST)) return k;
+        sched_yield();
+    }
+}
+
 /* A receive socket with a TPACKET_V3 ring; returns the mapped ring through *ring. */
 static int open_receiver(const char *ifname, uint8_t **ring) {
     int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, version = TPACKET_V3;
@@ -305,8 +414,9 @@ static void *sender(void *arg) {
     struct direction *d = arg;
     struct config *c = d->cfg;
     int len = d->tx->frame_size - FCS_LEN;
-    static __thread uint8_t frames[BATCH][MAX_FRAME];
-    for (int i = 0; i < BATCH; i++) build_frame(d, frames[i], len);
+    static __thread uint8_t frames[BATCH][MAX_FRAME]; /* sendmmsg's frames */
+    if (d->send_method == SEND_SENDMMSG)
+        for (int i = 0; i < BATCH; i++) build_frame(d, frames[i], len);
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
     memset(msgs, 0, sizeof msgs);
@@ -341,6 +451,12 @@ static void *sender(void *arg) {
         int n = (int)(due - seq > BATCH ? BATCH : due - seq);
         /* One send time for the batch: its frames leave in the same system call. */
         uint64_t t = now_ns(CLOCK_REALTIME);
+        if (d->send_method == SEND_TX_RING) {
+            int k = send_ring(d, seq, n, t);
+            if (!k) sched_yield(); /* every slot in flight: the receive side is behind */
+            seq += (uint64_t)k;
+            continue;
+        }
         for (int i = 0; i < n; i++) stamp_frame(d, frames[i], seq + (uint64_t)i, t);
         int done = 0;
         while (done < n) {
@@ -431,13 +547,25 @@ static void *receiver(void *arg) {
     return NULL;
 }
 
+static void release(struct direction *d) {
+    free(d->seen);
+    free(d->tag);
+    free(d->delays.counts);
+    munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
+    if (d->tx_ring) munmap(d->tx_ring, d->tx_ring_len);
+    close(d->tx_fd);
+    close(d->rx_fd);
+}
+
 static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
           "       [--timeout S] [--tail S]"
-          "       [--cpus LIST] [--trial-id N] [--df]\n", out);
+          "       [--cpus LIST] [--trial-id N] [--df] [--send-method auto|tx_ring|sendmmsg]\n"
+          "       [--probe]  (set up the sockets, print the send method each direction would use, send nothing)\n",
+          out);
 }
 
 int main(int argc, char **argv) {
@@ -451,7 +579,7 @@ int main(int argc, char **argv) {
     inet_pton(AF_INET6, "2001:2:0:9000::2", &c.port[1].ip6);
     c.cpus[0] = 0; c.ncpus = 1;
     c.trial_id = (uint16_t)(now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-    int have_mac = 0;
+    int have_mac = 0, probe = 0;
     static struct option opts[] = {
         {"port0", 1, 0, 'a'}, {"port1", 1, 0, 'b'}, {"mac0", 1, 0, 'c'}, {"mac1", 1, 0, 'd'},
         {"peer0", 1, 0, 'e'}, {"peer1", 1, 0, 'f'}, {"ip0", 1, 0, 'g'}, {"ip1", 1, 0, 'h'},
@@ -460,7 +588,7 @@ int main(int argc, char **argv) {
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
         {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {"tag-delay", 1, 0, 'T'},
-        {0, 0, 0, 0}};
+        {"send-method", 1, 0, 'S'}, {"probe", 0, 0, 'P'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -507,6 +635,13 @@ int main(int argc, char **argv) {
         }
         case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
+        case 'P': probe = 1; break;
+        case 'S':
+            if (!strcmp(optarg, "auto")) c.send_method = SEND_AUTO;
+            else if (!strcmp(optarg, "tx_ring")) c.send_method = SEND_TX_RING;
+            else if (!strcmp(optarg, "sendmmsg")) c.send_method = SEND_SENDMMSG;
+            else die("send-method: allowed auto, tx_ring, sendmmsg");
+            break;
         case 'z': usage(stdout); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
         }
@@ -567,7 +702,33 @@ int main(int argc, char **argv) {
             }
         }
         d->tx_fd = open_sender(d->tx->name);
+        d->send_method = SEND_SENDMMSG;
+        if (c.send_method != SEND_SENDMMSG) {
+            if (open_tx_ring(d, d->tx->frame_size - FCS_LEN) == 0) d->send_method = SEND_TX_RING;
+            else if (c.send_method == SEND_TX_RING) die(d->send_fallback);
+        }
         d->rx_fd = open_receiver(d->rx->name, &d->ring);
+    }
+    /* The send method: the same for every direction unless a ring was refused on one port only. */
+    const char *method = NULL;
+    for (int i = 0; i < 2; i++)
+        if (c.directions & (1 << i)) {
+            const char *m = send_method_names[dirs[i].send_method];
+            method = method == NULL || !strcmp(method, m) ? m : "mixed";
+        }
+    if (probe) {
+        printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"send_method\": \"%s\", \"directions\": {", method);
+        for (int i = 0, first = 1; i < 2; i++)
+            if (c.directions & (1 << i)) {
+                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s%s%s}", first ? "" : ", ",
+                       i ? "reverse" : "forward", send_method_names[dirs[i].send_method],
+                       *dirs[i].send_fallback ? "\"" : "", *dirs[i].send_fallback ? dirs[i].send_fallback : "null",
+                       *dirs[i].send_fallback ? "\"" : "");
+                first = 0;
+                release(&dirs[i]);
+            }
+        printf("}}\n");
+        return 0;
     }
     pthread_t threads[4];
     int nthreads = 0;
@@ -581,7 +742,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
-           "\"overrun_tolerance\": %g, \"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance);
+           "\"overrun_tolerance\": %g, \"send_method\": \"%s\", \"directions\": {", c.trial_id, c.rate, c.duration,
+           c.overrun_tolerance, method);
     int first = 1;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
@@ -590,23 +752,21 @@ int main(int argc, char **argv) {
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
-               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"latency\": ",
+               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"send_method\": \"%s\", "
+               "\"send_method_fallback\": %s%s%s, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
                (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
                valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
-               (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0));
+               (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
+               send_method_names[d->send_method], *d->send_fallback ? "\"" : "",
+               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "");
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
         first = 0;
-        free(d->seen);
-        free(d->tag);
-        free(d->delays.counts);
-        munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
-        close(d->tx_fd);
-        close(d->rx_fd);
+        release(d);
     }
     printf("}}\n");
     return 0;

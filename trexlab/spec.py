@@ -137,6 +137,9 @@ class SoftwareOptions:
 
     cross_check: bool = field(default=True, metadata=doc(
         "compare each trial's counts with the DUT's nftables counters"))
+    send_method: Literal["auto", "tx_ring", "sendmmsg"] = field(default="auto", metadata=doc(
+        "how swtester hands frames to the kernel: auto (a PACKET_TX_RING where the kernel grants one, else "
+        "sendmmsg), or one of them; the method used is recorded in provenance"))
 
 
 @dataclass(frozen=True)

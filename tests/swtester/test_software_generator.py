@@ -49,6 +49,24 @@ def test_lossless_trial_counts_agree_with_nftables(generator):
     assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
 
 
+def test_send_method_is_probed_into_provenance_and_sendmmsg_still_counts_exactly(lab, generator):
+    """auto takes the transmit ring on the lab's veth ports and describe() (provenance) names it; the sendmmsg
+    path it falls back to where the kernel refuses a ring still sends and counts every frame."""
+    facts = generator.describe()
+    assert facts["send_method"] == "tx_ring" and facts["send_method_option"] == "auto"
+    assert facts["send_methods"] == {d: {"method": "tx_ring", "fallback": None} for d in ("forward", "reverse")}
+    spec = TrialSpec(offered_load=10_000, duration=0.5, destination_networks=4, receive_tail=0.3)
+    assert generator.run_trial(spec).notes == (), "the trial sent as probed"
+    fallback = create_generator("software", lab=lab, binary=generator.binary, send_method="sendmmsg")
+    assert fallback.describe()["send_method"] == "sendmmsg"
+    result = fallback.run_trial(spec)
+    for d in result.directions.values():
+        assert d.frames_sent == d.frames_received == d.frames_intended == 5_000
+    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    with pytest.raises(InvalidParameter, match="generator_options.send_method='xdp'"):
+        create_generator("software", lab=lab, send_method="xdp")
+
+
 def test_every_hundredth_frame_dropped_is_exactly_one_percent(lab, generator):
     rule = ["FORWARD", "-p", "udp", "-m", "statistic", "--mode", "nth", "--every", "100", "--packet", "0", "-j", "DROP"]
     run("ip", "netns", "exec", dut_ns(lab), "iptables", "-I", *rule)
