@@ -13,6 +13,9 @@ and stops, without trafgen it measures swtester alone.
 Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
   swtester           sender on CPU 0, its receiver on CPU 1, send method auto (the one it took is printed);
   swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
+  swtester-Nthreads  N sender threads (--threads N, thread j on CPU j: CPU 1 also runs the receiver), for each
+                     N up to the CPU count: the scaling; per CPU-s counts every sender thread and each CPU's
+                     ksoftirqd;
   trafgen            nothing receives but the counter;
   trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
 On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
@@ -120,13 +123,17 @@ class Bench:
     def counted(self) -> int:
         return self.generator.counters()[COUNTER]
 
-    def swtester(self, spec: TrialSpec, method: str = "auto") -> dict:
-        """One swtester run, sender alone on CPU 0: its forward report plus the frames counted on the wire."""
-        argv = self.generator.argv(spec) + ["--cpus", f"{SENDER_CPU},{RECEIVER_CPU}", "--send-method", method]
-        before, softirq = self.counted(), softirq_cpu_seconds(SENDER_CPU)
+    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1) -> dict:
+        """One swtester run, sender alone on CPU 0 (threads > 1: thread j on CPU j): its forward report plus the
+        frames counted on the wire."""
+        listed = [SENDER_CPU, RECEIVER_CPU, *range(2, threads)]  # thread j on listed[j], the receiver on listed[1]
+        argv = self.generator.argv(spec) + ["--cpus", ",".join(map(str, listed)), "--send-method", method,
+                                            "--threads", str(threads)]
+        cpus = listed[:threads]
+        before, softirq = self.counted(), sum(softirq_cpu_seconds(cpu) for cpu in cpus)
         out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
                              timeout=spec.duration * 2 + 30).stdout
-        softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
+        softirq = sum(softirq_cpu_seconds(cpu) for cpu in cpus) - softirq
         forward = json.loads(out)["directions"]["forward"]
         return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
                 "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
@@ -236,6 +243,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                          frame_size=(size, size), receive_tail=0.2)
         for k in range(1, args.repeat + 1):
             runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg")}
+            for threads in range(2, min(os.cpu_count() or 1, 8) + 1):
+                runs[f"swtester-{threads}threads"] = bench.swtester(spec, threads=threads)
             if args.trafgen:
                 runs["trafgen"] = bench.trafgen(size, seconds=args.seconds)
                 runs["trafgen+receiver"] = bench.trafgen(size, seconds=args.seconds, receiver=True)

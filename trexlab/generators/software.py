@@ -19,7 +19,7 @@ import os
 import subprocess
 
 from trexlab.lab import Lab, LabError, load_lab
-from trexlab.params import InvalidParameter
+from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.trial import NANOSECOND, DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec, encode_histogram
 
@@ -35,7 +35,8 @@ class SoftwareGenerator:
     name = "software"
     supports_df = True  # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment)
 
-    def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto"):
+    def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
+                 sender_threads: int = 1):
         self.lab = lab
         self.tester = lab.tester
         # A namespace tester runs this machine's swtester (trexlab.paths); an SSH tester the one on its PATH.
@@ -55,6 +56,8 @@ class SoftwareGenerator:
         if send_method not in SEND_METHODS:
             raise InvalidParameter("generator_options.send_method", send_method, ", ".join(SEND_METHODS))
         self.send_method = send_method
+        check_range("generator_options.sender_threads", sender_threads, 1, 8, integer=True)
+        self.sender_threads = int(sender_threads)
         self.probed: dict | None = None  # swtester --probe's answer, once describe() asked
 
     def describe(self) -> dict:
@@ -62,7 +65,8 @@ class SoftwareGenerator:
         return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
-                "send_method_option": self.send_method, **self.probe(), "lab": self.lab.describe()}
+                "send_method_option": self.send_method, "sender_threads": self.sender_threads, **self.probe(),
+                "lab": self.lab.describe()}
 
     def probe(self) -> dict:
         """The send method swtester takes on the tester's ports (per direction, and the fallback's reason where
@@ -94,7 +98,8 @@ class SoftwareGenerator:
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
                 "--directions", {"bidirectional": "bi"}.get(spec.directions, spec.directions),
                 "--networks", str(spec.destination_networks), "--tail", repr(float(spec.receive_tail)),
-                "--latency", spec.latency_mode, "--send-method", self.send_method]
+                "--latency", spec.latency_mode, "--send-method", self.send_method,
+                "--threads", str(self.sender_threads)]
         for flag, port in (("--ip0", p0), ("--ip1", p1)):
             if port.ipv4_address:
                 argv += [flag, port.ipv4_address]
@@ -186,9 +191,9 @@ def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | N
 
 
 def create(lab: Lab | None = None, inventory: str | None = None, binary: str | None = None,
-           cross_check: str | bool = True, send_method: str = "auto") -> SoftwareGenerator:
+           cross_check: str | bool = True, send_method: str = "auto", sender_threads: int = 1) -> SoftwareGenerator:
     if lab is None:
         lab = load_lab(inventory)
     if isinstance(cross_check, str):
         cross_check = cross_check.lower() not in ("0", "false", "no", "off")
-    return SoftwareGenerator(lab, binary, cross_check, send_method)
+    return SoftwareGenerator(lab, binary, cross_check, send_method, sender_threads)
