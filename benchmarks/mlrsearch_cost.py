@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trexlab.generators import create_generator
 from trexlab.procedures import mlrsearch, throughput
+from trexlab.procedures.common import RunContext
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec(offered_load=1.0, duration=1.0)
@@ -29,7 +30,7 @@ def binary_searches(sut: dict, final_duration: float, loss_percents: list[float]
     for loss in loss_percents:
         params = throughput.Params(max_rate=MAX_RATE, min_rate=10_000, resolution=MAX_RATE * WIDTH / 2,
                                    trial_duration=final_duration, loss_tolerance_percent=loss)
-        result = throughput.run(create_generator("sim", **sut, seed=11), TRAFFIC, params)
+        result = throughput.run(RunContext(create_generator("sim", **sut, seed=11), TRAFFIC), params)
         cost += result.trial_seconds
         found.append(result.throughput)
     return cost, found
@@ -37,7 +38,7 @@ def binary_searches(sut: dict, final_duration: float, loss_percents: list[float]
 
 def mlr(sut: dict, goals: tuple) -> tuple[float, list]:
     params = mlrsearch.Params(max_rate=MAX_RATE, min_rate=10_000, goals=goals)
-    result = mlrsearch.run(create_generator("sim", **sut, seed=11), TRAFFIC, params)
+    result = mlrsearch.run(RunContext(create_generator("sim", **sut, seed=11), TRAFFIC), params)
     return result.trial_seconds, [g["relevant_lower_bound"] for g in result.goals]
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from trexlab.generators import create_generator
 from trexlab.lab import load_lab
 from trexlab.procedures import mlrsearch, throughput
+from trexlab.procedures.common import RunContext
 from trexlab.reference_dut import ReferenceDut
 from trexlab.repetition import cell
 from trexlab.stats import Observation, summarize
@@ -112,7 +113,7 @@ def measure(inventory: str, args) -> int:
     try:
         found: list[Observation] = []
         for k in range(args.repetitions):
-            result = throughput.run(generator, traffic, params)
+            result = throughput.run(RunContext(generator, traffic), params)
             # Tester-bound as the campaign statistics count it (trials that held the result down, tester drops,
             # near the ceiling), not any note: stretched trials above a load the DUT failed bound nothing.
             reasons = tuple(result.tester_bound_reasons)
@@ -121,7 +122,7 @@ def measure(inventory: str, args) -> int:
             print(f"  repetition {k + 1:2d}: {result.throughput or 0:10,.0f} frames/s ({result.trials} trials)"
                   + (f"  tester-bound: {', '.join(reasons)}" if reasons else "")
                   + f"  load average {os.getloadavg()[0]:.1f}", flush=True)
-        mlr = mlrsearch.run(generator, traffic, mlr_params).goals[0] if args.mlrsearch else None
+        mlr = mlrsearch.run(RunContext(generator, traffic), mlr_params).goals[0] if args.mlrsearch else None
     finally:
         generator.close()
         role(inventory, dut, "absent")

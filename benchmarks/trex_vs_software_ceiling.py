@@ -23,6 +23,7 @@ import sys
 from trexlab.generators import create_generator
 from trexlab.lab import load_lab
 from trexlab.procedures import selftest
+from trexlab.procedures.common import RunContext
 from trexlab.trial import TrialSpec
 
 
@@ -30,7 +31,7 @@ def ceiling(generator, frame_size: int, seconds: float, max_rate: float) -> tupl
     """(loss-free ceiling, lowest offered load whose trial was stretched) in fps per direction."""
     params = selftest.Params(frame_sizes=(frame_size,), max_rate=max_rate, min_rate=1000.0,
                              resolution=max_rate / 400, trial_duration=seconds)
-    result = selftest.run(generator, TrialSpec(offered_load=1.0, duration=1.0, receive_tail=1.0), params)
+    result = selftest.run(RunContext(generator, TrialSpec(offered_load=1.0, duration=1.0, receive_tail=1.0)), params)
     trials = result.searches[str(frame_size)]["search"]
     stretched = [t["offered_load"] for t in trials if t["stretched"]]
     return result.ceilings[frame_size], min(stretched, default=None)

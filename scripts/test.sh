@@ -24,22 +24,36 @@ if [ "$(id -u)" -eq 0 ] && have qemu-system-x86_64 && have mmdebstrap; then
   # -o: only flock itself holds the lock, not a helper process the build may leave behind.
   flock -o "$TREXLAB_VM_IMAGE_BUILD_LOCK" terraform/labs/vm/scripts/image.sh .cache/vm >.cache/vm/image.log 2>&1 &
   vm_image=$!
-  trap 'kill $(pgrep -P "$vm_image") "$vm_image" 2>/dev/null || true' EXIT
+  trap 'kill $(pgrep -P "$vm_image") "$vm_image" 2>/dev/null || true' EXIT  # the providers' build ends by itself
 fi
-# Terraform providers for the MAAS lab's tests and validation, from the Go module proxy (about 45 s cold,
-# well under a second once terraform/providers/mirror has them).
+# Terraform providers for the MAAS lab's tests and validation, from the Go module proxy (about 45-105 s cold,
+# well under a second once terraform/providers/mirror has them). Built in the background while the tests
+# without a lab run; lint (which validates terraform/labs/maas with them) and the terraform tests wait for it.
 # Go's standard install location (go.dev/dl) may be missing from a non-login shell's PATH.
 have go || [ ! -x /usr/local/go/bin/go ] || export PATH="/usr/local/go/bin:$PATH"
+providers=""
 if have go; then
-  scripts/providers.sh
+  mkdir -p .cache
+  scripts/providers.sh >.cache/providers.log 2>&1 &
+  providers=$!
 else
   say "go not found: terraform/labs/maas is neither validated nor tested (make providers needs Go)"
 fi
-scripts/lint.sh
-say "pytest"
 # --durations: the slowest tests in the log, to keep make test within its time budget.
+pytest=("$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30)
 status=0
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30 tests "$@" || status=$?
+# 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
+#    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist).
+say "pytest: tests without a lab (3 workers)"
+"${pytest[@]}" -n 3 -m "not lab and not terraform" tests "$@" || status=$?
+if [ -n "$providers" ]; then
+  wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
+  cat .cache/providers.log
+fi
+scripts/lint.sh || status=$?
+# 2. Terraform and lab tests, one at a time: lab tests measure traffic, which must not share the CPUs.
+say "pytest: terraform and lab tests (one at a time)"
+"${pytest[@]}" -m "lab or terraform" tests "$@" || status=$?
 if [ -n "${vm_image:-}" ]; then
   wait "$vm_image" || say "the VM lab's guest image did not build (.cache/vm/image.log); the VM tests said why"
   trap - EXIT

@@ -12,6 +12,7 @@ from trexlab.experiment import InvalidExperiment
 from trexlab.generators.sim import create
 from trexlab.paths import paths
 from trexlab.procedures import throughput
+from trexlab.procedures.common import RunContext
 from trexlab.repetition import SUMMARY, repeat, summary_lines
 from trexlab.trial import TrialSpec
 
@@ -97,8 +98,9 @@ def test_bad_adaptive_rule_is_one_line_naming_the_key(repetitions, expected):
 
 def search(capacity: float, **params):
     generator = create(capacity=capacity)
-    result = throughput.run(generator, TRAFFIC, throughput.Params(max_rate=1e6, min_rate=1e3, resolution=1e3,
-                                                                  trial_duration=1, **params))
+    result = throughput.run(RunContext(generator, TRAFFIC), throughput.Params(max_rate=1e6, min_rate=1e3,
+                                                                              resolution=1e3, trial_duration=1,
+                                                                              **params))
     return result
 
 

@@ -14,6 +14,7 @@ from trexlab import analysis, experiment
 from trexlab.campaign import Campaign
 from trexlab.generators import create_generator
 from trexlab.procedures import latency, mlrsearch, throughput
+from trexlab.procedures.common import RunContext
 from trexlab.report import render
 from trexlab.stats import Observation, summarize
 from trexlab.trial import TrialSpec
@@ -47,8 +48,8 @@ class EarlySender:
 @pytest.mark.parametrize("goals", [(mlrsearch.NDR, mlrsearch.PDR), (mlrsearch.RFC2544,)], ids=["ndr-pdr", "rfc2544"])
 def test_mlrsearch_a_sender_finishing_one_frame_early_costs_the_same_search(goals):
     params = mlrsearch.Params(max_rate=1e6, min_rate=10_000, goals=goals)
-    exact = mlrsearch.run(create_generator("sim", capacity=437_000, seed=5), TRAFFIC, params)
-    early = mlrsearch.run(EarlySender(create_generator("sim", capacity=437_000, seed=5)), TRAFFIC, params)
+    exact = mlrsearch.run(RunContext(create_generator("sim", capacity=437_000, seed=5), TRAFFIC), params)
+    early = mlrsearch.run(RunContext(EarlySender(create_generator("sim", capacity=437_000, seed=5)), TRAFFIC), params)
     sequence = [(t["offered_load"], t["duration"]) for t in exact.trial_log]
     assert [(t["offered_load"], t["duration"]) for t in early.trial_log] == sequence
     assert early.trial_seconds == exact.trial_seconds
@@ -57,7 +58,7 @@ def test_mlrsearch_a_sender_finishing_one_frame_early_costs_the_same_search(goal
 
 @pytest.mark.parametrize("capacity", [20_000.0, 1_000_000.0])
 def test_default_search_ends_within_half_a_percent_of_the_capacity(capacity):
-    result = throughput.run(create_generator("sim", capacity=capacity), TRAFFIC, throughput.Params())
+    result = throughput.run(RunContext(create_generator("sim", capacity=capacity), TRAFFIC), throughput.Params())
     assert capacity * (1 - 0.005) <= result.throughput <= capacity
     data = result.to_dict()
     assert data["resolution_percent"] == 0.5 and data["stopping_rule"] == "0.5 % of the rate found"
@@ -66,7 +67,7 @@ def test_default_search_ends_within_half_a_percent_of_the_capacity(capacity):
 
 def test_an_absolute_resolution_stays_available_and_is_disclosed():
     params = throughput.Params(max_rate=1e6, resolution=20_000)
-    data = throughput.run(create_generator("sim", capacity=437_000), TRAFFIC, params).to_dict()
+    data = throughput.run(RunContext(create_generator("sim", capacity=437_000), TRAFFIC), params).to_dict()
     assert 437_000 - 20_000 <= data["throughput_fps"] <= 437_000
     assert data["resolution"] == 20_000 and data["resolution_percent"] is None
     assert data["stopping_rule"] == "20000 fps"
@@ -122,14 +123,14 @@ def test_tester_bound_repetitions_at_or_below_the_median_make_it_a_lower_bound()
 
 def test_a_search_held_down_by_the_tester_is_tester_bound_and_says_why():
     stretching = create_generator("sim", capacity=500_000, tester_ceiling=300_000)
-    data = throughput.run(stretching, TRAFFIC, throughput.Params(max_rate=1e6, trial_duration=1)).to_dict()
+    data = throughput.run(RunContext(stretching, TRAFFIC), throughput.Params(max_rate=1e6, trial_duration=1)).to_dict()
     assert data["tester_bound"] is True and data["tester_bound_reasons"] == ["stretched trials"]
 
 
 def test_stretched_trials_above_a_load_the_dut_failed_do_not_bound_the_result():
     # The tester stretches above 300 kfps, but the DUT itself fails at every load above 100 kfps.
     slow_dut = create_generator("sim", capacity=100_000, tester_ceiling=300_000)
-    data = throughput.run(slow_dut, TRAFFIC, throughput.Params(max_rate=1e6, trial_duration=1)).to_dict()
+    data = throughput.run(RunContext(slow_dut, TRAFFIC), throughput.Params(max_rate=1e6, trial_duration=1)).to_dict()
     assert any(t["stretched"] for t in data["search"])
     assert data["tester_bound"] is False and data["tester_bound_reasons"] == []
     assert 99_500 <= data["throughput_fps"] <= 100_000
@@ -137,7 +138,7 @@ def test_stretched_trials_above_a_load_the_dut_failed_do_not_bound_the_result():
 
 def test_a_result_near_the_tester_ceiling_is_tester_bound():
     params = throughput.Params(max_rate=1e6, trial_duration=1, tester_ceiling=420_000)
-    data = throughput.run(create_generator("sim", capacity=400_000), TRAFFIC, params).to_dict()
+    data = throughput.run(RunContext(create_generator("sim", capacity=400_000), TRAFFIC), params).to_dict()
     assert data["tester_bound_reasons"] == ["near tester ceiling"]
 
 
@@ -149,7 +150,7 @@ def test_tester_drops_make_a_latency_result_tester_bound():
             return dataclasses.replace(result, directions=directions)
 
     params = latency.Params(rate=10_000, trial_duration=1, tag_delay=0.5, tagged_frames=500, rfc2544_trials=0)
-    data = latency.run(Dropping(create_generator("sim")), TRAFFIC, params).to_dict()
+    data = latency.run(RunContext(Dropping(create_generator("sim")), TRAFFIC), params).to_dict()
     assert data["tester_bound_reasons"] == ["tester drops"]
     assert any("tester's own receivers" in n for n in data["notes"])
 

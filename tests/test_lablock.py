@@ -1,4 +1,4 @@
-"""One campaign per lab (trexlab.lablock): a second one is refused naming the holder; a crashed holder's lock is
+"""One run per lab (trexlab.lablock): a second one is refused naming the holder; a crashed holder's lock is
 taken over and what it left running is stopped, and only that (verified by start time and command line)."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from trexlab.lablock import LabLock
 where = Path(sys.argv[1])
-with LabLock(SimpleNamespace(name="lk", inventory=where / "hosts.yml"), "demo/c-holder"):
+with LabLock(SimpleNamespace(name="lk", inventory=where / "hosts.yml"), "campaign demo/c-holder"):
     child = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
-    procs = where / "campaign.procs.json"
+    procs = where / "lab.procs.json"
     while not procs.exists() or str(child.pid) not in procs.read_text():
         time.sleep(0.05)
     print(child.pid, flush=True)
@@ -48,25 +48,25 @@ def test_a_second_campaign_is_refused_and_a_killed_ones_leftovers_are_stopped_be
     try:
         child = int(holder.stdout.readline() or 0)
         assert child, "the holder did not start its child"
-        with pytest.raises(LabError) as busy, LabLock(lab(tmp_path), "demo/c-second"):
+        with pytest.raises(LabError) as busy, LabLock(lab(tmp_path), "campaign demo/c-second"):
             pass
         assert str(busy.value) == (f"lab lk is in use by campaign demo/c-holder (PID {holder.pid}): "
-                                   "one campaign per lab at a time")
+                                   "one run per lab at a time")
         assert running(child)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     assert running(child), "SIGKILL of a campaign leaves its child running (what the lock's takeover is for)"
     lines = []
-    with LabLock(lab(tmp_path), "demo/c-resumed", lines.append):
+    with LabLock(lab(tmp_path), "campaign demo/c-resumed", lines.append):
         assert not running(child)
         assert lines == [f"lab lk: took over the lock of campaign demo/c-holder (PID {holder.pid}), which is no "
                          f"longer running; stopped what it left running: sleep (PID {child})"]
     # A clean end lets go: the next campaign takes the lock without a takeover.
     lines.clear()
-    with LabLock(lab(tmp_path), "demo/c-next", lines.append):
+    with LabLock(lab(tmp_path), "campaign demo/c-next", lines.append):
         pass
-    assert lines == [] and not (tmp_path / "campaign.procs.json").exists()
+    assert lines == [] and not (tmp_path / "lab.procs.json").exists()
 
 
 def test_a_recorded_pid_now_belonging_to_another_process_is_left_alone():
@@ -82,3 +82,88 @@ def test_a_recorded_pid_now_belonging_to_another_process_is_left_alone():
     finally:
         other.kill()
         other.wait()
+
+
+# -- single CLI runs take the same lock ----------------------------------------------------------------------------
+
+INVENTORY = """
+all:
+  vars: {trexlab_lab: {name: lk, kind: static, topology: single}}
+  children:
+    tester:
+      hosts:
+        tester:
+          ansible_host: 192.0.2.10
+          test_ports:
+            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}
+            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}
+    dut:
+      hosts:
+        dut1: {ansible_host: 192.0.2.20, test_ports: []}
+"""
+
+
+@pytest.fixture
+def cli_on_a_lab(tmp_path, monkeypatch):
+    """cli.main of a throughput run on lab lk (a static lab's inventory, no host): its generator is a simulated SUT
+    that, at every trial, records whether another run could take the lab."""
+    from trexlab import cli
+    from trexlab.generators import create_generator
+    from trexlab.plan import RunPlan
+
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(INVENTORY)
+    refused = []
+
+    class Watching:
+        def __init__(self):
+            self.sim = create_generator("sim", capacity=5e4)
+            self.name, self.capabilities, self.lab = "sim", self.sim.capabilities, None
+
+        def run_trial(self, spec):
+            try:
+                with LabLock(lab(tmp_path), "campaign demo/c-during"):
+                    refused.append(False)
+            except LabError as exc:
+                refused.append(str(exc))
+            return self.sim.run_trial(spec)
+
+        def describe(self):
+            return self.sim.describe()
+
+        def skip_trials(self, count):
+            self.sim.skip_trials(count)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(RunPlan, "create_generator", lambda plan: Watching())
+
+    def main(results: str = "r") -> int:
+        return cli.main(["throughput", "--generator", "software", "--inventory", str(inventory), "--max-rate", "1e5",
+                         "--trial-duration", "1", "--results", str(tmp_path / results),
+                         "--ceilings", str(tmp_path / "ceilings.json")])
+
+    return main, refused
+
+
+def test_a_cli_run_holds_the_lab_and_is_refused_while_another_run_holds_it(tmp_path, capsys, cli_on_a_lab):
+    main, refused = cli_on_a_lab
+    with LabLock(lab(tmp_path), "campaign demo/c-holder"):
+        assert main("busy") == 2
+    err = capsys.readouterr().err
+    assert err == (f"trexlab throughput: lab lk is in use by campaign demo/c-holder (PID {os.getpid()}): one run per "
+                   "lab at a time\n")
+    assert not (tmp_path / "busy").exists()
+    assert main() == 0
+    assert refused and all(r == f"lab lk is in use by trexlab throughput (PID {os.getpid()}): one run per lab at a "
+                                "time" for r in refused), refused
+    assert (tmp_path / "lab.lock").read_text() == "" and not (tmp_path / "lab.procs.json").exists()
+
+
+def test_a_cli_run_takes_over_a_dead_runs_lock(tmp_path, capsys, cli_on_a_lab):
+    main, _ = cli_on_a_lab
+    (tmp_path / "lab.lock").write_text("campaign demo/c-dead (PID 999999)\n")
+    assert main() == 0
+    assert ("trexlab throughput: lab lk: took over the lock of campaign demo/c-dead (PID 999999), which is no longer "
+            "running\n") in capsys.readouterr().err

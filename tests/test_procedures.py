@@ -7,6 +7,7 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.params import InvalidParameter
 from trexlab.procedures import flr, latency, mlrsearch, pdv, selftest, throughput
+from trexlab.procedures.common import RunContext
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec(offered_load=1.0, duration=1.0)
@@ -20,13 +21,13 @@ def sim(**sut):
 @pytest.mark.parametrize("capacity", [12_345.0, 437_000.0, 999_000.0])
 def test_throughput_finds_the_capacity_within_the_resolution(capacity):
     params = throughput.Params(max_rate=1e6, resolution=1000)
-    result = throughput.run(sim(capacity=capacity), TRAFFIC, params)
+    result = throughput.run(RunContext(sim(capacity=capacity), TRAFFIC), params)
     assert capacity - 1000 <= result.throughput <= capacity
     assert result.to_dict()["loss_tolerance_percent"] == 0.0
 
 
 def test_throughput_reports_full_rate_when_the_first_trial_passes():
-    result = throughput.run(sim(capacity=2e6), TRAFFIC, throughput.Params(max_rate=1e6))
+    result = throughput.run(RunContext(sim(capacity=2e6), TRAFFIC), throughput.Params(max_rate=1e6))
     assert result.throughput == 1e6
     assert result.trials == 1
 
@@ -36,9 +37,11 @@ def test_gaming_paper_table2_effect_zero_loss_vs_tolerance():
     zero, tolerant = [], []
     for seed in range(20):
         params = throughput.Params(max_rate=1e6, min_rate=100, trial_duration=60)
-        zero.append(throughput.run(sim(capacity=2e6, random_loss=1e-4, seed=seed), TRAFFIC, params).throughput or 0)
+        lossy = RunContext(sim(capacity=2e6, random_loss=1e-4, seed=seed), TRAFFIC)
+        zero.append(throughput.run(lossy, params).throughput or 0)
         params = throughput.Params(max_rate=1e6, min_rate=100, trial_duration=60, loss_tolerance_percent=0.011)
-        tolerant.append(throughput.run(sim(capacity=2e6, random_loss=1e-4, seed=seed), TRAFFIC, params).throughput)
+        lossy = RunContext(sim(capacity=2e6, random_loss=1e-4, seed=seed), TRAFFIC)
+        tolerant.append(throughput.run(lossy, params).throughput)
     assert all(t == 1e6 for t in tolerant)
     # 1e6 fps * 60 s * 1e-4 = 6000 lost frames per trial at full rate: zero loss needs a tiny load.
     assert statistics.median(zero) < 0.01 * 1e6
@@ -48,7 +51,7 @@ def test_gaming_paper_table2_effect_zero_loss_vs_tolerance():
 def test_every_tenth_frame_delayed_rfc8219_worst_case_sees_it_rfc2544_is_luck():
     generator = sim(delay=1.0, delay_every_nth=10, latency_base=10e-6, latency_spread=1e-6, seed=7)
     params = latency.Params(rate=100_000, tagged_frames=1000, rfc2544_trials=20)
-    result = latency.run(generator, ONE_WAY, params)
+    result = latency.run(RunContext(generator, ONE_WAY), params)
     forward = result.directions["forward"]
     assert forward["worst_case"] == pytest.approx(1.0, abs=0.01)
     assert forward["typical"] < 1e-3
@@ -67,8 +70,8 @@ def test_frame_timeout_below_the_delay_turns_delayed_frames_into_loss():
     assert forward.frames_late == 1000
     assert forward.loss_ratio == pytest.approx(0.01)
     params = throughput.Params(max_rate=1e6, frame_timeout=0.5, trial_duration=10)
-    assert throughput.run(sim(capacity=2e6, delay=1.0, delay_every_nth=100), ONE_WAY, params).below_minimum
-    without = throughput.run(sim(capacity=2e6, delay=1.0, delay_every_nth=100), ONE_WAY,
+    assert throughput.run(RunContext(sim(capacity=2e6, delay=1.0, delay_every_nth=100), ONE_WAY), params).below_minimum
+    without = throughput.run(RunContext(sim(capacity=2e6, delay=1.0, delay_every_nth=100), ONE_WAY),
                              throughput.Params(max_rate=1e6, trial_duration=10))
     assert without.throughput == 1e6, "without a frame timeout RFC 2544 cannot see the delay"
 
@@ -78,14 +81,14 @@ def test_unsent_frames_count_as_loss_and_flag_the_trial():
     result = generator.run_trial(TrialSpec(offered_load=500_000, duration=10, directions="forward"))
     assert result.stretched
     assert result.loss_ratio == pytest.approx(0.4)
-    search = throughput.run(sim(capacity=2e6, tester_ceiling=300_000), ONE_WAY,
+    search = throughput.run(RunContext(sim(capacity=2e6, tester_ceiling=300_000), ONE_WAY),
                             throughput.Params(max_rate=1e6, resolution=1000, trial_duration=10))
     assert search.throughput <= 300_000, "the tester's limit is never credited to the DUT"
 
 
 def test_mlrsearch_ndr_below_minimum_while_pdr_is_found():
     params = mlrsearch.Params(max_rate=1e6, min_rate=10_000)
-    result = mlrsearch.run(sim(capacity=500_000, random_loss=1e-3, seed=3), TRAFFIC, params)
+    result = mlrsearch.run(RunContext(sim(capacity=500_000, random_loss=1e-3, seed=3), TRAFFIC), params)
     goals = {g["name"]: g for g in result.to_dict()["goals"]}
     assert goals["NDR"]["below_minimum_load"] and goals["NDR"]["conditional_throughput"] is None
     assert goals["PDR"]["conditional_throughput"] == pytest.approx(500_000, rel=0.02)
@@ -94,7 +97,7 @@ def test_mlrsearch_ndr_below_minimum_while_pdr_is_found():
 
 def test_mlrsearch_rfc2544_goal_is_expressible_and_agrees_with_binary_search():
     params = mlrsearch.Params(max_rate=1e6, goals=(mlrsearch.RFC2544,))
-    result = mlrsearch.run(sim(capacity=437_000), TRAFFIC, params)
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), params)
     goal = result.goals[0]
     assert goal["final_trial_duration"] == 60.0 and goal["exceed_ratio"] == 0.0
     assert goal["relevant_lower_bound"] <= 437_000 <= goal["relevant_upper_bound"] * 1.001
@@ -103,14 +106,14 @@ def test_mlrsearch_rfc2544_goal_is_expressible_and_agrees_with_binary_search():
 
 def test_every_trial_reaches_on_trial():
     seen = []
-    result = mlrsearch.run(sim(capacity=437_000), TRAFFIC, mlrsearch.Params(max_rate=1e6),
-                           on_trial=lambda r, c: seen.append(c))
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC, on_trial=lambda r, c: seen.append(c)),
+                           mlrsearch.Params(max_rate=1e6))
     assert len(seen) == result.trials > 0
     assert all(c["procedure"] == "mlrsearch" for c in seen)
 
 
 def test_frame_loss_rate_steps_down_until_two_lossless_trials():
-    result = flr.run(sim(capacity=650_000), TRAFFIC, flr.Params(max_rate=1e6, trial_duration=10))
+    result = flr.run(RunContext(sim(capacity=650_000), TRAFFIC), flr.Params(max_rate=1e6, trial_duration=10))
     loads = [p["offered_load"] for p in result.points]
     assert loads == pytest.approx([1e6, 9e5, 8e5, 7e5, 6e5, 5e5])
     assert [p["loss_ratio"] == 0 for p in result.points][-2:] == [True, True]
@@ -119,7 +122,7 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
 
 def test_pdv_is_the_999th_percentile_minus_the_minimum():
     generator = sim(latency_base=20e-6, latency_spread=5e-6, delay=0.01, delay_fraction=0.01, seed=2)
-    result = pdv.run(generator, ONE_WAY, pdv.Params(rate=100_000, trial_duration=10))
+    result = pdv.run(RunContext(generator, ONE_WAY), pdv.Params(rate=100_000, trial_duration=10))
     forward = result.directions["forward"]
     assert forward["pdv"] == pytest.approx(forward["p99_9"] - forward["min"])
     assert forward["pdv"] == pytest.approx(0.01, rel=0.05), "1 % of frames 10 ms late sit at the 99.9th percentile"
@@ -128,12 +131,13 @@ def test_pdv_is_the_999th_percentile_minus_the_minimum():
 
 def test_selftest_finds_the_ceiling_and_procedures_warn_near_it():
     generator = sim(capacity=1e9, tester_ceiling=800_000)
-    result = selftest.run(generator, TRAFFIC, selftest.Params(frame_sizes=(64, 128), max_rate=1e6, resolution=1000))
+    result = selftest.run(RunContext(generator, TRAFFIC),
+                          selftest.Params(frame_sizes=(64, 128), max_rate=1e6, resolution=1000))
     assert all(790_000 <= c <= 800_000 for c in result.ceilings.values())
-    near = throughput.run(sim(capacity=760_000), TRAFFIC,
+    near = throughput.run(RunContext(sim(capacity=760_000), TRAFFIC),
                           throughput.Params(max_rate=1e6, resolution=1000, tester_ceiling=result.ceilings[64]))
     assert any("self-test ceiling" in n for n in near.notes)
-    far = throughput.run(sim(capacity=300_000), TRAFFIC,
+    far = throughput.run(RunContext(sim(capacity=300_000), TRAFFIC),
                          throughput.Params(max_rate=1e6, resolution=1000, tester_ceiling=result.ceilings[64]))
     assert not any("self-test ceiling" in n for n in far.notes)
 

@@ -16,7 +16,8 @@ from trexlab.lab import Lab, LabError, Node
 from trexlab.lab import TestPort as Port
 from trexlab.params import InvalidParameter
 from trexlab.procedures import http_download, rfc6349
-from trexlab.trial import DirectionResult, GeneratorError, TrialResult, TrialSpec
+from trexlab.procedures.common import RunContext
+from trexlab.trial import Capabilities, DirectionResult, GeneratorError, TrialResult, TrialSpec
 
 PATH_MTU = 1400
 LINK_BPS = 1e9
@@ -98,7 +99,8 @@ class PathGenerator:
     router must; without DF they would be fragmented (and the first fragment would look delivered)."""
 
     name = "fake"
-    supports_df = True
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
+    lab = None
 
     def __init__(self, capacity: float = 50_000.0):
         self.sim = create_generator("sim", capacity=capacity)
@@ -113,6 +115,9 @@ class PathGenerator:
             result = dataclasses.replace(result, directions=lost)
         return result
 
+    def skip_trials(self, count: int) -> None:
+        pass
+
     def close(self):
         pass
 
@@ -126,7 +131,8 @@ def params(**overrides) -> rfc6349.Params:
 def run(generator, p, endpoints, recorded=None):
     recorded = [] if recorded is None else recorded
     traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0)
-    return rfc6349.run(generator, traffic, p, on_trial=lambda r, c: recorded.append((r, c)), endpoints=endpoints)
+    return rfc6349.run(RunContext(generator, traffic, on_trial=lambda r, c: recorded.append((r, c))), p,
+                       endpoints=endpoints)
 
 
 def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
@@ -190,7 +196,7 @@ def test_sizes_the_tester_cannot_send_are_skipped_and_said():
 
 @pytest.fixture
 def declared_endpoints(monkeypatch):
-    """rfc6349.check on any generator with a lab: the lab's endpoints are the declared FakeEndpoints."""
+    """rfc6349.check_lab on any generator with a lab: the lab's endpoints are the declared FakeEndpoints."""
     def use(**options):
         monkeypatch.setattr(tcp_engines, "Endpoints", lambda lab: FakeEndpoints(**options))
     return use
@@ -201,19 +207,22 @@ def with_lab(generator):
     return generator
 
 
-def test_a_generator_that_cannot_set_df_needs_a_declared_mtu_before_any_trial(declared_endpoints):
-    declared_endpoints()
-    generator = with_lab(create_generator("sim", capacity=1e5))
+def test_a_generator_that_cannot_set_df_needs_a_declared_mtu_in_its_plan(tmp_path):
+    from trexlab.cli import build_parser
+    from trexlab.plan import plan_cli
+
+    argv = ["tcp", "--generator", "sim", "--engine", "trex", "--trex-server", "192.0.2.1", "--results",
+            str(tmp_path / "r"), "--ceilings", str(tmp_path / "ceilings.json")]
     with pytest.raises(InvalidParameter, match="mtu=None: allowed a declared path MTU with generator sim"):
-        rfc6349.check(generator, params(), TrialSpec(1, 1))
-    rfc6349.check(generator, params(mtu=1500), TrialSpec(1, 1))
+        plan_cli(build_parser().parse_args(argv))
+    plan_cli(build_parser().parse_args([*argv, "--mtu", "1500"]))
 
 
 def test_a_window_larger_than_the_kernel_allows_is_refused_before_any_traffic(declared_endpoints):
     declared_endpoints(window_limit=212_992)
     generator = with_lab(PathGenerator())
     with pytest.raises(InvalidParameter) as err:
-        rfc6349.check(generator, params(window_bytes=1_000_000), TrialSpec(1, 1))
+        rfc6349.check_lab(generator, params(window_bytes=1_000_000), TrialSpec(1, 1))
     assert str(err.value).startswith("window_bytes=1000000: allowed <= 212992 bytes (net.core.rmem_max on node")
     assert "\n" not in str(err.value) and generator.trials == []
 
@@ -229,7 +238,7 @@ def test_a_bdp_window_larger_than_the_kernel_allows_stops_before_the_tcp_tests()
 def test_more_dscp_values_than_server_ports_is_refused(declared_endpoints):
     declared_endpoints(ports=(5201, 5202))
     with pytest.raises(InvalidParameter, match="dscp=.*at most 2 values"):
-        rfc6349.check(with_lab(PathGenerator()), params(), TrialSpec(1, 1))
+        rfc6349.check_lab(with_lab(PathGenerator()), params(), TrialSpec(1, 1))
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
@@ -267,7 +276,7 @@ def test_lab_without_a_server_node_is_one_line():
     tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
     lab = Lab("kx", "local", "single", {"tester": tester}, inventory="inventory/generated/kx/hosts.yml")
     with pytest.raises(LabError) as err:
-        rfc6349.check(type("G", (), {"lab": lab, "name": "software", "supports_df": True})(), params())
+        rfc6349.check_lab(type("G", (), {"lab": lab, "name": "software"})(), params())
     assert "lab kx has no client node" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -283,8 +292,8 @@ print(json.dumps({"http_code": 200 if size else 404, "size_download": size, "tim
 def test_http_download_times_one_whole_download():
     endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1048576"))
     recorded = []
-    result = http_download.run(None, TrialSpec(1, 1), http_download.Params(timeout=10),
-                               on_trial=lambda r, c: recorded.append(r), endpoints=endpoints).to_dict()
+    result = http_download.run(RunContext(None, TrialSpec(1, 1), on_trial=lambda r, c: recorded.append(r)),
+                               http_download.Params(timeout=10), endpoints=endpoints).to_dict()
     assert result["headline"]["download_time_s"] == 0.25 and result["bytes"] == 1_048_576
     assert result["headline"]["download_throughput_bps"] == pytest.approx(1_048_576 * 8 / 0.25)
     argv = endpoints.client.calls[0]
@@ -295,7 +304,7 @@ def test_http_download_times_one_whole_download():
 def test_a_short_download_fails_the_run():
     endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1000"))
     with pytest.raises(http_download.DownloadError, match="HTTP 200, 1000 of 1048576 bytes"):
-        http_download.run(None, TrialSpec(1, 1), http_download.Params(), endpoints=endpoints)
+        http_download.run(RunContext(None, TrialSpec(1, 1)), http_download.Params(), endpoints=endpoints)
 
 
 def test_direction_results_hold_what_the_path_generator_dropped():

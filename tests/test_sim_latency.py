@@ -9,6 +9,7 @@ from hdrh.histogram import HdrHistogram
 from trexlab import store
 from trexlab.generators import create_generator
 from trexlab.procedures import latency, pdv
+from trexlab.procedures.common import RunContext
 from trexlab.trial import Latency, TrialSpec
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
@@ -38,7 +39,7 @@ def test_no_tag_is_sent_before_tag_delay_and_tags_spread_evenly_after_it():
 
 def test_every_tenth_frame_delayed_1s_with_a_10ms_timeout_is_more_than_10ms_lost_tags():
     generator = sim(delay=1.0, delay_every_nth=10, latency_base=10e-6, latency_spread=1e-6, seed=7)
-    result = latency.run(generator, ONE_WAY, latency.Params(rate=100_000, frame_timeout=0.01)).to_dict()
+    result = latency.run(RunContext(generator, ONE_WAY), latency.Params(rate=100_000, frame_timeout=0.01)).to_dict()
     forward = result["directions"]["forward"]
     assert forward["worst_case"] == "> 10 ms (lost tags)" and forward["max"] == "> 10 ms (lost tags)"
     assert forward["typical"] == pytest.approx(10.7e-6, abs=1e-6), "the median is a received frame's delay"
@@ -50,7 +51,7 @@ def test_every_tenth_frame_delayed_1s_with_a_10ms_timeout_is_more_than_10ms_lost
 
 
 def test_one_percent_random_loss_counts_and_shows_the_lost_tags():
-    result = latency.run(sim(random_loss=0.01, seed=3), ONE_WAY, latency.Params(rate=100_000)).to_dict()
+    result = latency.run(RunContext(sim(random_loss=0.01, seed=3), ONE_WAY), latency.Params(rate=100_000)).to_dict()
     forward = result["directions"]["forward"]
     assert 1 <= forward["tags_lost_or_late"] <= 30
     assert forward["tags_received"] + forward["tags_lost_or_late"] == forward["tags_sent"] == 1000
@@ -68,7 +69,7 @@ def test_the_frame_timeout_applies_to_every_frame_not_only_the_delayed_ones():
     assert forward.frames_received == forward.frames_sent - forward.frames_late
     assert forward.latency.size == forward.frames_received and forward.latency.percentile(90) <= 15e-6
     assert forward.tags_lost_or_late == forward.latency.lost_or_late == forward.frames_late
-    result = pdv.run(sim(latency_base=10e-6, latency_spread=2e-6, seed=5), ONE_WAY,
+    result = pdv.run(RunContext(sim(latency_base=10e-6, latency_spread=2e-6, seed=5), ONE_WAY),
                      pdv.Params(rate=100_000, trial_duration=10, frame_timeout=15e-6)).to_dict()
     assert result["directions"]["forward"]["pdv"] == "> 5 us (lost frames)", "8 % late: beyond the 99.9th"
 
@@ -83,7 +84,7 @@ def test_pdv_of_a_60s_10kfps_trial_comes_from_every_frames_delay():
 
 def test_pdv_sees_every_hundredth_frame_delayed_a_second():
     generator = sim(delay=1.0, delay_every_nth=100, latency_base=10e-6, latency_spread=1e-6, seed=2)
-    result = pdv.run(generator, ONE_WAY, pdv.Params(rate=10_000, trial_duration=60)).to_dict()
+    result = pdv.run(RunContext(generator, ONE_WAY), pdv.Params(rate=10_000, trial_duration=60)).to_dict()
     forward = result["directions"]["forward"]
     assert forward["pdv"] == pytest.approx(1.0, rel=0.01), "1 % of frames a second late sit at the 99.9th"
     assert forward["pdv"] == pytest.approx(forward["p99_9"] - forward["min"])

@@ -252,7 +252,7 @@ class Campaign:
         if self.lab is None:
             return self._run()
         # One campaign per lab; what a crashed campaign left running is stopped before anything is configured.
-        with LabLock(self.lab, f"{self.experiment.name}/{self.id}", self.progress):
+        with LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}", self.progress):
             return self._run()
 
     def _run(self) -> dict:

@@ -16,6 +16,7 @@ status 2, and no result directory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import sys
@@ -26,13 +27,13 @@ from pathlib import Path
 from trexlab import __version__
 from trexlab.generators import GENERATORS
 from trexlab.lab import LabError
+from trexlab.lablock import LabLock
 from trexlab.params import InvalidParameter
 from trexlab.plan import PlanError, execute, plan_cli
-from trexlab.procedures import PROCEDURES, selftest
+from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
-from trexlab.rate_from import TAKES_RATE
-from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, procedure_module, summary_lines
+from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, summary_lines
 from trexlab.store import dumps, read_json
 from trexlab.trial import GeneratorError, format_seconds
 
@@ -121,12 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
                                        help="a procedure (one run, repeated), or campaign / report")
-    for name in PROCEDURES:
-        module = procedure_module(name)
+    for name, module in registry().items():
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
                                     description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         common = sub.add_argument_group("run")
-        common.add_argument("--generator", choices=GENERATORS, help="traffic generator (default software)")
+        common.add_argument("--generator", choices=tuple(GENERATORS), help="traffic generator (default software)")
         common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
                             help="generator option, repeatable (e.g. capacity=1e6 for sim)")
         common.add_argument("--inventory", help="generated inventory of the lab (software, trex generators)")
@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         traffic.add_argument("--destination-networks", type=int, help="1..256")
         traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
         add_params_flags(sub, module.Params)
-        if name in TAKES_RATE:
+        if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",
                              help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
                                   "at the throughput rate); instead of --rate")
@@ -322,6 +322,19 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, InvalidParameter, LabError, GeneratorError, ValueError) as exc:
         print(f"trexlab {name}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    with contextlib.ExitStack() as held:
+        if plan.lab is not None:  # one run per lab, a campaign's or this one (trexlab.lablock)
+            try:
+                held.enter_context(LabLock(plan.lab, f"trexlab {name}",
+                                           lambda line: print(f"trexlab {name}: {line}", file=sys.stderr)))
+            except LabError as exc:
+                print(f"trexlab {name}: {exc}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+        return run_plan(name, plan, args)
+
+
+def run_plan(name: str, plan, args: argparse.Namespace) -> int:
+    """A CLI verb's plan run: its generator, the repetitions, the summary printed."""
     try:  # the generator before anything is printed or configured: it may be missing (TRex client)
         generator = plan.create_generator()
     except (InvalidParameter, LabError, GeneratorError, ValueError, OSError) as exc:
@@ -361,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print(dumps({"results": str(plan.output), "summary": summary, "result": read_json(latest)}, indent=2))
     else:
         print_summary(name, summary, plan.output, sys.stdout)
-        if name in TAKES_RATE:
+        if procedure(name).TAKES_RATE:
             print_delays(read_json(sorted(plan.output.glob("rep-*/result.json"))[-1]), sys.stdout)
     return 0
 

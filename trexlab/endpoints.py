@@ -17,11 +17,11 @@ from trexlab.trial import GeneratorError
 PLAYBOOK = "playbooks/tcp-endpoints.yml"
 
 
-def lab_of(generator, procedure: str) -> Lab:
-    lab = getattr(generator, "lab", None)
+def require_lab(lab: Lab | None, generator: str, procedure: str) -> Lab:
+    """The lab a procedure runs on the client and server nodes of; LabError (one line) when there is none."""
     if lab is None:
-        raise LabError(f"procedure {procedure} needs a lab with client and server nodes; generator "
-                       f"{getattr(generator, 'name', type(generator).__name__)} has none (use --generator software)")
+        raise LabError(f"procedure {procedure} needs a lab with client and server nodes; generator {generator} has "
+                       "none (use --generator software)")
     return lab
 
 

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from trexlab.media import max_frame_rate, media_speed
+from trexlab.procedures.common import RunContext
 from trexlab.rate_from import GIVES_RATE, split_rate_from
 from trexlab.trial import Latency, TrialResult, TrialSpec
 
@@ -99,15 +100,15 @@ def _planning_generator(capacity: float):
 def _simulate(module, params, traffic: TrialSpec, capacity: float) -> tuple[float, int]:
     """(lab seconds, trials) of one run of a procedure against a simulated SUT of this capacity."""
     generator = _planning_generator(capacity)
-    module.run(generator, traffic, params)
+    module.run(RunContext(generator, traffic), params)
     return generator.simulated_time, generator.trials
 
 
 def simulated_cost(name: str, params, traffic: TrialSpec) -> Cost:
     """A trial-based procedure's cost over the capacity grid (see the module's doc)."""
-    from trexlab.repetition import procedure_module
+    from trexlab.procedures import procedure
 
-    module = procedure_module(name)
+    module = procedure(name)
     low, high = _search_range(params, traffic)
     # A procedure at a given rate (latency, PDV) runs the same trials whatever the DUT: one capacity will do.
     grid = [high] if getattr(params, "rate", None) is not None else capacity_grid(low, high)
@@ -119,54 +120,21 @@ def simulated_cost(name: str, params, traffic: TrialSpec) -> Cost:
     else:
         basis = (f"{name}: simulated against {len(runs)} DUT capacities {low / 2:.4g}..{high * 2:.4g} fps "
                  f"(expected: mean over the {len(inside)} within {low:.4g}..{high:.4g} fps)")
-    if name == "mlrsearch":
-        basis += f"; MLRsearch itself gives up after search_time_max {params.search_time_max:g} s"
     return Cost(worst[1], sum(s for s, _ in inside) / len(inside), worst[2],
                 sum(n for _, n in inside) / len(inside), basis)
-
-
-def tcp_cost(params, traffic: TrialSpec) -> Cost:
-    """RFC 6349: MTU trials, the bottleneck search, the baseline RTT and the TCP tests, each of declared length."""
-    from trexlab.procedures import throughput
-
-    # One test after another (plan_tests, _groups in rfc6349): each reduced window is its own test, the DSCP
-    # connections run together.
-    groups = sum(len(params.reduced_window_percent) if name == "reduced" else 1 for name in params.tests)
-    mtu_s = 0.0 if params.mtu is not None else len(params.mtu_frame_sizes) * (
-        params.mtu_trial_duration + traffic.receive_tail)
-    fixed = mtu_s + params.rtt_duration + groups * params.test_duration
-    cost = Cost(fixed, fixed, None, None, f"tcp: MTU trials, {groups} TCP test(s) of "
-                                          f"{params.test_duration:g} s, baseline RTT {params.rtt_duration:g} s")
-    if params.bottleneck_bandwidth is None:
-        search = throughput.Params(max_rate=params.bb_max_rate, min_rate=params.bb_min_rate,
-                                   resolution=params.bb_resolution, trial_duration=params.bb_trial_duration,
-                                   loss_tolerance_percent=params.bb_loss_tolerance_percent, media=params.media)
-        sized = dataclasses.replace(traffic, frame_size=(max(params.mtu_frame_sizes),) * 2)
-        cost = cost + simulated_cost("throughput", search, sized)
-    return cost
-
-
-def download_cost(params) -> Cost:
-    """HTTP download: at most the timeout; how long a download takes is not known before the first one."""
-    return Cost(params.timeout, None, 1, 1, f"http_download: at most its timeout {params.timeout:g} s; expected "
-                                             "not known before the first download (the refined ETA gives it)")
 
 
 def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
     """One repetition of a sweep point: its procedure, and the throughput it takes its rate from (if it does)."""
     from trexlab.experiment import procedure_params_class
+    from trexlab.procedures import procedure
 
     template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(traffic or {})})
     raw, rate_from = split_rate_from(raw_params or {})
     if rate_from is not None:
         raw = {**raw, "rate": PLACEHOLDER_RATE}
     params = procedure_params_class(name)(**{**raw, **({"goals": tuple(raw["goals"])} if "goals" in raw else {})})
-    if name == "http_download":
-        cost = download_cost(params)
-    elif name == "tcp":
-        cost = tcp_cost(params, template)
-    else:
-        cost = simulated_cost(name, params, template)
+    cost = procedure(name).cost(params, template)
     if rate_from is not None:
         cost = repetition_cost(GIVES_RATE, rate_from["params"], traffic) + cost
     return cost

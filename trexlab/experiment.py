@@ -28,12 +28,11 @@ import yaml
 from trexlab import reference_dut, rolevalues, safeyaml
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.rate_from import GIVES_RATE, TAKES_RATE, split_rate_from
+from trexlab.rate_from import GIVES_RATE, split_rate_from
 from trexlab.spec import SWEEP_POINTS_MAX, experiment_schema
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
-GENERATORS = ("sim", "software", "trex")
 #: DUT configuration blocks of a spec: the playbook applying each and the role whose variables its keys
 #: name (dut.impairment.loss_percent -> netem_loss_percent). Routing follows traffic.destination_networks.
 #: Applied in this order (a reference DUT's capacity before impairments), restored in the reverse.
@@ -43,7 +42,7 @@ DUT_CONFIG = {"reference": ("playbooks/dut-reference.yml", "dut_reference"),
               "siit_jool": ("playbooks/dut-siit-jool.yml", "siit_jool")}
 DUT_BLOCKS = tuple(DUT_CONFIG)
 #: The lab's TCP endpoints (client, server nodes): applied once around a campaign whose procedure runs on them
-#: (NEEDS_TCP_ENDPOINTS), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
+#: (its needs_tcp_endpoints), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
 DEFAULT_REPETITIONS = 20
@@ -239,20 +238,11 @@ def _check_endpoints(spec: dict, source: str) -> None:
 
 
 def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
-    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints).
+    """Whether a procedure, with these params, runs on the lab's client and server nodes (roles/tcp_endpoints):
+    its needs_tcp_endpoints (RFC 6349's iperf3 engine does, its trex engine does not)."""
+    from trexlab.procedures import registry
 
-    A procedure may say per run (needs_tcp_endpoints(params): RFC 6349's iperf3 engine does, its trex engine
-    does not), else once (NEEDS_TCP_ENDPOINTS)."""
-    import importlib
-
-    from trexlab.procedures import PROCEDURES
-
-    if name not in PROCEDURES:
-        return False
-    module = importlib.import_module(PROCEDURES[name])
-    if hasattr(module, "needs_tcp_endpoints"):
-        return module.needs_tcp_endpoints(params or {})
-    return getattr(module, "NEEDS_TCP_ENDPOINTS", False)
+    return name in registry() and registry()[name].needs_tcp_endpoints(params or {})
 
 
 def _message(error: jsonschema.ValidationError) -> str:
@@ -328,14 +318,14 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
 def _check_point(point: SweepPoint, source: str) -> None:
     """Build the traffic template and procedure parameters of a point: their own checks apply."""
     from trexlab.plan import check_generator_options, procedure_params, traffic_template
-    from trexlab.procedures import PROCEDURES  # procedures import heavy libraries lazily
+    from trexlab.procedures import names, procedure, taking_rate
 
     spec = point.spec
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
     name = spec["procedure"]["name"]
-    if name not in PROCEDURES:
+    if name not in names():
         raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
-                                f"allowed {', '.join(PROCEDURES)}")
+                                f"allowed {', '.join(names())}")
     try:
         traffic_template(spec.get("traffic"))
         check_generator_options(spec.get("generator", "software"), spec.get("generator_options"))
@@ -345,9 +335,9 @@ def _check_point(point: SweepPoint, source: str) -> None:
     try:
         params, rate_from = split_rate_from(params)
         if rate_from is not None:  # the rate comes from the point's throughput repetitions: check their params
-            if name not in TAKES_RATE:
+            if not procedure(name).TAKES_RATE:
                 raise InvalidParameter("procedure.params.rate", {"from": GIVES_RATE}, f"a number (only "
-                                       f"{', '.join(TAKES_RATE)} take a rate from {GIVES_RATE})")
+                                       f"{', '.join(taking_rate())} take a rate from {GIVES_RATE})")
             procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
         procedure_params(name, params, "procedure.params.")
@@ -359,11 +349,9 @@ def _check_point(point: SweepPoint, source: str) -> None:
 
 def procedure_params_class(name: str):
     """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
-    import importlib
+    from trexlab.procedures import procedure
 
-    from trexlab.procedures import PROCEDURES
-
-    return importlib.import_module(PROCEDURES[name]).Params
+    return procedure(name).Params
 
 
 def load(path: str | Path) -> Experiment:

@@ -1,15 +1,16 @@
-"""One campaign per lab at a time, and nothing left running by a campaign that crashed.
+"""One run per lab at a time (a campaign, or a single CLI run such as `trexlab throughput`), and nothing left
+running by a run that crashed.
 
-Two campaigns on one lab would reconfigure each other's DUTs and count each other's frames. A campaign holds an
-exclusive flock on <inventory dir>/campaign.lock for as long as it runs; the kernel releases it when the holder
-dies, however it dies, so a lock is stale exactly when flock can take it. The file names the holder (PID,
-campaign) for the one-line refusal a second campaign gets.
+Two runs on one lab would reconfigure each other's DUTs and count each other's frames. A run holds an exclusive
+flock on <inventory dir>/lab.lock for as long as it runs; the kernel releases it when the holder dies, however it
+dies, so a lock is stale exactly when flock can take it. The file names the holder (what runs, its PID) for the
+one-line refusal a second run gets.
 
-A campaign killed with SIGKILL leaves its children running: the swtester of the trial in progress, an
-ansible-playbook configuring a DUT. While it runs, a campaign records its descendants (PID, start time and
-command line, rewritten whenever they change) in <inventory dir>/campaign.procs.json. The campaign that takes a
-stale lock over stops those of them that still run, each verified by its start time and /proc/<pid>/cmdline (a
-PID the kernel has since given to another program is left alone), before it configures anything.
+A run killed with SIGKILL leaves its children running: the swtester of the trial in progress, an ansible-playbook
+configuring a DUT. While it runs, a run records its descendants (PID, start time and command line, rewritten
+whenever they change) in <inventory dir>/lab.procs.json. The run that takes a stale lock over stops those of them
+that still run, each verified by its start time and /proc/<pid>/cmdline (a PID the kernel has since given to
+another program is left alone), before it configures anything.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from trexlab.lab import Lab, LabError
 from trexlab.store import write_json_atomic
 
-#: Seconds between two looks at the campaign's descendants: a child younger than this at a SIGKILL is missed.
+#: Seconds between two looks at the run's descendants: a child younger than this at a SIGKILL is missed.
 SCAN_INTERVAL = 0.2
 #: Seconds a leftover process gets to end on SIGTERM before SIGKILL.
 TERM_GRACE = 3.0
@@ -68,7 +70,7 @@ def descendants(root: int) -> list[dict]:
 
 def _same_process(recorded: dict) -> bool:
     stat = _stat(recorded["pid"])
-    return bool(stat) and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
+    return stat is not None and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
 
 
 def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
@@ -92,40 +94,42 @@ def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict
 
 
 class LabLock:
-    """with LabLock(lab, "experiment/campaign-id", progress): the campaign's hold on its lab."""
+    """with LabLock(lab, "campaign experiment/campaign-id", progress): a run's hold on its lab; holder says what
+    runs (a campaign, "trexlab throughput"), for the refusal a second run gets."""
 
     def __init__(self, lab: Lab, holder: str, progress: Callable[[str], None] = lambda line: None,
                  directory: Path | None = None):
         where = Path(directory) if directory else lab.inventory.parent
         self.lab_name, self.holder, self.progress = lab.name, holder, progress
-        self.lock_path, self.procs_path = where / "campaign.lock", where / "campaign.procs.json"
-        self._file = None
+        self.lock_path, self.procs_path = where / "lab.lock", where / "lab.procs.json"
+        self._file: TextIO | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LabLock:
         try:
-            self._file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the campaign's lifetime
+            file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
         except OSError as exc:
-            raise LabError(f"lab {self.lab_name}: cannot open its campaign lock {self.lock_path}: "
+            raise LabError(f"lab {self.lab_name}: cannot open its lock {self.lock_path}: "
                            f"{exc.strerror}") from None
         try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._file.seek(0)
-            holder = self._file.read().strip() or "another campaign"
-            self._file.close()
-            raise LabError(f"lab {self.lab_name} is in use by {holder}: one campaign per lab at a time") from None
-        self._file.seek(0)
-        previous = self._file.read().strip()
+            file.seek(0)
+            holder = file.read().strip() or "another run"
+            file.close()
+            raise LabError(f"lab {self.lab_name} is in use by {holder}: one run per lab at a time") from None
+        self._file = file
+        file.seek(0)
+        previous = file.read().strip()
         if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
             stopped = self._take_over()
             self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
                           + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"campaign {self.holder} (PID {os.getpid()})\n")
-        self._file.flush()
+        file.seek(0)
+        file.truncate()
+        file.write(f"{self.holder} (PID {os.getpid()})\n")
+        file.flush()
         self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
         self._thread.start()
         return self
@@ -136,9 +140,11 @@ class LabLock:
             self._thread.join()
         self.procs_path.unlink(missing_ok=True)
         # Emptied before it is let go: a lock file with a holder in it means that holder did not end cleanly.
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.close()
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.close()
+            self._file = None
 
     def _take_over(self) -> list[dict]:
         try:

@@ -27,7 +27,7 @@ from trexlab.adaptive import RepetitionRule
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
-from trexlab.trial import TrialSpec
+from trexlab.trial import Capabilities, TrialSpec
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -67,6 +67,13 @@ class RunPlan:
     rate_from: RunPlan | None = None
     #: CLI --rate-from: the rate and where it came from.
     rate_source: Mapping | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the plan's generator can do (its class's declaration): the procedure's check asks it."""
+        from trexlab.generators import capabilities
+
+        return capabilities(self.generator)
 
     def create_generator(self):
         """The generator (for the lab's tester): made before any DUT is configured."""
@@ -122,9 +129,9 @@ def traffic_template(traffic: object, prefix: str = "traffic.") -> TrialSpec:
 
 def procedure_params(procedure: str, raw: object, prefix: str = "params."):
     """A procedure's Params from a mapping: types by its fields, ranges by its own checks."""
-    from trexlab.repetition import procedure_module
+    from trexlab.procedures import procedure as procedure_of
 
-    params_class = procedure_module(procedure).Params
+    params_class = procedure_of(procedure).Params
     values = check_fields(params_class, raw if raw is not None else {}, prefix=prefix)
     try:
         return params_class(**values)
@@ -163,6 +170,20 @@ def check_campaign_id(value: object) -> str:
     return value
 
 
+def checked(plan: RunPlan) -> RunPlan:
+    """The plan, once its procedure checked it (Procedure.check: the generator's capabilities, the lab's nodes)."""
+    from trexlab.procedures import procedure
+
+    procedure(plan.procedure).check(plan)
+    return plan
+
+
+def needs_lab(generator: str) -> bool:
+    from trexlab.generators import capabilities
+
+    return capabilities(generator).needs_lab
+
+
 def _ceiling(params, traffic, generator, lab, ceilings, label):
     from trexlab.procedures import selftest
 
@@ -186,10 +207,10 @@ def plan_campaign(experiment, results_root: str | Path = "results", campaign: st
 
     if not isinstance(experiment, Experiment):
         experiment = validate(experiment)
-    if experiment.generator != "sim" and lab is None:
-        lab = load_lab(inventory)
-    if experiment.generator == "sim":
+    if not needs_lab(experiment.generator):
         lab = None
+    elif lab is None:
+        lab = load_lab(inventory)
     campaign_id = check_campaign_id(campaign) if campaign is not None else default_campaign_id(experiment)
     root = Path(results_root)
     check_output_dir(root, "--results")
@@ -235,9 +256,9 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
             rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, lab, ceilings, where)
             # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
             rate_rule = dataclasses.replace(experiment.repetition_rule, figures=())
-            rate_plan = RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab, rate_rule,
-                                output / RATE_SUBDIR, ceilings, rate_ceiling,
-                                {**facts, "purpose": f"the rate of the point's {name} runs"})
+            rate_plan = checked(RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab,
+                                        rate_rule, output / RATE_SUBDIR, ceilings, rate_ceiling,
+                                        {**facts, "purpose": f"the rate of the point's {name} runs"}))
             raw = {**raw, "rate": 1.0}  # stands for the measured rate until it is measured
         params = procedure_params(name, raw, "procedure.params.")
         dut = []
@@ -254,11 +275,13 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                 rolevalues.check_endpoints_block(spec["endpoints"])
             except InvalidParameter as exc:
                 raise InvalidParameter(f"endpoints.{exc.name}", exc.value, exc.allowed) from None
+        params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
+        return checked(RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule,
+                               output, ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan))
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
-    params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
-    return RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule, output,
-                   ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan)
+    except LabError as exc:
+        raise InvalidExperiment(f"{where}: {exc}") from None
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------
@@ -303,13 +326,12 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
-    from trexlab.procedures import selftest
+    from trexlab.procedures import procedure, selftest
     from trexlab.rate_from import median_throughput
-    from trexlab.repetition import procedure_module
 
     config = read_config(args.config)
     label = f"--config {args.config}: " if args.config else ""
-    module = procedure_module(args.procedure)
+    module = procedure(args.procedure)
     traffic = config.get("traffic") or {}
     if not isinstance(traffic, dict):
         raise PlanError(f"{label}traffic: a mapping, got {type(traffic).__name__}")
@@ -359,7 +381,7 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         from_config.discard(f"generator_options.{key}")
     options = check_generator_options(generator, options)  # the options together (e.g. the SUT's own checks)
     lab = None
-    if generator != "sim":
+    if needs_lab(generator):
         inventory = args.inventory or config.get("inventory")
         if inventory is not None and not isinstance(inventory, str):
             raise PlanError(f"{label}inventory: a file name")
@@ -369,9 +391,9 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     ceilings = Path(args.ceilings if args.ceilings is not None else selftest.CEILINGS_FILE)
     procedure_parameters, ceiling = _ceiling(procedure_parameters, template, generator, lab, ceilings,
                                              f"--ceilings {ceilings}")
-    return RunPlan(args.procedure, procedure_parameters, template, generator, options, lab, repetitions, output,
-                   ceilings, ceiling, {"argv": list(argv) if argv is not None else None}, (),
-                   template.destination_networks, None, rate_source)
+    return checked(RunPlan(args.procedure, procedure_parameters, template, generator, options, lab, repetitions,
+                           output, ceilings, ceiling, {"argv": list(argv) if argv is not None else None}, (),
+                           template.destination_networks, None, rate_source))
 
 
 # -- running a plan ---------------------------------------------------------------------------------------------
@@ -387,7 +409,7 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     from trexlab.procedures import selftest
     from trexlab.provenance import provenance
     from trexlab.rate_from import GIVES_RATE, median_throughput
-    from trexlab.repetition import procedure_module, repeat
+    from trexlab.repetition import repeat
 
     say = say or (lambda line: None)
     params, rate_source = plan.params, plan.rate_source
@@ -396,16 +418,13 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
         rate, rate_source = median_throughput(plan.rate_from.output)
         say(f"measuring at {rate:.0f} fps ({rate_source['statistic']} of {GIVES_RATE})")
         params = dataclasses.replace(params, rate=rate)
-    module = procedure_module(plan.procedure)
-    if hasattr(module, "check"):  # what a procedure can check before any traffic (e.g. the lab's TCP endpoints)
-        module.check(generator, params, plan.traffic)
     facts = provenance(**plan.facts, generator=generator.describe(), params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,
                        tester_ceiling=plan.tester_ceiling,
                        **({"rate_source": dict(rate_source)} if rate_source else {}))
     summary = repeat(plan.procedure, generator, plan.traffic, params, plan.repetitions, plan.output, facts,
                      progress=progress)
-    if plan.procedure == "selftest":
+    if plan.procedure == selftest.NAME:
         count = plan.repetitions.maximum if isinstance(plan.repetitions, RepetitionRule) else plan.repetitions
         say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings))
     return summary

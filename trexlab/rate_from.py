@@ -24,13 +24,13 @@ import statistics
 from pathlib import Path
 
 from trexlab.params import InvalidParameter
+from trexlab.procedures import throughput
 
 FIGURE = "throughput_fps"
-#: The procedures that take a rate from a throughput result, and the procedure that gives it.
-TAKES_RATE = ("latency", "pdv")
-GIVES_RATE = "throughput"
+#: The procedure that gives the rate (those that take one declare TAKES_RATE: trexlab.procedures.taking_rate).
+GIVES_RATE = throughput.NAME
 #: Where a point's throughput repetitions go, below the point's own directory.
-SUBDIR = "throughput"
+SUBDIR = GIVES_RATE
 
 
 def median_throughput(path: str | Path) -> tuple[float, dict]:

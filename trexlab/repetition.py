@@ -12,13 +12,13 @@ none, and loses at most the trial that was running.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 from trexlab.adaptive import RepetitionRule, rule_text, warm_bounds
-from trexlab.procedures import PROCEDURES
+from trexlab.procedures import procedure as procedure_of
+from trexlab.procedures.common import RunContext
 from trexlab.resume import Replay, skip_trials
 from trexlab.stats import Observation, is_censored, summarize
 from trexlab.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
@@ -26,10 +26,6 @@ from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
 SUMMARY = "summary.json"
-
-
-def procedure_module(name: str):
-    return importlib.import_module(PROCEDURES[name])
 
 
 def repetition_dir(parent: Path, k: int) -> Path:
@@ -44,7 +40,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     interrupted mid-search is resumed from its trial log (trexlab.resume); ``params.warm_start`` starts each
     repetition's search near the earlier ones' median (trexlab.adaptive.warm_bounds)."""
     rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
-    module = procedure_module(procedure)
+    module = procedure_of(procedure)
     parent = Path(parent)
     parent.mkdir(parents=True, exist_ok=True)
     results: list[dict] = []
@@ -69,8 +65,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         if replay.pending and progress:
             progress("resume", {"repetition": k, "replayed": len(replay.pending)})
         try:
-            result = module.run(replay, traffic, run_params, on_trial=replay.logger(run.append_trial),
-                                progress=progress)
+            result = module.run(RunContext(replay, traffic, replay.logger(run.append_trial), progress), run_params)
             data = result.to_dict()
             run.finish(data)
         finally:

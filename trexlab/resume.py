@@ -40,7 +40,7 @@ def trial_from_record(record: dict) -> TrialResult | None:
 
 def skip_trials(generator, count: int) -> None:
     """Tell a generator that `count` trials of an uninterrupted run happened without it (see the module doc)."""
-    if count and hasattr(generator, "skip_trials"):
+    if count:
         generator.skip_trials(count)
 
 
@@ -50,6 +50,8 @@ class Replay:
     def __init__(self, generator, records: list[dict]):
         self.generator = generator
         self.name = generator.name
+        self.capabilities = generator.capabilities
+        self.lab = generator.lab
         trials = [trial_from_record(r) for r in records]
         # A log holding anything else than generator trials is not replayed (nor is a damaged one).
         self.pending = list(zip(records, trials, strict=True)) if all(t is not None for t in trials) else []
@@ -77,8 +79,8 @@ class Replay:
     def describe(self) -> dict:
         return self.generator.describe()
 
+    def skip_trials(self, count: int) -> None:
+        self.generator.skip_trials(count)
+
     def close(self) -> None:
         pass  # the wrapped generator is the caller's to close
-
-    def __getattr__(self, name):  # lab, supports_df, ...: the wrapped generator's
-        return getattr(self.generator, name)

@@ -362,14 +362,13 @@ def experiment_schema(detailed: bool = True) -> dict:
     mappings: trexlab.experiment validates with that schema first and then checks those by their own types
     (Params, the options classes, the roles' specs), whose one-line errors say more than a schema's would."""
     from trexlab.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
-    from trexlab.procedures import PROCEDURES
-    from trexlab.rate_from import TAKES_RATE
-    from trexlab.repetition import procedure_module
+    from trexlab.procedures import registry
+    from trexlab.rate_from import GIVES_RATE
 
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "trexlab experiment spec",
               **schema_of(ExperimentSpec)}
     props = schema["properties"]
-    props["procedure"]["properties"]["name"]["enum"] = list(PROCEDURES)
+    props["procedure"]["properties"]["name"]["enum"] = list(registry())
     # A wrong type under sweep still reads "not an array" rather than a bare anyOf.
     props["sweep"]["additionalProperties"] = {"type": "array", "minItems": 1}
     if not detailed:
@@ -378,13 +377,13 @@ def experiment_schema(detailed: bool = True) -> dict:
         props["endpoints"] = {"type": "object"}
         return schema
     conditions = []
-    for name in PROCEDURES:
-        params = schema_of(procedure_module(name).Params)
+    for name, module in registry().items():
+        params = schema_of(module.Params)
         params.pop("required", None)
-        if name in TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.rate_from)
+        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.rate_from)
             params["properties"]["rate"] = {"anyOf": [params["properties"]["rate"], {
                 "type": "object", "additionalProperties": False, "required": ["from"],
-                "properties": {"from": {"const": "throughput"}, "params": {"type": "object"}}}]}
+                "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}
         conditions.append({"if": {"properties": {"procedure": {"properties": {"name": {"const": name}}}}},
                            "then": {"properties": {"procedure": {"properties": {"params": params}}}}})
     for generator in ("sim", "software", "trex"):

@@ -109,7 +109,7 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
     observations = [_observation(v) for v in values]
     figures = sorted(o.value for o in observations if o.value is not None)
     censored = [o for o in observations if o.censored]
-    bound = max((o.below for o in censored), default=math.nan)
+    bound = max((o.below for o in censored if o.below is not None), default=math.nan)
     n = len(figures) + len(censored)
 
     def ranked(rank: int) -> float | str:
@@ -123,6 +123,7 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
     low_rank, high_rank = median_ranks(n)
     low_middle, high_middle = ranked(low_rank), ranked(high_rank)
     reasons = [why(observations)]
+    median: float | str
     if isinstance(high_middle, str):
         median = high_middle
     elif isinstance(low_middle, str):
@@ -132,6 +133,7 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
     else:
         median = (low_middle + high_middle) / 2
     minimum, maximum = ranked(1), ranked(n)
+    dispersion: float | str
     if isinstance(maximum, str):
         dispersion = math.nan
     elif isinstance(minimum, str):
@@ -139,8 +141,8 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
         top = _bound_of(median)
         spread = dispersion_percent(top, bound, maximum)
         dispersion = f"{ABOVE} {spread:.2f}" if spread > 0 else math.nan
-    else:
-        dispersion = dispersion_percent(median, minimum, maximum)
+    else:  # nothing censored, so the median is a figure (_bound_of returns it as it is)
+        dispersion = dispersion_percent(_bound_of(median), minimum, maximum)
         if median == 0:  # summary.json writes the NaN as null: say why there is no figure
             reasons.append("dispersion undefined: median 0")
     return {**summary, "median": median, "min": minimum, "max": maximum,
@@ -176,7 +178,7 @@ def why(observations: Iterable[Observation]) -> str:
 def _repetitions(reps: list[int | None]) -> str:
     if any(r is None for r in reps):
         return f"{len(reps)} repetition(s)"
-    numbers, parts = sorted(reps), []
+    numbers, parts = sorted(r for r in reps if r is not None), []
     start = previous = numbers[0]
     for r in [*numbers[1:], None]:
         if r is not None and r == previous + 1:

@@ -39,10 +39,10 @@ import math
 import time
 from typing import Protocol
 
-from trexlab.endpoints import Endpoints, lab_of, read_number
+from trexlab.endpoints import Endpoints, read_number
 from trexlab.generators.trex import TRexSession, load_client_api
 from trexlab.iperf import DirectionStats, TcpTest, parse, run_tests
-from trexlab.lab import Lab
+from trexlab.lab import Lab, LabError
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.trial import GeneratorError
@@ -116,7 +116,7 @@ class TRexAstfEngine(TRexSession):
     name = "trex"
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
-    congestion_control = "TRex ASTF default (tcp.cc_algo not set)"
+    congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
     rtt_resolution_s = 1 / ASTF_RTT_SCALE
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
@@ -151,7 +151,8 @@ class TRexAstfEngine(TRexSession):
             return None
         tester = self.lab.tester
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(i).name}/mtu") for i in indexes]
-        return None if None in mtus or not mtus else min(mtus)
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
 
     def tunables(self, test: TcpTest) -> dict:
         """The profile's tunables for one test (trex-console's -t), by the names its argparse declares."""
@@ -260,12 +261,14 @@ def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
     return samples
 
 
-def create(name: str, generator, ports: list[int], server: str | None = None, sync_port: int = 4501) -> TcpEngine:
-    """An engine by name, on the generator's lab; nothing is started (the trex engine connects on its first
+def create(name: str, lab: Lab | None, ports: list[int], server: str | None = None,
+           sync_port: int = 4501) -> TcpEngine:
+    """An engine by name, on the lab (None: without one); nothing is started (the trex engine connects on its first
     test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's)."""
-    lab = getattr(generator, "lab", None)
     if name == "iperf3":
-        return Iperf3Engine(Endpoints(lab_of(generator, "tcp")))
+        if lab is None:
+            raise LabError("engine iperf3 needs a lab with client and server nodes (use --generator software)")
+        return Iperf3Engine(Endpoints(lab))
     tunnel_node = None
     if server is None:
         if lab is None:

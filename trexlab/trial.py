@@ -20,9 +20,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from trexlab.params import InvalidParameter
+
+if TYPE_CHECKING:
+    from trexlab.lab import Lab
 
 Direction = Literal["forward", "reverse"]
 DIRECTIONS: tuple[Direction, Direction] = ("forward", "reverse")
@@ -70,7 +73,7 @@ class TrialSpec:
     frame_timeout: float | None = None  # s; a frame later than this counts as lost
     receive_tail: float = 2.0  # s of receiving after sending stops (RFC 2544)
     # IPv4 Don't Fragment: a DUT must drop a frame too big for its next link instead of fragmenting it (path
-    # MTU trials, RFC 6349); IPv6 routers never fragment. Generators that cannot set it say so (supports_df).
+    # MTU trials, RFC 6349); IPv6 routers never fragment. Generators that cannot set it say so (Capabilities).
     dont_fragment: bool = False
 
     def __post_init__(self) -> None:
@@ -422,11 +425,29 @@ class TrialResult:
         }
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a generator can do, declared by its class (Generator.capabilities) so that a run plan asks for nothing
+    the generator cannot give: trexlab.plan checks each request against them before any host is touched."""
+
+    #: It runs on a lab's tester node (False: everything happens in this process, e.g. the simulated SUT).
+    needs_lab: bool
+    #: It sets IPv4's Don't Fragment bit when TrialSpec.dont_fragment asks (RFC 6349's path MTU trials).
+    dont_fragment: bool
+    #: It counts a frame received later than TrialSpec.frame_timeout as lost (else only the receive tail decides).
+    frame_timeout: bool
+
+
 @runtime_checkable
 class Generator(Protocol):
-    """A traffic generator behind the trial contract."""
+    """A traffic generator behind the trial contract.
+
+    Every generator class declares ``name`` and ``capabilities`` (class attributes: a plan reads them without
+    making a generator) and has ``lab`` (None without one)."""
 
     name: str
+    capabilities: Capabilities
+    lab: Lab | None
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         """Send, receive and count one trial.  Raises GeneratorError when it cannot."""
@@ -437,6 +458,10 @@ class Generator(Protocol):
     def close(self) -> None:
         """Release what the generator holds (connections, processes)."""
 
+    def skip_trials(self, count: int) -> None:
+        """Count trials of an uninterrupted run that were replayed from the log, not run (trexlab.resume): a
+        generator with a random stream of its own draws on as if it had run them; the others ignore it."""
+
 
 class GeneratorError(RuntimeError):
     """The generator could not run a trial (tester gone, bad port, no permission)."""
@@ -444,5 +469,5 @@ class GeneratorError(RuntimeError):
 
 def merge_latency(results: Sequence[TrialResult], direction: Direction) -> Latency | None:
     """One direction's latency over several trials, merged (None when no trial measured it)."""
-    return Latency.merge(result.directions[direction].latency for result in results
-                         if direction in result.directions and result.directions[direction].latency is not None)
+    return Latency.merge(latency for result in results if direction in result.directions
+                         and (latency := result.directions[direction].latency) is not None)

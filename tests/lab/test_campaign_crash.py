@@ -79,4 +79,4 @@ def test_a_campaign_killed_in_a_trial_and_resumed_leaves_no_process_of_the_old_r
               for line in f.read_text().splitlines()]
     crossed = [n for t in trials for n in t["notes"] if "nftables counted" in n]
     assert trials and crossed == [], crossed
-    assert not os.path.exists(lab.inventory.parent / "campaign.procs.json"), "a clean end lets go of the lab"
+    assert not os.path.exists(lab.inventory.parent / "lab.procs.json"), "a clean end lets go of the lab"

@@ -16,7 +16,7 @@ from tftools import NEEDS_MIRROR, random_api_key
 
 from labtools import REPO, run
 
-pytestmark = [NEEDS_MIRROR, pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
+pytestmark = [pytest.mark.terraform, NEEDS_MIRROR, pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
 
 EXAMPLE = REPO / "terraform/labs/maas/examples/single.tfvars"
 

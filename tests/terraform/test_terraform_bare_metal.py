@@ -20,7 +20,8 @@ from tftools import MIRROR_RC, NEEDS_MIRROR, random_api_key
 
 from labtools import REPO, run, terraform, terraform_test, tf_env
 
-pytestmark = pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")
+pytestmark = [pytest.mark.terraform,
+              pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
 
 API_KEY = random_api_key()
 

@@ -8,7 +8,8 @@ import pytest
 
 from labtools import terraform_test
 
-pytestmark = pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")
+pytestmark = [pytest.mark.terraform,
+              pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
 
 
 def test_inventory_module_groups_hosts_and_refuses_what_the_contract_does_not_allow(tmp_path):

@@ -349,7 +349,7 @@ def test_profile_frames_field_by_field(api):
 
 def test_dont_fragment_sets_the_ipv4_df_bit_in_test_and_latency_frames(api):
     gen, client = generator(api)
-    assert gen.supports_df  # RFC 6349's path MTU step may use it
+    assert gen.capabilities.dont_fragment  # RFC 6349's path MTU step may use it
     gen.run_trial(TrialSpec(offered_load=100, duration=1, dont_fragment=True, latency_mode="tagged", latency_frames=10))
     for stream in streams_of(client, 0):
         header = stream.packet.pkt_buffer[14:34]

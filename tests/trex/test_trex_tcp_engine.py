@@ -16,6 +16,7 @@ from trexlab.iperf import TcpTest
 from trexlab.params import InvalidParameter
 from trexlab.plan import plan_cli
 from trexlab.procedures import rfc6349
+from trexlab.procedures.common import RunContext
 from trexlab.repetition import SUMMARY, repeat
 from trexlab.store import PROVENANCE, RESULT, TRIALS
 from trexlab.tcp_engines import ASTF_PROFILE, TRexAstfEngine, direction_stats, flow_rtts
@@ -38,8 +39,8 @@ def engine(client=None, **path) -> TRexAstfEngine:
 def run(trex, **overrides):
     traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0)
     recorded = []
-    result = rfc6349.run(PathGenerator(capacity=50_000), traffic, params(engine="trex", **overrides),
-                         on_trial=lambda r, c: recorded.append((r, c)), engine=trex)
+    context = RunContext(PathGenerator(capacity=50_000), traffic, on_trial=lambda r, c: recorded.append((r, c)))
+    result = rfc6349.run(context, params(engine="trex", **overrides), engine=trex)
     return result.to_dict(), recorded
 
 
@@ -132,7 +133,7 @@ def test_a_server_error_is_one_line_and_stops_what_it_started():
 
 def test_ipv6_is_refused_before_any_traffic():
     with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
-        rfc6349.check(PathGenerator(), params(engine="trex"),
+        rfc6349.check_lab(PathGenerator(), params(engine="trex"),
                       TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)), engine())
 
 
@@ -192,7 +193,7 @@ def test_cli_takes_the_engine_and_needs_no_client_node_for_trex(tmp_path):
     plan = plan_cli(build_parser().parse_args(argv), argv)
     assert plan.params.engine == "trex" and plan.params.trex_server == "192.0.2.1"
     # What the CLI checks before any traffic: the trex engine needs no client and server nodes.
-    assert isinstance(rfc6349.check(plan.create_generator(), plan.params, plan.traffic), TRexAstfEngine)
+    assert isinstance(rfc6349.check_lab(plan.create_generator(), plan.params, plan.traffic), TRexAstfEngine)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

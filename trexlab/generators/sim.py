@@ -47,7 +47,15 @@ import numpy as np
 
 from trexlab import __version__
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import NANOSECOND, DirectionResult, Latency, TrialResult, TrialSpec, encode_histogram
+from trexlab.trial import (
+    NANOSECOND,
+    Capabilities,
+    DirectionResult,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    encode_histogram,
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,9 @@ class SimGenerator:
     """Generator on the trial contract, backed by a SimulatedSUT."""
 
     name = "sim"
+    # No lab; frame timeouts honoured; test frames are never fragmented here, so a DF bit would change nothing.
+    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True)
+    lab = None
 
     def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):
         self.sut = sut

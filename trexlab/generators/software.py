@@ -21,7 +21,16 @@ import subprocess
 from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
-from trexlab.trial import NANOSECOND, DirectionResult, GeneratorError, Latency, TrialResult, TrialSpec, encode_histogram
+from trexlab.trial import (
+    NANOSECOND,
+    Capabilities,
+    DirectionResult,
+    GeneratorError,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    encode_histogram,
+)
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
 BUILDS = ("swtester", "swtester-asan")
@@ -33,7 +42,8 @@ SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
 
 class SoftwareGenerator:
     name = "software"
-    supports_df = True  # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment)
+    # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
                  sender_threads: int = 1):
@@ -84,6 +94,9 @@ class SoftwareGenerator:
                        "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
                                         for name, d in report["directions"].items()}}
         return self.probed
+
+    def skip_trials(self, count: int) -> None:
+        pass  # no random stream of its own: a replayed trial changes nothing here
 
     def close(self) -> None:
         pass

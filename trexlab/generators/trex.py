@@ -64,6 +64,7 @@ from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
+    Capabilities,
     DirectionResult,
     GeneratorError,
     Latency,
@@ -247,7 +248,9 @@ def _port(table: dict, port: int) -> int:
 
 class TRexGenerator(TRexSession):
     name = "trex"
-    supports_df = True  # the profile's test frames carry IPv4's DF bit when TrialSpec.dont_fragment asks
+    # The profile's test frames carry IPv4's DF bit when TrialSpec.dont_fragment asks; only latency frames carry a
+    # timestamp, so TRex cannot tell a late test frame from one in time (no frame timeout).
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=False)
 
     def __init__(self, api, lab: Lab | None, profile, server: str | None = None,
                  sync_port: int = DEFAULT_SYNC_PORT, tunnel_node: Node | None = None, warmup: bool = True,
@@ -272,6 +275,9 @@ class TRexGenerator(TRexSession):
                 "send_time": f"pg_id tx counters read every {POLL_INTERVAL} s, back to back within {FINE_WINDOW} s "
                              "of the first frames and of the expected end",
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
+
+    def skip_trials(self, count: int) -> None:
+        pass  # no random stream of its own: a replayed trial changes nothing here
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         try:

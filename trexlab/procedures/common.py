@@ -4,14 +4,55 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from trexlab.params import InvalidParameter
 from trexlab.trial import Generator, TrialResult, TrialSpec
 
-OnTrial = Callable[[TrialResult, dict], None] | None
+if TYPE_CHECKING:
+    from trexlab.plan import RunPlan
+
+#: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
+OnTrial = Callable[[Any, dict], None] | None
 Progress = Callable[[str, dict], None] | None
 
 #: A DUT result within this share of the tester's own ceiling may be the tester's limit.
 CEILING_MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a procedure's run gets besides its Params (trexlab.procedures.Procedure.run)."""
+
+    generator: Generator
+    #: The trial template: the procedure replaces each trial's load and duration.
+    traffic: TrialSpec
+    #: on_trial(result, context): called the moment each trial (or TCP test, download) ends.
+    on_trial: OnTrial = None
+    #: progress(phase, info): human-facing progress.
+    progress: Progress = None
+
+    def runner(self, procedure: str, traffic: TrialSpec | None = None) -> TrialRunner:
+        """A TrialRunner for this run (of another template: e.g. the self-test's per frame size)."""
+        return TrialRunner(self.generator, traffic or self.traffic, self.on_trial, self.progress, procedure)
+
+    def with_traffic(self, traffic: TrialSpec) -> RunContext:
+        return dataclasses.replace(self, traffic=traffic)
+
+
+def check_frame_timeout(plan: RunPlan, frame_timeout: float | None) -> None:
+    """A frame timeout only with a generator that can count late frames as lost (Capabilities.frame_timeout)."""
+    if frame_timeout is not None and not plan.capabilities.frame_timeout:
+        raise InvalidParameter("frame_timeout", frame_timeout, f"none with generator {plan.generator} (it cannot "
+                                                               "tell a late frame from one in time)")
+
+
+def simulated_cost(name: str, params, traffic: TrialSpec):
+    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.estimate.simulated_cost)."""
+    from trexlab.estimate import simulated_cost as simulate
+
+    return simulate(name, params, traffic)
 
 
 class TrialRunner:

@@ -6,13 +6,22 @@ at most 10 % of it, until two consecutive trials lose no frame.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    ceiling_warning,
+    check_frame_timeout,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.trial import TrialSpec
 
+NAME = "flr"
+TAKES_RATE = False
 METHOD = "RFC 2544 section 26.3"
 
 
@@ -48,7 +57,7 @@ class FrameLossResult:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "flr",
+            "procedure": NAME,
             "method": METHOD,
             "points": self.points,
             "trials": self.trials,
@@ -60,10 +69,22 @@ class FrameLossResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> FrameLossResult:
-    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> FrameLossResult:
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
     step = top * params.step_percent / 100
-    runner = TrialRunner(generator, traffic, on_trial, progress, "flr")
+    runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
     points, lossless_in_a_row, k = [], 0, 0
     while lossless_in_a_row < 2:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from trexlab.endpoints import Endpoints, lab_of
+from trexlab.endpoints import Endpoints, require_lab
 from trexlab.params import InvalidParameter, check_range
+from trexlab.procedures.common import RunContext
 from trexlab.trial import TrialSpec
 
 
@@ -28,8 +30,9 @@ class DownloadError(RuntimeError):
     line. Not a generator's failure: no traffic generator takes part, the client node's curl does the transfer."""
 
 
+NAME = "http_download"
+TAKES_RATE = False
 METHOD = "HTTP download of the server node's file by curl on the client node, through the DUT"
-NEEDS_TCP_ENDPOINTS = True
 #: What curl reports about a transfer (--write-out '%{json}'), kept per download.
 CURL_FIELDS = ("http_code", "size_download", "time_total", "time_connect", "time_starttransfer", "speed_download",
                "num_connects")
@@ -67,16 +70,39 @@ class DownloadResult:
 
     def to_dict(self) -> dict:
         d = self.download
-        return {"procedure": "http_download", "method": METHOD, "url": d.url, "bytes": d.expected_bytes,
+        return {"procedure": NAME, "method": METHOD, "url": d.url, "bytes": d.expected_bytes,
                 "download_time_s": d.time_s, "congestion_control": d.congestion_control, "curl": d.curl,
                 "params": asdict(self.params),
                 "headline": {"download_time_s": d.time_s,
                              "download_throughput_bps": d.expected_bytes * 8 / d.time_s if d.time_s else None}}
 
 
-def check(generator, params: Params, traffic: TrialSpec | None = None) -> Endpoints:
-    """The lab's endpoints with nginx on the server, and an address of the traffic's IP version there."""
-    endpoints = Endpoints(lab_of(generator, "http_download"))
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return True
+
+
+def check(plan) -> None:
+    """One IP version, and a lab with client and server nodes (whether they are configured, run checks: a
+    campaign configures them after planning)."""
+    ip_version(plan.traffic)
+    if plan.lab is None and plan.capabilities.needs_lab:
+        return  # a dry run without the lab's inventory
+    lab = require_lab(plan.lab, plan.generator, NAME)
+    lab.client, lab.server  # noqa: B018  (each raises LabError naming the missing node)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    """At most the timeout; how long a download takes is not known before the first one."""
+    from trexlab.estimate import Cost
+
+    return Cost(params.timeout, None, 1, 1, f"{NAME}: at most its timeout {params.timeout:g} s; expected not known "
+                                            "before the first download (the refined ETA gives it)")
+
+
+def check_lab(lab, traffic: TrialSpec | None = None) -> Endpoints:
+    """Before the download: the lab's endpoints configured, nginx on the server, an address of the traffic's IP
+    version there."""
+    endpoints = Endpoints(lab)
     if "http_path" not in endpoints.facts:
         raise InvalidParameter("server", endpoints.server.name, "a server node with nginx (roles/tcp_endpoints)")
     endpoints.server_address(ip_version(traffic))
@@ -98,9 +124,10 @@ def curl_argv(url: str, timeout: float) -> list[str]:
             "--write-out", "%{json}", url]
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None,
-        endpoints: Endpoints | None = None) -> DownloadResult:
-    endpoints = endpoints or check(generator, params, traffic)
+def run(context: RunContext, params: Params, endpoints: Endpoints | None = None) -> DownloadResult:
+    """endpoints: given by tests; otherwise the generator's lab's."""
+    traffic, on_trial, progress = context.traffic, context.on_trial, context.progress
+    endpoints = endpoints or check_lab(require_lab(context.generator.lab, context.generator.name, NAME), traffic)
     url = endpoints.url(ip_version(traffic))
     if progress:
         progress("download", {"test": url, "trial": 1})
@@ -121,7 +148,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                              f"{endpoints.http_file_bytes} bytes{': ' + reason if reason else ''}")
     download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"))
     if on_trial:
-        on_trial(download, {"procedure": "http_download", "phase": "download", "trial": 1})
+        on_trial(download, {"procedure": NAME, "phase": "download", "trial": 1})
     if progress:
         progress("download", {"test": url, "trial": 1, "done": True,
                               "throughput_bps": {"download": download.expected_bytes * 8 / download.time_s}})

@@ -24,25 +24,54 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    ceiling_warning,
+    check_frame_timeout,
+    near_floor,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, delay_for_json, lost_tags_text, merge_latency
+from trexlab.trial import (
+    Direction,
+    GeneratorError,
+    Latency,
+    TrialResult,
+    TrialSpec,
+    delay_for_json,
+    lost_tags_text,
+    merge_latency,
+)
 
+NAME = "latency"
+#: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
+TAKES_RATE = True
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
 
 
-def check_rate(rate: float | None) -> None:
-    """The rate is required: no default stands in for the measured throughput."""
+def check_rate(rate: float | None) -> float:
+    """The rate is required: no default stands in for the measured throughput. Returns it."""
     if rate is None:
         raise InvalidParameter("rate", None, "a rate > 0 frames/s: the throughput rate (RFC 8219 measures at it); "
                                              "give rate, or --rate-from a throughput result")
     check_range("rate", rate, 0, low_open=True)
+    return rate
+
+
+def measured_latency(results: list[TrialResult], direction: Direction) -> Latency:
+    """One direction's latency over trials that asked the generator to measure it."""
+    latency = merge_latency(results, direction)
+    if latency is None:
+        raise GeneratorError(f"{direction}: the generator returned no latency for trials that asked for it")
+    return latency
 
 
 @dataclass(frozen=True)
@@ -95,7 +124,7 @@ class LatencyResult:
             headline[f"{direction}_tags_lost_or_late"] = stats["tags_lost_or_late"]
         directions = {d: {k: v for k, v in s.items() if not k.endswith("_s")} for d, s in self.directions.items()}
         return {
-            "procedure": "latency",
+            "procedure": NAME,
             "method": METHOD,
             "directions": directions,
             "rfc2544_single_frame_latency": self.rfc2544,
@@ -110,17 +139,30 @@ class LatencyResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> LatencyResult:
-    runner = TrialRunner(generator, traffic, on_trial, progress, "latency")
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> LatencyResult:
+    runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
-    main = runner.run(params.rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
+    rate = check_rate(params.rate)
+    main = runner.run(rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
                       latency_frames=params.tagged_frames, tag_delay=params.tag_delay, **timeout)
     directions = {}
     notes = runner.notes()
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
-    for direction in traffic.active_directions:
-        latency = merge_latency([main], direction)
+    for direction in context.traffic.active_directions:
+        latency = measured_latency([main], direction)
         result = main.directions[direction]
         summary = latency.summary()
         directions[direction] = {
@@ -142,11 +184,11 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
                          f"(RFC 8219 asks for >= {MIN_TAGGED_FRAMES}); the figures are less reliable")
     rfc2544 = {}
     if params.rfc2544_trials:
-        singles = [runner.run(params.rate, params.trial_duration, "RFC 2544 single-frame latency",
+        singles = [runner.run(rate, params.trial_duration, "RFC 2544 single-frame latency",
                               latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
-        for direction in traffic.active_directions:
-            delays = [r.directions[direction].latency.percentile(0) for r in singles if r.directions[direction].latency]
+        for direction in context.traffic.active_directions:
+            delays = [single.percentile(0) for r in singles if (single := r.directions[direction].latency)]
             values = [d for d in delays if math.isfinite(d)]
             rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
                                   "average": statistics.fmean(values) if values else None,

@@ -16,15 +16,19 @@ is reported as "below minimum load"; the other goals keep their results.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
+from trexlab.procedures.common import RunContext, TrialRunner, ceiling_warning, simulated_cost, tester_bound_fields
 from trexlab.trial import TrialSpec
 
+NAME = "mlrsearch"
+TAKES_RATE = False
 METHOD = "MLRsearch (draft-ietf-bmwg-mlrsearch), FD.io CSIT reference implementation"
 
 GOAL_KEYS = ("name", "loss_ratio", "exceed_ratio", "relative_width", "initial_trial_duration",
@@ -116,7 +120,7 @@ class MlrResult:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "mlrsearch",
+            "procedure": NAME,
             "method": METHOD,
             "goals": self.goals,
             "trials": self.trials,
@@ -131,11 +135,25 @@ class MlrResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> MlrResult:
-    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    pass  # every generator can run its trials (it sets no frame timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    found = simulated_cost(NAME, params, traffic)
+    return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself gives up after search_time_max "
+                                            f"{params.search_time_max:g} s")
+
+
+def run(context: RunContext, params: Params) -> MlrResult:
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
     if params.min_rate >= top:
         raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
-    runner = TrialRunner(generator, traffic, on_trial, progress, "mlrsearch")
+    runner = context.runner(NAME)
     goals = [search_goal(goal, i) for i, goal in enumerate(params.goals)]
     config = Config()
     config.goals = goals

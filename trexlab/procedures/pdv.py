@@ -20,14 +20,25 @@ histogram keeps no order, and RFC 8219 asks for PDV only.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, near_floor, tester_bound_fields
-from trexlab.procedures.latency import TRIAL_DURATION, check_rate
+from trexlab.procedures.common import (
+    RunContext,
+    ceiling_warning,
+    check_frame_timeout,
+    near_floor,
+    simulated_cost,
+    tester_bound_fields,
+)
+from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import delay_for_json, format_seconds, merge_latency
+from trexlab.trial import TrialSpec, delay_for_json, format_seconds
 
+NAME = "pdv"
+#: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
+TAKES_RATE = True
 METHOD = "RFC 8219 section 7.3"
 
 
@@ -71,7 +82,7 @@ class PdvResult:
     def to_dict(self) -> dict:
         directions = {d: {k: v for k, v in s.items() if k != "pdv_s"} for d, s in self.directions.items()}
         return {
-            "procedure": "pdv",
+            "procedure": NAME,
             "method": METHOD,
             "directions": directions,
             "trials": self.trials,
@@ -85,14 +96,26 @@ class PdvResult:
         }
 
 
-def run(generator, traffic, params: Params, on_trial=None, progress=None) -> PdvResult:
-    runner = TrialRunner(generator, traffic, on_trial, progress, "pdv")
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> PdvResult:
+    runner = context.runner(NAME)
     timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
-    trial = runner.run(params.rate, params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
+    trial = runner.run(check_rate(params.rate), params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
     notes = runner.notes()
-    for direction in traffic.active_directions:
-        latency = merge_latency([trial], direction)
+    for direction in context.traffic.active_directions:
+        latency = measured_latency([trial], direction)
         minimum, p99_9 = latency.percentile(0), latency.percentile(99.9)
         pdv = p99_9 - minimum
         directions[direction] = {

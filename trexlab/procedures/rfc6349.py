@@ -36,19 +36,22 @@ TCP traffic they concern.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from trexlab import tcp_engines, tcp_metrics
-from trexlab.endpoints import Endpoints
+from trexlab.endpoints import Endpoints, require_lab
 from trexlab.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.media import media_speed
 from trexlab.params import InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
-from trexlab.procedures.common import TrialRunner
+from trexlab.procedures.common import RunContext, TrialRunner
 from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialSpec
 
+NAME = "tcp"
+TAKES_RATE = False
 METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engine})"
-NEEDS_TCP_ENDPOINTS = True  # with the iperf3 engine (needs_tcp_endpoints)
 #: A baseline RTT of fewer steps of the engine's RTT resolution than this is flagged (10 steps: 10 % error).
 RTT_STEPS = 10
 #: The TCP tests, in the order they run.
@@ -129,9 +132,28 @@ class Params:
         check_range("trex_server_port", self.trex_server_port, 1, 65535 - len(self.dscp), integer=True)
 
 
-def needs_tcp_endpoints(params: dict) -> bool:
+def needs_tcp_endpoints(params: Mapping) -> bool:
     """Whether a run with these procedure.params needs the lab's client and server nodes (iperf3 does)."""
     return (params or {}).get("engine", Params.engine) == "iperf3"
+
+
+def check(plan) -> None:
+    """What the plan tells: one IP version, a generator that sets DF when the MTU is to be measured, the engine's
+    addresses, and the lab's client and server nodes for iperf3 (whether they are configured, and the kernels'
+    window limits, run checks before the first TCP test: a campaign configures them after planning)."""
+    params, traffic = plan.params, plan.traffic
+    if traffic.ip_version[0] != traffic.ip_version[1]:
+        raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
+    if params.mtu is None and not plan.capabilities.dont_fragment:
+        raise InvalidParameter("mtu", None, f"a declared path MTU with generator {plan.generator}: it cannot set "
+                                            "the Don't Fragment bit the MTU trials need")
+    if plan.lab is None and plan.capabilities.needs_lab:
+        return  # a dry run without the lab's inventory: what follows needs it
+    if needs_tcp_endpoints(asdict(params)):
+        lab = require_lab(plan.lab, plan.generator, NAME)
+        lab.client, lab.server  # noqa: B018  (each raises LabError naming the missing node)
+    else:
+        engine_of(plan.lab, params).server_address(traffic.ip_version[0])
 
 
 @dataclass
@@ -144,7 +166,7 @@ class Rfc6349Result:
     baseline_rtt_s: float
     bdp_bytes: float
     window_per_connection: int
-    window_limit: tuple[int, str]
+    window_limit: tuple[int | None, str]  # None: no cap known
     max_achievable_bps: float
     ip_version: int
     congestion_control: str | None
@@ -173,7 +195,7 @@ class Rfc6349Result:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "tcp", "method": METHOD.format(engine=self.engine_method), "engine": self.engine,
+            "procedure": NAME, "method": METHOD.format(engine=self.engine_method), "engine": self.engine,
             "path_mtu": self.path_mtu, "mtu_source": self.mtu_source, "mtu_search": self.mtu_search,
             "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps, "bb_source": self.bb_source,
             "bb_search": self.bb_search, "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes,
@@ -185,23 +207,21 @@ class Rfc6349Result:
         }
 
 
-def engine_of(generator, params: Params) -> tcp_engines.TcpEngine:
-    """The TCP engine the params name, on the generator's lab; nothing is started."""
+def engine_of(lab, params: Params) -> tcp_engines.TcpEngine:
+    """The TCP engine the params name, on the lab (None: none); nothing is started."""
     ports = [params.trex_server_port + i for i in range(max(1, len(params.dscp)))]
-    return tcp_engines.create(params.engine, generator, ports, params.trex_server, params.trex_sync_port)
+    return tcp_engines.create(params.engine, lab, ports, params.trex_server, params.trex_sync_port)
 
 
-def check(generator, params: Params, traffic: TrialSpec | None = None,
-          engine: tcp_engines.TcpEngine | None = None) -> tcp_engines.TcpEngine:
-    """Everything that can be known before any traffic: the engine's endpoints, DF support, declared values."""
-    engine = engine or engine_of(generator, params)
+def check_lab(generator, params: Params, traffic: TrialSpec | None = None,
+              engine: tcp_engines.TcpEngine | None = None) -> tcp_engines.TcpEngine:
+    """What only the lab can tell, before any traffic: the engine's endpoints configured, their addresses, their
+    kernels' window limit and server ports for the declared values (check(plan) did the rest)."""
+    engine = engine or engine_of(generator.lab, params)
     if traffic is not None and traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
     if traffic is not None:
         engine.server_address(traffic.ip_version[0])  # refuses what the engine cannot address
-    if params.mtu is None and not getattr(generator, "supports_df", False):
-        raise InvalidParameter("mtu", None, f"a declared path MTU with generator {generator.name}: it cannot set "
-                                            "the Don't Fragment bit the MTU trials need")
     concurrent = len(params.dscp) if "dscp" in params.tests else 1
     if concurrent > len(engine.ports):
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
@@ -217,14 +237,32 @@ def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
                                              "a smaller window; raise it or use more connections")
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None,
-        endpoints: Endpoints | None = None, engine: tcp_engines.TcpEngine | None = None) -> Rfc6349Result:
+def cost(params: Params, traffic: TrialSpec):
+    """MTU trials, the bottleneck search, the baseline RTT and the TCP tests, each of declared length."""
+    from trexlab.estimate import Cost
+
+    # One test after another (plan_tests, _groups): each reduced window is its own test, the DSCP connections run
+    # together.
+    groups = sum(len(params.reduced_window_percent) if name == "reduced" else 1 for name in params.tests)
+    mtu_s = 0.0 if params.mtu is not None else len(params.mtu_frame_sizes) * (
+        params.mtu_trial_duration + traffic.receive_tail)
+    fixed = mtu_s + params.rtt_duration + groups * params.test_duration
+    found = Cost(fixed, fixed, None, None, f"{NAME}: MTU trials, {groups} TCP test(s) of "
+                                           f"{params.test_duration:g} s, baseline RTT {params.rtt_duration:g} s")
+    if params.bottleneck_bandwidth is None:
+        sized = dataclasses.replace(traffic, frame_size=(max(params.mtu_frame_sizes),) * 2)
+        found = found + throughput.cost(bottleneck_search(params), sized)
+    return found
+
+
+def run(context: RunContext, params: Params, endpoints: Endpoints | None = None,
+        engine: tcp_engines.TcpEngine | None = None) -> Rfc6349Result:
     """endpoints (iperf3 on them) or engine: given by tests; otherwise the params' engine on the generator's lab."""
     if engine is None and endpoints is not None:
         engine = tcp_engines.Iperf3Engine(endpoints)
-    engine = check(generator, params, traffic, engine)
+    engine = check_lab(context.generator, params, context.traffic, engine)
     try:
-        return _run(generator, traffic, params, on_trial, progress, engine)
+        return _run(context.generator, context.traffic, params, context.on_trial, context.progress, engine)
     finally:
         engine.close()
 
@@ -232,7 +270,7 @@ def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=N
 def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
          engine: tcp_engines.TcpEngine) -> Rfc6349Result:
     ip_version = traffic.ip_version[0]
-    runner = TrialRunner(generator, traffic, on_trial, progress, "tcp")
+    runner = TrialRunner(generator, traffic, on_trial, progress, NAME)
     notes: list[str] = []
 
     # 1. Path MTU.
@@ -305,6 +343,7 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
     testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
     if not testable:
         raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
+                               "at least one size" if tester_mtu is None else
                                f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + 18)")
     search, passed = [], None
     for size in testable:
@@ -329,17 +368,14 @@ def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size
     """RFC 2544 throughput at the MTU frame size, as a layer-1 bit rate (the application note's BB)."""
     if frame_size < MIN_FRAME_SIZE:
         raise InvalidParameter("mtu", frame_size, f">= {MIN_FRAME_SIZE - 18}")
-    search_params = throughput.Params(
-        max_rate=params.bb_max_rate, min_rate=params.bb_min_rate, resolution=params.bb_resolution,
-        loss_tolerance_percent=params.bb_loss_tolerance_percent, trial_duration=params.bb_trial_duration,
-        media=params.media)
+    search_params = bottleneck_search(params)
     spec = dataclasses.replace(traffic, frame_size=(frame_size, frame_size))
 
     def tagged(result, context):
         if on_trial:
-            on_trial(result, {**context, "procedure": "tcp", "step": "bottleneck bandwidth"})
+            on_trial(result, {**context, "procedure": NAME, "step": "bottleneck bandwidth"})
 
-    result = throughput.run(generator, spec, search_params, on_trial=tagged, progress=progress)
+    result = throughput.run(RunContext(generator, spec, tagged, progress), search_params)
     if result.throughput is None:
         raise InvalidParameter("bottleneck_bandwidth", None,
                                f"a declared value: no load passed at {frame_size}-byte frames, not even "
@@ -348,11 +384,20 @@ def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size
     return tcp_metrics.bottleneck_from_frame_rate(result.throughput, frame_size), result.to_dict()
 
 
+def bottleneck_search(params: Params) -> throughput.Params:
+    """The RFC 2544 throughput search that measures the bottleneck bandwidth."""
+    return throughput.Params(
+        max_rate=params.bb_max_rate, min_rate=params.bb_min_rate, resolution=params.bb_resolution,
+        loss_tolerance_percent=params.bb_loss_tolerance_percent, trial_duration=params.bb_trial_duration,
+        media=params.media)
+
+
 def plan_tests(params: Params, ports: list[int], bdp: float, window: int, ip_version: int,
                mss: int) -> list[TcpTest]:
     """Every TCP test of the run, windows filled in; concurrent ones share a name prefix ("dscp ...")."""
     port = ports[0]
-    common = {"duration": params.test_duration, "omit": params.omit, "ip_version": ip_version, "mss": mss}
+    common: dict[str, Any] = {"duration": params.test_duration, "omit": params.omit, "ip_version": ip_version,
+                              "mss": mss}
     plan = []
     for name in params.tests:
         if name in ("download", "upload", "bidirectional"):
@@ -448,4 +493,4 @@ class TcpRunner:
 
     def record(self, result: TcpTestResult, phase: str) -> None:
         if self.on_trial:
-            self.on_trial(result, {"procedure": "tcp", "phase": phase, "test": result.test.name})
+            self.on_trial(result, {"procedure": NAME, "phase": phase, "test": result.test.name})

@@ -30,17 +30,20 @@ import fcntl
 import json
 import math
 import socket
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from trexlab.params import check_range
 from trexlab.procedures import throughput
-from trexlab.procedures.common import TrialRunner
+from trexlab.procedures.common import RunContext, simulated_cost
 from trexlab.repetition import repetition_dir
 from trexlab.store import read_json, write_json_atomic
 from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
+NAME = "selftest"
+TAKES_RATE = False
 METHOD = "tester self-test (RFC 2544 throughput, ports looped back)"
 #: Where the self-test records the tester's ceilings and other procedures look them up.
 CEILINGS_FILE = Path("results/tester-ceilings.json")
@@ -91,7 +94,7 @@ class SelfTestResult:
             headline[f"latency_floor_{size}B_median_s"] = floor["median_s"]
             headline[f"latency_floor_{size}B_p99_9_s"] = floor["p99_9_s"]
         return {
-            "procedure": "selftest",
+            "procedure": NAME,
             "method": METHOD,
             "ceilings_fps": {str(k): v for k, v in self.ceilings.items()},
             "latency_floors": {str(k): v for k, v in self.floors.items()},
@@ -102,17 +105,29 @@ class SelfTestResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> SelfTestResult:
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    pass  # its searches set no frame timeout: every generator can run them
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> SelfTestResult:
     ceilings, searches, notes, floors = {}, {}, [], {}
     search = throughput.Params(**params.search_params())
     for size in params.frame_sizes:
-        sized = dataclasses.replace(traffic, frame_size=(size, size))
-        result = throughput.run(generator, sized, search, on_trial, progress)
+        sized = context.with_traffic(dataclasses.replace(context.traffic, frame_size=(size, size)))
+        result = throughput.run(sized, search)
         ceilings[size] = result.throughput
         searches[str(size)] = result.to_dict()
         notes.extend(f"{size} B: {n}" for n in result.notes)
         if params.floor_load_percent and result.throughput:
-            runner = TrialRunner(generator, sized, on_trial, progress, "selftest")
+            runner = sized.runner(NAME)
             rate = result.throughput * params.floor_load_percent / 100
             trial = runner.run(rate, params.trial_duration, "tester latency floor", latency_mode="tagged",
                                latency_frames=FLOOR_TAGGED_FRAMES)

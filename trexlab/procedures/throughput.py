@@ -10,13 +10,22 @@ hold frames for seconds and still pass).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import TrialRunner, ceiling_warning, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    ceiling_warning,
+    check_frame_timeout,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.trial import TrialSpec
 
+NAME = "throughput"
+TAKES_RATE = False
 METHOD = "RFC 2544 binary search"
 #: The default stopping rule: the interval is narrower than this share of the rate found.
 DEFAULT_RESOLUTION_PERCENT = 0.5
@@ -98,7 +107,7 @@ class ThroughputResult:
 
     def to_dict(self) -> dict:
         return {
-            "procedure": "throughput",
+            "procedure": NAME,
             "method": METHOD,
             "throughput_fps": self.throughput,
             "below_minimum_load": self.below_minimum,
@@ -123,11 +132,23 @@ class ThroughputResult:
         }
 
 
-def run(generator, traffic: TrialSpec, params: Params, on_trial=None, progress=None) -> ThroughputResult:
-    low, high, rate = params.rate_limits(traffic)
+def needs_tcp_endpoints(params: Mapping) -> bool:
+    return False
+
+
+def check(plan) -> None:
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def cost(params: Params, traffic: TrialSpec):
+    return simulated_cost(NAME, params, traffic)
+
+
+def run(context: RunContext, params: Params) -> ThroughputResult:
+    low, high, rate = params.rate_limits(context.traffic)
     top = high
     tolerance = params.loss_tolerance_percent / 100
-    runner = TrialRunner(generator, traffic, on_trial, progress, "throughput")
+    runner = context.runner(NAME)
     extra = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
     best = None
     search = []
