@@ -20,9 +20,12 @@ Send rate per core (64 and 1518 B): each tool sends as fast as it can from one s
   trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
 On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
 so the receive work (counter, receive ring) runs on the sending core: compare swtester with trafgen+receiver
-for the same work, with trafgen for a sender that feeds nobody. Rate = frames on the wire / the tool's own
-sending time; per CPU-s = frames / the sender's CPU time (swtester's sender thread, trafgen's processes),
-which includes the receive work done in its context and is less disturbed by other jobs on a shared CPU.
+for the same work, with trafgen for a sender that feeds nobody. The "rx on CPU 1" rows (swtester, trafgen)
+repeat the runs with RPS steering the receiving port's frames to CPU 1, as a NIC's receive queue would take
+them off the sending core: what sending alone costs each tool (the receive work is then counted for neither).
+Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / the sender's CPU time (swtester's
+sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
+by other jobs on a shared CPU.
 
 Pacing (64 B, forward): swtester (auto, and sendmmsg) at 100k, 500k and 1M fps; trafgen -b at the same rate
 for the same frame count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1
@@ -192,6 +195,17 @@ class Bench:
         return {"on_wire": on_wire, "sent": int(match[3]), "seconds": int(match[1]) + int(match[2]) / 1e6,
                 "cpu_seconds": cpu_seconds, "ksoftirqd_seconds": softirq}
 
+    @contextlib.contextmanager
+    def receive_on(self, cpu: int):
+        """RPS steers the receiving port's frames to cpu for the block (its rps_cpus mask, restored after)."""
+        path = f"/sys/class/net/{self.ports[1].name}/queues/rx-0/rps_cpus"
+        read = subprocess.run(self.tester.command(["cat", path]), capture_output=True, text=True, check=True)
+        subprocess.run(self.tester.command(["sh", "-c", f"echo {1 << cpu:x} > {path}"]), check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(self.tester.command(["sh", "-c", f"echo {read.stdout.strip()} > {path}"]), check=True)
+
     def sampled(self, run, seconds: float):
         """(result of run(), [(time, rx count)]) with the receiving port's counter sampled meanwhile."""
         sampler = subprocess.Popen(self.tester.command([sys.executable, "-c", SAMPLER, self.ports[1].name,
@@ -236,7 +250,7 @@ def per_cpu(run: dict) -> float | None:
 
 def send_rate(bench: Bench, figures: dict, args, save) -> None:
     say(f"\nsend rate per core: one sender on CPU {SENDER_CPU}, {args.seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'size':>5} {'round':>5} {'tool':18} {'on wire':>11} {'Mfps':>7} {'Mfps/CPU-s':>11}")
+    say(f"{'size':>5} {'round':>5} {'tool':20} {'on wire':>11} {'Mfps':>7} {'Mfps/CPU-s':>11}")
     rows = figures.setdefault("send_rate", [])
     for size in SIZES:
         spec = TrialSpec(offered_load=UNREACHABLE_RATE, duration=args.seconds, directions="forward",
@@ -248,11 +262,15 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
             if args.trafgen:
                 runs["trafgen"] = bench.trafgen(size, seconds=args.seconds)
                 runs["trafgen+receiver"] = bench.trafgen(size, seconds=args.seconds, receiver=True)
+            with bench.receive_on(RECEIVER_CPU):
+                runs["swtester rx on CPU 1"] = bench.swtester(spec)
+                if args.trafgen:
+                    runs["trafgen rx on CPU 1"] = bench.trafgen(size, seconds=args.seconds)
             for tool, run in runs.items():
                 row = {"size": size, "round": k, "tool": tool, **run, "fps": wire_rate(run),
                        "fps_per_cpu": per_cpu(run), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
-                say(f"{size:>5} {k:>5} {tool:18} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
+                say(f"{size:>5} {k:>5} {tool:20} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
                     f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}  {run.get('send_method', '')}")
             save()
     say("\nmedians over the rounds, and swtester / the other tool:")
@@ -260,10 +278,12 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
         for figure, label in (("fps", "Mfps"), ("fps_per_cpu", "Mfps/CPU-s")):
             median = {tool: statistics.median(r[figure] for r in rows if r["size"] == size and r["tool"] == tool)
                       for tool in {r["tool"] for r in rows}}
-            ratios = "  ".join(f"swtester/{t} {median['swtester'] / m:.2f}" for t, m in sorted(median.items())
-                               if t != "swtester")
-            say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items()))
-                + f"   {ratios}")
+            pairs = [("swtester", t) for t in median if t.startswith("trafgen") and "CPU 1" not in t]
+            pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg")]
+            pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]
+            ratios = "  ".join(f"{a}/{b} {median[a] / median[b]:.2f}" for a, b in pairs if a in median and b in median)
+            say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items())))
+            say(f"{'':>7} {'':11} {ratios}")
 
 
 def pacing(bench: Bench, figures: dict, args, save) -> None:
