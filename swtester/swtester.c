@@ -642,7 +642,7 @@ int main(int argc, char **argv) {
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
         {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {"tag-delay", 1, 0, 'T'},
-        {"send-method", 1, 0, 'S'}, {"probe", 0, 0, 'P'}, {"threads", 1, 0, 'N'},
+        {"send-method", 1, 0, 'S'}, {"probe", 0, 0, 'P'}, {"threads", 1, 0, 'H'},
         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -691,7 +691,7 @@ int main(int argc, char **argv) {
         case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
         case 'P': probe = 1; break;
-        case 'N': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
+        case 'H': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
         case 'S':
             if (!strcmp(optarg, "auto")) c.send_method = SEND_AUTO;
             else if (!strcmp(optarg, "tx_ring")) c.send_method = SEND_TX_RING;
