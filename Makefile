@@ -91,7 +91,7 @@ report: ## execute the analysis notebooks and export HTML
 demo: ## the main job on the local lab: setup, lab-up, configure, short campaign, report, lab-down
 	@scripts/demo.sh
 
-lint: ## ruff, yamllint, ansible-lint, terraform fmt/validate
+lint: ## ruff, mypy, yamllint, ansible-lint, terraform fmt/validate
 	@scripts/lint.sh
 
 test: ## everything CI runs: setup, lint, unit, lab, role and end-to-end tests

@@ -15,6 +15,8 @@ check_scale "${SCALE:-}"
 # The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own.
 args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${RESULTS:-results}/tester-ceilings.json")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
+# MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
+[ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)
 inventory="inventory/generated/$LAB_NAME/hosts.yml"
 [ -f "$inventory" ] && args+=(--inventory "$inventory")
 exec "$VENV/bin/trexlab" "${args[@]}"

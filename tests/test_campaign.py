@@ -162,3 +162,34 @@ def test_shipped_experiments_are_valid_at_every_scale(name):
     for scale in (exp.spec.get("scale") or {}):
         assert exp.scaled(scale).points()
     assert (Path(__file__).parent.parent / "experiments" / name / "README.md").is_file(), f"{name} has no README"
+
+
+def test_measure_again_starts_a_new_campaign_after_a_complete_one_and_resumes_an_interrupted_one(tmp_path, capsys):
+    """make demo's rule (trexlab campaign --measure-again): a rerun measures anew; only an interrupted campaign of
+    the same spec is resumed, and the line says which and how to start from scratch."""
+    from trexlab import cli
+
+    spec = {**SPEC, "sweep": {"generator_options.capacity": [300000]}, "repetitions": 1}
+    path = tmp_path / "spec.yml"
+    path.write_text(yaml.safe_dump(spec))
+    argv = ["campaign", str(path), "--measure-again", "--results", str(tmp_path / "r"),
+            "--ceilings", str(tmp_path / "none.json")]
+
+    def run() -> tuple[Path, str]:
+        assert cli.main(argv) == 0
+        out, err = capsys.readouterr()
+        return Path(json.loads(out)["campaign"]), err.splitlines()[0]
+
+    first, said = run()
+    assert said == f"trexlab campaign: a new campaign {first.name}" and not first.name.endswith("-2")
+    second, said = run()
+    assert second.name == f"{first.name}-2" and "are complete" in said and f"measuring anew in {second.name}" in said
+    # Interrupted: the point of the second campaign never recorded as done (a crash before its record).
+    (second / "points.jsonl").write_text("")
+    resumed, said = run()
+    assert resumed == second
+    assert said == (f"trexlab campaign: resuming the interrupted campaign {second.name} (0 of 1 point(s) done); "
+                    f"to measure from scratch instead, remove {second}")
+    assert len(list(second.glob("*/rep-001/result.json"))) == 1, "the finished repetition was kept, not redone"
+    third, _ = run()
+    assert third.name == f"{first.name}-3"

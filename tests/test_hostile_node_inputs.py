@@ -119,7 +119,7 @@ PLAY = """- name: Each host runs the role its group names, with its hostile valu
   tasks:
     - name: The role
       ansible.builtin.include_role:
-        name: "{{ group_names[0] }}"
+        name: "trexlab.lab.{{ group_names[0] }}"
 """
 
 

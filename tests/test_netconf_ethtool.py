@@ -1,4 +1,4 @@
-"""trexlab_netconf's NIC settings read back the way ethtool prints them, and the cpufreq filter of dut_tuning."""
+"""trexlab.lab.netconf's NIC settings read back the way ethtool prints them, and the cpufreq filter of dut_tuning."""
 
 import importlib.util
 import os
@@ -10,9 +10,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from filter_plugins.trexlab import cpufreq_settings  # noqa: E402
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import cpufreq_settings  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("trexlab_netconf", REPO / "library" / "trexlab_netconf.py")
+_spec = importlib.util.spec_from_file_location("trexlab_netconf",
+                                               REPO / "ansible_collections/trexlab/lab/plugins/modules/netconf.py")
 netconf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(netconf)
 

@@ -3,7 +3,7 @@ ruleset the role loads, the spec block that asks for it, and where campaigns app
 
 import pytest
 
-from filter_plugins.trexlab import reference_plan
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import reference_plan
 from trexlab import experiment, impairment, reference_dut
 from trexlab.campaign import Campaign
 from trexlab.experiment import InvalidExperiment

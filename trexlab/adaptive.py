@@ -98,7 +98,7 @@ class RepetitionRule:
                 width = ci["high"] - ci["low"]
                 percent = 0.0 if width == 0 else (math.inf if median == 0 else width / abs(median) * 100)
                 entry = {**ci, "median": median, "width_percent": percent,
-                         "narrow": percent < self.median_ci_percent}
+                         "narrow": self.median_ci_percent is not None and percent < self.median_ci_percent}
             found[name] = entry
         return found
 
@@ -125,15 +125,19 @@ def repetition_rule(spec: dict) -> RepetitionRule:
     return rule_from_mapping(value)
 
 
+def _count(value: dict, key: str) -> int:
+    number = value.get(key)
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 1000:
+        raise InvalidParameter(f"repetitions.{key}", number, "an integer 1..1000")
+    return number
+
+
 def rule_from_mapping(value: dict) -> RepetitionRule:
     allowed = ("min", "max", "until")
     if not isinstance(value, dict) or set(value) - set(allowed):
         extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else [type(value).__name__]
         raise InvalidParameter("repetitions", extra[0], f"a count, or a mapping of {', '.join(allowed)}")
-    minimum, maximum = value.get("min"), value.get("max")
-    for key, number in (("min", minimum), ("max", maximum)):
-        if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 1000:
-            raise InvalidParameter(f"repetitions.{key}", number, "an integer 1..1000")
+    minimum, maximum = _count(value, "min"), _count(value, "max")
     if minimum > maximum:
         raise InvalidParameter("repetitions.min", minimum, f"<= repetitions.max ({maximum})")
     until = value.get("until")

@@ -8,7 +8,7 @@ The host inside each network is .2 / ::2, the tester port's own host number.
 
 from __future__ import annotations
 
-from trexlab.params import check_choice, check_range
+from .params import check_choice, check_range
 
 MAX_NETWORKS = 256
 

@@ -104,6 +104,10 @@ def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _number(value) -> float | None:
+    return float(value) if _present(value) else None
+
+
 def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
     """Each repetition's value of a figure with what limits it (the columns load_campaigns flattened from
     result.json: headline_below, tester_bound_reasons; below_minimum_load for results written before them)."""
@@ -116,10 +120,10 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
             below = row.get("result.params.min_rate")
         reasons = row.get("result.tester_bound_reasons")
         repetition = row.get("repetition")
-        found.append(Observation(float(value) if _present(value) else None,
-                                 float(below) if _present(below) else None,
+        number = _number(repetition)
+        found.append(Observation(_number(value), _number(below),
                                  tuple(reasons) if isinstance(reasons, list | tuple) else (),
-                                 int(repetition) if _present(repetition) else None))
+                                 None if number is None else int(number)))
     return found
 
 
@@ -167,7 +171,7 @@ def export(table: pd.DataFrame, path: str | Path) -> Path:
         # A column holding numbers and censored statistics ("< 100") is stored as text: Parquet wants one type.
         mixed = [c for c in table if table[c].map(type).isin([str]).any() and not table[c].map(
             lambda v: isinstance(v, str) or v is None).all()]
-        table = table.assign(**{c: table[c].map(lambda v: None if v is None or v != v else str(v)) for c in mixed})
+        table = table.assign(**{str(c): table[c].map(lambda v: None if v is None or v != v else str(v)) for c in mixed})
         table.to_parquet(path, index=False)
     elif path.suffix == ".csv":
         table.to_csv(path, index=False)
@@ -368,7 +372,7 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
         found = observations(group, figure)
         free = [o.value * scale for o in found if o.value is not None and not o.tester_bound]
         bound = [o.value * scale for o in found if o.value is not None and o.tester_bound]
-        below = [o.below * scale for o in found if o.censored]
+        below = [o.below * scale for o in found if o.censored and o.below is not None]
         ax.scatter([i] * len(free), free, s=14, alpha=0.6, color="#4C72B0")
         if bound:
             bound_seen = True

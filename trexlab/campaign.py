@@ -157,6 +157,8 @@ class Campaign:
 
     # -- one point -------------------------------------------------------------------------
     def playbook(self, name: str, extra: dict) -> None:
+        if self.lab is None:  # a sim campaign configures nothing
+            raise LabError(f"{name}: a playbook needs a lab, and this campaign has none (generator sim)")
         argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra)]
         result = subprocess.run(argv, capture_output=True, text=True, cwd=paths().root,
                                 env={**os.environ, "ANSIBLE_CONFIG": str(paths().ansible_cfg)})

@@ -92,10 +92,10 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
         elif kind in (float, int, str):
             group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=f"(default {shown})")
         elif typing.get_origin(kind) is tuple or kind is tuple:
-            if default and all(isinstance(v, int) for v in default):
+            if isinstance(default, tuple) and default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
                                    help=f"comma-separated (default {','.join(map(str, default))})")
-            elif default and all(isinstance(v, str) for v in default):
+            elif isinstance(default, tuple) and default and all(isinstance(v, str) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_str_list, default=None,
                                    help=f"comma-separated (default {','.join(default)})")
 
@@ -163,7 +163,7 @@ def schema_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def ceiling_line(ceiling: dict) -> str:
+def ceiling_line(ceiling: typing.Mapping) -> str:
     """What a run compares its result against, in one line."""
     if ceiling["ceiling_fps"] is None:
         key = ceiling["looked_up"]
@@ -198,6 +198,9 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("experiment", help="experiments/<name> or a spec file")
     parser.add_argument("--scale", help="a scale declared by the experiment, e.g. ci (short trials)")
     parser.add_argument("--campaign", help="campaign id (default: a hash of the spec, so a rerun resumes)")
+    parser.add_argument("--measure-again", action="store_true",
+                        help="without --campaign: resume this spec's interrupted campaign if there is one, else start "
+                             "a new one (<hash>-2, -3, ...) rather than resume a complete one (make demo)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--inventory", help="generated inventory of the lab")
     parser.add_argument("--dry-run", action="store_true",
@@ -212,6 +215,11 @@ def campaign_command(args: argparse.Namespace) -> int:
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
+        if args.measure_again and not args.campaign:
+            from trexlab.plan import measure_again_campaign_id
+
+            args.campaign, why = measure_again_campaign_id(experiment, args.results)
+            print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
         if args.dry_run:
             print("\n".join(dry_run(experiment, args)))
             return 0
@@ -348,7 +356,8 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         source = plan.rate_source
         print(f"trexlab {name}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
               f"{source['figure']} in {source['from']}", file=sys.stderr)
-    display, news = ProgressDisplay(), []
+    display = ProgressDisplay()
+    news: list[str] = []
     try:
         summary = execute(plan, generator, progress=display, say=news.append)
     except KeyboardInterrupt:

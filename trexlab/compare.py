@@ -86,11 +86,11 @@ def critical_count(m: int, n: int, confidence: float = CONFIDENCE) -> tuple[int,
 
 def shift_interval(a: list[float], b: list[float], confidence: float = CONFIDENCE) -> dict:
     """Hodges-Lehmann shift of b against a and its Mann-Whitney confidence interval (module docstring)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    m, n = len(a), len(b)
+    first, second = np.asarray(a, float), np.asarray(b, float)
+    m, n = len(first), len(second)
     if m == 0 or n == 0:
         return {"shift": math.nan, "ci_low": math.nan, "ci_high": math.nan, "confidence": math.nan}
-    differences = np.sort((b[None, :] - a[:, None]).ravel())
+    differences = np.sort((second[None, :] - first[:, None]).ravel())
     c, reached = critical_count(m, n, confidence)
     low, high = (differences[c - 1], differences[m * n - c]) if c else (math.nan, math.nan)
     return {"shift": float(np.median(differences)), "ci_low": float(low), "ci_high": float(high),

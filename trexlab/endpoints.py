@@ -78,7 +78,8 @@ class Endpoints:
         """The smallest MTU of the tester ports that send in a trial (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
-        return None if None in mtus or not mtus else min(mtus)
+        known = [m for m in mtus if m is not None]
+        return None if len(known) < len(mtus) or not known else min(known)
 
 
 def read_sysctl(node, name: str) -> int:

@@ -198,7 +198,8 @@ def plan_lines(experiment, plans: list[PointPlan]) -> list[str]:
         lines.append(f"point {k}/{len(plans)} {p.point_id}: per repetition {hours(c.worst_s)} worst, "
                      f"{hours(c.expected_s)} expected{trials}")
     worst = sum(p.worst_s for p in plans)
-    expected = None if any(p.expected_s is None for p in plans) else sum(p.expected_s for p in plans)
+    known = [p.expected_s for p in plans if p.expected_s is not None]
+    expected = sum(known) if len(known) == len(plans) else None
     lines.append(f"lab time: worst case {hours(worst)}, expected {hours(expected)} "
                  f"({sum(p.repetitions for p in plans)} repetitions)")
     if rule.adaptive:

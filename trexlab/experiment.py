@@ -19,8 +19,10 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -199,13 +201,13 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> 
         error = jsonschema.exceptions.best_match(errors)
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise InvalidExperiment(f"{source}: {where}: {_message(error)}")
-    for path in spec.get("sweep") or {}:
-        root = path.split(".", 1)[0]
+    for swept in spec.get("sweep") or {}:
+        root = swept.split(".", 1)[0]
         if root not in _SWEEP_ROOTS:
             raise InvalidExperiment(
-                f"{source}: sweep.{path}: allowed roots {', '.join(_SWEEP_ROOTS)}")
-        if root == "procedure" and not path.startswith("procedure.params."):
-            raise InvalidExperiment(f"{source}: sweep.{path}: only procedure.params.* can be swept")
+                f"{source}: sweep.{swept}: allowed roots {', '.join(_SWEEP_ROOTS)}")
+        if root == "procedure" and not swept.startswith("procedure.params."):
+            raise InvalidExperiment(f"{source}: sweep.{swept}: only procedure.params.* can be swept")
     if spec.get("generator") == "sim" and spec.get("dut"):
         raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
                                 "simulated SUT in generator_options")
@@ -246,18 +248,21 @@ def procedure_needs_endpoints(name: str, params: dict | None = None) -> bool:
 
 
 def _message(error: jsonschema.ValidationError) -> str:
+    # iter_errors sets these on every error it yields (the stubs also allow the "unset" of a hand-made one).
+    instance: Any = error.instance
+    expected: Any = error.validator_value
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
+        allowed = sorted(error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {})
+        extra = sorted(set(instance) - set(allowed))
         return f"unknown key {', '.join(extra)}; allowed {', '.join(allowed)}"
     if error.validator == "enum":
-        return f"{error.instance!r} is not allowed; allowed {', '.join(map(str, error.validator_value))}"
-    if error.validator == "pattern" and isinstance(error.instance, str):
-        return f"{error.instance!r} does not match {error.validator_value}"
-    if error.validator == "anyOf" and all("type" in option for option in error.validator_value):
+        return f"{instance!r} is not allowed; allowed {', '.join(map(str, expected))}"
+    if error.validator == "pattern" and isinstance(instance, str):
+        return f"{instance!r} does not match {expected}"
+    if error.validator == "anyOf" and all("type" in option for option in expected):
         # e.g. repetitions: a count or an adaptive rule; say which types, not "not valid under any schema".
-        kinds = " or ".join(repr(option["type"]) for option in error.validator_value)
-        return f"{error.instance!r} is not of type {kinds}"
+        kinds = " or ".join(repr(option["type"]) for option in expected)
+        return f"{instance!r} is not of type {kinds}"
     return error.message
 
 
@@ -296,7 +301,8 @@ def _check_dut(point: SweepPoint, source: str) -> None:
 
 def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:
     """Each key of a block (dut.<block>, endpoints) must be an option of its role, of its type and choices."""
-    kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "list": list, "dict": dict}
+    kinds: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, float), "str": str, "bool": bool,
+                                                 "list": list, "dict": dict}
     options = role_options(role)
     for key, value in settings.items():
         name = f"{role}_{key}"

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trexlab import rolevalues
-from trexlab.params import InvalidParameter, check_choice, check_range
+from . import rolevalues
+from .params import InvalidParameter, check_choice, check_range
 
 TABLE = "trexlab_impairment"
 #: The firewall mark of frames chosen for the selective netem class.

@@ -14,6 +14,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
 
@@ -173,7 +174,7 @@ def _port(data: object, where: str) -> TestPort:
     for key in ("name", "mac", "ipv4", "ipv6", "peer_mac", "pci"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise LabError(f"{where}.{key}: {data[key]!r}: allowed a string")
-    known = {k: data.get(k) for k in TestPort.__dataclass_fields__}
+    known: dict[str, Any] = {k: data.get(k) for k in TestPort.__dataclass_fields__}
     return TestPort(**known)
 
 

@@ -43,7 +43,7 @@ def point_latencies(campaign: str | Path) -> dict[str, dict[str, Latency]]:
                         per_direction.setdefault(direction, []).append(Latency.from_dict(data["latency"]))
         if per_direction:
             label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point["values"].items()) or point["point"]
-            found[label] = {d: Latency.merge(lats) for d, lats in per_direction.items()}
+            found[label] = {d: merged for d, lats in per_direction.items() if (merged := Latency.merge(lats))}
     return found
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 #: The package's own directory; the one place a path is derived from where the code lies.
 PACKAGE = Path(__file__).resolve().parent
 #: The directories and files of the tree trexlab needs at run time (setup.py ships exactly these).
-CONTENT = ("analysis", "experiments", "playbooks", "roles", "library", "filter_plugins", "trex-profiles",
-           "ansible.cfg")
+CONTENT = ("analysis", "experiments", "playbooks", "ansible_collections", "trex-profiles", "ansible.cfg")
+#: Where the trexlab.lab Ansible collection (roles, module, filters) lies inside such a tree.
+COLLECTION = Path("ansible_collections") / "trexlab" / "lab"
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,13 @@ class Paths:
         return self.root / "playbooks"
 
     @property
+    def collection(self) -> Path:
+        """The trexlab.lab Ansible collection's tree (galaxy.yml, roles/, plugins/)."""
+        return self.root / COLLECTION
+
+    @property
     def roles(self) -> Path:
-        return self.root / "roles"
+        return self.collection / "roles"
 
     @property
     def trex_profiles(self) -> Path:
@@ -59,7 +65,7 @@ class Paths:
 
 
 def _is_tree(path: Path) -> bool:
-    return (path / "roles").is_dir() and (path / "playbooks").is_dir()
+    return (path / COLLECTION / "roles").is_dir() and (path / "playbooks").is_dir()
 
 
 def resolve(environ: os._Environ | dict | None = None) -> Paths:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trexlab import rolevalues
 from trexlab.adaptive import RepetitionRule
@@ -28,6 +29,9 @@ from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
 from trexlab.trial import Capabilities, TrialSpec
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -43,7 +47,7 @@ class RunPlan:
 
     procedure: str
     #: The procedure's Params; with rate_from, its rate stands in for the one the throughput runs will measure.
-    params: object
+    params: DataclassInstance
     #: The trial template: the procedure sets each trial's load and duration.
     traffic: TrialSpec
     generator: str
@@ -229,6 +233,37 @@ def default_campaign_id(experiment) -> str:
 
     digest = hashlib.sha1(json.dumps(experiment.spec, sort_keys=True, default=str).encode()).hexdigest()
     return f"c-{digest[:10]}"
+
+
+def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str, str]:
+    """The campaign a run that must measure anew (make demo, trexlab campaign --measure-again) goes to, and why.
+
+    An interrupted campaign of this spec (a point not done: a crash, a kill, a failed point) is resumed, as a
+    plain rerun resumes it; when every campaign of the spec is complete, a new one starts: the spec's hash for
+    the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
+    one, and a crash still costs at most the trial that was running.
+    """
+    from trexlab.store import read_point_log
+
+    base = default_campaign_id(experiment)
+    root = Path(results_root) / experiment.name
+    points = {p.point_id for p in experiment.points()}
+    complete: list[str] = []
+    for k in range(1, 10_000):
+        cid = base if k == 1 else f"{base}-{k}"
+        directory = root / cid
+        if not (directory / "campaign.json").is_file():
+            if complete:
+                return cid, (f"the earlier campaign(s) of this spec are complete ({', '.join(complete[-3:])}): "
+                             f"measuring anew in {cid}")
+            return cid, f"a new campaign {cid}"
+        status = read_point_log(directory)
+        if not all(status.get(p, {}).get("status") == "done" for p in points):
+            done = sum(1 for p in points if status.get(p, {}).get("status") == "done")
+            return cid, (f"resuming the interrupted campaign {cid} ({done} of {len(points)} point(s) done); "
+                         f"to measure from scratch instead, remove {directory}")
+        complete.append(cid)
+    raise PlanError(f"{root}: 9,999 campaigns of this spec: remove some")
 
 
 def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path, lab: Lab | None,

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trexlab import impairment, rolevalues
-from trexlab.params import InvalidParameter, check_choice, check_range
+from . import impairment, rolevalues
+from .params import InvalidParameter, check_choice, check_range
 
 TABLE = "trexlab_reference"
 #: Forward-hook priority of the table: before roles/netem's (0), so the capacity applies first.

@@ -15,6 +15,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trexlab.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.procedures import procedure as procedure_of
@@ -72,7 +73,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
             run.close()
         results.append(data)
     summary = summarize_headlines(results)
-    written = {"procedure": procedure, "repetitions": len(results),
+    written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
                "method": method_of(results[-1]) if results else {}, "figures": summary}
     if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
         intervals = rule.intervals(results)

@@ -62,15 +62,15 @@ COMPARE_NOTEBOOK = "compare.ipynb"
 
 def render_compare(campaigns: list[str | Path], html: str | Path) -> Path:
     """Execute the compare notebook on several campaigns (the first is the baseline); return the HTML's path."""
-    campaigns = [Path(c).resolve() for c in campaigns]
-    for campaign in campaigns:
+    directories = [Path(c).resolve() for c in campaigns]
+    for campaign in directories:
         if not (campaign / "campaign.json").is_file():
             raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
-    if len(campaigns) < 2:
+    if len(directories) < 2:
         raise ReportError("a comparison needs two campaigns or more")
-    html = Path(html).resolve()
-    html.parent.mkdir(parents=True, exist_ok=True)
-    return _execute(paths().notebooks / COMPARE_NOTEBOOK, campaigns, html)
+    output = Path(html).resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return _execute(paths().notebooks / COMPARE_NOTEBOOK, directories, output)
 
 
 def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:

@@ -54,7 +54,8 @@ class Replay:
         self.lab = generator.lab
         trials = [trial_from_record(r) for r in records]
         # A log holding anything else than generator trials is not replayed (nor is a damaged one).
-        self.pending = list(zip(records, trials, strict=True)) if all(t is not None for t in trials) else []
+        replayable = [t for t in trials if t is not None]
+        self.pending = list(zip(records, replayable, strict=True)) if len(replayable) == len(trials) else []
         self.replayed: dict[int, dict] = {}  # id(result) -> its logged record, for the store to write back as it was
         self.live = False
 

@@ -13,7 +13,7 @@ import ipaddress
 import posixpath
 import re
 
-from trexlab.params import InvalidParameter
+from .params import InvalidParameter
 
 #: RFC 2544 (IPv4) and RFC 5180 (IPv6) address ranges for benchmarking.
 BENCHMARKING_NETWORKS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:2::/48"))
@@ -108,7 +108,8 @@ def check_prefix(name: str, value: object, allow_other: bool = False) -> str:
         raise InvalidParameter(name, value, allowed) from None
     if prefix.prefixlen not in (32, 40, 48, 56, 64, 96):
         raise InvalidParameter(name, value, "a prefix length of RFC 6052: 32, 40, 48, 56, 64 or 96")
-    inside = any(prefix.subnet_of(net) for net in (*BENCHMARKING_NETWORKS[1:], *TRANSLATION_PREFIXES))
+    inside = any(prefix.subnet_of(net) for net in (*BENCHMARKING_NETWORKS, *TRANSLATION_PREFIXES)
+                 if isinstance(net, ipaddress.IPv6Network))
     if not (inside or allow_other):
         raise InvalidParameter(name, value, allowed)
     return value

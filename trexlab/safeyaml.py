@@ -83,14 +83,14 @@ def read_text(path: str | os.PathLike, label: str | None = None) -> str:
     try:
         info = os.stat(path)
     except OSError as exc:
-        raise YamlInputError(f"{source}: {exc.strerror.lower()}") from None
+        raise YamlInputError(f"{source}: {(exc.strerror or str(exc)).lower()}") from None
     if not stat.S_ISREG(info.st_mode):
         raise YamlInputError(f"{source}: not a regular file")
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_BYTES + 1)  # the size stat gave may be stale: read no more than the limit
     except OSError as exc:
-        raise YamlInputError(f"{source}: {exc.strerror.lower()}") from None
+        raise YamlInputError(f"{source}: {(exc.strerror or str(exc)).lower()}") from None
     if len(data) > MAX_BYTES:
         raise YamlInputError(f"{source}: larger than {MAX_BYTES // 1024} KiB")
     try:

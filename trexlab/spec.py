@@ -328,7 +328,7 @@ def schema_of(hint) -> dict:
         return {"type": "object"}
     if hint is list:
         return {"type": "array", "minItems": 1}
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         properties = {}
         for f in dataclasses.fields(hint):
@@ -338,7 +338,7 @@ def schema_of(hint) -> dict:
                 rest = tuple(a for a in args if a is not type(None))
                 field_hint = rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007
             prop = schema_of(field_hint)
-            meta = f.metadata or {}
+            meta: typing.Mapping[str, typing.Any] = f.metadata or {}
             prop.update(meta.get("schema", {}))
             if meta.get("doc"):
                 prop["description"] = meta["doc"]
@@ -365,7 +365,8 @@ def experiment_schema(detailed: bool = True) -> dict:
     from trexlab.procedures import registry
     from trexlab.rate_from import GIVES_RATE
 
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "trexlab experiment spec",
+    schema: dict[str, typing.Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                                     "title": "trexlab experiment spec",
               **schema_of(ExperimentSpec)}
     props = schema["properties"]
     props["procedure"]["properties"]["name"]["enum"] = list(registry())
@@ -376,7 +377,7 @@ def experiment_schema(detailed: bool = True) -> dict:
             props["dut"]["properties"][block] = {"type": "object"}
         props["endpoints"] = {"type": "object"}
         return schema
-    conditions = []
+    conditions: list[dict] = []
     for name, module in registry().items():
         params = schema_of(module.Params)
         params.pop("required", None)
@@ -410,7 +411,7 @@ def _role_schema(role: str, options: dict) -> dict:
     for name, option in options.items():
         if not name.startswith(f"{role}_") or name.endswith(("_state", "_state_dir")):
             continue
-        prop = dict(_ROLE_TYPES.get(option.get("type", "str"), {}))
+        prop: dict[str, typing.Any] = dict(_ROLE_TYPES.get(option.get("type", "str"), {}))
         if option.get("choices"):
             if prop.get("type") == "array":
                 prop["items"] = {"enum": option["choices"]}

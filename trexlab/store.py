@@ -187,7 +187,7 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.Data
 
 def read_trials(run: str | os.PathLike) -> list[dict]:
     """The trials of one run; a last line cut short by a crash is ignored."""
-    records = []
+    records: list[dict] = []
     path = Path(run) / TRIALS
     if not path.is_file():
         return records
@@ -426,12 +426,12 @@ def load_trials(paths: Iterable[str | os.PathLike] | str | os.PathLike,
     from Parquet. Rows come grouped by where they were read from."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    paths = [Path(p) for p in paths]
+    roots = [Path(p) for p in paths]
     columns = list(columns) if columns is not None else None
-    runs = set(run_dirs(paths))
+    runs = set(run_dirs(roots))
     frames = []
     if columnar:
-        for tree in _trees(paths):
+        for tree in _trees(roots):
             frame, held = _read_tree(tree, runs, columns)
             runs -= held
             frames.append(frame)

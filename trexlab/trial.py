@@ -337,6 +337,16 @@ class DirectionResult:
     # skew, recorded per trial by generators that measure it (trex); None when not measured.
     send_start: float | None = None
     send_duration: float = 0.0  # s the sender really took
+    # How far the sender fell behind its paced schedule, from generators that measure it (software: swtester's
+    # pacing), else None/0. send_lag_max: s, the largest lag of the next frame to send behind its due time.
+    # send_burst_max: frames, the most it sent back to back to catch up (a constant-rate tester catches up only a
+    # small backlog: swtester at most its 64-frame batch). send_slip: s by which the sender moved the rest of its
+    # schedule later when a larger backlog was due (it was stalled: a burst of the backlog would have offered the
+    # DUT more than the load); the slip lengthens send_duration, so more than SEND_OVERRUN_TOLERANCE of the duration
+    # makes the trial stretched.
+    send_lag_max: float | None = None
+    send_burst_max: int | None = None
+    send_slip: float = 0.0
     latency: Latency | None = None
     # Measured frames (latency_mode "tagged": tagged frames; "all": every frame): sent by the tester, received
     # within the frame timeout, and lost or late (= sent - received; they enter the latency as +infinity).
@@ -380,7 +390,7 @@ SEND_OVERRUN_TOLERANCE = 0.001
 @dataclass(frozen=True)
 class TrialResult:
     spec: TrialSpec
-    directions: dict[str, DirectionResult]
+    directions: dict[Direction, DirectionResult]
     generator: str
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -400,11 +410,13 @@ class TrialResult:
 
     @property
     def stretched(self) -> bool:
-        """The tester did not send at the offered load: sending overran, frames went unsent, or frames went
-        ahead of the paced schedule (a burst or a short send span: the DUT was offered more than the load)."""
+        """The tester did not send at the offered load: sending overran (a sender too slow, or one whose schedule
+        slipped after a stall: send_slip), frames went unsent, or frames went ahead of the paced schedule (a burst
+        or a short send span: the DUT was offered more than the load). Procedures never count a stretched trial
+        as a pass (trexlab.procedures.common.TrialRunner runs it again first)."""
         limit = self.spec.duration * (1 + SEND_OVERRUN_TOLERANCE)
-        return any(d.unsent or d.send_duration > limit or d.frames_ahead > SEND_OVERRUN_TOLERANCE * d.frames_intended
-                   for d in self.directions.values())
+        return any(d.unsent or d.send_duration > limit or d.send_slip > SEND_OVERRUN_TOLERANCE * self.spec.duration
+                   or d.frames_ahead > SEND_OVERRUN_TOLERANCE * d.frames_intended for d in self.directions.values())
 
     @property
     def valid(self) -> bool:

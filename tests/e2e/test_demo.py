@@ -45,8 +45,8 @@ SLACK = 1e-3
 
 def disturbed(campaign: Path, tolerance: float, capacity: float, nth: int) -> list[float]:
     """Loads below the declared capacity where a tolerant trial failed with more loss than the DUT's every-Nth
-    loss (ceil(sent / N) frames per direction): the reference DUT forwards every other frame there, so such a
-    failure is the shared machine stalling tester or DUT (as the report counts them)."""
+    loss (ceil(sent / N) frames per direction), or was stretched: the reference DUT forwards every other frame
+    there, so such a failure is the shared machine stalling tester or DUT (as the report counts them)."""
     loads = []
     for path in campaign.glob("*/rep-*/result.json"):
         if strict_json(path)["loss_tolerance_percent"] != tolerance:
@@ -56,7 +56,10 @@ def disturbed(campaign: Path, tolerance: float, capacity: float, nth: int) -> li
             directions = trial["directions"].values()
             failed = any(d["loss_ratio"] * 100 > tolerance for d in directions)
             excess = any(d["frames_lost"] > math.ceil(d["frames_sent"] / nth) for d in directions)
-            if trial["spec"]["offered_load"] < (1 - SLACK) * capacity and failed and excess:
+            if trial["spec"]["offered_load"] >= (1 - SLACK) * capacity:
+                continue
+            # Stretched: the tester's schedule slipped after a stall (never a pass).
+            if trial["stretched"] or failed and excess:
                 loads.append(trial["spec"]["offered_load"])
     return loads
 

@@ -16,7 +16,8 @@ from tftools import NEEDS_MIRROR, random_api_key
 
 from labtools import REPO, run
 
-pytestmark = [pytest.mark.terraform, NEEDS_MIRROR, pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
+pytestmark = [pytest.mark.terraform, NEEDS_MIRROR,
+              pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
 
 EXAMPLE = REPO / "terraform/labs/maas/examples/single.tfvars"
 

@@ -44,6 +44,22 @@ def test_inventory_has_the_shape_of_every_lab_and_the_dut_runs_debians_kernel(la
     assert guest(dut, "sh", "-c", "modinfo -n sch_netem && modinfo -n jool_siit").count(".ko") == 2
 
 
+def test_the_duts_sshd_listens_on_the_management_address_only(lab):
+    """A login on a test port would let test traffic reach a root shell: sshd listens on the guest's management
+    address alone, never on a wildcard or a test address, and nothing else listens beyond loopback (the guest's
+    sockets: ss -ltn)."""
+    dut = lab.duts[0]
+
+    def address(local: str):  # "[2001:2::5]:22" or "0.0.0.0:22" -> (address, port)
+        host, _, port = local.rpartition(":")
+        return ipaddress.ip_address(host.strip("[]").split("%")[0]), int(port)
+
+    listening = [address(line.split()[3]) for line in guest(dut, "ss", "-Hltn").splitlines() if line.strip()]
+    management = ipaddress.ip_address(dut.ansible_host)
+    assert [a for a, port in listening if port == 22] == [management], listening
+    assert all(a == management or a.is_loopback for a, _ in listening), listening
+
+
 def test_the_guest_image_is_reused_while_its_ingredients_stay(lab):
     result = run(str(REPO / "terraform/labs/vm/scripts/image.sh"), str(REPO / ".cache" / "vm"), timeout=60)
     assert "cached" in result.stderr and result.stdout.strip().startswith(str(REPO / ".cache" / "vm" / "images"))

@@ -50,6 +50,7 @@ from trexlab.params import InvalidParameter, check_range
 from trexlab.trial import (
     NANOSECOND,
     Capabilities,
+    Direction,
     DirectionResult,
     Latency,
     TrialResult,
@@ -136,7 +137,7 @@ class SimGenerator:
             time.sleep((spec.duration + spec.receive_tail) * self.wall_clock_factor)
         return TrialResult(spec=spec, directions=results, generator=self.name)
 
-    def _direction(self, spec: TrialSpec, direction: str, capacity: float) -> DirectionResult:
+    def _direction(self, spec: TrialSpec, direction: Direction, capacity: float) -> DirectionResult:
         sut, rng = self.sut, self.rng
         intended = spec.frames_per_direction
         sent = intended
@@ -161,7 +162,7 @@ class SimGenerator:
         late_plain = int(rng.binomial(forwarded - held, self._late_probability(spec, 0.0)))
         late_held = int(rng.binomial(held, self._late_probability(spec, sut.delay))) if held else 0
         received = forwarded - late_plain - late_held
-        tags = {}
+        tags: dict[str, int] = {}
         latency = None
         if spec.latency_mode == "tagged" and sent:
             latency, tags = self._tagged(spec, direction, sent, drop_probability)
@@ -200,7 +201,8 @@ class SimGenerator:
             return int(self.rng.binomial(frames, self.sut.delay_fraction))
         return 0
 
-    def _tagged(self, spec: TrialSpec, direction: str, sent: int, drop_probability: float) -> tuple[Latency, dict]:
+    def _tagged(self, spec: TrialSpec, direction: Direction, sent: int,
+                drop_probability: float) -> tuple[Latency, dict]:
         """Each tag followed through the DUT: dropped, held, past the tail, late, or received in time."""
         sut, rng = self.sut, self.rng
         n = spec.latency_frames

@@ -18,11 +18,12 @@ import json
 import os
 import subprocess
 
-from trexlab.lab import Lab, LabError, load_lab
+from trexlab.lab import Lab, LabError, TestPort, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.trial import (
     NANOSECOND,
+    SEND_OVERRUN_TOLERANCE,
     Capabilities,
     DirectionResult,
     GeneratorError,
@@ -30,6 +31,7 @@ from trexlab.trial import (
     TrialResult,
     TrialSpec,
     encode_histogram,
+    format_seconds,
 )
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
@@ -38,6 +40,12 @@ BUILDS = ("swtester", "swtester-asan")
 GRACE = 30.0
 #: swtester --send-method: auto takes the transmit ring where the kernel grants one, else sendmmsg.
 SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
+
+
+def _peer_mac(port: TestPort) -> str:
+    if port.peer_mac is None:
+        raise LabError(f"tester port {port.name}: the inventory gives no peer_mac (swtester sends to it)")
+    return port.peer_mac
 
 
 class SoftwareGenerator:
@@ -105,7 +113,7 @@ class SoftwareGenerator:
         # Frame sizes below swtester's minimum per IP version never get here: TrialSpec refuses them.
         p0, p1 = self.tester.port(0), self.tester.port(1)
         argv = [self.binary, "--port0", p0.name, "--port1", p1.name, "--mac0", p0.mac, "--mac1", p1.mac,
-                "--peer0", p0.peer_mac, "--peer1", p1.peer_mac,
+                "--peer0", _peer_mac(p0), "--peer1", _peer_mac(p1),
                 "--rate", repr(float(spec.offered_load)), "--duration", repr(float(spec.duration)),
                 "--size0", str(spec.frame_size[0]), "--size1", str(spec.frame_size[1]),
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
@@ -155,32 +163,60 @@ class SoftwareGenerator:
         except json.JSONDecodeError:
             raise GeneratorError("swtester printed no JSON result") from None
         after = self.counters() if before is not None else None
-        directions, notes = {}, []
-        for name, d in report["directions"].items():
-            method, fallback = d.get("send_method"), d.get("send_method_fallback")
-            probed = self.probed.get("send_methods", {}) if self.probed is not None else {name: {"method": method}}
-            expected = probed.get(name, {}).get("method")
-            if method != expected:  # not the method provenance names (or provenance names none)
-                notes.append(f"{name}: sent with {method}" + (f" ({fallback})" if fallback else "")
-                             + (f", not {expected} as probed" if expected else ""))
-            latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
-                       if spec.latency_mode != "none" else None)
-            tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
-                    if spec.latency_mode != "none"}
-            directions[name] = DirectionResult(
-                direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
-                frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
-                duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
-                latency=latency, **tags)
-            if after is not None:
-                port = 1 if name == "forward" else 0
-                key = f"port{port}_ipv{spec.ip_version[port]}"
-                counted = after.get(key, 0) - before.get(key, 0)
-                arrived = d["received"] + d["late"] + d["duplicates"]
-                if counted != arrived:
-                    notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
-                                 f"the receiver {arrived}")
-        return TrialResult(spec=spec, directions=directions, generator=self.name, notes=tuple(notes))
+        return trial_from_report(spec, report, self.name, before, after, self.probed)
+
+
+def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
+                      after: dict | None = None, probed: dict | None = None) -> TrialResult:
+    """The trial contract's result of swtester's JSON report, with the tester's nftables counters before and after
+    the trial (None: not read) compared with what its receivers counted, and the send methods provenance names
+    (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took."""
+    directions, notes = {}, []
+    for name, d in report["directions"].items():
+        method, fallback = d.get("send_method"), d.get("send_method_fallback")
+        expected = probed.get("send_methods", {}).get(name, {}).get("method") if probed is not None else method
+        if method != expected:  # not the method provenance names (or provenance names none)
+            notes.append(f"{name}: sent with {method}" + (f" ({fallback})" if fallback else "")
+                         + (f", not {expected} as probed" if expected else ""))
+        latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
+                   if spec.latency_mode != "none" else None)
+        tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
+                if spec.latency_mode != "none"}
+        directions[name] = DirectionResult(
+            direction=name, frames_intended=d["intended"], frames_sent=d["sent"],
+            frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
+            duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
+            latency=latency, **tags, **pacing_fields(d))
+        if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
+            notes.append(slip_note(name, d, report.get("catch_up_limit")))
+        if before is not None and after is not None:
+            port = 1 if name == "forward" else 0
+            key = f"port{port}_ipv{spec.ip_version[port]}"
+            counted = after.get(key, 0) - before.get(key, 0)
+            arrived = d["received"] + d["late"] + d["duplicates"]
+            if counted != arrived:
+                notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
+                             f"the receiver {arrived}")
+    return TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes))
+
+
+def pacing_fields(direction: dict) -> dict:
+    """The trial contract's view of swtester's pacing (swtester.c, struct pacing): how far the sender fell behind
+    its schedule. max_lag_ns (ns) -> send_lag_max (s); max_burst (frames) -> send_burst_max; slip_ns (ns) ->
+    send_slip (s). An swtester without them (older builds) measured none: None and 0."""
+    if "max_lag_ns" not in direction:
+        return {}
+    return {"send_lag_max": direction["max_lag_ns"] * 1e-9, "send_burst_max": direction["max_burst"],
+            "send_slip": direction["slip_ns"] * 1e-9}
+
+
+def slip_note(name: str, direction: dict, limit: int | None) -> str:
+    """What the trial's notes say when swtester's sender slipped its schedule by more than the overrun tolerance."""
+    behind = f"{limit} frames" if limit else "its catch-up limit"
+    return (f"{name}: the sender fell more than {behind} behind its schedule {direction['slips']} time(s) (longest "
+            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a burst above the offered load it "
+            f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
+            "tolerance: the trial is stretched")
 
 
 def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:

@@ -57,6 +57,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trexlab import __version__
 from trexlab.lab import Lab, Node, load_lab
@@ -80,7 +81,7 @@ DEFAULT_SYNC_PORT = 4501
 #: TRex reports latency in whole microseconds.
 MICROSECOND = 1e-6
 #: Warm-up trial after connecting: short and slow, only to wake the server's data path.
-WARMUP = {"offered_load": 1000.0, "duration": 1.0, "receive_tail": 0.5}
+WARMUP: dict[str, Any] = {"offered_load": 1000.0, "duration": 1.0, "receive_tail": 0.5}
 #: Seconds between two reads of the sending ports' frame counters while a trial runs. Within FINE_WINDOW s of
 #: the first frames and of the expected end they are read back to back (one RPC round trip apart), so the first
 #: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
@@ -183,6 +184,8 @@ def _free_local_port() -> int:
 def profile_module(path: Path = PROFILE):
     """The STL profile as a module; it lives outside the package so trex-console can load it too."""
     spec = importlib.util.spec_from_file_location("trexlab_stl_profile", path)
+    if spec is None or spec.loader is None:
+        raise GeneratorError(f"STL profile {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -99,7 +99,9 @@ class _Measurer(AbstractMeasurer):
             intended_duration=intended_duration,
             intended_load=intended_load,
             offered_count=sent,
-            loss_count=sent - received,
+            # A stretched trial (the tester did not offer the load; TrialRunner has run it again) fails every goal,
+            # as it fails the binary search: its loss is never a pass at a load the DUT was not offered.
+            loss_count=sent if result.stretched else sent - received,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
             # Never shorter than intended: a paced sender that ends one frame interval early (59.99999 s of a
@@ -162,7 +164,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     config.search_duration_max = params.search_time_max
     config.warmup_duration = params.warmup_duration or None
     found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
-    reported, notes = [], runner.notes()
+    reported: list[dict] = []
+    notes = runner.notes()
     for spec, goal in zip(params.goals, goals, strict=True):
         result = found[goal]
         lower, upper = result.relevant_lower_bound, result.relevant_upper_bound

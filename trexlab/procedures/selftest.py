@@ -118,7 +118,10 @@ def cost(params: Params, traffic: TrialSpec):
 
 
 def run(context: RunContext, params: Params) -> SelfTestResult:
-    ceilings, searches, notes, floors = {}, {}, [], {}
+    ceilings: dict[int, float | None] = {}
+    searches: dict[str, dict] = {}
+    notes: list[str] = []
+    floors: dict[int, dict] = {}
     search = throughput.Params(**params.search_params())
     for size in params.frame_sizes:
         sized = context.with_traffic(dataclasses.replace(context.traffic, frame_size=(size, size)))

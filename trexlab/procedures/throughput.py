@@ -161,7 +161,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         return passed
 
     if params.start_bounds is not None:
-        best, low, high, done = warm_start(params, trial, low, high)
+        best, low, high, done = warm_start(params, params.start_bounds, trial, low, high)
         rate = (low + high) / 2
     else:
         done = False
@@ -195,11 +195,13 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
 
 
-def warm_start(params: Params, trial, low: float, high: float) -> tuple[float | None, float, float, bool]:
-    """Verify the start bounds with full-duration trials, widening one that does not hold (its distance doubled
-    each time, up to the range's end); return (best, low, high, done) for the bisection that follows."""
-    start_low = min(max(params.start_bounds[0], low), high)
-    start_high = min(max(params.start_bounds[1], start_low), high)
+def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,
+               high: float) -> tuple[float | None, float, float, bool]:
+    """Verify the start bounds (params.start_bounds) with full-duration trials, widening one that does not hold
+    (its distance doubled each time, up to the range's end); return (best, low, high, done) for the bisection
+    that follows."""
+    start_low = min(max(bounds[0], low), high)
+    start_high = min(max(bounds[1], start_low), high)
     best = None
     step = max(start_high - start_low, 1.0)
     rate = start_high

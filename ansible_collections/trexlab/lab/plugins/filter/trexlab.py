@@ -1,0 +1,195 @@
+"""Jinja filters of the trexlab.lab roles (trexlab.lab.<name>): the address plan, the DUT impairment and
+reference plans and the SIIT tables come from the planning code in plugin_utils, never retyped in YAML.
+
+plugin_utils holds trexlab's own planning modules (in the repository, links to the trexlab package's files;
+in the built collection, copies): the collection needs no trexlab Python package.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.trexlab.lab.plugins.plugin_utils import impairment, reference_dut, rolevalues
+from ansible_collections.trexlab.lab.plugins.plugin_utils.addressing import (
+    destination,
+    eamt_entries,
+    siit_translator_routes,
+)
+from ansible_collections.trexlab.lab.plugins.plugin_utils.params import InvalidParameter
+from ansible_collections.trexlab.lab.plugins.plugin_utils.siit import jool_config
+
+
+def peer_port(peer_mac: str, all_ports: list[dict]) -> dict:
+    """The test port (of any node) whose MAC is peer_mac: the other end of a link."""
+    for port in all_ports:
+        if port and port.get("mac", "").lower() == str(peer_mac).lower():
+            return port
+    raise ValueError(f"no node in the inventory has a test port with MAC {peer_mac}")
+
+
+def port_addresses(ports: list[dict]) -> list[dict]:
+    return [{"dev": p["name"], "address": p[key]} for p in ports for key in ("ipv4", "ipv6") if p.get(key)]
+
+
+def destination_of(x: int, direction: str) -> dict:
+    return destination(int(x), direction)
+
+
+def route(dest: dict, peer: dict, dev: str) -> list[dict]:
+    """IPv4 and IPv6 routes of one destination network via the peer port's addresses."""
+    routes = []
+    for family in ("ipv4", "ipv6"):
+        if peer.get(family):
+            routes.append({"dst": dest[f"{family}_net"], "via": peer[family].split("/")[0], "dev": dev})
+    return routes
+
+
+def neighbours(port: dict, peers: dict) -> list[dict]:
+    """Permanent neighbour entries for the peer of a port, so no ARP/ND runs during trials."""
+    peer = peers[port["name"]]
+    return [{"dev": port["name"], "address": peer[f].split("/")[0], "lladdr": peer["mac"]}
+            for f in ("ipv4", "ipv6") if peer.get(f)]
+
+
+def endpoint_neighbours(ports: list[dict], endpoint_ports: list[dict]) -> list[dict]:
+    """Permanent neighbour entries for the TCP endpoints (client, server) on the links of these ports.
+
+    An endpoint port's peer_mac names the DUT port it faces: that port gets the endpoint's addresses pinned
+    to its MAC, as its test-port peer does, so no ARP/ND runs while TCP tests share the link with trials.
+    """
+    by_mac = {str(p.get("mac", "")).lower(): p for p in ports}
+    entries = []
+    for endpoint in endpoint_ports:
+        port = by_mac.get(str(endpoint.get("peer_mac", "")).lower())
+        if port:
+            entries += [{"dev": port["name"], "address": endpoint[f].split("/")[0], "lladdr": endpoint["mac"]}
+                        for f in ("ipv4", "ipv6") if endpoint.get(f)]
+    return entries
+
+
+def cpu_mask(cpus: list) -> str:
+    """A CPU list as the hex mask sysfs wants: [1] -> '2', [0, 2] -> '5'."""
+    mask = 0
+    for cpu in cpus:
+        mask |= 1 << int(cpu)
+    return f"{mask:x}"
+
+
+def cpufreq_settings(cpus: list, governor: str | None, frequency_khz: int | None) -> dict:
+    """cpufreq sysfs values fixing the clock of the given CPUs: a governor and min = max frequency.
+
+    Sorted by path, max comes before min, the order in which a higher fixed frequency can be set."""
+    settings = {}
+    for cpu in cpus:
+        base = f"/sys/devices/system/cpu/cpu{int(cpu)}/cpufreq/"
+        if governor:
+            settings[base + "scaling_governor"] = str(governor)
+        if frequency_khz:
+            settings[base + "scaling_max_freq"] = str(int(frequency_khz))
+            settings[base + "scaling_min_freq"] = str(int(frequency_khz))
+    return settings
+
+
+def _numbers(settings: dict) -> dict:
+    """Extra vars arrive as strings ('-e netem_loss_percent=1'): numbers are read as numbers, the rest kept."""
+    typed = {}
+    for key, value in settings.items():
+        if isinstance(value, str):
+            for kind in (int, float):
+                try:
+                    value = kind(value)
+                    break
+                except ValueError:
+                    pass
+        typed[key] = value
+    return typed
+
+
+def impairment_plan(settings: dict, ports: list[dict], kernel_has_netem: bool, state: str = "present") -> dict:
+    """roles/netem's plan: trexlab.impairment.plan, with a bad or impossible request as 'error' (one line)."""
+    nothing = {"devices": [], "nft": "", "tc": []}
+    result = {"error": None, "backend": "none", "table": impairment.TABLE, **nothing, "applied": nothing}
+    if state == "absent":
+        return result
+    try:
+        plan = impairment.plan(_numbers(settings), ports, bool(kernel_has_netem))
+    except InvalidParameter as exc:
+        return {**result, "error": str(exc)}
+    applied = {k: plan[k] for k in ("devices", "nft", "tc")}
+    return {**result, **plan, "applied": applied}
+
+
+def reference_plan(settings: dict, ports: list[dict], state: str = "present") -> dict:
+    """roles/dut_reference's plan: trexlab.reference_dut.plan, with a bad request as 'error' (one line)."""
+    result = {"error": None, "table": reference_dut.TABLE, "nft": "", "applied": {"nft": ""}}
+    if state == "absent":
+        return result
+    try:
+        plan = reference_dut.plan(_numbers(settings), ports)
+    except InvalidParameter as exc:
+        return {**result, "error": str(exc)}
+    return {**result, "nft": plan["nft"], "applied": {"nft": plan["nft"]}}
+
+
+def _refusal(check, *args) -> str:
+    try:
+        check(*args)
+    except InvalidParameter as exc:
+        return str(exc)
+    return ""
+
+
+def ifname_error(value, name: str) -> str:
+    """'' for a good interface name, else the one-line refusal (for a role's assert task)."""
+    return _refusal(rolevalues.check_interface, name, value)
+
+
+def ifnames_error(ports: list, name: str) -> str:
+    """The first refusal among the names of a list of test ports, or ''."""
+    if not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports):
+        return f"{name}={ports!r}: allowed a list of test ports (mappings with a name)"
+    return next((e for e in (ifname_error(p.get("name"), f"{name}[{i}].name") for i, p in enumerate(ports)) if e), "")
+
+
+def state_path_error(value, name: str, lab: str, node: str) -> str:
+    """'' for a directory strictly inside this node's state directory, else the one-line refusal."""
+    own = rolevalues.node_state_dir(lab, node)
+    refusal = _refusal(rolevalues.check_state_subdir, name, value)
+    if not refusal and not str(value).startswith(own + "/"):
+        refusal = str(InvalidParameter(name, value, f"a directory below {own}/"))
+    return refusal
+
+
+def address_error(value, name: str, version: int, network: bool = False) -> str:
+    """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
+    kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
+    try:
+        (kind if network else ipaddress.ip_address)(str(value))
+        if not network and ipaddress.ip_address(str(value)).version != version:
+            raise ValueError(value)
+    except ValueError:
+        return f"{name}={value!r}: allowed an IPv{version} {'prefix' if network else 'address'}"
+    return ""
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "peer_port": peer_port,
+            "port_addresses": port_addresses,
+            "destination": destination_of,
+            "route": route,
+            "neighbours": neighbours,
+            "endpoint_neighbours": endpoint_neighbours,
+            "cpu_mask": cpu_mask,
+            "cpufreq_settings": cpufreq_settings,
+            "impairment_plan": impairment_plan,
+            "reference_plan": reference_plan,
+            "eamt_entries": eamt_entries,
+            "siit_routes": siit_translator_routes,
+            "jool_config": jool_config,
+            "ifname_error": ifname_error,
+            "ifnames_error": ifnames_error,
+            "state_path_error": state_path_error,
+            "address_error": address_error,
+        }

@@ -1,0 +1,1 @@
+../../../../../trexlab/addressing.py

@@ -1,0 +1,1 @@
+../../../../../trexlab/reference_dut.py

@@ -1,0 +1,78 @@
+"""swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, sends no
+catch-up burst above its 64-frame batch, moves its schedule later instead, and the trial contract marks the trial
+stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT); ~2.5 s per build."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from trexlab.generators.software import trial_from_report
+from trexlab.trial import TrialSpec
+
+from labtools import REPO, run
+
+pytestmark = pytest.mark.lab
+
+RATE, DURATION, STALL = 10_000, 1.5, 0.1
+
+
+@pytest.fixture(scope="module", params=["swtester", "swtester-asan"])
+def binary(request):
+    run("make", "-s", "-C", "swtester", request.param)
+    return str(REPO / "swtester" / request.param)
+
+
+@pytest.fixture(scope="module")
+def netns():
+    name = f"trexlab-pacing-{os.getpid()}"
+    run("ip", "netns", "add", name)
+    try:
+        run("ip", "-n", name, "link", "add", "name", "p0", "type", "veth", "peer", "name", "p1")
+        for port in ("p0", "p1"):
+            run("ip", "-n", name, "link", "set", port, "up")
+        yield name
+    finally:
+        run("ip", "netns", "del", name, check=False)
+
+
+def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(binary, netns):
+    argv = ["ip", "netns", "exec", netns, binary, "--port0", "p0", "--port1", "p1",
+            "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
+            "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01",
+            "--directions", "forward", "--rate", str(RATE), "--duration", str(DURATION), "--tail", "0.2"]
+    # ip netns exec execs swtester in its own process: the pid is swtester's.
+    tester = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Sending starts 20 ms after swtester starts its sender and receiver threads (3 tasks: main and both).
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{tester.pid}/task")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        tester.send_signal(signal.SIGSTOP)
+        time.sleep(STALL)
+        tester.send_signal(signal.SIGCONT)
+        out, err = tester.communicate(timeout=30)
+    finally:
+        tester.kill()
+    assert tester.returncode == 0, err
+    report = json.loads(out)
+    forward = report["directions"]["forward"]
+    assert forward["max_lag_ns"] >= STALL * 1e9, "the stall is the sender's largest lag"
+    assert forward["slips"] >= 1 and forward["slip_ns"] >= 0.9 * STALL * 1e9
+    assert 1 <= forward["max_burst"] <= report["catch_up_limit"] == 64, "no catch-up burst above the batch"
+    assert forward["intended"] == RATE * DURATION and forward["valid"] is False
+    assert forward["send_duration"] >= DURATION + 0.9 * STALL
+    # Every frame sent, later; unless other stalls of a loaded machine slipped the schedule past swtester's
+    # 10 % overrun limit, where it stops sending.
+    assert forward["sent"] == forward["intended"] or forward["send_duration"] >= 1.1 * DURATION
+    assert forward["sent"] / forward["send_duration"] <= RATE * 1.001, "never above the rate on average either"
+    assert forward["received"] + forward["tester_drops"] == forward["sent"]
+
+    result = trial_from_report(TrialSpec(offered_load=RATE, duration=DURATION, directions="forward",
+                                         receive_tail=0.2), report)
+    assert result.stretched and result.directions["forward"].send_slip >= 0.9 * STALL
+    assert any("moved its schedule" in note and "the trial is stretched" in note for note in result.notes)

@@ -1,0 +1,120 @@
+"""The trexlab.lab Ansible collection without a lab: it builds, its tarball needs no trexlab Python package, and
+the netconf module's DOCUMENTATION, EXAMPLES and RETURN parse and describe exactly its argument spec (what
+ansible-test's validate-modules checks; make lint runs the sanity tests that need no download)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+COLLECTION = REPO / "ansible_collections" / "trexlab" / "lab"
+
+_spec = importlib.util.spec_from_file_location("netconf_module", COLLECTION / "plugins" / "modules" / "netconf.py")
+netconf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(netconf)
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build")
+    built = subprocess.run([str(REPO / "scripts" / "collection.sh"), "build", str(out)], capture_output=True,
+                           text=True, timeout=120)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return Path(built.stdout.split()[-1])
+
+
+def test_the_collection_builds_with_its_roles_module_and_filters(tarball):
+    assert tarball.name == f"trexlab-lab-{yaml.safe_load((COLLECTION / 'galaxy.yml').read_text())['version']}.tar.gz"
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+    roles = {p.name for p in (COLLECTION / "roles").iterdir()}
+    assert {"dut_routing", "netem", "siit_jool", "tester_software", "trex"} <= roles
+    assert {f"roles/{r}/tasks/main.yml" for r in roles} <= names
+    assert {"MANIFEST.json", "meta/runtime.yml", "plugins/modules/netconf.py", "plugins/filter/trexlab.py"} <= names
+
+
+def test_the_tarball_needs_no_trexlab_package(tarball):
+    """Its Python files import nothing from the trexlab package, and plugin_utils holds real files (the
+    repository's links to the package's modules are resolved by the build)."""
+    with tarfile.open(tarball) as tar:
+        members = [m for m in tar.getmembers() if m.name.endswith(".py")]
+        assert all(m.isfile() for m in members), [m.name for m in members if not m.isfile()]
+        sources = {m.name: tar.extractfile(m).read().decode() for m in members}
+    assert {"plugins/plugin_utils/addressing.py", "plugins/plugin_utils/impairment.py",
+            "plugins/plugin_utils/params.py"} <= set(sources)
+    imports = {name: re.findall(r"^\s*(?:from|import) trexlab\b.*$", text, re.MULTILINE)
+               for name, text in sources.items()}
+    assert not any(imports.values()), imports
+
+
+def _option_spec(doc: dict) -> dict:
+    """A documented option as the argument spec states it."""
+    spec = {"type": doc.get("type", "str")}
+    for key in ("elements", "default", "choices"):
+        if key in doc:
+            spec[key] = doc[key]
+    if doc.get("required"):
+        spec["required"] = True
+    if "suboptions" in doc:
+        spec["options"] = {k: _option_spec(v) for k, v in doc["suboptions"].items()}
+    return spec
+
+
+def test_documentation_describes_exactly_the_argument_spec():
+    doc = yaml.safe_load(netconf.DOCUMENTATION)
+    assert doc["module"] == "netconf" and doc["short_description"] and doc["description"]
+    assert all(o.get("description") for o in doc["options"].values())
+    assert {k: _option_spec(v) for k, v in doc["options"].items()} == netconf.ARGUMENT_SPEC
+
+
+def test_examples_use_the_module_by_its_fqcn_with_documented_options_only():
+    options = yaml.safe_load(netconf.DOCUMENTATION)["options"]
+    examples = yaml.safe_load(netconf.EXAMPLES)
+    assert examples and all(set(task) == {"name", "trexlab.lab.netconf"} for task in examples)
+    for task in examples:
+        args = task["trexlab.lab.netconf"]
+        assert set(args) <= set(options) and "state_file" in args, task["name"]
+        for key in ("addresses", "routes", "neighbours"):
+            for item in args.get(key, []):
+                assert set(item) == set(options[key]["suboptions"]), (task["name"], item)
+
+
+def test_return_documents_the_changes_list():
+    returned = yaml.safe_load(netconf.RETURN)
+    assert returned["changes"]["type"] == "list" and returned["changes"]["returned"] == "always"
+
+
+def test_ansible_doc_reads_the_module_from_the_collection():
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-doc"), "--json", "trexlab.lab.netconf"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+    assert done.returncode == 0, done.stderr
+    assert '"changes"' in done.stdout and '"state_file"' in done.stdout
+
+
+def test_requirements_pin_every_collection_the_roles_use_at_the_installed_version():
+    """requirements.yml names each collection the roles and playbooks use (besides ansible.builtin and trexlab.lab)
+    at the version the ansible package of make setup installed, inside galaxy.yml's dependency range."""
+    pinned = {c["name"]: c["version"] for c in yaml.safe_load((REPO / "requirements.yml").read_text())["collections"]}
+    used = set()
+    for path in [*(COLLECTION / "roles").rglob("*.yml"), *(REPO / "playbooks").glob("*.yml")]:
+        used |= set(re.findall(r"^\s*-?\s*([a-z_]+\.[a-z_]+)\.[a-z_]+:", path.read_text(), re.MULTILINE))
+    assert used - {"ansible.builtin", "trexlab.lab"} == set(pinned), used
+    listed = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-galaxy"), "collection", "list", "--format", "json",
+                             *pinned], capture_output=True, text=True, timeout=120, cwd=REPO)
+    installed = {name: info["version"] for where in json.loads(listed.stdout).values() for name, info in where.items()}
+    assert installed == pinned
+    dependencies = yaml.safe_load((COLLECTION / "galaxy.yml").read_text())["dependencies"]
+    assert set(dependencies) == set(pinned)
+    for name, version in pinned.items():
+        low, high = re.fullmatch(r">=([\d.]+),<([\d.]+)", dependencies[name]).groups()
+        as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+        assert as_tuple(low) <= as_tuple(version) < as_tuple(high), (name, version, dependencies[name])

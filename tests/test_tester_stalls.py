@@ -1,0 +1,120 @@
+"""A tester stalled by the machine (issue 16): swtester's pacing report in the trial contract, and how procedures
+treat a trial the tester did not offer at the load (run again, never a pass). No lab: swtester's JSON is faked
+here; tests/swtester/test_swtester_pacing.py stalls the real one."""
+
+import dataclasses
+
+import pytest
+
+from trexlab.generators import create_generator
+from trexlab.generators.software import trial_from_report
+from trexlab.procedures import mlrsearch, throughput
+from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
+from trexlab.trial import TrialSpec
+
+SPEC = TrialSpec(offered_load=40_000, duration=1.0, directions="forward", receive_tail=0.5)
+
+
+def report(slip_ns: int = 0, max_lag_ns: int = 30_000, slips: int = 0, max_burst: int = 2) -> dict:
+    """swtester's JSON for a 1 s forward trial at 40 kfps, all frames received; its send time grows by the slip."""
+    forward = {"intended": 40_000, "sent": 40_000, "received": 40_000, "late": 0, "duplicates": 0, "reordered": 0,
+               "tester_drops": 0, "foreign": 0, "send_duration": 0.999975 + slip_ns * 1e-9, "send_cpu": 0.3,
+               "valid": slip_ns == 0, "tags_sent": 0, "tags_received": 0, "tags_lost_or_late": 0,
+               "max_lag_ns": max_lag_ns, "max_burst": max_burst, "slips": slips, "slip_ns": slip_ns, "latency": None}
+    return {"tester": "swtester", "version": "0.1", "trial_id": 7, "rate": 40_000.0, "duration": 1.0,
+            "overrun_tolerance": 0.001, "catch_up_limit": 64, "directions": {"forward": forward}}
+
+
+def test_a_paced_trial_discloses_its_lag_and_bursts_and_is_valid():
+    result = trial_from_report(SPEC, report())
+    forward = result.directions["forward"]
+    assert forward.send_lag_max == pytest.approx(30e-6) and forward.send_burst_max == 2 and forward.send_slip == 0
+    assert not result.stretched and result.notes == ()
+    logged = result.to_dict()["directions"]["forward"]
+    assert (logged["send_lag_max"], logged["send_burst_max"], logged["send_slip"]) == (pytest.approx(30e-6), 2, 0.0)
+
+
+def test_a_stall_of_100_ms_is_disclosed_and_stretches_the_trial():
+    result = trial_from_report(SPEC, report(slip_ns=100_000_000, max_lag_ns=100_100_000, slips=1, max_burst=64))
+    forward = result.directions["forward"]
+    assert forward.send_slip == pytest.approx(0.1) and forward.send_lag_max == pytest.approx(0.1001)
+    assert forward.frames_lost == 0 and forward.unsent == 0, "every frame was sent and received"
+    assert result.stretched and not result.valid
+    assert result.notes == ("forward: the sender fell more than 64 frames behind its schedule 1 time(s) (longest "
+                            "lag 100.1 ms): rather than a burst above the offered load it moved its schedule 100 ms "
+                            "later, more than the overrun tolerance: the trial is stretched",)
+
+
+def test_a_slip_within_the_overrun_tolerance_is_disclosed_in_the_fields_and_valid():
+    result = trial_from_report(SPEC, report(slip_ns=500_000, max_lag_ns=2_100_000, slips=1, max_burst=64))
+    assert not result.stretched and result.notes == () and result.directions["forward"].send_slip == 5e-4
+
+
+def test_a_slip_stretches_the_trial_even_when_the_send_time_hides_it():
+    """The contract reads the slip itself, not only the send time it lengthens."""
+    stalled = trial_from_report(SPEC, report(slip_ns=50_000_000, slips=1))
+    forward = stalled.directions["forward"]
+    hidden = dataclasses.replace(stalled, directions={"forward": dataclasses.replace(forward, send_duration=1.0)})
+    assert hidden.stretched
+
+
+class Stalling:
+    """The simulated SUT behind a tester that stalls in the first `stalls` trials at each load (or always) and then
+    catches up with a burst, as the old swtester did: the burst overflows the DUT, which loses frames."""
+
+    name = "sim"
+
+    def __init__(self, capacity: float, stalls: int | None = 1):
+        self.generator = create_generator("sim", capacity=capacity)
+        self.stalls = stalls
+        self.seen: dict[float, int] = {}
+
+    def run_trial(self, spec):
+        result = self.generator.run_trial(spec)
+        n = self.seen[spec.offered_load] = self.seen.get(spec.offered_load, 0) + 1
+        if self.stalls is not None and n > self.stalls:
+            return result
+        directions = {k: dataclasses.replace(d, send_slip=0.1, send_duration=spec.duration + 0.1,
+                                             frames_received=d.frames_received - 500)
+                      for k, d in result.directions.items()}
+        return dataclasses.replace(result, directions=directions)
+
+    def describe(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+def test_a_stalled_trial_is_run_again_and_only_the_last_run_counts():
+    runner = TrialRunner(Stalling(capacity=100_000), SPEC)
+    result = runner.run(50_000, 1.0, "binary search")
+    assert len(runner.log) == 1 + STRETCHED_RETRIES and runner.log[0].stretched
+    assert result is runner.log[-1] and not result.stretched and result.loss_ratio == 0
+
+
+def test_throughput_recovers_from_stalls_and_never_counts_their_loss_as_the_duts():
+    params = throughput.Params(max_rate=200_000, resolution=500, trial_duration=1)
+    clean = throughput.run(RunContext(create_generator("sim", capacity=100_000), SPEC), params)
+    stalled = throughput.run(RunContext(Stalling(capacity=100_000), SPEC), params)
+    assert stalled.throughput == clean.throughput and stalled.tester_bound_reasons == []
+    assert stalled.trials == 2 * clean.trials, "each load once stalled, once again"
+    assert stalled.search == clean.search, "the search saw only the repeats"
+    assert stalled.notes == [f"{clean.trials} trial(s) stretched with every frame sent (the tester's schedule "
+                             "slipped: the machine stalled it) were run again; only the repeat counts, both are logged"]
+
+
+def test_a_tester_that_always_stalls_fails_its_loads_and_bounds_the_result():
+    params = throughput.Params(max_rate=200_000, resolution=500, trial_duration=1)
+    data = throughput.run(RunContext(Stalling(capacity=100_000, stalls=None), SPEC), params).to_dict()
+    assert data["below_minimum_load"] and data["tester_bound_reasons"] == ["stretched trials"]
+    assert all(not t["passed"] for t in data["search"])
+
+
+def test_mlrsearch_counts_a_stretched_trial_as_failed():
+    params = mlrsearch.Params(max_rate=200_000, min_rate=10_000, goals=(mlrsearch.PDR,))
+    found = mlrsearch.run(RunContext(Stalling(capacity=100_000, stalls=None), SPEC), params)
+    assert found.goals[0]["below_minimum_load"] and found.tester_bound_reasons == ["stretched trials"]
+    recovered = mlrsearch.run(RunContext(Stalling(capacity=100_000), SPEC), params)
+    assert 99_000 <= recovered.goals[0]["conditional_throughput"] <= 100_000
+    assert recovered.tester_bound_reasons == [] and "were run again" in recovered.notes[-1]
