@@ -1,6 +1,7 @@
 """swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, sends no
 catch-up burst above its 64-frame batch, moves its schedule later instead, and the trial contract marks the trial
-stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT); ~2.5 s per build and send method."""
+stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT);
+~2.5 s per build and send method."""
 
 import json
 import os
