@@ -25,12 +25,12 @@ import sys
 from pathlib import Path
 
 from trexlab.generators import create_generator
-from trexlab.lab import load_lab
+from trexlab.plan.repetition import cell
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import RunContext
 from trexlab.reference_dut import ReferenceDut
-from trexlab.repetition import cell
-from trexlab.stats import Observation, summarize
+from trexlab.results.stats import Observation, summarize
+from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""What adaptive repetitions and warm-started searches save, on simulated SUTs (trexlab.adaptive).
+"""What adaptive repetitions and warm-started searches save, on simulated SUTs (trexlab.plan.adaptive).
 
 1. Adaptive repetitions against a fixed 20. For each capacity noise, campaigns with several seeds
    run 20 repetitions of an RFC 2544 search; the target width is the median over those campaigns of the
@@ -35,11 +35,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from trexlab.adaptive import RepetitionRule, median_ci
 from trexlab.generators.sim import create
+from trexlab.plan.adaptive import RepetitionRule, median_ci
+from trexlab.plan.repetition import repeat
 from trexlab.procedures import throughput
-from trexlab.repetition import repeat
-from trexlab.store import read_json
+from trexlab.results.store import read_json
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, "frame_size": [64, 64], "receive_tail": 0.5})

@@ -2,7 +2,7 @@
 
 Generates a synthetic results store in a temporary directory: RUNS run directories of TRIALS trials each,
 every trial a real sim trial record (trexlab.generators.sim, bidirectional, loads around the capacity)
-written as trexlab.store writes it (trials.jsonl, then trials.parquet by store.write_columnar, then
+written as trexlab.results.store writes it (trials.jsonl, then trials.parquet by store.write_columnar, then
 result.json), and the one file of all of them a campaign writes when it ends (store.write_columnar_tree).
 Each loading path then runs in a fresh child process, which prints its wall time:
 
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trexlab import store
 from trexlab.generators import create_generator
+from trexlab.results import store
 from trexlab.trial import TrialSpec
 
 GOAL_SECONDS = 3.0
@@ -75,7 +75,7 @@ def write_store(root: Path, runs: int, trials: int) -> None:
 CHILD = """
 import sys, time
 from pathlib import Path
-from trexlab import store
+from trexlab.results import store
 runs = sorted(Path(p).parent for p in Path(sys.argv[2]).glob("point-*/rep-*/provenance.json"))[:int(sys.argv[3])]
 frame, seconds, cpu = [], 0.0, 0.0
 if sys.argv[1] != "idle":  # idle: the imports alone

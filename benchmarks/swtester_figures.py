@@ -58,8 +58,8 @@ import time
 from pathlib import Path
 
 from trexlab.generators import create_generator
-from trexlab.lab import load_lab
-from trexlab.store import write_json_atomic
+from trexlab.results.store import write_json_atomic
+from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,9 +21,9 @@ import os
 import sys
 
 from trexlab.generators import create_generator
-from trexlab.lab import load_lab
 from trexlab.procedures import selftest
 from trexlab.procedures.common import RunContext
+from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
 

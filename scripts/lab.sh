@@ -93,6 +93,8 @@ lab_up() {
     fi
   fi
   tf_vars
+  # Whatever playbooks/site.yml recorded of an earlier lab of this name no longer holds (campaigns read it).
+  rm -f "$INVENTORY_DIR/configured.json"
   terraform -chdir="$MODULE" apply -no-color -auto-approve -input=false "${replace[@]}" "${TF_VARS[@]}" >"$STATE_DIR/apply.log" \
     || { tail -n 20 "$STATE_DIR/apply.log" >&2; die "lab-up failed (log: $STATE_DIR/apply.log)"; }
   mkdir -p "$INVENTORY_DIR"

@@ -27,13 +27,13 @@ if [ "$(id -u)" -eq 0 ] && have qemu-system-x86_64 && have mmdebstrap; then
   trap 'kill $(pgrep -P "$vm_image") "$vm_image" 2>/dev/null || true' EXIT  # the providers' build ends by itself
 fi
 # Terraform providers for the MAAS lab's tests and validation, from the Go module proxy (about 45-105 s cold,
-# well under a second once terraform/providers/mirror has them). Built in the background while the tests
-# without a lab run; lint (which validates terraform/labs/maas with them) and the terraform tests wait for it.
+# well under a second once terraform/providers/mirror has them): built in the background while the tests
+# without a lab run (output in .cache/providers.log, shown when it ends).
 # Go's standard install location (go.dev/dl) may be missing from a non-login shell's PATH.
 have go || [ ! -x /usr/local/go/bin/go ] || export PATH="/usr/local/go/bin:$PATH"
+mkdir -p .cache
 providers=""
 if have go; then
-  mkdir -p .cache
   scripts/providers.sh >.cache/providers.log 2>&1 &
   providers=$!
 else
@@ -41,19 +41,31 @@ else
 fi
 # --durations: the slowest tests in the log, to keep make test within its time budget.
 pytest=("$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30)
+[ $# -gt 0 ] || set -- tests  # scripts/test.sh <paths or pytest options>: the same phases over less
 status=0
+# A phase that selects nothing (exit 5) is no failure: arguments may leave a phase empty.
+phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; }
 # 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
 #    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist).
 say "pytest: tests without a lab (3 workers)"
-"${pytest[@]}" -n 3 -m "not lab and not terraform" tests "$@" || status=$?
+phase -n 3 -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log
 fi
-scripts/lint.sh || status=$?
-# 2. Terraform and lab tests, one at a time: lab tests measure traffic, which must not share the CPUs.
-say "pytest: terraform and lab tests (one at a time)"
-"${pytest[@]}" -m "lab or terraform" tests "$@" || status=$?
+# 2. Lint (about 1.5 min: mypy, ansible-test sanity, terraform validate) in the background, beside the Terraform
+#    runs and the lab tests that measure nothing a busy CPU changes (lab-up/down, roles, frame counts at low
+#    rates), two at a time (a test file stays on one worker: its lab is its own). Not beside phase 1: the
+#    hostile-input tests assert that the checkout's files stay as they were, and lint writes caches into it.
+scripts/lint.sh >.cache/lint.log 2>&1 &
+lint=$!
+say "pytest: terraform and unmeasured lab tests (2 workers), lint beside them"
+phase -n 2 --dist loadfile -m "terraform or (lab and unmeasured)" "$@"
+wait "$lint" || status=$?
+cat .cache/lint.log
+# 3. The lab tests that measure traffic, one at a time: they must not share the CPUs (VM-lab tests last).
+say "pytest: lab tests that measure (one at a time)"
+phase -m "lab and not unmeasured" "$@"
 if [ -n "${vm_image:-}" ]; then
   wait "$vm_image" || say "the VM lab's guest image did not build (.cache/vm/image.log); the VM tests said why"
   trap - EXIT

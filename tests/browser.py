@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-#: The bars' colour in trexlab.analysis.bar_plot.
+#: The bars' colour in trexlab.results.analysis.bar_plot.
 BAR_RGB = (0x4C, 0x72, 0xB0)
 
 

@@ -3,7 +3,7 @@
 ``lab_factory(name, topology="single", networks=1, kind="local")`` brings a lab
 (local namespaces, or kind="vm": QEMU DUTs) up and configures it (scripts/lab.sh,
 i.e. make lab-up and make configure) and takes it down when the session ends; it
-returns a :class:`trexlab.lab.Lab`. A second call with the same arguments hands out the same lab again,
+returns a :class:`trexlab.testbed.inventory.Lab`. A second call with the same arguments hands out the same lab again,
 without configuring it anew. A VM lab is skipped, with the reason, where
 QEMU or the tools that build its guest image are missing. Lab tests need root;
 without it they are skipped with that reason. Each test module uses its own lab name so labs never collide.
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, lab_env, run
 

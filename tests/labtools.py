@@ -100,7 +100,7 @@ def changed_count(output: str) -> int:
 def node_state(where) -> dict[str, str]:
     """What a role may touch on a node: addresses, routes, neighbours, qdiscs, nftables, links.
 
-    ``where`` is a namespace name, or a trexlab.lab.Node (a VM DUT is reached over SSH)."""
+    ``where`` is a namespace name, or a trexlab.testbed.inventory.Node (a VM DUT is reached over SSH)."""
     def out(*argv: str) -> str:
         if isinstance(where, str):
             return run("ip", "netns", "exec", where, *argv).stdout

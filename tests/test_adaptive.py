@@ -6,14 +6,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from trexlab import adaptive, experiment
-from trexlab.campaign import Campaign
-from trexlab.experiment import InvalidExperiment
 from trexlab.generators.sim import create
 from trexlab.paths import paths
+from trexlab.plan import adaptive
+from trexlab.plan.campaign import Campaign
+from trexlab.plan.repetition import SUMMARY, repeat, summary_lines
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext
-from trexlab.repetition import SUMMARY, repeat, summary_lines
+from trexlab.spec import experiment
+from trexlab.spec.experiment import InvalidExperiment
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, "frame_size": [64, 64], "receive_tail": 0})

@@ -1,4 +1,4 @@
-"""trexlab.analysis: the statistics of repeated runs per sweep point, paper tables, comparisons, exports."""
+"""trexlab.results.analysis: the statistics of repeated runs per sweep point, paper tables, comparisons, exports."""
 
 import json
 import math
@@ -7,10 +7,11 @@ import re
 import pandas as pd
 import pytest
 
-from trexlab import analysis, experiment
-from trexlab.campaign import Campaign
-from trexlab.report import render
-from trexlab.stats import dispersion_percent
+from trexlab.plan.campaign import Campaign
+from trexlab.results import analysis
+from trexlab.results.report import render
+from trexlab.results.stats import dispersion_percent
+from trexlab.spec import experiment
 
 # Lencse 2021 (siitperf accuracy): (median, min, max, disp. %) per frame size, as printed.
 SIITPERF_TABLES = {

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab import experiment
-from trexlab.campaign import Campaign
-from trexlab.store import read_point_log
+from trexlab.plan.campaign import Campaign
+from trexlab.results.store import read_point_log
+from trexlab.spec import experiment
 
 import browser
 
@@ -133,7 +133,7 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     html = render(outcome["campaign"])
@@ -146,7 +146,7 @@ def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
 
 def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
     """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
     dom, bar_pixels = browser.render(render(outcome["campaign"]), tmp_path)
@@ -162,6 +162,65 @@ def test_shipped_experiments_are_valid_at_every_scale(name):
     for scale in (exp.spec.get("scale") or {}):
         assert exp.scaled(scale).points()
     assert (Path(__file__).parent.parent / "experiments" / name / "README.md").is_file(), f"{name} has no README"
+
+
+def test_site_yml_is_applied_only_where_its_record_names_other_networks(tmp_path):
+    """A lab whose last complete playbooks/site.yml recorded the point's number of destination networks is not
+    configured again (half a minute per campaign on an emulated DUT); no record, or another number, applies it."""
+    from trexlab.plan.campaign import Campaign, configured_networks
+
+    class Lab:
+        duts = ["dut1"]
+        inventory = str(tmp_path / "hosts.yml")
+
+    def applied(record) -> list[str]:
+        if record is None:
+            (tmp_path / "configured.json").unlink(missing_ok=True)
+        else:
+            (tmp_path / "configured.json").write_text(record)
+        campaign = Campaign.__new__(Campaign)
+        campaign.lab, campaign._based_on_networks, campaign._report, calls = Lab(), None, lambda line: None, []
+        campaign.dir = tmp_path / "no-campaign-yet"
+        campaign.playbook = lambda name, extra: calls.append((name, extra["trexlab_networks"]))
+        campaign.configure_dut({"traffic": {"destination_networks": 2}})
+        campaign.configure_dut({"traffic": {"destination_networks": 2}})  # the next point: nothing again
+        return calls
+
+    assert applied(None) == [("playbooks/site.yml", 2)]
+    assert applied('{"trexlab_networks": 1}\n') == [("playbooks/site.yml", 2)]
+    assert applied("{not json") == [("playbooks/site.yml", 2)]
+    assert applied('{"trexlab_networks": 2}\n') == []
+    assert configured_networks(Lab()) == 2
+
+
+def test_endpoints_configured_with_the_same_settings_are_left_as_found(tmp_path):
+    """A campaign configures the TCP endpoints and removes them again, unless roles/tcp_endpoints is already
+    applied with exactly the experiment's settings (its facts beside the inventory): then it changes nothing."""
+    from trexlab.plan.campaign import endpoints_configured_as
+    from trexlab.testbed.inventory import Lab, Node
+    from trexlab.testbed.inventory import TestPort as Port
+
+    nodes = {n: Node(n, n, "::1", test_ports=(Port(0, "tcp0", f"02:00:00:00:00:0{i}"),))
+             for i, n in enumerate(("tester", "client", "server"))}
+    lab = Lab("kx", "vm", "single", nodes, inventory=tmp_path / "hosts.yml")
+    (tmp_path / "facts").mkdir()
+
+    def facts(mib=1, cc="reno"):
+        server = {"role": "server", "address": {}, "congestion_control": cc, "iperf3_ports": [5201, 5202, 5203, 5204,
+                  5205], "http_port": 80, "http_path": "/download.bin", "http_file_bytes": mib * 1048576}
+        (tmp_path / "facts" / "server.json").write_text(json.dumps({"tcp_endpoints": server}))
+        (tmp_path / "facts" / "client.json").write_text(json.dumps(
+            {"tcp_endpoints": {"role": "client", "address": {}, "congestion_control": cc}}))
+
+    spec = {"http_file_mib": 1, "congestion_control": "reno"}
+    assert not endpoints_configured_as(lab, spec), "no facts: not configured"
+    facts()
+    assert endpoints_configured_as(lab, spec)
+    assert not endpoints_configured_as(lab, {**spec, "http_file_mib": 16})
+    assert not endpoints_configured_as(lab, {"http_file_mib": 1}), "the kernel's congestion control wanted"
+    assert not endpoints_configured_as(lab, {**spec, "iperf3_ports": [5201]})
+    facts(mib=1024, cc=None)
+    assert endpoints_configured_as(lab, {}), "the role's defaults"
 
 
 def test_measure_again_starts_a_new_campaign_after_a_complete_one_and_resumes_an_interrupted_one(tmp_path, capsys):

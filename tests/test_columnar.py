@@ -6,8 +6,8 @@ import os
 import pandas as pd
 import pyarrow.parquet as pq
 
-from trexlab import store
 from trexlab.generators import create_generator
+from trexlab.results import store
 from trexlab.trial import TrialSpec
 
 

@@ -6,9 +6,10 @@ from math import comb
 
 import pytest
 
-from trexlab import cli, experiment
-from trexlab.campaign import Campaign
-from trexlab.compare import CompareError, compare_campaigns, critical_count, shift_interval, u_distribution
+from trexlab import cli
+from trexlab.plan.campaign import Campaign
+from trexlab.results.compare import CompareError, compare_campaigns, critical_count, shift_interval, u_distribution
+from trexlab.spec import experiment
 
 # A noisy simulated SUT (1 % capacity noise from trial to trial), binary searches of 0.25 % resolution,
 # 20 repetitions: what a lab's regression question looks like, in simulated time.

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from trexlab import cli, estimate
-from trexlab.experiment import validate
+from trexlab import cli
 from trexlab.paths import paths
+from trexlab.plan import estimate
+from trexlab.spec.experiment import validate
 
 SHIPPED = sorted(p.name for p in paths().experiments.iterdir() if (p / "experiment.yml").is_file())
 
@@ -22,8 +23,8 @@ def no_host(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", refuse)
     monkeypatch.setattr(subprocess, "Popen", refuse)
-    monkeypatch.setattr("trexlab.lab.load_lab", refuse)
-    monkeypatch.setattr("trexlab.campaign.load_lab", refuse, raising=False)
+    monkeypatch.setattr("trexlab.testbed.inventory.load_lab", refuse)
+    monkeypatch.setattr("trexlab.plan.campaign.load_lab", refuse, raising=False)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -91,7 +92,7 @@ def test_eta_is_the_estimate_until_repetitions_are_measured_then_scaled_by_them(
 
 
 def test_campaign_eta_starts_from_the_estimate_and_is_refined_by_measured_repetitions(tmp_path):
-    from trexlab.campaign import Campaign
+    from trexlab.plan.campaign import Campaign
 
     spec = {"name": "eta", "generator": "sim", "generator_options": {"capacity": 400000, "wall_clock_factor": 0.01},
             "traffic": {"frame_size": [64, 64], "receive_tail": 0},

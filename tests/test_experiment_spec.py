@@ -5,8 +5,8 @@ import copy
 import pytest
 import yaml
 
-from trexlab import experiment
-from trexlab.experiment import InvalidExperiment
+from trexlab.spec import experiment
+from trexlab.spec.experiment import InvalidExperiment
 
 GOOD = {
     "name": "gaming-table2",

@@ -10,11 +10,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from trexlab import experiment, repetition, store
-from trexlab.campaign import Campaign
 from trexlab.generators import create_generator
+from trexlab.plan import repetition
+from trexlab.plan.campaign import Campaign
 from trexlab.procedures import latency, mlrsearch
-from trexlab.stats import summarize
+from trexlab.results import store
+from trexlab.results.stats import summarize
+from trexlab.spec import experiment
 from trexlab.trial import TrialSpec
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"

@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from trexlab import analysis, experiment
-from trexlab.campaign import Campaign
 from trexlab.generators import create_generator
+from trexlab.plan.campaign import Campaign
 from trexlab.procedures import latency, mlrsearch, throughput
 from trexlab.procedures.common import RunContext
-from trexlab.report import render
-from trexlab.stats import Observation, summarize
+from trexlab.results import analysis
+from trexlab.results.report import render
+from trexlab.results.stats import Observation, summarize
+from trexlab.spec import experiment
 from trexlab.trial import TrialSpec
 
 import browser

@@ -452,8 +452,8 @@ def run_corpus(files, work, results, lab, subs, capsys) -> list[str]:
 
 def test_a_good_spec_on_the_same_lab_is_planned(tmp_path):
     """The corpus's lab and base spec are valid: the refusals above are about the hostile values only."""
-    from trexlab.experiment import validate
-    from trexlab.plan import plan_campaign
+    from trexlab.plan.runplan import plan_campaign
+    from trexlab.spec.experiment import validate
 
     lab = tmp_path / "hosts.yml"
     lab.write_text(text(inventory()))
@@ -466,7 +466,7 @@ def test_a_good_spec_on_the_same_lab_is_planned(tmp_path):
 
 
 def test_a_lab_may_allow_other_addresses_and_every_run_says_so(tmp_path):
-    from trexlab.lab import load_lab
+    from trexlab.testbed.inventory import load_lab
 
     path = tmp_path / "hosts.yml"
     path.write_text(text(inventory(**{"port.tester.0.ipv4": "10.0.0.2/24",

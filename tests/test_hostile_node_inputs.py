@@ -17,8 +17,8 @@ from test_hostile_front_door import machine_state
 
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.generators.software import SoftwareGenerator
-from trexlab.lab import LabError, load_lab
 from trexlab.params import InvalidParameter
+from trexlab.testbed.inventory import LabError, load_lab
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("VENV", REPO / ".venv"))

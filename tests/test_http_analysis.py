@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from trexlab import analysis
+from trexlab.results import analysis
 
 IMPAIRMENT = "provenance.spec.dut.impairment."
 

@@ -1,4 +1,4 @@
-"""One run per lab (trexlab.lablock): a second one is refused naming the holder; a crashed holder's lock is
+"""One run per lab (trexlab.testbed.lock): a second one is refused naming the holder; a crashed holder's lock is
 taken over and what it left running is stopped, and only that (verified by start time and command line)."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from trexlab.lab import LabError
-from trexlab.lablock import LabLock, _stat, stop_leftovers
+from trexlab.testbed.inventory import LabError
+from trexlab.testbed.lock import LabLock, _stat, stop_leftovers
 
 # A campaign stand-in: holds the lock of lab "lk", runs a child as a trial would, and waits to be killed.
 HOLDER = r"""
 import subprocess, sys, time
 from pathlib import Path
 from types import SimpleNamespace
-from trexlab.lablock import LabLock
+from trexlab.testbed.lock import LabLock
 where = Path(sys.argv[1])
 with LabLock(SimpleNamespace(name="lk", inventory=where / "hosts.yml"), "campaign demo/c-holder"):
     child = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
@@ -109,7 +109,7 @@ def cli_on_a_lab(tmp_path, monkeypatch):
     that, at every trial, records whether another run could take the lab."""
     from trexlab import cli
     from trexlab.generators import create_generator
-    from trexlab.plan import RunPlan
+    from trexlab.plan.runplan import RunPlan
 
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(INVENTORY)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from trexlab import analysis, cli
+from trexlab import cli
 from trexlab.procedures import selftest
+from trexlab.results import analysis
 
 TESTER_FLOOR = 500e-6  # s: the declared tester's own one-way delay (sim latency_base on the loopback)
 SPREAD = 2e-6

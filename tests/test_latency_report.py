@@ -2,9 +2,10 @@
 
 import json
 
-from trexlab import experiment, latency_report
-from trexlab.campaign import Campaign
-from trexlab.store import read_trials
+from trexlab.plan.campaign import Campaign
+from trexlab.results import latency_report
+from trexlab.results.store import read_trials
+from trexlab.spec import experiment
 
 import browser
 
@@ -46,7 +47,7 @@ def test_histograms_of_every_repetition_are_merged_per_point_and_direction(tmp_p
 
 
 def test_the_report_renders_the_percentile_plots_in_headless_chromium(tmp_path):
-    from trexlab.report import render
+    from trexlab.results.report import render
 
     dom, _ = browser.render(render(campaign(tmp_path)), tmp_path)
     assert "Latency percentiles per direction" in dom

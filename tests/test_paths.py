@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from trexlab import paths as paths_module
-from trexlab.campaign import Campaign, PlaybookError
-from trexlab.experiment import validate
+from trexlab.plan.campaign import Campaign, PlaybookError
+from trexlab.spec.experiment import validate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,8 +48,8 @@ def test_a_failed_playbook_is_a_playbook_error_naming_the_task(tmp_path):
 
 
 def test_a_lab_of_another_kind_than_declared_is_named_in_a_warning():
-    from trexlab.campaign import lab_kind_warning
-    from trexlab.lab import Lab
+    from trexlab.plan.campaign import lab_kind_warning
+    from trexlab.testbed.inventory import Lab
 
     spec = {"name": "k", "generator": "software", "lab": {"kind": "vm", "topology": "single"},
             "procedure": {"name": "throughput"}}

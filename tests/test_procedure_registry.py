@@ -16,7 +16,7 @@ from trexlab import procedures
 from trexlab.cli import build_parser
 from trexlab.generators import GENERATORS, capabilities, generator_class
 from trexlab.params import InvalidParameter
-from trexlab.plan import plan_campaign, plan_cli
+from trexlab.plan.runplan import plan_campaign, plan_cli
 from trexlab.procedures import HELPERS, MODULES, Procedure, conformance, registry
 from trexlab.trial import Capabilities, Generator
 
@@ -142,7 +142,7 @@ def test_a_frame_timeout_the_generator_cannot_honour_fails_in_the_plan(tmp_path,
 def test_a_campaign_asking_what_its_generator_cannot_do_is_refused_before_any_host(tmp_path, inventory):
     """A point whose request the generator cannot meet stops the whole campaign while it is planned: nothing is
     locked, probed or configured."""
-    from trexlab.experiment import InvalidExperiment
+    from trexlab.spec.experiment import InvalidExperiment
 
     spec = {"name": "cx", "lab": {"kind": "static", "topology": "single"}, "generator": "trex",
             "procedure": {"name": "latency", "params": {"rate": 1000, "trial_duration": 10, "tag_delay": 1}},

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from trexlab import cli, experiment
-from trexlab.analysis import load_campaigns
-from trexlab.campaign import Campaign
+from trexlab import cli
+from trexlab.plan.campaign import Campaign
+from trexlab.results.analysis import load_campaigns
+from trexlab.spec import experiment
 
 SIM = ["--generator", "sim", "--generator-opt", "capacity=200000"]
 

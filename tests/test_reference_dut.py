@@ -4,11 +4,12 @@ ruleset the role loads, the spec block that asks for it, and where campaigns app
 import pytest
 
 from ansible_collections.trexlab.lab.plugins.filter.trexlab import reference_plan
-from trexlab import experiment, impairment, reference_dut
-from trexlab.campaign import Campaign
-from trexlab.experiment import InvalidExperiment
+from trexlab import impairment, reference_dut
 from trexlab.params import InvalidParameter
+from trexlab.plan.campaign import Campaign
 from trexlab.reference_dut import PRIORITY, TABLE, ReferenceDut, plan
+from trexlab.spec import experiment
+from trexlab.spec.experiment import InvalidExperiment
 
 PORTS = [{"index": 0, "name": "left"}, {"index": 1, "name": "right"}]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from trexlab import cli
 from trexlab.generators.sim import create
+from trexlab.plan.repetition import repeat
 from trexlab.procedures import throughput
-from trexlab.repetition import repeat
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, "frame_size": [64, 64], "receive_tail": 0})

@@ -9,14 +9,15 @@ import sys
 
 import pytest
 
-from trexlab import tcp_engines, tcp_metrics
 from trexlab.generators import create_generator
-from trexlab.iperf import TcpTest, parse
-from trexlab.lab import Lab, LabError, Node
-from trexlab.lab import TestPort as Port
 from trexlab.params import InvalidParameter
 from trexlab.procedures import http_download, rfc6349
 from trexlab.procedures.common import RunContext
+from trexlab.tcp import engines as tcp_engines
+from trexlab.tcp import metrics as tcp_metrics
+from trexlab.tcp.iperf import TcpTest, parse
+from trexlab.testbed.inventory import Lab, LabError, Node
+from trexlab.testbed.inventory import TestPort as Port
 from trexlab.trial import Capabilities, DirectionResult, GeneratorError, TrialResult, TrialSpec
 
 PATH_MTU = 1400
@@ -25,7 +26,7 @@ RTT_US = 200  # the declared path's RTT at low load
 
 # A stand-in for iperf3 on the client node: the declared path carries min(window x conns / RTT, link) and adds
 # 50 % RTT under load; one retransmission per stream. It prints a report shaped as iperf3 --json
-# --get-server-output does (only the fields trexlab.iperf reads).
+# --get-server-output does (only the fields trexlab.tcp.iperf reads).
 FAKE_IPERF3 = r'''
 import json, sys
 argv = sys.argv[2:]  # after -c and the program's own first argument (unused)
@@ -68,7 +69,7 @@ class FakeNode:
 
 
 class FakeEndpoints:
-    """What trexlab.endpoints.Endpoints gives the procedures, for a declared path."""
+    """What trexlab.testbed.endpoints.Endpoints gives the procedures, for a declared path."""
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
                  client_program=FAKE_IPERF3, http_bytes=1_048_576):
@@ -209,7 +210,7 @@ def with_lab(generator):
 
 def test_a_generator_that_cannot_set_df_needs_a_declared_mtu_in_its_plan(tmp_path):
     from trexlab.cli import build_parser
-    from trexlab.plan import plan_cli
+    from trexlab.plan.runplan import plan_cli
 
     argv = ["tcp", "--generator", "sim", "--engine", "trex", "--trex-server", "192.0.2.1", "--results",
             str(tmp_path / "r"), "--ceilings", str(tmp_path / "ceilings.json")]
@@ -328,7 +329,7 @@ def spec(**overrides) -> dict:
     ({"notebook": "../x.ipynb"}, "notebook: '../x.ipynb' does not match"),
 ])
 def test_bad_endpoint_blocks_are_one_line(overrides, message):
-    from trexlab.experiment import InvalidExperiment, validate
+    from trexlab.spec.experiment import InvalidExperiment, validate
 
     with pytest.raises(InvalidExperiment) as err:
         validate(spec(**overrides))
@@ -336,7 +337,7 @@ def test_bad_endpoint_blocks_are_one_line(overrides, message):
 
 
 def test_shipped_http_experiments_validate_and_declare_what_they_need():
-    from trexlab.experiment import load
+    from trexlab.spec.experiment import load
 
     for name in ("http-download-loss", "http-download-delay", "http-download-selective-delay"):
         experiment = load(f"experiments/{name}")
@@ -349,8 +350,8 @@ def test_shipped_http_experiments_validate_and_declare_what_they_need():
 
 
 def test_a_campaign_on_a_lab_without_endpoints_stops_before_anything(tmp_path):
-    from trexlab.campaign import CampaignError, check_requirements
-    from trexlab.experiment import validate
+    from trexlab.plan.campaign import CampaignError, check_requirements
+    from trexlab.spec.experiment import validate
 
     tester = Node("tester", "tester", "::1", test_ports=(Port(0, "port0", "02:00:00:00:00:01"),))
     dut = Node("dut1", "dut", "::2")
@@ -413,8 +414,8 @@ INVENTORY_WITH_ENDPOINTS = INVENTORY_WITHOUT_ENDPOINTS + """
 
 def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_even_after_failures(tmp_path):
     """Points fail here (the fake playbook configures nothing, so no endpoint facts): the removal still runs."""
-    from trexlab.campaign import Campaign
-    from trexlab.experiment import load
+    from trexlab.plan.campaign import Campaign
+    from trexlab.spec.experiment import load
 
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(INVENTORY_WITH_ENDPOINTS)

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab import cli, experiment
-from trexlab.campaign import Campaign
-from trexlab.plan import RunPlan, plan_campaign
-from trexlab.store import read_json
+from trexlab import cli
+from trexlab.plan.campaign import Campaign
+from trexlab.plan.runplan import RunPlan, plan_campaign
+from trexlab.results.store import read_json
+from trexlab.spec import experiment
 from trexlab.trial import GeneratorError
 
 #: What identifies the invocation, not the run: the CLI records its argv, a campaign its point.

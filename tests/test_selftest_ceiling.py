@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from trexlab import cli
-from trexlab.lab import Lab, Node
 from trexlab.procedures import selftest
+from trexlab.testbed.inventory import Lab, Node
 from trexlab.trial import TrialSpec
 
 TESTER_CEILING = 800_000  # fps the simulated tester can send per direction
@@ -156,8 +156,8 @@ def test_a_selftest_on_a_dut_lab_is_not_recorded(tmp_path):
 
 def test_campaigns_record_and_compare_against_the_ceiling_as_the_cli_does(tmp_path):
     """A selftest campaign records the ceiling; a throughput campaign then warns near it and says which one."""
-    from trexlab import experiment
-    from trexlab.campaign import Campaign
+    from trexlab.plan.campaign import Campaign
+    from trexlab.spec import experiment
 
     ceilings = tmp_path / "ceilings.json"
     options = {"capacity": 1e9, "tester_ceiling": TESTER_CEILING}

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from trexlab import store
 from trexlab.generators import create_generator
 from trexlab.procedures import latency, pdv
 from trexlab.procedures.common import RunContext
+from trexlab.results import store
 from trexlab.trial import Latency, TrialSpec
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")

@@ -5,11 +5,13 @@ import math
 
 import pytest
 
-from trexlab import cli, repetition, store
+from trexlab import cli
 from trexlab.generators import create_generator
 from trexlab.media import max_frame_rate
+from trexlab.plan import repetition
 from trexlab.procedures import throughput
-from trexlab.stats import dispersion_percent, summarize
+from trexlab.results import store
+from trexlab.results.stats import dispersion_percent, summarize
 from trexlab.trial import Latency, TrialSpec
 
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from trexlab import tcp_metrics as m
 from trexlab.params import InvalidParameter
+from trexlab.tcp import metrics as m
 
 
 def test_bdp_of_100_mbps_and_10_211_ms_is_127_638_bytes():

@@ -26,15 +26,15 @@ from pathlib import Path
 
 from trexlab import __version__
 from trexlab.generators import GENERATORS
-from trexlab.lab import LabError
-from trexlab.lablock import LabLock
 from trexlab.params import InvalidParameter
-from trexlab.plan import PlanError, execute, plan_cli
+from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, summary_lines
+from trexlab.plan.runplan import PlanError, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
-from trexlab.repetition import DEFAULT_REPETITIONS, SUMMARY, summary_lines
-from trexlab.store import dumps, read_json
+from trexlab.results.store import dumps, read_json
+from trexlab.testbed.inventory import LabError
+from trexlab.testbed.lock import LabLock
 from trexlab.trial import GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def schema_command(args: argparse.Namespace) -> int:
-    from trexlab.spec import experiment_schema
+    from trexlab.spec.schema import experiment_schema
 
     print(dumps(experiment_schema(), indent=2))
     return 0
@@ -210,13 +210,13 @@ def add_campaign_parser(subparsers) -> None:
 
 
 def campaign_command(args: argparse.Namespace) -> int:
-    from trexlab.campaign import Campaign, CampaignError, PlaybookError
-    from trexlab.experiment import InvalidExperiment, load
+    from trexlab.plan.campaign import Campaign, CampaignError, PlaybookError
+    from trexlab.spec.experiment import InvalidExperiment, load
 
     try:
         experiment = load(args.experiment).scaled(args.scale)
         if args.measure_again and not args.campaign:
-            from trexlab.plan import measure_again_campaign_id
+            from trexlab.plan.runplan import measure_again_campaign_id
 
             args.campaign, why = measure_again_campaign_id(experiment, args.results)
             print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
@@ -237,11 +237,12 @@ def campaign_command(args: argparse.Namespace) -> int:
 
 
 def dry_run(experiment, args: argparse.Namespace) -> list[str]:
-    """What the campaign would run and how long, every point's plan validated (trexlab.plan), no host touched: the
-    lab is read from its inventory when there is one; without one, everything else is still checked."""
+    """What the campaign would run and how long, every point's plan validated (trexlab.plan.runplan), no host
+    touched: the lab is read from its inventory when there is one; without one, everything else is still checked."""
     from pathlib import Path
 
-    from trexlab import estimate, plan
+    from trexlab.plan import estimate
+    from trexlab.plan import runplan as plan
     from trexlab.procedures import selftest
 
     try:
@@ -269,7 +270,7 @@ def add_report_parser(subparsers) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from trexlab.report import ReportError, latest_campaign, render
+    from trexlab.results.report import ReportError, latest_campaign, render
 
     try:
         campaign = Path(args.campaign) if args.campaign else latest_campaign(args.results, args.experiment)
@@ -300,8 +301,8 @@ def add_compare_parser(subparsers) -> None:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from trexlab.compare import CompareError, as_json, compare_campaigns, resolve, text_lines
-    from trexlab.report import ReportError, render_compare
+    from trexlab.results.compare import CompareError, as_json, compare_campaigns, resolve, text_lines
+    from trexlab.results.report import ReportError, render_compare
 
     try:
         a, b = resolve(args.a, args.results), resolve(args.b, args.results)
@@ -331,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trexlab {name}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     with contextlib.ExitStack() as held:
-        if plan.lab is not None:  # one run per lab, a campaign's or this one (trexlab.lablock)
+        if plan.lab is not None:  # one run per lab, a campaign's or this one (trexlab.testbed.lock)
             try:
                 held.enter_context(LabLock(plan.lab, f"trexlab {name}",
                                            lambda line: print(f"trexlab {name}: {line}", file=sys.stderr)))

@@ -19,7 +19,7 @@ class ProgressDisplay:
             if info.get("skipped"):
                 self._line(f"{self.repetition}: finished earlier, kept", final=True)
             return
-        if phase == "resume":  # trexlab.resume: the repetition's logged trials go back into its search
+        if phase == "resume":  # trexlab.plan.resume: the repetition's logged trials go back into its search
             self._line(f"{self.repetition}: resumed, {info['replayed']} logged trial(s) replayed, not run again",
                        final=True)
             return

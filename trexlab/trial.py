@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 from trexlab.params import InvalidParameter
 
 if TYPE_CHECKING:
-    from trexlab.lab import Lab
+    from trexlab.testbed.inventory import Lab
 
 Direction = Literal["forward", "reverse"]
 DIRECTIONS: tuple[Direction, Direction] = ("forward", "reverse")
@@ -440,7 +440,7 @@ class TrialResult:
 @dataclass(frozen=True)
 class Capabilities:
     """What a generator can do, declared by its class (Generator.capabilities) so that a run plan asks for nothing
-    the generator cannot give: trexlab.plan checks each request against them before any host is touched."""
+    the generator cannot give: trexlab.plan.runplan checks each request against them before any host is touched."""
 
     #: It runs on a lab's tester node (False: everything happens in this process, e.g. the simulated SUT).
     needs_lab: bool
@@ -471,7 +471,7 @@ class Generator(Protocol):
         """Release what the generator holds (connections, processes)."""
 
     def skip_trials(self, count: int) -> None:
-        """Count trials of an uninterrupted run that were replayed from the log, not run (trexlab.resume): a
+        """Count trials of an uninterrupted run that were replayed from the log, not run (trexlab.plan.resume): a
         generator with a random stream of its own draws on as if it had run them; the others ignore it."""
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab.campaign import kernel_has_netem
-from trexlab.report import render
+from trexlab.plan.campaign import kernel_has_netem
+from trexlab.results.report import render
 
 from labtools import REPO, VENV, node_state
 

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from trexlab import analysis
-from trexlab.experiment import load
-from trexlab.report import render
+from trexlab.results import analysis
+from trexlab.results.report import render
+from trexlab.spec.experiment import load
 
 from browser import render as browse
 from labtools import REPO, VENV, node_state, run

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab.lablock import _same_process, descendants
+from trexlab.testbed.lock import _same_process, descendants
 
 from labtools import REPO, VENV
 

@@ -1,15 +1,19 @@
 """The local namespace lab end to end: lab-up, configure over SSH, traffic across the DUT(s), lab-down."""
 
+import json
 import time
+from pathlib import Path
 
 import pytest
 
 from trexlab.addressing import destination
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, lab_leftovers, read_tester_counters, run, send_frames
 
-pytestmark = pytest.mark.lab
+# Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
+# other such tests (the `unmeasured` marker).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 
 
 def configure(env: dict) -> str:
@@ -30,6 +34,9 @@ def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
         assert changed_count(first) > 0
         assert changed_count(configure(env)) == 0, "a second configure must change nothing"
         lab = load_lab(f"inventory/generated/{name}/hosts.yml")
+        # The record campaigns read to skip the base configuration when it is already in place.
+        record = json.loads((Path(lab.inventory).parent / "configured.json").read_text())
+        assert record == {"trexlab_networks": networks}
         assert lab.topology == topology and len(lab.duts) == {"single": 1, "dual": 2}[topology]
         tester = lab.tester
         port0 = {k: getattr(tester.port(0), k) for k in ("name", "mac", "ipv4", "ipv6", "peer_mac")}

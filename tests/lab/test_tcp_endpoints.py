@@ -15,7 +15,9 @@ import pytest
 from labtools import REPO, VENV, changed_count, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
-LAB = "kt1"
+# The namespace lab the end-to-end tests bring up (tests/e2e): every test that needs a plain single-DUT lab
+# with one network shares it (each gives back what it changed, and asserts so), so make test brings it up once.
+LAB = "ex1"
 PLAYBOOK = "playbooks/tcp-endpoints.yml"
 
 

@@ -4,11 +4,13 @@ RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent res
 
 import pytest
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, node_state, playbook, run
 
-pytestmark = pytest.mark.lab
+# Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
+# other such tests (the `unmeasured` marker).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 ABSENT = ["-e", "dut_routing_state=absent", "-e", "dut_tuning_state=absent", "-e", "tester_ports_state=absent"]
 
 

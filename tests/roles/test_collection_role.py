@@ -14,6 +14,8 @@ import pytest
 from labtools import REPO, VENV, changed_count
 
 pytestmark = pytest.mark.lab
+#: Destination networks the lab was configured with (a check-mode run with the same number changes nothing).
+NETWORKS = 4
 
 PLAY = """- name: DUT forwarding from the installed collection
   hosts: dut
@@ -24,7 +26,7 @@ PLAY = """- name: DUT forwarding from the installed collection
 
 @pytest.fixture(scope="module")
 def lab(lab_factory):
-    return lab_factory("sw", "single", 1)  # tests/roles/test_tester_software_role.py's lab, configured with 1 network
+    return lab_factory("sw", "single", NETWORKS)  # the lab of tests/swtester and the tester_software role test
 
 
 def test_installed_collection_runs_a_role_in_check_mode_from_outside_the_checkout(lab, tmp_path):
@@ -57,8 +59,8 @@ def test_installed_collection_runs_a_role_in_check_mode_from_outside_the_checkou
     where = Path(json.loads(doc.stdout)["trexlab.lab.netconf"]["doc"]["filename"])
     assert where.is_relative_to(collections), f"the module came from {where}, not the installed collection"
 
-    check = run("ansible-playbook", "-i", str(lab.inventory), "site.yml", "--check", "-e", "trexlab_networks=1",
-                timeout=300)
+    check = run("ansible-playbook", "-i", str(lab.inventory), "site.yml", "--check",
+                "-e", f"trexlab_networks={NETWORKS}", timeout=300)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
     assert "TASK [trexlab.lab.dut_routing : Configure forwarding]" in check.stdout, check.stdout[-3000:]
     assert changed_count(check.stdout) == 0, check.stdout[-3000:]

@@ -20,7 +20,7 @@ SECONDS = 2.0
 
 @pytest.fixture(scope="module")
 def lab(lab_factory):
-    return lab_factory("dref", "single", 1)
+    return lab_factory("ex1", "single", 1)  # the shared lab of the end-to-end tests (tests/e2e)
 
 
 def apply(lab, **settings) -> int:

@@ -11,16 +11,17 @@ import math
 
 import pytest
 
-from trexlab.campaign import NETEM_PROBE, dut_passes
 from trexlab.generators import create_generator
+from trexlab.plan.campaign import NETEM_PROBE, dut_passes
 from trexlab.trial import TrialSpec
 
 from labtools import VENV, changed_count, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-impairment.yml"
-# Lab per kind: the VM lab vm1 is shared with the other VM tests (tests/vm, roles/siit_jool): 2 networks.
-LABS = {"local": ("nm", "single", 1, "local"), "vm": ("vm1", "single", 2, "vm")}
+# Lab per kind: ex1 is the end-to-end tests' namespace lab (tests/e2e); the VM lab vm1 is shared with the
+# other VM tests (tests/vm, roles/siit_jool): 2 networks.
+LABS = {"local": ("ex1", "single", 1, "local"), "vm": ("vm1", "single", 2, "vm")}
 
 
 @pytest.fixture(scope="module", params=["local", pytest.param("vm", marks=pytest.mark.vm)])
@@ -131,13 +132,12 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
     dut = lab.duts[0]
     before = node_state(dut)
     try:
-        # Every frame 100 ms later, measured as the user would: the latency procedure's median.
-        apply(lab, "-e", "netem_delay_ms=100")
-        for direction, d in latency_cli(lab, tmp_path / "latency").items():
-            assert 0.100 <= d["typical"] < 0.102, (direction, d)
-
-        # Jitter: netem draws each frame's delay from 100 +- 10 ms.
+        # Every frame 100 +- 10 ms later (netem draws each frame's delay uniformly; one apply under emulation
+        # costs ~25 s, so delay and jitter are shown on the same configuration). Measured as the user would,
+        # the latency procedure's median is the delay; the spread of the tagged frames is the jitter.
         apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
+        for direction, d in latency_cli(lab, tmp_path / "latency").items():
+            assert 0.098 <= d["typical"] < 0.103 and d["min"] >= 0.089, (direction, d)
         for direction, d in tagged_trial(generator).directions.items():
             # (No upper bound on the tail: an emulated DUT on a busy host stalls now and then.)
             assert d.latency.size >= 450, direction

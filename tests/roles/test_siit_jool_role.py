@@ -14,6 +14,8 @@ from labtools import changed_count, lab_env, lab_leftovers, node_state, playbook
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-siit-jool.yml"
 NETWORKS = 2
+#: Environment variable that adds the dual-DUT Jool test on a second VM lab (make test leaves it out: time).
+DUAL_OPT_IN = "TREXLAB_TEST_VM_DUAL"
 
 
 def test_refuses_before_any_change_where_modules_cannot_load(lab_factory):
@@ -47,7 +49,12 @@ def jool_modules(dut) -> str:
 @pytest.mark.vm
 @pytest.mark.parametrize(("name", "topology", "ip_version", "frame_size"), [
     ("vm1", "single", (6, 4), (84, 64)),  # IPv6 tester port 0 -> NAT64 DUT -> IPv4 port 1, and back
-    ("vm2", "dual", (4, 4), (64, 64)),    # IPv4 -> NAT46 DUT -> IPv6 -> NAT64 DUT -> IPv4, and back
+    # IPv4 -> NAT46 DUT -> IPv6 -> NAT64 DUT -> IPv4, and back. A second VM lab of two emulated DUTs costs
+    # about 3 minutes under TCG, an eighth of make test's 25-minute budget, for the same jool_siit role and
+    # translation code the single DUT runs (with the other pool6/EAMT direction): opt-in, and said so.
+    pytest.param("vm2", "dual", (4, 4), (64, 64), marks=pytest.mark.skipif(
+        os.environ.get(DUAL_OPT_IN) != "1",
+        reason=f"the dual-DUT Jool lab (a second VM lab, ~3 min under TCG) runs with {DUAL_OPT_IN}=1")),
 ])
 def test_jool_translates_every_frame_both_ways_and_absent_restores_the_duts(
         lab_factory, name, topology, ip_version, frame_size):

@@ -12,7 +12,7 @@ PLAY = "playbooks/tester-software.yml"
 
 @pytest.fixture(scope="module")
 def lab(lab_factory):
-    return lab_factory("sw", "single", 1)
+    return lab_factory("sw", "single", 4)  # the software generator's lab (tests/swtester): one bring-up
 
 
 def test_builds_installs_is_idempotent_and_absent_removes_it(lab, tmp_path):

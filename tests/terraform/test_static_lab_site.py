@@ -12,11 +12,13 @@ import json
 import pytest
 import yaml
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, lab_env, lab_leftovers, playbook, run
 
-pytestmark = pytest.mark.lab
+# Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
+# other such tests (the `unmeasured` marker).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 
 
 def static_tfvars(local_inventory: dict) -> str:

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import pytest
 
-from trexlab import tcp_metrics
-from trexlab.lab import load_lab
-from trexlab.repetition import SUMMARY
-from trexlab.store import PROVENANCE, RESULT, TRIALS
+from trexlab.plan.repetition import SUMMARY
+from trexlab.results.store import PROVENANCE, RESULT, TRIALS
+from trexlab.tcp import metrics as tcp_metrics
+from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, playbook
 

@@ -18,7 +18,7 @@ from trexlab.generators.trex import (
     load_client_api,
     profile_module,
 )
-from trexlab.lab import Lab, Node
+from trexlab.testbed.inventory import Lab, Node
 from trexlab.trial import GeneratorError, TrialSpec
 
 from fake_trex import FakeClient, install

@@ -65,8 +65,8 @@ import pytest
 
 from trexlab.generators import create_generator
 from trexlab.generators.trex import profile_module
-from trexlab.lab import load_lab
 from trexlab.reference_dut import ReferenceDut
+from trexlab.testbed.inventory import load_lab
 from trexlab.trial import SEND_OVERRUN_TOLERANCE, TrialSpec
 
 from labtools import REPO, playbook

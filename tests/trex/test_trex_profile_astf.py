@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from trexlab import tcp_metrics
 from trexlab.paths import paths
 from trexlab.procedures import rfc6349
-from trexlab.tcp_engines import ASTF_PROFILE, TRexAstfEngine
+from trexlab.tcp import metrics as tcp_metrics
+from trexlab.tcp.engines import ASTF_PROFILE, TRexAstfEngine
 
 PROFILES = paths().trex_profiles
 

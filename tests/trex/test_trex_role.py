@@ -31,7 +31,9 @@ from trexlab.generators.trex import SSHTunnel
 import labtools
 from labtools import changed_count, run
 
-pytestmark = pytest.mark.lab
+# Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
+# other such tests (the `unmeasured` marker).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 
 FAKE_SERVER = """#!/bin/sh
 # Stands in for TRex: records how it was started, runs the start helper as t-rex-64 does (its failure does not

@@ -10,16 +10,16 @@ import fake_astf
 import pytest
 from test_rfc6349 import PATH_MTU, FakeEndpoints, PathGenerator, params
 
-from trexlab import tcp_metrics
 from trexlab.cli import EXIT_BAD_INPUT, build_parser, main
-from trexlab.iperf import TcpTest
 from trexlab.params import InvalidParameter
-from trexlab.plan import plan_cli
+from trexlab.plan.repetition import SUMMARY, repeat
+from trexlab.plan.runplan import plan_cli
 from trexlab.procedures import rfc6349
 from trexlab.procedures.common import RunContext
-from trexlab.repetition import SUMMARY, repeat
-from trexlab.store import PROVENANCE, RESULT, TRIALS
-from trexlab.tcp_engines import ASTF_PROFILE, TRexAstfEngine, direction_stats, flow_rtts
+from trexlab.results.store import PROVENANCE, RESULT, TRIALS
+from trexlab.tcp import metrics as tcp_metrics
+from trexlab.tcp.engines import ASTF_PROFILE, TRexAstfEngine, direction_stats, flow_rtts
+from trexlab.tcp.iperf import TcpTest
 from trexlab.trial import GeneratorError, TrialSpec
 
 LINK_BPS = 1e9
@@ -210,10 +210,10 @@ def test_cli_bad_engine_input_is_one_line(tmp_path, capsys, flags, message):
 
 
 def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
-    from trexlab.campaign import CampaignError, check_requirements
-    from trexlab.experiment import procedure_needs_endpoints, validate
-    from trexlab.lab import Lab, Node
-    from trexlab.lab import TestPort as Port
+    from trexlab.plan.campaign import CampaignError, check_requirements
+    from trexlab.spec.experiment import procedure_needs_endpoints, validate
+    from trexlab.testbed.inventory import Lab, Node
+    from trexlab.testbed.inventory import TestPort as Port
 
     spec = {"name": "kx", "lab": {"kind": "local", "topology": "single"}, "generator": "trex",
             "procedure": {"name": "tcp", "params": {"engine": "trex", "mtu": 1500, "bottleneck_bandwidth": 1e9}}}

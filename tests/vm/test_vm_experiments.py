@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from trexlab.store import load_runs
+from trexlab.results.store import load_runs
 
 from labtools import REPO, VENV
 

@@ -4,7 +4,7 @@ DUT under KVM and every other lab kind give none. (No lab needed: inventories wr
 import pytest
 import yaml
 
-from trexlab.lab import load_lab
+from trexlab.testbed.inventory import load_lab
 
 
 def inventory(tmp_path, kind, accel=None):

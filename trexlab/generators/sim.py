@@ -118,7 +118,7 @@ class SimGenerator:
         pass
 
     def skip_trials(self, count: int) -> None:
-        """Count trials of an uninterrupted run that this generator did not run (trexlab.resume replays them from
+        """Count trials of an uninterrupted run that this generator did not run (trexlab.plan.resume replays them from
         the log): the next trial then draws what it would have drawn."""
         self.trials += count
 

@@ -1,7 +1,7 @@
 """The software generator: swtester (swtester/, C over AF_PACKET) on the lab's tester node.
 
 Each trial runs swtester once on the tester node: inside the tester's network
-namespace on the local lab, over SSH on a remote tester (trexlab.lab.Node.command).
+namespace on the local lab, over SSH on a remote tester (trexlab.testbed.inventory.Node.command).
 The tester's nftables netdev-ingress counters (roles/tester_ports), which match
 only test frames, are read before and after the trial as an independent count:
 on a lossless trial sender, receiver and counter must agree, and any
@@ -18,9 +18,9 @@ import json
 import os
 import subprocess
 
-from trexlab.lab import Lab, LabError, TestPort, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
+from trexlab.testbed.inventory import Lab, LabError, TestPort, load_lab
 from trexlab.trial import (
     NANOSECOND,
     SEND_OVERRUN_TOLERANCE,
@@ -61,7 +61,7 @@ class SoftwareGenerator:
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
             raise LabError("swtester binary not found: run 'make swtester' in a checkout, or set TREXLAB_SWTESTER")
-        # Not a spec's choice (trexlab.spec.SoftwareOptions has no such option), and checked here as well since
+        # Not a spec's choice (trexlab.spec.schema.SoftwareOptions has no such option), and checked here as well since
         # it runs as root: only a build of swtester/Makefile where trexlab finds swtester (an SSH tester's PATH).
         if binary is not None:
             builds = ([str(local.parent / b) for b in BUILDS] if local else []) if self.tester.netns else list(BUILDS)

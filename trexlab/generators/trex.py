@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import Any
 
 from trexlab import __version__
-from trexlab.lab import Lab, Node, load_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
+from trexlab.testbed.inventory import Lab, Node, load_lab
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
     Capabilities,

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from trexlab.estimate import Cost
-    from trexlab.plan import RunPlan
+    from trexlab.plan.estimate import Cost
+    from trexlab.plan.runplan import RunPlan
     from trexlab.procedures.common import RunContext
     from trexlab.trial import TrialSpec
 
@@ -34,16 +34,16 @@ class Procedure(Protocol):
     * ``NAME``: the CLI verb, the spec's ``procedure.name``, the ``procedure`` of its result.json.
     * ``Params``: a frozen dataclass whose ``__post_init__`` checks every field and raises
       :class:`trexlab.params.InvalidParameter` (one line naming the parameter and its allowed range); its fields,
-      with their defaults, are the CLI's flags and the spec's ``procedure.params`` (trexlab.spec).
+      with their defaults, are the CLI's flags and the spec's ``procedure.params`` (trexlab.spec.schema).
     * ``TAKES_RATE``: measures at a rate that may come from the throughput procedure's results (RFC 8219:
       ``--rate-from``, ``rate: {from: throughput}``).
     * ``needs_tcp_endpoints(params)``: whether a run with these ``procedure.params`` (a mapping, as the spec
       gives them) runs on the lab's client and server nodes (campaigns then apply playbooks/tcp-endpoints.yml).
-    * ``check(plan)``: everything about the run that the plan alone tells (trexlab.plan.RunPlan: params,
+    * ``check(plan)``: everything about the run that the plan alone tells (trexlab.plan.runplan.RunPlan: params,
       traffic, the generator's capabilities, the lab's inventory), checked when the plan is made, before any
       host is touched; raises InvalidParameter or LabError (one line). What only the lab can tell (its TCP
       endpoints' configuration, kernel limits) ``run`` checks before its first traffic.
-    * ``cost(params, traffic)``: the lab time of one run (trexlab.estimate.Cost), touching nothing.
+    * ``cost(params, traffic)``: the lab time of one run (trexlab.plan.estimate.Cost), touching nothing.
     * ``run(context, params)``: one run. ``context`` (:class:`trexlab.procedures.common.RunContext`) holds the
       generator, the trial template (its load and duration replaced per trial), ``on_trial(result, context)``
       called the moment each trial ends (the results store appends it) and ``progress(phase, info)``. Returns

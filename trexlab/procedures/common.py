@@ -11,7 +11,7 @@ from trexlab.params import InvalidParameter
 from trexlab.trial import Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
-    from trexlab.plan import RunPlan
+    from trexlab.plan.runplan import RunPlan
 
 #: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
 OnTrial = Callable[[Any, dict], None] | None
@@ -55,8 +55,8 @@ def check_frame_timeout(plan: RunPlan, frame_timeout: float | None) -> None:
 
 
 def simulated_cost(name: str, params, traffic: TrialSpec):
-    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.estimate.simulated_cost)."""
-    from trexlab.estimate import simulated_cost as simulate
+    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost)."""
+    from trexlab.plan.estimate import simulated_cost as simulate
 
     return simulate(name, params, traffic)
 

@@ -19,9 +19,9 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from trexlab.endpoints import Endpoints, require_lab
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import RunContext
+from trexlab.testbed.endpoints import Endpoints, require_lab
 from trexlab.trial import TrialSpec
 
 
@@ -93,7 +93,7 @@ def check(plan) -> None:
 
 def cost(params: Params, traffic: TrialSpec):
     """At most the timeout; how long a download takes is not known before the first one."""
-    from trexlab.estimate import Cost
+    from trexlab.plan.estimate import Cost
 
     return Cost(params.timeout, None, 1, 1, f"{NAME}: at most its timeout {params.timeout:g} s; expected not known "
                                             "before the first download (the refined ETA gives it)")

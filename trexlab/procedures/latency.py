@@ -49,7 +49,7 @@ from trexlab.trial import (
 )
 
 NAME = "latency"
-#: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
+#: Measures at the throughput rate, given or from throughput results (trexlab.plan.rate_from).
 TAKES_RATE = True
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2

@@ -37,7 +37,7 @@ from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import TrialSpec, delay_for_json, format_seconds
 
 NAME = "pdv"
-#: Measures at the throughput rate, given or from throughput results (trexlab.rate_from).
+#: Measures at the throughput rate, given or from throughput results (trexlab.plan.rate_from).
 TAKES_RATE = True
 METHOD = "RFC 8219 section 7.3"
 

@@ -12,7 +12,7 @@ RFC 2544 procedures use:
 3. baseline RTT: one connection at low load (a share of BB), the smallest RTT
    the sender's kernel saw.
 4. BDP = BB x RTT; window per connection = BDP / connections (or declared).
-5. TCP tests, by one of two engines (trexlab.tcp_engines, --engine): iperf3
+5. TCP tests, by one of two engines (trexlab.tcp.engines, --engine): iperf3
    between the lab's client and server nodes, or TRex ASTF playing client
    (tester port 0) and server (tester port 1) through the DUT: download,
    upload, bidirectional with that many connections; one connection with the
@@ -40,13 +40,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from trexlab import tcp_engines, tcp_metrics
-from trexlab.endpoints import Endpoints, require_lab
-from trexlab.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.media import media_speed
 from trexlab.params import InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, TrialRunner
+from trexlab.tcp import engines as tcp_engines
+from trexlab.tcp import metrics as tcp_metrics
+from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
+from trexlab.testbed.endpoints import Endpoints, require_lab
 from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialSpec
 
 NAME = "tcp"
@@ -239,7 +240,7 @@ def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
 
 def cost(params: Params, traffic: TrialSpec):
     """MTU trials, the bottleneck search, the baseline RTT and the TCP tests, each of declared length."""
-    from trexlab.estimate import Cost
+    from trexlab.plan.estimate import Cost
 
     # One test after another (plan_tests, _groups): each reduced window is its own test, the DSCP connections run
     # together.

@@ -36,10 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trexlab.params import check_range
+from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, simulated_cost
-from trexlab.repetition import repetition_dir
-from trexlab.store import read_json, write_json_atomic
+from trexlab.results.store import read_json, write_json_atomic
 from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
 NAME = "selftest"

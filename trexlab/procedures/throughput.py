@@ -45,7 +45,7 @@ class Params:
     frame_timeout: float | None = None  # s; None: frames count until the receive tail ends
     media: str = "10g"  # for the default max_rate
     tester_ceiling: float | None = None  # fps from a self-test; results near it are flagged
-    # Repeated runs (trexlab.adaptive): start each repetition after the first from bounds near the median of
+    # Repeated runs (trexlab.plan.adaptive): start each repetition after the first from bounds near the median of
     # those before it, rather than from the whole range (disclosed: start_bounds in each result's params).
     warm_start: bool = False
     start_bounds: tuple[float, float] | None = None  # (low, high) fps: verified first, widened when they fail

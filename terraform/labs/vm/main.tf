@@ -3,6 +3,7 @@
 # (tester side, moved into the tester's namespace) and virtio NICs (DUT side); the dual topology's middle
 # link is a datagram socket pair between the two QEMUs. Management: a tap from the root namespace per VM,
 # IPv6 in the lab's block of 2001:2:0:ff80::/57, so Ansible reaches a VM over SSH like any other node.
+# The TCP endpoints (client, server) are namespaces too, as on the local lab (tcp_endpoints).
 #
 # Only the built-in terraform_data resource is used: nothing to download. The guest image (kernel, root
 # file system with Jool) and the accelerator (KVM where it works, else TCG) are prepared by
@@ -60,6 +61,38 @@ locals {
     tap = l[0] == "tester" || l[2] == "tester" ? "tl${var.lab_name}t${i}" : null
   }]
 
+  # TCP endpoints (docs/architecture.md), made as on the local lab: the client on tester port 0's link, the
+  # server on port 1's, each a namespace of the host whose port is a macvlan child of that tester port (a tap
+  # QEMU holds), so their kernel TCP crosses the DUT VM's ports and netem qdiscs like the test frames.
+  # Fixed indexes 8 and 9 keep management addresses and MACs apart from the tester and VMs (indexes 1-3).
+  endpoint_names = var.tcp_endpoints ? ["client", "server"] : []
+  endpoint = {
+    client = { index = 8, tester_port = 0, ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64" }
+    server = { index = 9, tester_port = 1, ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64" }
+  }
+  endpoints = {
+    for n in local.endpoint_names : n => {
+      role         = n
+      netns        = "tl-${var.lab_name}-${n}"
+      mgmt_root_if = "tl${var.lab_name}m${local.endpoint[n].index}"
+      mgmt_root    = "${local.mgmt_prefix}::${2 * local.endpoint[n].index}"
+      ansible_host = "${local.mgmt_prefix}::${2 * local.endpoint[n].index + 1}"
+      cpus         = []
+      dut_position = null
+      mgmt_mac     = null
+      host_cpus    = []
+      test_ports = [{
+        index    = 0
+        name     = "tcp0"
+        mac      = format("02:74:6c:%02x:%02x:00", local.lab_byte, local.endpoint[n].index)
+        ipv4     = local.endpoint[n].ipv4
+        ipv6     = local.endpoint[n].ipv6
+        peer_mac = module.topology.nodes.tester.test_ports[local.endpoint[n].tester_port].peer_mac
+        pci      = null
+      }]
+    }
+  }
+
   plan = {
     lab       = var.lab_name
     topology  = var.topology
@@ -70,8 +103,15 @@ locals {
       accel      = var.accel
       memory_mib = var.memory_mib
     }
-    nodes = local.nodes
+    nodes = merge(local.nodes, local.endpoints)
     links = local.links
+    macvlans = [for n, e in local.endpoints : {
+      node       = n
+      port       = e.test_ports[0].name
+      mac        = e.test_ports[0].mac
+      lower_node = "tester"
+      lower_port = local.port_name.tester[local.endpoint[n].tester_port]
+    }]
   }
 }
 
@@ -111,7 +151,7 @@ module "inventory" {
   # (vmlab.py empties the file when it makes the VMs again).
   known_hosts = { file = "${var.state_dir}/known_hosts", policy = "accept-new" }
   nodes = {
-    for name, n in local.nodes : name => {
+    for name, n in merge(local.nodes, local.endpoints) : name => {
       role         = n.role
       ansible_host = n.ansible_host
       ssh_key      = "${var.state_dir}/id_ed25519"

@@ -18,6 +18,12 @@ variable "topology" {
   }
 }
 
+variable "tcp_endpoints" {
+  description = "Client and server nodes (host namespaces with kernel TCP stacks for RFC 6349 and HTTP tests) beside tester ports 0 and 1, as on the local lab."
+  type        = bool
+  default     = true
+}
+
 variable "state_dir" {
   description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, QEMU pid files, consoles)."
   type        = string

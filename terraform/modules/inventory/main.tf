@@ -25,7 +25,7 @@ locals {
       },
       n.role == "dut" ? { trexlab_dut_position = n.dut_position } : {},
       # Host keys checked against the lab's known_hosts (ansible_host_key_checking per host: ansible.cfg's
-      # default stays off for inventories of older labs); trexlab.lab reads the same two values for its ssh.
+      # default stays off for inventories of older labs); trexlab.testbed.inventory reads the same two values for its ssh.
       var.known_hosts == null ? { ansible_ssh_common_args = "-o UserKnownHostsFile=/dev/null" } : {
         ansible_host_key_checking                         = true
         ansible_ssh_common_args                           = "-o UserKnownHostsFile=${var.known_hosts.file} -o StrictHostKeyChecking=${var.known_hosts.policy}"

@@ -6,7 +6,8 @@
     VMLAB_PLAN='<json>' vmlab.py down     stop the QEMUs (by PID), remove taps, namespace and runtime files
     VMLAB_PLAN='<json>' vmlab.py status   exit 0 when every piece of the lab is in place
 
-The tester node is made exactly as the local lab makes its nodes (terraform/labs/local/scripts/nslab.py).
+The tester node, and the client and server nodes (TCP endpoints: macvlan children of the tester ports), are
+made exactly as the local lab makes them (terraform/labs/local/scripts/nslab.py).
 Every QEMU is started directly (no daemonizing wrapper), so the PID recorded is QEMU's own; every wait is
 bounded, and a VM that does not answer SSH in time is stopped and its console shown. ``up`` first removes
 whatever an interrupted run of the same lab left. Standard library only: it runs with the system python3.
@@ -161,8 +162,13 @@ def vm_nodes(plan: dict) -> dict[str, dict]:
     return {name: node for name, node in plan["nodes"].items() if node["netns"] is None}
 
 
+def namespace_nodes(plan: dict) -> dict[str, dict]:
+    """The tester and the TCP endpoints (client, server): namespaces of the host."""
+    return {name: node for name, node in plan["nodes"].items() if node["netns"] is not None}
+
+
 def tester(plan: dict) -> tuple[str, dict]:
-    return next((name, node) for name, node in plan["nodes"].items() if node["netns"] is not None)
+    return next((name, node) for name, node in plan["nodes"].items() if node["role"] == "tester")
 
 
 def home(plan: dict, name: str) -> Path:
@@ -242,6 +248,16 @@ def attach_tester_ports(plan: dict) -> None:
         sh("ip", "link", "set", "dev", end["port"], "up", netns=ns)
 
 
+def wait_for_endpoint_ports(plan: dict) -> None:
+    """Return once every TCP endpoint's port (a macvlan of a tester port) is operationally up."""
+    deadline = time.monotonic() + CARRIER_TIMEOUT
+    for macvlan in plan.get("macvlans", []):
+        netns = plan["nodes"][macvlan["node"]]["netns"]
+        if not nslab.wait_for_link_state(macvlan["port"], "operstate", "up", deadline, netns):
+            raise SystemExit(f"vmlab: {macvlan['node']} port {macvlan['port']} has no carrier after "
+                             f"{CARRIER_TIMEOUT:.0f} s")
+
+
 def wait_for_vms(plan: dict) -> None:
     """Return once every VM answers on its SSH port; stop early, showing the console, if a QEMU ended."""
     deadline = time.monotonic() + BOOT_TIMEOUT
@@ -272,11 +288,12 @@ def up(plan: dict) -> None:
             raise SystemExit(f"vmlab: guest image file {path} is missing: lab-up prepares it (scripts/lab.sh)")
     nslab.ssh_keys(state)
     Path("/run/sshd").mkdir(exist_ok=True)
-    tester_name, tester_node = tester(plan)
-    nslab.add_namespace_node(tester_node)
-    nslab.start_sshd(plan, tester_name, tester_node)
-    # A fresh known_hosts: the tester's generated key; each new guest's key is recorded at first contact.
-    nslab.write_known_hosts({"state_dir": plan["state_dir"], "nodes": {tester_name: tester_node}})
+    hosts = namespace_nodes(plan)
+    for name, node in hosts.items():
+        nslab.add_namespace_node(node)
+        nslab.start_sshd(plan, name, node)
+    # A fresh known_hosts: the namespaces' generated keys; each new guest's key is recorded at first contact.
+    nslab.write_known_hosts({"state_dir": plan["state_dir"], "nodes": hosts})
     for link in plan["links"]:
         if link["tap"]:
             sh("ip", "tuntap", "add", "dev", link["tap"], "mode", "tap")
@@ -284,7 +301,10 @@ def up(plan: dict) -> None:
         for name, node in vm_nodes(plan).items():
             start_vm(plan, name, node)
         attach_tester_ports(plan)
-        nslab.wait_for_ssh({"nodes": {tester_name: tester_node}})
+        for macvlan in plan.get("macvlans", []):  # on the tester ports, now in the tester's namespace
+            nslab.add_endpoint_port(plan, macvlan)
+        nslab.wait_for_ssh({"nodes": hosts})
+        wait_for_endpoint_ports(plan)
         wait_for_vms(plan)
     except BaseException:
         down(plan)  # nothing half made stays behind
@@ -304,17 +324,18 @@ def down(plan: dict) -> None:
             (h / file).unlink(missing_ok=True)
         if h.is_dir():
             h.rmdir()
-    tester_name, tester_node = tester(plan)
-    nslab.remove_namespace_node(tester_node, nslab.namespaces())  # its tester ports (taps) go with it
-    nslab.remove_node_files(plan, tester_name)
+    present = nslab.namespaces()
+    for name, node in namespace_nodes(plan).items():  # the tester's ports (taps) and their macvlans go with them
+        nslab.remove_namespace_node(node, present)
+        nslab.remove_node_files(plan, name)
     for link in plan["links"]:
         if link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
             sh("ip", "link", "delete", link["tap"], check=False)
 
 
 def status(plan: dict) -> bool:
-    tester_name, tester_node = tester(plan)
-    if not nslab.namespace_node_ok(plan, tester_name, tester_node, nslab.namespaces()):
+    present = nslab.namespaces()
+    if not all(nslab.namespace_node_ok(plan, name, node, present) for name, node in namespace_nodes(plan).items()):
         return False
     for name, node in vm_nodes(plan).items():
         try:

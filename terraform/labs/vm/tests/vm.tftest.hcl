@@ -62,3 +62,36 @@ run "dual_plan_has_the_shape_of_every_lab" {
     error_message = "QEMU runs on the CPUs the tester does not use"
   }
 }
+
+run "tcp_endpoints_are_namespaces_on_the_tester_links" {
+  command = plan
+
+  assert {
+    condition     = output.plan.nodes.client.netns == "tl-tfv-client" && output.plan.nodes.server.netns == "tl-tfv-server"
+    error_message = "the client and server are namespaces of the host, as on the local lab"
+  }
+  assert {
+    condition     = output.plan.nodes.client.test_ports[0].peer_mac == output.plan.nodes.dut1.test_ports[0].mac && output.plan.nodes.server.test_ports[0].peer_mac == output.plan.nodes.dut2.test_ports[1].mac
+    error_message = "the client faces the first DUT's left port, the server the last DUT's right port"
+  }
+  assert {
+    condition     = length(output.plan.macvlans) == 2 && output.plan.macvlans[0].lower_port == "port0" && output.plan.macvlans[1].lower_port == "port1"
+    error_message = "their ports are macvlans of tester ports 0 and 1 (the taps QEMU holds)"
+  }
+  assert {
+    condition     = module.inventory.inventory.all.children.server.hosts.server.trexlab_netns == "tl-tfv-server" && !can(module.inventory.inventory.all.children.client.hosts.client.trexlab_vm_accel)
+    error_message = "the inventory has the endpoints in the shape of the local lab's"
+  }
+}
+
+run "no_tcp_endpoints_when_not_wanted" {
+  command = plan
+  variables {
+    tcp_endpoints = false
+  }
+
+  assert {
+    condition     = length(output.plan.macvlans) == 0 && !contains(keys(output.plan.nodes), "client")
+    error_message = "tcp_endpoints = false makes no client or server"
+  }
+}

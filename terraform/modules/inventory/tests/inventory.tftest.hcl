@@ -139,7 +139,7 @@ run "host_keys_are_checked_against_the_labs_own_known_hosts" {
     condition = alltrue([for h in [output.inventory.all.children.tester.hosts.tester, output.inventory.all.children.dut.hosts.dut1] :
       tostring(h.ansible_host_key_checking) == "true" && h.ansible_ssh_common_args == "-o UserKnownHostsFile=/state/known_hosts -o StrictHostKeyChecking=yes"
     && h.trexlab_known_hosts == "/state/known_hosts" && h.trexlab_host_key_checking == "yes"])
-    error_message = "Ansible and trexlab.lab verify every node against the lab's known_hosts"
+    error_message = "Ansible and trexlab.testbed.inventory verify every node against the lab's known_hosts"
   }
 }
 

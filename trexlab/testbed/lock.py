@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from trexlab.lab import Lab, LabError
-from trexlab.store import write_json_atomic
+from trexlab.results.store import write_json_atomic
+from trexlab.testbed.inventory import Lab, LabError
 
 #: Seconds between two looks at the run's descendants: a child younger than this at a SIGKILL is missed.
 SCAN_INTERVAL = 0.2

@@ -119,7 +119,7 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path / PROVENANCE, provenance)
-        # A rerun of an unfinished run keeps what its log held (trexlab.resume replays it into the search, which
+        # A rerun of an unfinished run keeps what its log held (trexlab.plan.resume replays it into the search, which
         # writes each replayed record back as it was) and starts the file afresh, a line cut short included.
         self.logged = read_trials(self.path)
         self._trials = open(self.path / TRIALS, "w")

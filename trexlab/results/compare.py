@@ -3,7 +3,7 @@
     table = compare_campaigns("results/demo/c-aaaa", "results/demo/c-bbbb")   # B against A (the baseline)
 
 For each sweep point the two campaigns share, and each headline figure both measured: the median of each
-(trexlab.stats, as every table shows it), their difference, and the shift of B against A with a
+(trexlab.results.stats, as every table shows it), their difference, and the shift of B against A with a
 distribution-free confidence interval, from which the verdict follows:
 
 * **shift**: the Hodges-Lehmann estimate, the median of the m x n differences b_j - a_i between
@@ -34,8 +34,8 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from trexlab import analysis
-from trexlab.stats import is_censored, numeric, summarize
+from trexlab.results import analysis
+from trexlab.results.stats import is_censored, numeric, summarize
 
 CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).

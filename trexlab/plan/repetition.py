@@ -5,7 +5,7 @@ repetition, siitperf's authors repeat 20 times and report median, minimum and
 maximum. ``repeat`` runs a procedure N times into ``<parent>/rep-<k>/``; when
 it is started again on the same parent it keeps finished repetitions (those
 with result.json) and resumes the unfinished one from its trial log
-(trexlab.resume), so an interrupted campaign loses no repetition, duplicates
+(trexlab.plan.resume), so an interrupted campaign loses no repetition, duplicates
 none, and loses at most the trial that was running.
 """
 
@@ -17,12 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trexlab.adaptive import RepetitionRule, rule_text, warm_bounds
+from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
+from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures.common import RunContext
-from trexlab.resume import Replay, skip_trials
-from trexlab.stats import Observation, is_censored, summarize
-from trexlab.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
+from trexlab.results.stats import Observation, is_censored, summarize
+from trexlab.results.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -37,9 +37,9 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
            parent: str | Path, provenance: dict, progress: Callable[[str, dict], None] | None = None) -> dict:
     """Run (or finish) the repetitions; write and return the summary of their headline figures.
 
-    ``repetitions``: a count, or a rule (trexlab.adaptive) that may stop before its maximum. A repetition
-    interrupted mid-search is resumed from its trial log (trexlab.resume); ``params.warm_start`` starts each
-    repetition's search near the earlier ones' median (trexlab.adaptive.warm_bounds)."""
+    ``repetitions``: a count, or a rule (trexlab.plan.adaptive) that may stop before its maximum. A repetition
+    interrupted mid-search is resumed from its trial log (trexlab.plan.resume); ``params.warm_start`` starts each
+    repetition's search near the earlier ones' median (trexlab.plan.adaptive.warm_bounds)."""
     rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
     module = procedure_of(procedure)
     parent = Path(parent)

@@ -1,9 +1,9 @@
 """The experiment spec as types: frozen dataclasses whose fields carry their documentation and units.
 
 The JSON Schema editors use (``trexlab schema``) and the one trexlab validates specs with
-(trexlab.experiment) are generated from these types, so a key is declared once. Values a type alone cannot
+(trexlab.spec.experiment) are generated from these types, so a key is declared once. Values a type alone cannot
 bound are checked where they are used: procedure parameters by each procedure's ``Params``, DUT blocks by
-their role's ``meta/argument_specs.yml`` and the run plan (trexlab.plan), traffic by ``TrialSpec``.
+their role's ``meta/argument_specs.yml`` and the run plan (trexlab.plan.runplan), traffic by ``TrialSpec``.
 
 ``check_fields`` is the one type check of a mapping against a dataclass (spec traffic, procedure params,
 generator options, CLI values): each error is one line naming the key.
@@ -122,7 +122,7 @@ class ExperimentSpec:
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
     repetitions: int | dict = field(default=20, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
-        "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.adaptive)",
+        "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
     scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
 
@@ -359,11 +359,11 @@ def experiment_schema(detailed: bool = True) -> dict:
     the DUT roles' options (their meta/argument_specs.yml), each declared once where it is used.
 
     detailed=False leaves the procedure's params, the generator's options and the role blocks as plain
-    mappings: trexlab.experiment validates with that schema first and then checks those by their own types
+    mappings: trexlab.spec.experiment validates with that schema first and then checks those by their own types
     (Params, the options classes, the roles' specs), whose one-line errors say more than a schema's would."""
-    from trexlab.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
+    from trexlab.plan.rate_from import GIVES_RATE
     from trexlab.procedures import registry
-    from trexlab.rate_from import GIVES_RATE
+    from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
 
     schema: dict[str, typing.Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema",
                                      "title": "trexlab experiment spec",
@@ -381,7 +381,7 @@ def experiment_schema(detailed: bool = True) -> dict:
     for name, module in registry().items():
         params = schema_of(module.Params)
         params.pop("required", None)
-        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.rate_from)
+        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.plan.rate_from)
             params["properties"]["rate"] = {"anyOf": [params["properties"]["rate"], {
                 "type": "object", "additionalProperties": False, "required": ["from"],
                 "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}

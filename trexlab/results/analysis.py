@@ -5,9 +5,9 @@
     compare(runs_single, runs_dual, "throughput_fps", by="destination_networks")
     export(table, "out.csv") / export(table, "out.parquet")
 
-Statistics come from trexlab.stats (median, min, max, 1st/99th percentile,
+Statistics come from trexlab.results.stats (median, min, max, 1st/99th percentile,
 dispersion = (max - min) / median): the same numbers the CLI prints. Each
-repetition is read with what limits it (trexlab.repetition.observation): a
+repetition is read with what limits it (trexlab.plan.repetition.observation): a
 search that ended below the minimum load is a censored observation ("< 100"),
 a tester-bound repetition (stretched trials, tester drops, near the tester's
 ceiling) may hold the median down, which the tables and plots then show as a
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from trexlab.repetition import SUMMARY, method_line
-from trexlab.stats import Observation, is_censored, numeric, summarize
-from trexlab.store import load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.plan.repetition import SUMMARY, method_line
+from trexlab.results.stats import Observation, is_censored, numeric, summarize
+from trexlab.results.store import load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -187,7 +187,7 @@ SUMMARY_CSV = "summary.csv"
 def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
     """Write a campaign's summary.csv (one row per sweep point and headline figure: its statistics over the
     repetitions, as summary.json and the report have them) and trials.parquet (every finished run's trials,
-    the run column relative to the campaign, e.g. "<point>/rep-001"; see trexlab.store)."""
+    the run column relative to the campaign, e.g. "<point>/rep-001"; see trexlab.results.store)."""
     campaign = Path(campaign)
     runs = load_campaigns(campaign)
     sweep = sweep_columns(runs)

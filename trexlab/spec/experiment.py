@@ -27,11 +27,12 @@ from typing import Any
 import jsonschema
 import yaml
 
-from trexlab import reference_dut, rolevalues, safeyaml
+from trexlab import reference_dut, rolevalues
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.rate_from import GIVES_RATE, split_rate_from
-from trexlab.spec import SWEEP_POINTS_MAX, experiment_schema
+from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
+from trexlab.spec import safeyaml
+from trexlab.spec.schema import SWEEP_POINTS_MAX, experiment_schema
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -53,7 +54,7 @@ DEFAULT_REPETITIONS = 20
 
 @functools.cache
 def schema() -> dict:
-    """The schema specs are validated with first, generated from their types (trexlab.spec); ``trexlab schema``
+    """The schema specs are validated with first, generated from their types (trexlab.spec.schema); ``trexlab schema``
     prints the detailed one editors use."""
     return experiment_schema(detailed=False)
 
@@ -103,15 +104,15 @@ class Experiment:
 
     @property
     def repetition_rule(self):
-        """A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule)."""
-        from trexlab.adaptive import repetition_rule
+        """A count, or adaptive repetitions (trexlab.plan.adaptive.RepetitionRule)."""
+        from trexlab.plan.adaptive import repetition_rule
 
         return repetition_rule(self.spec)
 
     @property
     def lab_kind(self) -> str | None:
         """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
-        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.campaign): the kernel
+        A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.plan.campaign): the kernel
         features it needs are checked on the DUTs themselves (lab.requires)."""
         return (self.spec.get("lab") or {}).get("kind")
 
@@ -287,7 +288,7 @@ def _check_dut(point: SweepPoint, source: str) -> None:
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
     for block, settings in (point.spec.get("dut") or {}).items():
         _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
-        try:  # the strings that reach the DUT: names, paths, addresses (the lab's own rules: trexlab.plan)
+        try:  # the strings that reach the DUT: names, paths, addresses (the lab's own rules: trexlab.plan.runplan)
             rolevalues.check_dut_block(block, settings)
         except InvalidParameter as exc:
             raise InvalidExperiment(f"{where}: dut.{block}.{exc}") from None
@@ -323,7 +324,7 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
 
 def _check_point(point: SweepPoint, source: str) -> None:
     """Build the traffic template and procedure parameters of a point: their own checks apply."""
-    from trexlab.plan import check_generator_options, procedure_params, traffic_template
+    from trexlab.plan.runplan import check_generator_options, procedure_params, traffic_template
     from trexlab.procedures import names, procedure, taking_rate
 
     spec = point.spec
@@ -354,7 +355,7 @@ def _check_point(point: SweepPoint, source: str) -> None:
 
 
 def procedure_params_class(name: str):
-    """A procedure's Params class (trexlab.plan.procedure_params builds one from a mapping, checked)."""
+    """A procedure's Params class (trexlab.plan.runplan.procedure_params builds one from a mapping, checked)."""
     from trexlab.procedures import procedure
 
     return procedure(name).Params

@@ -25,7 +25,7 @@ from trexlab.params import InvalidParameter
 
 #: The confidence of the median's interval.
 CONFIDENCE = 0.95
-DEFAULT_REPETITIONS = 20  # as trexlab.experiment's; a spec without repetitions runs this many
+DEFAULT_REPETITIONS = 20  # as trexlab.spec.experiment's; a spec without repetitions runs this many
 
 
 def binomial_cdf(k: int, n: int) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 
-from trexlab.lab import Lab, LabError
+from trexlab.testbed.inventory import Lab, LabError
 from trexlab.trial import GeneratorError
 
 PLAYBOOK = "playbooks/tcp-endpoints.yml"

@@ -1,6 +1,6 @@
 """TCP engines of the RFC 6349 procedure: what opens the connections and counts what they carry.
 
-* ``iperf3``: kernel TCP on the lab's client and server nodes (trexlab.iperf);
+* ``iperf3``: kernel TCP on the lab's client and server nodes (trexlab.tcp.iperf);
 * ``trex``: TRex advanced stateful (ASTF) on the tester's two ports, clients
   behind port 0 and the server behind port 1, through the DUT
   (trex-profiles/astf_tcp_throughput.py), read from TRex's TCP counters.
@@ -39,12 +39,12 @@ import math
 import time
 from typing import Protocol
 
-from trexlab.endpoints import Endpoints, read_number
 from trexlab.generators.trex import TRexSession, load_client_api
-from trexlab.iperf import DirectionStats, TcpTest, parse, run_tests
-from trexlab.lab import Lab, LabError
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
+from trexlab.tcp.iperf import DirectionStats, TcpTest, parse, run_tests
+from trexlab.testbed.endpoints import Endpoints, read_number
+from trexlab.testbed.inventory import Lab, LabError
 from trexlab.trial import GeneratorError
 
 ENGINES = ("iperf3", "trex")

@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 
 from trexlab.media import max_frame_rate, media_speed
+from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.procedures.common import RunContext
-from trexlab.rate_from import GIVES_RATE, split_rate_from
 from trexlab.trial import Latency, TrialResult, TrialSpec
 
 #: DUT capacities per decade of the grid; 8 puts neighbours 33 % apart, finer than any search's first steps.
@@ -126,8 +126,8 @@ def simulated_cost(name: str, params, traffic: TrialSpec) -> Cost:
 
 def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
     """One repetition of a sweep point: its procedure, and the throughput it takes its rate from (if it does)."""
-    from trexlab.experiment import procedure_params_class
     from trexlab.procedures import procedure
+    from trexlab.spec.experiment import procedure_params_class
 
     template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(traffic or {})})
     raw, rate_from = split_rate_from(raw_params or {})
@@ -159,7 +159,7 @@ class PointPlan:
 
 def plan(experiment) -> list[PointPlan]:
     """Every sweep point of an (already validated) experiment with its repetitions and the cost of one."""
-    from trexlab.adaptive import repetition_rule
+    from trexlab.plan.adaptive import repetition_rule
 
     rule = repetition_rule(experiment.spec)
     cache: dict[str, Cost] = {}
@@ -186,7 +186,7 @@ def hours(seconds: float | None) -> str:
 
 def plan_lines(experiment, plans: list[PointPlan]) -> list[str]:
     """The dry run's report: points, repetitions and lab time, with how it was estimated."""
-    from trexlab.adaptive import repetition_rule
+    from trexlab.plan.adaptive import repetition_rule
 
     rule = repetition_rule(experiment.spec)
     lines = [f"experiment {experiment.name}: {len(plans)} point(s), {rule.describe()} each, procedure "

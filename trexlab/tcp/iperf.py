@@ -2,7 +2,7 @@
 
 The server node runs one iperf3 server per port (roles/tcp_endpoints, with
 --json); each test runs the iperf3 client on the client node through
-trexlab.lab.Node.command (inside its namespace locally, over SSH elsewhere) with
+trexlab.testbed.inventory.Node.command (inside its namespace locally, over SSH elsewhere) with
 --json --get-server-output, so one report holds both ends: the receiver's good
 bytes and the sender's bytes, retransmissions and RTTs, for either direction.
 

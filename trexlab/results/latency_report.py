@@ -17,7 +17,7 @@ import io
 import json
 from pathlib import Path
 
-from trexlab.store import read_trials
+from trexlab.results.store import read_trials
 from trexlab.trial import DIRECTIONS, Latency, format_seconds, lost_tags_text
 
 #: The trials whose histograms are plotted (not RFC 2544's one-tag trials, nor a self-test's).

@@ -2,7 +2,7 @@
 
     results/<experiment>/<campaign-id>/campaign.json     the expanded spec and its points
     results/<experiment>/<campaign-id>/points.jsonl      one line per point attempt: done / failed + error
-    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.store)
+    results/<experiment>/<campaign-id>/<point-id>/rep-<k>/   run directories (trexlab.results.store)
 
 The campaign id defaults to a hash of the (scaled) spec, so running the same
 experiment again resumes it: finished points and repetitions are skipped, the
@@ -23,9 +23,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trexlab import estimate
-from trexlab.analysis import export_campaign
-from trexlab.experiment import (
+import yaml
+
+from trexlab.params import InvalidParameter
+from trexlab.paths import paths
+from trexlab.plan import estimate
+from trexlab.plan.repetition import SUMMARY, summary_lines
+from trexlab.plan.runplan import RunPlan, default_campaign_id, execute, plan_campaign
+from trexlab.procedures import selftest
+from trexlab.procedures.http_download import DownloadError
+from trexlab.results.analysis import export_campaign
+from trexlab.results.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.spec.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
     Experiment,
@@ -34,15 +43,8 @@ from trexlab.experiment import (
     procedure_needs_endpoints,
     role_vars,
 )
-from trexlab.lab import Lab, LabError, load_lab
-from trexlab.lablock import LabLock
-from trexlab.params import InvalidParameter
-from trexlab.paths import paths
-from trexlab.plan import RunPlan, default_campaign_id, execute, plan_campaign
-from trexlab.procedures import selftest
-from trexlab.procedures.http_download import DownloadError
-from trexlab.repetition import SUMMARY, summary_lines
-from trexlab.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.testbed.inventory import Lab, LabError, load_lab
+from trexlab.testbed.lock import LabLock
 from trexlab.trial import GeneratorError
 
 
@@ -120,6 +122,36 @@ def lab_kind_warning(experiment: Experiment, lab: Lab | None) -> str | None:
             "its figures are not those of the declared set-up")
 
 
+def configured_networks(lab: Lab) -> int | None:
+    """The destination networks the lab's last complete playbooks/site.yml configured (its record beside the
+    inventory), or None where there is no such record."""
+    try:
+        return int(json.loads((Path(lab.inventory).parent / "configured.json").read_text())["trexlab_networks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
+    """Whether roles/tcp_endpoints is applied on the lab's client and server with exactly these settings (the
+    spec's endpoints block over the role's defaults), as the facts it keeps beside the inventory say."""
+    defaults = yaml.safe_load((paths().roles / ENDPOINTS_CONFIG[1] / "defaults" / "main.yml").read_text())
+    want = {key: endpoints.get(key, defaults.get(f"{ENDPOINTS_CONFIG[1]}_{key}"))
+            for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control")}
+    try:
+        server = lab.node_facts(lab.server.name).get("tcp_endpoints") or {}
+        client = lab.node_facts(lab.client.name).get("tcp_endpoints") or {}
+        return (server.get("role"), client.get("role")) == ("server", "client") and all([
+            server.get("http_file_bytes") == int(want["http_file_mib"]) * 1048576,
+            server.get("http_port") == int(want["http_port"]),
+            server.get("http_path") == "/" + str(want["http_file"]),
+            server.get("iperf3_ports") == [int(p) for p in want["iperf3_ports"]],
+            server.get("congestion_control") == client.get("congestion_control")
+            == (want["congestion_control"] or None),
+        ])
+    except (LabError, AttributeError, TypeError, ValueError):
+        return False
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -174,8 +206,14 @@ class Campaign:
         # The base configuration (routing for the point's networks, tuning) changes only with the number of
         # networks: every point restores what it adds on top. Applying it again would change nothing but
         # costs half a minute per point on an emulated (VM lab) DUT.
+        # The same holds for a lab whose last complete site.yml (make configure, or an earlier campaign)
+        # recorded this number of networks: lab-up removes that record, and site.yml removes it first thing.
         if networks != self._based_on_networks:
-            self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
+            if configured_networks(self.lab) == networks:
+                self.progress(f"the lab is configured for {networks} destination network(s) (configured.json "
+                              "beside the inventory): playbooks/site.yml not applied again")
+            else:
+                self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
             self._based_on_networks = networks
         undo = []
         for block, (playbook, role) in DUT_CONFIG.items():
@@ -234,6 +272,12 @@ class Campaign:
             return
         playbook, role = ENDPOINTS_CONFIG
         settings = role_vars(role, self.experiment.spec.get("endpoints") or {})
+        if endpoints_configured_as(self.lab, self.experiment.spec.get("endpoints") or {}):
+            # Nothing to change, so nothing to restore: they stay as found (half a minute each way saved).
+            self.progress(f"the TCP endpoints are configured as this experiment needs them ({playbook} applied "
+                          "earlier, its facts beside the inventory): left as they are")
+            yield
+            return
         self.progress(f"configuring the TCP endpoints ({playbook})")
         try:
             self.playbook(playbook, {**settings, f"{role}_state": "present"})

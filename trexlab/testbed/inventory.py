@@ -190,8 +190,9 @@ def _mapping(value: object, where: str) -> dict:
 def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     """Read a generated inventory (hosts.yml) into a Lab; its values that reach hosts are checked
     (trexlab.rolevalues), each error one line naming the inventory and the key."""
-    from trexlab import rolevalues, safeyaml
+    from trexlab import rolevalues
     from trexlab.params import InvalidParameter
+    from trexlab.spec import safeyaml
 
     path = Path(inventory or os.environ.get("TREXLAB_INVENTORY") or DEFAULT_INVENTORY)
     if not path.is_file():

@@ -35,7 +35,7 @@ SUBDIR = GIVES_RATE
 
 def median_throughput(path: str | Path) -> tuple[float, dict]:
     """(rate, source) from the finished throughput runs at or below path."""
-    from trexlab.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
+    from trexlab.results.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
 
     path = Path(path)
     runs = [run for run in run_dirs([path]) if (run / RESULT).is_file()]

@@ -1,10 +1,10 @@
 """One validated run plan: what a CLI verb or one point of a campaign will run, checked before any host is touched.
 
-    CLI verb  --plan_cli-->      RunPlan --execute--> repetitions in plan.output (trexlab.repetition)
+    CLI verb  --plan_cli-->      RunPlan --execute--> repetitions in plan.output (trexlab.plan.repetition)
     campaign  --plan_campaign--> [RunPlan, ...]  (every point's plan, all valid before the first runs)
 
 A RunPlan holds everything a run needs, validated: the procedure and its parameters, the trial template,
-the generator and its options (typed: trexlab.spec), the lab, the DUT configuration (its values that reach
+the generator and its options (typed: trexlab.spec.schema), the lab, the DUT configuration (its values that reach
 a host checked by trexlab.rolevalues), the tester ceiling it compares against, what identifies the run in
 its provenance, and its output directory inside the results root. Making a plan reads local files only
 (the spec, the inventory, the ceilings file); the generator is made from the plan (``create_generator``)
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trexlab import rolevalues
-from trexlab.adaptive import RepetitionRule
-from trexlab.lab import Lab, LabError, load_lab
 from trexlab.params import InvalidParameter, check_range
-from trexlab.spec import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
+from trexlab.plan.adaptive import RepetitionRule
+from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
+from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.trial import Capabilities, TrialSpec
 
 if TYPE_CHECKING:
@@ -51,10 +51,10 @@ class RunPlan:
     #: The trial template: the procedure sets each trial's load and duration.
     traffic: TrialSpec
     generator: str
-    #: The generator's options, typed and checked (trexlab.spec; never a program to run).
+    #: The generator's options, typed and checked (trexlab.spec.schema; never a program to run).
     generator_options: Mapping[str, object]
     lab: Lab | None
-    #: A count, or adaptive repetitions (trexlab.adaptive.RepetitionRule: at most its maximum).
+    #: A count, or adaptive repetitions (trexlab.plan.adaptive.RepetitionRule: at most its maximum).
     repetitions: int | RepetitionRule
     #: The run's directory (its rep-<k>/ below), inside the results root.
     output: Path
@@ -63,7 +63,7 @@ class RunPlan:
     tester_ceiling: Mapping | None
     #: What identifies the invocation in provenance: argv for the CLI; experiment, campaign, point, sweep, spec.
     facts: Mapping[str, object] = field(default_factory=dict)
-    #: The DUT configuration, (block, settings) in the order applied (trexlab.experiment.DUT_CONFIG).
+    #: The DUT configuration, (block, settings) in the order applied (trexlab.spec.experiment.DUT_CONFIG).
     dut: tuple[tuple[str, Mapping], ...] = ()
     #: Destination networks the DUT is routed for.
     networks: int = 1
@@ -205,9 +205,9 @@ def plan_campaign(experiment, results_root: str | Path = "results", campaign: st
                   ) -> list[RunPlan]:
     """Every point's RunPlan, all valid, or the first error (InvalidExperiment, PlanError, LabError): one line.
 
-    experiment: a validated Experiment (trexlab.experiment), or a spec mapping (validated here). Touches no
+    experiment: a validated Experiment (trexlab.spec.experiment), or a spec mapping (validated here). Touches no
     host: reads the inventory (when the generator needs a lab and none is given) and the ceilings file."""
-    from trexlab.experiment import Experiment, validate
+    from trexlab.spec.experiment import Experiment, validate
 
     if not isinstance(experiment, Experiment):
         experiment = validate(experiment)
@@ -243,7 +243,7 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
     the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
     one, and a crash still costs at most the trial that was running.
     """
-    from trexlab.store import read_point_log
+    from trexlab.results.store import read_point_log
 
     base = default_campaign_id(experiment)
     root = Path(results_root) / experiment.name
@@ -269,9 +269,9 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
 def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path, lab: Lab | None,
                ceilings: Path) -> RunPlan:
     """One sweep point's RunPlan (see plan_campaign)."""
-    from trexlab.experiment import DUT_CONFIG, InvalidExperiment
-    from trexlab.rate_from import GIVES_RATE, split_rate_from
-    from trexlab.rate_from import SUBDIR as RATE_SUBDIR
+    from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
+    from trexlab.plan.rate_from import SUBDIR as RATE_SUBDIR
+    from trexlab.spec.experiment import DUT_CONFIG, InvalidExperiment
 
     source = str(experiment.path) if experiment.path else "<spec>"
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
@@ -327,8 +327,8 @@ TRAFFIC_FIELDS = tuple(f.name for f in dataclasses.fields(Traffic))
 
 
 def read_config(path: str | None) -> dict:
-    """A --config file (safe YAML: trexlab.safeyaml), its keys checked."""
-    from trexlab import safeyaml
+    """A --config file (safe YAML: trexlab.spec.safeyaml), its keys checked."""
+    from trexlab.spec import safeyaml
 
     if not path:
         return {}
@@ -361,8 +361,8 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
+    from trexlab.plan.rate_from import median_throughput
     from trexlab.procedures import procedure, selftest
-    from trexlab.rate_from import median_throughput
 
     config = read_config(args.config)
     label = f"--config {args.config}: " if args.config else ""
@@ -441,10 +441,10 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
 
     progress receives the procedure's progress (repetitions, trials); say one line of news (the rate measured,
     the self-test's record); rate_progress the progress of the throughput runs a rate comes from."""
+    from trexlab.plan.rate_from import GIVES_RATE, median_throughput
+    from trexlab.plan.repetition import repeat
     from trexlab.procedures import selftest
-    from trexlab.provenance import provenance
-    from trexlab.rate_from import GIVES_RATE, median_throughput
-    from trexlab.repetition import repeat
+    from trexlab.results.provenance import provenance
 
     say = say or (lambda line: None)
     params, rate_source = plan.params, plan.rate_source
