@@ -119,8 +119,13 @@ class SoftwareGenerator:
                 "--version0", str(spec.ip_version[0]), "--version1", str(spec.ip_version[1]),
                 "--directions", {"bidirectional": "bi"}.get(spec.directions, spec.directions),
                 "--networks", str(spec.destination_networks), "--tail", repr(float(spec.receive_tail)),
-                "--latency", spec.latency_mode, "--send-method", self.send_method,
-                "--threads", str(self.sender_threads)]
+                "--latency", spec.latency_mode]
+        # Only when not swtester's default: a tester's older swtester (an SSH tester's, until the tester_software
+        # role builds the new one) runs the default trials as before.
+        if self.send_method != "auto":
+            argv += ["--send-method", self.send_method]
+        if self.sender_threads != 1:
+            argv += ["--threads", str(self.sender_threads)]
         for flag, port in (("--ip0", p0), ("--ip1", p1)):
             if port.ipv4_address:
                 argv += [flag, port.ipv4_address]
