@@ -11,18 +11,25 @@ of the same port. A benchmark, not a test: it never fails on a figure; without r
 and stops, without trafgen it measures swtester alone.
 
 Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
-  swtester           sender on CPU 0, its receiver on CPU 1;
+  swtester           sender on CPU 0, its receiver on CPU 1, send method auto (the one it took is printed);
+  swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
+  swtester-Nthreads  N sender threads (--threads N, thread j on CPU j: CPU 1 also runs the receiver), for each
+                     N up to the CPU count: the scaling; per CPU-s counts every sender thread and each CPU's
+                     ksoftirqd;
   trafgen            nothing receives but the counter;
   trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
 On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
 so the receive work (counter, receive ring) runs on the sending core: compare swtester with trafgen+receiver
-for the same work, with trafgen for a sender that feeds nobody. Rate = frames on the wire / the tool's own
-sending time; per CPU-s = frames / the sender's CPU time (swtester's sender thread, trafgen's processes),
-which includes the receive work done in its context and is less disturbed by other jobs on a shared CPU.
+for the same work, with trafgen for a sender that feeds nobody. The "rx on CPU 1" rows (swtester, trafgen)
+repeat the runs with RPS steering the receiving port's frames to CPU 1, as a NIC's receive queue would take
+them off the sending core: what sending alone costs each tool (the receive work is then counted for neither).
+Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / the sender's CPU time (swtester's
+sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
+by other jobs on a shared CPU.
 
-Pacing (64 B, forward): swtester at 100k, 500k and 1M fps; trafgen -b at the same rate for the same frame
-count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1 (target:
-|error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
+Pacing (64 B, forward): swtester (auto, and sendmmsg) at 100k, 500k and 1M fps; trafgen -b at the same rate
+for the same frame count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1
+(target: |error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
 the receiving port's counter sampled every 10 ms (bursts and stalls that the total hides).
 
 Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
@@ -119,17 +126,21 @@ class Bench:
     def counted(self) -> int:
         return self.generator.counters()[COUNTER]
 
-    def swtester(self, spec: TrialSpec) -> dict:
-        """One swtester run, sender alone on CPU 0: its forward report plus the frames counted on the wire."""
-        argv = self.generator.argv(spec) + ["--cpus", f"{SENDER_CPU},{RECEIVER_CPU}"]
-        before, softirq = self.counted(), softirq_cpu_seconds(SENDER_CPU)
+    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1) -> dict:
+        """One swtester run, sender alone on CPU 0 (threads > 1: thread j on CPU j): its forward report plus the
+        frames counted on the wire."""
+        listed = [SENDER_CPU, RECEIVER_CPU, *range(2, threads)]  # thread j on listed[j], the receiver on listed[1]
+        argv = self.generator.argv(spec) + ["--cpus", ",".join(map(str, listed)), "--send-method", method,
+                                            "--threads", str(threads)]
+        cpus = listed[:threads]
+        before, softirq = self.counted(), sum(softirq_cpu_seconds(cpu) for cpu in cpus)
         out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
                              timeout=spec.duration * 2 + 30).stdout
-        softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
+        softirq = sum(softirq_cpu_seconds(cpu) for cpu in cpus) - softirq
         forward = json.loads(out)["directions"]["forward"]
         return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
                 "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
-                "ksoftirqd_seconds": softirq}
+                "ksoftirqd_seconds": softirq, "send_method": forward["send_method"]}
 
     def trafgen_config(self, size: int) -> str:
         """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""
@@ -184,6 +195,17 @@ class Bench:
         return {"on_wire": on_wire, "sent": int(match[3]), "seconds": int(match[1]) + int(match[2]) / 1e6,
                 "cpu_seconds": cpu_seconds, "ksoftirqd_seconds": softirq}
 
+    @contextlib.contextmanager
+    def receive_on(self, cpu: int):
+        """RPS steers the receiving port's frames to cpu for the block (its rps_cpus mask, restored after)."""
+        path = f"/sys/class/net/{self.ports[1].name}/queues/rx-0/rps_cpus"
+        read = subprocess.run(self.tester.command(["cat", path]), capture_output=True, text=True, check=True)
+        subprocess.run(self.tester.command(["sh", "-c", f"echo {1 << cpu:x} > {path}"]), check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(self.tester.command(["sh", "-c", f"echo {read.stdout.strip()} > {path}"]), check=True)
+
     def sampled(self, run, seconds: float):
         """(result of run(), [(time, rx count)]) with the receiving port's counter sampled meanwhile."""
         sampler = subprocess.Popen(self.tester.command([sys.executable, "-c", SAMPLER, self.ports[1].name,
@@ -228,45 +250,54 @@ def per_cpu(run: dict) -> float | None:
 
 def send_rate(bench: Bench, figures: dict, args, save) -> None:
     say(f"\nsend rate per core: one sender on CPU {SENDER_CPU}, {args.seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'size':>5} {'round':>5} {'tool':18} {'on wire':>11} {'Mfps':>7} {'Mfps/CPU-s':>11}")
+    say(f"{'size':>5} {'round':>5} {'tool':20} {'on wire':>11} {'Mfps':>7} {'Mfps/CPU-s':>11}")
     rows = figures.setdefault("send_rate", [])
     for size in SIZES:
         spec = TrialSpec(offered_load=UNREACHABLE_RATE, duration=args.seconds, directions="forward",
                          frame_size=(size, size), receive_tail=0.2)
         for k in range(1, args.repeat + 1):
-            runs = {"swtester": bench.swtester(spec)}
+            runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg")}
+            for threads in range(2, min(os.cpu_count() or 1, 8) + 1):
+                runs[f"swtester-{threads}threads"] = bench.swtester(spec, threads=threads)
             if args.trafgen:
                 runs["trafgen"] = bench.trafgen(size, seconds=args.seconds)
                 runs["trafgen+receiver"] = bench.trafgen(size, seconds=args.seconds, receiver=True)
+            with bench.receive_on(RECEIVER_CPU):
+                runs["swtester rx on CPU 1"] = bench.swtester(spec)
+                if args.trafgen:
+                    runs["trafgen rx on CPU 1"] = bench.trafgen(size, seconds=args.seconds)
             for tool, run in runs.items():
                 row = {"size": size, "round": k, "tool": tool, **run, "fps": wire_rate(run),
                        "fps_per_cpu": per_cpu(run), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
-                say(f"{size:>5} {k:>5} {tool:18} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
-                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}")
+                say(f"{size:>5} {k:>5} {tool:20} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
+                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}  {run.get('send_method', '')}")
             save()
     say("\nmedians over the rounds, and swtester / the other tool:")
     for size in SIZES:
         for figure, label in (("fps", "Mfps"), ("fps_per_cpu", "Mfps/CPU-s")):
             median = {tool: statistics.median(r[figure] for r in rows if r["size"] == size and r["tool"] == tool)
                       for tool in {r["tool"] for r in rows}}
-            ratios = "  ".join(f"swtester/{t} {median['swtester'] / m:.2f}" for t, m in sorted(median.items())
-                               if t != "swtester")
-            say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items()))
-                + f"   {ratios}")
+            pairs = [("swtester", t) for t in median if t.startswith("trafgen") and "CPU 1" not in t]
+            pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg")]
+            pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]
+            ratios = "  ".join(f"{a}/{b} {median[a] / median[b]:.2f}" for a, b in pairs if a in median and b in median)
+            say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items())))
+            say(f"{'':>7} {'':11} {ratios}")
 
 
 def pacing(bench: Bench, figures: dict, args, save) -> None:
     seconds = max(args.seconds, 3.0)
     say(f"\npacing accuracy: 64 B forward, {seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'offered':>9} {'round':>5} {'tool':9} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
+    say(f"{'offered':>9} {'round':>5} {'tool':17} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
         f"{'worst 100 ms %':>15}")
     rows = figures.setdefault("pacing", [])
     for offered in PACING_RATES:
         count = int(offered * seconds)
         for k in range(1, args.repeat + 1):
             spec = TrialSpec(offered_load=offered, duration=seconds, directions="forward", receive_tail=0.2)
-            tools = {"swtester": lambda spec=spec: bench.swtester(spec)}
+            tools = {"swtester": lambda spec=spec: bench.swtester(spec),
+                     "swtester-sendmmsg": lambda spec=spec: bench.swtester(spec, "sendmmsg")}
             if args.trafgen:
                 tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
             for tool, measure in tools.items():
@@ -277,7 +308,7 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                                                 else None), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
                 worst = row["worst_window_percent"]
-                say(f"{offered:>9} {k:>5} {tool:9} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
+                say(f"{offered:>9} {k:>5} {tool:17} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
                     f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst:.2f}':>15}")
                 save()
 

@@ -3,15 +3,22 @@
  *
  * One trial per run: a sender per active direction sends UDP test frames at a
  * constant rate (each frame when its time has come on CLOCK_MONOTONIC, in
- * sendmmsg batches, bypassing the qdisc), a receiver per direction reads them
- * from a TPACKET_V3 ring, counts them by sequence number and takes one-way
- * delays from kernel receive timestamps against the send timestamp carried in
- * the frame (both CLOCK_REALTIME on the same host). The result is one JSON
- * document on stdout. Design after siitperf (Lencse 2021): one sender and one
- * receiver per direction, pinned to CPUs, timestamps in the payload, and a
- * trial whose sending overran its duration is reported as such. A sender stalled by the machine never catches
- * up with a burst above the offered load: it moves its schedule later and reports the lag (struct pacing). Its
- * threads run in the realtime class (SCHED_FIFO) where allowed, so that the machine's other work stalls them less.
+ * batches, bypassing the qdisc: through a PACKET_TX_RING where the kernel
+ * grants one, else with sendmmsg; --send-method, reported as send_method), a
+ * receiver per direction reads them from a TPACKET_V3 ring, counts them by
+ * sequence number and takes one-way delays from kernel receive timestamps
+ * against the send timestamp carried in the frame (both CLOCK_REALTIME on the
+ * same host). The result is one JSON document on stdout. Design after siitperf
+ * (Lencse 2021): one sender and one receiver per direction, pinned to CPUs,
+ * timestamps in the payload, and a trial whose sending overran its duration is
+ * reported as such. A sender stalled by the machine never catches up with a
+ * burst above the offered load: it moves its schedule later and reports the lag
+ * (struct pacing), whatever its send method; its threads run in the realtime
+ * class (SCHED_FIFO) where allowed, so that the machine's other work stalls
+ * them less. With --threads T a direction has T
+ * sender threads, each with every T-th sequence number and a schedule of its own
+ * (struct txq); sender thread j of direction i runs on the (2i + j)-th CPU of
+ * --cpus, its receiver on the (2i + 1)-th, both modulo the list's length.
  *
  * Latency (RFC 8219 section 7.2): with --latency tagged, the --tagged frames go
  * into frames sent at least --tag-delay s after the trial starts (the DUT's
@@ -34,6 +41,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <linux/filter.h>
+#include <linux/virtio_net.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -58,6 +67,7 @@
  * translated); trexlab's trial spec refuses smaller too (trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION). */
 #define MIN_FRAME_IPV6 84
 #define MAX_OVERRUN 0.1 /* sending stops at 110 % of the duration */
+#define MAX_THREADS 8   /* sender threads per direction */
 /* Receive ring (TPACKET_V3): the kernel copies each frame's first SNAP_LEN bytes into
  * blocks and wakes the receiver once per block, not once per frame. A receive socket
  * that queues every frame as an skb costs the CPU that delivers the frames (on veth: the
@@ -66,6 +76,18 @@
 #define RX_BLOCKS 64
 #define RX_BLOCK_TIMEOUT_MS 2 /* a block that is not full is handed over after this */
 #define SNAP_LEN 128          /* headers and test payload of any test frame */
+/* Transmit ring (TPACKET_V2, PACKET_TX_RING): the sender writes each frame into a slot the kernel maps, and one
+ * send() hands every slot marked TP_STATUS_SEND_REQUEST to the driver. The kernel builds each skb around the
+ * slot's page (no copy of the frame, no per-message header to import) and gives the slot back
+ * (TP_STATUS_AVAILABLE) when the skb is freed. Slots hold a whole frame each: a power of two >= the frame plus
+ * the slot header, so no 64 B frame shares a page boundary; the ring is at most TX_RING_BYTES. */
+#define TX_RING_SLOTS 1024
+#define TX_RING_BYTES (16u << 20)
+#define TX_RING_BLOCK (64u << 10)
+#define TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* frame data in a slot (no PACKET_TX_HAS_OFF) */
+
+enum send_method { SEND_AUTO, SEND_TX_RING, SEND_SENDMMSG };
+static const char *const send_method_names[] = {"auto", "tx_ring", "sendmmsg"};
 
 struct port {
     const char *name;
@@ -87,12 +109,15 @@ struct config {
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
+    enum send_method send_method; /* asked for; SEND_AUTO: the TX ring, else sendmmsg */
+    int threads;                  /* sender threads per direction */
     int normal_priority; /* --no-realtime: the threads stay in the normal scheduling class */
     int realtime;        /* the threads run SCHED_FIFO (see main) */
+    uint64_t start;               /* CLOCK_MONOTONIC ns at which frame 0 of every direction is due */
 };
 
 /* Pacing: the constant-rate schedule of one direction and how far its sender fell behind it. Kept apart from how
- * frames go out (sendmmsg below), so that any sender can carry it over: ask pacing_take() how many frames to send
+ * frames go out (transmit ring or sendmmsg), so that any sender carries it: ask pacing_take() how many frames to send
  * now, send them back to back, ask again.
  *
  * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and
@@ -144,22 +169,46 @@ static uint64_t pacing_take(struct pacing *p, uint64_t now, uint64_t seq, uint64
     return n;
 }
 
+struct direction;
+
+/* One sender thread of a direction. With T threads, thread j sends the frames seq = j, j + T, j + 2T, ... (its own
+ * sequence space: the receiver counts each frame exactly once, whatever thread sent it), frame seq when it is due
+ * (seq / rate after the start, as one sender would), through its own socket, from its own UDP source port
+ * (1024 + j with fixed ports: one flow per thread, which a receiver's RSS keeps on one queue, in order). */
+struct txq {
+    struct direction *d;
+    int j;
+    int fd;
+    uint64_t frames, sent, tags_sent, rng; /* frames: those of its sequence space */
+    uint64_t end;                          /* CLOCK_MONOTONIC ns when it stopped sending */
+    double cpu;                            /* s of its CPU time */
+    uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
+    size_t ring_len;
+    unsigned slots, slot, head;            /* head: the next slot to fill */
+    unsigned frame;                        /* offset of the frame in a slot */
+    uint32_t len;                          /* tp_len of every slot */
+    struct pacing pacing;                  /* its schedule (of its frames) and how far it fell behind it */
+};
+
 struct direction {
     int index;   /* 0 forward, 1 reverse */
     struct config *cfg;
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
-    double send_duration, send_cpu; /* s of wall time and of the sender thread's CPU time */
+    double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
     uint8_t *seen;        /* one bit per intended frame */
     uint8_t *tag;         /* --latency tagged: one bit per intended frame, set for the tagged ones */
     struct hdr delays;    /* one-way delays (ns) of the measured frames received within the frame timeout */
     uint64_t tags_sent, tags_received; /* measured frames: tagged ones, or every frame with --latency all */
-    atomic_int send_done;
-    int tx_fd, rx_fd;
+    atomic_int send_done, senders;
+    int rx_fd;
+    enum send_method send_method; /* the one this direction's senders use */
+    char send_fallback[160];      /* why SEND_AUTO fell back to sendmmsg ("" if it did not) */
+    struct txq txq[MAX_THREADS];
     uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
-    struct pacing pacing; /* the sender's schedule, its lag and the frames it skipped */
+    struct pacing pacing; /* its senders' figures: the largest lag, burst and slip_ns of any, slips of all */
     uint64_t rng;
 };
 
@@ -266,17 +315,18 @@ static uint32_t word_sum(uint64_t v, int words) {
 }
 
 /* Write the per-frame fields of frame seq (network, ports, sequence number, send time, tag) and its checksums. */
-static void stamp_frame(struct direction *d, uint8_t *f, uint64_t seq, uint64_t t) {
+static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint64_t t) {
+    struct direction *d = q->d;
     struct config *c = d->cfg;
     int udp = d->udp;
     uint32_t x = (uint32_t)(seq % (uint64_t)c->networks);
     f[d->dst_var] = (uint8_t)x;
     /* The network byte is the high byte of its 16-bit word when it sits at an even offset. */
     uint32_t x_word = d->dst_var % 2 == 0 ? x << 8 : x;
-    uint16_t sport = 1024, dport = 1024;
+    uint16_t sport = (uint16_t)(1024 + q->j), dport = 1024;
     if (c->rfc4814) { /* RFC 4814 section 4.5 (and siitperf): source ports 1024..65535, destination 1..49151 */
-        sport = (uint16_t)(1024 + xorshift(&d->rng) % (65535 - 1024 + 1));
-        dport = (uint16_t)(1 + xorshift(&d->rng) % 49151);
+        sport = (uint16_t)(1024 + xorshift(&q->rng) % (65535 - 1024 + 1));
+        dport = (uint16_t)(1 + xorshift(&q->rng) % 49151);
     }
     f[udp] = (uint8_t)(sport >> 8); f[udp + 1] = (uint8_t)sport;
     f[udp + 2] = (uint8_t)(dport >> 8); f[udp + 3] = (uint8_t)dport;
@@ -285,7 +335,7 @@ static void stamp_frame(struct direction *d, uint8_t *f, uint64_t seq, uint64_t 
     memcpy(pl, &s32, 4);
     for (int i = 0; i < 8; i++) pl[4 + i] = (uint8_t)(t >> (56 - 8 * i));
     int tagged = c->latency_mode == 2 || (c->latency_mode == 1 && (d->tag[seq >> 3] & (1u << (seq & 7))));
-    d->tags_sent += (uint64_t)tagged;
+    q->tags_sent += (uint64_t)tagged;
     uint8_t flags = (uint8_t)(d->index | (tagged ? 2 : 0));
     pl[14] = flags;
     if (d->tx->ip_version == 4) {
@@ -328,12 +378,109 @@ static void bind_to(int fd, int ifindex, uint16_t protocol) {
     if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) die("bind(AF_PACKET) failed");
 }
 
+/* The port's MTU must take the frame (FCS and Ethernet header excluded): the kernel refuses a bigger frame on
+ * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it). */
+static void check_mtu(int fd, const char *ifname, int port, int frame_size) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
+    if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) return;
+    if (frame_size - FCS_LEN - 14 > ifr.ifr_mtu) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it sends frames up to %d bytes", port, frame_size,
+                 ifname, ifr.ifr_mtu, ifr.ifr_mtu + 14 + FCS_LEN);
+        die(msg);
+    }
+}
+
 static int open_sender(const char *ifname) {
     int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, size = 8 << 20;
     setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
     setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
     bind_to(fd, ifindex, 0);
     return fd;
+}
+
+/* Give sender thread q's socket a TPACKET_V2 transmit ring for frames of len bytes (FCS excluded), every slot
+ * holding the frame template. Each slot starts with a virtio_net_hdr (PACKET_VNET_HDR) whose hdr_len is the whole
+ * frame: the kernel then copies the frame into the skb's own buffer instead of attaching the slot's page, which
+ * the veth forwarding a frame to its peer would copy into a freshly allocated page (skb_copy_ubufs) - a page
+ * allocation per frame that cost more than the copy. Returns 0, or -1 with the reason in d->send_fallback. */
+static int open_tx_ring(struct txq *q, int len) {
+    struct direction *d = q->d;
+    int version = TPACKET_V2, vnet = 1;
+    unsigned slot = 64, hdr = sizeof(struct virtio_net_hdr);
+    while (slot < TX_DATA_OFFSET + hdr + (unsigned)len) slot <<= 1;
+    unsigned block = slot > TX_RING_BLOCK ? slot : TX_RING_BLOCK;
+    unsigned slots = TX_RING_BYTES / slot < TX_RING_SLOTS ? TX_RING_BYTES / slot : TX_RING_SLOTS;
+    if (slots < block / slot) slots = block / slot;
+    struct tpacket_req req = {.tp_block_size = block, .tp_block_nr = slots / (block / slot), .tp_frame_size = slot,
+                              .tp_frame_nr = slots};
+    const char *what = NULL;
+    if (setsockopt(q->fd, SOL_PACKET, PACKET_VNET_HDR, &vnet, sizeof vnet) < 0) what = "PACKET_VNET_HDR";
+    else if (setsockopt(q->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0) what = "PACKET_VERSION TPACKET_V2";
+    else if (setsockopt(q->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) < 0) what = "PACKET_TX_RING";
+    else {
+        q->ring_len = (size_t)block * req.tp_block_nr;
+        q->ring = mmap(NULL, q->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, q->fd, 0);
+        if (q->ring == MAP_FAILED) {
+            q->ring = NULL;
+            what = "mmap of the transmit ring";
+        }
+    }
+    if (what) {
+        snprintf(d->send_fallback, sizeof d->send_fallback, "%s refused on %s: %s", what, d->tx->name,
+                 strerror(errno));
+        return -1;
+    }
+    q->slots = slots;
+    q->slot = slot;
+    q->frame = TX_DATA_OFFSET + hdr;
+    struct virtio_net_hdr v = {.flags = 0, .gso_type = VIRTIO_NET_HDR_GSO_NONE, .hdr_len = (uint16_t)len};
+    for (unsigned i = 0; i < slots; i++) {
+        uint8_t *f = q->ring + (size_t)i * slot + TX_DATA_OFFSET;
+        memcpy(f, &v, sizeof v);
+        build_frame(d, f + hdr, len);
+    }
+    q->len = (uint32_t)(hdr + (unsigned)len);
+    return 0;
+}
+
+static struct tpacket2_hdr *tx_slot(struct txq *q, unsigned i) {
+    return (struct tpacket2_hdr *)(q->ring + (size_t)i * q->slot);
+}
+
+/* Hand thread q's frames k.. (at most n, send time t) to the kernel through its transmit ring: as many as there
+ * are free slots, all sent before it returns (a frame the driver refused is sent again, as with sendmmsg).
+ * Returns how many it sent: 0 when every slot still holds a frame in flight. */
+static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t) {
+    int k = 0, threads = q->d->cfg->threads;
+    unsigned last = q->head;
+    while (k < n) {
+        struct tpacket2_hdr *h = tx_slot(q, q->head);
+        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break;
+        stamp_frame(q, (uint8_t *)h + q->frame, (uint64_t)q->j + (k0 + (uint64_t)k) * (uint64_t)threads, t);
+        h->tp_len = q->len;
+        __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        last = q->head;
+        q->head = q->head + 1 == q->slots ? 0 : q->head + 1;
+        k++;
+    }
+    if (!k) return 0;
+    /* The kernel sends slots in order from its own head, which follows ours, and stops at the first slot not
+     * requested; the batch is out when its last slot is no longer requested. */
+    for (;;) {
+        ssize_t r = send(q->fd, NULL, 0, MSG_DONTWAIT);
+        if (r < 0 && errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "send on the transmit ring failed: %s", strerror(errno));
+            die(msg);
+        }
+        unsigned status = __atomic_load_n(&tx_slot(q, last)->tp_status, __ATOMIC_ACQUIRE);
+        if (status & TP_STATUS_WRONG_FORMAT) die("the kernel refused a test frame in the transmit ring (wrong format)");
+        if (!(status & TP_STATUS_SEND_REQUEST)) return k;
+        sched_yield();
+    }
 }
 
 /* A receive socket with a TPACKET_V3 ring; returns the mapped ring through *ring. */
@@ -360,11 +507,14 @@ static int open_receiver(const char *ifname, uint8_t **ring) {
 }
 
 static void *sender(void *arg) {
-    struct direction *d = arg;
+    struct txq *q = arg;
+    struct direction *d = q->d;
     struct config *c = d->cfg;
     int len = d->tx->frame_size - FCS_LEN;
-    static __thread uint8_t frames[BATCH][MAX_FRAME];
-    for (int i = 0; i < BATCH; i++) build_frame(d, frames[i], len);
+    uint64_t threads = (uint64_t)c->threads, j = (uint64_t)q->j;
+    static __thread uint8_t frames[BATCH][MAX_FRAME]; /* sendmmsg's frames */
+    if (d->send_method == SEND_SENDMMSG)
+        for (int i = 0; i < BATCH; i++) build_frame(d, frames[i], len);
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
     memset(msgs, 0, sizeof msgs);
@@ -374,18 +524,20 @@ static void *sender(void *arg) {
         msgs[i].msg_hdr.msg_iov = &iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    pin(c->cpus[(d->index * 2) % c->ncpus]);
+    pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
-    uint64_t start = now_ns(CLOCK_MONOTONIC), cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), seq = 0;
-    struct pacing *p = &d->pacing;
-    *p = (struct pacing){.start = start, .ns_per_frame = 1e9 / c->rate, .frames = d->intended};
+    uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0;
+    /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
+    struct pacing *p = &q->pacing;
+    *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
+                         .ns_per_frame = 1e9 / c->rate * (double)threads, .frames = q->frames};
     /* A tester that cannot keep up (or slipped by more than MAX_OVERRUN) stops here; the frames it did not send
      * count as lost. */
     uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
-    while (seq < d->intended) {
+    while (k < q->frames) {
         uint64_t now = now_ns(CLOCK_MONOTONIC), next = 0;
         if (now > give_up) break;
-        uint64_t take = pacing_take(p, now, seq, &next);
+        uint64_t take = pacing_take(p, now, k, &next);
         if (take == 0) { /* not yet time: sleep until the next frame is due */
             /* A realtime thread wakes on time (no timer slack): it sleeps to the due time. In the normal class it
              * wakes up to ~50 us late: it sleeps to 10 us before and yields until then. */
@@ -402,31 +554,54 @@ static void *sender(void *arg) {
         int n = (int)(take > BATCH ? BATCH : take);
         /* One send time for the batch: its frames leave in the same system call. */
         uint64_t t = now_ns(CLOCK_REALTIME);
-        for (int i = 0; i < n; i++) stamp_frame(d, frames[i], seq + (uint64_t)i, t);
+        if (d->send_method == SEND_TX_RING) {
+            int sent = send_ring(q, k, n, t);
+            if (!sent) sched_yield(); /* every slot in flight: the receive side is behind */
+            k += (uint64_t)sent;
+            if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
+            continue;
+        }
+        for (int i = 0; i < n; i++) stamp_frame(q, frames[i], j + (k + (uint64_t)i) * threads, t);
         int done = 0;
         while (done < n) {
-            int r = sendmmsg(d->tx_fd, msgs + done, (unsigned)(n - done), 0);
+            int r = sendmmsg(q->fd, msgs + done, (unsigned)(n - done), 0);
             if (r < 0) {
                 if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) { sched_yield(); continue; }
                 die("sendmmsg failed");
             }
             done += r;
         }
-        seq += (uint64_t)n;
+        k += (uint64_t)n;
         /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn after each
          * batch; a sender that cannot keep up would otherwise never let them run. */
         if (c->realtime) sched_yield();
     }
-    d->sent = seq;
-    d->send_duration = (double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9;
-    d->send_cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
-    atomic_store(&d->send_done, 1);
+    q->sent = k;
+    q->end = now_ns(CLOCK_MONOTONIC);
+    q->cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
+    if (atomic_fetch_sub(&d->senders, 1) == 1) { /* the last sender of the direction: sum up */
+        for (int i = 0; i < c->threads; i++) {
+            struct txq *o = &d->txq[i];
+            d->sent += o->sent;
+            d->tags_sent += o->tags_sent;
+            d->send_cpu += o->cpu;
+            struct pacing *a = &d->pacing, *b = &o->pacing;
+            if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
+            if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
+            if (b->slip_ns > a->slip_ns) a->slip_ns = b->slip_ns; /* each thread's schedule moved on its own */
+            a->slips += b->slips;
+            double seconds = (double)(o->end - start) / 1e9;
+            if (seconds > d->send_duration) d->send_duration = seconds;
+        }
+        atomic_store(&d->send_done, 1);
+    }
     return NULL;
 }
 
-/* Count one received frame of direction d (rx_ns: kernel receive time, CLOCK_REALTIME). */
-static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seq,
-                          int *any) {
+/* Count one received frame of direction d (rx_ns: kernel receive time, CLOCK_REALTIME). A frame is reordered when
+ * a later frame of the same sender thread (seq modulo threads: its flow) arrived before it. */
+static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seqs,
+                          int *anys) {
     struct config *c = d->cfg;
     int udp;
     if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
@@ -441,6 +616,8 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uin
     if (seq >= d->intended) { d->foreign++; return; }
     if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; return; }
     d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
+    uint64_t *max_seq = &max_seqs[seq % (uint64_t)c->threads];
+    int *any = &anys[seq % (uint64_t)c->threads];
     if (*any && seq < *max_seq) d->reordered++;
     if (!*any || seq > *max_seq) *max_seq = seq;
     *any = 1;
@@ -462,8 +639,8 @@ static void *receiver(void *arg) {
     struct config *c = d->cfg;
     pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
     struct pollfd pfd = {.fd = d->rx_fd, .events = POLLIN | POLLERR};
-    uint64_t max_seq = 0, stop_at = 0, stop_rt = UINT64_MAX;
-    int any = 0;
+    uint64_t max_seq[MAX_THREADS] = {0}, stop_at = 0, stop_rt = UINT64_MAX;
+    int any[MAX_THREADS] = {0};
     unsigned block = 0;
     for (;;) {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -483,7 +660,7 @@ static void *receiver(void *arg) {
         for (uint32_t i = 0; i < bd->hdr.bh1.num_pkts; i++) {
             const struct tpacket3_hdr *ph = (const struct tpacket3_hdr *)h;
             uint64_t rx = (uint64_t)ph->tp_sec * 1000000000ull + ph->tp_nsec;
-            if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, &max_seq, &any);
+            if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, max_seq, any);
             h += ph->tp_next_offset;
         }
         __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
@@ -495,18 +672,33 @@ static void *receiver(void *arg) {
     return NULL;
 }
 
+static void release(struct direction *d) {
+    free(d->seen);
+    free(d->tag);
+    free(d->delays.counts);
+    munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
+    for (int j = 0; j < d->cfg->threads; j++) {
+        if (d->txq[j].ring) munmap(d->txq[j].ring, d->txq[j].ring_len);
+        close(d->txq[j].fd);
+    }
+    close(d->rx_fd);
+}
+
 static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
           "       [--timeout S] [--tail S]"
-          "       [--cpus LIST] [--trial-id N] [--df] [--no-realtime]\n", out);
+          "       [--cpus LIST] [--trial-id N] [--df] [--send-method auto|tx_ring|sendmmsg] [--threads N]\n"
+          "       [--no-realtime]\n"
+          "       [--probe]  (set up the sockets, print the send method each direction would use, send nothing)\n",
+          out);
 }
 
 int main(int argc, char **argv) {
     struct config c = {.rate = 0, .duration = 0, .tail = 2.0, .timeout = -1, .directions = 3, .networks = 1,
-                       .overrun_tolerance = 0.001};
+                       .overrun_tolerance = 0.001, .threads = 1};
     c.port[0] = (struct port){.ip_version = 4, .frame_size = 64};
     c.port[1] = (struct port){.ip_version = 4, .frame_size = 64};
     inet_pton(AF_INET, "198.18.0.2", &c.port[0].ip4);
@@ -515,7 +707,7 @@ int main(int argc, char **argv) {
     inet_pton(AF_INET6, "2001:2:0:9000::2", &c.port[1].ip6);
     c.cpus[0] = 0; c.ncpus = 1;
     c.trial_id = (uint16_t)(now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-    int have_mac = 0;
+    int have_mac = 0, probe = 0;
     static struct option opts[] = {
         {"port0", 1, 0, 'a'}, {"port1", 1, 0, 'b'}, {"mac0", 1, 0, 'c'}, {"mac1", 1, 0, 'd'},
         {"peer0", 1, 0, 'e'}, {"peer1", 1, 0, 'f'}, {"ip0", 1, 0, 'g'}, {"ip1", 1, 0, 'h'},
@@ -524,6 +716,7 @@ int main(int argc, char **argv) {
         {"directions", 1, 0, 'o'}, {"rfc4814", 0, 0, 'p'}, {"networks", 1, 0, 'q'}, {"latency", 1, 0, 's'},
         {"tagged", 1, 0, 'u'}, {"timeout", 1, 0, 'v'}, {"tail", 1, 0, 'w'}, {"cpus", 1, 0, 'x'},
         {"trial-id", 1, 0, 'y'}, {"help", 0, 0, 'z'}, {"df", 0, 0, 'D'}, {"tag-delay", 1, 0, 'T'},
+        {"send-method", 1, 0, 'S'}, {"probe", 0, 0, 'P'}, {"threads", 1, 0, 'H'},
         {"no-realtime", 0, 0, 'N'},
         {0, 0, 0, 0}};
     int o;
@@ -572,7 +765,15 @@ int main(int argc, char **argv) {
         }
         case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
+        case 'P': probe = 1; break;
         case 'N': c.normal_priority = 1; break;
+        case 'H': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
+        case 'S':
+            if (!strcmp(optarg, "auto")) c.send_method = SEND_AUTO;
+            else if (!strcmp(optarg, "tx_ring")) c.send_method = SEND_TX_RING;
+            else if (!strcmp(optarg, "sendmmsg")) c.send_method = SEND_SENDMMSG;
+            else die("send-method: allowed auto, tx_ring, sendmmsg");
+            break;
         case 'z': usage(stdout); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
         }
@@ -632,8 +833,49 @@ int main(int argc, char **argv) {
                 d->tag[seq >> 3] |= (uint8_t)(1u << (seq & 7));
             }
         }
-        d->tx_fd = open_sender(d->tx->name);
+        d->send_method = c.send_method == SEND_SENDMMSG ? SEND_SENDMMSG : SEND_TX_RING;
+        atomic_store(&d->senders, c.threads);
+        for (int j = 0; j < c.threads; j++) {
+            struct txq *q = &d->txq[j];
+            *q = (struct txq){.d = d, .j = j, .fd = open_sender(d->tx->name),
+                              .frames = intended > (uint64_t)j ? (intended - 1 - (uint64_t)j) / (uint64_t)c.threads + 1 : 0,
+                              .rng = d->rng ^ ((uint64_t)j * 0xBF58476D1CE4E5B9ull)};
+            if (j == 0) check_mtu(q->fd, d->tx->name, i, d->tx->frame_size);
+            if (d->send_method == SEND_TX_RING && open_tx_ring(q, d->tx->frame_size - FCS_LEN) < 0) {
+                if (c.send_method == SEND_TX_RING) die(d->send_fallback);
+                d->send_method = SEND_SENDMMSG; /* auto: every thread of the direction falls back */
+            }
+        }
+        if (d->send_method == SEND_SENDMMSG) /* fresh sockets: one with a ring or a vnet header set sends no sendmmsg */
+            for (int j = 0; j < c.threads; j++) {
+                struct txq *q = &d->txq[j];
+                if (q->ring) munmap(q->ring, q->ring_len);
+                q->ring = NULL;
+                close(q->fd);
+                q->fd = open_sender(d->tx->name);
+            }
         d->rx_fd = open_receiver(d->rx->name, &d->ring);
+    }
+    /* The send method: the same for every direction unless a ring was refused on one port only. */
+    const char *method = NULL;
+    for (int i = 0; i < 2; i++)
+        if (c.directions & (1 << i)) {
+            const char *m = send_method_names[dirs[i].send_method];
+            method = method == NULL || !strcmp(method, m) ? m : "mixed";
+        }
+    if (probe) {
+        printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"send_method\": \"%s\", \"directions\": {", method);
+        for (int i = 0, first = 1; i < 2; i++)
+            if (c.directions & (1 << i)) {
+                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s%s%s}", first ? "" : ", ",
+                       i ? "reverse" : "forward", send_method_names[dirs[i].send_method],
+                       *dirs[i].send_fallback ? "\"" : "", *dirs[i].send_fallback ? dirs[i].send_fallback : "null",
+                       *dirs[i].send_fallback ? "\"" : "");
+                first = 0;
+                release(&dirs[i]);
+            }
+        printf("}}\n");
+        return 0;
     }
     /* Realtime scheduling (SCHED_FIFO, lowest priority) for the sender and receiver threads, inherited from this
      * one. A hardware or DPDK tester owns its cores; on a machine shared with other work a sender in the normal
@@ -645,20 +887,22 @@ int main(int argc, char **argv) {
         struct sched_param sp = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
         c.realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
     }
-    pthread_t threads[4];
+    pthread_t threads[2 * (MAX_THREADS + 1)];
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
         if (c.directions & (1 << i)) {
             pthread_create(&threads[nthreads++], NULL, receiver, &dirs[i]);
-            pthread_create(&threads[nthreads++], NULL, sender, &dirs[i]);
+            for (int j = 0; j < c.threads; j++) pthread_create(&threads[nthreads++], NULL, sender, &dirs[i].txq[j]);
         }
     usleep(20000); /* receivers are listening before the first frame leaves */
+    c.start = now_ns(CLOCK_MONOTONIC);
     atomic_store(&start_flag, 1);
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
-           "\"overrun_tolerance\": %g, \"catch_up_limit\": %d, \"realtime\": %s, \"directions\": {", c.trial_id,
-           c.rate, c.duration, c.overrun_tolerance, CATCH_UP, c.realtime ? "true" : "false");
+           "\"overrun_tolerance\": %g, \"catch_up_limit\": %d, \"realtime\": %s, \"send_method\": \"%s\", "
+           "\"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance, CATCH_UP,
+           c.realtime ? "true" : "false", method);
     int first = 1;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
@@ -668,7 +912,8 @@ int main(int argc, char **argv) {
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
-               "\"slips\": %llu, \"slip_ns\": %llu, \"latency\": ",
+               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
+               "\"threads\": %d, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -676,17 +921,14 @@ int main(int argc, char **argv) {
                valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
                (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
                (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
-               (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns);
+               (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
+               send_method_names[d->send_method], *d->send_fallback ? "\"" : "",
+               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "", c.threads);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
         first = 0;
-        free(d->seen);
-        free(d->tag);
-        free(d->delays.counts);
-        munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
-        close(d->tx_fd);
-        close(d->rx_fd);
+        release(d);
     }
     printf("}}\n");
     return 0;

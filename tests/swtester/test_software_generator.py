@@ -55,6 +55,40 @@ def test_lossless_trial_counts_agree_with_nftables(generator):
     assert counter_notes(result) == [], f"sender, receiver and nftables disagree: {result.notes}"
 
 
+def test_send_method_is_probed_into_provenance_and_sendmmsg_still_counts_exactly(lab, generator):
+    """auto takes the transmit ring on the lab's veth ports and describe() (provenance) names it; the sendmmsg
+    path it falls back to where the kernel refuses a ring still sends and counts every frame."""
+    facts = generator.describe()
+    assert facts["send_method"] == "tx_ring" and facts["send_method_option"] == "auto"
+    assert facts["send_methods"] == {d: {"method": "tx_ring", "fallback": None} for d in ("forward", "reverse")}
+    spec = TrialSpec(offered_load=10_000, duration=0.5, destination_networks=4, receive_tail=0.3)
+    assert generator.run_trial(spec).notes == (), "the trial sent as probed"
+    fallback = create_generator("software", lab=lab, binary=generator.binary, send_method="sendmmsg")
+    assert fallback.describe()["send_method"] == "sendmmsg"
+    result = fallback.run_trial(spec)
+    for d in result.directions.values():
+        assert d.frames_sent == d.frames_received == d.frames_intended == 5_000
+    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    with pytest.raises(InvalidParameter, match="generator_options.send_method='xdp'"):
+        create_generator("software", lab=lab, send_method="xdp")
+
+
+def test_sender_threads_split_the_sequence_numbers_exactly(lab, generator):
+    """Two sender threads per direction, each with every other sequence number and its own flow (source port
+    1024 + thread): every frame is sent and received once, nftables agrees, no frame counts as reordered within a
+    thread's flow, and the tags land as with one thread."""
+    threads = create_generator("software", lab=lab, binary=generator.binary, sender_threads=2)
+    spec = TrialSpec(offered_load=10_001, duration=0.5, destination_networks=4, latency_mode="tagged",
+                     latency_frames=100, tag_delay=0.1, receive_tail=0.3)
+    result = threads.run_trial(spec)
+    for d in result.directions.values():
+        assert d.frames_sent == d.frames_received == d.frames_intended == 5_001  # odd: thread 0 sends one more
+        assert d.duplicates == d.reordered == 0 and d.tags_sent == d.tags_received == 100
+    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    with pytest.raises(InvalidParameter, match="generator_options.sender_threads=9"):
+        create_generator("software", lab=lab, sender_threads=9)
+
+
 def test_every_hundredth_frame_dropped_is_exactly_one_percent(lab, generator):
     rule = ["FORWARD", "-p", "udp", "-m", "statistic", "--mode", "nth", "--every", "100", "--packet", "0", "-j", "DROP"]
     run("ip", "netns", "exec", dut_ns(lab), "iptables", "-I", *rule)

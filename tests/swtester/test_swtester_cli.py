@@ -37,6 +37,7 @@ def replace(argv: list[str], flag: str, value: str) -> list[str]:
     (replace(PORTS, "--rate", "fast"), "rate=fast: allowed 1..1e+09"),
     (replace(PORTS, "--mac0", "02:00"), "mac0=02:00: allowed a MAC address"),
     ([*PORTS, "--directions", "up"], "directions: allowed bi, forward, reverse"),
+    ([*PORTS, "--send-method", "xdp"], "send-method: allowed auto, tx_ring, sendmmsg"),
     ([*PORTS, "--version0", "6", "--size0", str(MIN_FRAME_SIZE_BY_VERSION[6] - 1)],
      f"size0={MIN_FRAME_SIZE_BY_VERSION[6] - 1}: IPv6 test frames need at least {MIN_FRAME_SIZE_BY_VERSION[6]} bytes"),
     ([*PORTS, "--version1", "4", "--size1", str(MIN_FRAME_SIZE_BY_VERSION[4] - 1)],

@@ -1,6 +1,7 @@
 """swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, sends no
 catch-up burst above its 64-frame batch, moves its schedule later instead, and the trial contract marks the trial
-stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT); ~2.5 s per build."""
+stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT);
+~2.5 s per build and send method."""
 
 import json
 import os
@@ -39,8 +40,10 @@ def netns():
         run("ip", "netns", "del", name, check=False)
 
 
-def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(binary, netns):
-    argv = ["ip", "netns", "exec", netns, binary, "--port0", "p0", "--port1", "p1",
+@pytest.mark.parametrize("method", ["tx_ring", "sendmmsg"])
+def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(binary, netns, method):
+    """Whichever way the sender hands frames to the kernel (swtester --send-method)."""
+    argv = ["ip", "netns", "exec", netns, binary, "--port0", "p0", "--port1", "p1", "--send-method", method,
             "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
             "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01",
             "--directions", "forward", "--rate", str(RATE), "--duration", str(DURATION), "--tail", "0.2"]
@@ -61,6 +64,7 @@ def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(
     assert tester.returncode == 0, err
     report = json.loads(out)
     forward = report["directions"]["forward"]
+    assert forward["send_method"] == report["send_method"] == method
     assert forward["max_lag_ns"] >= STALL * 1e9, "the stall is the sender's largest lag"
     assert forward["slips"] >= 1 and forward["slip_ns"] >= 0.9 * STALL * 1e9
     assert 1 <= forward["max_burst"] <= report["catch_up_limit"] == 64, "no catch-up burst above the batch"

@@ -6,6 +6,10 @@ The tester's nftables netdev-ingress counters (roles/tester_ports), which match
 only test frames, are read before and after the trial as an independent count:
 on a lossless trial sender, receiver and counter must agree, and any
 disagreement is written into the trial's notes.
+
+swtester sends through a PACKET_TX_RING where the kernel grants one, else with
+sendmmsg (send_method auto); describe() asks it which (swtester --probe), so
+provenance names the method, and a trial that sent otherwise says so in its notes.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 import os
 import subprocess
 
-from trexlab.params import InvalidParameter
+from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.testbed.inventory import Lab, LabError, TestPort, load_lab
 from trexlab.trial import (
@@ -34,6 +38,8 @@ from trexlab.trial import (
 BUILDS = ("swtester", "swtester-asan")
 #: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
 GRACE = 30.0
+#: swtester --send-method: auto takes the transmit ring where the kernel grants one, else sendmmsg.
+SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
 
 
 def _peer_mac(port: TestPort) -> str:
@@ -47,7 +53,8 @@ class SoftwareGenerator:
     # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
     capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
-    def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True):
+    def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
+                 sender_threads: int = 1):
         self.lab = lab
         self.tester = lab.tester
         # A namespace tester runs this machine's swtester (trexlab.paths); an SSH tester the one on its PATH.
@@ -64,13 +71,37 @@ class SoftwareGenerator:
         if self.tester.netns and not os.access(self.binary, os.X_OK):
             raise LabError(f"swtester binary {self.binary} not found: run 'make swtester'")
         self.cross_check = cross_check
+        if send_method not in SEND_METHODS:
+            raise InvalidParameter("generator_options.send_method", send_method, ", ".join(SEND_METHODS))
+        self.send_method = send_method
+        check_range("generator_options.sender_threads", sender_threads, 1, 8, integer=True)
+        self.sender_threads = int(sender_threads)
+        self.probed: dict | None = None  # swtester --probe's answer, once describe() asked
 
     def describe(self) -> dict:
         ports = [self.tester.port(i) for i in (0, 1)]
         return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
+                "send_method_option": self.send_method, "sender_threads": self.sender_threads, **self.probe(),
                 "lab": self.lab.describe()}
+
+    def probe(self) -> dict:
+        """The send method swtester takes on the tester's ports (per direction, and the fallback's reason where
+        auto fell back to sendmmsg), from swtester --probe: it sets up the sockets as for a trial, sends nothing."""
+        argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
+            report = json.loads(result.stdout) if result.returncode == 0 else None
+        except (subprocess.TimeoutExpired, json.JSONDecodeError, OSError):
+            report = None
+        if report is None:
+            self.probed = {}  # no answer: every trial's notes say which method it took
+            return {"send_method": None}
+        self.probed = {"send_method": report["send_method"],
+                       "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
+                                        for name, d in report["directions"].items()}}
+        return self.probed
 
     def skip_trials(self, count: int) -> None:
         pass  # no random stream of its own: a replayed trial changes nothing here
@@ -89,6 +120,12 @@ class SoftwareGenerator:
                 "--directions", {"bidirectional": "bi"}.get(spec.directions, spec.directions),
                 "--networks", str(spec.destination_networks), "--tail", repr(float(spec.receive_tail)),
                 "--latency", spec.latency_mode]
+        # Only when not swtester's default: a tester's older swtester (an SSH tester's, until the tester_software
+        # role builds the new one) runs the default trials as before.
+        if self.send_method != "auto":
+            argv += ["--send-method", self.send_method]
+        if self.sender_threads != 1:
+            argv += ["--threads", str(self.sender_threads)]
         for flag, port in (("--ip0", p0), ("--ip1", p1)):
             if port.ipv4_address:
                 argv += [flag, port.ipv4_address]
@@ -131,15 +168,21 @@ class SoftwareGenerator:
         except json.JSONDecodeError:
             raise GeneratorError("swtester printed no JSON result") from None
         after = self.counters() if before is not None else None
-        return trial_from_report(spec, report, self.name, before, after)
+        return trial_from_report(spec, report, self.name, before, after, self.probed)
 
 
 def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
-                      after: dict | None = None) -> TrialResult:
+                      after: dict | None = None, probed: dict | None = None) -> TrialResult:
     """The trial contract's result of swtester's JSON report, with the tester's nftables counters before and after
-    the trial (None: not read) compared with what its receivers counted."""
+    the trial (None: not read) compared with what its receivers counted, and the send methods provenance names
+    (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took."""
     directions, notes = {}, []
     for name, d in report["directions"].items():
+        method, fallback = d.get("send_method"), d.get("send_method_fallback")
+        expected = probed.get("send_methods", {}).get(name, {}).get("method") if probed is not None else method
+        if method != expected:  # not the method provenance names (or provenance names none)
+            notes.append(f"{name}: sent with {method}" + (f" ({fallback})" if fallback else "")
+                         + (f", not {expected} as probed" if expected else ""))
         latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
                    if spec.latency_mode != "none" else None)
         tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
@@ -202,9 +245,9 @@ def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | N
 
 
 def create(lab: Lab | None = None, inventory: str | None = None, binary: str | None = None,
-           cross_check: str | bool = True) -> SoftwareGenerator:
+           cross_check: str | bool = True, send_method: str = "auto", sender_threads: int = 1) -> SoftwareGenerator:
     if lab is None:
         lab = load_lab(inventory)
     if isinstance(cross_check, str):
         cross_check = cross_check.lower() not in ("0", "false", "no", "off")
-    return SoftwareGenerator(lab, binary, cross_check)
+    return SoftwareGenerator(lab, binary, cross_check, send_method, sender_threads)

@@ -137,6 +137,16 @@ class SoftwareOptions:
 
     cross_check: bool = field(default=True, metadata=doc(
         "compare each trial's counts with the DUT's nftables counters"))
+    send_method: Literal["auto", "tx_ring", "sendmmsg"] = field(default="auto", metadata=doc(
+        "how swtester hands frames to the kernel: auto (a PACKET_TX_RING where the kernel grants one, else "
+        "sendmmsg), or one of them; the method used is recorded in provenance"))
+    sender_threads: int = field(default=1, metadata=doc(
+        "sender threads per direction (each with its own socket, CPU, UDP source port and share of the sequence "
+        "numbers): more than one where one sender cannot reach the rate and the tester has CPUs for them",
+        minimum=1, maximum=8))
+
+    def __post_init__(self) -> None:
+        check_range("sender_threads", self.sender_threads, 1, 8, integer=True)
 
 
 @dataclass(frozen=True)
