@@ -48,7 +48,7 @@ phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
 # 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
 #    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist).
 say "pytest: tests without a lab (3 workers)"
-phase -n 3 -m "not lab and not terraform" "$@"
+phase -n 3 --dist loadgroup -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log

@@ -99,6 +99,8 @@ class SoftwareGenerator:
             self.probed = {}  # no answer: every trial's notes say which method it took
             return {"send_method": None}
         self.probed = {"send_method": report["send_method"],
+                       # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
+                       "pacing_quantum_ns": report.get("pacing_quantum_ns"),
                        "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
                                         for name, d in report["directions"].items()}}
         return self.probed
