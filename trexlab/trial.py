@@ -340,7 +340,7 @@ class DirectionResult:
     # How far the sender fell behind its paced schedule, from generators that measure it (software: swtester's
     # pacing), else None/0. send_lag_max: s, the largest lag of the next frame to send behind its due time.
     # send_burst_max: frames, the most it sent back to back to catch up (a constant-rate tester catches up only a
-    # small backlog: swtester at most its 64-frame batch). send_slip: s by which the sender moved the rest of its
+    # small backlog: swtester at most 512 frames). send_slip: s by which the sender moved the rest of its
     # schedule later when a larger backlog was due (it was stalled: a burst of the backlog would have offered the
     # DUT more than the load); the slip lengthens send_duration, so more than SEND_OVERRUN_TOLERANCE of the duration
     # makes the trial stretched.
