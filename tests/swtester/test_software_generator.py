@@ -39,6 +39,12 @@ def dut_ns(lab):
     return lab.duts[0].netns
 
 
+def counter_notes(result) -> list[str]:
+    """The notes where the tester's nftables counters and its receiver disagree. A note that the machine stalled
+    the sender (its schedule slipped: the trial is stretched) may come on a busy machine; it says nothing of them."""
+    return [note for note in result.notes if "nftables" in note]
+
+
 def test_lossless_trial_counts_agree_with_nftables(generator):
     spec = TrialSpec(offered_load=10_000, duration=1.0, destination_networks=4, receive_tail=0.5)
     result = generator.run_trial(spec)
@@ -46,7 +52,7 @@ def test_lossless_trial_counts_agree_with_nftables(generator):
         assert d.frames_sent == d.frames_intended == 10_000
         assert d.frames_received == d.frames_sent, "a 10 kfps trial through an idle DUT loses nothing"
         assert d.duplicates == d.reordered == d.frames_late == 0
-    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    assert counter_notes(result) == [], f"sender, receiver and nftables disagree: {result.notes}"
 
 
 def test_send_method_is_probed_into_provenance_and_sendmmsg_still_counts_exactly(lab, generator):
@@ -93,7 +99,7 @@ def test_every_hundredth_frame_dropped_is_exactly_one_percent(lab, generator):
         run("ip", "netns", "exec", dut_ns(lab), "iptables", "-D", *rule)
     forward = result.directions["forward"]
     assert forward.frames_lost == 200 and forward.loss_ratio == 0.01
-    assert result.notes == ()
+    assert counter_notes(result) == []
 
 
 def test_duplicated_frames_are_counted_apart(lab, generator):
@@ -109,7 +115,7 @@ def test_duplicated_frames_are_counted_apart(lab, generator):
         run("ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", "trexlab_dup_test", check=False)
     forward = result.directions["forward"]
     assert forward.duplicates == 100 and forward.frames_received == 10_000 and forward.frames_lost == 0
-    assert result.notes == (), "nftables counted every copy the receiver saw"
+    assert counter_notes(result) == [], "nftables counted every copy the receiver saw"
 
 
 def test_reordering_frame_timeout_and_receive_tail(lab, generator):
