@@ -46,9 +46,11 @@ status=0
 # A phase that selects nothing (exit 5) is no failure: arguments may leave a phase empty.
 phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; }
 # 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
-#    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist).
+#    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist). A test
+#    file stays on one worker: tests/swtester's build swtester's binaries (release, asan) and run them, and
+#    parameters of one file on two workers rebuilt a binary the other was running (ETXTBSY).
 say "pytest: tests without a lab (3 workers)"
-phase -n 3 --dist loadgroup -m "not lab and not terraform" "$@"
+phase -n 3 --dist loadfile -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log

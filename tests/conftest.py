@@ -22,9 +22,6 @@ from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, lab_env, run
 
-#: The tests that build swtester.
-SWTESTER_TESTS = REPO / "tests" / "swtester"
-
 
 def pytest_collection_modifyitems(config, items):
     reasons = []
@@ -45,11 +42,6 @@ def pytest_collection_modifyitems(config, items):
         return 0 if "lab" not in item.keywords else 2 if "vm" in item.keywords else 1
 
     items.sort(key=group)  # stable: file and parameter order kept within each group
-    # Tests that build swtester (make -C swtester release/asan/hdr_check) write the same build products: under
-    # pytest-xdist (make test's --dist loadgroup) they run on one worker, one after the other.
-    for item in items:
-        if item.path.is_relative_to(SWTESTER_TESTS):
-            item.add_marker(pytest.mark.xdist_group("swtester-build"))
 
 
 #: A lock make test (scripts/test.sh) holds while it builds the VM lab's guest image in the background.
