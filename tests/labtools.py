@@ -114,6 +114,26 @@ def node_state(where) -> dict[str, str]:
             "nft": out("nft", "-s", "list", "ruleset"), "links": out("ip", "-o", "link")}
 
 
+
+def static_inventory(name: str) -> str:
+    """A static lab's inventory of one tester (two test ports) and one DUT, reached nowhere: for the checks that
+    read an inventory before any host is touched."""
+    return f"""
+all:
+  vars: {{trexlab_lab: {{name: {name}, kind: static, topology: single}}}}
+  children:
+    tester:
+      hosts:
+        tester:
+          ansible_host: 192.0.2.10
+          test_ports:
+            - {{index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}}
+            - {{index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}}
+    dut:
+      hosts:
+        dut1: {{ansible_host: 192.0.2.20, test_ports: []}}
+"""
+
 def offline(argv: list[str]) -> list[str]:
     """argv in an empty network namespace where we may create one (root), else as is (see tf_env)."""
     if os.geteuid() == 0 and shutil.which("unshare"):

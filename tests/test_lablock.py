@@ -16,6 +16,8 @@ import pytest
 from trexlab.testbed.inventory import LabError
 from trexlab.testbed.lock import LabLock, _stat, stop_leftovers
 
+from labtools import static_inventory
+
 # A campaign stand-in: holds the lock of lab "lk", runs a child as a trial would, and waits to be killed.
 HOLDER = r"""
 import subprocess, sys, time
@@ -86,21 +88,7 @@ def test_a_recorded_pid_now_belonging_to_another_process_is_left_alone():
 
 # -- single CLI runs take the same lock ----------------------------------------------------------------------------
 
-INVENTORY = """
-all:
-  vars: {trexlab_lab: {name: lk, kind: static, topology: single}}
-  children:
-    tester:
-      hosts:
-        tester:
-          ansible_host: 192.0.2.10
-          test_ports:
-            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}
-            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}
-    dut:
-      hosts:
-        dut1: {ansible_host: 192.0.2.20, test_ports: []}
-"""
+INVENTORY = static_inventory("lk")
 
 
 @pytest.fixture

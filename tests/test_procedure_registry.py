@@ -20,6 +20,8 @@ from trexlab.plan.runplan import plan_campaign, plan_cli
 from trexlab.procedures import HELPERS, MODULES, Procedure, conformance, registry
 from trexlab.trial import Capabilities, Generator
 
+from labtools import static_inventory
+
 PACKAGE = Path(trexlab.__file__).parent
 
 
@@ -103,21 +105,7 @@ def test_the_simulated_sut_is_a_generator_of_the_protocol():
     assert isinstance(create_generator("sim"), Generator)
 
 
-INVENTORY = """
-all:
-  vars: {trexlab_lab: {name: cx, kind: static, topology: single}}
-  children:
-    tester:
-      hosts:
-        tester:
-          ansible_host: 192.0.2.10
-          test_ports:
-            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}
-            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}
-    dut:
-      hosts:
-        dut1: {ansible_host: 192.0.2.20, test_ports: []}
-"""
+INVENTORY = static_inventory("cx")
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from trexlab.testbed.inventory import Lab, LabError, Node
 from trexlab.testbed.inventory import TestPort as Port
 from trexlab.trial import Capabilities, DirectionResult, GeneratorError, TrialResult, TrialSpec
 
+from labtools import static_inventory
+
 PATH_MTU = 1400
 LINK_BPS = 1e9
 RTT_US = 200  # the declared path's RTT at low load
@@ -361,21 +363,7 @@ def test_a_campaign_on_a_lab_without_endpoints_stops_before_anything(tmp_path):
     assert str(err.value).startswith("experiment kx: lab kx has no client node") and "\n" not in str(err.value)
 
 
-INVENTORY_WITHOUT_ENDPOINTS = """
-all:
-  vars: {trexlab_lab: {name: kx, kind: static, topology: single}}
-  children:
-    tester:
-      hosts:
-        tester:
-          ansible_host: 192.0.2.10
-          test_ports:
-            - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}
-            - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}
-    dut:
-      hosts:
-        dut1: {ansible_host: 192.0.2.20, test_ports: []}
-"""
+INVENTORY_WITHOUT_ENDPOINTS = static_inventory("kx")
 
 
 @pytest.mark.parametrize(("argv", "message"), [
