@@ -12,7 +12,7 @@ say "yamllint"; yamllint --strict -c .yamllint.yml .
 say "ansible-lint"; ansible-lint --profile production --offline -q --skip-list 'galaxy[no-repository]' \
   playbooks ansible_collections/trexlab/lab
 say "ansible-galaxy collection build"; scripts/collection.sh build "$TREXLAB_ROOT/.cache/collection" >/dev/null
-say "ansible-test sanity (trexlab.lab.netconf)"; scripts/collection.sh sanity
+say "ansible-test sanity (the trexlab.lab collection, every test)"; scripts/collection.sh sanity
 if have terraform; then
   say "terraform fmt"; TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive terraform
 fi
