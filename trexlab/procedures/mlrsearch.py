@@ -17,14 +17,20 @@ is reported as "below minimum load"; the other goals keep their results.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import RunContext, TrialRunner, ceiling_warning, simulated_cost, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    TrialRunner,
+    ceiling_warning,
+    generator_traffic_only,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.trial import TrialSpec
 
 NAME = "mlrsearch"
@@ -137,8 +143,7 @@ class MlrResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
+needs_tcp_endpoints = generator_traffic_only
 
 
 def check(plan) -> None:
