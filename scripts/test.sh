@@ -50,19 +50,21 @@ phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
 #    file stays on one worker: tests/swtester's build swtester's binaries (release, asan) and run them, and
 #    parameters of one file on two workers rebuilt a binary the other was running (ETXTBSY).
 say "pytest: tests without a lab (3 workers)"
-phase -n 3 --dist loadfile -m "not lab and not terraform" "$@"
+phase -n 3 --dist loadgroup -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log
 fi
 # 2. Lint (about 1.5 min: mypy, ansible-test sanity, terraform validate) in the background, beside the Terraform
-#    runs and the lab tests that measure nothing a busy CPU changes (lab-up/down, roles, frame counts at low
-#    rates), two at a time (a test file stays on one worker: its lab is its own). Not beside phase 1: the
-#    hostile-input tests assert that the checkout's files stay as they were, and lint writes caches into it.
+#    runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts at low rates,
+#    the shipped experiments at CI scale, which must end and report whatever their figures). Three workers: most
+#    of their time is spent waiting (trials, ssh, terraform). A test file stays on one worker, and so do the
+#    files that share a lab (tests/conftest.py). Not beside phase 1: the hostile-input tests assert that the
+#    host's namespaces and nftables ruleset stay as they were, and lint writes caches into the checkout.
 scripts/lint.sh >.cache/lint.log 2>&1 &
 lint=$!
-say "pytest: terraform and unmeasured lab tests (2 workers), lint beside them"
-phase -n 2 --dist loadfile -m "terraform or (lab and unmeasured)" "$@"
+say "pytest: terraform and unmeasured lab tests (3 workers), lint beside them"
+phase -n 3 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?
 cat .cache/lint.log
 # 3. The lab tests that measure traffic, one at a time: they must not share the CPUs (VM-lab tests last).

@@ -23,6 +23,17 @@ from trexlab.testbed.inventory import load_lab
 from labtools import REPO, lab_env, run
 
 
+def pytest_itemcollected(item):
+    """make test runs on pytest-xdist workers with --dist loadgroup: a test file stays on one worker (its tests share
+    module fixtures and its lab, and tests/swtester's rebuild the binaries they run), unless its tests name a group
+    themselves: the lab they share with other files (xdist_group("lab-<name>")), which then stay together on one
+    worker, since two workers on one lab would configure and count each other's traffic. (Marked here, as each
+    test is collected: pytest-xdist reads the markers in its own pytest_collection_modifyitems.)"""
+    if item.get_closest_marker("xdist_group") is None:
+        file = item.nodeid.split("::", 1)[0]  # tests/roles/test_x.py -> roles/test_x: the suffix xdist shows
+        item.add_marker(pytest.mark.xdist_group(file.removeprefix("tests/").removesuffix(".py")))
+
+
 def pytest_collection_modifyitems(config, items):
     reasons = []
     if os.geteuid() != 0:

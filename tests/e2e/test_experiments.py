@@ -26,6 +26,10 @@ def spec(name: str) -> dict:
     return yaml.safe_load((REPO / "experiments" / name / "experiment.yml").read_text())
 
 
+def topology(name: str) -> str:
+    return spec(name)["lab"]["topology"]
+
+
 def campaign(name: str, lab, results: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", f"experiments/{name}", "--scale", "ci",
                            # Its own ceilings: tester-selftest records them, never into the repo's results/.
@@ -40,11 +44,14 @@ def kernel_state(lab) -> dict:
             for node in (lab.tester, *lab.duts)}
 
 
-@pytest.mark.parametrize("name", EXPERIMENTS)
+# Each assertion is about the run, not its figures (it ends, restores the DUTs, its report renders): no busy CPU
+# changes them, so make test runs these beside other such tests, one worker per lab.
+@pytest.mark.unmeasured
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(f"lab-{LAB_NAMES[topology(n)]}"))
+                                  for n in EXPERIMENTS])
 def test_shipped_experiment_runs_at_ci_scale_or_stops_naming_the_missing_feature(lab_factory, tmp_path, name):
     declared = spec(name)
-    topology = declared["lab"]["topology"]
-    lab = lab_factory(LAB_NAMES[topology], topology, 1)
+    lab = lab_factory(LAB_NAMES[topology(name)], topology(name), 1)
     before = kernel_state(lab)
     result = campaign(name, lab, tmp_path)
     assert kernel_state(lab) == before, "the campaign restored every DUT"

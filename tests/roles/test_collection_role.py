@@ -13,7 +13,9 @@ import pytest
 
 from labtools import REPO, VENV, changed_count
 
-pytestmark = pytest.mark.lab
+# Installing and applying roles, nothing measured; the lab sw is shared with tests/swtester and the other of
+# test_collection_role / test_tester_software_role: one xdist worker for both (tests/conftest.py).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured, pytest.mark.xdist_group("lab-sw")]
 #: Destination networks the lab was configured with (a check-mode run with the same number changes nothing).
 NETWORKS = 4
 

@@ -18,6 +18,7 @@ NETWORKS = 2
 DUAL_OPT_IN = "TREXLAB_TEST_VM_DUAL"
 
 
+@pytest.mark.unmeasured  # a refusal: no traffic
 def test_refuses_before_any_change_where_modules_cannot_load(lab_factory):
     if os.path.exists("/proc/modules"):
         pytest.skip("this kernel loads modules: the refusal cannot be shown here")

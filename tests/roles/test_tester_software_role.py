@@ -6,7 +6,9 @@ import pytest
 
 from labtools import changed_count, playbook, read_tester_counters, run
 
-pytestmark = pytest.mark.lab
+# Installing and applying roles, nothing measured; the lab sw is shared with tests/swtester and the other of
+# test_collection_role / test_tester_software_role: one xdist worker for both (tests/conftest.py).
+pytestmark = [pytest.mark.lab, pytest.mark.unmeasured, pytest.mark.xdist_group("lab-sw")]
 PLAY = "playbooks/tester-software.yml"
 
 
