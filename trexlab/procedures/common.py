@@ -12,6 +12,7 @@ from trexlab.trial import Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
+    from trexlab.testbed.endpoints import LabView
 
 #: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
 OnTrial = Callable[[Any, dict], None] | None
@@ -58,6 +59,11 @@ def check_plan_frame_timeout(plan) -> None:
     """check(plan) of a procedure whose one plan-time condition is its Params' frame_timeout (plan: a RunPlan whose
     params have one: untyped, as RunPlan.params is any procedure's Params)."""
     check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def no_lab_checks(plan: RunPlan, lab: LabView) -> None:
+    """check_lab(plan, lab) of a procedure whose traffic is all the generator's: its plan told everything (the
+    generator itself refuses a tester it cannot use when it is made)."""
 
 
 def frame_timeout_override(frame_timeout: float | None) -> dict:

@@ -16,6 +16,7 @@ from trexlab.procedures.common import (
     check_plan_frame_timeout,
     frame_timeout_override,
     generator_traffic_only,
+    no_lab_checks,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -72,6 +73,7 @@ class FrameLossResult:
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
 check = check_plan_frame_timeout
+check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 
 

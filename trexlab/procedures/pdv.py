@@ -30,6 +30,7 @@ from trexlab.procedures.common import (
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
+    no_lab_checks,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -100,6 +101,7 @@ class PdvResult:
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
 check = check_plan_frame_timeout
+check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 
 

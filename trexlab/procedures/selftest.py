@@ -37,7 +37,7 @@ from pathlib import Path
 from trexlab.params import check_range
 from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
-from trexlab.procedures.common import RunContext, generator_traffic_only, simulated_cost_of
+from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
 from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
@@ -108,7 +108,13 @@ needs_tcp_endpoints = generator_traffic_only
 
 
 def check(plan) -> None:
-    pass  # its searches set no frame timeout: every generator can run them
+    """A search range each frame size allows (its searches set no frame timeout: every generator can run them)."""
+    search = throughput.Params(**plan.params.search_params())
+    for size in plan.params.frame_sizes:
+        search.rate_limits(dataclasses.replace(plan.traffic, frame_size=(size, size)))
+
+
+check_lab = no_lab_checks
 
 
 cost = simulated_cost_of(NAME)

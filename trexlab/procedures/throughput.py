@@ -20,6 +20,7 @@ from trexlab.procedures.common import (
     check_plan_frame_timeout,
     frame_timeout_override,
     generator_traffic_only,
+    no_lab_checks,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -135,7 +136,16 @@ class ThroughputResult:
 
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
-check = check_plan_frame_timeout
+
+
+def check(plan) -> None:
+    """A frame timeout the generator can keep, and a search range the traffic allows (min_rate below the media's
+    top rate at the largest frame size)."""
+    check_plan_frame_timeout(plan)
+    plan.params.rate_limits(plan.traffic)
+
+
+check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 
 
