@@ -191,3 +191,19 @@ def test_a_search_range_the_media_does_not_allow_is_refused_by_the_plan(tmp_path
     with pytest.raises(InvalidParameter, match=r"min_rate=20000000.0: allowed < max_rate \(812743\)"):
         plan_cli(cli.build_parser().parse_args(argv), argv)
     assert not (tmp_path / "r").exists()
+
+
+def test_http_download_checks_the_endpoints_as_the_run_will_find_them(tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(WITH_ENDPOINTS)
+    argv = ["http_download", "--inventory", str(inventory), "--results", str(tmp_path / "r"), "--ceilings",
+            str(tmp_path / "c.json")]
+    plan = plan_cli(cli.build_parser().parse_args(argv), argv)
+    with pytest.raises(LabError, match="the TCP endpoints are not configured"):
+        check_on_lab([plan])
+    lab = load_lab(inventory)
+    check_on_lab([plan], LabView(lab, planned_endpoint_facts(lab, {})))  # what a campaign applies first
+    argv6 = [*argv, "--ip-version", "6", "--frame-size", "84"]
+    with pytest.raises(LabError, match="server node server has no IPv6 test address"):
+        check_on_lab([plan_cli(cli.build_parser().parse_args(argv6), argv6)],
+                     LabView(lab, planned_endpoint_facts(lab, {})))
