@@ -24,7 +24,7 @@ def workers_by_group(*paths: str) -> dict[str, set[str]]:
 
 
 def test_one_worker_per_file_and_per_shared_lab():
-    ran = workers_by_group("tests/test_paths.py", "tests/test_repetition_refusal.py")
+    ran = workers_by_group("tests/test_paths.py", "tests/test_lab_checks.py")
     # Every test carries its group (the file's path under tests/, without .py), and each group ran on one worker.
-    assert set(ran) == {"test_paths", "test_repetition_refusal"}, ran
+    assert set(ran) == {"test_paths", "test_lab_checks"}, ran
     assert all(len(workers) == 1 for workers in ran.values()), ran
