@@ -4,6 +4,9 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 export PATH="$VENV/bin:$PATH"
+# Every cache under .cache (mypy's: pyproject.toml): make test runs lint beside tests that assert the checkout
+# stays as it was (tests/test_hostile_front_door.py).
+export RUFF_CACHE_DIR="$TREXLAB_ROOT/.cache/ruff"
 say "ruff"; ruff check --quiet trexlab tests benchmarks analysis ansible_collections terraform trex-profiles
 # Type check of the package ([tool.mypy] in pyproject.toml; stubs pinned in requirements.txt).
 say "mypy"; mypy --no-error-summary
@@ -12,11 +15,13 @@ say "yamllint"; yamllint --strict -c .yamllint.yml .
 say "ansible-lint"; ansible-lint --profile production --offline -q --skip-list 'galaxy[no-repository]' \
   playbooks ansible_collections/trexlab/lab
 say "ansible-galaxy collection build"; scripts/collection.sh build "$TREXLAB_ROOT/.cache/collection" >/dev/null
-say "ansible-test sanity (trexlab.lab.netconf)"; scripts/collection.sh sanity
+say "ansible-test sanity (the trexlab.lab collection, every test)"; scripts/collection.sh sanity
 if have terraform; then
   say "terraform fmt"; TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive terraform
 fi
 if have terraform; then
+  # make test builds the providers' mirror beside lint, holding this lock until it is done (scripts/test.sh).
+  [ -z "${TREXLAB_PROVIDERS_LOCK:-}" ] || flock -s "$TREXLAB_PROVIDERS_LOCK" true
   # Validate the root modules that need no provider download, and those that need a provider where the
   # mirror of make providers has it (a user with registry access validates them with plain terraform).
   dirs=(terraform/labs/local terraform/labs/static terraform/labs/vm terraform/modules/inventory terraform/modules/management terraform/modules/topology)

@@ -7,6 +7,8 @@ cd "$TREXLAB_ROOT"
 # Debian packages the local lab and the tests use (only as root on Debian/Ubuntu).
 DEB_PACKAGES=(iproute2 pciutils net-tools nftables iptables openssh-server openssh-client tayga iperf3 nginx curl
               netsniff-ng ethtool gcc make python3-venv procps util-linux)
+# make lint: ansible-test sanity's shellcheck test of the collection's shell files.
+DEB_PACKAGES+=(shellcheck)
 # The VM lab (LAB=vm): QEMU, and what builds its guest image from Debian packages (terraform/labs/vm).
 DEB_PACKAGES+=(qemu-system-x86 mmdebstrap cpio kmod)
 missing=()

@@ -34,11 +34,19 @@ have go || [ ! -x /usr/local/go/bin/go ] || export PATH="/usr/local/go/bin:$PATH
 mkdir -p .cache
 providers=""
 if have go; then
-  scripts/providers.sh >.cache/providers.log 2>&1 &
+  # Lint validates terraform/labs/maas with the mirror: it waits for this lock before it does (scripts/lint.sh).
+  export TREXLAB_PROVIDERS_LOCK="$TREXLAB_ROOT/.cache/providers.lock"
+  flock -o "$TREXLAB_PROVIDERS_LOCK" scripts/providers.sh >.cache/providers.log 2>&1 &
   providers=$!
 else
   say "go not found: terraform/labs/maas is neither validated nor tested (make providers needs Go)"
 fi
+# Lint (mypy, ansible-lint, every ansible-test sanity test, terraform validate: 1-2 min of CPU, and on a fresh
+# clone minutes more while ansible-test installs its test venvs from PyPI) in the background from here to the
+# end of phase 2: it keeps every cache under .cache and touches no namespace or ruleset, so the tests that
+# assert the host and the checkout stay as they were can run beside it.
+scripts/lint.sh >.cache/lint.log 2>&1 &
+lint=$!
 # --durations: the slowest tests in the log, to keep make test within its time budget.
 pytest=("$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --durations=30)
 [ $# -gt 0 ] || set -- tests  # scripts/test.sh <paths or pytest options>: the same phases over less
@@ -55,16 +63,12 @@ if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log
 fi
-# 2. Lint (about 1.5 min: mypy, ansible-test sanity, terraform validate) in the background, beside the Terraform
-#    runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts at low rates,
-#    the shipped experiments at CI scale, which must end and report whatever their figures). Three workers: most
-#    of their time is spent waiting (trials, ssh, terraform). A test file stays on one worker, and so do the
-#    files that share a lab (tests/conftest.py). Not beside phase 1: the hostile-input tests assert that the
-#    host's namespaces and nftables ruleset stay as they were, and lint writes caches into the checkout.
-scripts/lint.sh >.cache/lint.log 2>&1 &
-lint=$!
-say "pytest: terraform and unmeasured lab tests (3 workers), lint beside them"
-phase -n 3 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
+# 2. The Terraform runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts
+#    at low rates, the shipped experiments at CI scale, which must end and report whatever their figures). Four
+#    workers: most of their time is spent waiting (trials, ssh, terraform: on three workers they kept 1.15 of
+#    the 2 CPUs busy). A test file stays on one worker, and so do the files that share a lab (tests/conftest.py).
+say "pytest: terraform and unmeasured lab tests (4 workers)"
+phase -n 4 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?
 cat .cache/lint.log
 # 3. The lab tests that measure traffic, one at a time: they must not share the CPUs (VM-lab tests last).

@@ -6,6 +6,7 @@ it proves that the lab forwards; measuring is the software tester's job.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -54,7 +55,31 @@ def run(*argv: str, check: bool = True, timeout: float = 120, env: dict | None =
                           env={**os.environ, **(env or {})})
 
 
+#: Lab name -> the open file whose flock says this process uses the lab (held until the process ends).
+_LABS_HELD: dict[str, object] = {}
+
+
+def claim_lab(name: str) -> None:
+    """This test process uses lab `name` until it ends; another process using that name fails here, at once.
+
+    A lab's namespaces, links and inventory are the machine's, named by the lab: make test's parallel phases
+    run test files on several pytest-xdist workers, and two files giving their labs one name on two workers
+    configured and counted each other's traffic (test_local_lab's and test_siit_tayga_role's "ts", "td")."""
+    if name in _LABS_HELD:
+        return
+    held = open(f"/tmp/trexlab-test-lab-{name}.lock", "a")  # noqa: SIM115 -- held for the process's lifetime
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.close()
+        raise AssertionError(f"lab {name} is in use by another test process: give this test's lab a name of its "
+                             "own, or put both tests in one xdist_group (tests/conftest.py)") from None
+    _LABS_HELD[name] = held
+
+
 def lab_env(name: str, topology: str = "single", networks: int = 1) -> dict:
+    """The environment of scripts/lab.sh for lab `name`, which this process claims (claim_lab)."""
+    claim_lab(name)
     return {"LAB_NAME": name, "TOPOLOGY": topology, "NETWORKS": str(networks), "VENV": str(VENV)}
 
 

@@ -1,4 +1,5 @@
-"""trexlab.lab.netconf's NIC settings read back the way ethtool prints them, and the cpufreq filter of dut_tuning."""
+"""trexlab.lab.netconf's NIC settings read back the way ethtool prints them, and dut_tuning's cpufreq and
+port-driver filters."""
 
 import importlib.util
 import os
@@ -10,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import cpufreq_settings  # noqa: E402
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import cpufreq_settings, port_drivers  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("trexlab_netconf",
                                                REPO / "ansible_collections/trexlab/lab/plugins/modules/netconf.py")
@@ -63,3 +64,16 @@ def test_cpufreq_settings_fix_min_and_max_per_cpu_and_nothing_when_not_asked():
         "/sys/devices/system/cpu/cpu2/cpufreq/scaling_max_freq": "2400000",
         "/sys/devices/system/cpu/cpu2/cpufreq/scaling_min_freq": "2400000"}
     assert cpufreq_settings([1, 3], None, None) == {}
+
+
+def test_port_drivers_come_from_the_network_facts_and_a_port_with_a_device_is_a_nic():
+    """Facts as Ansible's setup module gathers them: a virtio NIC (module and device), a NIC whose driver is
+    built into the kernel (device, no module), a veth (neither); '-' of a name is '_' in the facts' keys."""
+    facts = {"eth1": {"device": "eth1", "module": "virtio_net", "pciid": "virtio3", "type": "ether"},
+             "eth2": {"device": "eth2", "pciid": "0000:00:05.0", "type": "ether"},
+             "dut_p0": {"device": "dut-p0", "type": "ether"}, "interfaces": ["eth1", "eth2", "dut_p0"]}
+    assert port_drivers(["eth1", "eth2", "dut-p0"], facts) == [
+        {"name": "eth1", "driver": "virtio_net", "nic": True}, {"name": "eth2", "driver": "built-in", "nic": True},
+        {"name": "dut-p0", "driver": "virtual", "nic": False}]
+    with pytest.raises(ValueError, match=r"^test_ports: no interface p9 on this node"):
+        port_drivers(["eth1", "p9"], facts)

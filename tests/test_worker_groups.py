@@ -8,6 +8,9 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+import labtools
 from labtools import REPO
 
 
@@ -24,7 +27,22 @@ def workers_by_group(*paths: str) -> dict[str, set[str]]:
 
 
 def test_one_worker_per_file_and_per_shared_lab():
-    ran = workers_by_group("tests/test_paths.py", "tests/test_repetition_refusal.py")
+    ran = workers_by_group("tests/test_paths.py", "tests/test_lab_checks.py")
     # Every test carries its group (the file's path under tests/, without .py), and each group ran on one worker.
-    assert set(ran) == {"test_paths", "test_repetition_refusal"}, ran
+    assert set(ran) == {"test_paths", "test_lab_checks"}, ran
     assert all(len(workers) == 1 for workers in ran.values()), ran
+
+
+def test_a_lab_name_in_use_by_another_test_process_fails_at_once():
+    """Two workers giving their labs one name would share namespaces: the second is stopped before lab-up."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, labtools; labtools.claim_lab('zzgrp');"
+                               "print('held', flush=True); sys.stdin.read()"],
+                              cwd=REPO / "tests", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(AssertionError, match="lab zzgrp is in use by another test process"):
+            labtools.lab_env("zzgrp")
+    finally:
+        holder.communicate("", timeout=30)
+    labtools.lab_env("zzgrp")  # free again once that process ended; this process may now use it, and again
+    assert labtools.lab_env("zzgrp", "dual", 2)["TOPOLOGY"] == "dual"

@@ -28,7 +28,7 @@ from trexlab import __version__
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, summary_lines
-from trexlab.plan.runplan import PlanError, execute, plan_cli
+from trexlab.plan.runplan import PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
@@ -343,8 +343,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_plan(name: str, plan, args: argparse.Namespace) -> int:
-    """A CLI verb's plan run: its generator, the repetitions, the summary printed."""
-    try:  # the generator before anything is printed or configured: it may be missing (TRex client)
+    """A CLI verb's plan run: its lab checks, its generator, the repetitions, the summary printed."""
+    try:  # what only the lab can tell (Procedure.check_lab), before any run directory or generator
+        check_on_lab([plan])
+        # the generator before anything is printed or configured: it may be missing (TRex client)
         generator = plan.create_generator()
     except (InvalidParameter, LabError, GeneratorError, ValueError, OSError) as exc:
         print(f"trexlab {name}: {exc}", file=sys.stderr)
@@ -366,7 +368,7 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         print(f"trexlab {name}: interrupted; finished repetitions are kept in {plan.output}; "
               "run the same command with --results to resume", file=sys.stderr)
         return 130
-    # Found mid-run: before the traffic it concerns (RFC 6349 windows), or the tester, TRex server or curl failing.
+    # Found mid-run: what the run measured refuses (RFC 6349's BDP window), or the tester, TRex server or curl fail.
     except (InvalidParameter, LabError, GeneratorError, DownloadError) as exc:
         display.close()
         print(f"trexlab {name}: {exc}", file=sys.stderr)

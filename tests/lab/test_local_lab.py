@@ -24,7 +24,7 @@ def configure(env: dict) -> str:
 
 @pytest.mark.parametrize(("topology", "networks"), [("single", 4), ("dual", 2)])
 def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
-    name = {"single": "ts", "dual": "td"}[topology]
+    name = {"single": "ls", "dual": "ld"}[topology]  # not test_siit_tayga_role's ts/td: both run in one phase
     env = lab_env(name, topology, networks)
     start = time.monotonic()
     try:

@@ -41,6 +41,10 @@ def state(lab) -> dict:
 def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare_lab):
     lab = bare_lab
     before = state(lab)
+    # Check mode reports and changes nothing (dut_tuning's driver probe is the facts, not a shell check mode skips).
+    check = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", "--check")
+    assert check.returncode == 0, check.stdout[-3000:]
+    assert state(lab) == before, "check mode changed a node"
     first = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
     assert first.returncode == 0, first.stdout[-3000:]
     assert changed_count(first.stdout) > 0
@@ -53,7 +57,8 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
                    if k.startswith("rps")), "RPS of the DUT's ports on the DUT's CPUs"
         facts = load_lab(lab.inventory).describe()["dut_facts"][dut.name]["dut_tuning"]
         assert facts["rps_mask"] == mask and facts["flow_control"] == "left as is"
-        assert facts["rss_4tuple"].startswith("skipped: no test port is a NIC")
+        assert facts["rss_4tuple"] == "skipped: no test port is a NIC (virtual)", facts
+        assert [(p["name"], p["nic"]) for p in facts["ports"]] == [(p.name, False) for p in dut.test_ports]
 
     gone = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
     assert gone.returncode == 0, gone.stdout[-3000:]

@@ -13,7 +13,7 @@ from test_rfc6349 import PATH_MTU, FakeEndpoints, PathGenerator, params
 from trexlab.cli import EXIT_BAD_INPUT, build_parser, main
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import SUMMARY, repeat
-from trexlab.plan.runplan import plan_cli
+from trexlab.plan.runplan import check_on_lab, plan_cli
 from trexlab.procedures import rfc6349
 from trexlab.procedures.common import RunContext
 from trexlab.results.store import PROVENANCE, RESULT, TRIALS
@@ -133,8 +133,7 @@ def test_a_server_error_is_one_line_and_stops_what_it_started():
 
 def test_ipv6_is_refused_before_any_traffic():
     with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
-        rfc6349.check_lab(PathGenerator(), params(engine="trex"),
-                      TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)), engine())
+        rfc6349.check_engine(engine(), params(engine="trex"), TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)))
 
 
 def shape(value):
@@ -193,7 +192,8 @@ def test_cli_takes_the_engine_and_needs_no_client_node_for_trex(tmp_path):
     plan = plan_cli(build_parser().parse_args(argv), argv)
     assert plan.params.engine == "trex" and plan.params.trex_server == "192.0.2.1"
     # What the CLI checks before any traffic: the trex engine needs no client and server nodes.
-    assert isinstance(rfc6349.check_lab(plan.create_generator(), plan.params, plan.traffic), TRexAstfEngine)
+    check_on_lab([plan])
+    assert isinstance(rfc6349.engine_of(plan.lab, plan.params), TRexAstfEngine)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -29,7 +29,7 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
 from trexlab.plan.repetition import SUMMARY, summary_lines
-from trexlab.plan.runplan import RunPlan, default_campaign_id, execute, plan_campaign
+from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.results.analysis import export_campaign
@@ -43,6 +43,7 @@ from trexlab.spec.experiment import (
     procedure_needs_endpoints,
     role_vars,
 )
+from trexlab.testbed.endpoints import LabView
 from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import GeneratorError
@@ -131,23 +132,28 @@ def configured_networks(lab: Lab) -> int | None:
         return None
 
 
-def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
-    """Whether roles/tcp_endpoints is applied on the lab's client and server with exactly these settings (the
-    spec's endpoints block over the role's defaults), as the facts it keeps beside the inventory say."""
+def planned_endpoint_facts(lab: Lab, endpoints: dict) -> dict[str, dict]:
+    """The facts roles/tcp_endpoints reports, by node name, once applied on the lab's server and client with these
+    settings (the spec's endpoints block over the role's defaults): what a campaign's runs will find
+    (LabView.endpoint_facts). LabError when the lab has no client or server node."""
     defaults = yaml.safe_load((paths().roles / ENDPOINTS_CONFIG[1] / "defaults" / "main.yml").read_text())
     want = {key: endpoints.get(key, defaults.get(f"{ENDPOINTS_CONFIG[1]}_{key}"))
             for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control")}
+    congestion = want["congestion_control"] or None
+    return {lab.server.name: {"role": "server", "http_file_bytes": int(want["http_file_mib"]) * 1048576,
+                              "http_port": int(want["http_port"]), "http_path": "/" + str(want["http_file"]),
+                              "iperf3_ports": [int(p) for p in want["iperf3_ports"]],
+                              "congestion_control": congestion},
+            lab.client.name: {"role": "client", "congestion_control": congestion}}
+
+
+def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
+    """Whether roles/tcp_endpoints is applied on the lab's client and server with exactly these settings (the
+    spec's endpoints block over the role's defaults), as the facts it keeps beside the inventory say."""
     try:
-        server = lab.node_facts(lab.server.name).get("tcp_endpoints") or {}
-        client = lab.node_facts(lab.client.name).get("tcp_endpoints") or {}
-        return (server.get("role"), client.get("role")) == ("server", "client") and all([
-            server.get("http_file_bytes") == int(want["http_file_mib"]) * 1048576,
-            server.get("http_port") == int(want["http_port"]),
-            server.get("http_path") == "/" + str(want["http_file"]),
-            server.get("iperf3_ports") == [int(p) for p in want["iperf3_ports"]],
-            server.get("congestion_control") == client.get("congestion_control")
-            == (want["congestion_control"] or None),
-        ])
+        planned = planned_endpoint_facts(lab, endpoints)
+        return all(all((lab.node_facts(name).get("tcp_endpoints") or {}).get(key) == value
+                       for key, value in facts.items()) for name, facts in planned.items())
     except (LabError, AttributeError, TypeError, ValueError):
         return False
 
@@ -290,6 +296,31 @@ class Campaign:
             self.playbook(playbook, {**settings, f"{role}_state": "absent"})
 
     # -- the whole campaign -------------------------------------------------------------
+    def lab_view(self) -> LabView:
+        """The lab as the points will find it: with the TCP endpoints this campaign configures (tcp_endpoints)
+        before its first point, when its procedure runs on them."""
+        procedure = self.experiment.spec["procedure"]
+        if self.lab is None or not procedure_needs_endpoints(procedure["name"], procedure.get("params")):
+            return LabView(self.lab)
+        try:
+            return LabView(self.lab, planned_endpoint_facts(self.lab, self.experiment.spec.get("endpoints") or {}))
+        except LabError as exc:
+            raise CampaignError(f"experiment {self.experiment.name}: {exc}") from None
+
+    def check_points_on_lab(self) -> None:
+        """Procedure.check_lab of every point still to run, before the campaign makes its directory or configures
+        any host: a point the lab refuses, wherever it lies in the sweep, stops the campaign with nothing touched."""
+        view = self.lab_view()
+        done = {pid for pid, r in self.status().items() if r["status"] == "done"}
+        for point in self.points:
+            if point.point_id in done:
+                continue  # not run again: what the lab is now does not concern it
+            try:
+                check_on_lab([self.plans[point.index]], view)
+            except (InvalidParameter, LabError, GeneratorError) as exc:
+                raise CampaignError(f"experiment {self.experiment.name}: point {point.index} ({point.point_id}): "
+                                    f"{exc}") from None
+
     def eta(self) -> str:
         """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
         return "" if self._eta is None else self._eta.text()
@@ -307,6 +338,7 @@ class Campaign:
             selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
+        self.check_points_on_lab()
         self.dir.mkdir(parents=True, exist_ok=True)
         manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
                     "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points]}

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trexlab.params import InvalidParameter
 from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures.common import RunContext
 from trexlab.results.stats import Observation, is_censored, summarize
 from trexlab.results.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
-from trexlab.testbed.inventory import LabError
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -46,7 +43,6 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
     module = procedure_of(procedure)
     parent = Path(parent)
-    fresh = not parent.exists()
     parent.mkdir(parents=True, exist_ok=True)
     results: list[dict] = []
     for k in range(1, rule.maximum + 1):
@@ -73,14 +69,6 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
             result = module.run(RunContext(replay, traffic, replay.logger(run.append_trial), progress), run_params)
             data = result.to_dict()
             run.finish(data)
-        except (InvalidParameter, LabError):
-            # Refused by the checks a procedure can only make on the lab (e.g. RFC 6349's window against the
-            # nodes' kernel limit) before its first trial: a refusal changes nothing, so a fresh run's
-            # directories go again, as if the plan had refused it.
-            run.close()
-            if fresh and k == 1 and run.seq == 0 and not run.logged:
-                shutil.rmtree(parent)
-            raise
         finally:
             run.close()
         results.append(data)

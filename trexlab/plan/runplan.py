@@ -1,15 +1,17 @@
 """One validated run plan: what a CLI verb or one point of a campaign will run, checked before any host is touched.
 
-    CLI verb  --plan_cli-->      RunPlan --execute--> repetitions in plan.output (trexlab.plan.repetition)
-    campaign  --plan_campaign--> [RunPlan, ...]  (every point's plan, all valid before the first runs)
+    CLI verb  --plan_cli-->      RunPlan --check_on_lab--> --execute--> repetitions in plan.output
+    campaign  --plan_campaign--> [RunPlan, ...] --check_on_lab (every point's)--> --execute--> (each point)
 
 A RunPlan holds everything a run needs, validated: the procedure and its parameters, the trial template,
 the generator and its options (typed: trexlab.spec.schema), the lab, the DUT configuration (its values that reach
 a host checked by trexlab.rolevalues), the tester ceiling it compares against, what identifies the run in
 its provenance, and its output directory inside the results root. Making a plan reads local files only
-(the spec, the inventory, the ceilings file); the generator is made from the plan (``create_generator``)
-before any DUT is configured, and ``execute`` runs it — the CLI and campaigns alike, so both write the same
-provenance and results for the same procedure and parameters.
+(the spec, the inventory, the ceilings file). Once the lab is known (and held: trexlab.testbed.lock),
+``check_on_lab`` asks each plan's procedure what only the lab can tell (Procedure.check_lab: reads nodes,
+changes nothing) before any run directory is made or any host configured; then the generator is made from the
+plan (``create_generator``) before any DUT is configured, and ``execute`` runs it — the CLI and campaigns alike,
+so both write the same provenance and results for the same procedure and parameters.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import dataclasses
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +34,8 @@ from trexlab.trial import Capabilities, TrialSpec
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+    from trexlab.testbed.endpoints import LabView
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -180,6 +184,22 @@ def checked(plan: RunPlan) -> RunPlan:
 
     procedure(plan.procedure).check(plan)
     return plan
+
+
+def check_on_lab(plans: Sequence[RunPlan], lab: LabView | None = None) -> None:
+    """Procedure.check_lab of every plan and of the throughput plan its rate comes from, on the lab as the runs
+    will find it (lab; default: each plan's lab, its TCP endpoints as configured now). Reads the nodes, changes
+    nothing; InvalidParameter, LabError or GeneratorError (a node that cannot be read), one line. The run path
+    calls it before any run directory is made or any host configured (trexlab.cli, trexlab.plan.campaign)."""
+    from trexlab.procedures import procedure
+    from trexlab.testbed.endpoints import LabView
+
+    for plan in plans:
+        view = lab if lab is not None else LabView(plan.lab)
+        current: RunPlan | None = plan
+        while current is not None:
+            procedure(current.procedure).check_lab(current, view)
+            current = current.rate_from
 
 
 def needs_lab(generator: str) -> bool:
@@ -465,5 +485,5 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     return summary
 
 
-__all__ = ["RunPlan", "PlanError", "plan_campaign", "plan_point", "plan_cli", "execute", "check_generator_options",
-           "traffic_template", "procedure_params", "LabError"]
+__all__ = ["RunPlan", "PlanError", "plan_campaign", "plan_point", "plan_cli", "check_on_lab", "execute",
+           "check_generator_options", "traffic_template", "procedure_params", "LabError"]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from trexlab.plan.estimate import Cost
     from trexlab.plan.runplan import RunPlan
     from trexlab.procedures.common import RunContext
+    from trexlab.testbed.endpoints import LabView
     from trexlab.trial import TrialSpec
 
 #: The procedure modules of this package, in the CLI's order. The one list: names come from each module's NAME.
@@ -40,9 +41,14 @@ class Procedure(Protocol):
     * ``needs_tcp_endpoints(params)``: whether a run with these ``procedure.params`` (a mapping, as the spec
       gives them) runs on the lab's client and server nodes (campaigns then apply playbooks/tcp-endpoints.yml).
     * ``check(plan)``: everything about the run that the plan alone tells (trexlab.plan.runplan.RunPlan: params,
-      traffic, the generator's capabilities, the lab's inventory), checked when the plan is made, before any
-      host is touched; raises InvalidParameter or LabError (one line). What only the lab can tell (its TCP
-      endpoints' configuration, kernel limits) ``run`` checks before its first traffic.
+      traffic, the generator's capabilities, the lab's inventory), checked when the plan is made (a dry run
+      too), reading no host; raises InvalidParameter or LabError (one line).
+    * ``check_lab(plan, lab)``: what only the lab can tell (trexlab.testbed.endpoints.LabView: the TCP endpoints'
+      configuration as the run will find it, the nodes' kernel limits, the tester ports' MTU), read but never
+      changed; raises InvalidParameter or LabError (one line). The run path calls it once the lab is known,
+      before any run directory is made or any host configured: the CLI before its generator, a campaign for
+      every point before the first (trexlab.plan.runplan.check_on_lab). ``run`` then refuses nothing it could
+      have refused here: what it still refuses depends on what it measured (e.g. RFC 6349's BDP window).
     * ``cost(params, traffic)``: the lab time of one run (trexlab.plan.estimate.Cost), touching nothing.
     * ``run(context, params)``: one run. ``context`` (:class:`trexlab.procedures.common.RunContext`) holds the
       generator, the trial template (its load and duration replaced per trial), ``on_trial(result, context)``
@@ -58,13 +64,16 @@ class Procedure(Protocol):
 
     def check(self, plan: RunPlan) -> None: ...
 
+    def check_lab(self, plan: RunPlan, lab: LabView) -> None: ...
+
     def cost(self, params, traffic: TrialSpec) -> Cost: ...
 
     def run(self, context: RunContext, params): ...
 
 
 #: Each callable member's parameters, in order (a module's own function may add optional ones after them).
-SIGNATURES = {"needs_tcp_endpoints": ("params",), "check": ("plan",), "cost": ("params", "traffic"),
+SIGNATURES = {"needs_tcp_endpoints": ("params",), "check": ("plan",), "check_lab": ("plan", "lab"),
+              "cost": ("params", "traffic"),
               "run": ("context", "params")}
 
 

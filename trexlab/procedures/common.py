@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from trexlab.trial import Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
+    from trexlab.testbed.endpoints import LabView
 
 #: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
 OnTrial = Callable[[Any, dict], None] | None
@@ -54,11 +55,42 @@ def check_frame_timeout(plan: RunPlan, frame_timeout: float | None) -> None:
                                                                "tell a late frame from one in time)")
 
 
+def check_plan_frame_timeout(plan) -> None:
+    """check(plan) of a procedure whose one plan-time condition is its Params' frame_timeout (plan: a RunPlan whose
+    params have one: untyped, as RunPlan.params is any procedure's Params)."""
+    check_frame_timeout(plan, plan.params.frame_timeout)
+
+
+def no_lab_checks(plan: RunPlan, lab: LabView) -> None:
+    """check_lab(plan, lab) of a procedure whose traffic is all the generator's: its plan told everything (the
+    generator itself refuses a tester it cannot use when it is made)."""
+
+
+def frame_timeout_override(frame_timeout: float | None) -> dict:
+    """TrialRunner.run's override for a procedure's frame_timeout: none when unset (the template's stays)."""
+    return {"frame_timeout": frame_timeout} if frame_timeout else {}
+
+
+def generator_traffic_only(params: Mapping) -> bool:
+    """needs_tcp_endpoints(params) of a procedure whose traffic is all the generator's: it never runs on the lab's
+    client and server nodes."""
+    return False
+
+
 def simulated_cost(name: str, params, traffic: TrialSpec):
     """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost)."""
     from trexlab.plan.estimate import simulated_cost as simulate
 
     return simulate(name, params, traffic)
+
+
+def simulated_cost_of(name: str) -> Callable[[Any, TrialSpec], Any]:
+    """cost(params, traffic) of the trial-based procedure `name` (simulated_cost)."""
+
+    def cost(params, traffic: TrialSpec):
+        return simulated_cost(name, params, traffic)
+
+    return cost
 
 
 class TrialRunner:

@@ -6,7 +6,6 @@ at most 10 % of it, until two consecutive trials lose no frame.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
@@ -14,11 +13,13 @@ from trexlab.params import check_range
 from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
-    check_frame_timeout,
-    simulated_cost,
+    check_plan_frame_timeout,
+    frame_timeout_override,
+    generator_traffic_only,
+    no_lab_checks,
+    simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import TrialSpec
 
 NAME = "flr"
 TAKES_RATE = False
@@ -69,23 +70,18 @@ class FrameLossResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
-
-
-def check(plan) -> None:
-    check_frame_timeout(plan, plan.params.frame_timeout)
-
-
-def cost(params: Params, traffic: TrialSpec):
-    return simulated_cost(NAME, params, traffic)
+# The trial procedures' shared members (trexlab.procedures.common).
+needs_tcp_endpoints = generator_traffic_only
+check = check_plan_frame_timeout
+check_lab = no_lab_checks
+cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> FrameLossResult:
     top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
     step = top * params.step_percent / 100
     runner = context.runner(NAME)
-    timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
+    timeout = frame_timeout_override(params.frame_timeout)
     points, lossless_in_a_row, k = [], 0, 0
     while lossless_in_a_row < 2:
         load = top - k * step

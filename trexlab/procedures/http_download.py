@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import RunContext
-from trexlab.testbed.endpoints import Endpoints, require_lab
+from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import TrialSpec
 
 
@@ -82,8 +82,7 @@ def needs_tcp_endpoints(params: Mapping) -> bool:
 
 
 def check(plan) -> None:
-    """One IP version, and a lab with client and server nodes (whether they are configured, run checks: a
-    campaign configures them after planning)."""
+    """One IP version, and a lab with client and server nodes (whether they are configured: check_lab)."""
     ip_version(plan.traffic)
     if plan.lab is None and plan.capabilities.needs_lab:
         return  # a dry run without the lab's inventory
@@ -99,10 +98,13 @@ def cost(params: Params, traffic: TrialSpec):
                                             "before the first download (the refined ETA gives it)")
 
 
-def check_lab(lab, traffic: TrialSpec | None = None) -> Endpoints:
-    """Before the download: the lab's endpoints configured, nginx on the server, an address of the traffic's IP
-    version there."""
-    endpoints = Endpoints(lab)
+def check_lab(plan, lab: LabView) -> None:
+    """Procedure.check_lab: the lab's endpoints as the run will find them (check_endpoints)."""
+    check_endpoints(Endpoints(require_lab(lab.lab, plan.generator, NAME), lab.endpoint_facts), plan.traffic)
+
+
+def check_endpoints(endpoints: Endpoints, traffic: TrialSpec | None = None) -> Endpoints:
+    """The endpoints configured, nginx on the server, an address of the traffic's IP version there."""
     if "http_path" not in endpoints.facts:
         raise InvalidParameter("server", endpoints.server.name, "a server node with nginx (roles/tcp_endpoints)")
     endpoints.server_address(ip_version(traffic))
@@ -125,9 +127,9 @@ def curl_argv(url: str, timeout: float) -> list[str]:
 
 
 def run(context: RunContext, params: Params, endpoints: Endpoints | None = None) -> DownloadResult:
-    """endpoints: given by tests; otherwise the generator's lab's."""
+    """endpoints: given by tests; otherwise the generator's lab's, which check_lab found fit."""
     traffic, on_trial, progress = context.traffic, context.on_trial, context.progress
-    endpoints = endpoints or check_lab(require_lab(context.generator.lab, context.generator.name, NAME), traffic)
+    endpoints = endpoints or Endpoints(require_lab(context.generator.lab, context.generator.name, NAME))
     url = endpoints.url(ip_version(traffic))
     if progress:
         progress("download", {"test": url, "trial": 1})

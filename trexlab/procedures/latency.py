@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
-    check_frame_timeout,
+    check_plan_frame_timeout,
+    frame_timeout_override,
+    generator_traffic_only,
     near_floor,
-    simulated_cost,
+    no_lab_checks,
+    simulated_cost_of,
     tester_bound_fields,
 )
 from trexlab.procedures.selftest import latency_floor_check
@@ -42,7 +44,6 @@ from trexlab.trial import (
     GeneratorError,
     Latency,
     TrialResult,
-    TrialSpec,
     delay_for_json,
     lost_tags_text,
     merge_latency,
@@ -139,21 +140,16 @@ class LatencyResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
-
-
-def check(plan) -> None:
-    check_frame_timeout(plan, plan.params.frame_timeout)
-
-
-def cost(params: Params, traffic: TrialSpec):
-    return simulated_cost(NAME, params, traffic)
+# The trial procedures' shared members (trexlab.procedures.common).
+needs_tcp_endpoints = generator_traffic_only
+check = check_plan_frame_timeout
+check_lab = no_lab_checks
+cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> LatencyResult:
     runner = context.runner(NAME)
-    timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
+    timeout = frame_timeout_override(params.frame_timeout)
     rate = check_rate(params.rate)
     main = runner.run(rate, params.trial_duration, "RFC 8219 latency", latency_mode="tagged",
                       latency_frames=params.tagged_frames, tag_delay=params.tag_delay, **timeout)

@@ -17,14 +17,21 @@ is reported as "below minimum load"; the other goals keep their results.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
-from trexlab.procedures.common import RunContext, TrialRunner, ceiling_warning, simulated_cost, tester_bound_fields
+from trexlab.procedures.common import (
+    RunContext,
+    TrialRunner,
+    ceiling_warning,
+    generator_traffic_only,
+    no_lab_checks,
+    simulated_cost,
+    tester_bound_fields,
+)
 from trexlab.trial import TrialSpec
 
 NAME = "mlrsearch"
@@ -137,12 +144,23 @@ class MlrResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
+needs_tcp_endpoints = generator_traffic_only
+
+
+def top_rate(params: Params, traffic: TrialSpec) -> float:
+    """The search's top load (max_rate, or the media's limit at the largest frame size), above min_rate."""
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+    if params.min_rate >= top:
+        raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
+    return top
 
 
 def check(plan) -> None:
-    pass  # every generator can run its trials (it sets no frame timeout)
+    """A search range the traffic allows (every generator can run its trials: it sets no frame timeout)."""
+    top_rate(plan.params, plan.traffic)
+
+
+check_lab = no_lab_checks
 
 
 def cost(params: Params, traffic: TrialSpec):
@@ -152,9 +170,7 @@ def cost(params: Params, traffic: TrialSpec):
 
 
 def run(context: RunContext, params: Params) -> MlrResult:
-    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
-    if params.min_rate >= top:
-        raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
+    top = top_rate(params, context.traffic)
     runner = context.runner(NAME)
     goals = [search_goal(goal, i) for i, goal in enumerate(params.goals)]
     config = Config()

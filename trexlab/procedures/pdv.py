@@ -20,21 +20,23 @@ histogram keeps no order, and RFC 8219 asks for PDV only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
-    check_frame_timeout,
+    check_plan_frame_timeout,
+    frame_timeout_override,
+    generator_traffic_only,
     near_floor,
-    simulated_cost,
+    no_lab_checks,
+    simulated_cost_of,
     tester_bound_fields,
 )
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import TrialSpec, delay_for_json, format_seconds
+from trexlab.trial import delay_for_json, format_seconds
 
 NAME = "pdv"
 #: Measures at the throughput rate, given or from throughput results (trexlab.plan.rate_from).
@@ -96,21 +98,16 @@ class PdvResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
-
-
-def check(plan) -> None:
-    check_frame_timeout(plan, plan.params.frame_timeout)
-
-
-def cost(params: Params, traffic: TrialSpec):
-    return simulated_cost(NAME, params, traffic)
+# The trial procedures' shared members (trexlab.procedures.common).
+needs_tcp_endpoints = generator_traffic_only
+check = check_plan_frame_timeout
+check_lab = no_lab_checks
+cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> PdvResult:
     runner = context.runner(NAME)
-    timeout = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
+    timeout = frame_timeout_override(params.frame_timeout)
     trial = runner.run(check_rate(params.rate), params.trial_duration, "RFC 8219 PDV", latency_mode="all", **timeout)
     directions = {}
     notes = runner.notes()

@@ -28,9 +28,11 @@ Both engines give the same figures in the same result shape; only where the
 byte counts, retransmissions and RTTs come from differs (the engine's doc).
 
 Every frame trial and every TCP test is appended to the run's trials.jsonl the
-moment it ends. Windows larger than the nodes' kernels allow, DSCP values out
-of range or more concurrent tests than server ports are refused before the
-TCP traffic they concern.
+moment it ends. A declared window larger than the nodes' kernels allow, more
+concurrent tests than server ports, endpoints not configured or MTU frame sizes
+none of which the tester ports can send are refused by check_lab, before any
+run directory or host configuration; a window computed from the measured BDP
+is refused before the first TCP test.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from trexlab.procedures.common import RunContext, TrialRunner
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
-from trexlab.testbed.endpoints import Endpoints, require_lab
+from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialSpec
 
 NAME = "tcp"
@@ -141,7 +143,7 @@ def needs_tcp_endpoints(params: Mapping) -> bool:
 def check(plan) -> None:
     """What the plan tells: one IP version, a generator that sets DF when the MTU is to be measured, the engine's
     addresses, and the lab's client and server nodes for iperf3 (whether they are configured, and the kernels'
-    window limits, run checks before the first TCP test: a campaign configures them after planning)."""
+    window limits: check_lab)."""
     params, traffic = plan.params, plan.traffic
     if traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
@@ -208,28 +210,36 @@ class Rfc6349Result:
         }
 
 
-def engine_of(lab, params: Params) -> tcp_engines.TcpEngine:
-    """The TCP engine the params name, on the lab (None: none); nothing is started."""
+def engine_of(lab, params: Params, endpoint_facts=None) -> tcp_engines.TcpEngine:
+    """The TCP engine the params name, on the lab (None: none); nothing is started. endpoint_facts: LabView's."""
     ports = [params.trex_server_port + i for i in range(max(1, len(params.dscp)))]
-    return tcp_engines.create(params.engine, lab, ports, params.trex_server, params.trex_sync_port)
+    return tcp_engines.create(params.engine, lab, ports, params.trex_server, params.trex_sync_port, endpoint_facts)
 
 
-def check_lab(generator, params: Params, traffic: TrialSpec | None = None,
-              engine: tcp_engines.TcpEngine | None = None) -> tcp_engines.TcpEngine:
-    """What only the lab can tell, before any traffic: the engine's endpoints configured, their addresses, their
-    kernels' window limit and server ports for the declared values (check(plan) did the rest)."""
-    engine = engine or engine_of(generator.lab, params)
-    if traffic is not None and traffic.ip_version[0] != traffic.ip_version[1]:
+def check_lab(plan, lab: LabView) -> None:
+    """Procedure.check_lab: the engine on the lab as the run will find it (check_engine), nothing started."""
+    engine = engine_of(lab.lab, plan.params, lab.endpoint_facts)
+    try:
+        check_engine(engine, plan.params, plan.traffic)
+    finally:
+        engine.close()
+
+
+def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSpec) -> None:
+    """What only the lab can tell: the engine's endpoints configured (engine_of), their address of the traffic's IP
+    version, enough server ports for the concurrent tests, the kernels' window limit for a declared window, and a
+    MTU frame size the tester ports can send (check(plan) did the rest)."""
+    if traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
-    if traffic is not None:
-        engine.server_address(traffic.ip_version[0])  # refuses what the engine cannot address
+    engine.server_address(traffic.ip_version[0])  # refuses what the engine cannot address
     concurrent = len(params.dscp) if "dscp" in params.tests else 1
     if concurrent > len(engine.ports):
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
         check_window("window_bytes", params.window_bytes, engine.window_limit())
-    return engine
+    if params.mtu is None:
+        mtu_trial_sizes(engine, traffic, params)
 
 
 def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
@@ -258,10 +268,11 @@ def cost(params: Params, traffic: TrialSpec):
 
 def run(context: RunContext, params: Params, endpoints: Endpoints | None = None,
         engine: tcp_engines.TcpEngine | None = None) -> Rfc6349Result:
-    """endpoints (iperf3 on them) or engine: given by tests; otherwise the params' engine on the generator's lab."""
+    """endpoints (iperf3 on them) or engine: given by tests; otherwise the params' engine on the generator's lab,
+    which check_lab found fit."""
     if engine is None and endpoints is not None:
         engine = tcp_engines.Iperf3Engine(endpoints)
-    engine = check_lab(context.generator, params, context.traffic, engine)
+    engine = engine or engine_of(context.generator.lab, params)
     try:
         return _run(context.generator, context.traffic, params, context.on_trial, context.progress, engine)
     finally:
@@ -337,15 +348,8 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
                   notes: list[str]) -> tuple[int, str, list[dict]]:
     """Trials with DF set at each frame size the tester can send; the largest loss-free one gives the MTU."""
-    senders = [traffic.sender_port(d) for d in traffic.active_directions]
-    tester_mtu = engine.tester_port_mtu(senders)
+    sizes, testable, tester_mtu = mtu_trial_sizes(engine, traffic, params)
     overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
-    sizes = sorted(set(params.mtu_frame_sizes))
-    testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
-    if not testable:
-        raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
-                               "at least one size" if tester_mtu is None else
-                               f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + 18)")
     search, passed = [], None
     for size in testable:
         result = runner.run(params.mtu_trial_rate, params.mtu_trial_duration, "path MTU",
@@ -362,6 +366,22 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
         notes.append(f"frame sizes {', '.join(map(str, skipped))} not tried: the tester ports' MTU is {tester_mtu}")
     source = "tester limit" if skipped and passed == testable[-1] else "measured"
     return passed - overhead, source, search
+
+
+def mtu_trial_sizes(engine: tcp_engines.TcpEngine, traffic: TrialSpec,
+                    params: Params) -> tuple[list[int], list[int], int | None]:
+    """The MTU trials' frame sizes, those of them the sending tester ports' MTU lets them send (at least one), and
+    that MTU (None: unknown, e.g. DPDK)."""
+    senders = [traffic.sender_port(d) for d in traffic.active_directions]
+    tester_mtu = engine.tester_port_mtu(senders)
+    overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
+    sizes = sorted(set(params.mtu_frame_sizes))
+    testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
+    if not testable:
+        raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
+                               "at least one size" if tester_mtu is None else
+                               f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + 18)")
+    return sizes, testable, tester_mtu
 
 
 def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size: int, on_trial, progress,

@@ -30,7 +30,6 @@ import fcntl
 import json
 import math
 import socket
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +37,7 @@ from pathlib import Path
 from trexlab.params import check_range
 from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
-from trexlab.procedures.common import RunContext, simulated_cost
+from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
 from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
 
@@ -105,16 +104,20 @@ class SelfTestResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
+needs_tcp_endpoints = generator_traffic_only
 
 
 def check(plan) -> None:
-    pass  # its searches set no frame timeout: every generator can run them
+    """A search range each frame size allows (its searches set no frame timeout: every generator can run them)."""
+    search = throughput.Params(**plan.params.search_params())
+    for size in plan.params.frame_sizes:
+        search.rate_limits(dataclasses.replace(plan.traffic, frame_size=(size, size)))
 
 
-def cost(params: Params, traffic: TrialSpec):
-    return simulated_cost(NAME, params, traffic)
+check_lab = no_lab_checks
+
+
+cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> SelfTestResult:

@@ -10,7 +10,6 @@ hold frames for seconds and still pass).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from trexlab.media import max_frame_rate, media_speed
@@ -18,8 +17,11 @@ from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
-    check_frame_timeout,
-    simulated_cost,
+    check_plan_frame_timeout,
+    frame_timeout_override,
+    generator_traffic_only,
+    no_lab_checks,
+    simulated_cost_of,
     tester_bound_fields,
 )
 from trexlab.trial import TrialSpec
@@ -132,16 +134,19 @@ class ThroughputResult:
         }
 
 
-def needs_tcp_endpoints(params: Mapping) -> bool:
-    return False
+# The trial procedures' shared members (trexlab.procedures.common).
+needs_tcp_endpoints = generator_traffic_only
 
 
 def check(plan) -> None:
-    check_frame_timeout(plan, plan.params.frame_timeout)
+    """A frame timeout the generator can keep, and a search range the traffic allows (min_rate below the media's
+    top rate at the largest frame size)."""
+    check_plan_frame_timeout(plan)
+    plan.params.rate_limits(plan.traffic)
 
 
-def cost(params: Params, traffic: TrialSpec):
-    return simulated_cost(NAME, params, traffic)
+check_lab = no_lab_checks
+cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> ThroughputResult:
@@ -149,7 +154,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     top = high
     tolerance = params.loss_tolerance_percent / 100
     runner = context.runner(NAME)
-    extra = {"frame_timeout": params.frame_timeout} if params.frame_timeout else {}
+    extra = frame_timeout_override(params.frame_timeout)
     best = None
     search = []
 

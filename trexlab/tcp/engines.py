@@ -262,13 +262,14 @@ def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
 
 
 def create(name: str, lab: Lab | None, ports: list[int], server: str | None = None,
-           sync_port: int = 4501) -> TcpEngine:
+           sync_port: int = 4501, endpoint_facts=None) -> TcpEngine:
     """An engine by name, on the lab (None: without one); nothing is started (the trex engine connects on its first
-    test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's)."""
+    test). ports: the trex engine's server ports, one per concurrent test (iperf3's are the server node's);
+    endpoint_facts: the iperf3 engine's endpoints as they will be (trexlab.testbed.endpoints.LabView)."""
     if name == "iperf3":
         if lab is None:
             raise LabError("engine iperf3 needs a lab with client and server nodes (use --generator software)")
-        return Iperf3Engine(Endpoints(lab))
+        return Iperf3Engine(Endpoints(lab, endpoint_facts))
     tunnel_node = None
     if server is None:
         if lab is None:

@@ -10,6 +10,8 @@ configured, fail with one line saying what to do.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from trexlab.testbed.inventory import Lab, LabError
 from trexlab.trial import GeneratorError
@@ -25,18 +27,37 @@ def require_lab(lab: Lab | None, generator: str, procedure: str) -> Lab:
     return lab
 
 
-class Endpoints:
-    """Client and server of one lab, with what roles/tcp_endpoints applied on the server."""
+@dataclass(frozen=True)
+class LabView:
+    """The lab as a run will find it at its first trial, for Procedure.check_lab: its inventory (None: a generator
+    without a lab) and the TCP endpoints' facts (roles/tcp_endpoints) by node name, where the run's caller applies
+    the role before the run (a campaign: planned_facts); None: the facts beside the inventory, as the CLI, which
+    configures nothing, finds them. Everything else (kernel limits, port MTUs) is read from the nodes."""
 
-    def __init__(self, lab: Lab):
+    lab: Lab | None
+    endpoint_facts: Mapping[str, Mapping] | None = None
+
+
+class Endpoints:
+    """Client and server of one lab, with what roles/tcp_endpoints applied on the server.
+
+    facts: the role's facts by node name as they will be when the run starts (LabView.endpoint_facts); None: those
+    beside the inventory."""
+
+    def __init__(self, lab: Lab, facts: Mapping[str, Mapping] | None = None):
         self.lab = lab
         self.client = lab.client
         self.server = lab.server
-        self.facts = lab.node_facts(self.server.name).get("tcp_endpoints") or {}
+
+        def of(name: str) -> dict:
+            found = facts.get(name) if facts is not None else lab.node_facts(name).get("tcp_endpoints")
+            return dict(found or {})
+
+        self.facts = of(self.server.name)
         if not self.facts.get("iperf3_ports"):
             raise LabError(f"lab {lab.name}: the TCP endpoints are not configured: run "
                            f"ansible-playbook -i {lab.inventory} {PLAYBOOK}")
-        self.client_facts = lab.node_facts(self.client.name).get("tcp_endpoints") or {}
+        self.client_facts = of(self.client.name)
 
     @property
     def iperf3_ports(self) -> list[int]:

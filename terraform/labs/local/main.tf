@@ -13,9 +13,8 @@ module "management" {
 }
 
 locals {
-  lab_byte    = module.management.mac_byte
-  mgmt_prefix = module.management.prefix
-  prefix      = "tl-${var.lab_name}"
+  lab_byte = module.management.mac_byte
+  prefix   = "tl-${var.lab_name}"
 
   node_names = {
     single   = ["tester", "dut1"]
@@ -43,48 +42,21 @@ module "topology" {
     cpus       = local.cpus[n]
     test_ports = [for p in [0, 1] : { name = local.port_name[n][p], mac = local.mac[n][p] }]
   } }
+  # Client and server nodes beside tester ports 0 and 1, each through a macvlan child of that tester port.
+  tcp_endpoints = var.tcp_endpoints ? { mac_byte = local.lab_byte } : null
 }
 
 locals {
-  # The peer MAC of every tester port (what a TCP endpoint beside it faces).
-  peer = { for n, node in module.topology.nodes : n => [for p in node.test_ports : p.peer_mac] }
   nodes = {
-    for n in local.node_names : n => merge(module.topology.nodes[n], {
-      netns        = "${local.prefix}-${n}"
-      mgmt_root_if = "tl${var.lab_name}m${local.node_index[n]}"
-      mgmt_root    = "${local.mgmt_prefix}::${2 * local.node_index[n]}"
-      ansible_host = "${local.mgmt_prefix}::${2 * local.node_index[n] + 1}"
+    for n in local.node_names : n => merge(module.topology.nodes[n], module.management.links[local.node_index[n]], {
+      netns = "${local.prefix}-${n}"
     })
   }
-
-  # TCP endpoints (docs/architecture.md): the client on tester port 0's link, the server on port 1's, each
-  # through a macvlan child of that tester port, so their TCP traffic crosses the same DUT ports (and
-  # impairments) as the test frames while the tester's path gains nothing. Fixed indexes 8 and 9 keep
-  # their management addresses and MACs independent of the topology.
-  endpoint_names = var.tcp_endpoints && var.topology != "loopback" ? ["client", "server"] : []
-  endpoint = {
-    client = { index = 8, tester_port = 0, ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64" }
-    server = { index = 9, tester_port = 1, ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64" }
-  }
+  # The client and server nodes (the topology module's tcp_endpoints): namespaces like the others.
   endpoints = {
-    for n in local.endpoint_names : n => {
-      role         = n
-      netns        = "${local.prefix}-${n}"
-      mgmt_root_if = "tl${var.lab_name}m${local.endpoint[n].index}"
-      mgmt_root    = "${local.mgmt_prefix}::${2 * local.endpoint[n].index}"
-      ansible_host = "${local.mgmt_prefix}::${2 * local.endpoint[n].index + 1}"
-      cpus         = []
-      dut_position = null
-      test_ports = [{
-        index    = 0
-        name     = "tcp0"
-        mac      = format("02:74:6c:%02x:%02x:00", local.lab_byte, local.endpoint[n].index)
-        ipv4     = local.endpoint[n].ipv4
-        ipv6     = local.endpoint[n].ipv6
-        peer_mac = local.peer.tester[local.endpoint[n].tester_port] # the DUT port beyond the tester port
-        pci      = null
-      }]
-    }
+    for n, e in module.topology.endpoints : n => merge(e.node, module.management.links[e.index], {
+      netns = "${local.prefix}-${n}"
+    })
   }
 
   plan = {
@@ -96,13 +68,7 @@ locals {
       a = { node = l[0], port = local.port_name[l[0]][l[1]], mac = local.mac[l[0]][l[1]] }
       b = { node = l[2], port = local.port_name[l[2]][l[3]], mac = local.mac[l[2]][l[3]] }
     }]
-    macvlans = [for n, e in local.endpoints : {
-      node       = n
-      port       = e.test_ports[0].name
-      mac        = e.test_ports[0].mac
-      lower_node = "tester"
-      lower_port = local.port_name.tester[local.endpoint[n].tester_port]
-    }]
+    macvlans = [for e in module.topology.endpoints : e.macvlan]
   }
 }
 
@@ -133,15 +99,11 @@ module "inventory" {
   lab    = { name = var.lab_name, kind = "local", topology = var.topology }
   # nslab.py writes the host keys it generates for the nodes' sshd there: nothing else is accepted.
   known_hosts = { file = "${var.state_dir}/known_hosts", policy = "yes" }
+  # The plan's nodes as they are (the module's type keeps what an inventory says: role, ansible_host, netns,
+  # cpus, dut_position, test_ports), with the key lab-up made for them.
   nodes = {
-    for name, n in merge(local.nodes, local.endpoints) : name => {
-      role         = n.role
-      ansible_host = n.ansible_host
-      ssh_key      = "${var.state_dir}/id_ed25519"
-      netns        = n.netns
-      cpus         = n.cpus
-      dut_position = n.dut_position
-      test_ports   = n.test_ports
-    }
+    for name, n in merge(local.nodes, local.endpoints) : name => merge(n, {
+      ssh_key = "${var.state_dir}/id_ed25519"
+    })
   }
 }

@@ -17,12 +17,11 @@ module "management" {
 }
 
 locals {
-  lab_byte    = module.management.mac_byte
-  mgmt_prefix = module.management.prefix
-  duts        = { single = ["dut1"], dual = ["dut1", "dut2"] }[var.topology]
-  node_names  = concat(["tester"], local.duts)
-  node_index  = { for i, n in local.node_names : n => i + 1 }
-  port_name   = { tester = ["port0", "port1"], dut1 = ["left", "right"], dut2 = ["left", "right"] }
+  lab_byte   = module.management.mac_byte
+  duts       = { single = ["dut1"], dual = ["dut1", "dut2"] }[var.topology]
+  node_names = concat(["tester"], local.duts)
+  node_index = { for i, n in local.node_names : n => i + 1 }
+  port_name  = { tester = ["port0", "port1"], dut1 = ["left", "right"], dut2 = ["left", "right"] }
   mac = { for n in local.node_names : n => [
     for p in [0, 1, 9] : format("02:74:6c:%02x:%02x:%02x", local.lab_byte, local.node_index[n], p)
   ] } # ports 0 and 1, and 9 for a VM's management NIC
@@ -39,17 +38,15 @@ module "topology" {
     cpus       = [0]
     test_ports = [for p in [0, 1] : { name = local.port_name[n][p], mac = local.mac[n][p] }]
   } }
+  tcp_endpoints = var.tcp_endpoints ? { mac_byte = local.lab_byte } : null
 }
 
 locals {
   # The tester is a namespace (netns); a DUT is a VM (mgmt_mac: its management NIC; host_cpus: QEMU's).
-  nodes = { for n in local.node_names : n => merge(module.topology.nodes[n], {
-    mgmt_root_if = "tl${var.lab_name}m${local.node_index[n]}"
-    mgmt_root    = "${local.mgmt_prefix}::${2 * local.node_index[n]}"
-    ansible_host = "${local.mgmt_prefix}::${2 * local.node_index[n] + 1}"
-    netns        = n == "tester" ? "tl-${var.lab_name}-tester" : null
-    mgmt_mac     = n == "tester" ? null : local.mac[n][2]
-    host_cpus    = n == "tester" ? [] : local.host_cpus
+  nodes = { for n in local.node_names : n => merge(module.topology.nodes[n], module.management.links[local.node_index[n]], {
+    netns     = n == "tester" ? "tl-${var.lab_name}-tester" : null
+    mgmt_mac  = n == "tester" ? null : local.mac[n][2]
+    host_cpus = n == "tester" ? [] : local.host_cpus
   }) }
 
   # Links from tester port 0 to tester port 1 (the topology's cabling). A link to the tester is a tap made
@@ -61,36 +58,15 @@ locals {
     tap = l[0] == "tester" || l[2] == "tester" ? "tl${var.lab_name}t${i}" : null
   }]
 
-  # TCP endpoints (docs/architecture.md), made as on the local lab: the client on tester port 0's link, the
-  # server on port 1's, each a namespace of the host whose port is a macvlan child of that tester port (a tap
-  # QEMU holds), so their kernel TCP crosses the DUT VM's ports and netem qdiscs like the test frames.
-  # Fixed indexes 8 and 9 keep management addresses and MACs apart from the tester and VMs (indexes 1-3).
-  endpoint_names = var.tcp_endpoints ? ["client", "server"] : []
-  endpoint = {
-    client = { index = 8, tester_port = 0, ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64" }
-    server = { index = 9, tester_port = 1, ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64" }
-  }
+  # The client and server nodes (the topology module's tcp_endpoints), namespaces of the host as on the local
+  # lab: their ports are macvlan children of the tester ports (taps QEMU holds), so their kernel TCP crosses
+  # the DUT VM's ports and netem qdiscs like the test frames.
   endpoints = {
-    for n in local.endpoint_names : n => {
-      role         = n
-      netns        = "tl-${var.lab_name}-${n}"
-      mgmt_root_if = "tl${var.lab_name}m${local.endpoint[n].index}"
-      mgmt_root    = "${local.mgmt_prefix}::${2 * local.endpoint[n].index}"
-      ansible_host = "${local.mgmt_prefix}::${2 * local.endpoint[n].index + 1}"
-      cpus         = []
-      dut_position = null
-      mgmt_mac     = null
-      host_cpus    = []
-      test_ports = [{
-        index    = 0
-        name     = "tcp0"
-        mac      = format("02:74:6c:%02x:%02x:00", local.lab_byte, local.endpoint[n].index)
-        ipv4     = local.endpoint[n].ipv4
-        ipv6     = local.endpoint[n].ipv6
-        peer_mac = module.topology.nodes.tester.test_ports[local.endpoint[n].tester_port].peer_mac
-        pci      = null
-      }]
-    }
+    for n, e in module.topology.endpoints : n => merge(e.node, module.management.links[e.index], {
+      netns     = "tl-${var.lab_name}-${n}"
+      mgmt_mac  = null
+      host_cpus = []
+    })
   }
 
   plan = {
@@ -103,15 +79,9 @@ locals {
       accel      = var.accel
       memory_mib = var.memory_mib
     }
-    nodes = merge(local.nodes, local.endpoints)
-    links = local.links
-    macvlans = [for n, e in local.endpoints : {
-      node       = n
-      port       = e.test_ports[0].name
-      mac        = e.test_ports[0].mac
-      lower_node = "tester"
-      lower_port = local.port_name.tester[local.endpoint[n].tester_port]
-    }]
+    nodes    = merge(local.nodes, local.endpoints)
+    links    = local.links
+    macvlans = [for e in module.topology.endpoints : e.macvlan]
   }
 }
 
@@ -150,17 +120,13 @@ module "inventory" {
   # The guests make their host keys at first boot: the first one seen is kept, a changed one refused
   # (vmlab.py empties the file when it makes the VMs again).
   known_hosts = { file = "${var.state_dir}/known_hosts", policy = "accept-new" }
+  # The plan's nodes as they are (the module's type keeps what an inventory says: role, ansible_host, netns,
+  # cpus, dut_position, test_ports), with the key lab-up made for them.
   nodes = {
-    for name, n in merge(local.nodes, local.endpoints) : name => {
-      role         = n.role
-      ansible_host = n.ansible_host
-      ssh_key      = "${var.state_dir}/id_ed25519"
-      netns        = n.netns
-      cpus         = n.cpus
-      dut_position = n.dut_position
-      test_ports   = n.test_ports
+    for name, n in merge(local.nodes, local.endpoints) : name => merge(n, {
+      ssh_key = "${var.state_dir}/id_ed25519"
       # How the DUT is emulated: procedures warn that TCG figures describe the emulator, not a device.
       extra_vars = n.role == "dut" ? { trexlab_vm_accel = var.accel } : {}
-    }
+    })
   }
 }

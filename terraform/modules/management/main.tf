@@ -5,4 +5,5 @@
 
 locals {
   lab_id = parseint(substr(sha1(var.lab_name), 0, 6), 16) % 8388608 # 2^23: 7 bits of ff80..ffff, 16 below
+  prefix = format("2001:2:0:ff%02x:%x", 128 + floor(local.lab_id / 65536), local.lab_id % 65536)
 }

@@ -91,4 +91,39 @@ locals {
       }]
     }
   }
+
+  # TCP endpoints (docs/architecture.md): the client on tester port 0's link, the server on port 1's, each
+  # through a macvlan child of that tester port, so their TCP traffic crosses the same DUT ports (and
+  # impairments) as the test frames while the tester's path gains nothing. Fixed node indexes 8 and 9 keep
+  # their management addresses and MACs independent of the topology (the other nodes are 1-3).
+  endpoint = {
+    client = { index = 8, tester_port = 0, ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64" }
+    server = { index = 9, tester_port = 1, ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64" }
+  }
+  endpoints = {
+    for n, e in local.endpoint : n => {
+      index = e.index
+      node = {
+        role         = n
+        cpus         = []
+        dut_position = null
+        test_ports = [{
+          index    = 0
+          name     = "tcp0"
+          mac      = format("02:74:6c:%02x:%02x:00", var.tcp_endpoints.mac_byte, e.index)
+          ipv4     = e.ipv4
+          ipv6     = e.ipv6
+          peer_mac = try(local.nodes.tester.test_ports[e.tester_port].peer_mac, null) # the DUT port beyond the tester port
+          pci      = null
+        }]
+      }
+      macvlan = {
+        node       = n
+        port       = "tcp0"
+        mac        = format("02:74:6c:%02x:%02x:00", var.tcp_endpoints.mac_byte, e.index)
+        lower_node = "tester"
+        lower_port = try(local.nodes.tester.test_ports[e.tester_port].name, null)
+      }
+    } if var.tcp_endpoints != null && var.topology != "loopback"
+  }
 }

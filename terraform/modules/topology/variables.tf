@@ -24,3 +24,16 @@ variable "nodes" {
     }))
   }))
 }
+
+variable "tcp_endpoints" {
+  description = <<-EOT
+    Client and server nodes (kernel TCP stacks for RFC 6349 and HTTP tests, docs/architecture.md) that the lab
+    makes on the tester's machine beside tester ports 0 and 1 (the local and VM labs): mac_byte is the lab's
+    byte of its MAC addresses 02:74:6c:<byte>:<node>:<port> (the management module's). null: none; none in
+    the loopback topology either.
+  EOT
+  type = object({
+    mac_byte = number
+  })
+  default = null
+}

@@ -11,6 +11,10 @@ run "local_lab_block" {
     condition     = output.prefix == "2001:2:0:ff93:9bb4" && output.mac_byte == 52
     error_message = "sha1(local)[:6] = 139bb4, modulo 2^23 = 1285044: block ff93:9bb4, MAC byte 52; got ${output.prefix}, ${output.mac_byte}"
   }
+  assert {
+    condition     = output.links[8].mgmt_root_if == "tllocalm8" && output.links[8].mgmt_root == "2001:2:0:ff93:9bb4::16" && output.links[8].ansible_host == "2001:2:0:ff93:9bb4::17"
+    error_message = "node 8's management link: the root side's tl<lab>m8 at <prefix>::16, the node at <prefix>::17"
+  }
 }
 
 run "another_name_another_block" {

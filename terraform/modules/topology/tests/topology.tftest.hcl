@@ -140,3 +140,49 @@ run "bad_and_duplicate_port_declarations" {
     error_message = "every bad declaration is named: ${jsonencode(output.problems)}"
   }
 }
+
+run "tcp_endpoints_beside_the_tester_ports" {
+  command = plan
+  variables {
+    tcp_endpoints = { mac_byte = 52 }
+  }
+  assert {
+    condition     = output.endpoints.client.node.test_ports[0].peer_mac == "02:00:00:00:01:01" && output.endpoints.server.node.test_ports[0].peer_mac == "02:00:00:00:01:02"
+    error_message = "the client faces the DUT port beyond tester port 0, the server the one beyond tester port 1"
+  }
+  assert {
+    condition     = output.endpoints.client.node.test_ports[0].ipv4 == "198.18.0.3/24" && output.endpoints.server.node.test_ports[0].ipv6 == "2001:2:0:9000::3/64"
+    error_message = "the endpoints' addresses of docs/architecture.md"
+  }
+  assert {
+    condition     = output.endpoints.client.index == 8 && output.endpoints.server.node.test_ports[0].mac == "02:74:6c:34:09:00" && output.endpoints.server.node.role == "server"
+    error_message = "node indexes 8 and 9 in the lab's MAC scheme (byte 52 = 0x34)"
+  }
+  assert {
+    condition     = output.endpoints.client.macvlan.lower_port == "t0" && output.endpoints.server.macvlan.lower_port == "t1" && output.endpoints.server.macvlan.mac == output.endpoints.server.node.test_ports[0].mac
+    error_message = "each endpoint's port is a macvlan child of the tester port beside it"
+  }
+}
+
+run "no_tcp_endpoints_unless_asked_nor_in_loopback" {
+  command = plan
+  variables {
+    topology      = "loopback"
+    tcp_endpoints = { mac_byte = 52 }
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+    }
+  }
+  assert {
+    condition     = length(output.endpoints) == 0
+    error_message = "loopback has no DUT for an endpoint to reach"
+  }
+}
+
+run "no_tcp_endpoints_by_default" {
+  command = plan
+  assert {
+    condition     = length(output.endpoints) == 0
+    error_message = "bare-metal labs declare no endpoints: none unless tcp_endpoints is given"
+  }
+}

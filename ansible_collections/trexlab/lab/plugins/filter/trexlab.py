@@ -75,6 +75,20 @@ def cpu_mask(cpus: list) -> str:
     return f"{mask:x}"
 
 
+def port_drivers(names: list, facts: dict) -> list[dict]:
+    """Each test port's driver from a node's network facts: the kernel module behind its device ('built-in'
+    when the driver is not a module, 'virtual' for a port with no device: veth, tap), and whether it is a NIC
+    (a port with a device, PCI or virtio, has RSS hash fields and pause frames)."""
+    ports = []
+    for name in names:
+        port = facts.get(str(name).replace("-", "_"))  # Ansible writes '-' of an interface's fact name as '_'
+        if not isinstance(port, dict) or "device" not in port:
+            raise ValueError(f"test_ports: no interface {name} on this node (its network facts list none)")
+        nic = "pciid" in port
+        ports.append({"name": name, "driver": port.get("module") or ("built-in" if nic else "virtual"), "nic": nic})
+    return ports
+
+
 def cpufreq_settings(cpus: list, governor: str | None, frequency_khz: int | None) -> dict:
     """cpufreq sysfs values fixing the clock of the given CPUs: a governor and min = max frequency.
 
@@ -182,6 +196,7 @@ class FilterModule:
             "neighbours": neighbours,
             "endpoint_neighbours": endpoint_neighbours,
             "cpu_mask": cpu_mask,
+            "port_drivers": port_drivers,
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
             "reference_plan": reference_plan,
