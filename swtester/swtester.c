@@ -42,6 +42,7 @@
 #include <net/if.h>
 #include <linux/filter.h>
 #include <linux/virtio_net.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -119,22 +120,21 @@ struct config {
  * frames go out (transmit ring or sendmmsg), so that any sender carries it: ask pacing_take() how many frames to send
  * now, send them back to back, ask again.
  *
- * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and
- * then (it sleeps to the next due time and wakes late; at high rates a batch takes longer than a frame interval)
- * and catches up by sending the frames due back to back: at most CATCH_UP of them. When more are due at once,
- * the sender was stalled long (descheduled on a shared CPU, stopped, or blocked in a send) or cannot keep up. It
- * then does not catch up: it sends the next frame now (with the rest of its pacing quantum, below) and moves the
- * rest of its schedule later by the time it lost (a slip). RFC 2544 offers the DUT a constant rate, and a long
- * catch-up burst is a load above it: a DUT that buffers or polices loses frames to a burst larger than its buffer
- * (a token bucket of 1,000 frames at 40 kfps holds a 25 ms backlog), which it would not lose at the offered load, and the trial would charge that
- * loss to the DUT. A shorter one it absorbs: during the stall its queue drained (its bucket filled) by as many
- * frames as the burst then brings. CATCH_UP is therefore the smallest receive queue a DUT commonly has, 512
- * descriptors: stalls of a few ms, which a 2-vCPU tester shared with its DUT has every second (2-8 ms measured
- * in the demo's 3 s trials; at 56 kfps 64 frames were 1.1 ms), are caught up, and send_burst_max discloses it.
- * Skipping the frames instead would offer the load with holes and count frames
- * never sent as lost. After a slip every frame is still sent, at the rate, and the trial's send time grows by
- * the slips: the trial contract (trexlab/trial.py) marks a trial stretched when that exceeds its overrun
- * tolerance (0.1 % of the duration), exactly as it does for a sender too slow for the rate. */
+ * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and then
+ * (it sleeps to the next due time and wakes late; at high rates a batch takes longer than a frame interval) and catches
+ * up by sending the frames due back to back: at most CATCH_UP of them. When more are due at once, the sender was
+ * stalled long (descheduled on a shared CPU, stopped, or blocked in a send) or cannot keep up. It then does not catch
+ * up: it sends the next frame now (with the rest of its pacing quantum, below) and moves the rest of its schedule later
+ * by the time it lost (a slip). RFC 2544 offers the DUT a constant rate, and a long catch-up burst is a load above it:
+ * a DUT that buffers or polices loses frames to a burst larger than its buffer (a token bucket of 1,000 frames at 40
+ * kfps holds a 25 ms backlog), which it would not lose at the offered load, and the trial would charge that loss to the
+ * DUT. A shorter one it absorbs: during the stall its queue drained (its bucket filled) by as many frames as the burst
+ * then brings. CATCH_UP is therefore the smallest receive queue a DUT commonly has, 512 descriptors: stalls of a few
+ * ms, which a 2-vCPU tester shared with its DUT has every second (2-8 ms measured in the demo's 3 s trials; at 56 kfps
+ * 64 frames were 1.1 ms), are caught up, and send_burst_max discloses it. Skipping the frames instead would offer the
+ * load with holes and count frames never sent as lost. After a slip every frame is still sent, at the rate, and the
+ * trial's send time grows by the slips: the trial contract (trexlab/trial.py) marks a trial stretched when that exceeds
+ * its overrun tolerance (0.1 % of the duration), exactly as it does for a sender too slow for the rate. */
 #define CATCH_UP 512 /* frames: the largest burst sent to catch up with the schedule */
 /* ns: the pacing quantum. A wake-up costs a sender far more CPU than the frame it sends (about 17 us per frame
  * when paced one by one on this project's 2-vCPU machines, so two directions at 28 kfps each took 95 % of the
@@ -144,10 +144,6 @@ struct config {
  * and the burst is a few frames (2 at 40 kfps), which a DUT's smallest queue absorbs. Reported in the output. */
 #define PACING_QUANTUM_NS 50000
 #define SLIP_BURST 64 /* frames: at most this many of a quantum leave together after a slip (one batch) */
-/* ns: a realtime sender that sends without pause yields its CPU at most this often, so that swtester's other threads
- * on the same CPU (at the same priority) get their turn. Yielding after every batch cost 1.7 % of a saturated
- * sender's CPU (a system call each 30 frames or so); the receivers' rings hold far more than this. */
-#define YIELD_INTERVAL_NS 250000
 
 struct pacing {
     uint64_t start;      /* CLOCK_MONOTONIC ns at which frame 0 is due, moved later by each slip */
@@ -558,7 +554,6 @@ static void *sender(void *arg) {
                          .ns_per_frame = 1e9 / c->rate * (double)threads, .frames = q->frames};
     /* A tester that cannot keep up (or slipped by more than MAX_OVERRUN) stops here; the frames it did not send
      * count as lost. */
-    uint64_t last_yield = start;
     uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
     while (k < q->frames) {
         uint64_t now = now_ns(CLOCK_MONOTONIC), next = 0;
@@ -587,10 +582,7 @@ static void *sender(void *arg) {
             int sent = send_ring(q, k, n, t);
             if (!sent) sched_yield(); /* every slot in flight: the receive side is behind */
             k += (uint64_t)sent;
-            if (c->realtime && now - last_yield >= YIELD_INTERVAL_NS) { /* as after a sendmmsg batch, below */
-                sched_yield();
-                last_yield = now;
-            }
+            if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
             continue;
         }
         for (int i = 0; i < n; i++) stamp_frame(q, frames[i], j + (k + (uint64_t)i) * threads, t);
@@ -605,12 +597,9 @@ static void *sender(void *arg) {
             done += r;
         }
         k += (uint64_t)n;
-        /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn every
-         * YIELD_INTERVAL_NS; a sender that cannot keep up would otherwise never let them run. */
-        if (c->realtime && now - last_yield >= YIELD_INTERVAL_NS) {
-            sched_yield();
-            last_yield = now;
-        }
+        /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn after each
+         * batch; a sender that cannot keep up would otherwise never let them run. */
+        if (c->realtime) sched_yield();
     }
     q->sent = k;
     q->end = now_ns(CLOCK_MONOTONIC);
@@ -675,6 +664,7 @@ static void *receiver(void *arg) {
     struct direction *d = arg;
     struct config *c = d->cfg;
     pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
+    struct pollfd pfd = {.fd = d->rx_fd, .events = POLLIN | POLLERR};
     uint64_t max_seq[MAX_THREADS] = {0}, stop_at = 0, stop_rt = UINT64_MAX;
     int any[MAX_THREADS] = {0};
     unsigned block = 0;
@@ -689,11 +679,7 @@ static void *receiver(void *arg) {
         if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull) break;
         struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
         if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
-            /* Sleep, not poll(): poll takes the socket's receive-queue lock, which the CPU delivering the frames
-             * (on veth: the sender's) takes for each frame it puts into the ring; it spun on it for 0.9 % of its
-             * time. The kernel hands over a block within RX_BLOCK_TIMEOUT_MS anyway. */
-            struct timespec pause = {0, RX_BLOCK_TIMEOUT_MS * 500000L};
-            nanosleep(&pause, NULL);
+            poll(&pfd, 1, RX_BLOCK_TIMEOUT_MS);
             continue;
         }
         const uint8_t *h = (const uint8_t *)bd + bd->hdr.bh1.offset_to_first_pkt;
