@@ -120,21 +120,22 @@ struct config {
  * frames go out (transmit ring or sendmmsg), so that any sender carries it: ask pacing_take() how many frames to send
  * now, send them back to back, ask again.
  *
- * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and then
- * (it sleeps to the next due time and wakes late; at high rates a batch takes longer than a frame interval) and catches
- * up by sending the frames due back to back: at most CATCH_UP of them. When more are due at once, the sender was
- * stalled long (descheduled on a shared CPU, stopped, or blocked in a send) or cannot keep up. It then does not catch
- * up: it sends the next frame now (with the rest of its pacing quantum, below) and moves the rest of its schedule later
- * by the time it lost (a slip). RFC 2544 offers the DUT a constant rate, and a long catch-up burst is a load above it:
- * a DUT that buffers or polices loses frames to a burst larger than its buffer (a token bucket of 1,000 frames at 40
- * kfps holds a 25 ms backlog), which it would not lose at the offered load, and the trial would charge that loss to the
- * DUT. A shorter one it absorbs: during the stall its queue drained (its bucket filled) by as many frames as the burst
- * then brings. CATCH_UP is therefore the smallest receive queue a DUT commonly has, 512 descriptors: stalls of a few
- * ms, which a 2-vCPU tester shared with its DUT has every second (2-8 ms measured in the demo's 3 s trials; at 56 kfps
- * 64 frames were 1.1 ms), are caught up, and send_burst_max discloses it. Skipping the frames instead would offer the
- * load with holes and count frames never sent as lost. After a slip every frame is still sent, at the rate, and the
- * trial's send time grows by the slips: the trial contract (trexlab/trial.py) marks a trial stretched when that exceeds
- * its overrun tolerance (0.1 % of the duration), exactly as it does for a sender too slow for the rate. */
+ * Frame seq is due start + seq / rate after the trial starts. A sender finds itself behind its schedule now and
+ * then (it sleeps to the next due time and wakes late; at high rates a batch takes longer than a frame interval)
+ * and catches up by sending the frames due back to back: at most CATCH_UP of them. When more are due at once,
+ * the sender was stalled long (descheduled on a shared CPU, stopped, or blocked in a send) or cannot keep up. It
+ * then does not catch up: it sends the next frame now and moves the rest of its schedule later by the time it
+ * lost (a slip). RFC 2544 offers the DUT a constant rate, and a long catch-up burst is a load above it: a DUT
+ * that buffers or polices loses frames to a burst larger than its buffer (a token bucket of 1,000 frames at
+ * 40 kfps holds a 25 ms backlog), which it would not lose at the offered load, and the trial would charge that
+ * loss to the DUT. A shorter one it absorbs: during the stall its queue drained (its bucket filled) by as many
+ * frames as the burst then brings. CATCH_UP is therefore the smallest receive queue a DUT commonly has, 512
+ * descriptors: stalls of a few ms, which a 2-vCPU tester shared with its DUT has every second (2-8 ms measured
+ * in the demo's 3 s trials; at 56 kfps 64 frames were 1.1 ms), are caught up, and send_burst_max discloses it.
+ * Skipping the frames instead would offer the load with holes and count frames
+ * never sent as lost. After a slip every frame is still sent, at the rate, and the trial's send time grows by
+ * the slips: the trial contract (trexlab/trial.py) marks a trial stretched when that exceeds its overrun
+ * tolerance (0.1 % of the duration), exactly as it does for a sender too slow for the rate. */
 #define CATCH_UP 512 /* frames: the largest burst sent to catch up with the schedule */
 /* ns: the pacing quantum. A wake-up costs a sender far more CPU than the frame it sends (about 17 us per frame
  * when paced one by one on this project's 2-vCPU machines, so two directions at 28 kfps each took 95 % of the
@@ -143,7 +144,6 @@ struct config {
  * interval longer than the quantum (over a 100 ms window the count is off by at most one quantum's frames, 0.05 %)
  * and the burst is a few frames (2 at 40 kfps), which a DUT's smallest queue absorbs. Reported in the output. */
 #define PACING_QUANTUM_NS 50000
-#define SLIP_BURST 64 /* frames: at most this many of a quantum leave together after a slip (one batch) */
 
 struct pacing {
     uint64_t start;      /* CLOCK_MONOTONIC ns at which frame 0 is due, moved later by each slip */
@@ -170,18 +170,11 @@ static uint64_t pacing_take(struct pacing *p, uint64_t now, uint64_t seq, uint64
     uint64_t scheduled = pacing_due_ns(p, seq), lag = now > scheduled ? now - scheduled : 0;
     if (lag > p->max_lag_ns) p->max_lag_ns = lag;
     uint64_t n = due - seq;
-    if (n > CATCH_UP) {
-        /* A slip: the frames of one pacing quantum from seq on are due now (frame seq alone below one frame per
-         * quantum), the ones after them at the rate from now on. They leave back to back as the quantum's frames
-         * always do; a slip to frame seq alone made a sender that cannot reach the rate send every other batch
-         * as a single frame, a system call of its own. */
-        uint64_t keep = (uint64_t)(PACING_QUANTUM_NS / p->ns_per_frame);
-        keep = keep < 1 ? 1 : keep > SLIP_BURST ? SLIP_BURST : keep;
-        uint64_t back = (uint64_t)((double)(keep - 1) * p->ns_per_frame), shift = lag > back ? lag - back : 0;
-        p->start += shift;
-        p->slip_ns += shift;
+    if (n > CATCH_UP) { /* a slip: frame seq is due now, the ones after it at the rate from now on */
+        p->start += lag;
+        p->slip_ns += lag;
         p->slips++;
-        n = keep;
+        n = 1;
     }
     if (n > p->max_burst) p->max_burst = n;
     return n;
@@ -198,7 +191,6 @@ struct txq {
     int j;
     int fd;
     uint64_t frames, sent, tags_sent, rng; /* frames: those of its sequence space */
-    uint64_t calls;                        /* system calls that handed frames to the kernel (send, sendmmsg) */
     uint64_t end;                          /* CLOCK_MONOTONIC ns when it stopped sending */
     double cpu;                            /* s of its CPU time */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
@@ -214,7 +206,6 @@ struct direction {
     struct config *cfg;
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
-    uint64_t send_calls; /* its senders' system calls that handed frames to the kernel */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
@@ -491,7 +482,6 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t) {
      * requested; the batch is out when its last slot is no longer requested. */
     for (;;) {
         ssize_t r = send(q->fd, NULL, 0, MSG_DONTWAIT);
-        q->calls++;
         if (r < 0 && errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
             char msg[160];
             snprintf(msg, sizeof msg, "send on the transmit ring failed: %s", strerror(errno));
@@ -589,7 +579,6 @@ static void *sender(void *arg) {
         int done = 0;
         while (done < n) {
             int r = sendmmsg(q->fd, msgs + done, (unsigned)(n - done), 0);
-            q->calls++;
             if (r < 0) {
                 if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) { sched_yield(); continue; }
                 die("sendmmsg failed");
@@ -608,7 +597,6 @@ static void *sender(void *arg) {
         for (int i = 0; i < c->threads; i++) {
             struct txq *o = &d->txq[i];
             d->sent += o->sent;
-            d->send_calls += o->calls;
             d->tags_sent += o->tags_sent;
             d->send_cpu += o->cpu;
             struct pacing *a = &d->pacing, *b = &o->pacing;
@@ -939,7 +927,7 @@ int main(int argc, char **argv) {
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
-               "\"threads\": %d, \"send_calls\": %llu, \"latency\": ",
+               "\"threads\": %d, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -949,8 +937,7 @@ int main(int argc, char **argv) {
                (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
                (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
                send_method_names[d->send_method], *d->send_fallback ? "\"" : "",
-               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "", c.threads,
-               (unsigned long long)d->send_calls);
+               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "", c.threads);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
