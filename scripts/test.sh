@@ -55,8 +55,8 @@ status=0
 phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; }
 # 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
 #    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist). A test
-#    file stays on one worker: tests/swtester's build swtester's binaries (release, asan) and run them, and
-#    parameters of one file on two workers rebuilt a binary the other was running (ETXTBSY).
+#    file stays on one worker, and tests/swtester's files share one: they build swtester's binaries (release,
+#    asan) and run them, and two workers rebuilt a binary the other was running (ETXTBSY).
 say "pytest: tests without a lab (3 workers)"
 phase -n 3 --dist loadgroup -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
@@ -65,8 +65,9 @@ if [ -n "$providers" ]; then
 fi
 # 2. The Terraform runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts
 #    at low rates, the shipped experiments at CI scale, which must end and report whatever their figures). Four
-#    workers: most of their time is spent waiting (trials, ssh, terraform: on three workers they kept 1.15 of
-#    the 2 CPUs busy). A test file stays on one worker, and so do the files that share a lab (tests/conftest.py).
+#    workers (592 s on a fresh clone here; three took 676 s with lint beside them): the phase is bound by the two
+#    CPUs, which the nodes' Ansible modules and sshd share with the tests. A test file stays on one worker, and
+#    so do the files that share a lab (tests/conftest.py).
 say "pytest: terraform and unmeasured lab tests (4 workers)"
 phase -n 4 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?

@@ -22,16 +22,24 @@ from trexlab.testbed.inventory import load_lab
 
 from labtools import REPO, lab_env, run
 
+#: The tests that build swtester (release, asan, hdr_check): one xdist group, so one worker builds at a time.
+SWTESTER_TESTS = REPO / "tests" / "swtester"
+
 
 def pytest_itemcollected(item):
-    """make test runs on pytest-xdist workers with --dist loadgroup: a test file stays on one worker (its tests share
-    module fixtures and its lab, and tests/swtester's rebuild the binaries they run), unless its tests name a group
-    themselves: the lab they share with other files (xdist_group("lab-<name>")), which then stay together on one
-    worker, since two workers on one lab would configure and count each other's traffic. (Marked here, as each
-    test is collected: pytest-xdist reads the markers in its own pytest_collection_modifyitems.)"""
-    if item.get_closest_marker("xdist_group") is None:
-        file = item.nodeid.split("::", 1)[0]  # tests/roles/test_x.py -> roles/test_x: the suffix xdist shows
-        item.add_marker(pytest.mark.xdist_group(file.removeprefix("tests/").removesuffix(".py")))
+    """make test runs on pytest-xdist workers with --dist loadgroup: a test file stays on one worker (its tests
+    share module fixtures and its lab), the files of tests/swtester share one (each builds the same binaries and
+    runs them), and files whose tests name a group themselves, the lab they share with other files
+    (xdist_group("lab-<name>")), stay together on one worker: two workers on one lab would configure and count
+    each other's traffic. (Marked here, as each test is collected: pytest-xdist reads the markers in its own
+    pytest_collection_modifyitems.)"""
+    if item.get_closest_marker("xdist_group") is not None:
+        return
+    if item.path.is_relative_to(SWTESTER_TESTS):  # each file runs make -C swtester: the same build products
+        item.add_marker(pytest.mark.xdist_group("swtester-build"))
+        return
+    file = item.nodeid.split("::", 1)[0]  # tests/roles/test_x.py -> roles/test_x: the suffix xdist shows
+    item.add_marker(pytest.mark.xdist_group(file.removeprefix("tests/").removesuffix(".py")))
 
 
 def pytest_collection_modifyitems(config, items):
