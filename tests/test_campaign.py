@@ -1,5 +1,6 @@
 """Campaigns on the sim generator: resumable, failures recorded, killed mid-run without loss or duplicates."""
 
+import contextlib
 import json
 import os
 import signal
@@ -252,3 +253,68 @@ def test_measure_again_starts_a_new_campaign_after_a_complete_one_and_resumes_an
     assert len(list(second.glob("*/rep-001/result.json"))) == 1, "the finished repetition was kept, not redone"
     third, _ = run()
     assert third.name == f"{first.name}-3"
+
+
+def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_to_the_next_one(tmp_path, monkeypatch):
+    """Between points that apply the same impairment block to the same networks, the next point's netem run
+    replaces the configuration (one playbook run instead of three on an emulated DUT); a point that fails, a
+    point with other networks or blocks, and the campaign's end still remove it at once."""
+    from types import SimpleNamespace
+
+    import trexlab.plan.campaign as module
+
+    class Lab:
+        duts = ["dut1"]
+        inventory = str(tmp_path / "hosts.yml")
+
+    calls = []
+    campaign = Campaign.__new__(Campaign)
+    campaign.lab, campaign._based_on_networks, campaign._report = Lab(), 1, lambda line: None
+    campaign.dir, campaign._eta, campaign._pending_undo, campaign._pending_spec = tmp_path / "none", None, [], {}
+    campaign.playbook = lambda name, extra: calls.append(
+        (Path(name).stem, extra.get("netem_state") or extra.get("siit_tayga_state"), extra.get("netem_delay_ms")))
+
+    def execute(plan, generator, **kwargs):
+        if plan.fails:
+            raise module.GeneratorError("the point failed")
+        return {}
+
+    monkeypatch.setattr(module, "execute", execute)
+    monkeypatch.setattr(module, "read_json", lambda path: {})
+    monkeypatch.setattr(module, "summary_lines", lambda summary, method: [])
+
+    def point(delay_ms=None, networks=1, siit=False):
+        dut = {"impairment": {"delay_ms": delay_ms}} if delay_ms is not None else {}
+        if siit:
+            dut["siit"] = {}
+        return SimpleNamespace(spec={"dut": dut, "traffic": {"destination_networks": networks}}, point_id="p", index=0)
+
+    def run(points, fails=(), no_generator=()):
+        calls.clear()
+        campaign._based_on_networks = 1
+        with campaign._undone_at_the_end():
+            for i, p in enumerate(points):
+                plan = SimpleNamespace(output=tmp_path, fails=i in fails, create_generator=(
+                    (lambda: (_ for _ in ()).throw(OSError("no generator"))) if i in no_generator
+                    else (lambda: SimpleNamespace(close=lambda: None))))
+                with contextlib.suppress(module.GeneratorError, OSError):
+                    campaign.run_point(p, i + 1, len(points), plan,
+                                       next_spec=points[i + 1].spec if i + 1 < len(points) else None)
+        return calls
+
+    assert run([point(100), point(1000), point(10)]) == [
+        ("dut-impairment", "present", 100), ("dut-impairment", "present", 1000), ("dut-impairment", "present", 10),
+        ("dut-impairment", "absent", 10)]
+    # A failed point is restored at once; the next configures afresh.
+    assert run([point(100), point(1000), point(10)], fails={1}) == [
+        ("dut-impairment", "present", 100), ("dut-impairment", "present", 1000), ("dut-impairment", "absent", 1000),
+        ("dut-impairment", "present", 10), ("dut-impairment", "absent", 10)]
+    # Other networks (site.yml between them) or another kind of block: removed before the next point.
+    assert run([point(100), point(100, networks=2), point(100, networks=2, siit=True)]) == [
+        ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100), ("site", None, None),
+        ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100),
+        ("dut-impairment", "present", 100), ("dut-siit", "present", None), ("dut-siit", "absent", None),
+        ("dut-impairment", "absent", 100)]
+    # The last configured point's successor never got to configure (its generator failed): the end removes it.
+    assert run([point(100), point(1000)], no_generator={1}) == [
+        ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100)]

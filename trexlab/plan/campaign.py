@@ -9,7 +9,9 @@ experiment again resumes it: finished points and repetitions are skipped, the
 interrupted repetition is redone. A failing point is recorded with its error
 and the campaign goes on. For each point the DUT is configured through the
 playbooks (routing for the point's destination networks, then the
-experiment's impairment/SIIT blocks) and restored afterwards.
+experiment's impairment/SIIT blocks) and restored afterwards: after the point, or,
+where the next point applies the same blocks to the same networks with roles that replace
+what they applied (REPLACED_IN_PLACE), after the last such point.
 """
 
 from __future__ import annotations
@@ -158,6 +160,24 @@ def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
         return False
 
 
+#: DUT blocks whose role records what it applied and, applied again with other settings, removes that first and
+#: applies the new settings as a whole (roles/netem: its recorded qdiscs and nftables table, made anew with their
+#: counters at 0 where the settings differ; roles/siit_jool: Jool replaces the instance atomically). Between two
+#: points with the same such blocks the campaign leaves the first point's configuration for the second to
+#: replace, instead of removing it and applying again: on an emulated DUT (the VM lab) each playbook run costs
+#: seconds to tens of seconds.
+REPLACED_IN_PLACE = frozenset({"impairment", "siit_jool"})
+
+
+def dut_config_key(spec: dict) -> tuple | None:
+    """What a point's DUT configuration consists of (destination networks, blocks), or None where some block's
+    role does not replace its own configuration (the point's configuration is then removed after it)."""
+    blocks = tuple(block for block in DUT_CONFIG if ((spec.get("dut") or {}).get(block)) is not None)
+    if not blocks or not set(blocks) <= REPLACED_IN_PLACE:
+        return None
+    return (spec.get("traffic") or {}).get("destination_networks", 1), blocks
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -175,6 +195,10 @@ class Campaign:
         self.points = experiment.points()
         self.ceilings = Path(ceilings)  # the tester's self-test ceilings (trexlab.procedures.selftest)
         self._based_on_networks = None  # destination networks site.yml last configured in this run
+        # The removal a point left for the next one, which applies the same blocks (dut_config_key): done by the
+        # campaign's end at the latest.
+        self._pending_undo: list[tuple[str, dict]] = []
+        self._pending_spec: dict = {}  # the spec of the point that left it
 
     # -- bookkeeping -----------------------------------------------------------------------
     def progress(self, line: str) -> None:
@@ -230,13 +254,26 @@ class Campaign:
                 undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
-    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None) -> None:
+    def undo_pending(self) -> None:
+        """Remove what the last point left configured for a next one (in the reverse order of applying)."""
+        undo, self._pending_undo = self._pending_undo, []
+        for playbook, extra in reversed(undo):
+            self.playbook(playbook, extra)
+
+    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None, next_spec: dict | None = None) -> None:
         """One point: its generator first (it may fail without leaving the DUT configured), then the DUT's
-        configuration, the plan's repetitions, and the DUT restored."""
+        configuration, the plan's repetitions, and the DUT restored: at once, or, where next_spec (the point that
+        runs next) applies the same blocks to the same networks (dut_config_key), by that point's configuration
+        replacing it."""
         plan = plan or self.plans[point.index]
+        key = dut_config_key(point.spec)
         generator = plan.create_generator()
         try:
+            if self._pending_undo and dut_config_key(self._pending_spec) != key:
+                self.undo_pending()
             undo = self.configure_dut(point.spec)
+            self._pending_undo = []  # replaced by this point's configuration
+            finished = False
             try:
                 def progress(phase: str, info: dict) -> None:
                     if phase == "repetition" and self._eta is not None:
@@ -262,9 +299,15 @@ class Campaign:
                 method = read_json(plan.output / SUMMARY).get("method")
                 for line in summary_lines(summary, method):
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
+                finished = True
             finally:
-                for playbook, extra in reversed(undo):
-                    self.playbook(playbook, extra)
+                if finished and key is not None and next_spec is not None and dut_config_key(next_spec) == key:
+                    self._pending_undo, self._pending_spec = undo, point.spec
+                    self.progress(f"point {k}/{n} {point.point_id}: its DUT configuration is left for the next point "
+                                  "to replace (the same blocks and networks)")
+                else:
+                    for playbook, extra in reversed(undo):
+                        self.playbook(playbook, extra)
         finally:
             generator.close()
 
@@ -332,6 +375,15 @@ class Campaign:
         with LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}", self.progress):
             return self._run()
 
+    @contextlib.contextmanager
+    def _undone_at_the_end(self):
+        """What the points left configured for a next point is removed when the campaign ends, however it ends
+        (a next point that failed before configuring, an interrupt), before the TCP endpoints are."""
+        try:
+            yield
+        finally:
+            self.undo_pending()
+
     def _run(self) -> dict:
         check_requirements(self.experiment, self.lab)
         try:
@@ -356,12 +408,13 @@ class Campaign:
         for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
             if warning:
                 self.progress(f"warning: {warning}")
-        with self.tcp_endpoints(bool(todo)):
-            for point in todo:
+        with self.tcp_endpoints(bool(todo)), self._undone_at_the_end():
+            for i, point in enumerate(todo):
                 k = point.index + 1
                 start = time.monotonic()
                 try:
-                    self.run_point(point, k, n, self.plans[point.index])
+                    self.run_point(point, k, n, self.plans[point.index],
+                                   next_spec=todo[i + 1].spec if i + 1 < len(todo) else None)
                 except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
                         subprocess.SubprocessError, OSError) as exc:
                     self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
