@@ -175,11 +175,14 @@ def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, 
     table = analysis.download_table(runs)
     assert list(table.index) == ["median (s)", "1st percentile (s)", "99th percentile (s)"]
     assert len(table.columns) == len(ci.points()) and table.notna().all().all(), table
-    # Rising with the fraction of late frames: every 10th late gives a download some ten times as many segments
-    # that TCP takes for lost and sends again (halving its window each time, or waiting out a retransmission
-    # timeout when one of the last is late) as every 100th, which mostly touches only the point's first SYN-ACK.
-    median = table.loc["median (s)"]
-    assert median["every 10th delay 1000 ms"] > median["every 100th delay 1000 ms"], median.to_dict()
+    # Rising with the fraction of late frames, in the 1st percentile: with every 10th frame late each download
+    # has late data segments, which TCP takes for lost and sends again (halving its window, or waiting out a
+    # retransmission timeout when one of the last is late); with every 100th some download of the point has
+    # none and takes the undelayed time (two runs here: 0.07 and 0.31 s against 0.012 s both times). Not the
+    # median: at this scale it mostly shows whether the 1 s SYN-ACK wait of a point's first download, or one
+    # more where a late frame meets a download's SYN-ACK or last segment, is the middle one of three.
+    low = table.loc["1st percentile (s)"]
+    assert low["every 10th delay 1000 ms"] > low["every 100th delay 1000 ms"], table.to_dict()
 
     # Beside them, as the paper's Tables I and IV: RFC 2544 throughput under the same impairments (whose 2 s
     # receive tail still counts the late frames) near the loss-free value gaming-delay measured on this lab,
@@ -192,7 +195,7 @@ def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, 
     assert throughput, side.columns
     loss_free = loss_free_throughput(gaming_delay)
     print(f"\nside by side (loss-free RFC 2544 throughput {loss_free:g} fps):\n{side.to_string()}")
-    for label in median.index:
+    for label in table.columns:
         assert loss_free > 0 and abs(side.loc[label, throughput[0]] - loss_free) <= 5_000, (label, side.loc[label])
     html = render(outcome["campaign"]).read_text()
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
