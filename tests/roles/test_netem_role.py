@@ -133,7 +133,7 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
     before = node_state(dut)
     try:
         # Every frame 100 +- 10 ms later (netem draws each frame's delay uniformly; one apply under emulation
-        # costs ~25 s, so delay and jitter are shown on the same configuration). Measured as the user would,
+        # costs ~10 s, so delay and jitter are shown on the same configuration). Measured as the user would,
         # the latency procedure's median is the delay; the spread of the tagged frames is the jitter.
         apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
         for direction, d in latency_cli(lab, tmp_path / "latency").items():
