@@ -65,6 +65,9 @@ def test_loopback_topology_joins_the_tester_ports():
         configure(env)
         lab = load_lab("inventory/generated/tl/hosts.yml")
         assert lab.duts == [] and lab.tester.port(0).peer_mac == lab.tester.port(1).mac
+        # An SSH session (each Ansible task) starts above shell level 1, where bash reads no ~/.bashrc of the host.
+        level = run(*lab.tester.ssh(), "echo $SHLVL").stdout.strip()
+        assert int(level) >= 2, f"SHLVL={level}: bash read the host user's ~/.bashrc for the session"
     finally:
         run("scripts/lab.sh", "down", env=env, check=False)
     assert lab_leftovers("tl") == []
