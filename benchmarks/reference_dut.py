@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from trexlab.generators import create_generator
+from trexlab.generators.software import SOFTNET_STAT, backlog_drops, drops_between
 from trexlab.plan.repetition import cell
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import RunContext
@@ -109,6 +110,10 @@ def measure(inventory: str, args) -> int:
     print(f"RFC 2544 binary search: {TOLERANCE_PERCENT} % loss tolerance, {duration:g} s trials, max_rate "
           f"{params.max_rate:,.0f}, resolution {params.resolution:,.0f} frames/s, 64 B, bidirectional", flush=True)
     generator = create_generator("software", lab=lab)
+    # The host's receive backlog (raised while a local lab is up: nslab.py) and the frames it drops over the run:
+    # each trial with such drops is run again, then counts as failed and its repetition as tester-bound.
+    backlog = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
+    host_before = backlog_drops(SOFTNET_STAT)
     role(inventory, dut, "present")
     try:
         found: list[Observation] = []
@@ -126,6 +131,9 @@ def measure(inventory: str, args) -> int:
     finally:
         generator.close()
         role(inventory, dut, "absent")
+    host_drops = drops_between(host_before, backlog_drops(SOFTNET_STAT))
+    print(f"\nhost receive backlog: net.core.netdev_max_backlog {backlog}, {host_drops} frame(s) dropped over the "
+          "run (softnet_stat, all CPUs)")
     print(f"\n{'':40} {'frames/s':>10} {'vs declared':>12}")
     print(f"{'declared loss-free rate R + B/T':40} {declared:10,.0f}")
     free = [o for o in found if not o.tester_bound]

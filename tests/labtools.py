@@ -102,12 +102,27 @@ def read_tester_counters(netns: str) -> dict[str, int]:
 
 
 def lab_leftovers(name: str) -> list[str]:
-    """Namespaces, management links and processes of a lab that still exist."""
+    """Namespaces, management links, processes of a lab that still exist, and its hold on the host's receive
+    backlog (terraform/labs/local/scripts/nslab.py)."""
     left = [n for n in run("ip", "netns", "list").stdout.split() if n.startswith(f"tl-{name}-")]
     left += [line.split(":")[1].strip().split("@")[0] for line in run("ip", "-o", "link").stdout.splitlines()
              if line.split(":")[1].strip().startswith(f"tl{name}m")]
     procs = run("pgrep", "-f", f".cache/labs/{name}/", check=False).stdout.split()
-    return left + [f"pid {p}" for p in procs]
+    hold = [f"lab {name} holds the receive backlog raised"] if name in backlog_holders() else []
+    return left + [f"pid {p}" for p in procs] + hold
+
+
+#: Where the namespace labs up on this host record their hold on net.core.netdev_max_backlog (nslab.py).
+BACKLOG_STATE = Path("/run/trexlab/netdev_max_backlog.json")
+BACKLOG_SYSCTL = Path("/proc/sys/net/core/netdev_max_backlog")
+
+
+def backlog_holders() -> dict:
+    """The labs holding the host's receive backlog raised (nslab.py's state), and what it records besides."""
+    try:
+        return json.loads(BACKLOG_STATE.read_text())["holders"]
+    except FileNotFoundError:
+        return {}
 
 
 def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:

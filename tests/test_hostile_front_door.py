@@ -98,6 +98,8 @@ def machine_state() -> dict:
         "nft": out("nft", "list", "ruleset") if os.geteuid() == 0 else "",
         # The labs whose state is kept there (their contents change under a concurrent lab's own runs).
         "var_lib_trexlab": sorted(p.name for p in state_root.iterdir()) if state_root.exists() else [],
+        # The one host-wide setting a lab changes (nslab.py raises it while a lab is up).
+        "netdev_max_backlog": Path("/proc/sys/net/core/netdev_max_backlog").read_text(),
         "checkout": out("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", ".",
                         ":!.venv", ":!.cache", ":!swtester", ":!terraform/providers"),
     }

@@ -74,6 +74,10 @@ class Stalling:
         n = self.seen[spec.offered_load] = self.seen.get(spec.offered_load, 0) + 1
         if self.stalls is not None and n > self.stalls:
             return result
+        return self.disturb(result, spec)
+
+    def disturb(self, result, spec):
+        """The stalled trial: its schedule slipped 100 ms, and the burst after it cost 500 frames."""
         directions = {k: dataclasses.replace(d, send_slip=0.1, send_duration=spec.duration + 0.1,
                                              frames_received=d.frames_received - 500)
                       for k, d in result.directions.items()}

@@ -393,6 +393,10 @@ class TrialResult:
     directions: dict[Direction, DirectionResult]
     generator: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Frames the host kernel's per-CPU receive backlog dropped during the trial (/proc/net/softnet_stat), measured
+    # by generators whose tester shares the host's kernel with the DUT (software on a namespace tester), else 0.
+    # Any frame, not only a test frame, and the host's loss, not the DUT's: a trial with such drops is invalid.
+    host_drops: int = 0
 
     @property
     def frames_intended(self) -> int:
@@ -420,7 +424,10 @@ class TrialResult:
 
     @property
     def valid(self) -> bool:
-        return not self.stretched
+        """Whether the trial measured the DUT at the offered load: not stretched, and no frame dropped by the
+        host's receive backlog (its loss would count as the DUT's). Procedures never count an invalid trial as a
+        pass (trexlab.procedures.common.TrialRunner runs it again first)."""
+        return not self.stretched and not self.host_drops
 
     def passes(self, loss_tolerance: float) -> bool:
         """RFC 2544 pass/fail with a disclosed loss tolerance (a ratio, 0 = zero loss)."""
@@ -432,6 +439,7 @@ class TrialResult:
             "generator": self.generator,
             "loss_ratio": self.loss_ratio,
             "stretched": self.stretched,
+            "host_drops": self.host_drops,
             "notes": list(self.notes),
             "directions": {name: d.to_dict() for name, d in self.directions.items()},
         }

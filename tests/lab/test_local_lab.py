@@ -1,6 +1,7 @@
 """The local namespace lab end to end: lab-up, configure over SSH, traffic across the DUT(s), lab-down."""
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -9,7 +10,21 @@ import pytest
 from trexlab.addressing import destination
 from trexlab.testbed.inventory import load_lab
 
-from labtools import changed_count, lab_env, lab_leftovers, read_tester_counters, run, send_frames
+from labtools import (
+    BACKLOG_STATE,
+    BACKLOG_SYSCTL,
+    REPO,
+    backlog_holders,
+    changed_count,
+    lab_env,
+    lab_leftovers,
+    read_tester_counters,
+    run,
+    send_frames,
+)
+
+sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
+from nslab import BACKLOG  # noqa: E402  (the local lab's realiser: standard library only, not a package)
 
 # Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
 # other such tests (the `unmeasured` marker).
@@ -124,3 +139,32 @@ def test_missing_terraform_is_named():
     result = run("scripts/lab.sh", "up", env={**lab_env("tb"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, check=False)
     assert result.returncode != 0
     assert "terraform not found on PATH" in result.stderr and result.stderr.strip().count("\n") == 0
+
+
+def backlog() -> int:
+    return int(BACKLOG_SYSCTL.read_text())
+
+
+def test_the_receive_backlog_is_raised_while_any_lab_is_up_and_restored_after_the_last():
+    """nslab.py raises net.core.netdev_max_backlog while a lab is up (the host's backlog drops would count as the
+    DUT's loss) and puts it back when the last lab is down, a lab whose namespaces vanished counting as down. Other
+    workers' labs may be up meanwhile (make test): the value is the one from before the first lab while none is."""
+    labs = {name: lab_env(name, "loopback") for name in ("bk1", "bk2", "bk3")}
+    try:
+        run("scripts/lab.sh", "up", env=labs["bk1"])
+        original = json.loads(BACKLOG_STATE.read_text())["original"]
+        assert backlog() == max(original, BACKLOG) and "bk1" in backlog_holders()
+        run("scripts/lab.sh", "up", env=labs["bk2"])
+        run("scripts/lab.sh", "down", env=labs["bk1"])
+        assert backlog() == max(original, BACKLOG), "kept while another lab is up"
+        assert "bk1" not in backlog_holders() and "bk2" in backlog_holders()
+        run("ip", "netns", "delete", "tl-bk2-tester")  # lab bk2 crashed: its namespace is gone, its hold not
+        run("scripts/lab.sh", "up", env=labs["bk3"])
+        assert set(backlog_holders()) & set(labs) == {"bk3"}, "the crashed lab no longer holds the raise"
+        run("scripts/lab.sh", "down", env=labs["bk3"])
+        others = backlog_holders()
+        assert backlog() == (max(original, BACKLOG) if others else original), others
+    finally:
+        for env in labs.values():
+            run("scripts/lab.sh", "down", env=env, check=False)
+    assert all(lab_leftovers(name) == [] for name in labs)

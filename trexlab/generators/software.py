@@ -10,13 +10,20 @@ disagreement is written into the trial's notes.
 swtester sends through a PACKET_TX_RING where the kernel grants one, else with
 sendmmsg (send_method auto); describe() asks it which (swtester --probe), so
 provenance names the method, and a trial that sent otherwise says so in its notes.
+
+A namespace tester shares the host's kernel with the DUT, so every frame either
+receives waits in the host's per-CPU receive backlog first: the frames it drops
+(/proc/net/softnet_stat, read before and after each trial) are the host's loss,
+counted as the DUT's. A trial with such drops is invalid (TrialResult.host_drops).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
@@ -40,6 +47,27 @@ BUILDS = ("swtester", "swtester-asan")
 GRACE = 30.0
 #: swtester --send-method: auto takes the transmit ring where the kernel grants one, else sendmmsg.
 SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
+#: The host kernel's per-CPU receive statistics: one line per CPU, its second column (hex) the frames that CPU's
+#: receive backlog dropped because it was full (net.core.netdev_max_backlog).
+SOFTNET_STAT = Path("/proc/net/softnet_stat")
+
+
+def backlog_drops(path: Path) -> list[int] | None:
+    """Per CPU, the frames the host's receive backlog dropped since boot (softnet_stat's second column); None
+    when the file cannot be read."""
+    try:
+        lines = path.read_text().split("\n")
+        return [int(line.split()[1], 16) for line in lines if line.strip()]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def drops_between(before: list[int] | None, after: list[int] | None) -> int | None:
+    """Frames dropped from `before` to `after` (backlog_drops), over all CPUs; None when either was not read or
+    the CPUs changed between them. Each CPU's count is 32 bits wide in the kernel and wraps."""
+    if before is None or after is None or len(before) != len(after):
+        return None
+    return sum((later - earlier) % 2**32 for earlier, later in zip(before, after, strict=True))
 
 
 def _peer_mac(port: TestPort) -> str:
@@ -54,9 +82,11 @@ class SoftwareGenerator:
     capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
-                 sender_threads: int = 1):
+                 sender_threads: int = 1, softnet_stat: Path | None = SOFTNET_STAT):
         self.lab = lab
         self.tester = lab.tester
+        # Only a namespace tester shares this host's kernel (and its receive backlog) with the DUT.
+        self.softnet_stat = softnet_stat if self.tester.netns else None
         # A namespace tester runs this machine's swtester (trexlab.paths); an SSH tester the one on its PATH.
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
@@ -158,10 +188,12 @@ class SoftwareGenerator:
         argv = self.tester.command(self.argv(spec))
         limit = spec.duration + spec.receive_tail + GRACE
         before = self.counters() if self.cross_check else None
+        backlog_before = backlog_drops(self.softnet_stat) if self.softnet_stat else None
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
             raise GeneratorError(f"swtester did not finish within {limit:.0f} s") from None
+        host_drops = drops_between(backlog_before, backlog_drops(self.softnet_stat)) if self.softnet_stat else None
         if result.returncode != 0:
             message = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
             raise GeneratorError(message)
@@ -170,15 +202,23 @@ class SoftwareGenerator:
         except json.JSONDecodeError:
             raise GeneratorError("swtester printed no JSON result") from None
         after = self.counters() if before is not None else None
-        return trial_from_report(spec, report, self.name, before, after, self.probed)
+        trial = trial_from_report(spec, report, self.name, before, after, self.probed, host_drops or 0)
+        if self.softnet_stat and host_drops is None:
+            trial = dataclasses.replace(trial, notes=(*trial.notes, f"host backlog drops not measured: "
+                                                      f"{self.softnet_stat} unreadable or its CPUs changed"))
+        return trial
 
 
 def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
-                      after: dict | None = None, probed: dict | None = None) -> TrialResult:
+                      after: dict | None = None, probed: dict | None = None, host_drops: int = 0) -> TrialResult:
     """The trial contract's result of swtester's JSON report, with the tester's nftables counters before and after
-    the trial (None: not read) compared with what its receivers counted, and the send methods provenance names
-    (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took."""
+    the trial (None: not read) compared with what its receivers counted, the send methods provenance names
+    (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took, and
+    the frames the host's receive backlog dropped during it (a namespace tester's; 0 elsewhere)."""
     directions, notes = {}, []
+    if host_drops:
+        notes.append(f"the host's receive backlog dropped {host_drops:,} frame(s) during the trial (softnet_stat, "
+                     "all CPUs): the host's loss, not the DUT's, so the trial is invalid")
     for name, d in report["directions"].items():
         method, fallback = d.get("send_method"), d.get("send_method_fallback")
         expected = probed.get("send_methods", {}).get(name, {}).get("method") if probed is not None else method
@@ -204,7 +244,8 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
-    return TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes))
+    return TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes),
+                       host_drops=host_drops)
 
 
 def pacing_fields(direction: dict) -> dict:

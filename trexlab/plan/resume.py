@@ -35,7 +35,8 @@ def trial_from_record(record: dict) -> TrialResult | None:
             data["latency"] = Latency.from_dict(data["latency"])
         directions[name] = DirectionResult(**data)
     return TrialResult(spec=TrialSpec.from_dict(record["spec"]), directions=directions,
-                       generator=record.get("generator", ""), notes=tuple(record.get("notes") or ()))
+                       generator=record.get("generator", ""), notes=tuple(record.get("notes") or ()),
+                       host_drops=record.get("host_drops", 0))
 
 
 def skip_trials(generator, count: int) -> None:

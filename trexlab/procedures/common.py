@@ -24,7 +24,9 @@ CEILING_MARGIN = 0.10
 #: it, or it fell just short of the rate) tells nothing about the DUT at the offered load, and a stall is a
 #: transient of a shared machine: such a trial is run again, up to this many times, and the last run is the
 #: one the procedure sees (every run is logged). A trial with unsent frames (a tester well below the load) is not:
-#: it would stretch again. Whatever run is last, procedures never count a stretched trial as a pass.
+#: it would stretch again. Whatever run is last, procedures never count a stretched trial as a pass. A trial in
+#: which the host's receive backlog dropped frames (TrialResult.host_drops: a stall of the shared host) is invalid
+#: in the same way and run again the same way.
 STRETCHED_RETRIES = 1
 
 
@@ -103,18 +105,25 @@ class TrialRunner:
         self.on_trial = on_trial
         self.progress = progress
         self.procedure = procedure
-        self.log: list[TrialResult] = []  # every trial run, a stretched one that was run again included
+        self.log: list[TrialResult] = []  # every trial run, an invalid one that was run again included
+        self.seen: list[TrialResult] = []  # the trials the procedure saw (each run again replaced by its repeat)
         self.run_again = 0  # stretched trials run again (STRETCHED_RETRIES): in the log, not seen by the procedure
+        self.run_again_host_drops = 0  # trials with host backlog drops (and not stretched) run again
         self.trial_seconds = 0.0  # sum of trial durations: the cost of the procedure
 
     def run(self, load: float, duration: float, phase: str, **overrides) -> TrialResult:
         spec = dataclasses.replace(self.traffic, offered_load=load, duration=duration, **overrides)
         result = self.run_once(spec, phase)
         for _ in range(STRETCHED_RETRIES):
-            if not retry_stretched(result):
+            if retry_stretched(result):
+                self.run_again += 1
+                result = self.run_once(spec, f"{phase} (again: the tester stalled)")
+            elif retry_host_drops(result):
+                self.run_again_host_drops += 1
+                result = self.run_once(spec, f"{phase} (again: the host's receive backlog dropped frames)")
+            else:
                 break
-            self.run_again += 1
-            result = self.run_once(spec, f"{phase} (again: the tester stalled)")
+        self.seen.append(result)
         return result
 
     def run_once(self, spec: TrialSpec, phase: str) -> TrialResult:
@@ -127,7 +136,7 @@ class TrialRunner:
         if self.on_trial:
             self.on_trial(result, context)
         self.say(phase, offered_load=load, loss_ratio=result.loss_ratio, stretched=result.stretched,
-                 trial=len(self.log), done=True)
+                 host_drops=result.host_drops, trial=len(self.log), done=True)
         return result
 
     def say(self, phase: str, **info) -> None:
@@ -137,7 +146,12 @@ class TrialRunner:
     @property
     def stretched_trials(self) -> int:
         """Stretched trials the procedure saw (those run again left out: each was replaced by its repeat)."""
-        return sum(1 for r in self.log if r.stretched) - self.run_again
+        return sum(1 for r in self.seen if r.stretched)
+
+    @property
+    def host_drops(self) -> int:
+        """Frames the host's receive backlog dropped in the trials the procedure saw (TrialResult.host_drops)."""
+        return sum(r.host_drops for r in self.seen)
 
     @property
     def tester_drops(self) -> int:
@@ -157,22 +171,33 @@ class TrialRunner:
         if self.tester_drops:
             notes.append(f"{self.tester_drops} frame(s) dropped by the tester's own receivers: counted as loss, "
                          "so the result is a lower bound")
+        if self.host_drops:
+            trials = sum(1 for r in self.seen if r.host_drops)
+            notes.append(f"{self.host_drops} frame(s) dropped by the host's receive backlog (net.core."
+                         f"netdev_max_backlog) in {trials} trial(s): the host's loss, counted as loss, and those "
+                         "trials as failed, so the result may be a lower bound")
         if self.run_again:
             notes.append(f"{self.run_again} trial(s) stretched with every frame sent (the tester's schedule slipped: "
                          "the machine stalled it) were run again; only the repeat counts, both are logged")
+        if self.run_again_host_drops:
+            notes.append(f"{self.run_again_host_drops} trial(s) in which the host's receive backlog dropped frames "
+                         "were run again; only the repeat counts, both are logged")
         return notes
 
-    def tester_limits(self, ceiling: float | None, *rates: float | None, stretched_bearing: int | None = None
-                      ) -> list[str]:
+    def tester_limits(self, ceiling: float | None, *rates: float | None, stretched_bearing: int | None = None,
+                      host_drops_bearing: int | None = None) -> list[str]:
         """Why the procedure's result may be the tester's limit rather than the DUT's (empty: it is not), in a
         table's words: a stretched trial (those that can hold the result down, `stretched_bearing`; None: any),
-        any tester drop, or one of `rates` (the result, or the load it was measured at) within CEILING_MARGIN of
-        the tester's ceiling."""
+        any tester drop, frames the host's receive backlog dropped (their count; those in trials that can hold the
+        result down, `host_drops_bearing`; None: all), or one of `rates` (the result, or the load it was measured
+        at) within CEILING_MARGIN of the tester's ceiling."""
         reasons = []
         if self.stretched_trials if stretched_bearing is None else stretched_bearing:
             reasons.append("stretched trials")
         if self.tester_drops:
             reasons.append("tester drops")
+        if host_drops := self.host_drops if host_drops_bearing is None else host_drops_bearing:
+            reasons.append(f"host backlog drops ({host_drops:,} frames)")
         if any(ceiling_warning(rate, ceiling) for rate in rates):
             reasons.append("near tester ceiling")
         return reasons
@@ -181,6 +206,12 @@ class TrialRunner:
 def retry_stretched(result: TrialResult) -> bool:
     """Whether a trial is run again (STRETCHED_RETRIES): stretched, yet every frame was sent."""
     return result.stretched and not any(d.unsent for d in result.directions.values())
+
+
+def retry_host_drops(result: TrialResult) -> bool:
+    """Whether a trial is run again (STRETCHED_RETRIES) for frames the host's receive backlog dropped: a stall of
+    the shared host is a transient, as a stretched trial's is."""
+    return result.host_drops > 0 and not any(d.unsent for d in result.directions.values())
 
 
 def near_floor(floor: dict | None) -> list[str]:

@@ -106,9 +106,9 @@ class _Measurer(AbstractMeasurer):
             intended_duration=intended_duration,
             intended_load=intended_load,
             offered_count=sent,
-            # A stretched trial (the tester did not offer the load; TrialRunner has run it again) fails every goal,
-            # as it fails the binary search: its loss is never a pass at a load the DUT was not offered.
-            loss_count=sent if result.stretched else sent - received,
+            # An invalid trial (stretched: the tester did not offer the load; or with host backlog drops: the
+            # host's loss; TrialRunner has run it again) fails every goal, as it fails the binary search.
+            loss_count=sent if not result.valid else sent - received,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
             # Never shorter than intended: a paced sender that ends one frame interval early (59.99999 s of a
@@ -201,6 +201,6 @@ def run(context: RunContext, params: Params) -> MlrResult:
         elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
-            "stretched": r.stretched} for r in runner.log]
+            "stretched": r.stretched, "host_drops": r.host_drops} for r in runner.log]
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
     return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits)

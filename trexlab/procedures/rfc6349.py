@@ -354,7 +354,7 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
     for size in testable:
         result = runner.run(params.mtu_trial_rate, params.mtu_trial_duration, "path MTU",
                             frame_size=(size, size), dont_fragment=True)
-        ok = result.passes(0.0) and not result.stretched
+        ok = result.passes(0.0) and result.valid
         search.append({"frame_size": size, "loss_ratio": result.loss_ratio, "passed": ok})
         if ok:
             passed = size

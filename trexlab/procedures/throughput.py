@@ -160,9 +160,9 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
 
     def trial(load: float, phase: str) -> bool:
         result = runner.run(load, params.trial_duration, phase, **extra)
-        passed = result.passes(tolerance) and not result.stretched
+        passed = result.passes(tolerance) and result.valid
         search.append({"offered_load": load, "loss_ratio": result.loss_ratio, "passed": passed,
-                       "stretched": result.stretched})
+                       "stretched": result.stretched, "host_drops": result.host_drops})
         return passed
 
     if params.start_bounds is not None:
@@ -185,11 +185,13 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
             best = params.min_rate
         else:
             below_minimum = True
-    # A stretched trial counts as failed; it holds the result down unless the DUT failed a lower load with the
-    # tester keeping up: a DUT that loses frames at a lower load loses them at this one too, so its verdict stands.
-    own_failure = min((t["offered_load"] for t in search if not t["passed"] and not t["stretched"]),
-                      default=float("inf"))
+    # An invalid trial (stretched, or with host backlog drops) counts as failed; it holds the result down unless
+    # the DUT failed a lower load in a valid trial: a DUT that loses frames at a lower load loses them at this one
+    # too, so its verdict stands.
+    own_failure = min((t["offered_load"] for t in search
+                       if not t["passed"] and not t["stretched"] and not t["host_drops"]), default=float("inf"))
     bearing = sum(1 for t in search if t["stretched"] and t["offered_load"] < own_failure)
+    host_bearing = int(sum(t["host_drops"] for t in search if t["offered_load"] < own_failure))
     notes = runner.notes(bearing)
     if below_minimum:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
@@ -197,7 +199,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         notes.append(warning)
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
-                            runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing))
+                            runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
+                                                 host_drops_bearing=host_bearing))
 
 
 def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,

@@ -38,7 +38,16 @@ def host_facts() -> dict:
     except OSError:
         pass
     return {"hostname": platform.node(), "kernel": platform.release(), "cpu_model": cpu,
-            "cpus": os.cpu_count(), "python": platform.python_version()}
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            # The receive backlog every frame of a namespace lab waits in (raised while one is up: nslab.py).
+            "netdev_max_backlog": _read_int(Path("/proc/sys/net/core/netdev_max_backlog"))}
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def provenance(**parts) -> dict:
