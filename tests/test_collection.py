@@ -98,3 +98,16 @@ def test_requirements_pin_every_collection_the_roles_use_at_the_installed_versio
         low, high = re.fullmatch(r">=([\d.]+),<([\d.]+)", dependencies[name]).groups()
         as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
         assert as_tuple(low) <= as_tuple(version) < as_tuple(high), (name, version, dependencies[name])
+
+
+def test_missing_packages_are_those_dpkg_query_does_not_show_installed():
+    """What the roles hand to apt after dpkg-query: only the packages not installed ("ii "), so that a role
+    applied again does not open apt's package cache (4 CPU-s a call); a name with a version or architecture,
+    which dpkg-query's ${Package} never prints, stays apt's."""
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import missing_packages
+
+    lines = ["ii gcc", "rc make", "iU nftables", "ii tayga"]  # make removed (config left), nftables unpacked only
+    assert missing_packages(["gcc", "make", "nftables", "libc6-dev"], lines) == ["make", "nftables", "libc6-dev"]
+    assert missing_packages(["tayga"], lines) == []
+    assert missing_packages(["tayga=0.9", "tayga:arm64"], lines) == ["tayga=0.9", "tayga:arm64"]
+    assert missing_packages(["gcc"], []) == ["gcc"]  # dpkg-query failed or said nothing: apt decides

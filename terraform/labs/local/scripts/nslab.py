@@ -247,6 +247,11 @@ def sshd_config(plan: dict, name: str, node: dict) -> Path:
         "StrictModes no",
         "PrintMotd no",
         "Subsystem sftp internal-sftp",
+        # The nodes log in as the host's root, whose shell is bash: bash run by sshd at shell level 1 reads
+        # ~/.bashrc, the host user's interactive set-up (pyenv init on the machine make test runs on: 0.2 CPU-s),
+        # before every Ansible task and file transfer. A lab node needs none of it: its sessions start one level
+        # up, where bash reads no startup file.
+        "SetEnv SHLVL=1",
         "",
     ]))
     return config

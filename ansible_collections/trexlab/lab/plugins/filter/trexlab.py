@@ -186,6 +186,14 @@ def address_error(value, name: str, version: int, network: bool = False) -> str:
     return ""
 
 
+def missing_packages(packages: list, dpkg_lines: list) -> list:
+    """The packages that apt still has to install: those not shown installed ("ii ") in the lines of
+    dpkg-query -W -f='${db:Status-Abbrev}${Package}\\n' <packages>. A name apt reads with a version or an
+    architecture (tayga=0.9, tayga:arm64) never matches a line, so it is left to apt, as before."""
+    installed = {line[3:].strip() for line in dpkg_lines if line.startswith("ii ")}
+    return [package for package in packages if package not in installed]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -207,4 +215,5 @@ class FilterModule:
             "ifnames_error": ifnames_error,
             "state_path_error": state_path_error,
             "address_error": address_error,
+            "missing_packages": missing_packages,
         }
