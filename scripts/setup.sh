@@ -39,10 +39,7 @@ want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing Python requirements into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  # --no-compile: byte-compiling every file of the ansible bundle, Jupyter and the rest took 64 of the 93 CPU-s
-  # of a fresh install here (138 s against 34 s wall, measured on a busy 2-vCPU machine); Python compiles what a
-  # run imports the first time it imports it, and keeps that.
-  "$VENV/bin/pip" install -q --no-compile -r requirements.txt
+  "$VENV/bin/pip" install -q -r requirements.txt
   "$VENV/bin/pip" install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
