@@ -10,8 +10,10 @@ from trexlab.trial import TrialSpec
 from labtools import changed_count, node_state, playbook, run
 
 # Translation proven frame by frame at a low rate (2,000 fps, TUN queues of 500 frames) and configuration
-# reversed: nothing a busy CPU changes, so make test runs it beside other such tests.
-pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
+# reversed. Not among make test's unmeasured tests: TAYGA is a user-space daemon in the normal scheduling class,
+# and beside three other workers' Ansible runs it was starved long enough to lose frames (1,972 of 2,000
+# received; in another run the sender slipped 300 ms and 587 of 1,601 arrived), so it runs alone.
+pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-siit.yml"
 
 
