@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from trexlab.generators import create_generator
-from trexlab.generators.software import SOFTNET_STAT, backlog_drops, drops_between
+from trexlab.generators.software import PROC_STAT, SOFTNET_STAT, backlog_drops, cpu_steal, drops_between, steal_between
 from trexlab.plan.repetition import cell
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import RunContext
@@ -114,6 +114,9 @@ def measure(inventory: str, args) -> int:
     # each trial with such drops is run again, then counts as failed and its repetition as tester-bound.
     backlog = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
     host_before = backlog_drops(SOFTNET_STAT)
+    # The hypervisor's steal of the tester's CPUs over the run: a trial it stretched is run again (up to
+    # HOST_DISTURBANCE_RUNS), then counts as failed and names the steal.
+    steal_before = cpu_steal(PROC_STAT)
     role(inventory, dut, "present")
     try:
         found: list[Observation] = []
@@ -134,6 +137,9 @@ def measure(inventory: str, args) -> int:
     host_drops = drops_between(host_before, backlog_drops(SOFTNET_STAT))
     print(f"\nhost receive backlog: net.core.netdev_max_backlog {backlog}, {host_drops} frame(s) dropped over the "
           "run (softnet_stat, all CPUs)")
+    steal = steal_between(steal_before, cpu_steal(PROC_STAT), lab.tester.cpus)
+    print("hypervisor steal of the tester's CPU(s) over the run: "
+          + (f"{steal * 1000:,.0f} ms (/proc/stat)" if steal is not None else "not measured"))
     print(f"\n{'':40} {'frames/s':>10} {'vs declared':>12}")
     print(f"{'declared loss-free rate R + B/T':40} {declared:10,.0f}")
     free = [o for o in found if not o.tester_bound]

@@ -33,6 +33,8 @@ class ProgressDisplay:
             text += f", loss ratio {info['loss_ratio']:.3e}"
             if info.get("stretched"):
                 text += " (stretched: tester could not keep up)"
+            if info.get("host_steal"):
+                text += f" (the hypervisor took {info['host_steal'] * 1000:.0f} ms of the tester's CPU)"
             if info.get("host_drops"):
                 text += f" (host receive backlog dropped {info['host_drops']:,} frames)"
         if self.tty:

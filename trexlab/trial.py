@@ -385,6 +385,13 @@ class DirectionResult:
 
 #: A trial whose sending took longer than duration * (1 + this) is flagged, as siitperf does.
 SEND_OVERRUN_TOLERANCE = 0.001
+#: A stretched trial is the hypervisor's doing (TrialResult.stolen) when it took at least this share of the overrun
+#: from the tester's CPUs. Not all of it: /proc/stat counts steal in whole ticks (USER_HZ, 10 ms), so a 31 ms stall
+#: reads as 30 ms and a 15 ms one as 10 ms, and a vCPU given back still owes the sender its timer and softirq work
+#: (the slip is the steal plus that). A tester too slow for the load overruns far more than the steal of a trial
+#: (here ~1.7 % of a CPU, 50 ms of a 3 s trial). Either way the trial never passes: the rule decides only how
+#: often it is run again and which limit the result names.
+STEAL_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -397,6 +404,11 @@ class TrialResult:
     # by generators whose tester shares the host's kernel with the DUT (software on a namespace tester), else 0.
     # Any frame, not only a test frame, and the host's loss, not the DUT's: a trial with such drops is invalid.
     host_drops: int = 0
+    # s of CPU time the hypervisor took from the tester's CPUs during the trial (/proc/stat's steal: the most any
+    # one of them lost, as a sender pinned to one CPU loses that CPU's steal), measured by generators whose tester
+    # shares this machine (software on a namespace tester), else 0.0. A stall of a vCPU, not of the tester:
+    # see stolen.
+    host_steal: float = 0.0
 
     @property
     def frames_intended(self) -> int:
@@ -423,6 +435,21 @@ class TrialResult:
                    or d.frames_ahead > SEND_OVERRUN_TOLERANCE * d.frames_intended for d in self.directions.values())
 
     @property
+    def overrun(self) -> float:
+        """s by which the slowest direction's sending overran the duration or slipped its schedule (0 when none)."""
+        return max((max(d.send_slip, d.send_duration - self.spec.duration) for d in self.directions.values()),
+                   default=0.0)
+
+    @property
+    def stolen(self) -> bool:
+        """Stretched by the hypervisor, not by the tester: every frame sent, the sending overran the tolerance, and
+        the hypervisor took at least STEAL_SHARE of that overrun from the tester's CPUs (host_steal). The one rule
+        for a host disturbance of a stretched trial (TrialRunner runs such a trial again, HOST_DISTURBANCE_RUNS)."""
+        overrun = self.overrun
+        return (self.stretched and self.host_steal > 0 and not any(d.unsent for d in self.directions.values())
+                and overrun > SEND_OVERRUN_TOLERANCE * self.spec.duration and self.host_steal >= STEAL_SHARE * overrun)
+
+    @property
     def valid(self) -> bool:
         """Whether the trial measured the DUT at the offered load: not stretched, and no frame dropped by the
         host's receive backlog (its loss would count as the DUT's). Procedures never count an invalid trial as a
@@ -440,6 +467,7 @@ class TrialResult:
             "loss_ratio": self.loss_ratio,
             "stretched": self.stretched,
             "host_drops": self.host_drops,
+            "host_steal": self.host_steal,
             "notes": list(self.notes),
             "directions": {name: d.to_dict() for name, d in self.directions.items()},
         }

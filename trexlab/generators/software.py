@@ -15,6 +15,9 @@ A namespace tester shares the host's kernel with the DUT, so every frame either
 receives waits in the host's per-CPU receive backlog first: the frames it drops
 (/proc/net/softnet_stat, read before and after each trial) are the host's loss,
 counted as the DUT's. A trial with such drops is invalid (TrialResult.host_drops).
+On a virtual machine the hypervisor also takes the tester's vCPUs now and then
+(/proc/stat's steal, read the same way: TrialResult.host_steal), stalling its
+senders at once: a trial so stretched is a host disturbance, not the tester's limit.
 """
 
 from __future__ import annotations
@@ -62,6 +65,40 @@ def backlog_drops(path: Path) -> list[int] | None:
         return None
 
 
+#: The host kernel's CPU time per CPU ("cpuN user nice system idle iowait irq softirq steal ..."): the eighth value
+#: is the time the hypervisor ran something else while this vCPU had work (steal), in USER_HZ ticks.
+PROC_STAT = Path("/proc/stat")
+#: /proc/stat's tick (USER_HZ): 100 on every Linux architecture trexlab runs on, as the kernel reports it.
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_steal(path: Path) -> dict[int, int] | None:
+    """Per CPU number, the ticks the hypervisor stole from it since boot (/proc/stat's steal); None when the file
+    cannot be read or has no steal column."""
+    try:
+        steal = {}
+        for line in path.read_text().split("\n"):
+            fields = line.split()
+            if fields and fields[0].startswith("cpu") and fields[0] != "cpu":
+                steal[int(fields[0][3:])] = int(fields[8])
+        return steal or None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def steal_between(before: dict[int, int] | None, after: dict[int, int] | None, cpus: tuple[int, ...] = ()
+                  ) -> float | None:
+    """s the hypervisor stole from `cpus` (all CPUs when empty: an unpinned tester may run anywhere) from `before`
+    to `after` (cpu_steal): the most any one of them lost, as a sender pinned to a CPU stalls for that CPU's steal.
+    None when either was not read or a CPU is missing from it."""
+    if before is None or after is None:
+        return None
+    wanted = cpus or tuple(before)
+    if any(c not in before or c not in after for c in wanted):
+        return None
+    return max(max(0, after[c] - before[c]) for c in wanted) / USER_HZ
+
+
 def drops_between(before: list[int] | None, after: list[int] | None) -> int | None:
     """Frames dropped from `before` to `after` (backlog_drops), over all CPUs; None when either was not read or
     the CPUs changed between them. Each CPU's count is 32 bits wide in the kernel and wraps."""
@@ -82,11 +119,14 @@ class SoftwareGenerator:
     capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
-                 sender_threads: int = 1, softnet_stat: Path | None = SOFTNET_STAT):
+                 sender_threads: int = 1, softnet_stat: Path | None = SOFTNET_STAT,
+                 proc_stat: Path | None = PROC_STAT):
         self.lab = lab
         self.tester = lab.tester
         # Only a namespace tester shares this host's kernel (and its receive backlog) with the DUT.
         self.softnet_stat = softnet_stat if self.tester.netns else None
+        # ... and only its CPUs are this machine's, whose steal (a virtual machine's hypervisor) stalls its senders.
+        self.proc_stat = proc_stat if self.tester.netns else None
         # A namespace tester runs this machine's swtester (trexlab.paths); an SSH tester the one on its PATH.
         local = paths().swtester
         if self.tester.netns and binary is None and local is None:
@@ -113,7 +153,10 @@ class SoftwareGenerator:
         return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
-                "send_method_option": self.send_method, "sender_threads": self.sender_threads, **self.probe(),
+                "send_method_option": self.send_method, "sender_threads": self.sender_threads,
+                # The CPUs whose hypervisor steal each trial measures (TrialResult.host_steal; all: the tester is
+                # not pinned), None when not measured (the tester does not share this machine).
+                "host_steal_cpus": (list(self.tester.cpus) or "all") if self.proc_stat else None, **self.probe(),
                 "lab": self.lab.describe()}
 
     def probe(self) -> dict:
@@ -189,11 +232,14 @@ class SoftwareGenerator:
         limit = spec.duration + spec.receive_tail + GRACE
         before = self.counters() if self.cross_check else None
         backlog_before = backlog_drops(self.softnet_stat) if self.softnet_stat else None
+        steal_before = cpu_steal(self.proc_stat) if self.proc_stat else None
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
             raise GeneratorError(f"swtester did not finish within {limit:.0f} s") from None
         host_drops = drops_between(backlog_before, backlog_drops(self.softnet_stat)) if self.softnet_stat else None
+        host_steal = (steal_between(steal_before, cpu_steal(self.proc_stat), self.tester.cpus) if self.proc_stat
+                      else None)
         if result.returncode != 0:
             message = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
             raise GeneratorError(message)
@@ -202,19 +248,26 @@ class SoftwareGenerator:
         except json.JSONDecodeError:
             raise GeneratorError("swtester printed no JSON result") from None
         after = self.counters() if before is not None else None
-        trial = trial_from_report(spec, report, self.name, before, after, self.probed, host_drops or 0)
+        trial = trial_from_report(spec, report, self.name, before, after, self.probed, host_drops or 0,
+                                  host_steal or 0.0)
         if self.softnet_stat and host_drops is None:
             trial = dataclasses.replace(trial, notes=(*trial.notes, f"host backlog drops not measured: "
                                                       f"{self.softnet_stat} unreadable or its CPUs changed"))
+        if self.proc_stat and host_steal is None:
+            trial = dataclasses.replace(trial, notes=(*trial.notes, f"hypervisor steal not measured: {self.proc_stat} "
+                                                      "unreadable, without a steal column or without the tester's "
+                                                      "CPUs"))
         return trial
 
 
 def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
-                      after: dict | None = None, probed: dict | None = None, host_drops: int = 0) -> TrialResult:
+                      after: dict | None = None, probed: dict | None = None, host_drops: int = 0,
+                      host_steal: float = 0.0) -> TrialResult:
     """The trial contract's result of swtester's JSON report, with the tester's nftables counters before and after
     the trial (None: not read) compared with what its receivers counted, the send methods provenance names
     (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took, and
-    the frames the host's receive backlog dropped during it (a namespace tester's; 0 elsewhere)."""
+    the frames the host's receive backlog dropped during it and the s the hypervisor took from the tester's CPUs
+    (a namespace tester's; 0 elsewhere)."""
     directions, notes = {}, []
     if host_drops:
         notes.append(f"the host's receive backlog dropped {host_drops:,} frame(s) during the trial (softnet_stat, "
@@ -244,8 +297,15 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
-    return TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes),
-                       host_drops=host_drops)
+    trial = TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes),
+                        host_drops=host_drops, host_steal=host_steal)
+    # Steal is in every trial's host_steal; a note only where it may have stretched the trial (a paced trial's
+    # steal was caught up and changed nothing).
+    if host_steal and trial.stretched:
+        trial = dataclasses.replace(trial, notes=(*trial.notes, (
+            f"the hypervisor took {host_steal * 1000:.0f} ms of the tester's CPU during the trial (/proc/stat steal)"
+            + (": a host disturbance, not the tester's limit" if trial.stolen else ""))))
+    return trial
 
 
 def pacing_fields(direction: dict) -> dict:

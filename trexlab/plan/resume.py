@@ -36,7 +36,7 @@ def trial_from_record(record: dict) -> TrialResult | None:
         directions[name] = DirectionResult(**data)
     return TrialResult(spec=TrialSpec.from_dict(record["spec"]), directions=directions,
                        generator=record.get("generator", ""), notes=tuple(record.get("notes") or ()),
-                       host_drops=record.get("host_drops", 0))
+                       host_drops=record.get("host_drops", 0), host_steal=record.get("host_steal", 0.0))
 
 
 def skip_trials(generator, count: int) -> None:

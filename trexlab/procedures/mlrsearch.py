@@ -201,6 +201,7 @@ def run(context: RunContext, params: Params) -> MlrResult:
         elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
-            "stretched": r.stretched, "host_drops": r.host_drops} for r in runner.log]
+            "stretched": r.stretched, "host_drops": r.host_drops,
+            "host_steal": r.host_steal} for r in runner.log]
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
     return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits)

@@ -162,7 +162,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         result = runner.run(load, params.trial_duration, phase, **extra)
         passed = result.passes(tolerance) and result.valid
         search.append({"offered_load": load, "loss_ratio": result.loss_ratio, "passed": passed,
-                       "stretched": result.stretched, "host_drops": result.host_drops})
+                       "stretched": result.stretched, "host_drops": result.host_drops,
+                       "host_steal": result.host_steal, "stolen": result.stolen})
         return passed
 
     if params.start_bounds is not None:
@@ -190,7 +191,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     # too, so its verdict stands.
     own_failure = min((t["offered_load"] for t in search
                        if not t["passed"] and not t["stretched"] and not t["host_drops"]), default=float("inf"))
-    bearing = sum(1 for t in search if t["stretched"] and t["offered_load"] < own_failure)
+    bearing = sum(1 for t in search if t["stretched"] and not t["stolen"] and t["offered_load"] < own_failure)
+    steal_bearing = sum(t["host_steal"] for t in search if t["stolen"] and t["offered_load"] < own_failure)
     host_bearing = int(sum(t["host_drops"] for t in search if t["offered_load"] < own_failure))
     notes = runner.notes(bearing)
     if below_minimum:
@@ -200,7 +202,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
-                                                 host_drops_bearing=host_bearing))
+                                                 host_drops_bearing=host_bearing, steal_bearing=steal_bearing))
 
 
 def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,

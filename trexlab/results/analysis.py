@@ -299,9 +299,8 @@ def figure_heading(table: pd.DataFrame, figure: str) -> str:
         heading += (f" — lower bound at {points} point(s): tester-bound\n\n"
                     f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
                     "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
-                    "host backlog drops; or a result within 10 % of the tester's own ceiling), so the DUT's figure "
-                    "may be higher; the "
-                    "`missing / tester-bound: why` column names the repetitions.")
+                    "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), so "
+                    "the DUT's figure may be higher; the `missing / tester-bound: why` column names the repetitions.")
     if (table.get("missing", pd.Series(dtype=int)) > 0).any():
         heading += ("\n\n*Missing* repetitions have no figure: below min_rate (the search ended below the "
                     "minimum load; counted as observations below it: a statistic that falls among them reads "
