@@ -125,6 +125,25 @@ def test_concurrent_labs_up_and_down_restore_the_value_once_all_are_down(host):
     assert host.value() == 1000 and not host.state.parent.exists()
 
 
+def test_a_lab_up_whose_state_directory_goes_between_its_mkdir_and_its_open_makes_it_again(host, monkeypatch):
+    """The last lab down removes the state's directory under the lock; a lab coming up meanwhile may have made it
+    just before (seen once in make test's eight-process test above: FileNotFoundError from the open)."""
+    real_open, gone = nslab.os.open, []
+
+    def open_after_the_last_lab_down(path, *args):
+        if not gone:  # the race, made certain: the directory goes after this lab's mkdir, before its open
+            gone.append(path)
+            host.state.parent.rmdir()
+        return real_open(path, *args)
+
+    monkeypatch.setattr(nslab.os, "open", open_after_the_last_lab_down)
+    host.hold("a", *spaces("a"))
+    assert gone and host.value() == nslab.BACKLOG
+    monkeypatch.undo()
+    host.release("a")
+    assert host.value() == 1000 and not host.state.parent.exists()
+
+
 # The software generator's view of the backlog: softnet_stat's dropped column around each trial.
 
 def softnet(path, drops: list[int]) -> None:

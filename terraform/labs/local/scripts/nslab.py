@@ -106,11 +106,15 @@ BACKLOG_STATE = Path("/run/trexlab/netdev_max_backlog.json")
 def _locked(state: Path):
     """The state file's lock (flock on state.lock), held while the state is read and written.
 
-    The last lab down removes the lock file: a process that locked a file since unlinked locks again."""
+    The last lab down removes the lock file and its directory: a process that locked a file since unlinked locks
+    again, and one whose directory went between its mkdir and its open makes it again."""
     lock = state.with_suffix(".lock")
     while True:
         lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            continue
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(lock).st_ino == os.fstat(fd).st_ino:
