@@ -441,12 +441,18 @@ class TrialResult:
                    default=0.0)
 
     @property
+    def all_sent(self) -> bool:
+        """Every direction sent every frame it intended: a stretched trial that did is a stall (run again), one
+        that did not is a tester well below the load (it would stretch again)."""
+        return not any(d.unsent for d in self.directions.values())
+
+    @property
     def stolen(self) -> bool:
         """Stretched by the hypervisor, not by the tester: every frame sent, the sending overran the tolerance, and
         the hypervisor took at least STEAL_SHARE of that overrun from the tester's CPUs (host_steal). The one rule
         for a host disturbance of a stretched trial (TrialRunner runs such a trial again, HOST_DISTURBANCE_RUNS)."""
         overrun = self.overrun
-        return (self.stretched and self.host_steal > 0 and not any(d.unsent for d in self.directions.values())
+        return (self.stretched and self.host_steal > 0 and self.all_sent
                 and overrun > SEND_OVERRUN_TOLERANCE * self.spec.duration and self.host_steal >= STEAL_SHARE * overrun)
 
     @property

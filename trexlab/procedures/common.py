@@ -250,13 +250,13 @@ class TrialRunner:
 
 def retry_stretched(result: TrialResult) -> bool:
     """Whether a trial is run again (STRETCHED_RETRIES): stretched, yet every frame was sent."""
-    return result.stretched and not any(d.unsent for d in result.directions.values())
+    return result.stretched and result.all_sent
 
 
 def retry_host_drops(result: TrialResult) -> bool:
     """Whether a trial is run again (STRETCHED_RETRIES) for frames the host's receive backlog dropped: a stall of
     the shared host is a transient, as a stretched trial's is."""
-    return result.host_drops > 0 and not any(d.unsent for d in result.directions.values())
+    return result.host_drops > 0 and result.all_sent
 
 
 def near_floor(floor: dict | None) -> list[str]:
