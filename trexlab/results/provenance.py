@@ -39,19 +39,11 @@ def host_facts() -> dict:
         pass
     return {"hostname": platform.node(), "kernel": platform.release(), "cpu_model": cpu,
             "cpus": os.cpu_count(), "python": platform.python_version(),
+            # The hypervisor's steal is not a host fact here: a counter since boot differs between two runs of one
+            # plan, whose provenance must be identical. Each trial carries its own (TrialResult.host_steal), and the
+            # software generator's description names the CPUs it is measured on (host_steal_cpus).
             # The receive backlog every frame of a namespace lab waits in (raised while one is up: nslab.py).
-            "netdev_max_backlog": _read_int(Path("/proc/sys/net/core/netdev_max_backlog")),
-            # s the hypervisor took from this machine's CPUs since boot (/proc/stat steal, all CPUs; None: no steal
-            # column): not 0 on a virtual machine whose host runs other work. A software tester here measures it in
-            # every trial (its describe(): host_steal_cpus), and a stretched trial it explains is run again.
-            "cpu_steal_since_boot": _steal_since_boot()}
-
-
-def _steal_since_boot() -> float | None:
-    from trexlab.generators.software import PROC_STAT, USER_HZ, cpu_steal
-
-    steal = cpu_steal(PROC_STAT)
-    return round(sum(steal.values()) / USER_HZ, 2) if steal else None
+            "netdev_max_backlog": _read_int(Path("/proc/sys/net/core/netdev_max_backlog"))}
 
 
 def _read_int(path: Path) -> int | None:
