@@ -37,6 +37,9 @@ fi
 stamp="$VENV/.requirements.sha256"
 want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # A venv symlinked from another checkout (a git worktree sharing the main checkout's .venv) must not be
+  # reinstalled from this one: its editable install would then import this checkout's trexlab everywhere else.
+  [ ! -L "$VENV" ] || die "$VENV links to $(readlink -f "$VENV"), whose requirements differ from this checkout's: run make setup in the checkout it belongs to"
   say "installing Python requirements into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -r requirements.txt
