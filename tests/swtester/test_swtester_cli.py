@@ -38,6 +38,7 @@ def replace(argv: list[str], flag: str, value: str) -> list[str]:
     (replace(PORTS, "--mac0", "02:00"), "mac0=02:00: allowed a MAC address"),
     ([*PORTS, "--directions", "up"], "directions: allowed bi, forward, reverse"),
     ([*PORTS, "--send-method", "xdp"], "send-method: allowed auto, tx_ring, sendmmsg"),
+    ([*PORTS, "--receive-method", "xdp"], "receive-method: allowed auto, bpf, ring"),
     ([*PORTS, "--version0", "6", "--size0", str(MIN_FRAME_SIZE_BY_VERSION[6] - 1)],
      f"size0={MIN_FRAME_SIZE_BY_VERSION[6] - 1}: IPv6 test frames need at least {MIN_FRAME_SIZE_BY_VERSION[6]} bytes"),
     ([*PORTS, "--version1", "4", "--size1", str(MIN_FRAME_SIZE_BY_VERSION[4] - 1)],

@@ -1,7 +1,7 @@
 """swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, sends no
 catch-up burst above its 512-frame limit, moves its schedule later instead, and the trial contract marks the trial
-stretched. A veth pair in a namespace of its own, looped (port 0 -> port 1, no DUT);
-~2.5 s per build and send method."""
+stretched; and its receiver counts in the kernel (--receive-method). A veth pair in a namespace of its own, looped
+(port 0 -> port 1, no DUT); ~2.5 s per build and send method, ~3 s per build for the receive methods."""
 
 import json
 import os
@@ -38,6 +38,14 @@ def netns():
         yield name
     finally:
         run("ip", "netns", "del", name, check=False)
+
+
+def looped(netns: str, binary: str, *argv: str) -> dict:
+    """swtester's report of a trial on the namespace's looped veth pair."""
+    return json.loads(run("ip", "netns", "exec", netns, binary, "--port0", "p0", "--port1", "p1",
+                          "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
+                          "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01", "--tail", "0.2",
+                          *argv).stdout)
 
 
 @pytest.mark.parametrize("method", ["tx_ring", "sendmmsg"])
@@ -80,3 +88,25 @@ def test_a_stalled_sender_reports_its_lag_slips_its_schedule_and_sends_no_burst(
                                          receive_tail=0.2), report)
     assert result.stretched and result.directions["forward"].send_slip >= 0.9 * STALL
     assert any("moved its schedule" in note and "the trial is stretched" in note for note in result.notes)
+
+
+def test_the_receiver_counts_untagged_frames_in_the_kernel_and_reads_only_the_tagged_ones(binary, netns):
+    """auto takes the eBPF filter: the receive ring gets the tagged frames (and any stray frame of the port), the
+    rest are counted in the kernel; both ways count every frame once, tags and latency as before. With --timeout
+    every frame goes to the ring (its delay decides), still checked for duplicates in the kernel."""
+    argv = ["--rate", "20000", "--duration", "1", "--threads", "2", "--latency", "tagged", "--tagged", "100"]
+    for method in ("auto", "ring"):
+        report = looped(netns, binary, *argv, "--receive-method", method)
+        for d in report["directions"].values():
+            assert d["sent"] == d["received"] == d["intended"] == 20_000
+            assert d["duplicates"] == d["reordered"] == d["foreign"] == d["tester_drops"] == 0
+            assert d["tags_sent"] == d["tags_received"] == d["latency"]["total"] == 100
+            if method == "auto":
+                assert d["receive_method"] == "bpf" and d["receive_method_fallback"] is None
+                assert 100 <= d["ring_frames"] < 100 + 20, "only the tagged frames (and a few strays) in the ring"
+            else:
+                assert d["receive_method"] == "ring" and d["ring_frames"] >= 20_000
+    timed = looped(netns, binary, "--rate", "10000", "--duration", "0.5", "--timeout", "1")
+    for d in timed["directions"].values():
+        assert d["receive_method"] == "bpf" and d["ring_frames"] >= d["received"] == d["sent"] == 5_000
+        assert d["late"] == d["duplicates"] == 0
