@@ -11,18 +11,22 @@ of the same port. A benchmark, not a test: it never fails on a figure; without r
 and stops, without trafgen it measures swtester alone.
 
 Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
-  swtester           sender on CPU 0, its receiver on CPU 1, send method auto (the one it took is printed);
+  swtester           sender on CPU 0, its receiver on CPU 1, send and receive method auto (the ones it took are
+                     printed: tx_ring and bpf where the kernel allows);
   swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
+  swtester-ring      the same with --receive-method ring (swtester before its counting filter: every frame into
+                     its receive ring), side by side;
   swtester-Nthreads  N sender threads (--threads N, thread j on CPU j: CPU 1 also runs the receiver), for each
                      N up to the CPU count: the scaling; per CPU-s counts every sender thread and each CPU's
                      ksoftirqd;
   trafgen            nothing receives but the counter;
   trafgen+receiver   netsniff-ng captures the receiving port into a TPACKET_V3 ring like swtester's, on CPU 1.
 On a looped-back veth the kernel delivers each frame to the receiving port inside the sender's system call,
-so the receive work (counter, receive ring) runs on the sending core: compare swtester with trafgen+receiver
-for the same work, with trafgen for a sender that feeds nobody. The "rx on CPU 1" rows (swtester, trafgen)
-repeat the runs with RPS steering the receiving port's frames to CPU 1, as a NIC's receive queue would take
-them off the sending core: what sending alone costs each tool (the receive work is then counted for neither).
+so the receive work (counter, swtester's counting filter or receive ring) runs on the sending core: compare
+swtester with trafgen+receiver for the same work, with trafgen for a sender that feeds nobody. The "rx on CPU 1"
+rows (swtester, trafgen) repeat the runs with RPS steering the receiving port's frames to CPU 1, as a NIC's
+receive queue would take them off the sending core: what sending alone costs each tool (the receive work is then
+counted for neither).
 Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / the sender's CPU time (swtester's
 sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
 by other jobs on a shared CPU.
@@ -126,12 +130,12 @@ class Bench:
     def counted(self) -> int:
         return self.generator.counters()[COUNTER]
 
-    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1) -> dict:
+    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1, receive: str = "auto") -> dict:
         """One swtester run, sender alone on CPU 0 (threads > 1: thread j on CPU j): its forward report plus the
         frames counted on the wire."""
         listed = [SENDER_CPU, RECEIVER_CPU, *range(2, threads)]  # thread j on listed[j], the receiver on listed[1]
         argv = self.generator.argv(spec) + ["--cpus", ",".join(map(str, listed)), "--send-method", method,
-                                            "--threads", str(threads)]
+                                            "--threads", str(threads), "--receive-method", receive]
         cpus = listed[:threads]
         before, softirq = self.counted(), sum(softirq_cpu_seconds(cpu) for cpu in cpus)
         out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
@@ -140,7 +144,8 @@ class Bench:
         forward = json.loads(out)["directions"]["forward"]
         return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
                 "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
-                "ksoftirqd_seconds": softirq, "send_method": forward["send_method"]}
+                "ksoftirqd_seconds": softirq, "send_method": forward["send_method"],
+                "receive_method": forward["receive_method"]}
 
     def trafgen_config(self, size: int) -> str:
         """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""
@@ -256,7 +261,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
         spec = TrialSpec(offered_load=UNREACHABLE_RATE, duration=args.seconds, directions="forward",
                          frame_size=(size, size), receive_tail=0.2)
         for k in range(1, args.repeat + 1):
-            runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg")}
+            runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg"),
+                    "swtester-ring": bench.swtester(spec, receive="ring")}
             for threads in range(2, min(os.cpu_count() or 1, 8) + 1):
                 runs[f"swtester-{threads}threads"] = bench.swtester(spec, threads=threads)
             if args.trafgen:
@@ -274,7 +280,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                        "fps_per_cpu": per_cpu(run), "loadavg": os.getloadavg()[0]}
                 rows.append(row)
                 say(f"{size:>5} {k:>5} {tool:20} {run['on_wire']:>11} {row['fps'] / 1e6:>7.3f} "
-                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}  {run.get('send_method', '')}")
+                    f"{(row['fps_per_cpu'] or 0) / 1e6:>11.3f}  {run.get('send_method', '')} "
+                    f"{run.get('receive_method', '')}")
             save()
     say("\nmedians over the rounds, and swtester / the other tool:")
     for size in SIZES:
@@ -282,7 +289,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
             median = {tool: statistics.median(r[figure] for r in rows if r["size"] == size and r["tool"] == tool)
                       for tool in {r["tool"] for r in rows}}
             pairs = [("swtester", t) for t in median if t.startswith("trafgen") and "CPU 1" not in t]
-            pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg")]
+            pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg"),
+                      ("swtester", "swtester-ring")]
             pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]
             ratios = "  ".join(f"{a}/{b} {median[a] / median[b]:.2f}" for a, b in pairs if a in median and b in median)
             say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items())))

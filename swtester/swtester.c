@@ -531,7 +531,7 @@ struct bpf_asm {
     int label[16];   /* instruction index of each label */
     int n;
 };
-enum { L_V4, L_PAYLOAD, L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
+enum { L_V4, L_PAYLOAD, L_LISTENING, L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
     a->target[a->n] = -1;
@@ -657,9 +657,14 @@ static int open_counting(struct direction *d) {
         emit(&a, BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, 0);
         lookup(&a, d->bpf_state_fd, -4);
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0);
+        /* The clock is read only once the receiver has set its stop time (after the last frame was sent), not
+         * while the senders send: on a veth the filter runs on the sending core (the imm -1 is UINT64_MAX). */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R1, R7, BPF_STOP * 8, 0);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R1, 0, -1, L_LISTENING);
         emit(&a, BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns); /* CLOCK_MONOTONIC */
         emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R1, R7, BPF_STOP * 8, 0);
         jump(&a, BPF_JMP | BPF_JGT | BPF_X, R0, R1, 0, L_DROP);
+        place(&a, L_LISTENING);
         /* Seen: bit seq % 64 of word seq / 64 (on little-endian hosts the receiver's byte-wise layout). */
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R1, R9, 0, 0);
         emit(&a, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 6);
@@ -774,8 +779,12 @@ static int open_receiver(struct direction *d) {
         }
     }
     if (d->receive_method == RECEIVE_RING) setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
-    /* Kernel receive timestamps (CLOCK_REALTIME) taken as the frame enters the stack. */
-    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+    /* Kernel receive timestamps (CLOCK_REALTIME) taken as the frame enters the stack, for the frames the receiver
+     * times (latency, frame timeout) and, with the ring alone, for its stop time. Not with the filter counting
+     * every test frame: the option makes the kernel stamp every frame any port of the host receives (a clock
+     * read per frame on the sending core), and the ring then gets only stray frames, which it stamps itself. */
+    if (d->receive_method == RECEIVE_RING || d->cfg->latency_mode || d->cfg->timeout >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
     bind_to(fd, ifindex, ETH_P_ALL);
     return fd;

@@ -10,6 +10,9 @@ disagreement is written into the trial's notes.
 swtester sends through a PACKET_TX_RING where the kernel grants one, else with
 sendmmsg (send_method auto); describe() asks it which (swtester --probe), so
 provenance names the method, and a trial that sent otherwise says so in its notes.
+Its receivers count the test frames they need not time in the kernel, with an
+eBPF socket filter, where the kernel allows one, else from their receive ring
+(receive_method; provenance names it the same way, receive_methods).
 
 A namespace tester shares the host's kernel with the DUT, so every frame either
 receives waits in the host's per-CPU receive backlog first: the frames it drops
@@ -160,8 +163,8 @@ class SoftwareGenerator:
                 "lab": self.lab.describe()}
 
     def probe(self) -> dict:
-        """The send method swtester takes on the tester's ports (per direction, and the fallback's reason where
-        auto fell back to sendmmsg), from swtester --probe: it sets up the sockets as for a trial, sends nothing."""
+        """The send and receive methods swtester takes on the tester's ports (per direction, and the fallback's
+        reason where auto fell back), from swtester --probe: it sets up the sockets as for a trial, sends nothing."""
         argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
@@ -175,7 +178,12 @@ class SoftwareGenerator:
                        # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
                        "pacing_quantum_ns": report.get("pacing_quantum_ns"),
                        "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
-                                        for name, d in report["directions"].items()}}
+                                        for name, d in report["directions"].items()},
+                       # how each receiver counts: bpf (the untimed frames in the kernel) or ring; None from a
+                       # tester's older swtester, which has the ring only
+                       "receive_methods": {name: {"method": d.get("receive_method"),
+                                                  "fallback": d.get("receive_method_fallback")}
+                                           for name, d in report["directions"].items()}}
         return self.probed
 
     def skip_trials(self, count: int) -> None:
