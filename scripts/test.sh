@@ -41,10 +41,11 @@ if have go; then
 else
   say "go not found: terraform/labs/maas is neither validated nor tested (make providers needs Go)"
 fi
-# Lint (mypy, ansible-lint, every ansible-test sanity test, terraform validate: 1-2 min of CPU, and on a fresh
-# clone minutes more while ansible-test installs its test venvs from PyPI) in the background from here to the
-# end of phase 2: it keeps every cache under .cache and touches no namespace or ruleset, so the tests that
-# assert the host and the checkout stay as they were can run beside it.
+# Lint (mypy, ansible-lint, every ansible-test sanity test, terraform validate: 1-1.5 min of CPU on a fresh
+# clone, and the first time on a machine 2 min more while ansible-test installs its test venvs from PyPI into the
+# user's cache: scripts/collection.sh) in the background from here to the end of phase 2: it keeps its caches
+# under .cache and that one and touches no namespace or ruleset, so the tests that assert the host and the
+# checkout stay as they were can run beside it.
 scripts/lint.sh >.cache/lint.log 2>&1 &
 lint=$!
 # --durations: the slowest tests in the log, to keep make test within its time budget.
