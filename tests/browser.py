@@ -18,14 +18,22 @@ def chromium() -> str:
 
 def render(html: Path, workdir: Path) -> tuple[str, int]:
     """The DOM Chromium builds from a report, and how many pixels of its screenshot have the bars' colour."""
-    from PIL import Image
-
     browser = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={workdir / 'profile'}"]
     dom = subprocess.run([*browser, "--dump-dom", html.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
     shot = workdir / "report.png"
     subprocess.run([*browser, "--window-size=1000,2400", f"--screenshot={shot}", html.as_uri()],
                    capture_output=True, timeout=120, check=True)
-    pixels = Image.open(shot).convert("RGB").get_flattened_data()
-    bars = sum(1 for rgb in pixels if all(abs(c - b) < 12 for c, b in zip(rgb, BAR_RGB, strict=True)))
-    return dom, bars
+    return dom, pixels_of_colour(shot, BAR_RGB)
+
+
+def pixels_of_colour(image: Path, rgb: tuple[int, int, int], tolerance: int = 12) -> int:
+    """How many pixels of an image lie within `tolerance` of colour `rgb` in each of red, green and blue.
+
+    Counted with numpy: a 1000x2400 screenshot has 2.4 million pixels, a loop over them in Python cost
+    seconds of CPU per screenshot."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(image).convert("RGB"), dtype=np.int16)
+    return int((np.abs(pixels - np.array(rgb, dtype=np.int16)) < tolerance).all(axis=-1).sum())

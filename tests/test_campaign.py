@@ -155,6 +155,24 @@ def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
     assert bar_pixels > 5000, f"only {bar_pixels} pixels of the bars' colour: the plot did not render"
 
 
+def test_the_screenshot_pixel_count_takes_each_channel_within_the_tolerance_only(tmp_path):
+    """browser.pixels_of_colour, which the rendering tests read the plots' pixels with: 11 off in every channel
+    counts, 12 off in any one does not, above or below the colour (no unsigned wrap-around), nor does another
+    colour."""
+    from PIL import Image
+
+    base = browser.BAR_RGB
+    shades = [tuple(c + d for c in base) for d in (0, 11, -11)]
+    shades += [tuple(c + (d if i == k else 0) for i, c in enumerate(base)) for k in range(3) for d in (12, -12)]
+    shades += [(255, 255, 255), (0, 0, 0)]
+    image = Image.new("RGB", (len(shades), 2))
+    for x, rgb in enumerate(shades):
+        image.putpixel((x, 0), rgb)
+        image.putpixel((x, 1), (255, 255, 255))
+    image.save(tmp_path / "shot.png")
+    assert browser.pixels_of_colour(tmp_path / "shot.png", base) == 3
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "experiments").iterdir()
                                         if (p / "experiment.yml").is_file()))
 def test_shipped_experiments_are_valid_at_every_scale(name):

@@ -51,6 +51,29 @@ def test_side_by_side_joins_rfc2544_figures_of_the_same_dut_impairment():
     assert math.isnan(table.loc["none", zero]) and math.isnan(table.loc["loss 1 %", tolerant])
 
 
+def test_side_by_side_leads_with_the_loss_free_rfc2544_figure_the_downloads_did_not_measure():
+    """gaming-selective-throughput measures each every-Nth value with delay 0 too (nothing delayed): its loss-free
+    throughput heads the selective-delay report's table, though no download ran without impairment there."""
+    downloads = pd.DataFrame([{"experiment": "http-download-selective-delay", f"{IMPAIRMENT}delay_ms": 1000,
+                               f"{IMPAIRMENT}selective_every_nth": nth, "repetition": 1, "download_time_s": t,
+                               "sweep_keys": ("selective_every_nth",), "figure_keys": ("download_time_s",)}
+                              for nth, t in ((100, 1.1), (10, 2.4))])
+    searches = pd.DataFrame([{"experiment": "gaming-selective-throughput", f"{IMPAIRMENT}delay_ms": delay,
+                              f"{IMPAIRMENT}selective_every_nth": nth, "repetition": 1, "throughput_fps": fps,
+                              "sweep_keys": ("delay_ms", "selective_every_nth"), "figure_keys": ("throughput_fps",)}
+                             for delay, nth, fps in ((0, 100, 7887.5), (0, 10, 6775), (1000, 100, 4550),
+                                                     (1000, 10, 5662.5))])
+    table = analysis.side_by_side(downloads, searches).set_index("DUT impairment")
+    column = "gaming-selective-throughput: throughput (frames/s)"
+    assert list(table.index) == ["none", "every 100th delay 1000 ms", "every 10th delay 1000 ms"]
+    assert table.loc["none", column] == (7887.5 + 6775) / 2  # both loss-free points: their median
+    assert math.isnan(table.loc["none", "download time median (s)"])
+    assert table.loc["every 10th delay 1000 ms", column] == 5662.5
+    # Without a loss-free RFC 2544 point, no such row.
+    assert "none" not in set(analysis.side_by_side(downloads, searches[searches[f"{IMPAIRMENT}delay_ms"] > 0])
+                             ["DUT impairment"])
+
+
 def test_side_by_side_without_rfc2544_campaigns_is_the_download_time_alone():
     table = analysis.side_by_side(RUNS, pd.DataFrame())
     assert list(table.columns) == ["DUT impairment", "download time median (s)", "download time 1st percentile (s)",

@@ -4,6 +4,10 @@ import pytest
 
 from trexlab.impairment import MARK, plan
 from trexlab.params import InvalidParameter
+from trexlab.plan.runplan import plan_campaign
+from trexlab.spec.experiment import load
+
+from labtools import REPO, static_inventory
 
 PORTS = [{"index": 0, "name": "left"}, {"index": 1, "name": "right"}]
 
@@ -57,7 +61,7 @@ def test_what_needs_netem_fails_on_a_kernel_without_it_naming_sch_netem(settings
 
 @pytest.mark.parametrize(("settings", "names"), [
     ({"loss_percent": 101}, "loss_percent"), ({"loss_every_nth": 1}, "loss_every_nth"),
-    ({"jitter_ms": 5}, "jitter_ms"), ({"selective_every_nth": 10}, "selective"),
+    ({"jitter_ms": 5}, "jitter_ms"),
     ({"delay_ms": 5, "selective_every_nth": 10, "selective_percent": 5}, "selective_percent"),
     ({"directions": ["sideways"]}, "directions"), ({"backend": "tbf"}, "backend"), ({"limit": 0}, "limit"),
 ])
@@ -69,3 +73,26 @@ def test_bad_settings_are_one_line_naming_the_setting(settings, names):
 
 def test_no_impairment_plans_nothing():
     assert plan({}, PORTS, True) == {"backend": "none", "devices": [], "nft": "", "tc": []}
+
+
+@pytest.mark.parametrize("selection", [{"selective_every_nth": 10}, {"selective_percent": 1}])
+def test_selection_without_delay_is_the_loss_free_control_and_plans_nothing(selection):
+    """gaming-selective-throughput sweeps delay_ms over 0 and 1000 ms: its 0 ms points are the loss-free figure
+    measured with the same method, beside the impaired ones; even on a kernel without sch_netem."""
+    for kernel_has_netem in (True, False):
+        assert plan({"delay_ms": 0, **selection}, PORTS, kernel_has_netem) == {
+            "backend": "none", "devices": [], "nft": "", "tc": []}
+
+
+def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenance(tmp_path):
+    """A spec's dut.impairment block names what it sets; netem's queue limit and the queues frames wait in are
+    defaults it leaves out, yet they decide what the DUT drops (netem's own default limit, 1000 frames, would
+    drop the late frames of every 10th at 10 kfps): every run's provenance records them all."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(static_inventory("imp"))
+    experiment = load(REPO / "experiments" / "gaming-selective-throughput").scaled("ci")
+    plans = plan_campaign(experiment, tmp_path / "results", inventory=str(inventory), ceilings=tmp_path / "c.json")
+    emulator = {p.facts["sweep"]["dut.impairment.delay_ms"]: p.facts["impairment_emulator"] for p in plans}
+    assert emulator[1000]["limit"] == 100_000 and emulator[1000]["directions"] == ["forward", "reverse"]
+    assert "netem of limit 100000 frames" in emulator[1000]["queues"] and "htb" in emulator[1000]["queues"]
+    assert emulator[0]["queues"].startswith("none"), "delay 0: nothing configured, the loss-free control"

@@ -9,7 +9,10 @@ forward direction leaves through the DUT's port 1, the reverse through port 0):
 * ``selective_every_nth`` / ``selective_percent`` with ``delay_ms``: only every
   Nth frame (or a random share) is delayed, the rest pass untouched, as in
   Lencse, Kovacs & Shima 2020, Figs. 4-6: frames are marked, and an htb root
-  sends marked frames through a netem class, the others through a plain one.
+  sends marked frames through a netem class, the others through a plain one
+  (htb's default leaf, a pfifo as long as the port's txqueuelen); with
+  ``delay_ms`` 0 nothing is delayed and nothing is configured (a sweep's
+  loss-free point).
 
 Two backends. ``netem`` needs the kernel's sch_netem; its queue ``limit`` is set
 to 100000 frames because netem's default of 1000 silently drops frames at
@@ -23,7 +26,7 @@ HTTP download or an RFC 6349 test meets the same impairment as the test frames.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 from . import rolevalues
 from .params import InvalidParameter, check_choice, check_range
@@ -66,8 +69,8 @@ class Impairment:
                 raise InvalidParameter(name, 1, "0 (off) or >= 2")
         if self.jitter_ms and not self.delay_ms:
             raise InvalidParameter("jitter_ms", self.jitter_ms, "0 unless delay_ms is set")
-        if (self.selective_every_nth or self.selective_percent) and not self.delay_ms:
-            raise InvalidParameter("selective_every_nth/selective_percent", "set", "with delay_ms > 0 only")
+        # Selection with delay_ms 0 delays nothing and plans nothing (active is False): a sweep over the delay
+        # measures its loss-free control with the same settings otherwise (gaming-selective-throughput).
         if self.selective_every_nth and self.selective_percent:
             raise InvalidParameter("selective_percent", self.selective_percent, "0 when selective_every_nth is set")
 
@@ -141,6 +144,30 @@ def _tc_commands(imp: Impairment, port: str) -> list[str]:
         f"tc filter replace dev {port} parent 1: protocol all prio 1 handle {MARK:#x} fw flowid 1:20",
     ]
     return commands
+
+
+def disclosure(settings: dict) -> dict:
+    """Every setting of the impairment emulator that shapes a run's figures, the defaults included (a spec's
+    dut.impairment block names only what it sets: not netem's queue limit, nor the queues the frames wait in),
+    for the run's provenance. InvalidParameter for settings the role would refuse."""
+    known = {f.name for f in fields(Impairment)}
+    imp = Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
+                     directions=tuple(settings.get("directions", ("forward", "reverse"))))
+    found = {**asdict(imp), "directions": list(imp.directions)}
+    if not imp.active:
+        queues = "none: the DUT's own egress queues, untouched"
+    elif imp.selective and imp.delay_ms:
+        chosen = (f"every {imp.selective_every_nth}th (numgen inc)" if imp.selective_every_nth
+                  else f"{imp.selective_percent:g} % (numgen random)")
+        queues = (f"per egress port an htb root, rate 100gbit per class: the frames nftables marks, {chosen}, in "
+                  f"class 1:20, a netem of limit {imp.limit} frames; the others in class 1:10, htb's default pfifo "
+                  "leaf (as long as the port's txqueuelen)")
+    elif imp.delay_ms or imp.loss_percent:
+        queues = (f"per egress port a netem root qdisc of limit {imp.limit} frames (loss alone on a kernel without "
+                  "sch_netem: nftables numgen random in the forward hook instead)")
+    else:
+        queues = "the DUT's own egress queues; nftables numgen inc drops every Nth frame in the forward hook"
+    return {**found, "queues": queues}
 
 
 def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:

@@ -8,6 +8,7 @@ import json
 import math
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -152,7 +153,46 @@ def test_http_download_time_rises_with_the_delay_beside_rfc2544_throughput(lab, 
     assert f"{medians[100]:,.3f}" in text
 
 
-def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, gaming_delay, selective_throughput):
+#: How far below the campaign's loss-free RFC 2544 throughput an impaired point's may lie on the emulated DUT.
+#: Measured here (searches over 100..9000 fps to 2000 fps, each every-Nth value with 1000 ms and with 0 ms): the
+#: loss-free points found 6775-9000 fps (8 searches, median 7888), every 100th or 10th frame late 4550-6775 fps
+#: (8 searches). The emulator pays for each late frame (netem releases it on a timer of its own, a transmit of
+#: its own): the same htb + netem + marking without delay found 6775 and 7888. A stall of the shared host that
+#: fails one more trial costs a grid step (4550 -> 3438 fps: 0.38 of 9000). What RFC 2544 would do if it saw the
+#: late frames is far below: every trial loses 1 or 10 % of its frames, and the search ends at its minimum,
+#: 100 fps (0.011 of 9000).
+SELECTIVE_DELAY_FLOOR = 1 / 3
+
+
+def rfc2544_under_selective_delay(selective_throughput) -> dict:
+    """gaming-selective-throughput's figures: 'loss-free' (the median of its delay-0 points) and one per impaired
+    point, by its DUT impairment label; checked to be the paper's shape (module doc above: SELECTIVE_DELAY_FLOOR)."""
+    assert selective_throughput.returncode == 0, selective_throughput.stderr[-3000:]
+    outcome = json.loads(selective_throughput.stdout)
+    assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == 4
+    runs = analysis.load_campaigns(outcome["campaign"])
+    runs = runs.assign(impairment=analysis.impairment_labels(runs))
+    loss_free = runs.loc[runs["impairment"] == "none", "throughput_fps"].median()
+    impaired = runs[runs["impairment"] != "none"].set_index("impairment")["throughput_fps"].to_dict()
+    print(f"\nRFC 2544 throughput (fps): loss-free {sorted(runs.loc[runs['impairment'] == 'none', 'throughput_fps'])}"
+          f" -> {loss_free:g}; {impaired}")
+    assert loss_free > 0 and len(impaired) == 2
+    for label, fps in impaired.items():
+        assert fps >= SELECTIVE_DELAY_FLOOR * loss_free, (label, fps, loss_free)
+    # The paper's mechanism itself, in the trials: a passed trial of each impaired point carried every Nth frame
+    # 1 s late (they arrived after later frames: swtester counts them reordered) and counted them received.
+    for (nth,), point in runs[runs["impairment"] != "none"].groupby(["selective_every_nth"]):
+        run = Path(outcome["campaign"]) / point["point"].iloc[0] / f"rep-{point['repetition'].iloc[0]:03d}"
+        trials = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+        carried = [t for t in trials if all(d["frames_received"] == d["frames_sent"] == d["frames_intended"]
+                                            and d["reordered"] >= 0.9 * d["frames_sent"] / nth
+                                            for d in t["directions"].values())]
+        assert carried, (nth, [(t["spec"]["offered_load"], {k: (d["frames_received"], d["reordered"])
+                                                             for k, d in t["directions"].items()}) for t in trials])
+    return {"loss-free": loss_free, **impaired}
+
+
+def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, selective_throughput):
     """experiments/http-download-selective-delay at CI scale on the VM lab (Lencse et al. 2020, Figs. 4-5,
     Table IV): every Nth frame towards the client is marked by nftables and delayed by netem.
 
@@ -185,19 +225,15 @@ def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, 
     assert low["every 10th delay 1000 ms"] > low["every 100th delay 1000 ms"], table.to_dict()
 
     # Beside them, as the paper's Tables I and IV: RFC 2544 throughput under the same impairments (whose 2 s
-    # receive tail still counts the late frames) and gaming-delay's loss-free value on this lab. Measured and
-    # shown, not compared: on an emulated DUT that other processes share the CPUs with, one CI search of 1 s
-    # trials found 100 fps under every 100th frame late and >= 5075 fps under every 10th, 5075 fps loss-free
-    # (the search's resolution is 5000 fps): the figure describes the emulator's stalls, as every run warns.
-    assert selective_throughput.returncode == 0, selective_throughput.stderr[-3000:]
+    # receive tail still counts the late frames) and the loss-free throughput of the same campaign and method
+    # (each every-Nth value with delay 0: nothing delayed).
+    searches = rfc2544_under_selective_delay(selective_throughput)
     beside = analysis.load_campaigns(analysis.campaigns_beside(outcome["campaign"], "http_download"))
     side = analysis.side_by_side(runs, beside).set_index("DUT impairment")
     column = f"gaming-selective-throughput: {analysis.figure_title('throughput_fps')}"  # the same figure
-    throughput = [c for c in side.columns if c.startswith(column)]
-    assert throughput, side.columns
-    loss_free = loss_free_throughput(gaming_delay)
-    print(f"\nside by side (loss-free RFC 2544 throughput {loss_free:g} fps):\n{side.to_string()}")
-    assert loss_free > 0 and all(side.loc[label, throughput[0]] > 0 for label in table.columns), side
+    print(f"\nside by side:\n{side.to_string()}")
+    assert list(side.index) == ["none", *table.columns] and side.loc["none", column] == searches["loss-free"]
+    assert all(side.loc[label, column] == searches[label] for label in table.columns), (side, searches)
     html = render(outcome["campaign"]).read_text()
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "Traceback" not in text and "Side by side with RFC 2544" in text and "gaming-selective-throughput:" in text

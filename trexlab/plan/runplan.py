@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trexlab import rolevalues
+from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.plan.adaptive import RepetitionRule
 from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
@@ -325,6 +325,8 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                 except InvalidParameter as exc:
                     raise InvalidParameter(f"dut.{block}.{exc.name}", exc.value, exc.allowed) from None
                 dut.append((block, dict(settings)))
+                if block == "impairment":  # the emulator's settings its block leaves at their defaults, disclosed
+                    facts = {**facts, "impairment_emulator": impairment.disclosure(settings)}
         if spec.get("endpoints"):
             try:
                 rolevalues.check_endpoints_block(spec["endpoints"])

@@ -478,10 +478,15 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                  user_figure: str = "download_time_s") -> pd.DataFrame:
     """Per DUT impairment: what the user sees (median, 1st and 99th percentile of user_figure) next to the
     RFC 2544 figures measured under the same impairment by other experiments (their medians, one column per
-    experiment, figure and sweep value): the comparison the seed paper draws between its tables."""
+    experiment, figure and sweep value): the comparison the seed paper draws between its tables. A row 'none'
+    leads wherever the RFC 2544 campaigns measured without impairment, even if the user's side did not: the
+    loss-free figure the impaired ones are read against."""
     user = user_runs.assign(impairment=impairment_labels(user_runs))
+    labels = set(user["impairment"])
+    if not rfc2544_runs.empty and "none" in set(impairment_labels(rfc2544_runs)):
+        labels.add("none")
     rows = {}
-    for label in sorted(user["impairment"].unique(), key=_impairment_order):
+    for label in sorted(labels, key=_impairment_order):
         s = summarize(user.loc[user["impairment"] == label, user_figure].tolist())
         title = user_figure.removesuffix("_s").replace("_", " ")  # in s, as the paper's tables
         rows[label] = {f"{title} median (s)": s["median"], f"{title} 1st percentile (s)": s["p1"],
