@@ -41,10 +41,11 @@ if have go; then
 else
   say "go not found: terraform/labs/maas is neither validated nor tested (make providers needs Go)"
 fi
-# Lint (mypy, ansible-lint, every ansible-test sanity test, terraform validate: 1-2 min of CPU, and on a fresh
-# clone minutes more while ansible-test installs its test venvs from PyPI) in the background from here to the
-# end of phase 2: it keeps every cache under .cache and touches no namespace or ruleset, so the tests that
-# assert the host and the checkout stay as they were can run beside it.
+# Lint (mypy, ansible-lint, every ansible-test sanity test, terraform validate: 1-1.5 min of CPU on a fresh
+# clone, and the first time on a machine 2 min more while ansible-test installs its test venvs from PyPI into the
+# user's cache: scripts/collection.sh) in the background from here to the end of phase 2: it keeps its caches
+# under .cache and that one and touches no namespace or ruleset, so the tests that assert the host and the
+# checkout stay as they were can run beside it.
 scripts/lint.sh >.cache/lint.log 2>&1 &
 lint=$!
 # --durations: the slowest tests in the log, to keep make test within its time budget.
@@ -65,9 +66,10 @@ if [ -n "$providers" ]; then
 fi
 # 2. The Terraform runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts
 #    at low rates, the shipped experiments at CI scale, which must end and report whatever their figures). Four
-#    workers (592 s on a fresh clone here; three took 676 s with lint beside them): the phase is bound by the two
-#    CPUs, which the nodes' Ansible modules and sshd share with the tests. A test file stays on one worker, and
-#    so do the files that share a lab (tests/conftest.py).
+#    workers (403 s on the fresh clone of fa3a849 here; three took 676 s with lint beside them): the phase is
+#    bound by the two CPUs, which the nodes' Ansible modules and sshd share with the tests, so a CPU-second saved
+#    in any test of phases 1-2 or in lint shortens it. A test file stays on one worker, and so do the files that
+#    share a lab (tests/conftest.py).
 say "pytest: terraform and unmeasured lab tests (4 workers)"
 phase -n 4 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?

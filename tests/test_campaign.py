@@ -333,6 +333,13 @@ def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_t
         ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100),
         ("dut-impairment", "present", 100), ("dut-siit", "present", None), ("dut-siit", "absent", None),
         ("dut-impairment", "absent", 100)]
+    # A point whose impairment impairs nothing (delay 0: a sweep's loss-free point) runs no netem role: before the
+    # impaired points none, between them the earlier point's configuration is removed, as for a point without one.
+    assert run([point(0), point(0), point(1000), point(10)]) == [
+        ("dut-impairment", "present", 1000), ("dut-impairment", "present", 10), ("dut-impairment", "absent", 10)]
+    assert run([point(100), point(0), point(100)]) == [
+        ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100), ("dut-impairment", "present", 100),
+        ("dut-impairment", "absent", 100)]
     # The last configured point's successor never got to configure (its generator failed): the end removes it.
     assert run([point(100), point(1000)], no_generator={1}) == [
         ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100)]

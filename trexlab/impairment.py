@@ -146,6 +146,19 @@ def _tc_commands(imp: Impairment, port: str) -> list[str]:
     return commands
 
 
+def configures_nothing(settings: dict) -> bool:
+    """Whether roles/netem would apply nothing for these settings on any DUT (no loss, no delay): a campaign's
+    point with them need not run the role (seconds per run on an emulated DUT). Settings the role would refuse:
+    False, so that the role runs and names them."""
+    known = {f.name for f in fields(Impairment)}
+    try:
+        imp = Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
+                         directions=tuple(settings.get("directions", ("forward", "reverse"))))
+    except (InvalidParameter, TypeError):
+        return False
+    return not imp.active
+
+
 def disclosure(settings: dict) -> dict:
     """Every setting of the impairment emulator that shapes a run's figures, the defaults included (a spec's
     dut.impairment block names only what it sets: not netem's queue limit, nor the queues the frames wait in),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from trexlab import impairment
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
@@ -169,10 +170,18 @@ def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:
 REPLACED_IN_PLACE = frozenset({"impairment", "siit_jool"})
 
 
+def configured_blocks(spec: dict) -> tuple[str, ...]:
+    """The DUT blocks a point applies, in order: an impairment block that impairs nothing (delay_ms 0 with
+    selective_every_nth: a sweep's loss-free point) is left out, as if absent: its role run would apply nothing."""
+    dut = spec.get("dut") or {}
+    return tuple(block for block in DUT_CONFIG if dut.get(block) is not None
+                 and not (block == "impairment" and impairment.configures_nothing(dut[block])))
+
+
 def dut_config_key(spec: dict) -> tuple | None:
     """What a point's DUT configuration consists of (destination networks, blocks), or None where some block's
     role does not replace its own configuration (the point's configuration is then removed after it)."""
-    blocks = tuple(block for block in DUT_CONFIG if ((spec.get("dut") or {}).get(block)) is not None)
+    blocks = configured_blocks(spec)
     if not blocks or not set(blocks) <= REPLACED_IN_PLACE:
         return None
     return (spec.get("traffic") or {}).get("destination_networks", 1), blocks
@@ -246,9 +255,10 @@ class Campaign:
                 self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
             self._based_on_networks = networks
         undo = []
+        applied = configured_blocks(spec)
         for block, (playbook, role) in DUT_CONFIG.items():
             settings = (spec.get("dut") or {}).get(block)
-            if settings is not None:  # {} applies the role with its defaults
+            if settings is not None and block in applied:  # {} applies the role with its defaults
                 extra = {**dut_role_vars(block, settings), "trexlab_networks": networks}
                 self.playbook(playbook, {**extra, f"{role}_state": "present"})
                 undo.append((playbook, {**extra, f"{role}_state": "absent"}))
