@@ -66,9 +66,10 @@ if [ -n "$providers" ]; then
 fi
 # 2. The Terraform runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts
 #    at low rates, the shipped experiments at CI scale, which must end and report whatever their figures). Four
-#    workers (592 s on a fresh clone here; three took 676 s with lint beside them): the phase is bound by the two
-#    CPUs, which the nodes' Ansible modules and sshd share with the tests. A test file stays on one worker, and
-#    so do the files that share a lab (tests/conftest.py).
+#    workers (403 s on the fresh clone of fa3a849 here; three took 676 s with lint beside them): the phase is
+#    bound by the two CPUs, which the nodes' Ansible modules and sshd share with the tests, so a CPU-second saved
+#    in any test of phases 1-2 or in lint shortens it. A test file stays on one worker, and so do the files that
+#    share a lab (tests/conftest.py).
 say "pytest: terraform and unmeasured lab tests (4 workers)"
 phase -n 4 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?

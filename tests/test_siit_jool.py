@@ -10,9 +10,14 @@ unless forced. An EAM entry maps prefixes with suffixes of equal length."""
 
 import ipaddress
 import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from trexlab import siit
 from trexlab.params import InvalidParameter
 from trexlab.siit import jool_config
 
@@ -55,3 +60,191 @@ def test_pool6_goes_in_the_global_object_normalised():
 def test_bad_settings_are_refused_naming_them(args, name):
     with pytest.raises(InvalidParameter, match=name):
         jool_config(*args)
+
+
+# -- what the role runs on a DUT (trexlab.siit.plan), run here against a stand-in for Jool ---------------------
+
+#: A stand-in for the DUT's modprobe and jool_siit: it keeps whether the module is loaded and each instance Jool
+#: took (as files under $SIM), logs every call, and fails 'file handle' where JOOL_FAIL is set (a failure half way).
+FAKE_TOOLS = {
+    "modprobe": """#!/bin/sh
+echo "modprobe $*" >>"$SIM/calls"
+if [ "$1" = -r ]; then rm "$SIM/loaded"; else touch "$SIM/loaded"; fi
+""",
+    "jool_siit": """#!/usr/bin/env python3
+import json, os, sys
+sim, args = os.environ["SIM"], sys.argv[1:]
+with open(f"{sim}/calls", "a") as calls:
+    calls.write(" ".join(["jool_siit", *args]) + "\\n")
+if not os.path.exists(f"{sim}/loaded") or os.environ.get("JOOL_FAIL"):
+    sys.exit("jool_siit: failed")
+if args[:2] == ["file", "handle"]:
+    config = json.load(open(args[2]))
+    json.dump(config, open(f"{sim}/instance-{config['instance']}.json", "w"))
+elif args[:2] == ["instance", "remove"]:
+    os.unlink(f"{sim}/instance-{args[2]}.json")
+else:
+    sys.exit(2)
+""",
+}
+
+
+class Dut:
+    """A host for the planned scripts: the fake tools on PATH, the state directory below tmp_path."""
+
+    def __init__(self, tmp_path, state_dir: str = "state"):
+        self.sim, self.bin = tmp_path / "sim", tmp_path / "bin"
+        self.sim.mkdir()
+        self.bin.mkdir()
+        for name, text in FAKE_TOOLS.items():
+            (self.bin / name).write_text(text)
+            (self.bin / name).chmod(0o755)
+        self.state_dir = str(tmp_path / state_dir)
+
+    def probe(self, instance: str = "benchmarking") -> dict:
+        """What files/can-load-jool.sh reports on this host for this instance name."""
+        record = self.file(siit.RECORD)
+        return {"jool": "ready", "loaded": (self.sim / "loaded").exists(),
+                "instance": self.instance(instance) is not None, "record": json.loads(record) if record else None}
+
+    def instance(self, name: str = "benchmarking") -> dict | None:
+        """The configuration Jool took for this instance, or None where there is no such instance."""
+        path = self.sim / f"instance-{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def file(self, name: str) -> str | None:
+        path = os.path.join(self.state_dir, name)
+        return open(path).read() if os.path.exists(path) else None
+
+    def state(self) -> dict:
+        """Everything of Jool and of this role on the host: module, instances, the state directory's files."""
+        return {"loaded": (self.sim / "loaded").exists(),
+                "instances": sorted(p.name for p in self.sim.glob("instance-*")),
+                "files": sorted(os.listdir(self.state_dir)) if os.path.isdir(self.state_dir) else []}
+
+    def calls(self) -> list[str]:
+        calls = self.sim / "calls"
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        calls.unlink(missing_ok=True)
+        return lines
+
+    def role(self, state: str = "present", networks: int = 2, instance: str = "benchmarking", pool6: str = "",
+             fail: bool = False) -> dict:
+        """One run of the role: its probe, its plan, and the plan's script where there is one."""
+        plan = siit.plan(state, networks, instance, pool6, self.state_dir, self.probe(instance))
+        if plan["script"]:
+            env = {"PATH": f"{self.bin}:/usr/bin:/bin", "SIM": str(self.sim), **({"JOOL_FAIL": "1"} if fail else {})}
+            result = subprocess.run(["sh", "-c", plan["script"]], env=env, capture_output=True, text=True)
+            assert (result.returncode != 0) == fail, result.stderr
+        return plan
+
+
+def test_apply_loads_the_module_gives_jool_the_planned_file_records_it_and_absent_reverses_exactly(tmp_path):
+    dut = Dut(tmp_path)
+    before = dut.state()
+    plan = dut.role(networks=2, pool6="64:ff9b::/96")
+    assert dut.calls() == ["modprobe jool_siit", f"jool_siit file handle {dut.state_dir}/{siit.CONFIG_FILE}"]
+    assert dut.instance() == jool_config(2, "benchmarking", "64:ff9b::/96")
+    assert dut.probe()["record"] == plan["record"] and plan["record"]["loaded_module"] is True
+    # Idempotent: the same settings again change nothing (the role's second run: changed=0).
+    assert dut.role(networks=2, pool6="64:ff9b::/96")["script"] == "" and dut.calls() == []
+    dut.role("absent", networks=2, pool6="64:ff9b::/96")
+    assert dut.calls() == ["jool_siit instance remove benchmarking", "modprobe -r jool_siit"]
+    assert dut.state() == before, "instance gone, module unloaded, record and file forgotten"
+    assert dut.role("absent")["script"] == "", "nothing left to remove"
+
+
+def test_a_module_loaded_before_stays_loaded_after_absent(tmp_path):
+    dut = Dut(tmp_path)
+    (dut.sim / "loaded").touch()
+    dut.role()
+    assert dut.calls() == [f"jool_siit file handle {dut.state_dir}/{siit.CONFIG_FILE}"], "no modprobe"
+    dut.role("absent")
+    assert dut.calls() == ["jool_siit instance remove benchmarking"]
+    assert dut.state() == {"loaded": True, "instances": [], "files": []}
+
+
+def test_other_settings_replace_the_instance_as_a_whole_and_absent_still_unloads_what_the_first_run_loaded(tmp_path):
+    dut = Dut(tmp_path)
+    dut.role(networks=2)
+    dut.calls()
+    dut.role(networks=3)
+    assert dut.calls() == [f"jool_siit file handle {dut.state_dir}/{siit.CONFIG_FILE}"], "replaced, not removed"
+    assert dut.instance() == jool_config(3)
+    assert dut.probe()["record"]["loaded_module"] is True, "the module this role loaded earlier is still its own"
+    dut.role("absent", networks=3)
+    assert dut.calls()[-1] == "modprobe -r jool_siit"
+
+
+def test_a_failure_half_way_leaves_a_record_that_absent_undoes(tmp_path):
+    dut = Dut(tmp_path)
+    dut.role(fail=True)
+    assert dut.probe()["record"] == {"config_sha256": None, "instance": "benchmarking", "loaded_module": True}, \
+        "loaded, no configuration taken"
+    assert dut.role()["script"], "applied again: the record names no configuration"
+    dut.role("absent")
+    assert dut.state() == {"loaded": False, "instances": [], "files": []}
+
+
+def test_a_record_of_the_earlier_format_is_applied_again_keeping_whether_this_role_loaded_the_module(tmp_path):
+    dut = Dut(tmp_path)
+    dut.role()
+    (dut.sim / "calls").unlink()
+    with open(os.path.join(dut.state_dir, siit.RECORD), "w") as record:
+        json.dump({"config": jool_config(2), "loaded_module": True}, record)  # what the role wrote before
+    plan = dut.role()
+    assert dut.calls() == [f"jool_siit file handle {dut.state_dir}/{siit.CONFIG_FILE}"], "applied again, once"
+    assert dut.probe()["record"] == plan["record"] and plan["record"]["loaded_module"] is True
+    dut.role("absent")
+    assert dut.calls()[-1] == "modprobe -r jool_siit"
+
+
+def test_values_in_the_script_are_quoted_never_read_by_the_shell(tmp_path):
+    dut = Dut(tmp_path, state_dir="it's $(touch PWNED) `touch PWNED`; touch PWNED")
+    dut.role()
+    assert dut.file(siit.CONFIG_FILE) is not None and dut.role()["script"] == ""
+    dut.role("absent")
+    assert not list(tmp_path.rglob("PWNED")) and dut.state() == {"loaded": False, "instances": [], "files": []}
+    removal = siit.plan("absent", 1, "dut-2_x", "", dut.state_dir, {**siit.NOTHING, "instance": True})["script"]
+    removal = removal.splitlines()
+    assert [shlex.split(line) for line in removal[1:]] == [
+        ["jool_siit", "instance", "remove", "dut-2_x"],
+        ["rm", "-f", f"{dut.state_dir}/{siit.RECORD}", f"{dut.state_dir}/{siit.CONFIG_FILE}"]], "one word each"
+
+
+def test_an_instance_of_another_name_replaces_the_one_an_earlier_run_made(tmp_path):
+    """A campaign leaves a point's instance for the next point with the same blocks to replace: where that
+    point names another instance, the one the record names is removed, so absent leaves nothing behind."""
+    dut = Dut(tmp_path)
+    before = dut.state()
+    dut.role(instance="first")
+    dut.calls()
+    dut.role(instance="second")
+    assert dut.calls() == ["jool_siit instance remove first",
+                           f"jool_siit file handle {dut.state_dir}/{siit.CONFIG_FILE}"]
+    assert dut.state()["instances"] == ["instance-second.json"]
+    dut.role("absent", instance="second")
+    assert dut.state() == before
+
+
+def test_the_role_probes_the_record_the_plan_writes():
+    tasks = (Path(siit.__file__).parents[1] / "ansible_collections/trexlab/lab/roles/siit_jool/tasks/main.yml")
+    assert f"'/{siit.RECORD}'" in tasks.read_text()
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (("present", 2, "benchmarking", "", "state", None), "state_dir"),
+    (("applied", 2, "benchmarking", "", "/s", None), "state"),
+    (("present", 2, "a b", "", "/s", None), "instance"),
+    (("absent", 0, "benchmarking", "", "/s", None), "networks"),
+    (("present", 2, "benchmarking", "", "/s", {"record": ["x"]}), "siit_jool.json"),
+    (("absent", 2, "benchmarking", "", "/s", {"record": {"instance": "x;reboot"}}), "siit_jool.json: instance"),
+])
+def test_bad_role_settings_are_refused_naming_them(args, name):
+    with pytest.raises(InvalidParameter, match=name):
+        siit.plan(*args)
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import jool_plan
+    state, networks, instance, pool6, state_dir, host = args
+    planned = jool_plan({"networks": networks, "instance": instance, "pool6": pool6, "state_dir": state_dir}, host,
+                        state)
+    assert name in planned["error"] and "\n" not in planned["error"] and planned["script"] == ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.trexlab.lab.plugins.plugin_utils import impairment, reference_dut, rolevalues
+from ansible_collections.trexlab.lab.plugins.plugin_utils import impairment, reference_dut, rolevalues, siit
 from ansible_collections.trexlab.lab.plugins.plugin_utils.addressing import (
     destination,
     eamt_entries,
@@ -145,6 +145,17 @@ def reference_plan(settings: dict, ports: list[dict], state: str = "present") ->
     return {**result, "nft": plan["nft"], "applied": {"nft": plan["nft"]}}
 
 
+def jool_plan(settings: dict, host: dict | None, state: str = "present") -> dict:
+    """roles/siit_jool's plan: trexlab.siit.plan for the role's settings (networks, instance, pool6, state_dir)
+    and what its probe found (None where the host cannot load modules), with a bad setting as 'error' (one
+    line)."""
+    try:
+        return {"error": None, **siit.plan(state, settings["networks"], settings["instance"], settings["pool6"],
+                                           settings["state_dir"], host)}
+    except InvalidParameter as exc:
+        return {"error": str(exc), "config": {"eamt": []}, "install": False, "script": "", "record": None}
+
+
 def _refusal(check, *args) -> str:
     try:
         check(*args)
@@ -211,6 +222,7 @@ class FilterModule:
             "eamt_entries": eamt_entries,
             "siit_routes": siit_translator_routes,
             "jool_config": jool_config,
+            "jool_plan": jool_plan,
             "ifname_error": ifname_error,
             "ifnames_error": ifnames_error,
             "state_path_error": state_path_error,
