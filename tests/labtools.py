@@ -125,6 +125,13 @@ def backlog_holders() -> dict:
         return {}
 
 
+def notes_but_steal(result) -> list[str]:
+    """A trial's notes but the one that discloses the hypervisor's steal during it (generators/software.py): that one
+    comes with the shared machine (a fresh clone's make test saw 60 ms in a 0.5 s trial that sent and counted every
+    frame), not with the tester, the DUT or the counters a test checks; every other note still fails the test."""
+    return [note for note in result.notes if "(/proc/stat steal)" not in note]
+
+
 def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """ansible-playbook of the repository on a lab's generated inventory (not checked: tests read rc)."""
     return subprocess.run([str(VENV / "bin" / "ansible-playbook"), "-i", str(lab.inventory), name, *extra],

@@ -9,7 +9,16 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, lab_env, lab_leftovers, node_state, playbook, read_tester_counters, run
+from labtools import (
+    changed_count,
+    lab_env,
+    lab_leftovers,
+    node_state,
+    notes_but_steal,
+    playbook,
+    read_tester_counters,
+    run,
+)
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-siit-jool.yml"
@@ -83,7 +92,7 @@ def test_jool_translates_every_frame_both_ways_and_absent_restores_the_duts(
         # a single DUT and port 1 receives IPv4; on a dual one IPv4 arrives both ways through the IPv6 link.
         assert after[f"port1_ipv{ip_version[1]}"] - counters[f"port1_ipv{ip_version[1]}"] == 1_000
         assert after[f"port0_ipv{ip_version[0]}"] - counters[f"port0_ipv{ip_version[0]}"] == 1_000
-        assert result.notes == (), result.notes
+        assert notes_but_steal(result) == [], result.notes
         for dut in lab.duts:
             assert translated(dut) - jool_before[dut.name] == 2_000, f"{dut.name}: Jool translated every frame"
     finally:

@@ -15,7 +15,7 @@ from trexlab.generators import create_generator
 from trexlab.params import InvalidParameter
 from trexlab.trial import GeneratorError, TrialSpec
 
-from labtools import REPO, run
+from labtools import REPO, notes_but_steal, run
 
 pytestmark = pytest.mark.lab
 
@@ -63,13 +63,13 @@ def test_send_method_is_probed_into_provenance_and_sendmmsg_still_counts_exactly
     assert facts["send_methods"] == {d: {"method": "tx_ring", "fallback": None} for d in ("forward", "reverse")}
     assert facts["receive_methods"] == {d: {"method": "bpf", "fallback": None} for d in ("forward", "reverse")}
     spec = TrialSpec(offered_load=10_000, duration=0.5, destination_networks=4, receive_tail=0.3)
-    assert generator.run_trial(spec).notes == (), "the trial sent as probed"
+    assert notes_but_steal(generator.run_trial(spec)) == [], "the trial sent as probed"
     fallback = create_generator("software", lab=lab, binary=generator.binary, send_method="sendmmsg")
     assert fallback.describe()["send_method"] == "sendmmsg"
     result = fallback.run_trial(spec)
     for d in result.directions.values():
         assert d.frames_sent == d.frames_received == d.frames_intended == 5_000
-    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    assert notes_but_steal(result) == [], f"sender, receiver and nftables disagree: {result.notes}"
     with pytest.raises(InvalidParameter, match="generator_options.send_method='xdp'"):
         create_generator("software", lab=lab, send_method="xdp")
 
@@ -85,7 +85,7 @@ def test_sender_threads_split_the_sequence_numbers_exactly(lab, generator):
     for d in result.directions.values():
         assert d.frames_sent == d.frames_received == d.frames_intended == 5_001  # odd: thread 0 sends one more
         assert d.duplicates == d.reordered == 0 and d.tags_sent == d.tags_received == 100
-    assert result.notes == (), f"sender, receiver and nftables disagree: {result.notes}"
+    assert notes_but_steal(result) == [], f"sender, receiver and nftables disagree: {result.notes}"
     with pytest.raises(InvalidParameter, match="generator_options.sender_threads=9"):
         create_generator("software", lab=lab, sender_threads=9)
 
