@@ -146,14 +146,20 @@ def _tc_commands(imp: Impairment, port: str) -> list[str]:
     return commands
 
 
+def _from_block(settings: dict) -> Impairment:
+    """The Impairment of a spec's dut.impairment block (its keys that are Impairment's fields; directions as a
+    tuple, both by default)."""
+    known = {f.name for f in fields(Impairment)}
+    return Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
+                      directions=tuple(settings.get("directions", ("forward", "reverse"))))
+
+
 def configures_nothing(settings: dict) -> bool:
     """Whether roles/netem would apply nothing for these settings on any DUT (no loss, no delay): a campaign's
     point with them need not run the role (seconds per run on an emulated DUT). Settings the role would refuse:
     False, so that the role runs and names them."""
-    known = {f.name for f in fields(Impairment)}
     try:
-        imp = Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
-                         directions=tuple(settings.get("directions", ("forward", "reverse"))))
+        imp = _from_block(settings)
     except (InvalidParameter, TypeError):
         return False
     return not imp.active
@@ -163,9 +169,7 @@ def disclosure(settings: dict) -> dict:
     """Every setting of the impairment emulator that shapes a run's figures, the defaults included (a spec's
     dut.impairment block names only what it sets: not netem's queue limit, nor the queues the frames wait in),
     for the run's provenance. InvalidParameter for settings the role would refuse."""
-    known = {f.name for f in fields(Impairment)}
-    imp = Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
-                     directions=tuple(settings.get("directions", ("forward", "reverse"))))
+    imp = _from_block(settings)
     found = {**asdict(imp), "directions": list(imp.directions)}
     if not imp.active:
         queues = "none: the DUT's own egress queues, untouched"

@@ -255,13 +255,11 @@ class Campaign:
                 self.playbook("playbooks/site.yml", {"trexlab_networks": networks})
             self._based_on_networks = networks
         undo = []
-        applied = configured_blocks(spec)
-        for block, (playbook, role) in DUT_CONFIG.items():
-            settings = (spec.get("dut") or {}).get(block)
-            if settings is not None and block in applied:  # {} applies the role with its defaults
-                extra = {**dut_role_vars(block, settings), "trexlab_networks": networks}
-                self.playbook(playbook, {**extra, f"{role}_state": "present"})
-                undo.append((playbook, {**extra, f"{role}_state": "absent"}))
+        for block in configured_blocks(spec):  # {} applies the role with its defaults
+            playbook, role = DUT_CONFIG[block]
+            extra = {**dut_role_vars(block, spec["dut"][block]), "trexlab_networks": networks}
+            self.playbook(playbook, {**extra, f"{role}_state": "present"})
+            undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
     def undo_pending(self) -> None:
