@@ -90,11 +90,11 @@
 #define TX_RING_BLOCK (64u << 10)
 #define TX_DATA_OFFSET (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* frame data in a slot (no PACKET_TX_HAS_OFF) */
 
-enum send_method { SEND_AUTO, SEND_TX_RING, SEND_SENDMMSG };
+enum send_method { SEND_AUTO, SEND_TX_RING, SEND_SENDMMSG, SEND_METHODS /* how many */ };
 static const char *const send_method_names[] = {"auto", "tx_ring", "sendmmsg"};
 /* How a direction's receiver counts its frames (see open_counting): RECEIVE_BPF counts the test frames it need not
  * look at in the kernel, RECEIVE_RING reads every frame from the receive ring; RECEIVE_AUTO: BPF, else the ring. */
-enum receive_method { RECEIVE_AUTO, RECEIVE_BPF, RECEIVE_RING };
+enum receive_method { RECEIVE_AUTO, RECEIVE_BPF, RECEIVE_RING, RECEIVE_METHODS /* how many */ };
 static const char *const receive_method_names[] = {"auto", "bpf", "ring"};
 
 struct port {
@@ -275,6 +275,18 @@ static double parse_number(const char *text, const char *what, double low, doubl
         die(msg);
     }
     return v;
+}
+
+/* The index of `text` among `names` (an enum's names, in its order), or a one-line error naming the choices. */
+static int parse_choice(const char *text, const char *what, const char *const *names, int count) {
+    char msg[160];
+    int used = snprintf(msg, sizeof msg, "%s: allowed", what);
+    for (int i = 0; i < count; i++) {
+        if (!strcmp(text, names[i])) return i;
+        used += snprintf(msg + used, sizeof msg - (size_t)used, "%s %s", i ? "," : "", names[i]);
+    }
+    die(msg);
+    return -1; /* not reached */
 }
 
 /* One's complement sum of 16-bit words. */
@@ -1066,16 +1078,11 @@ int main(int argc, char **argv) {
         case 'N': c.normal_priority = 1; break;
         case 'H': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
         case 'S':
-            if (!strcmp(optarg, "auto")) c.send_method = SEND_AUTO;
-            else if (!strcmp(optarg, "tx_ring")) c.send_method = SEND_TX_RING;
-            else if (!strcmp(optarg, "sendmmsg")) c.send_method = SEND_SENDMMSG;
-            else die("send-method: allowed auto, tx_ring, sendmmsg");
+            c.send_method = (enum send_method)parse_choice(optarg, "send-method", send_method_names, SEND_METHODS);
             break;
         case 'R':
-            if (!strcmp(optarg, "auto")) c.receive_method = RECEIVE_AUTO;
-            else if (!strcmp(optarg, "bpf")) c.receive_method = RECEIVE_BPF;
-            else if (!strcmp(optarg, "ring")) c.receive_method = RECEIVE_RING;
-            else die("receive-method: allowed auto, bpf, ring");
+            c.receive_method =
+                (enum receive_method)parse_choice(optarg, "receive-method", receive_method_names, RECEIVE_METHODS);
             break;
         case 'z': usage(stdout); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
