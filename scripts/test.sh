@@ -5,6 +5,10 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 start=$(date +%s)
 scripts/setup.sh
+# Each step's seconds in the log (since the previous line): make test's time budget is kept step by step.
+mark=$start
+took() { local now; now=$(date +%s); say "$1 took $(( now - mark )) s"; mark=$now; }
+took "setup"
 # The report test renders HTML in a real browser: Debian's Chromium (test-only, so not in make setup).
 if ! have chromium; then
   if [ "$(id -u)" -eq 0 ] && have apt-get; then
@@ -53,7 +57,7 @@ pytest=("$VENV/bin/python" -m pytest -q -p no:cacheprovider --timeout=900 -ra --
 [ $# -gt 0 ] || set -- tests  # scripts/test.sh <paths or pytest options>: the same phases over less
 status=0
 # A phase that selects nothing (exit 5) is no failure: arguments may leave a phase empty.
-phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; }
+phase() { "${pytest[@]}" "$@" || { local rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; took "the phase"; }
 # 1. Tests without a lab or terraform: they measure nothing and mostly wait on subprocesses (notebooks, pip,
 #    Chromium), so three workers share the two CPUs with the image and provider builds (pytest-xdist). A test
 #    file stays on one worker, and tests/swtester's files share one: they build swtester's binaries (release,
@@ -63,6 +67,7 @@ phase -n 3 --dist loadgroup -m "not lab and not terraform" "$@"
 if [ -n "$providers" ]; then
   wait "$providers" || { cat .cache/providers.log >&2; die "make providers failed (above)"; }
   cat .cache/providers.log
+  took "waiting for the providers"
 fi
 # 2. The Terraform runs and the lab tests whose assertions no busy CPU changes (lab-up/down, roles, frame counts
 #    at low rates, the shipped experiments at CI scale, which must end and report whatever their figures). Four
@@ -73,6 +78,7 @@ fi
 say "pytest: terraform and unmeasured lab tests (4 workers)"
 phase -n 4 --dist loadgroup -m "terraform or (lab and unmeasured)" "$@"
 wait "$lint" || status=$?
+took "waiting for lint"
 cat .cache/lint.log
 # 3. The lab tests that measure traffic, one at a time: they must not share the CPUs (VM-lab tests last).
 say "pytest: lab tests that measure (one at a time)"
