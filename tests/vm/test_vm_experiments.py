@@ -83,7 +83,8 @@ def test_gaming_delay_produces_its_table_on_the_vm_lab(lab, gaming_delay):
     table = runs.set_index("provenance.sweep.dut.impairment.delay_ms")["result.throughput_fps"].sort_index()
     assert list(table.index) == [0, 100]
     # Delay alone does not lower RFC 2544 throughput while the receive tail covers it (the paper's Table I);
-    # what the emulated DUT forwards is some 10-20 kfps, found to the search's 5000 fps resolution.
+    # what the emulated DUT forwards is some 5-9 kfps, found to the search's 2000 fps resolution, and varies by a
+    # grid step or two with the host's load (loss-free searches found 4550-7888 fps here).
     assert table.min() > 0 and abs(table[0] - table[100]) <= 5_000, table.to_dict()
     if lab.duts[0].extra["trexlab_vm_accel"] == "tcg":
         assert "emulator, not a device" in result.stderr
@@ -154,7 +155,8 @@ def test_http_download_time_rises_with_the_delay_beside_rfc2544_throughput(lab, 
 
 
 #: How far below the campaign's loss-free RFC 2544 throughput an impaired point's may lie on the emulated DUT.
-#: Measured here (searches over 100..9000 fps to 2000 fps, each every-Nth value with 1000 ms and with 0 ms): the
+#: Measured here (searches over 100..9000 fps to 2000 fps, each every-Nth value with 1000 ms and with 0 ms; they
+#: start from 4550 fps now, and the loss-free 9000 fps result is no longer possible: 7888 at most): the
 #: loss-free points found 6775-9000 fps (8 searches, median 7888), every 100th or 10th frame late 4550-6775 fps
 #: (8 searches). The emulator pays for each late frame (netem releases it on a timer of its own, a transmit of
 #: its own): the same htb + netem + marking without delay found 6775 and 7888. A stall of the shared host that
