@@ -2,13 +2,15 @@
 experiments and roles (trexlab.paths), declares every dependency its sim procedures, campaigns and reports
 import, and ends a generator or lab error in one line (exit 2).
 
-The dependencies come from a wheelhouse under .cache/ (downloaded once with requirements.txt as constraints,
-so the versions are the tested ones) and the venv installs with --no-index from it: nothing from the checkout's own
-environment leaks in, and a dependency pyproject.toml does not declare is simply missing.
+The dependencies come from a wheelhouse in the user's cache (downloaded once per machine, shared by its
+checkouts, with requirements.txt as constraints) and the venv installs with --no-index from it, pinned by
+requirements.txt again, so the versions are the tested ones: nothing from the checkout's own environment leaks in,
+and a dependency pyproject.toml does not declare is simply missing.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -22,7 +24,9 @@ from trexlab import __version__
 from trexlab.paths import CONTENT
 
 REPO = Path(__file__).resolve().parent.parent
-WHEELHOUSE = REPO / ".cache" / "wheelhouse"
+# In the user's cache, not the checkout's .cache/: every fresh clone's make test downloaded the same 121 MB of
+# wheels again (14 s of its longest phase-1 test), as ansible-test's environments once were (scripts/collection.sh).
+WHEELHOUSE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trexlab" / "wheelhouse"
 
 SIM_SPEC = """\
 name: simcheck
@@ -83,13 +87,17 @@ def installed(tmp_path_factory):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TREXLAB_HOME", "TREXLAB_SWTESTER", "TREXLAB_INVENTORY",
                         "PYTHONDONTWRITEBYTECODE")}
+    # Pinned by requirements.txt here too: the shared wheelhouse also holds the versions other checkouts pin.
     install = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile",
-               "--no-index", "--find-links", str(WHEELHOUSE), f"{wheel}[report]"]
-    if subprocess.run(install, capture_output=True, env=env, timeout=600).returncode != 0:
-        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-        checked([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELHOUSE),
-                 "-c", str(REPO / "requirements.txt"), f"{wheel}[report]"], timeout=600)
-        checked(install, env=env, timeout=600)
+               "--no-index", "--find-links", str(WHEELHOUSE), "-c", str(REPO / "requirements.txt"), f"{wheel}[report]"]
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    # One checkout at a time fills it: another's install must not read a wheel while pip writes it.
+    with open(WHEELHOUSE.with_name("wheelhouse.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run(install, capture_output=True, env=env, timeout=600).returncode != 0:
+            checked([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELHOUSE),
+                     "-c", str(REPO / "requirements.txt"), f"{wheel}[report]"], timeout=600)
+            checked(install, env=env, timeout=600)
     work = tmp / "work"
     work.mkdir()
 
