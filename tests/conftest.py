@@ -42,6 +42,29 @@ def pytest_itemcollected(item):
     item.add_marker(pytest.mark.xdist_group(file.removeprefix("tests/").removesuffix(".py")))
 
 
+#: Groups handed out to the workers before the others, in this order: pytest-xdist hands out the groups with the
+#: most tests first, and test_package_install's five tests (a fresh venv installed from wheels first: about a minute
+#: of make test's phase 1) came near the end, where its worker ran them alone for the phase's last minute.
+LONG_GROUPS = ("test_package_install",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup with LONG_GROUPS first; xdist's own scheduler for every other --dist."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LongGroupsFirst(LoadGroupScheduling):
+        def _assign_work_unit(self, node):
+            for group in reversed(LONG_GROUPS):  # xdist takes the queue's first unit; the rest keep its order
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
+
+    return LongGroupsFirst(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     reasons = []
     if os.geteuid() != 0:
