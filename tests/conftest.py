@@ -43,9 +43,12 @@ def pytest_itemcollected(item):
 
 
 #: Groups handed out to the workers before the others, in this order: pytest-xdist hands out the groups with the
-#: most tests first, and test_package_install's five tests (a fresh venv installed from wheels first: about a minute
-#: of make test's phase 1) came near the end, where its worker ran them alone for the phase's last minute.
-LONG_GROUPS = ("test_package_install",)
+#: most tests first, so a file of few tests that take long came near the end and ran alone there, ending the phase:
+#: test_package_install's five (a fresh venv installed from wheels first: about a minute of make test's phase 1),
+#: then the 13-22 s of two or three tests each (a report in Chromium; an inner pytest on three workers; CLI
+#: processes killed and resumed). Handed out first, phase 1's three workers ended within seconds of each other
+#: (replayed with the durations of three phase-1 runs here: 119-125 s instead of 134-151 s).
+LONG_GROUPS = ("test_package_install", "test_latency_report", "test_worker_groups", "test_resume")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -69,7 +69,7 @@ def test_the_long_groups_are_handed_out_first():
         def shutdown(self):
             self.shutting_down = True
 
-    sizes = {"many": 8, conftest.LONG_GROUPS[0]: 5, "some": 6, "few": 1}
+    sizes = {"many": 8, conftest.LONG_GROUPS[1]: 2, "some": 6, conftest.LONG_GROUPS[0]: 5, "few": 1}
     collection = [f"tests/{group}.py::test_{i}@{group}" for group, size in sizes.items() for i in range(size)]
     config = SimpleNamespace(getvalue=lambda name: {"dist": "loadgroup", "tx": ["popen"] * 3}[name],
                              option=SimpleNamespace(loadscopereorder=True))
@@ -81,4 +81,4 @@ def test_the_long_groups_are_handed_out_first():
         scheduler.add_node_collection(worker, collection)
     scheduler.schedule()
     first = [{collection[i].rpartition("@")[2] for i in worker.sent[0]} for worker in workers]
-    assert first == [{conftest.LONG_GROUPS[0]}, {"many"}, {"some"}], first
+    assert first == [{conftest.LONG_GROUPS[0]}, {conftest.LONG_GROUPS[1]}, {"many"}], first
