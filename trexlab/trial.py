@@ -348,8 +348,8 @@ class DirectionResult:
     # send_burst_max: frames, the most it sent back to back to catch up (a constant-rate tester catches up only a
     # small backlog: swtester at most 512 frames). send_slip: s by which the sender moved the rest of its
     # schedule later when a larger backlog was due (it was stalled: a burst of the backlog would have offered the
-    # DUT more than the load); the slip lengthens send_duration, so more than SEND_OVERRUN_TOLERANCE of the duration
-    # makes the trial stretched.
+    # DUT more than the load; swtester catches up 512 frames of it and slips by the rest); the slip lengthens
+    # send_duration, so more than SEND_OVERRUN_TOLERANCE of the duration makes the trial stretched.
     send_lag_max: float | None = None
     send_burst_max: int | None = None
     send_slip: float = 0.0
