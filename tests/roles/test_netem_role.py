@@ -138,7 +138,7 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
     assert all(latency < 0.020 for latency in own.values()), own
     try:
         # Every frame 100 +- 10 ms later (netem draws each frame's delay uniformly; one apply under emulation
-        # costs ~10 s, so delay and jitter are shown on the same configuration). Measured as the user would,
+        # costs 2-3 s, so delay and jitter are shown on the same configuration). Measured as the user would,
         # the latency procedure's median is the delay: the median of 500 uniform draws is 100 ms within 1 ms
         # (two standard errors), plus the DUT's own latency. The spread of the tagged frames is the jitter.
         apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
