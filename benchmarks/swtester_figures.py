@@ -1,6 +1,7 @@
 """swtester figures (issue 4): send rate per core and pacing beside Debian's trafgen; latency through a DUT.
 
     .venv/bin/python benchmarks/swtester_figures.py [--repeat 3] [--seconds 3] [--only send-rate,pacing,latency]
+        [--baseline PATH]  (another swtester build, e.g. main's, measured beside this one in the pacing runs)
 
 It brings up its own local labs with scripts/lab.sh (LAB_NAME bsl: loopback, tester port 0 wired to port 1;
 LAB_NAME bsw: one idle DUT namespace), takes them down at the end, prints every figure as it is measured and
@@ -31,10 +32,15 @@ Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / th
 sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
 by other jobs on a shared CPU.
 
-Pacing (64 B, forward): swtester (auto, and sendmmsg) at 100k, 500k and 1M fps; trafgen -b at the same rate
-for the same frame count. achieved = frames on the wire / the tool's sending time, error = achieved / offered - 1
-(target: |error| < 0.1 %); worst 100 ms = the largest deviation of a 100 ms window's rate from the offered one, from
-the receiving port's counter sampled every 10 ms (bursts and stalls that the total hides).
+Pacing (64 B, forward): swtester (auto, and sendmmsg; and the --baseline build) at 100k, 500k and 1M fps;
+trafgen -b at the same rate for the same frame count. achieved = frames on the wire / the tool's sending time,
+error = achieved / offered - 1 (target: |error| <= 0.01 %); worst 100 ms = the largest deviation from the offered
+count of the frames that reached the receiving port in any 100 ms window (starting at, or just after, a frame) of
+the sending period: bursts and stalls that the total hides. It comes from the receive timestamps of every frame,
+which netsniff-ng captures on CPU 1 (kernel timestamps, taken as the veth hands the frame over inside the sender's
+system call: the time it left the tool), the same instrument for every tool; "-" when the capture missed frames.
+stolen = the time the hypervisor took from the sender's CPU during the run (/proc/stat steal, 10 ms ticks): a
+stall of the virtual CPU that no tester on it can avoid (swtester's slips are its stalls beyond 512 frames).
 
 Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
 CPU, the DUT forwarding on its own) at 1k, 10k and 100k fps, every frame timestamped: median and 99.9th
@@ -55,13 +61,17 @@ import resource
 import shutil
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from trexlab.generators import create_generator
+from trexlab.generators.software import PROC_STAT, cpu_steal, steal_between
 from trexlab.results.store import write_json_atomic
 from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
@@ -76,20 +86,8 @@ UNREACHABLE_RATE = 20e6  # fps: more than any AF_PACKET sender, so swtester send
 SENDER_CPU, RECEIVER_CPU = 0, 1
 COUNTER = "port1_ipv4"  # the tester's counter of IPv4 test frames arriving on port 1
 
-# Reads the receiving port's rx counter every 10 ms inside the tester's namespace: "monotonic-time count";
-# a reading that took over 0.1 ms (the sampler was preempted) has no precise time and is left out.
-SAMPLER = """
-import sys, time
-path, end = f"/sys/class/net/{sys.argv[1]}/statistics/rx_packets", time.monotonic() + float(sys.argv[2])
-while time.monotonic() < end:
-    before = time.monotonic()
-    with open(path) as f:
-        count = f.read().strip()
-    after = time.monotonic()
-    if after - before < 1e-4:
-        print((before + after) / 2, count)
-    time.sleep(0.01)
-"""
+WINDOW = 0.1  # s: the pacing window
+PCAP_NS_MAGIC = 0xA1B23C4D  # pcap with nanosecond timestamps (netsniff-ng -T)
 
 
 def say(line: str) -> None:
@@ -130,12 +128,15 @@ class Bench:
     def counted(self) -> int:
         return self.generator.counters()[COUNTER]
 
-    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1, receive: str = "auto") -> dict:
-        """One swtester run, sender alone on CPU 0 (threads > 1: thread j on CPU j): its forward report plus the
-        frames counted on the wire."""
+    def swtester(self, spec: TrialSpec, method: str = "auto", threads: int = 1, receive: str = "auto",
+                 binary: str | None = None) -> dict:
+        """One swtester run (binary: another build than this checkout's), sender alone on CPU 0 (threads > 1:
+        thread j on CPU j): its forward report plus the frames counted on the wire."""
         listed = [SENDER_CPU, RECEIVER_CPU, *range(2, threads)]  # thread j on listed[j], the receiver on listed[1]
         argv = self.generator.argv(spec) + ["--cpus", ",".join(map(str, listed)), "--send-method", method,
                                             "--threads", str(threads), "--receive-method", receive]
+        if binary:
+            argv[0] = binary
         cpus = listed[:threads]
         before, softirq = self.counted(), sum(softirq_cpu_seconds(cpu) for cpu in cpus)
         out = subprocess.run(self.tester.command(argv), capture_output=True, text=True, check=True,
@@ -145,7 +146,9 @@ class Bench:
         return {"on_wire": self.counted() - before, "sent": forward["sent"], "intended": forward["intended"],
                 "seconds": forward["send_duration"], "cpu_seconds": forward["send_cpu"] + softirq,
                 "ksoftirqd_seconds": softirq, "send_method": forward["send_method"],
-                "receive_method": forward["receive_method"]}
+                "receive_method": forward["receive_method"], "slips": forward.get("slips"),
+                "slip_ns": forward.get("slip_ns"), "max_lag_ns": forward.get("max_lag_ns"),
+                "max_burst": forward.get("max_burst")}
 
     def trafgen_config(self, size: int) -> str:
         """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""
@@ -169,30 +172,17 @@ class Bench:
             argv += ["--num", str(count)]
         if seconds:
             argv = ["timeout", "-s", "INT", str(seconds), *argv]
-        capture = None
         try:
-            if receiver:
-                capture = subprocess.Popen(self.tester.command(
-                    ["netsniff-ng", "--in", self.ports[1].name, "--silent", "--no-promisc", "--no-sock-mem",
-                     "--notouch-irq", "--no-hwtimestamp", "--bind-cpu", str(RECEIVER_CPU)]),
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(0.5)
-            before, cpu = self.counted(), resource.getrusage(resource.RUSAGE_CHILDREN)
-            softirq = softirq_cpu_seconds(SENDER_CPU)
-            out = subprocess.run(self.tester.command(argv), capture_output=True, text=True,
-                                 timeout=(seconds or count / rate) * 2 + 30)
-            after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-            softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
-            on_wire = self.counted() - before
+            with self.netsniff() if receiver else contextlib.nullcontext():
+                before, cpu = self.counted(), resource.getrusage(resource.RUSAGE_CHILDREN)
+                softirq = softirq_cpu_seconds(SENDER_CPU)
+                out = subprocess.run(self.tester.command(argv), capture_output=True, text=True,
+                                     timeout=(seconds or count / rate) * 2 + 30)
+                after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+                softirq = softirq_cpu_seconds(SENDER_CPU) - softirq
+                on_wire = self.counted() - before
         finally:
             Path(config).unlink()
-            if capture is not None:
-                capture.send_signal(signal.SIGINT)
-                try:
-                    capture.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    capture.kill()
-                    capture.wait()
         match = re.search(r"(\d+) sec, (\d+) usec on CPU\d+ \((\d+) packets\)", out.stdout + out.stderr)
         if not match:
             raise RuntimeError(f"trafgen printed no statistics: {(out.stdout + out.stderr).strip()[-300:]}")
@@ -211,38 +201,66 @@ class Bench:
         finally:
             subprocess.run(self.tester.command(["sh", "-c", f"echo {read.stdout.strip()} > {path}"]), check=True)
 
-    def sampled(self, run, seconds: float):
-        """(result of run(), [(time, rx count)]) with the receiving port's counter sampled meanwhile."""
-        sampler = subprocess.Popen(self.tester.command([sys.executable, "-c", SAMPLER, self.ports[1].name,
-                                                        str(seconds)]), stdout=subprocess.PIPE, text=True)
+    @contextlib.contextmanager
+    def netsniff(self, *options: str):
+        """netsniff-ng receives port 1 into its TPACKET_V3 ring on CPU 1 for the block (options: a pcap to write)."""
+        capture = subprocess.Popen(self.tester.command(
+            ["netsniff-ng", "--in", self.ports[1].name, "--silent", "--no-promisc", "--no-sock-mem", "--notouch-irq",
+             "--no-hwtimestamp", "--bind-cpu", str(RECEIVER_CPU), *options]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(0.2)
-            result = run()
-            out, _ = sampler.communicate(timeout=seconds + 30)
+            time.sleep(0.5)
+            yield
         finally:
-            if sampler.poll() is None:
-                sampler.kill()
-                sampler.wait()
-        return result, [(float(t), int(c)) for t, c in (line.split() for line in out.splitlines())]
+            capture.send_signal(signal.SIGINT)
+            try:
+                capture.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                capture.kill()
+                capture.wait()
+
+    def captured(self, run, frame_size: int):
+        """(result of run(), receive times in s of the frames of frame_size bytes that reached port 1 meanwhile,
+        the steal of the sender's CPU in s): netsniff-ng captures the port on CPU 1 into a pcap."""
+        fd, pcap = tempfile.mkstemp(prefix="bsl-pacing-", suffix=".pcap")
+        os.close(fd)
+        try:
+            with self.netsniff("--out", pcap, "--ring-size", "256MiB", "--magic", hex(PCAP_NS_MAGIC)):
+                steal = cpu_steal(PROC_STAT)
+                result = run()
+                steal = steal_between(steal, cpu_steal(PROC_STAT), (SENDER_CPU,))
+                time.sleep(0.3)  # the last frames into the pcap
+            return result, receive_times(Path(pcap), frame_size - 4), steal
+        finally:
+            Path(pcap).unlink()
 
 
-def worst_window(samples: list[tuple[float, int]], offered: float, window: float = 0.1) -> float | None:
-    """Largest relative deviation from offered of the rate over any window of the sending period (its first
-    and last 0.2 s left out), from (time, count) samples."""
-    rising = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1]]
-    if not rising:
+def receive_times(pcap: Path, length: int) -> np.ndarray:
+    """The timestamps (s) of the records of `length` bytes (the test frames) in a nanosecond pcap."""
+    data = pcap.read_bytes()
+    if len(data) < 24 or int.from_bytes(data[:4], "little") != PCAP_NS_MAGIC:
+        raise RuntimeError(f"{pcap}: not a little-endian nanosecond pcap (netsniff-ng --magic)")
+    header, times, offset = struct.Struct("<IIII"), [], 24
+    while offset + header.size <= len(data):
+        sec, nsec, incl, orig = header.unpack_from(data, offset)
+        if orig == length:
+            times.append(sec + nsec * 1e-9)
+        offset += header.size + incl
+    return np.array(times)
+
+
+def worst_window(times: np.ndarray, offered: float, window: float = WINDOW) -> float | None:
+    """Largest relative deviation from offered * window of the frames received in any window of the sending
+    period (from its first to its last frame): windows starting at a frame (the most frames) or just after one
+    (the fewest), from the frames' receive times (s, ascending)."""
+    times = np.sort(times)
+    if len(times) < 2 or times[-1] - times[0] < window:
         return None
-    first, last = samples[rising[0] - 1][0], samples[rising[-1]][0]
-    inside = [(t, c) for t, c in samples if first + 0.2 <= t <= last - 0.2]
-    worst, start = None, 0
-    for t1, c1 in inside:
-        while start + 1 < len(inside) and t1 - inside[start + 1][0] >= window:
-            start += 1
-        t0, c0 = inside[start]
-        if t1 - t0 >= window:
-            deviation = abs((c1 - c0) / (t1 - t0) / offered - 1)
-            worst = deviation if worst is None else max(worst, deviation)
-    return worst
+    starts = times[times <= times[-1] - window]
+    most = np.searchsorted(times, starts + window, side="left") - np.searchsorted(times, starts, side="left")
+    fewest = np.searchsorted(times, starts + window, side="right") - np.searchsorted(times, starts, side="right")
+    expected = offered * window
+    return float(max(abs(most.max() / expected - 1), abs(fewest.min() / expected - 1)))
 
 
 def wire_rate(run: dict) -> float:
@@ -300,8 +318,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
 def pacing(bench: Bench, figures: dict, args, save) -> None:
     seconds = max(args.seconds, 3.0)
     say(f"\npacing accuracy: 64 B forward, {seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'offered':>9} {'round':>5} {'tool':17} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
-        f"{'worst 100 ms %':>15}")
+    say(f"{'offered':>9} {'round':>5} {'tool':18} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
+        f"{'worst 100 ms %':>15} {'stolen ms':>9} {'slips':>5} {'slip ms':>8} {'load':>5}")
     rows = figures.setdefault("pacing", [])
     for offered in PACING_RATES:
         count = int(offered * seconds)
@@ -309,18 +327,29 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
             spec = TrialSpec(offered_load=offered, duration=seconds, directions="forward", receive_tail=0.2)
             tools = {"swtester": lambda spec=spec: bench.swtester(spec),
                      "swtester-sendmmsg": lambda spec=spec: bench.swtester(spec, "sendmmsg")}
+            if args.baseline:
+                tools["swtester-baseline"] = lambda spec=spec: bench.swtester(spec, binary=args.baseline)
             if args.trafgen:
                 tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
             for tool, measure in tools.items():
-                run, samples = bench.sampled(measure, seconds + 2)
+                load = os.getloadavg()[0]
+                if args.trafgen:
+                    run, times, stolen = bench.captured(measure, 64)
+                else:
+                    run, times, stolen = measure(), np.array([]), None
+                # A capture that missed frames would count a window short: no figure then.
+                complete = len(times) == run["on_wire"]
+                worst = worst_window(times, offered) if complete else None
                 row = {"offered": offered, "round": k, "tool": tool, **run, "achieved": wire_rate(run),
-                       "error_percent": (wire_rate(run) / offered - 1) * 100,
-                       "worst_window_percent": (w * 100 if (w := worst_window(samples, offered)) is not None
-                                                else None), "loadavg": os.getloadavg()[0]}
+                       "error_percent": (wire_rate(run) / offered - 1) * 100, "captured": len(times),
+                       "worst_window_percent": worst * 100 if worst is not None else None,
+                       "stolen_seconds": stolen, "loadavg": load}
                 rows.append(row)
-                worst = row["worst_window_percent"]
-                say(f"{offered:>9} {k:>5} {tool:17} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
-                    f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst:.2f}':>15}")
+                slips = "-" if run.get("slips") is None else run["slips"]
+                slip_ms = "-" if run.get("slip_ns") is None else f"{run['slip_ns'] / 1e6:.2f}"
+                say(f"{offered:>9} {k:>5} {tool:18} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
+                    f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst * 100:.3f}':>15} "
+                    f"{'-' if stolen is None else f'{stolen * 1e3:.0f}':>9} {slips:>5} {slip_ms:>8} {load:>5.2f}")
                 save()
 
 
@@ -352,7 +381,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds of each measurement (default 3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
     parser.add_argument("--only", default="send-rate,pacing,latency", help="comma-separated parts to run")
+    parser.add_argument("--baseline", help="another swtester build (e.g. main's), measured beside this one in the "
+                                           "pacing runs as swtester-baseline")
     args = parser.parse_args()
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        parser.error(f"--baseline {args.baseline}: not an executable file")
     parts = set(args.only.split(","))
     if unknown := parts - {"send-rate", "pacing", "latency"}:
         parser.error(f"--only {sorted(unknown)[0]}: allowed send-rate, pacing, latency")
@@ -367,7 +400,8 @@ def main() -> int:
     path = RESULTS / f"swtester-{time.strftime('%Y%m%d-%H%M%S')}.json"
     figures = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
                "kernel": platform.release(), "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
-               "args": {"repeat": args.repeat, "seconds": args.seconds, "parts": sorted(parts)},
+               "args": {"repeat": args.repeat, "seconds": args.seconds, "parts": sorted(parts),
+                        "baseline": args.baseline},
                "note": "CPU shared with other jobs: figures vary from round to round; compare within a round"}
 
     def save() -> None:

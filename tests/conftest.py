@@ -42,6 +42,32 @@ def pytest_itemcollected(item):
     item.add_marker(pytest.mark.xdist_group(file.removeprefix("tests/").removesuffix(".py")))
 
 
+#: Groups handed out to the workers before the others, in this order: pytest-xdist hands out the groups with the
+#: most tests first, so a file of few tests that take long came near the end and ran alone there, ending the phase:
+#: test_package_install's five (a fresh venv installed from wheels first: about a minute of make test's phase 1),
+#: then the 13-22 s of two or three tests each (a report in Chromium; an inner pytest on three workers; CLI
+#: processes killed and resumed). Handed out first, phase 1's three workers ended within seconds of each other
+#: (replayed with the durations of three phase-1 runs here: 119-125 s instead of 134-151 s).
+LONG_GROUPS = ("test_package_install", "test_latency_report", "test_worker_groups", "test_resume")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup with LONG_GROUPS first; xdist's own scheduler for every other --dist."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LongGroupsFirst(LoadGroupScheduling):
+        def _assign_work_unit(self, node):
+            for group in reversed(LONG_GROUPS):  # xdist takes the queue's first unit; the rest keep its order
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
+
+    return LongGroupsFirst(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     reasons = []
     if os.geteuid() != 0:

@@ -133,11 +133,18 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
     assert missing.returncode != 0 and "nope" in missing.stdout
 
 
-def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """SPEC's campaign and its HTML report, made once for the tests that read it: the notebook's run is 5-10 s of
+    CPU and the report the same each time."""
     from trexlab.results.report import render
 
-    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
-    html = render(outcome["campaign"])
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("report")).run()
+    return render(outcome["campaign"])
+
+
+def test_report_of_a_campaign_is_html_with_its_table_and_plots(report):
+    html = report
     text = html.read_text()
     assert html.name == "report.html" and html.with_suffix(".ipynb").is_file()
     assert "repetitions per point: 4" in text, "the method is disclosed"
@@ -145,12 +152,9 @@ def test_report_of_a_campaign_is_html_with_its_table_and_plots(tmp_path):
     assert "throughput (frames/s)" in text and "Traceback" not in text
 
 
-def test_report_renders_in_headless_chromium_with_table_and_plot(tmp_path):
+def test_report_renders_in_headless_chromium_with_table_and_plot(report, tmp_path):
     """The report as a reader sees it: Chromium's DOM has the summary table, its screenshot the bars."""
-    from trexlab.results.report import render
-
-    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
-    dom, bar_pixels = browser.render(render(outcome["campaign"]), tmp_path)
+    dom, bar_pixels = browser.render(report, tmp_path)
     assert "dispersion_percent" in dom and "300000" in dom and "600000" in dom
     assert bar_pixels > 5000, f"only {bar_pixels} pixels of the bars' colour: the plot did not render"
 

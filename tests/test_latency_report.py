@@ -1,6 +1,9 @@
 """The HTML report of a latency campaign shows a percentile plot per direction from the stored histograms."""
 
 import json
+from pathlib import Path
+
+import pytest
 
 from trexlab.plan.campaign import Campaign
 from trexlab.results import latency_report
@@ -22,17 +25,19 @@ SPEC = {
 }
 
 
-def campaign(tmp_path):
-    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path).run()
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory) -> str:
+    """SPEC's campaign, run once for both tests: they read it and write nothing into it but the report."""
+    outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("latency")).run()
     assert outcome["done"] == 2
     return outcome["campaign"]
 
 
-def test_histograms_of_every_repetition_are_merged_per_point_and_direction(tmp_path):
-    path = campaign(tmp_path)
+def test_histograms_of_every_repetition_are_merged_per_point_and_direction(campaign):
+    path = campaign
     found = latency_report.point_latencies(path)
     assert set(found) == {"latency_spread=2e-06", "latency_spread=2e-05"}
-    manifest = json.loads((tmp_path / "latency-report").glob("*/campaign.json").__next__().read_text())
+    manifest = json.loads((Path(path) / "campaign.json").read_text())
     point = next(p["point"] for p in manifest["points"] if p["values"]["generator_options.latency_spread"] == 2e-6)
     trials = [t for rep in ("rep-001", "rep-002") for t in read_trials(f"{path}/{point}/{rep}")]
     for direction in ("forward", "reverse"):
@@ -46,10 +51,10 @@ def test_histograms_of_every_repetition_are_merged_per_point_and_direction(tmp_p
     assert 'id="latency-percentiles-forward"' in svg and "99.9%" in svg and "&gt; 10 ms (lost tags)" in svg
 
 
-def test_the_report_renders_the_percentile_plots_in_headless_chromium(tmp_path):
+def test_the_report_renders_the_percentile_plots_in_headless_chromium(campaign, tmp_path):
     from trexlab.results.report import render
 
-    dom, _ = browser.render(render(campaign(tmp_path)), tmp_path)
+    dom, _ = browser.render(render(campaign), tmp_path)
     assert "Latency percentiles per direction" in dom
     for direction in ("forward", "reverse"):
         assert f'id="latency-percentiles-{direction}"' in dom

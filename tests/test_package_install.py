@@ -2,18 +2,22 @@
 experiments and roles (trexlab.paths), declares every dependency its sim procedures, campaigns and reports
 import, and ends a generator or lab error in one line (exit 2).
 
-The dependencies come from a wheelhouse under .cache/ (downloaded once with requirements.txt as constraints,
-so the versions are the tested ones) and the venv installs with --no-index from it: nothing from the checkout's own
-environment leaks in, and a dependency pyproject.toml does not declare is simply missing.
+The dependencies come from a wheelhouse in the user's cache (downloaded once per machine, shared by its
+checkouts, with requirements.txt as constraints) and the venv installs with --no-index from it, pinned by
+requirements.txt again, so the versions are the tested ones: nothing from the checkout's own environment leaks in,
+and a dependency pyproject.toml does not declare is simply missing.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,9 @@ from trexlab import __version__
 from trexlab.paths import CONTENT
 
 REPO = Path(__file__).resolve().parent.parent
-WHEELHOUSE = REPO / ".cache" / "wheelhouse"
+# In the user's cache, not the checkout's .cache/: every fresh clone's make test downloaded the same 121 MB of
+# wheels again (14 s of its longest phase-1 test), as ansible-test's environments once were (scripts/collection.sh).
+WHEELHOUSE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trexlab" / "wheelhouse"
 
 SIM_SPEC = """\
 name: simcheck
@@ -56,6 +62,43 @@ def checked(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
+def pip(venv: Path, *args: str) -> list[str]:
+    """This environment's pip installing into venv, from the wheelhouse only, pinned by requirements.txt (the
+    shared wheelhouse also holds the versions other checkouts pin); no byte-compiling of every dependency."""
+    return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile",
+            "--no-index", "--find-links", str(WHEELHOUSE), "-c", str(REPO / "requirements.txt"), *args]
+
+
+def make_venv(venv: Path, wheel: Path, env: dict) -> None:
+    """A fresh venv with wheel[report] and its dependencies; the wheelhouse filled from the index the first time (or
+    when pyproject.toml asks for something it lacks). No pip inside (this environment's pip installs into it)."""
+    checked([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    if subprocess.run(pip(venv, f"{wheel}[report]"), capture_output=True, env=env, timeout=600).returncode != 0:
+        checked([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELHOUSE),
+                 "-c", str(REPO / "requirements.txt"), f"{wheel}[report]"], timeout=600)
+        checked(pip(venv, f"{wheel}[report]"), env=env, timeout=600)
+
+
+def dependency_venv(wheel: Path, env: dict) -> Path:
+    """The venv of wheel[report]'s dependencies and nothing else, in the user's cache beside the wheelhouse: made
+    by installing the wheel and removing trexlab again, once per set of declared dependencies (the wheel's
+    Requires-Dist), requirements.txt and Python; the venv of any other set is removed (one kept, 434 MB)."""
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = sorted(line for line in archive.read(metadata).decode().splitlines()
+                          if line.startswith("Requires-Dist:"))
+    key = hashlib.sha256("\n".join([*requires, (REPO / "requirements.txt").read_text(), sys.version]).encode())
+    root = WHEELHOUSE.with_name("package-test-venv")
+    venv = root / key.hexdigest()[:16]
+    if not (venv / "complete").is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        make_venv(venv, wheel, env)
+        checked([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "uninstall", "-q", "-y",
+                 "trexlab"], env=env)
+        (venv / "complete").write_text("")
+    return venv
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(run, workdir): run(*args) runs the fresh venv's trexlab in workdir, outside the checkout."""
@@ -73,23 +116,28 @@ def installed(tmp_path_factory):
     checked([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),
              str(source)], timeout=300)
     wheel = next(dist.glob("trexlab-*.whl"))
-    venv = tmp / "venv"
-    # No pip inside (this environment's pip installs into it) and no byte-compiling of every dependency: seconds
-    # each on a busy 2-vCPU machine.
-    checked([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    # Byte-compiled as it is imported instead: the first run writes what it imports (numpy, pandas, matplotlib),
-    # and every later one reads it (0.9 s for trexlab --version instead of 2.7 s where PYTHONDONTWRITEBYTECODE
-    # is set, as on the machine make test is timed on).
+    # Byte-compiled as it is imported instead of at install: the first run writes what it imports (numpy, pandas,
+    # matplotlib), and every later one reads it (0.9 s for trexlab --version instead of 2.7 s where
+    # PYTHONDONTWRITEBYTECODE is set, as on the machine make test is timed on).
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "TREXLAB_HOME", "TREXLAB_SWTESTER", "TREXLAB_INVENTORY",
                         "PYTHONDONTWRITEBYTECODE")}
-    install = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile",
-               "--no-index", "--find-links", str(WHEELHOUSE), f"{wheel}[report]"]
-    if subprocess.run(install, capture_output=True, env=env, timeout=600).returncode != 0:
-        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-        checked([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELHOUSE),
-                 "-c", str(REPO / "requirements.txt"), f"{wheel}[report]"], timeout=600)
-        checked(install, env=env, timeout=600)
+    venv = tmp / "venv"
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    # One checkout at a time fills the wheelhouse and the dependencies' venv: another's install must not read a
+    # wheel while pip writes it, nor copy a venv half made or half removed.
+    with open(WHEELHOUSE.with_name("wheelhouse.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # The venv of the wheel's dependencies, hard-linked: installing the same 434 MB into every fresh venv cost
+        # 9 CPU-s, most of the setup. Only trexlab itself is installed into the copy (new files: nothing in the copy
+        # is written in place, so the shared one stays as pip left it). The dependencies' own scripts in bin/ name
+        # the shared venv's python: the tests run the copy's trexlab and python only.
+        dependencies = dependency_venv(wheel, env)
+        if subprocess.run(["cp", "-al", str(dependencies), str(venv)], capture_output=True).returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)  # another file system than the user's cache: install anew
+            make_venv(venv, wheel, env)
+        else:
+            checked(pip(venv, "--no-deps", str(wheel)), env=env, timeout=600)
     work = tmp / "work"
     work.mkdir()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from types import SimpleNamespace
 
@@ -404,7 +405,8 @@ INVENTORY_WITH_ENDPOINTS = INVENTORY_WITHOUT_ENDPOINTS + """
 """
 
 
-def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_even_after_failures(tmp_path):
+def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_even_after_failures(tmp_path,
+                                                                                                  monkeypatch):
     """Points fail here (the fake playbook configures nothing, so no endpoint facts): the removal still runs."""
     from trexlab.plan.campaign import Campaign
     from trexlab.spec.experiment import load
@@ -415,6 +417,13 @@ def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_
     fake = tmp_path / "ansible-playbook"
     fake.write_text(f"#!/bin/sh\necho \"$3 $5\" >> {log}\n")
     fake.chmod(0o755)
+    # The tester is reached nowhere, and ssh says so at once: the real one tried its address for 3 s per probe of
+    # the generator (ARP on a host whose own network is 192.0.2.0/24), traffic to an address that is no test host.
+    ssh = tmp_path / "bin" / "ssh"
+    ssh.parent.mkdir()
+    ssh.write_text("#!/bin/sh\necho 'ssh: connect to host: No route to host' >&2\nexit 255\n")
+    ssh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{ssh.parent}:{os.environ['PATH']}")
     experiment = load("experiments/http-download-loss").scaled("ci")
     outcome = Campaign(experiment, tmp_path / "results", inventory=str(inventory), ansible_playbook=str(fake)).run()
     assert outcome["done"] == 0 and len(outcome["failed"]) == 3

@@ -41,7 +41,7 @@ def test_a_stall_of_100_ms_is_disclosed_and_stretches_the_trial():
     assert forward.frames_lost == 0 and forward.unsent == 0, "every frame was sent and received"
     assert result.stretched and not result.valid
     assert result.notes == ("forward: the sender fell more than 64 frames behind its schedule 1 time(s) (longest "
-                            "lag 100.1 ms): rather than a burst above the offered load it moved its schedule 100 ms "
+                            "lag 100.1 ms): rather than a catch-up burst above 64 frames it moved its schedule 100 ms "
                             "later, more than the overrun tolerance: the trial is stretched",)
 
 

@@ -27,9 +27,11 @@ def workers_by_group(*paths: str) -> dict[str, set[str]]:
 
 
 def test_one_worker_per_file_and_per_shared_lab():
-    ran = workers_by_group("tests/test_paths.py", "tests/test_lab_checks.py")
+    # Two files of many quick tests that import little: each of the three workers imports both (test_paths and
+    # test_lab_checks, which import the campaign and its pandas, cost about a CPU-second more per worker).
+    ran = workers_by_group("tests/test_impairment.py", "tests/test_host_backlog.py")
     # Every test carries its group (the file's path under tests/, without .py), and each group ran on one worker.
-    assert set(ran) == {"test_paths", "test_lab_checks"}, ran
+    assert set(ran) == {"test_impairment", "test_host_backlog"}, ran
     assert all(len(workers) == 1 for workers in ran.values()), ran
 
 
@@ -46,3 +48,37 @@ def test_a_lab_name_in_use_by_another_test_process_fails_at_once():
         holder.communicate("", timeout=30)
     labtools.lab_env("zzgrp")  # free again once that process ended; this process may now use it, and again
     assert labtools.lab_env("zzgrp", "dual", 2)["TOPOLOGY"] == "dual"
+
+
+def test_the_long_groups_are_handed_out_first():
+    """The scheduler make test's phases use (tests/conftest.py) gives LONG_GROUPS to the first workers, before the
+    groups with more tests that xdist's own order puts first; the others keep that order."""
+    from types import SimpleNamespace
+
+    import conftest
+
+    class Worker:
+        shutting_down = False
+
+        def __init__(self, name):
+            self.sent, self.gateway = [], SimpleNamespace(id=name)
+
+        def send_runtest_some(self, indices):
+            self.sent.append(indices)
+
+        def shutdown(self):
+            self.shutting_down = True
+
+    sizes = {"many": 8, conftest.LONG_GROUPS[1]: 2, "some": 6, conftest.LONG_GROUPS[0]: 5, "few": 1}
+    collection = [f"tests/{group}.py::test_{i}@{group}" for group, size in sizes.items() for i in range(size)]
+    config = SimpleNamespace(getvalue=lambda name: {"dist": "loadgroup", "tx": ["popen"] * 3}[name],
+                             option=SimpleNamespace(loadscopereorder=True))
+    scheduler = conftest.pytest_xdist_make_scheduler(config, None)
+    workers = [Worker(f"gw{i}") for i in range(3)]
+    for worker in workers:
+        scheduler.add_node(worker)
+    for worker in workers:
+        scheduler.add_node_collection(worker, collection)
+    scheduler.schedule()
+    first = [{collection[i].rpartition("@")[2] for i in worker.sent[0]} for worker in workers]
+    assert first == [{conftest.LONG_GROUPS[0]}, {conftest.LONG_GROUPS[1]}, {"many"}], first

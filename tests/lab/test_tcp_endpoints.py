@@ -80,6 +80,10 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
                     "  type filter hook forward priority 0; policy accept;\n"
                     "  oifname \"right\" ip dscp 46 counter name \"ef\"\n }\n}\n")
     results = tmp_path / "tcp"
+    # The bottleneck search at a 75 kfps resolution: 150 kfps of 1418-byte frames is about the tester's limit here;
+    # where it fails, 80 kfps passes and that ends it. At 25 kfps two more trials near the limit (0.9 s each, run
+    # again where the hypervisor's steal disturbs them) narrowed a figure this test only needs positive and from
+    # RFC 2544 (one run: 10 trials at 25 kfps; 2 at 75 kfps, where 150 kfps passed).
     try:
         for netns, port in link:
             run("ip", "-n", netns, "link", "set", port, "mtu", "1400")
@@ -89,7 +93,7 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
         result = trexlab("tcp", "--inventory", str(lab.inventory), "--results", str(results), "--json",
                          "--directions", "reverse", "--receive-tail", "0.2", "--mtu-frame-sizes", "1280,1418,1518",
                          "--mtu-trial-duration", "0.5", "--bb-max-rate", "150000", "--bb-min-rate", "10000",
-                         "--bb-resolution", "25000", "--bb-trial-duration", "0.5", "--rtt-duration", "1",
+                         "--bb-resolution", "75000", "--bb-trial-duration", "0.5", "--rtt-duration", "1",
                          "--test-duration", "1", "--stress-connections", "20")
         print(f"\ntrexlab tcp took {time.monotonic() - start:.1f} s")
         assert result.returncode == 0, result.stderr[-3000:]

@@ -131,18 +131,24 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         pytest.skip("this DUT's kernel has no sch_netem (the local lab here): the VM lab runs this test")
     dut = lab.duts[0]
     before = node_state(dut)
+    # The DUT's own latency, unimpaired: under emulation its median is 0.5-3.5 ms and moves by milliseconds from
+    # trial to trial (a fresh clone measured a delayed median of 103.5 ms with a minimum of 90.8 ms), so the
+    # delay's upper bound adds the 90th percentile of it rather than a fixed allowance.
+    own = {direction: d.latency.percentile(90) for direction, d in tagged_trial(generator).directions.items()}
+    assert all(latency < 0.020 for latency in own.values()), own
     try:
         # Every frame 100 +- 10 ms later (netem draws each frame's delay uniformly; one apply under emulation
         # costs ~10 s, so delay and jitter are shown on the same configuration). Measured as the user would,
-        # the latency procedure's median is the delay; the spread of the tagged frames is the jitter.
+        # the latency procedure's median is the delay: the median of 500 uniform draws is 100 ms within 1 ms
+        # (two standard errors), plus the DUT's own latency. The spread of the tagged frames is the jitter.
         apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
         for direction, d in latency_cli(lab, tmp_path / "latency").items():
-            assert 0.098 <= d["typical"] < 0.103 and d["min"] >= 0.089, (direction, d)
+            assert 0.098 <= d["typical"] < 0.102 + own[direction] and d["min"] >= 0.089, (direction, d, own)
         for direction, d in tagged_trial(generator).directions.items():
             # (No upper bound on the tail: an emulated DUT on a busy host stalls now and then.)
             assert d.latency.size >= 450, direction
             low, median = d.latency.percentile(1), d.latency.percentile(50)
-            assert 0.089 <= low and 0.098 <= median < 0.103, (direction, low, median)
+            assert 0.089 <= low and 0.098 <= median < 0.102 + own[direction], (direction, low, median, own)
             assert d.latency.percentile(90) - d.latency.percentile(10) > 0.010, "spread over +-10 ms"
 
         # Selective (Lencse et al. 2020, Figs. 4-6): every 10th frame through the htb class with netem.

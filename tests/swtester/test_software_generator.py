@@ -94,12 +94,13 @@ def test_every_hundredth_frame_dropped_is_exactly_one_percent(lab, generator):
     rule = ["FORWARD", "-p", "udp", "-m", "statistic", "--mode", "nth", "--every", "100", "--packet", "0", "-j", "DROP"]
     run("ip", "netns", "exec", dut_ns(lab), "iptables", "-I", *rule)
     try:
-        spec = TrialSpec(offered_load=10_000, duration=2.0, directions="forward", receive_tail=0.5)
+        # 1 s: every 100th of 10,000 frames is exactly as telling as of 20,000 (the rule is deterministic).
+        spec = TrialSpec(offered_load=10_000, duration=1.0, directions="forward", receive_tail=0.5)
         result = generator.run_trial(spec)
     finally:
         run("ip", "netns", "exec", dut_ns(lab), "iptables", "-D", *rule)
     forward = result.directions["forward"]
-    assert forward.frames_lost == 200 and forward.loss_ratio == 0.01
+    assert forward.frames_lost == spec.frames_per_direction // 100 and forward.loss_ratio == 0.01
     assert counter_notes(result) == []
 
 
@@ -276,8 +277,8 @@ type filter hook ingress device "left" priority 0; policy accept;
 
 def test_pdv_histogram_holds_every_frame(generator):
     """PDV (latency_mode "all") of a 10 kfps trial: every frame received has its delay in the histogram (RFC
-    8219 asks 60 s, 600,000 frames per direction; 2 s here keep make test short, the count is checked the same)."""
-    spec = TrialSpec(offered_load=10_000, duration=2.0, latency_mode="all", receive_tail=0.5)
+    8219 asks 60 s, 600,000 frames per direction; 1 s here keeps make test short, the count is checked the same)."""
+    spec = TrialSpec(offered_load=10_000, duration=1.0, latency_mode="all", receive_tail=0.5)
     result = generator.run_trial(spec)
     for d in result.directions.values():
         assert d.latency.size == d.frames_received == d.tags_received == spec.frames_per_direction
@@ -297,8 +298,11 @@ def test_bad_input_is_named(lab):
 
 def test_cli_throughput_and_latency_on_the_lab(lab, tmp_path, capsys):
     inventory = str(lab.inventory)
+    # A search that fails at 200 kfps (beyond this tester's sender here), passes half way and ends after a third
+    # trial at a resolution of 50 kfps: 20 kfps took three more trials at the tester's limit (1.8 s each, more
+    # where the hypervisor's steal repeats one), which tell this test nothing more.
     code = cli.main(["throughput", "--generator", "software", "--inventory", inventory, "--max-rate", "200000",
-                     "--min-rate", "1000", "--resolution", "20000", "--trial-duration", "1", "--receive-tail", "0.5",
+                     "--min-rate", "1000", "--resolution", "50000", "--trial-duration", "1", "--receive-tail", "0.5",
                      "--loss-tolerance-percent", "0.1", "--results", str(tmp_path / "tp"), "--json"])
     assert code == 0
     output = json.loads(capsys.readouterr().out)

@@ -330,7 +330,7 @@ def slip_note(name: str, direction: dict, limit: int | None) -> str:
     """What the trial's notes say when swtester's sender slipped its schedule by more than the overrun tolerance."""
     behind = f"{limit} frames" if limit else "its catch-up limit"
     return (f"{name}: the sender fell more than {behind} behind its schedule {direction['slips']} time(s) (longest "
-            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a burst above the offered load it "
+            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a catch-up burst above {behind} it "
             f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
             "tolerance: the trial is stretched")
 
