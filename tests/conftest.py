@@ -1,8 +1,8 @@
 """Shared fixtures.
 
-``lab_factory(name, topology="single", networks=1, kind="local")`` brings a lab
+``lab_factory(name, topology="single", networks=1, kind="local", configure=True)`` brings a lab
 (local namespaces, or kind="vm": QEMU DUTs) up and configures it (scripts/lab.sh,
-i.e. make lab-up and make configure) and takes it down when the session ends; it
+i.e. make lab-up and make configure; configure=False: lab-up only) and takes it down when the session ends; it
 returns a :class:`trexlab.testbed.inventory.Lab`. A second call with the same arguments hands out the same lab again,
 without configuring it anew. A VM lab is skipped, with the reason, where
 QEMU or the tools that build its guest image are missing. Lab tests need root;
@@ -151,23 +151,25 @@ def lab_factory():
 
     made = {}
 
-    def make(name: str, topology: str = "single", networks: int = 1, kind: str = "local"):
+    def make(name: str, topology: str = "single", networks: int = 1, kind: str = "local", configure: bool = True):
         env = {**lab_env(name, topology, networks), "LAB": kind}
         inventory = REPO / "inventory" / "generated" / name / "hosts.yml"
         if kind == "vm":
             vm_lab_prerequisites()
         # Configuring costs 10-15 s on namespaces and half a minute under emulation (VM lab): a lab that is still
         # up as the same call left it is handed out again (tests restore what they change, and assert it).
-        if made.get(name) == env and inventory.is_file():
+        if made.get(name) == (env, configure) and inventory.is_file():
             return load_lab(inventory)
         result = run("scripts/lab.sh", "up", env=env, check=False, timeout=600 if kind == "vm" else 120)
         started.append(env)
         if result.returncode != 0:
             raise AssertionError(f"lab-up of lab {name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-        result = run("scripts/lab.sh", "configure", env=env, check=False, timeout=300)
-        if result.returncode != 0:
-            raise AssertionError(f"configure of lab {name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
-        made[name] = env
+        if configure:  # a test of a role that needs no base configuration (ports, routing) spares it
+            result = run("scripts/lab.sh", "configure", env=env, check=False, timeout=300)
+            if result.returncode != 0:
+                raise AssertionError(f"configure of lab {name} failed:\n{result.stdout[-3000:]}\n"
+                                     f"{result.stderr[-2000:]}")
+        made[name] = (env, configure)
         return load_lab(inventory)
 
     yield make
