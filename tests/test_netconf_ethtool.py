@@ -11,7 +11,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import cpufreq_settings, port_drivers  # noqa: E402
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import (  # noqa: E402
+    cpufreq_settings,
+    port_drivers,
+    probed_port_facts,
+)
 
 _spec = importlib.util.spec_from_file_location("trexlab_netconf",
                                                REPO / "ansible_collections/trexlab/lab/plugins/modules/netconf.py")
@@ -72,6 +76,20 @@ def test_port_drivers_come_from_the_network_facts_and_a_port_with_a_device_is_a_
     facts = {"eth1": {"device": "eth1", "module": "virtio_net", "pciid": "virtio3", "type": "ether"},
              "eth2": {"device": "eth2", "pciid": "0000:00:05.0", "type": "ether"},
              "dut_p0": {"device": "dut-p0", "type": "ether"}, "interfaces": ["eth1", "eth2", "dut_p0"]}
+    assert port_drivers(["eth1", "eth2", "dut-p0"], facts) == [
+        {"name": "eth1", "driver": "virtio_net", "nic": True}, {"name": "eth2", "driver": "built-in", "nic": True},
+        {"name": "dut-p0", "driver": "virtual", "nic": False}]
+    with pytest.raises(ValueError, match=r"^test_ports: no interface p9 on this node"):
+        port_drivers(["eth1", "p9"], facts)
+
+
+def test_the_dut_tuning_probe_reads_as_the_network_facts():
+    """roles/dut_tuning reads the ports with a shell probe instead of the setup module: its lines (a tty's '\\r'
+    kept) give port_drivers what the facts above gave it; a port that does not exist is missing, as from the facts."""
+    lines = ["eth1 eth1 virtio3 virtio_net\r", "eth2 eth2 0000:00:05.0 -", "dut-p0 dut-p0 - -", "p9 -", "no-cpufreq"]
+    facts = probed_port_facts(lines)
+    assert facts == {"eth1": {"device": "eth1", "pciid": "virtio3", "module": "virtio_net"},
+                     "eth2": {"device": "eth2", "pciid": "0000:00:05.0"}, "dut_p0": {"device": "dut-p0"}}
     assert port_drivers(["eth1", "eth2", "dut-p0"], facts) == [
         {"name": "eth1", "driver": "virtio_net", "nic": True}, {"name": "eth2", "driver": "built-in", "nic": True},
         {"name": "dut-p0", "driver": "virtual", "nic": False}]

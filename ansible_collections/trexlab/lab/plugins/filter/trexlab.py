@@ -89,6 +89,25 @@ def port_drivers(names: list, facts: dict) -> list[dict]:
     return ports
 
 
+def probed_port_facts(lines: list) -> dict:
+    """The network facts port_drivers reads, from roles/dut_tuning's shell probe (no Python on the node): a line
+    "<name> <name> <device link or -> <driver module or ->" per port that exists, "<name> -" per port that does
+    not (left out, as the facts leave it out), and a cpufreq line (not a port)."""
+    facts = {}
+    for line in lines:
+        fields = str(line).split()
+        if len(fields) != 4:
+            continue
+        name, device, pciid, module = fields
+        port = {"device": device}
+        if pciid != "-":
+            port["pciid"] = pciid
+        if module != "-":
+            port["module"] = module
+        facts[name.replace("-", "_")] = port
+    return facts
+
+
 def cpufreq_settings(cpus: list, governor: str | None, frequency_khz: int | None) -> dict:
     """cpufreq sysfs values fixing the clock of the given CPUs: a governor and min = max frequency.
 
@@ -216,6 +235,7 @@ class FilterModule:
             "endpoint_neighbours": endpoint_neighbours,
             "cpu_mask": cpu_mask,
             "port_drivers": port_drivers,
+            "probed_port_facts": probed_port_facts,
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
             "reference_plan": reference_plan,
