@@ -38,7 +38,15 @@ from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.results.analysis import export_campaign
 from trexlab.results.provenance import git_commit
-from trexlab.results.store import append_point_record, dumps, loads, read_json, read_point_log, write_json_atomic
+from trexlab.results.store import (
+    append_point_record,
+    dumps,
+    loads,
+    make_directories,
+    read_json,
+    read_point_log,
+    write_json_atomic,
+)
 from trexlab.spec.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -445,7 +453,7 @@ class Campaign:
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         self.check_points_on_lab()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_directories(self.dir)
         earlier = read_json(self.dir / "campaign.json") if (self.dir / "campaign.json").is_file() else {}
         manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
                     "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points],
