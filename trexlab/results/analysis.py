@@ -374,6 +374,15 @@ def method_disclosure(campaign: str | Path) -> str:
             line = method_line(method)
             measured += [line] if line not in measured else []
     lines += [f"- as measured: {line}" for line in measured]
+    # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
+    commits: dict[str, int] = {}
+    for point in manifest["points"]:
+        for provenance in sorted((Path(campaign) / point["point"]).glob("rep-*/provenance.json")):
+            commit = str(read_json(provenance).get("git_commit"))
+            commits[commit] = commits.get(commit, 0) + 1
+    if len(commits) > 1:
+        lines.append("- ⚠ measured by different trexlab commits (the campaign was resumed after an update): "
+                     + ", ".join(f"{commit} ({count} repetition(s))" for commit, count in commits.items()))
     return "\n".join(lines)
 
 
