@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trexlab.plan.campaign import Campaign
+from trexlab.plan.campaign import Campaign, CampaignError
 from trexlab.results.store import read_point_log
 from trexlab.spec import experiment
 
@@ -347,3 +347,44 @@ def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_t
     # The last configured point's successor never got to configure (its generator failed): the end removes it.
     assert run([point(100), point(1000)], no_generator={1}) == [
         ("dut-impairment", "present", 100), ("dut-impairment", "absent", 100)]
+
+
+def test_a_campaign_begun_with_another_spec_or_on_another_lab_is_not_resumed(tmp_path, monkeypatch):
+    spec = json.loads(json.dumps(SPEC))
+    spec["repetitions"] = 1
+    Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path, "mine").run()
+    manifest = json.loads((tmp_path / "resume" / "mine" / "campaign.json").read_text())
+    # Another frame size into the same campaign id: its finished points would be reported as 1518-byte figures.
+    spec["traffic"]["frame_size"] = [1518, 1518]
+    with pytest.raises(CampaignError, match=r"^campaign \S+/mine was begun with another spec \(traffic\.frame_size: "
+                                             r"\[64, 64\] then, \[1518, 1518\] now\): run it into another campaign"):
+        Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path, "mine").run()
+    assert json.loads((tmp_path / "resume" / "mine" / "campaign.json").read_text()) == manifest, "left as it was"
+    # The same spec begun on another lab (what a lab-less sim campaign records as None).
+    spec["traffic"]["frame_size"] = [64, 64]
+    manifest["measured_on"] = {"name": "other", "kind": "static", "topology": "single", "controller": "elsewhere"}
+    (tmp_path / "resume" / "mine" / "campaign.json").write_text(json.dumps(manifest))
+    with pytest.raises(CampaignError, match=r"was begun on another lab \(lab: .*\"other\".* then, null now\)"):
+        Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path, "mine").run()
+
+
+def test_a_campaign_resumed_by_another_trexlab_commit_says_so_and_its_report_discloses_it(tmp_path, monkeypatch):
+    from trexlab.plan import campaign as campaign_module
+    from trexlab.results import analysis, provenance
+
+    spec = json.loads(json.dumps(SPEC))
+    spec["repetitions"] = 1
+    first = Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()
+    # The second point is lost (as if the campaign had been interrupted before it) and measured again after an update.
+    directory = Path(first["campaign"])
+    point = sorted(p for p in directory.iterdir() if p.is_dir())[1]
+    subprocess.run(["rm", "-r", str(point)], check=True)
+    (directory / "points.jsonl").write_text((directory / "points.jsonl").read_text().splitlines()[0] + "\n")
+    monkeypatch.setattr(provenance, "git_commit", lambda: "f" * 40)
+    monkeypatch.setattr(campaign_module, "git_commit", lambda: "f" * 40, raising=False)
+    lines = []
+    Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path, progress=lines.append).run()
+    assert any(line.startswith(f"warning: campaign {directory} was begun by trexlab ") and "f" * 40 in line
+               for line in lines), lines
+    disclosed = analysis.method_disclosure(directory)
+    assert "measured by different trexlab commits" in disclosed and f"{'f' * 40} (1 repetition(s))" in disclosed

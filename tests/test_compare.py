@@ -91,3 +91,23 @@ def test_campaigns_of_other_sweeps_or_no_campaign_are_one_line_errors(campaigns,
     assert cli.main(["compare", campaigns["a"], str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nothing" in err
+
+
+def test_campaigns_measured_with_another_frame_size_or_tolerance_are_refused_and_other_testers_noted(campaigns,
+                                                                                                      tmp_path):
+    # The same sweep (none) and figure, but 1518-byte frames: a shift between them is not the DUT's.
+    other_size = campaign(tmp_path / "size", 400000, seed=1, repetitions=4,
+                          traffic={**SPEC["traffic"], "frame_size": [1518, 1518]})
+    with pytest.raises(CompareError, match=r"^the point: A and B measured differently \(traffic\.frame_size "
+                                           r"\[64, 64\] in A, \[1518, 1518\] in B\)"):
+        compare_campaigns(campaigns["a"], other_size)
+    tolerant = campaign(tmp_path / "tolerance", 400000, seed=1, repetitions=4, procedure={
+        "name": "throughput", "params": {**SPEC["procedure"]["params"], "loss_tolerance_percent": 0.01}})
+    with pytest.raises(CompareError, match=r"params\.loss_tolerance_percent 0\.0 in A, 0\.01 in B"):
+        compare_campaigns(campaigns["a"], tolerant)
+    # Another tester ceiling (another tester, or the same after another self-test): compared, and said.
+    ceiling = campaign(tmp_path / "ceiling", 400000, seed=1, repetitions=4, procedure={
+        "name": "throughput", "params": {**SPEC["procedure"]["params"], "tester_ceiling": 2000000}})
+    row = compare_campaigns(campaigns["a"], ceiling).iloc[0]
+    assert row["verdict"] == "no significant difference"
+    assert "tester ceiling (fps): null in A, 2000000.0 in B" in row["notes"], row["notes"]

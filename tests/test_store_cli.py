@@ -2,6 +2,9 @@
 
 import json
 import math
+import os
+import stat
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +65,53 @@ def test_trials_are_appended_as_they_end_and_a_cut_line_is_ignored(tmp_path):
     assert not store.is_finished(tmp_path / "run")
     trials = store.load_trials(tmp_path)
     assert list(trials["spec.offered_load"]) == [1e4, 2e4]
+
+
+def test_every_name_the_store_makes_is_fsynced_in_its_directory(tmp_path, monkeypatch):
+    # A file's fsync keeps its data, not its name: a power cut could keep points.jsonl's "done" and lose the
+    # result.json a repetition was renamed to (or a new run directory). Every name the store makes (mkdir, a
+    # file created, a rename) must be followed by an fsync of the directory holding it.
+    events = []
+    real_fsync, real_replace, real_mkdir = os.fsync, os.replace, os.mkdir
+
+    def fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            events.append(("fsync", os.fstat(fd).st_ino, None))
+        real_fsync(fd)
+
+    def named(path):
+        path = Path(path)
+        if not path.name.endswith(".tmp"):
+            events.append(("name", os.stat(path.parent).st_ino, str(path)))
+
+    def replace(src, dst):
+        real_replace(src, dst)
+        named(dst)
+
+    def mkdir(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        named(path)
+
+    def opened(path, mode="r", *args, **kwargs):
+        new = mode[0] in "wa" and not Path(path).exists()
+        f = open(path, mode, *args, **kwargs)
+        if new:
+            named(path)
+        return f
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(store, "open", opened, raising=False)
+    campaign = tmp_path / "exp" / "c-1"
+    repetition.repeat("throughput", create_generator("sim", capacity=4e5), TrialSpec(offered_load=1, duration=1),
+                      _throughput_params(), 2, campaign / "point-0", {})
+    store.append_point_record(campaign, {"point": "point-0", "status": "done"})
+    store.write_columnar_tree(campaign)
+    names = [(i, directory, name) for i, (kind, directory, name) in enumerate(events) if kind == "name"]
+    assert len(names) >= 14, names  # 3 directories, 2 runs of 4 files, the point's summary, the point log, the tree's
+    unsynced = [name for i, directory, name in names if ("fsync", directory, None) not in events[i + 1:]]
+    assert unsynced == []
 
 
 def _throughput_params():

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from trexlab.params import InvalidParameter
+from trexlab.results.stats import median_ranks, nearest_rank
 
 if TYPE_CHECKING:
     from trexlab.testbed.inventory import Lab
@@ -256,12 +257,22 @@ class Latency:
     def percentiles(self, qs: Iterable[float]) -> list[float]:
         """Several percentiles (0..100) by the rule of percentile(), in one pass over the histogram."""
         qs = list(qs)
-        for q in qs:
-            if not 0 <= q <= 100:
-                raise ValueError(f"percentile q={q}: allowed 0..100")
+        n = self.measured
+        return self._at_ranks([nearest_rank(q, n) for q in qs]) if n else [math.nan] * len(qs)
+
+    def median(self) -> float:
+        """The typical latency of RFC 8219 section 7.2, Median(Li), in seconds: the middle delay of an odd count,
+        of an even count the mean of the two middle ones (as siitperf computes it; trexlab.results.stats's
+        median over repetitions is the same rule); +infinity when a middle rank falls among lost or late tags."""
         n = self.measured
         if n == 0:
-            return [math.nan] * len(qs)
+            return math.nan
+        low, high = self._at_ranks(list(median_ranks(n)))
+        return (low + high) / 2
+
+    def _at_ranks(self, ranks: list[int]) -> list[float]:
+        """The delays (s) of these 1-based ranks over received + lost/late frames: the lower bound of the bucket
+        holding the rank, or +infinity among the lost or late ones."""
         histogram = self.decoded
         # The counts array read up to the largest delay's bucket, not hdrh's recorded iterator: that one makes
         # several Python calls per bucket it passes, recorded or not (0.1 CPU-s per summary of a trial whose latest
@@ -274,16 +285,13 @@ class Latency:
                 total += count
                 lows.append(histogram.get_value_from_index(index) * self.unit)
                 cumulative.append(total)
-        out = []
-        for q in qs:
-            rank = max(1, math.ceil(round(q * n / 100, 9)))  # round: 99.9 * 1000 / 100 is not exact
-            out.append(math.inf if rank > total else lows[bisect.bisect_left(cumulative, rank)])
-        return out
+        return [math.inf if rank > total else lows[bisect.bisect_left(cumulative, rank)] for rank in ranks]
 
     def summary(self) -> dict[str, float]:
-        """Frames received and lost/late, minimum, median, 99.9th percentile and maximum (s, inf = lost tags)."""
-        low, median, p99_9, high = self.percentiles((0, 50, 99.9, 100))
-        return {"samples": self.size, "lost_or_late": self.lost_or_late, "min": low, "median": median,
+        """Frames received and lost/late, minimum, median (RFC 8219's, median()), 99.9th percentile and maximum
+        (s, inf = lost tags)."""
+        low, p99_9, high = self.percentiles((0, 99.9, 100))
+        return {"samples": self.size, "lost_or_late": self.lost_or_late, "min": low, "median": self.median(),
                 "p99_9": p99_9, "max": high}
 
     def to_dict(self) -> dict:

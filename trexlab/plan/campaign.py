@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -36,7 +37,16 @@ from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, exe
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.results.analysis import export_campaign
-from trexlab.results.store import append_point_record, read_json, read_point_log, write_json_atomic
+from trexlab.results.provenance import git_commit
+from trexlab.results.store import (
+    append_point_record,
+    dumps,
+    loads,
+    make_directories,
+    read_json,
+    read_point_log,
+    write_json_atomic,
+)
 from trexlab.spec.experiment import (
     DUT_CONFIG,
     ENDPOINTS_CONFIG,
@@ -185,6 +195,18 @@ def dut_config_key(spec: dict) -> tuple | None:
     if not blocks or not set(blocks) <= REPLACED_IN_PLACE:
         return None
     return (spec.get("traffic") or {}).get("destination_networks", 1), blocks
+
+
+def first_difference(before, now, prefix: str) -> str | None:
+    """The first key (dotted, from prefix) at which two JSON values differ, with both values; None when equal."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        for key in [*before, *(k for k in now if k not in before)]:
+            if (found := first_difference(before.get(key), now.get(key), f"{prefix}{key}.")) is not None:
+                return found
+        return None
+    if before == now:
+        return None
+    return f"{prefix.rstrip('.') or 'value'}: {dumps(before)} then, {dumps(now)} now"
 
 
 class Campaign:
@@ -392,16 +414,52 @@ class Campaign:
         finally:
             self.undo_pending()
 
+    def measured_on(self) -> dict | None:
+        """The lab a campaign's points are measured on, as campaign.json keeps it (None: the simulated SUT): a
+        resumed campaign must find the same one (check_resumable)."""
+        if self.lab is None:
+            return None
+        return {"name": self.lab.name, "kind": self.lab.kind, "topology": self.lab.topology,
+                "controller": platform.node()}
+
+    def check_resumable(self) -> None:
+        """Refuse to go on with a campaign directory that another spec or another lab began (--campaign ID names
+        any directory; the default id is the spec's hash, not the lab's): its finished points would be kept and
+        reported under this spec's method, mixed with points measured otherwise. Another trexlab commit is not
+        refused (an interrupted campaign stays resumable after an update) but said, and each repetition's
+        provenance names its own commit (method_disclosure lists them when they differ)."""
+        path = self.dir / "campaign.json"
+        if not path.is_file():
+            return
+        try:
+            manifest = read_json(path)
+        except (OSError, ValueError) as exc:
+            raise CampaignError(f"{path}: unreadable ({exc}): remove {self.dir} to measure anew") from None
+        how = f"run it into another campaign (--campaign ID) or remove {self.dir}"
+        if (changed := first_difference(manifest.get("spec"), loads(dumps(self.experiment.spec)), "")) is not None:
+            raise CampaignError(f"campaign {self.dir} was begun with another spec ({changed}): {how}")
+        if "measured_on" in manifest and (changed := first_difference(
+                manifest["measured_on"], self.measured_on(), "lab.")) is not None:
+            raise CampaignError(f"campaign {self.dir} was begun on another lab ({changed}): {how}")
+        if "git_commit" in manifest and manifest["git_commit"] != (commit := git_commit()):
+            self.progress(f"warning: campaign {self.dir} was begun by trexlab {manifest['git_commit']}, it goes on "
+                          f"with {commit}: each repetition's provenance names the commit that measured it")
+
     def _run(self) -> dict:
+        self.check_resumable()
         check_requirements(self.experiment, self.lab)
         try:
             selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         self.check_points_on_lab()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_directories(self.dir)
+        earlier = read_json(self.dir / "campaign.json") if (self.dir / "campaign.json").is_file() else {}
         manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,
-                    "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points]}
+                    "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points],
+                    # What the campaign was begun with (kept when it is resumed): check_resumable's reference.
+                    "measured_on": earlier.get("measured_on", self.measured_on()),
+                    "git_commit": earlier.get("git_commit", git_commit())}
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]

@@ -22,7 +22,15 @@ from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures.common import RunContext
 from trexlab.results.stats import Observation, is_censored, summarize
-from trexlab.results.store import RESULT, RunDir, is_finished, read_json, read_trials, write_json_atomic
+from trexlab.results.store import (
+    RESULT,
+    RunDir,
+    is_finished,
+    make_directories,
+    read_json,
+    read_trials,
+    write_json_atomic,
+)
 from trexlab.trial import TrialSpec, format_seconds
 
 DEFAULT_REPETITIONS = 20
@@ -43,7 +51,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
     module = procedure_of(procedure)
     parent = Path(parent)
-    parent.mkdir(parents=True, exist_ok=True)
+    make_directories(parent)
     results: list[dict] = []
     for k in range(1, rule.maximum + 1):
         if rule.done(results):

@@ -8,7 +8,9 @@ or arrives after the frame timeout counts as an infinite delay (RFC 8219: the
 timeout makes a late frame lost; siitperf gives it a penalty delay), so a
 percentile that falls among lost tags is reported as "> <frame timeout> (lost
 tags)", never as a delay some received frame had. The delays come from the
-generator's HDR histogram (trexlab.trial.Latency), nearest rank.
+generator's HDR histogram (trexlab.trial.Latency): the median of an even count
+of tags is the mean of the two middle delays (RFC 8219's Median(Li), as
+siitperf computes it), the 99.9th percentile is nearest rank.
 
 The rate has no default: RFC 8219 measures latency at the throughput rate, so
 it is given (``rate``), or taken from a throughput result (``trexlab latency

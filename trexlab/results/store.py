@@ -103,6 +103,29 @@ def read_json(path: str | os.PathLike):
     return loads(Path(path).read_text())
 
 
+def fsync_directory(path: Path) -> None:
+    """Make a directory's entries durable: a file created or renamed into it is only named there for good once the
+    directory itself is fsynced (the file's own fsync keeps its data, not its name: ext4, XFS). Without it a power
+    cut could keep a campaign's "done" record and lose the result.json of a repetition it counts."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_directories(path: Path) -> None:
+    """mkdir -p, each directory it makes durable in its parent (fsync_directory)."""
+    missing = []
+    existing = Path(path)
+    while not existing.exists() and existing != existing.parent:
+        missing.append(existing)
+        existing = existing.parent
+    Path(path).mkdir(parents=True, exist_ok=True)
+    for made in reversed(missing):
+        fsync_directory(made.parent)
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as f:
@@ -110,6 +133,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_directory(path.parent)
 
 
 class RunDir:
@@ -117,13 +141,14 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike, provenance: dict):
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_directories(self.path)
         write_json_atomic(self.path / PROVENANCE, provenance)
         # A rerun of an unfinished run keeps what its log held (trexlab.plan.resume replays it into the search, which
         # writes each replayed record back as it was) and starts the file afresh, a line cut short included.
         self.logged = read_trials(self.path)
         self._trials = open(self.path / TRIALS, "w")
         (self.path / TRIALS_COLUMNAR).unlink(missing_ok=True)  # a columnar copy of the old log would mislead
+        fsync_directory(self.path)  # the log's name, before the first trial is fsynced into it
         self.seq = 0
 
     def append_trial(self, result: TrialResult, context: dict | None = None, logged: dict | None = None) -> None:
@@ -247,6 +272,7 @@ def write_columnar(run: str | os.PathLike) -> Path:
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_directory(path.parent)
     return path
 
 
@@ -378,6 +404,7 @@ def write_columnar_tree(directory: str | os.PathLike) -> Path | None:
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_directory(path.parent)
     return path
 
 
@@ -467,10 +494,14 @@ POINTS = "points.jsonl"
 
 def append_point_record(campaign: str | os.PathLike, record: dict) -> None:
     """Append one point attempt (done / failed + error) to a campaign's log, durably."""
-    with open(Path(campaign) / POINTS, "a") as f:
+    path = Path(campaign) / POINTS
+    new = not path.exists()
+    with open(path, "a") as f:
         f.write(dumps(record) + "\n")
         f.flush()
         os.fsync(f.fileno())
+    if new:
+        fsync_directory(path.parent)
 
 
 def read_point_log(campaign: str | os.PathLike) -> dict[str, dict]:
