@@ -135,3 +135,27 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     assert "single_median" in text and "ratio" in text and "Traceback" not in text
     ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
+
+
+def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_never_inf():
+    # A worst-case latency whose 99.9th percentile lies among lost tags is +inf in result.json's headline; the
+    # report's tables, plots and the CLI's summary say "> timeout (lost)", and its dispersion is undefined.
+    runs = runs_frame({1: [10e-6, 12e-6, 11e-6], 16: [10e-6, math.inf, math.inf]}).rename(
+        columns={"throughput_fps": "forward_worst_case_s"})
+    runs["figure_keys"] = [("forward_worst_case_s",)] * len(runs)
+    table = analysis.summarize_points(runs, "forward_worst_case_s")
+    shown = analysis.styled(table, "forward_worst_case_s").data.set_index("destination_networks")
+    assert (shown.loc[16, "median"], shown.loc[16, "max"]) == (analysis.LOST_TEXT, analysis.LOST_TEXT)
+    assert shown.loc[16, "min"] == "0.010" and shown.loc[16, "dispersion_percent"] == "-"
+    statistics = ["median", "min", "max", "p1", "p99", "dispersion_percent"]
+    assert not any(re.search(r"\binf\b", v) for v in shown[statistics].to_numpy().ravel()), shown[statistics]
+    assert "lost" in table.set_index("destination_networks").loc[16, "why"]
+    from trexlab.plan.repetition import summary_lines
+    from trexlab.results.stats import summarize
+
+    line = summary_lines({"forward_worst_case_s": summarize([10e-6, 10e-6, math.inf])})[2]
+    assert line.split()[-1] == "-", "no dispersion, not '> timeout'"
+    ax = analysis.bar_plot(table, "destination_networks", "ms", scale=1e3)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"], "the point among lost tags keeps its place"
+    assert analysis.LOST_TEXT in [t.get_text() for t in ax.texts]
+    assert all(math.isfinite(v) for v in ax.get_ylim())

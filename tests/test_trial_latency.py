@@ -31,6 +31,20 @@ def test_percentiles_are_nearest_rank_over_received_and_lost_tags():
     assert Latency.from_delays([], lost_or_late=3).percentile(0) == math.inf, "every tag lost"
 
 
+def test_typical_latency_is_the_median_of_rfc_8219_and_siitperf_not_a_nearest_rank():
+    # RFC 8219 section 7.2: TL = Median(Li); siitperf averages the two middle delays of an even count of tags
+    # (its default and ours, 1000, are even). The 500th of 1000 delays is not their median.
+    even = Latency.from_delays([10e-6] * 500 + [20e-6] * 500)
+    assert even.median() == pytest.approx(15e-6, rel=1e-3) and even.summary()["median"] == even.median()
+    assert even.percentile(50) == pytest.approx(10e-6, rel=1e-3), "the 50th percentile stays nearest rank"
+    odd = Latency.from_delays([10e-6] * 500 + [20e-6] * 501)
+    assert odd.median() == pytest.approx(20e-6, rel=1e-3), "an odd count: the middle delay"
+    half_lost = Latency.from_delays([10e-6] * 500, lost_or_late=500, timeout=0.01)
+    assert half_lost.median() == math.inf, "the upper middle tag was lost: an infinite delay in the mean"
+    assert Latency.from_delays([10e-6] * 501, lost_or_late=500).median() == pytest.approx(10e-6, rel=1e-3)
+    assert math.isnan(Latency.from_delays([]).median())
+
+
 def test_the_histogram_is_the_hdrhistogram_librarys_own_encoding():
     lat = Latency.from_delays([10e-6] * 600 + [12e-6] * 400)
     decoded = HdrHistogram.decode(lat.histogram)

@@ -39,7 +39,7 @@ from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
-from trexlab.trial import SIIT_SIZE_DELTA, TrialSpec, format_seconds
+from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, format_seconds
 
 NAME = "selftest"
 TAKES_RATE = False
@@ -145,10 +145,11 @@ def run(context: RunContext, params: Params) -> SelfTestResult:
 def floor_of_trial(trial, rate: float) -> dict:
     """The tester's latency floor from a loopback trial: the worse direction's median and 99.9th percentile (s;
     None when that rank fell among lost tags: no floor to compare against)."""
-    figures = {"median_s": 50, "p99_9_s": 99.9}
+    # The median as the latency procedure's typical latency is one (Latency.median), to compare like with like.
+    figures = {"median_s": Latency.median, "p99_9_s": lambda latency: latency.percentile(99.9)}
     floor = {"rate_fps": rate, "tagged_frames": FLOOR_TAGGED_FRAMES, "trial_duration_s": trial.spec.duration}
-    for key, q in figures.items():
-        values = [d.latency.percentile(q) for d in trial.directions.values() if d.latency is not None]
+    for key, figure in figures.items():
+        values = [figure(d.latency) for d in trial.directions.values() if d.latency is not None]
         worst = max(values, default=math.nan)
         floor[key] = worst if math.isfinite(worst) else None
     return floor

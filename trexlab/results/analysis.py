@@ -34,6 +34,9 @@ STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1"
 LOWER_BOUND_COLOUR = "#F28E2B"
 #: How a median held down by a tester-bound repetition is marked in tables.
 LOWER_BOUND_MARK = "≥ "
+#: How a statistic among lost or late frames (+inf: a latency or PDV percentile beyond the frame timeout,
+#: trexlab.trial.Latency) is shown in tables and plots: never as a number.
+LOST_TEXT = "> timeout (lost)"
 
 
 def campaign_dirs(paths: Iterable[str | Path] | str | Path) -> list[Path]:
@@ -225,10 +228,16 @@ def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float =
         _, ax = plt.subplots(figsize=(7, 3.5))
     labels = [str(v) for v in summary[x]]
     median = summary["median"].map(numeric) * scale
+    # A median among lost frames (+inf) has no bar, only a marker at the top (below); a maximum among them has no
+    # upper error bar: no delay is drawn that no frame had, and the point keeps its place on the axis.
+    lost = median == math.inf
+    median = median.where(~lost, math.nan)
     low = (median - summary["min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
-    high = (summary["max"].map(numeric) * scale - median).fillna(0)
+    high = (summary["max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
     bound = summary.get("median_lower_bound", pd.Series(False, index=summary.index)).fillna(False).astype(bool)
     bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color="#4C72B0")
+    for i in (i for i, is_lost in enumerate(lost) if is_lost):
+        _mark_lost(ax, i)
     for bar, is_bound in zip(bars, bound, strict=True):
         if is_bound:
             bar.set_hatch("//")
@@ -251,6 +260,14 @@ def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float =
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     return ax
+
+
+def _mark_lost(ax, x: float) -> None:
+    """An upward marker at the top of the axes at x, labelled LOST_TEXT: a figure among lost frames."""
+    top = ax.get_xaxis_transform()  # x in data, y in axes fractions
+    ax.plot([x], [0.95], marker="^", linestyle="none", color="#C44E52", markersize=9, transform=top, label=LOST_TEXT)
+    ax.annotate(LOST_TEXT, (x, 0.95), xycoords=top, textcoords="offset points", xytext=(0, -14), ha="center",
+                fontsize=8)
 
 
 # -- what the notebooks display ---------------------------------------------------------------
@@ -283,6 +300,8 @@ def shown(value, spec: str, scale: float = 1.0) -> str:
         return value
     if value is None or value != value:
         return "-"
+    if value == math.inf:
+        return LOST_TEXT
     return spec.format(value * scale)
 
 
@@ -394,8 +413,11 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
     bound_seen = False
     for i, (_key, group) in enumerate(runs.groupby(keys, dropna=False, sort=True)):
         found = observations(group, figure)
-        free = [o.value * scale for o in found if o.value is not None and not o.tester_bound]
-        bound = [o.value * scale for o in found if o.value is not None and o.tester_bound]
+        lost = [o for o in found if o.value == math.inf]  # among lost frames: marked at the top, never drawn
+        free = [o.value * scale for o in found if o.value is not None and not o.tester_bound and o not in lost]
+        bound = [o.value * scale for o in found if o.value is not None and o.tester_bound and o not in lost]
+        if lost:
+            _mark_lost(ax, i)
         below = [o.below * scale for o in found if o.censored and o.below is not None]
         ax.scatter([i] * len(free), free, s=14, alpha=0.6, color="#4C72B0")
         if bound:
@@ -405,8 +427,9 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
         if below:
             ax.scatter([i] * len(below), below, s=30, marker="v", color="#C44E52", label="below min_rate")
         median = numeric(summarize(found)["median"])
-        if median == median:
+        if math.isfinite(median):
             ax.hlines(median * scale, i - 0.3, i + 0.3, color="#C44E52")
+        bound_seen = bound_seen or bool(lost)
     if bound_seen or any(o.censored for o in observations(runs, figure)):
         handles, names = ax.get_legend_handles_labels()
         unique = dict(zip(names, handles, strict=True))

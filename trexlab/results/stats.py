@@ -141,6 +141,11 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
         top = _bound_of(median)
         spread = dispersion_percent(top, bound, maximum)
         dispersion = f"{ABOVE} {spread:.2f}" if spread > 0 else math.nan
+    elif math.isinf(maximum):
+        # A latency or PDV figure among lost or late frames is an infinite delay (trexlab.trial.Latency): no
+        # spread can be computed from it (inf, or inf / inf), and summary.json writes the NaN as null.
+        dispersion = math.nan
+        reasons.append("dispersion undefined: a repetition's figure lies among lost or late frames (infinite)")
     else:  # nothing censored, so the median is a figure (_bound_of returns it as it is)
         dispersion = dispersion_percent(_bound_of(median), minimum, maximum)
         if median == 0:  # summary.json writes the NaN as null: say why there is no figure
