@@ -41,6 +41,13 @@ which netsniff-ng captures on CPU 1 (kernel timestamps, taken as the veth hands 
 system call: the time it left the tool), the same instrument for every tool; "-" when the capture missed frames.
 stolen = the time the hypervisor took from the sender's CPU during the run (/proc/stat steal, 10 ms ticks): a
 stall of the virtual CPU that no tester on it can avoid (swtester's slips are its stalls beyond 512 frames).
+platform floor = what a sender that loses no time of its own would score on the sender's CPU, measured in each
+round just before the tools (swtester/stall_probe: a thread that only sleeps to a deadline every pacing quantum,
+realtime class, as swtester's sender, under the same capture): worst 100 ms = its longest wake-up delay over
+100 ms (the window that ends in that stall misses the frames due during it), error = minus the time its stalls
+beyond the catch-up limit (512 frames at the offered rate) would slip a schedule, over the run; slips and slip ms
+likewise. The platform's stalls are not the same ones as during the tools' runs: compare orders of magnitude.
+Not all of them show as steal: a stall in the guest's interrupt handling is charged to the task it interrupted.
 
 Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
 CPU, the DUT forwarding on its own) at 1k, 10k and 100k fps, every frame timestamped: median and 99.9th
@@ -84,6 +91,7 @@ PACING_RATES = (100_000, 500_000, 1_000_000)
 LATENCY_RATES = (1_000, 10_000, 100_000)
 UNREACHABLE_RATE = 20e6  # fps: more than any AF_PACKET sender, so swtester sends as fast as it can
 SENDER_CPU, RECEIVER_CPU = 0, 1
+STALL_PROBE = REPO / "swtester" / "stall_probe"
 COUNTER = "port1_ipv4"  # the tester's counter of IPv4 test frames arriving on port 1
 
 WINDOW = 0.1  # s: the pacing window
@@ -331,6 +339,8 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                 tools["swtester-baseline"] = lambda spec=spec: bench.swtester(spec, binary=args.baseline)
             if args.trafgen:
                 tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
+            floor_row(bench, offered, k, seconds, args, rows)
+            save()
             for tool, measure in tools.items():
                 load = os.getloadavg()[0]
                 if args.trafgen:
@@ -351,6 +361,38 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                     f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst * 100:.3f}':>15} "
                     f"{'-' if stolen is None else f'{stolen * 1e3:.0f}':>9} {slips:>5} {slip_ms:>8} {load:>5.2f}")
                 save()
+
+
+def platform_floor(probe: dict, offered: float, window: float = WINDOW) -> dict:
+    """The pacing figures of a sender that loses no time of its own, from stall_probe's late wake-ups on its CPU:
+    the worst window misses the frames due in the longest stall (at most the whole window); each stall longer
+    than the catch-up limit's frames at the offered rate slips the schedule by its excess, which the run's
+    achieved rate loses."""
+    kept = (probe["catch_up_limit"] - 1) / offered * 1e9
+    excess = [lateness - kept for _, lateness in probe["late"] if lateness > kept]
+    return {"worst_window_percent": min(probe["longest_ns"] / 1e9, window) / window * 100,
+            "error_percent": -sum(excess) / 1e9 / probe["seconds"] * 100, "slips": len(excess),
+            "slip_ns": int(sum(excess))}
+
+
+def floor_row(bench: Bench, offered: float, k: int, seconds: float, args, rows: list) -> None:
+    """One run of stall_probe on the sender's CPU (under the same capture as the tools, where they have one):
+    the platform floor row of this round."""
+    def probe() -> dict:
+        out = subprocess.run([str(STALL_PROBE), f"{seconds:g}", str(SENDER_CPU)], capture_output=True, text=True,
+                             check=True, timeout=seconds + 30).stdout
+        return json.loads(out)
+    load = os.getloadavg()[0]
+    if args.trafgen:
+        result, _, stolen = bench.captured(probe, 64)
+    else:
+        result, stolen = probe(), None
+    floor = platform_floor(result, offered)
+    rows.append({"offered": offered, "round": k, "tool": "platform floor", **floor, "stall_probe": result,
+                 "stolen_seconds": stolen, "loadavg": load})
+    say(f"{offered:>9} {k:>5} {'platform floor':18} {'-':>9} {'-':>9} {'-':>12} {floor['error_percent']:>+9.4f} "
+        f"{floor['worst_window_percent']:>15.3f} {'-' if stolen is None else f'{stolen * 1e3:.0f}':>9} "
+        f"{floor['slips']:>5} {floor['slip_ns'] / 1e6:>8.2f} {load:>5.2f}")
 
 
 def latency(lab, figures: dict, args, save) -> None:
@@ -395,7 +437,7 @@ def main() -> int:
     args.trafgen = bool(shutil.which("trafgen") and shutil.which("netsniff-ng"))
     if not args.trafgen:
         say("swtester figures: trafgen/netsniff-ng not found (make setup installs netsniff-ng): swtester alone")
-    subprocess.run(["make", "-s", "-C", "swtester"], cwd=REPO, check=True)
+    subprocess.run(["make", "-s", "-C", "swtester", "swtester", "stall_probe"], cwd=REPO, check=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"swtester-{time.strftime('%Y%m%d-%H%M%S')}.json"
     figures = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -65,6 +66,13 @@ def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
     log = read_point_log(outcome["campaign"])
     error = log[outcome["failed"][0]]["error"]
     assert "found none" in error and "\n" not in error
+    # summary.csv, what other tools read, has the failed point's rows, with its status and error (not one point fewer).
+    summary = pd.read_csv(Path(outcome["campaign"]) / "summary.csv")
+    failed = summary[summary["point"] == outcome["failed"][0]]
+    assert set(summary["point"]) == {p.point_id for p in experiment.validate(spec).points()}
+    assert len(failed) == len(summary) / 2 and set(failed["status"]) == {"failed"} and set(failed["count"]) == {0}
+    assert set(failed["error"]) == {error} and set(failed["capacity"]) == {5000}
+    assert set(summary[summary["point"] != outcome["failed"][0]]["status"]) == {"done"}
 
 
 def test_a_point_that_cannot_be_planned_stops_the_campaign_before_any_point_runs(tmp_path):

@@ -229,6 +229,29 @@ CORPUS = [
     ("endpoints algorithm injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp"},
                                                         endpoints={"congestion_control": "reno;reboot"})), [],
      ["{file}", "endpoints.congestion_control"]),
+    # -- durations and counts past what a trial or a tester can hold (the lab, or the CPU of a dry run, for ever)
+    ("receive tail infinite", "spec", text(spec(**{"traffic.receive_tail": float("inf")})), [],
+     ["{file}", "traffic.receive_tail", "60"]),
+    ("receive tail a day", "spec", text(spec(**{"traffic.receive_tail": 86400})), [],
+     ["{file}", "traffic.receive_tail", "60"]),
+    ("tagged frames 10^12", "spec", text(spec(procedure={"name": "latency", "params": {
+        "rate": 1000, "trial_duration": 2, "tag_delay": 1, "tagged_frames": 10**12}})), [],
+     ["{file}", "procedure.params.tagged_frames", "10000000"]),
+    ("mlrsearch trial of a year", "spec", text(spec(procedure={"name": "mlrsearch", "params": {"goals": [
+        {"name": "NDR", "initial_trial_duration": 1, "final_trial_duration": 3.2e7, "duration_sum": 3.2e7}]}})),
+     [], ["{file}", "goals[0].final_trial_duration", "3600"]),
+    ("mlrsearch trials without end", "spec", text(spec(procedure={"name": "mlrsearch", "params": {
+        "search_time_max": 5, "goals": [{"name": "NDR", "final_trial_duration": 1, "duration_sum": 1e10}]}})), [],
+     ["{file}", "goals[0].duration_sum"]),
+    ("mlrsearch search of a year", "spec", text(spec(procedure={"name": "mlrsearch", "params": {
+        "search_time_max": 3.2e7}})), [], ["{file}", "procedure.params.search_time_max", "86400"]),
+    ("mlrsearch warm-up of a year", "spec", text(spec(procedure={"name": "mlrsearch", "params": {
+        "warmup_duration": 3.2e7}})), [], ["{file}", "procedure.params.warmup_duration", "3600"]),
+    ("mlrsearch goal name markup", "spec", text(spec(procedure={"name": "mlrsearch", "params": {"goals": [
+        {"name": "<img src=x onerror=alert(1)>"}]}})), [], ["{file}", "goals[0].name"]),
+    ("tcp trex_server injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp", "params": {
+        "engine": "trex", "trex_server": "h;reboot", "mtu": 1500, "bottleneck_bandwidth": 1e8}})), [],
+     ["{file}", "procedure.params.trex_server"]),
     # -- campaign flags
     ("campaign id escapes", "spec", text(GOOD_SPEC), ["--campaign", "../../x"], ["--campaign", "../../x"]),
     ("campaign id slash", "spec", text(GOOD_SPEC), ["--campaign", "a/b"], ["--campaign"]),

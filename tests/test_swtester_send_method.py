@@ -2,7 +2,14 @@
 that sent otherwise (auto fell back to sendmmsg, say the kernel refused a transmit ring mid-campaign) says so in its
 notes. No lab: swtester's JSON is faked here; tests/swtester/test_software_generator.py probes the real one."""
 
-from trexlab.generators.software import trial_from_report
+import hashlib
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from trexlab.generators.software import SoftwareGenerator, trial_from_report
+from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
 SPEC = TrialSpec(offered_load=1_000, duration=1.0, directions="forward", receive_tail=0.5)
@@ -33,3 +40,34 @@ def test_provenance_without_a_method_leaves_every_trial_naming_its_own():
 
 def test_a_report_read_without_provenance_has_no_note():
     assert trial_from_report(SPEC, report("sendmmsg", REFUSED)).notes == ()
+
+
+def loopback_lab(tmp_path, netns: bool):
+    """A loopback lab whose tester is this machine's namespace (netns) or a machine reached over SSH."""
+    ports = [{"index": i, "name": f"port{i}", "mac": f"02:00:00:00:00:0{i + 1}", "peer_mac": f"02:00:00:00:00:0{2 - i}"}
+             for i in (0, 1)]
+    tester = {"ansible_host": "192.0.2.10", "test_ports": ports, **({"trexlab_netns": "tl-sm-tester"} if netns else {})}
+    inventory = {"all": {"vars": {"trexlab_lab": {"name": "sm", "kind": "local" if netns else "static",
+                                                  "topology": "loopback"}},
+                         "children": {"tester": {"hosts": {"tester": tester}}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    return load_lab(str(tmp_path / "hosts.yml"))
+
+
+def test_provenance_names_the_swtester_build_by_its_hash(tmp_path, monkeypatch):
+    # make swtester rebuilds the binary in place: its path names no build, its hash does.
+    generator = SoftwareGenerator(loopback_lab(tmp_path, netns=True), cross_check=False)
+    monkeypatch.setattr(generator, "probe", dict)
+    described = generator.describe()
+    assert described["binary_sha256"] == hashlib.sha256(Path(generator.binary).read_bytes()).hexdigest()
+    # An SSH tester's swtester (on its PATH) is hashed there.
+    remote = SoftwareGenerator(loopback_lab(tmp_path, netns=False), cross_check=False)
+    digest = "ab" * 32
+    asked = []
+
+    def run(argv, **_):
+        asked.append(argv)
+        return subprocess.CompletedProcess(argv, 0, f"{digest}  /usr/local/bin/swtester\n", "")
+
+    monkeypatch.setattr("trexlab.generators.software.subprocess.run", run)
+    assert remote.binary_sha256() == digest and asked[0][0] == "ssh" and "command -v swtester" in asked[0][-1]

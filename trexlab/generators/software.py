@@ -26,8 +26,11 @@ senders at once: a trial so stretched is a host disturbance, not the tester's li
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -156,11 +159,28 @@ class SoftwareGenerator:
         return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
+                "binary_sha256": self.binary_sha256(),
                 "send_method_option": self.send_method, "sender_threads": self.sender_threads,
                 # The CPUs whose hypervisor steal each trial measures (TrialResult.host_steal; all: the tester is
                 # not pinned), None when not measured (the tester does not share this machine).
                 "host_steal_cpus": (list(self.tester.cpus) or "all") if self.proc_stat else None, **self.probe(),
                 "lab": self.lab.describe()}
+
+    def binary_sha256(self) -> str | None:
+        """The SHA-256 of the swtester build that sends and counts the frames: its path alone names no build (make
+        swtester rebuilds it in place, an SSH tester's PATH finds whatever is installed). None when unreadable."""
+        if self.tester.netns:  # this machine's file
+            try:
+                return hashlib.sha256(Path(self.binary).read_bytes()).hexdigest()
+            except OSError:
+                return None
+        argv = self.tester.command(["sh", "-c", f'sha256sum "$(command -v {shlex.quote(self.binary)})"'])
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
+        except (subprocess.TimeoutExpired, OSError):
+            return None
+        digest = result.stdout.split()[0] if result.returncode == 0 and result.stdout.split() else ""
+        return digest if re.fullmatch(r"[0-9a-f]{64}", digest) else None
 
     def probe(self) -> dict:
         """The send and receive methods swtester takes on the tester's ports (per direction, and the fallback's

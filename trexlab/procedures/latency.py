@@ -57,6 +57,10 @@ NAME = "latency"
 TAKES_RATE = True
 METHOD = "RFC 8219 section 7.2"
 MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
+#: The most tagged frames per direction: the software tester's own bound (swtester --tagged). Each is kept (send
+#: time, delay) by the generators and by the dry run's simulation: 10^12 would exhaust the memory of the machine
+#: that merely checks a shared spec.
+MAX_TAGGED_FRAMES = 10_000_000
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
 
@@ -98,7 +102,7 @@ class Params:
         if self.tag_delay >= self.trial_duration:
             raise InvalidParameter("tag_delay", self.tag_delay,
                                    f"0 <= tag_delay < trial_duration ({self.trial_duration:g} s)")
-        check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, integer=True)
+        check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, MAX_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):

@@ -17,6 +17,7 @@ is reported as "below minimum load"; the other goals keep their results.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import asdict, dataclass, field
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
@@ -47,18 +48,37 @@ RFC2544 = {"name": "RFC2544", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_
            "initial_trial_duration": 1.0, "final_trial_duration": 60.0, "duration_sum": 60.0}
 
 
+#: A goal's name: its figure is <name>_fps (summary.csv and trials.parquet columns, the report's headings).
+GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+#: The longest trial, s, as every procedure's trial_duration (and swtester --duration) allows.
+MAX_TRIAL_DURATION = 3600.0
+#: The trials a goal may ask for at one load (its duration_sum over its final_trial_duration): the reference
+#: implementation runs them all, and so does the dry run's simulation, on the CPU of whoever checks the spec.
+MAX_FINAL_TRIALS = 1000
+#: The longest search, wall-clock s (search_time_max): one repetition at most a day.
+MAX_SEARCH_TIME = 86400.0
+
+
 def search_goal(goal: dict, index: int = 0) -> SearchGoal:
     """The reference implementation's SearchGoal for one of our goal mappings."""
     unknown = sorted(set(goal) - set(GOAL_KEYS))
     if unknown:
         raise InvalidParameter(f"goals[{index}].{unknown[0]}", goal[unknown[0]], ", ".join(GOAL_KEYS))
+    if "name" in goal and not (isinstance(goal["name"], str) and GOAL_NAME.match(goal["name"])):
+        raise InvalidParameter(f"goals[{index}].name", goal["name"], "1-32 characters A-Z a-z 0-9 _, a letter first")
     values = {k: v for k, v in goal.items() if k != "name"}
     for key, value in values.items():
-        check_range(f"goals[{index}].{key}", value, 0)
+        high = MAX_TRIAL_DURATION if key.endswith("_trial_duration") else None
+        check_range(f"goals[{index}].{key}", value, 0, high)
     try:
-        return SearchGoal(**values, fail_fast=False)
+        found = SearchGoal(**values, fail_fast=False)
     except ValueError as exc:
         raise InvalidParameter(f"goals[{index}]", goal, str(exc).split(":")[0]) from None
+    most = MAX_FINAL_TRIALS * found.final_trial_duration
+    if found.duration_sum > most:
+        raise InvalidParameter(f"goals[{index}].duration_sum", found.duration_sum,
+                               f"<= {most:g} ({MAX_FINAL_TRIALS} final trials of {found.final_trial_duration:g} s)")
+    return found
 
 
 @dataclass(frozen=True)
@@ -87,8 +107,8 @@ class Params:
             check_range("min_rate", self.min_rate, 0, self.max_rate, low_open=True)
         check_range("min_rate", self.min_rate, 0, low_open=True)
         media_speed(self.media)
-        check_range("warmup_duration", self.warmup_duration, 0)
-        check_range("search_time_max", self.search_time_max, 0, low_open=True)
+        check_range("warmup_duration", self.warmup_duration, 0, MAX_TRIAL_DURATION)
+        check_range("search_time_max", self.search_time_max, 0, MAX_SEARCH_TIME, low_open=True)
 
 
 class _Measurer(AbstractMeasurer):

@@ -38,6 +38,7 @@ is refused before the first TCP test.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ from trexlab.media import media_speed
 from trexlab.params import InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, TrialRunner
+from trexlab.spec.schema import HOST_PATTERN
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
@@ -131,6 +133,11 @@ class Params:
             raise InvalidParameter("tests", self.tests, "at least one of " + ", ".join(TESTS))
         _check_choices("tests", self.tests, TESTS)
         check_choice("engine", self.engine, tcp_engines.ENGINES)
+        # The same rule as the trex generator's server option: a host name or address, nothing else in the
+        # endpoint the TRex client connects to.
+        if self.trex_server is not None and not (isinstance(self.trex_server, str)
+                                                 and re.match(HOST_PATTERN, self.trex_server)):
+            raise InvalidParameter("trex_server", self.trex_server, "a host name or address")
         check_range("trex_sync_port", self.trex_sync_port, 2, 65535, integer=True)
         check_range("trex_server_port", self.trex_server_port, 1, 65535 - len(self.dscp), integer=True)
 

@@ -193,11 +193,26 @@ def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
     the run column relative to the campaign, e.g. "<point>/rep-001"; see trexlab.results.store)."""
     campaign = Path(campaign)
     runs = load_campaigns(campaign)
-    sweep = sweep_columns(runs)
+    manifest = json.loads((campaign / "campaign.json").read_text())
+    sweep = sweep_columns(runs) or sorted({k.rsplit(".", 1)[-1] for p in manifest["points"] for k in p["values"]})
     tables = [summarize_points(runs, figure, ["experiment", "campaign", "point", *sweep]).assign(figure=figure)
               for figure in figure_columns(runs)]
-    columns = ["experiment", "campaign", "point", *sweep, "figure", *STAT_COLUMNS]
-    table = pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
+    # Every point has its rows, with its last status and error: a point without a finished repetition (it failed)
+    # has no statistics, but a reader of the file must see that it is missing, not find one point fewer.
+    latest = read_point_log(campaign)
+    summarized = {point for table in tables for point in table["point"]}
+    figures: list[str | None] = [*figure_columns(runs)] or [None]  # no point finished: one row per point
+    absent = [{"experiment": manifest["experiment"], "campaign": manifest["campaign"], "point": point["point"],
+               **{k.rsplit(".", 1)[-1]: _hashable(v) for k, v in point["values"].items()}, "figure": figure,
+               "count": 0, "missing": 0, "tester_bound": 0, "median_lower_bound": False,
+               "why": "no finished repetition"}
+              for point in manifest["points"] if point["point"] not in summarized
+              for figure in figures]
+    columns = ["experiment", "campaign", "point", *sweep, "figure", *STAT_COLUMNS, "status", "error"]
+    table = pd.concat([*tables, pd.DataFrame(absent)], ignore_index=True) if tables or absent else pd.DataFrame()
+    table = table.assign(status=[latest.get(point, {}).get("status", "not run") for point in table.get("point", [])],
+                         error=[latest.get(point, {}).get("error") or "" for point in table.get("point", [])]
+                         ).reindex(columns=columns)
     return {"summary": export(table, campaign / SUMMARY_CSV), "trials": write_columnar_tree(campaign)}
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trexlab.params import InvalidParameter, check_range
+from trexlab.trial import MAX_RECEIVE_TAIL
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -65,7 +66,8 @@ class Traffic:
         "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
         minimum=1, maximum=256))
     receive_tail: float = field(default=2.0, metadata=doc(
-        "s of receiving after sending stops (RFC 2544: 2 s)", minimum=0))
+        f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
+        maximum=MAX_RECEIVE_TAIL))
 
 
 @dataclass(frozen=True)
