@@ -162,3 +162,31 @@ def test_bad_parameters_name_themselves_in_one_line(make, name):
         make()
     assert str(info.value).startswith(name)
     assert "\n" not in str(info.value)
+
+
+def test_what_falls_short_of_the_standards_durations_is_disclosed_beside_the_figures():
+    # RFC 2544 sections 23-24: trials of at least 60 s, 2 s of receiving after them; RFC 8219 section 7.2: 120 s
+    # with tags after 60 s, section 7.3: PDV over at least 60 s. A CI-scale run is none of these: it says so.
+    from trexlab.plan.repetition import method_line, method_of
+
+    tail = TrialSpec(offered_load=1.0, duration=1.0, receive_tail=0.5)
+    short = throughput.run(RunContext(sim(capacity=5e5), tail), throughput.Params(max_rate=1e6, trial_duration=1))
+    assert short.to_dict()["deviations"] == ["trial duration 1 s (RFC 2544: at least 60 s)",
+                                             "receive tail 0.5 s (RFC 2544: at least 2 s)"]
+    assert "short of the standard: trial duration 1 s (RFC 2544: at least 60 s), receive tail 0.5 s" in method_line(
+        method_of(short.to_dict()))
+    full = TrialSpec(offered_load=1.0, duration=1.0, receive_tail=2.0)
+    assert throughput.run(RunContext(sim(capacity=5e5), full), throughput.Params(max_rate=1e6)).to_dict()[
+        "deviations"] == []
+    timed = throughput.Params(max_rate=1e6, trial_duration=60, frame_timeout=0.01)
+    assert throughput.run(RunContext(sim(capacity=5e5), tail), timed).to_dict()["deviations"] == [], \
+        "a 10 ms frame timeout decides before the 0.5 s tail ends: the tail loses nothing RFC 2544 counts"
+    assert flr.run(RunContext(sim(capacity=9e5), tail), flr.Params(max_rate=1e6, trial_duration=1)).to_dict()[
+        "deviations"][0] == "trial duration 1 s (RFC 2544: at least 60 s)"
+    lat = latency.run(RunContext(sim(), ONE_WAY), latency.Params(rate=10_000, trial_duration=2, tag_delay=1,
+                                                                 tagged_frames=500)).to_dict()
+    assert lat["deviations"] == ["trial duration 2 s (RFC 8219: at least 120 s)",
+                                 "tag delay 1 s (RFC 8219: at least 60 s)"]
+    assert latency.run(RunContext(sim(), ONE_WAY), latency.Params(rate=10_000)).to_dict()["deviations"] == []
+    assert pdv.run(RunContext(sim(), ONE_WAY), pdv.Params(rate=1000, trial_duration=10)).to_dict()[
+        "deviations"] == ["trial duration 10 s (RFC 8219: at least 60 s)"]

@@ -170,6 +170,8 @@ def method_of(result: dict) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
+        method["deviations"] = result["deviations"]
     return method
 
 
@@ -194,6 +196,8 @@ def method_line(method: dict) -> str:
         parts.append(f"frame timeout {format_seconds(method['frame_timeout'])}")
     parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                  else "no tester ceiling known")
+    if method.get("deviations"):
+        parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):
         parts.append(rule)
     if method.get("warm_start"):

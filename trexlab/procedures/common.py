@@ -38,6 +38,31 @@ STRETCHED_RETRIES = 1
 HOST_DISTURBANCE_RUNS = 3
 
 
+#: RFC 2544 section 24: the test portion of a trial SHOULD last at least 60 s; section 23: after sending stops, the
+#: tester waits 2 s for frames still in the DUT (Lencse 2021 restates both for RFC 8219's throughput).
+RFC2544_TRIAL_DURATION = 60.0
+RFC2544_RECEIVE_TAIL = 2.0
+
+
+def shorter_than(standard: str, checks: list[tuple[str, float, float]]) -> list[str]:
+    """Each (what, value in s, the standard's minimum in s) that falls short, as a result discloses it
+    ('deviations'): 'trial duration 1 s (RFC 2544: at least 60 s)'. A figure measured so is not the standard's,
+    whatever method its result names (a CI-scale run; a shortened experiment), and says so beside the figures."""
+    return [f"{what} {value:g} s ({standard}: at least {minimum:g} s)" for what, value, minimum in checks
+            if value < minimum]
+
+
+def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None) -> list[str]:
+    """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's durations.
+
+    The receive tail counts only without a frame timeout shorter than it: with one, a frame later than the
+    timeout is lost before the tail ends, so a shorter tail loses no frame the timeout would have counted."""
+    checks = [("trial duration", trial_duration, RFC2544_TRIAL_DURATION)]
+    if frame_timeout is None or frame_timeout > traffic.receive_tail:
+        checks.append(("receive tail", traffic.receive_tail, RFC2544_RECEIVE_TAIL))
+    return shorter_than("RFC 2544", checks)
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What a procedure's run gets besides its Params (trexlab.procedures.Procedure.run)."""

@@ -17,6 +17,7 @@ from trexlab.procedures.common import (
     frame_timeout_override,
     generator_traffic_only,
     no_lab_checks,
+    rfc2544_deviations,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -55,11 +56,13 @@ class FrameLossResult:
     trial_seconds: float
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
+    deviations: list[str] = field(default_factory=list)  # what falls short of RFC 2544's durations
 
     def to_dict(self) -> dict:
         return {
             "procedure": NAME,
             "method": METHOD,
+            "deviations": self.deviations,
             "points": self.points,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,
@@ -98,4 +101,5 @@ def run(context: RunContext, params: Params) -> FrameLossResult:
     if warning := ceiling_warning(top, params.tester_ceiling, "maximum offered load"):
         notes.append(warning)
     return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes,
-                           runner.tester_limits(params.tester_ceiling, top))
+                           runner.tester_limits(params.tester_ceiling, top),
+                           rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout))

@@ -31,6 +31,7 @@ from trexlab.procedures.common import (
     generator_traffic_only,
     near_floor,
     no_lab_checks,
+    shorter_than,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -39,6 +40,8 @@ from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import delay_for_json, format_seconds
 
 NAME = "pdv"
+#: s, RFC 8219 section 7.3: the PDV stream lasts at least 60 s.
+MIN_TRIAL_DURATION = 60.0
 #: Measures at the throughput rate, given or from throughput results (trexlab.plan.rate_from).
 TAKES_RATE = True
 METHOD = "RFC 8219 section 7.3"
@@ -86,6 +89,8 @@ class PdvResult:
         return {
             "procedure": NAME,
             "method": METHOD,
+            "deviations": shorter_than("RFC 8219", [("trial duration", self.params.trial_duration,
+                                                     MIN_TRIAL_DURATION)]),
             "directions": directions,
             "trials": self.trials,
             "trial_seconds": self.trial_seconds,

@@ -21,6 +21,7 @@ from trexlab.procedures.common import (
     frame_timeout_override,
     generator_traffic_only,
     no_lab_checks,
+    rfc2544_deviations,
     simulated_cost_of,
     tester_bound_fields,
 )
@@ -106,11 +107,13 @@ class ThroughputResult:
     search: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
+    deviations: list[str] = field(default_factory=list)  # what falls short of RFC 2544's durations
 
     def to_dict(self) -> dict:
         return {
             "procedure": NAME,
             "method": METHOD,
+            "deviations": self.deviations,
             "throughput_fps": self.throughput,
             "below_minimum_load": self.below_minimum,
             "loss_tolerance_percent": self.params.loss_tolerance_percent,
@@ -202,7 +205,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
-                                                 host_drops_bearing=host_bearing, steal_bearing=steal_bearing))
+                                                 host_drops_bearing=host_bearing, steal_bearing=steal_bearing),
+                            rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout))
 
 
 def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -326,7 +327,7 @@ def styled(table: pd.DataFrame, figure: str):
 
 def figure_heading(table: pd.DataFrame, figure: str) -> str:
     """A figure's section heading; when some point's median may be held down by the tester, it says so."""
-    heading = f"## {figure_title(figure)}"
+    heading = f"## {text(figure_title(figure))}"
     bound = table.get("median_lower_bound", pd.Series(dtype=bool)).fillna(False).astype(bool)
     if bound.any():
         points = len(table) if bound.all() else int(bound.sum())
@@ -357,43 +358,59 @@ def point_status(campaign: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def text(value: object) -> str:
+    """A value as Markdown that reads as plain text: every ASCII punctuation character backslash-escaped
+    (CommonMark), so that a spec's description, or any value a campaign.json holds, is shown as written and
+    never becomes HTML, a script, a link or an image in the report a reader opens in a browser."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", str(value))
+
+
+def code(value: object) -> str:
+    """A value as a Markdown code span, whatever backticks it holds (its fence is longer than any run of them)."""
+    value = str(value)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
+    return f"`{value}`" if fence == "`" else f"{fence} {value} {fence}"
+
+
 def method_disclosure(campaign: str | Path) -> str:
-    """Markdown saying how the figures were measured: what RFC 2544 and the seed papers ask to disclose."""
+    """Markdown saying how the figures were measured: what RFC 2544 and the seed papers ask to disclose. Every
+    value from the campaign's files is shown as text (text, code): the spec is someone else's, shared."""
     manifest = json.loads((Path(campaign) / "campaign.json").read_text())
     spec = manifest["spec"]
     procedure = spec.get("procedure", {})
     params = procedure.get("params") or {}
-    lines = [f"## {manifest['experiment']} — campaign `{manifest['campaign']}`", "",
-             spec.get("description", "").strip(), ""]
+    lines = [f"## {text(manifest['experiment'])} — campaign {code(manifest['campaign'])}", "",
+             text(spec.get("description", "").strip()), ""]
     if spec.get("reproduces"):
-        lines += [f"*Reproduces:* {spec['reproduces']}", ""]
+        lines += [f"*Reproduces:* {text(spec['reproduces'])}", ""]
     lab = spec.get("lab") or {}
-    lines += [f"- generator: `{spec.get('generator')}`; lab: {lab.get('kind', '-')} / {lab.get('topology', '-')}",
-              f"- procedure: `{procedure.get('name')}` with "
-              + (", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "defaults"),
-              f"- repetitions per point: {spec.get('repetitions', 20)}",
-              "- traffic: " + (", ".join(f"{k}={v}" for k, v in sorted((spec.get('traffic') or {}).items()))
+    lines += [f"- generator: {code(spec.get('generator'))}; lab: {text(lab.get('kind', '-'))} / "
+              f"{text(lab.get('topology', '-'))}",
+              f"- procedure: {code(procedure.get('name'))} with "
+              + (", ".join(text(f"{k}={v}") for k, v in sorted(params.items())) or "defaults"),
+              f"- repetitions per point: {text(spec.get('repetitions', 20))}",
+              "- traffic: " + (", ".join(text(f"{k}={v}") for k, v in sorted((spec.get('traffic') or {}).items()))
                                 or "defaults")]
     if "loss_tolerance_percent" in params:
-        lines.append(f"- loss tolerance: {params['loss_tolerance_percent']} % (disclosed, as RFC 2544 asks of "
-                     "any non-zero tolerance)")
+        lines.append(f"- loss tolerance: {text(params['loss_tolerance_percent'])} % (disclosed, as RFC 2544 asks "
+                     "of any non-zero tolerance)")
     if spec.get("dut"):
-        lines.append(f"- DUT configuration: {json.dumps(spec['dut'], sort_keys=True)}")
+        lines.append(f"- DUT configuration: {text(json.dumps(spec['dut'], sort_keys=True))}")
     if spec.get("sweep"):
-        lines.append("- sweep: " + "; ".join(f"{k} ∈ {v}" for k, v in spec["sweep"].items()))
+        lines.append("- sweep: " + "; ".join(f"{text(k)} ∈ {text(v)}" for k, v in spec["sweep"].items()))
     # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
     measured = []
     for point in manifest["points"]:
         summary = Path(campaign) / point["point"] / SUMMARY
         if summary.is_file() and (method := read_json(summary).get("method")):
-            line = method_line(method)
+            line = text(method_line(method))
             measured += [line] if line not in measured else []
     lines += [f"- as measured: {line}" for line in measured]
     # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
     commits: dict[str, int] = {}
     for point in manifest["points"]:
         for provenance in sorted((Path(campaign) / point["point"]).glob("rep-*/provenance.json")):
-            commit = str(read_json(provenance).get("git_commit"))
+            commit = text(read_json(provenance).get("git_commit"))
             commits[commit] = commits.get(commit, 0) + 1
     if len(commits) > 1:
         lines.append("- ⚠ measured by different trexlab commits (the campaign was resumed after an update): "

@@ -11,19 +11,29 @@ The executed notebook is kept beside it, so a reader can open and rerun it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from trexlab.paths import paths
+from trexlab.spec.schema import NAME_PATTERN, NOTEBOOK_PATTERN
 
 
 class ReportError(RuntimeError):
     """The report could not be made; one line."""
 
 
-def notebook_for(experiment: str, declared: str | None = None) -> Path:
-    """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report."""
-    if declared:
-        return paths().root / declared
+def notebook_for(experiment: str, declared: str | None = None, source: str = "campaign.json") -> Path:
+    """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report.
+
+    Both names come from a campaign's campaign.json, which may have come from someone else (a shared results
+    directory): they are held to the spec's own rules again, so that they name one of the tree's analysis
+    notebooks and never another file to execute."""
+    if declared is not None:
+        if not isinstance(declared, str) or not re.match(NOTEBOOK_PATTERN, declared):
+            raise ReportError(f"{source}: spec.notebook: {declared!r} does not match {NOTEBOOK_PATTERN}")
+        return paths().notebooks / declared.removeprefix("analysis/")
+    if not isinstance(experiment, str) or not re.match(NAME_PATTERN, experiment):
+        raise ReportError(f"{source}: experiment: {experiment!r} does not match {NAME_PATTERN}")
     own = paths().notebooks / f"{experiment}.ipynb"
     return own if own.is_file() else paths().notebooks / "report.ipynb"
 
@@ -79,6 +89,7 @@ def render(campaign: str | Path, notebook: str | Path | None = None, html: str |
     if not (campaign / "campaign.json").is_file():
         raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
     manifest = json.loads((campaign / "campaign.json").read_text())
-    notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"))
+    notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"),
+                                                            str(campaign / "campaign.json"))
     html = Path(html) if html else campaign / "report.html"
     return _execute(notebook, [campaign], html)

@@ -23,6 +23,8 @@ from trexlab.trial import MAX_RECEIVE_TAIL
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+#: A spec's report notebook: one of the tree's own analysis notebooks (the report executes it).
+NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"
 #: A host name or address given as an option (it reaches a connection, never a shell or ssh option).
 HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
@@ -118,7 +120,7 @@ class ExperimentSpec:
         "options of roles/tcp_endpoints, for procedures run on the lab's client and server (tcp, http_download)"))
     notebook: str | None = field(default=None, metadata=doc(
         "the report's notebook (default analysis/<name>.ipynb, else analysis/report.ipynb)",
-        pattern=r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"))
+        pattern=NOTEBOOK_PATTERN))
     sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
         f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
