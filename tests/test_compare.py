@@ -2,13 +2,25 @@
 
 import copy
 import json
+import math
+import re
 from math import comb
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from trexlab import cli
 from trexlab.plan.campaign import Campaign
-from trexlab.results.compare import CompareError, compare_campaigns, critical_count, shift_interval, u_distribution
+from trexlab.results.compare import (
+    CompareError,
+    _compare_point,
+    compare_campaigns,
+    critical_count,
+    shift_interval,
+    text_lines,
+    u_distribution,
+)
 from trexlab.spec import experiment
 
 # A noisy simulated SUT (1 % capacity noise from trial to trial), binary searches of 0.25 % resolution,
@@ -55,6 +67,23 @@ def test_shift_interval_brackets_a_known_shift():
     b = [v - 5 for v in a]
     found = shift_interval(a, b)
     assert found["shift"] == -5 and found["ci_low"] < -5 < found["ci_high"] < 0
+
+
+def test_worst_case_latencies_among_lost_tags_compare_as_ties_and_print_as_beyond_the_timeout():
+    # A worst-case latency among lost tags is +inf in result.json (an infinite delay): two such repetitions are a
+    # tie, never inf - inf = NaN, which made the shift NaN and sorted to the top of the differences.
+    a = [10e-6] * 8 + [math.inf] * 2
+    b = [20e-6] * 8 + [math.inf] * 2
+    found = shift_interval(a, b)
+    assert found["shift"] == pytest.approx(10e-6) and found["ci_low"] == pytest.approx(10e-6)
+    runs = {label: pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_worst_case_s": v}
+                                 for i, v in enumerate(values)]) for label, values in (("a", a), ("b", b + b))}
+    runs["b"]["forward_worst_case_s"] = [math.inf] * 20  # every repetition of B among lost tags
+    row = _compare_point(runs["a"], runs["b"], "forward_worst_case_s", 0.95)
+    assert row["b_median"] == math.inf and math.isnan(row["difference_percent"]), "no difference of medians"
+    assert "B's median among lost or late frames: no difference of medians" in row["notes"]
+    line = text_lines(pd.DataFrame([{"figure": "forward_worst_case_s", **row}]), Path("a"), Path("b"))[-2]
+    assert "> timeout" in line and not re.search(r"\binf\b", line), line
 
 
 def test_one_percent_less_capacity_is_lower_with_an_interval_excluding_zero(campaigns):

@@ -34,6 +34,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
 from trexlab.results.stats import is_censored, numeric, summarize
 from trexlab.results.store import dumps
@@ -91,7 +92,11 @@ def shift_interval(a: list[float], b: list[float], confidence: float = CONFIDENC
     m, n = len(first), len(second)
     if m == 0 or n == 0:
         return {"shift": math.nan, "ci_low": math.nan, "ci_high": math.nan, "confidence": math.nan}
-    differences = np.sort((second[None, :] - first[:, None]).ravel())
+    with np.errstate(invalid="ignore"):
+        differences = second[None, :] - first[:, None]
+    # Two delays among lost or late frames (+inf each: trexlab.trial.Latency) are a tie, as U ranks them: their
+    # difference is 0, not inf - inf = NaN (which took no rank, sorted last and made the shift NaN).
+    differences = np.sort(np.where(np.isnan(differences), 0.0, differences).ravel())
     c, reached = critical_count(m, n, confidence)
     low, high = (differences[c - 1], differences[m * n - c]) if c else (math.nan, math.nan)
     return {"shift": float(np.median(differences)), "ci_low": float(low), "ci_high": float(high),
@@ -227,6 +232,10 @@ def _compare_point(a: pd.DataFrame | None, b: pd.DataFrame | None, figure: str, 
         row[f"{label}_count"] = stats["count"]
         row[f"{label}_median"] = stats["median"]
     a_median, b_median = numeric(row["a_median"]), numeric(row["b_median"])
+    # A median among lost or late frames (+inf) is no number to subtract or divide by: no difference of medians.
+    infinite = [label for label, median in (("A", a_median), ("B", b_median)) if math.isinf(median)]
+    if infinite:
+        a_median = b_median = math.nan
     row["difference"] = b_median - a_median
     row["difference_percent"] = row["difference"] / a_median * 100 if a_median else math.nan
     values = {label: [o.value for o in found[label] if o.value is not None] for label in found}
@@ -241,6 +250,7 @@ def _compare_point(a: pd.DataFrame | None, b: pd.DataFrame | None, figure: str, 
     notes = _side_notes("A", found["a"]) + _side_notes("B", found["b"]) + _tester_notes(a, b)
     if is_censored(row["a_median"]) or is_censored(row["b_median"]):
         notes.append("a median below min_rate: no difference of medians")
+    notes += [f"{label}'s median among lost or late frames: no difference of medians" for label in infinite]
     row["notes"] = "; ".join(notes)
     return row
 
@@ -257,7 +267,7 @@ def text_lines(table: pd.DataFrame, a: Path, b: Path) -> list[str]:
     lines += [header, "-" * len(header)]
     for _, row in table.iterrows():
         point = ", ".join(f"{k}={row[k]}" for k in sweep) or "-"
-        interval = "-" if math.isnan(row["ci_low"]) else f"[{row['ci_low']:.6g}, {row['ci_high']:.6g}]"
+        interval = "-" if math.isnan(row["ci_low"]) else f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]"
         conf = "-" if math.isnan(row["confidence"]) else f"{row['confidence'] * 100:.1f}%"
         lines.append(f"{point:24} {row['figure']:18} {_cell(row['a_median']):>14} {_cell(row['b_median']):>14} "
                      f"{_cell(row['difference_percent'], '+.2f'):>8} {_cell(row['shift']):>12} {interval:>27} "
@@ -265,12 +275,6 @@ def text_lines(table: pd.DataFrame, a: Path, b: Path) -> list[str]:
         if row["notes"]:
             lines.append(f"{'':24} note: {row['notes']}")
     return lines
-
-
-def _cell(value, spec: str = ".6g") -> str:
-    if is_censored(value):
-        return value
-    return "-" if value is None or value != value else format(value, spec)
 
 
 _ROW_FIELDS = {"figure", "a_count", "a_median", "b_count", "b_median", "difference", "difference_percent", "shift",
@@ -298,8 +302,9 @@ def difference_plot(table: pd.DataFrame, figure: str, ax=None):
     colours = {"lower": "#C44E52", "higher": "#55A868"}
     for i, row in part.iterrows():
         colour = colours.get(row["verdict"], "#4C72B0")
-        low = row["shift_percent"] - row["ci_low_percent"] if row["ci_low_percent"] == row["ci_low_percent"] else 0
-        high = row["ci_high_percent"] - row["shift_percent"] if row["ci_high_percent"] == row["ci_high_percent"] else 0
+        # An unknown bound (NaN), or one among lost frames (inf), draws no error bar (the table shows it).
+        low = row["shift_percent"] - row["ci_low_percent"] if math.isfinite(row["ci_low_percent"]) else 0
+        high = row["ci_high_percent"] - row["shift_percent"] if math.isfinite(row["ci_high_percent"]) else 0
         ax.errorbar([i], [row["shift_percent"]], yerr=[[low], [high]], fmt="o", capsize=5, color=colour)
         ax.annotate(row["verdict"], (i, row["shift_percent"]), textcoords="offset points", xytext=(8, 0),
                     fontsize=8, color=colour, va="center")
