@@ -94,3 +94,46 @@ def test_a_campaign_names_no_notebook_outside_analysis(tmp_path, capsys, manifes
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert str(directory / "campaign.json") in err and ("spec.notebook" in err or "experiment" in err), err
     assert not (directory / "report.html").exists()
+
+
+# -- a campaign directory received from someone else, holding symbolic links -----------------------------------
+
+SIM_SPEC = {"name": "linked", "generator": "sim", "generator_options": {"capacity": 300000},
+            "traffic": {"receive_tail": 0}, "repetitions": 1,
+            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution_percent": 10,
+                                                           "trial_duration": 1}}}
+
+
+@pytest.fixture
+def linked_campaign(tmp_path, capsys):
+    """A finished sim campaign (spec file, results root, campaign directory) and a file of the user's."""
+    spec = tmp_path / "linked.yml"
+    spec.write_text(json.dumps(SIM_SPEC))
+    argv = ["campaign", str(spec), "--results", str(tmp_path / "results"), "--ceilings", str(tmp_path / "c.json")]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    (directory,) = (tmp_path / "results" / "linked").iterdir()
+    victim = tmp_path / "bashrc"
+    victim.write_text("the user's own file\n")
+    return argv, directory, victim
+
+
+@pytest.mark.parametrize("name", ["report.html", "report.ipynb"])
+def test_a_report_does_not_write_through_a_link_in_the_campaign(linked_campaign, capsys, name):
+    _, directory, victim = linked_campaign
+    (directory / name).symlink_to(victim)
+    code = cli.main(["report", "linked", "--campaign", str(directory)])
+    err = capsys.readouterr().err
+    assert victim.read_text() == "the user's own file\n", "the report overwrote the link's target"
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(directory / name) in err, err
+
+
+@pytest.mark.parametrize("name", ["campaign.log", "points.jsonl"])
+def test_a_resumed_campaign_does_not_append_through_a_link(linked_campaign, capsys, name):
+    argv, directory, victim = linked_campaign
+    (directory / name).unlink()
+    (directory / name).symlink_to(victim)
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert victim.read_text() == "the user's own file\n", "the campaign wrote through the link"
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(directory / name) in err, err

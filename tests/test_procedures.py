@@ -190,3 +190,17 @@ def test_what_falls_short_of_the_standards_durations_is_disclosed_beside_the_fig
     assert latency.run(RunContext(sim(), ONE_WAY), latency.Params(rate=10_000)).to_dict()["deviations"] == []
     assert pdv.run(RunContext(sim(), ONE_WAY), pdv.Params(rate=1000, trial_duration=10)).to_dict()[
         "deviations"] == ["trial duration 10 s (RFC 8219: at least 60 s)"]
+
+
+def test_the_method_line_says_when_no_frame_timeout_was_applied():
+    # RFC 2544 has no per-frame timeout (Lencse et al. 2020): a run without one counts a frame until the receive
+    # tail ends, so a DUT holding every frame for a second still passes; the method line must say which it was.
+    from trexlab.plan.repetition import method_line, method_of
+
+    def line(**params) -> str:
+        result = throughput.run(RunContext(sim(capacity=5e5), TRAFFIC), throughput.Params(max_rate=1e6, **params))
+        return method_line(method_of(result.to_dict()))
+
+    assert "no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)" in line()
+    timed = line(frame_timeout=0.01)
+    assert "frame timeout 10 ms" in timed and "no frame timeout" not in timed

@@ -170,6 +170,8 @@ def method_of(result: dict) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "frame_timeout" in (result.get("params") or {}):  # None said too: frames then count until the tail ends
+        method.setdefault("frame_timeout", result["params"]["frame_timeout"])
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
         method["deviations"] = result["deviations"]
     return method
@@ -193,7 +195,8 @@ def method_line(method: dict) -> str:
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
     if "frame_timeout" in method:
-        parts.append(f"frame timeout {format_seconds(method['frame_timeout'])}")
+        parts.append("no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)"
+                     if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
     parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                  else "no tester ceiling known")
     if method.get("deviations"):

@@ -239,6 +239,10 @@ def plan_campaign(experiment, results_root: str | Path = "results", campaign: st
     root = Path(results_root)
     check_output_dir(root, "--results")
     directory = inside(root / experiment.name / campaign_id, root, "campaign")
+    from trexlab.results.store import first_link
+
+    if (link := first_link(directory)) is not None:
+        raise PlanError(f"campaign {directory}: {link} is a symbolic link (the campaign writes there: remove it)")
     from trexlab.procedures import selftest
 
     ceilings = Path(ceilings if ceilings is not None else selftest.CEILINGS_FILE)

@@ -91,5 +91,10 @@ def render(campaign: str | Path, notebook: str | Path | None = None, html: str |
     manifest = json.loads((campaign / "campaign.json").read_text())
     notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"),
                                                             str(campaign / "campaign.json"))
+    if html is None:  # written into the campaign directory, with the executed notebook beside it
+        from trexlab.results.store import first_link
+
+        if (link := first_link(campaign)) is not None:
+            raise ReportError(f"{campaign}: {link} is a symbolic link (the report writes there: remove it)")
     html = Path(html) if html else campaign / "report.html"
     return _execute(notebook, [campaign], html)

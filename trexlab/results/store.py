@@ -124,6 +124,24 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
+def first_link(directory: str | os.PathLike) -> Path | None:
+    """The first symbolic link in a directory's tree (the directory itself included), or None.
+
+    trexlab appends to and overwrites files in a campaign directory (points.jsonl, campaign.log, trials.jsonl, the
+    exports, report.html): one received from someone else could hold links that make those writes land in any file
+    of the user's (report.html -> ~/.bashrc). Such a directory is refused before anything is written in it."""
+    directory = Path(directory)
+    if directory.is_symlink():
+        return directory
+    if not directory.is_dir():
+        return None
+    for parent, names, files in os.walk(directory):
+        for name in sorted(names + files):
+            if os.path.islink(os.path.join(parent, name)):
+                return Path(parent) / name
+    return None
+
+
 def make_directories(path: Path) -> None:
     """mkdir -p, each directory it makes durable in its parent (fsync_directory)."""
     missing = []
