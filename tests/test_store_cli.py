@@ -193,6 +193,33 @@ def test_cli_sim_throughput_writes_a_result_directory(tmp_path, capsys):
     assert provenance["params"]["loss_tolerance_percent"] == 0.0
 
 
+def test_a_run_into_another_runs_directory_is_refused_and_default_directories_are_fresh(tmp_path, capsys,
+                                                                                            monkeypatch):
+    run = ["throughput", "--generator", "sim", "--max-rate", "1e6", "--trial-duration", "1", "--repeat", "1"]
+    assert cli.main([*run, "--generator-opt", "capacity=100000", "--results", str(tmp_path / "r")]) == 0
+    before = (tmp_path / "r" / "rep-001" / store.RESULT).read_text()
+    capsys.readouterr()
+    # Other flags into the same --results: its finished repetition was counted as this run's ("done earlier")
+    # and its figure printed under this run's parameters.
+    code = cli.main([*run, "--generator-opt", "capacity=300000", "--frame-size", "1518", "--results",
+                     str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("trexlab throughput: traffic.frame_size=[1518, 1518]: allowed [64, 64], "
+                                            f"as the repetitions already in {tmp_path / 'r'} were measured")
+    assert (tmp_path / "r" / "rep-001" / store.RESULT).read_text() == before
+    # The same flags resume it (nothing left to run).
+    assert cli.main([*run, "--generator-opt", "capacity=100000", "--results", str(tmp_path / "r")]) == 0
+    # Two runs started in the same second without --results: each its own directory.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("trexlab.plan.runplan.time.strftime", lambda fmt: "20261126-120000")
+    capsys.readouterr()
+    outputs = []
+    for capacity in ("100000", "200000"):
+        assert cli.main([*run, "--generator-opt", f"capacity={capacity}", "--json"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out)["results"])
+    assert outputs == ["results/cli/throughput-20261126-120000", "results/cli/throughput-20261126-120000-2"]
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["throughput", "--generator", "sim", "--max-rate", "-1"], "max_rate=-1.0"),
     (["throughput", "--generator", "sim", "--frame-size", "20"], "frame_size[0]=20"),

@@ -41,6 +41,7 @@ from trexlab.results.provenance import git_commit
 from trexlab.results.store import (
     append_point_record,
     dumps,
+    first_difference,
     loads,
     make_directories,
     read_json,
@@ -197,16 +198,12 @@ def dut_config_key(spec: dict) -> tuple | None:
     return (spec.get("traffic") or {}).get("destination_networks", 1), blocks
 
 
-def first_difference(before, now, prefix: str) -> str | None:
-    """The first key (dotted, from prefix) at which two JSON values differ, with both values; None when equal."""
-    if isinstance(before, dict) and isinstance(now, dict):
-        for key in [*before, *(k for k in now if k not in before)]:
-            if (found := first_difference(before.get(key), now.get(key), f"{prefix}{key}.")) is not None:
-                return found
+def difference_text(before, now, prefix: str) -> str | None:
+    """The first difference of two JSON values (first_difference) in words; None when equal."""
+    if (found := first_difference(before, now, prefix)) is None:
         return None
-    if before == now:
-        return None
-    return f"{prefix.rstrip('.') or 'value'}: {dumps(before)} then, {dumps(now)} now"
+    key, then, later = found
+    return f"{key}: {dumps(then)} then, {dumps(later)} now"
 
 
 class Campaign:
@@ -436,9 +433,9 @@ class Campaign:
         except (OSError, ValueError) as exc:
             raise CampaignError(f"{path}: unreadable ({exc}): remove {self.dir} to measure anew") from None
         how = f"run it into another campaign (--campaign ID) or remove {self.dir}"
-        if (changed := first_difference(manifest.get("spec"), loads(dumps(self.experiment.spec)), "")) is not None:
+        if (changed := difference_text(manifest.get("spec"), loads(dumps(self.experiment.spec)), "")) is not None:
             raise CampaignError(f"campaign {self.dir} was begun with another spec ({changed}): {how}")
-        if "measured_on" in manifest and (changed := first_difference(
+        if "measured_on" in manifest and (changed := difference_text(
                 manifest["measured_on"], self.measured_on(), "lab.")) is not None:
             raise CampaignError(f"campaign {self.dir} was begun on another lab ({changed}): {how}")
         if "git_commit" in manifest and manifest["git_commit"] != (commit := git_commit()):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trexlab.params import InvalidParameter
 from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
@@ -25,7 +26,10 @@ from trexlab.results.stats import Observation, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
     RunDir,
+    dumps,
+    first_difference,
     is_finished,
+    loads,
     make_directories,
     read_json,
     read_trials,
@@ -52,6 +56,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     module = procedure_of(procedure)
     parent = Path(parent)
     make_directories(parent)
+    check_same_run(parent, {**provenance, "procedure": procedure})
     results: list[dict] = []
     for k in range(1, rule.maximum + 1):
         if rule.done(results):
@@ -91,6 +96,43 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
             "stopped": "every interval narrow enough" if narrow else "maximum reached"}}
     write_json_atomic(parent / SUMMARY, written)
     return summary
+
+
+#: What the repetitions of one run share (their provenance): what was measured and how. Not the tester's ceiling
+#: and latency floor looked up for it (a self-test in between records new ones; each result names its own), nor
+#: the simulated SUT's wall-clock pacing (how long its simulated trials take to watch, not what they measure).
+SAME_RUN = ("procedure", "params", "traffic", "generator_options", "generator.generator")
+NOT_COMPARED = {"params": ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"),
+                "generator_options": ("wall_clock_factor",)}
+
+
+def _same_run_facts(provenance: dict) -> dict:
+    facts = {}
+    for key in SAME_RUN:
+        head, _, tail = key.partition(".")
+        value = provenance.get(head)
+        if tail:
+            value = value.get(tail) if isinstance(value, dict) else None
+        if key in NOT_COMPARED and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k not in NOT_COMPARED[key]}
+        if value is not None or head in provenance:
+            facts[key] = loads(dumps(value))
+    return facts
+
+
+def check_same_run(parent: Path, provenance: dict) -> None:
+    """Refuse repetitions already in parent that another run made (InvalidParameter naming the first difference): a
+    rerun with other flags into the same --results, or a same-second default directory, would otherwise count them
+    as its own ("done earlier") and report their figures under its parameters. Keys an older provenance lacks are
+    not compared."""
+    now = _same_run_facts(provenance)
+    for earlier_file in sorted(parent.glob("rep-*/provenance.json")):
+        earlier = _same_run_facts(read_json(earlier_file))
+        shared = [key for key in SAME_RUN if key in earlier and key in now]
+        if (found := first_difference({k: earlier[k] for k in shared}, {k: now[k] for k in shared})) is not None:
+            key, then, later = found
+            raise InvalidParameter(key, later, f"{dumps(then)}, as the repetitions already in {parent} were measured "
+                                               "(another run's directory: give another --results or campaign)")
 
 
 def observation(result: dict, figure: str, repetition: int | None = None) -> Observation:

@@ -447,7 +447,7 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         if inventory is not None and not isinstance(inventory, str):
             raise PlanError(f"{label}inventory: a file name")
         lab = load_lab(inventory)
-    output = Path(args.results or f"results/cli/{args.procedure}-{time.strftime('%Y%m%d-%H%M%S')}")
+    output = Path(args.results) if args.results else fresh_output(args.procedure)
     check_output_dir(output, "--results")
     ceilings = Path(args.ceilings if args.ceilings is not None else selftest.CEILINGS_FILE)
     procedure_parameters, ceiling = _ceiling(procedure_parameters, template, generator, lab, ceilings,
@@ -455,6 +455,16 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     return checked(RunPlan(args.procedure, procedure_parameters, template, generator, options, lab, repetitions,
                            output, ceilings, ceiling, {"argv": list(argv) if argv is not None else None}, (),
                            template.destination_networks, None, rate_source))
+
+
+def fresh_output(procedure: str) -> Path:
+    """A CLI run's default directory, results/cli/<procedure>-<local time>, one not there yet: a second run started in
+    the same second gets <...>-2, not the first's directory, whose finished repetitions it would count as its own."""
+    base = f"results/cli/{procedure}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, k = Path(base), 2
+    while path.exists():
+        path, k = Path(f"{base}-{k}"), k + 1
+    return path
 
 
 # -- running a plan ---------------------------------------------------------------------------------------------
@@ -479,7 +489,8 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
         rate, rate_source = median_throughput(plan.rate_from.output)
         say(f"measuring at {rate:.0f} fps ({rate_source['statistic']} of {GIVES_RATE})")
         params = dataclasses.replace(params, rate=rate)
-    facts = provenance(**plan.facts, generator=generator.describe(), params=dataclasses.asdict(params),
+    facts = provenance(**plan.facts, generator=generator.describe(), generator_options=dict(plan.generator_options),
+                       params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,
                        tester_ceiling=plan.tester_ceiling,
                        **({"rate_source": dict(rate_source)} if rate_source else {}))

@@ -99,6 +99,16 @@ def loads(text: str):
     return restore(json.loads(text))
 
 
+def first_difference(before, now, prefix: str = "") -> tuple[str, object, object] | None:
+    """The first key (dotted, after prefix) at which two JSON values differ, and both values there; None when equal."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        for key in [*before, *(k for k in now if k not in before)]:
+            if (found := first_difference(before.get(key), now.get(key), f"{prefix}{key}.")) is not None:
+                return found
+        return None
+    return None if before == now else (prefix.rstrip(".") or "value", before, now)
+
+
 def read_json(path: str | os.PathLike):
     return loads(Path(path).read_text())
 
