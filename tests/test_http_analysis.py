@@ -51,6 +51,20 @@ def test_side_by_side_joins_rfc2544_figures_of_the_same_dut_impairment():
     assert math.isnan(table.loc["none", zero]) and math.isnan(table.loc["loss 1 %", tolerant])
 
 
+def test_side_by_side_counts_rfc2544_repetitions_below_min_rate_as_observations_below_it():
+    # Table II's zero-loss searches end below the minimum load (result.json: no figure, headline_below min_rate):
+    # two of three here. Their median is "< 1000", as in every other table: left out, they made it 1,100.
+    runs = rfc2544_runs().astype({"throughput_fps": object})
+    zero = runs["loss_tolerance_percent"] == 0
+    runs.loc[zero, "throughput_fps"] = [None, None, 1100]
+    runs.loc[zero, "result.headline_below.throughput_fps"] = [1000, 1000, None]
+    table = analysis.side_by_side(RUNS, runs).set_index("DUT impairment")
+    column = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent=0.0]"
+    assert table.loc["loss 0.01 %", column] == "< 1000"
+    assert table.loc["loss 0.01 %", "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent=0.011]"] \
+        == 81_274
+
+
 def test_side_by_side_leads_with_the_loss_free_rfc2544_figure_the_downloads_did_not_measure():
     """gaming-selective-throughput measures each every-Nth value with delay 0 too (nothing delayed): its loss-free
     throughput heads the selective-delay report's table, though no download ran without impairment there."""

@@ -566,7 +566,10 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                     continue
                 where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
                 column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
-                rows[label][column] = summarize(group[figure].tolist())["median"] * figure_scale(figure)
+                # Each repetition as every table reads it: a search that ended below min_rate is an observation
+                # below it (a median among such reads "< min_rate"), never left out, which raised the median.
+                median = summarize(observations(group, figure))["median"]
+                rows[label][column] = median if is_censored(median) else median * figure_scale(figure)
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
     return table.reset_index()
