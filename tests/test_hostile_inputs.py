@@ -252,6 +252,21 @@ CORPUS = [
     ("tcp trex_server injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp", "params": {
         "engine": "trex", "trex_server": "h;reboot", "mtu": 1500, "bottleneck_bandwidth": 1e8}})), [],
      ["{file}", "procedure.params.trex_server"]),
+    # -- values the roles would refuse on the host, after the campaign had begun
+    ("siit networks 10^5", "spec", text(spec(SIIT, dut={"siit": {"networks": 100000}})), [],
+     ["{file}", "dut.siit.networks", "256"]),
+    ("jool networks 0", "spec", text(spec(SIIT, dut={"siit_jool": {"networks": 0}})), [],
+     ["{file}", "dut.siit_jool.networks"]),
+    ("endpoints file of 10^9 MiB", "spec", text(spec(LAB_SPEC, procedure={"name": "http_download"},
+                                                     endpoints={"http_file_mib": 10**9})), [],
+     ["{file}", "endpoints.http_file_mib"]),
+    ("netem every nth past 32 bits", "spec", text(spec(LAB_SPEC, dut={"impairment": {"loss_every_nth": 2**40}})),
+     [], ["{file}", "dut.impairment.loss_every_nth"]),
+    ("netem limit past 32 bits", "spec", text(spec(LAB_SPEC, dut={"impairment": {"limit": 2**40,
+                                                                                 "loss_percent": 1}})), [],
+     ["{file}", "dut.impairment.limit"]),
+    ("netem loss above 100 %", "spec", text(spec(LAB_SPEC, dut={"impairment": {"loss_percent": 150}})), [],
+     ["{file}", "dut.impairment.loss_percent"]),
     # -- campaign flags
     ("campaign id escapes", "spec", text(GOOD_SPEC), ["--campaign", "../../x"], ["--campaign", "../../x"]),
     ("campaign id slash", "spec", text(GOOD_SPEC), ["--campaign", "a/b"], ["--campaign"]),

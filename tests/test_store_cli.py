@@ -160,11 +160,11 @@ def test_repetition_resumes_without_losing_or_duplicating(tmp_path, monkeypatch)
     calls = {"n": 0}
     real_run = throughput.run
 
-    def crashing_run(*args, **kwargs):
+    def crashing_run(context, params):  # the procedure protocol's signature, which the registry checks
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt  # killed in the middle of repetition 3
-        return real_run(*args, **kwargs)
+        return real_run(context, params)
 
     monkeypatch.setattr(throughput, "run", crashing_run)
     with pytest.raises(KeyboardInterrupt):

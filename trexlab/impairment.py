@@ -37,6 +37,9 @@ MARK = 0x7E1
 #: netem's own queue limit: above the maximum frame rate of the media times the delay (see module doc).
 DEFAULT_LIMIT = 100_000
 DIRECTION_EGRESS_PORT = {"forward": 1, "reverse": 0}
+#: nftables' numgen modulus and netem's queue limit are 32-bit: a larger value fails on the DUT (nft: "Numerical
+#: result out of range"), after the campaign has begun, so it is refused with the spec.
+U32_MAX = 2**32 - 1
 TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
                 "ipv6": "ip6 daddr 2001:2::/48 meta l4proto { tcp, udp }"}
 
@@ -55,12 +58,12 @@ class Impairment:
 
     def __post_init__(self) -> None:
         check_range("loss_percent", self.loss_percent, 0, 100)
-        check_range("loss_every_nth", self.loss_every_nth, 0, integer=True)
+        check_range("loss_every_nth", self.loss_every_nth, 0, U32_MAX, integer=True)
         check_range("delay_ms", self.delay_ms, 0)
         check_range("jitter_ms", self.jitter_ms, 0)
-        check_range("selective_every_nth", self.selective_every_nth, 0, integer=True)
+        check_range("selective_every_nth", self.selective_every_nth, 0, U32_MAX, integer=True)
         check_range("selective_percent", self.selective_percent, 0, 100)
-        check_range("limit", self.limit, 1, integer=True)
+        check_range("limit", self.limit, 1, U32_MAX, integer=True)
         check_choice("backend", self.backend, ("auto", "netem", "nftables"))
         for direction in self.directions:
             check_choice("directions", direction, tuple(DIRECTION_EGRESS_PORT))

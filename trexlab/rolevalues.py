@@ -115,8 +115,18 @@ def check_prefix(name: str, value: object, allow_other: bool = False) -> str:
     return value
 
 
+#: Destination networks a DUT is configured for (the SIIT roles assert it; traffic.destination_networks' range).
+NETWORKS_MAX = 256
+#: The largest HTTP file roles/tcp_endpoints makes on the server node, MiB (the role's own assertion).
+HTTP_FILE_MIB_MAX = 1048576
+
+
 def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = False) -> None:
-    """The strings of a spec's dut.<block> that reach a DUT (types are checked against the role's spec)."""
+    """The values of a spec's dut.<block> that reach a DUT (types are checked against the role's spec)."""
+    if block in ("siit", "siit_jool") and "networks" in settings:  # else the role refuses it, on the DUT
+        networks = settings["networks"]
+        if isinstance(networks, bool) or not isinstance(networks, int) or not 1 <= networks <= NETWORKS_MAX:
+            raise InvalidParameter("networks", networks, f"1..{NETWORKS_MAX}")
     if block == "siit":
         if "device" in settings:
             check_interface("device", settings["device"])
@@ -150,6 +160,10 @@ def check_endpoints_block(settings: dict) -> None:
                                              or not _ALGORITHM.match(settings["congestion_control"])):
         raise InvalidParameter("congestion_control", settings["congestion_control"],
                                "a congestion control name such as cubic or reno, or ''")
+    if "http_file_mib" in settings and (isinstance(settings["http_file_mib"], bool)
+                                        or not isinstance(settings["http_file_mib"], int)
+                                        or not 1 <= settings["http_file_mib"] <= HTTP_FILE_MIB_MAX):
+        raise InvalidParameter("http_file_mib", settings["http_file_mib"], f"1..{HTTP_FILE_MIB_MAX} MiB")
     for key in ("http_port",):
         if key in settings and (isinstance(settings[key], bool) or not isinstance(settings[key], int)
                                 or not 1 <= settings[key] <= 65535):

@@ -27,7 +27,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from trexlab import reference_dut, rolevalues
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
@@ -298,6 +298,12 @@ def _check_dut(point: SweepPoint, source: str) -> None:
             reference_dut.from_settings(reference)
         except InvalidParameter as exc:
             raise InvalidExperiment(f"{where}: dut.reference.{exc}") from None
+    impaired = (point.spec.get("dut") or {}).get("impairment")
+    if impaired is not None:  # the same for roles/netem's values (trexlab.impairment.Impairment)
+        try:
+            impairment.disclosure(impaired)
+        except InvalidParameter as exc:
+            raise InvalidExperiment(f"{where}: dut.impairment.{exc}") from None
 
 
 def _check_role_settings(where: str, label: str, role: str, settings: dict) -> None:
