@@ -204,3 +204,24 @@ def test_the_method_line_says_when_no_frame_timeout_was_applied():
     assert "no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)" in line()
     timed = line(frame_timeout=0.01)
     assert "frame timeout 10 ms" in timed and "no frame timeout" not in timed
+
+
+def test_more_tags_than_frames_after_the_tag_delay_are_refused_before_any_trial():
+    # 100 fps for the 1 s after the tag delay are 100 frames: they cannot carry 500 tags (siitperf refuses the
+    # same). The sim reported 500 tags sent and received, swtester failed mid-run, TRex sent fewer.
+    from types import SimpleNamespace
+
+    from trexlab.generators import capabilities
+
+    few = latency.Params(rate=100, trial_duration=2, tag_delay=1, tagged_frames=500)
+    plan = SimpleNamespace(params=few, rate_from=None, capabilities=capabilities("sim"))
+    with pytest.raises(InvalidParameter, match=r"^tagged_frames=500: allowed at most 100, the frames sent in the "
+                                               r"1 s after tag_delay at 100 fps$"):
+        latency.check(plan)
+    latency.check(SimpleNamespace(**plan.__dict__ | {"rate_from": object()}))  # the rate is not measured yet
+    trials = []
+    with pytest.raises(InvalidParameter, match="^tagged_frames=500"):
+        latency.run(RunContext(sim(), ONE_WAY, on_trial=lambda *a: trials.append(a)), few)
+    assert trials == [], "refused before the first trial"
+    latency.check(SimpleNamespace(**plan.__dict__ | {"params": latency.Params(rate=500, trial_duration=2, tag_delay=1,
+                                                                            tagged_frames=500)}))

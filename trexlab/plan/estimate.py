@@ -35,8 +35,10 @@ from trexlab.trial import Latency, TrialResult, TrialSpec
 #: DUT capacities per decade of the grid; 8 puts neighbours 33 % apart, finer than any search's first steps.
 GRID_PER_DECADE = 8
 #: A placeholder rate for procedures that take theirs from the point's throughput (rate: {from: throughput}):
-#: their trial plan (fixed durations) does not depend on it.
-PLACEHOLDER_RATE = 1000.0
+#: their trial plan (fixed durations) does not depend on it. High enough that the tags a latency spec asks for fit
+#: in its frames after tag_delay (trexlab.procedures.latency.check_tag_window): a measured rate is checked when it
+#: is measured, the placeholder must not refuse the estimate of a spec a real rate may run.
+PLACEHOLDER_RATE = 1e7
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,9 @@ class _PlanLatency(Latency):
 
     def percentiles(self, qs) -> list[float]:
         return [0.0 for _ in qs]
+
+    def median(self) -> float:
+        return 0.0
 
 
 def _planning_generator(capacity: float):

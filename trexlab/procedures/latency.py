@@ -151,14 +151,35 @@ class LatencyResult:
         }
 
 
+def check_tag_window(params: Params) -> None:
+    """At most one tag per frame sent after tag_delay (siitperf refuses more too): more tags than frames would be
+    refused by swtester mid-run, sent fewer by TRex, and counted as sent by the sim."""
+    rate = check_rate(params.rate)
+    frames = round(rate * params.trial_duration) - math.ceil(round(rate * params.tag_delay, 9))
+    if params.tagged_frames > frames:
+        raise InvalidParameter("tagged_frames", params.tagged_frames,
+                               f"at most {max(frames, 0)}, the frames sent in the "
+                               f"{params.trial_duration - params.tag_delay:g} s after tag_delay at {rate:g} fps")
+
+
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
-check = check_plan_frame_timeout
+
+
+def check(plan) -> None:
+    """A frame timeout the generator can keep, and tags that fit in the frames after tag_delay at the rate (a
+    campaign's rate from throughput runs is measured first: run checks the tags then, before its first trial)."""
+    check_plan_frame_timeout(plan)
+    if plan.rate_from is None:
+        check_tag_window(plan.params)
+
+
 check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> LatencyResult:
+    check_tag_window(params)
     runner = context.runner(NAME)
     timeout = frame_timeout_override(params.frame_timeout)
     rate = check_rate(params.rate)
