@@ -96,6 +96,10 @@ CORPUS = [
     ("not UTF-8", "spec", b"name: x\nprocedure: {name: throughput}\ndescription: \xff\xfe\n", [],
      ["{file}", "UTF-8"]),
     ("YAML syntax", "spec", "name: [x\n", [], ["{file}", "not valid YAML"]),
+    ("integer of 5000 digits", "spec", "name: x\nprocedure: {name: throughput}\nrepetitions: " + "9" * 5000 + "\n", [],
+     ["{file}", "line 3", "64 bits"]),
+    ("hex integer of 20000 bits", "spec", "name: x\nprocedure: {name: throughput}\nrepetitions: 0x" + "f" * 5000
+     + "\n", [], ["{file}", "line 3", "64 bits"]),
     ("a list", "spec", "- name: x\n", [], ["{file}", "mapping"]),
     ("a string", "spec", "just text\n", [], ["{file}", "mapping"]),
     ("empty", "spec", "", [], ["{file}", "mapping"]),
@@ -307,6 +311,8 @@ CORPUS = [
     # -- --config files
     ("config duplicate key", "config", "params: {max_rate: 1}\nparams: {max_rate: 2}\n", [],
      ["--config {file}", "duplicate key 'params'"]),
+    ("config integer of 5000 digits", "config", "repeat: " + "9" * 5000 + "\n", [],
+     ["--config {file}", "line 1", "64 bits"]),
     ("config not UTF-8", "config", b"params: {media: \xff}\n", [], ["--config {file}", "UTF-8"]),
     ("config a list", "config", "- 1\n", [], ["--config {file}", "mapping"]),
     ("config params a list", "config", "params: [1, 2]\n", [], ["--config {file}", "params"]),

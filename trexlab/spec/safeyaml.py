@@ -2,10 +2,10 @@
 
 A spec is something people share, so reading one must not be able to hurt the tool: the file is read only
 up to MAX_BYTES, must be UTF-8, may not repeat a key (PyYAML keeps the last one silently, so a spec could
-read one loss tolerance and run at another), may use only a few aliases, and may not expand beyond
-MAX_NODES values (aliases share objects, so a small file can stand for an exponential tree that
-every later walk of it, schema validation included, would expand). Every refusal is one line naming the
-file, and the line and key where there is one.
+read one loss tolerance and run at another), may hold no integer beyond 64 bits, may use only a few aliases,
+and may not expand beyond MAX_NODES values (aliases share objects, so a small file can stand for an
+exponential tree that every later walk of it, schema validation included, would expand). Every refusal is
+one line naming the file, and the line and key where there is one.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ MAX_BYTES = 1 << 20
 MAX_ALIASES = 32
 #: Values (scalars, lists, mappings) the loaded document may expand to, aliases counted at each use.
 MAX_NODES = 100_000
+#: Integers beyond 64 bits mean nothing in a spec, and Python refuses to print (or read in decimal) one of more
+#: than 4300 digits: an error message about it would be a traceback instead.
+MAX_INT_BITS = 64
 
 
 class YamlInputError(ValueError):
@@ -45,6 +48,16 @@ class _Loader(yaml.SafeLoader):
                                      "write the values out")
         return super().compose_node(parent, index)
 
+    def construct_yaml_int(self, node):
+        try:
+            value = super().construct_yaml_int(node)
+        except ValueError:  # more decimal digits than Python converts
+            value = None
+        if value is None or abs(value).bit_length() > MAX_INT_BITS:
+            raise YamlInputError(f"{self.source}: line {node.start_mark.line + 1}: an integer of more than "
+                                 f"{MAX_INT_BITS} bits")
+        return value
+
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen: dict = {}
@@ -62,6 +75,9 @@ class _Loader(yaml.SafeLoader):
                                          f"{key!r} (first on line {seen[key]})")
                 seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def _count(value, budget: list[int], source: str) -> None:
