@@ -75,9 +75,16 @@ def test_killed_mid_search_resumes_to_the_uninterrupted_result_and_trial_sequenc
     logged = len(log.read_text().splitlines())
     assert 3 <= logged < len(trials(reference / "rep-002")), "killed mid-search of repetition 2"
     assert not (killed / "rep-002" / "result.json").exists()
+    earlier = json.loads((killed / "rep-002" / "provenance.json").read_text())
     resumed = subprocess.run(command(killed, 0), capture_output=True, text=True, env=env, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed, {logged} logged trial(s) replayed" in resumed.stderr
+    # The replayed trials were measured by the killed process: the repetition's provenance names it.
+    before = {"started": earlier["started"], "git_commit": earlier["git_commit"],
+              "trexlab_version": earlier["trexlab_version"], "hostname": earlier["host"]["hostname"]}
+    assert json.loads((killed / "rep-002" / "provenance.json").read_text())["resumed"] == [
+        {**before, "trials_logged": logged}]
+    assert "resumed" not in json.loads((killed / "rep-001" / "provenance.json").read_text())
     for rep in ("rep-001", "rep-002", "rep-003"):
         assert trials(killed / rep) == trials(reference / rep), rep
         assert json.loads((killed / rep / "result.json").read_text()) == json.loads(

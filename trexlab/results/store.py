@@ -170,10 +170,18 @@ class RunDir:
     def __init__(self, path: str | os.PathLike, provenance: dict):
         self.path = Path(path)
         make_directories(self.path)
-        write_json_atomic(self.path / PROVENANCE, provenance)
         # A rerun of an unfinished run keeps what its log held (trexlab.plan.resume replays it into the search, which
         # writes each replayed record back as it was) and starts the file afresh, a line cut short included.
         self.logged = read_trials(self.path)
+        if self.logged and (self.path / PROVENANCE).is_file():
+            # Those trials were measured by the earlier process, perhaps another trexlab commit or host: the
+            # provenance says so, rather than claiming them for this one.
+            earlier = read_json(self.path / PROVENANCE)
+            provenance = {**provenance, "resumed": [*earlier.get("resumed", []), {
+                "started": earlier.get("started"), "git_commit": earlier.get("git_commit"),
+                "trexlab_version": earlier.get("trexlab_version"),
+                "hostname": (earlier.get("host") or {}).get("hostname"), "trials_logged": len(self.logged)}]}
+        write_json_atomic(self.path / PROVENANCE, provenance)
         self._trials = open(self.path / TRIALS, "w")
         (self.path / TRIALS_COLUMNAR).unlink(missing_ok=True)  # a columnar copy of the old log would mislead
         fsync_directory(self.path)  # the log's name, before the first trial is fsynced into it
