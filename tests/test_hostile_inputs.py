@@ -256,6 +256,10 @@ CORPUS = [
     ("tcp trex_server injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp", "params": {
         "engine": "trex", "trex_server": "h;reboot", "mtu": 1500, "bottleneck_bandwidth": 1e8}})), [],
      ["{file}", "procedure.params.trex_server"]),
+    ("selftest of 3000 frame sizes", "spec", text(spec(procedure={"name": "selftest", "params": {
+        "frame_sizes": [64] * 3000}})), [], ["{file}", "procedure.params.frame_sizes", "at most 64"]),
+    ("tcp of 1000 reduced windows", "argv", None, ["tcp", "--generator", "sim", "--reduced-window-percent",
+                                                   ",".join(["50"] * 1000)], ["reduced_window_percent", "at most 64"]),
     # -- values the roles would refuse on the host, after the campaign had begun
     ("siit networks 10^5", "spec", text(spec(SIIT, dut={"siit": {"networks": 100000}})), [],
      ["{file}", "dut.siit.networks", "256"]),

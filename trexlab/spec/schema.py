@@ -30,6 +30,10 @@ HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
 REPETITIONS_MAX = 1000
+#: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
+#: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
+#: run busy for minutes).
+LIST_ITEMS_MAX = 64
 #: Sweep points one experiment may expand to: the product of the sweep's lengths is refused above it before
 #: anything is expanded (a campaign of more points would not finish in any lab's lifetime).
 SWEEP_POINTS_MAX = 1000
@@ -265,6 +269,9 @@ def convert(name: str, value, hint, from_text: bool = False):
         if not isinstance(value, list | tuple):
             raise InvalidParameter(name, value, _describe(hint))
         args = typing.get_args(hint)
+        variable = not args or (len(args) == 2 and args[1] is Ellipsis)
+        if variable and len(value) > LIST_ITEMS_MAX:
+            raise InvalidParameter(name, f"<{len(value)} values>", f"at most {LIST_ITEMS_MAX} values")
         if not args:
             return tuple(value)
         if len(args) == 2 and args[1] is Ellipsis:
