@@ -3,6 +3,7 @@
 import json
 import math
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -104,11 +105,12 @@ def test_export_refuses_an_unknown_format(tmp_path):
         analysis.export(pd.DataFrame(), tmp_path / "t.xlsx")
 
 
-def sim_campaign(tmp_path, name, sweep, capacity=400000):
+def sim_campaign(tmp_path, name, sweep, capacity=400000, trial_duration=1, repetitions=3):
     spec = {"name": name, "generator": "sim", "generator_options": {"capacity": capacity, "capacity_noise": 0.01},
             "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0},
-            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000, "trial_duration": 1}},
-            "sweep": sweep, "repetitions": 3}
+            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000,
+                                                           "trial_duration": trial_duration}},
+            "sweep": sweep, "repetitions": repetitions}
     return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
 
 
@@ -135,6 +137,24 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     assert "single_median" in text and "ratio" in text and "Traceback" not in text
     ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
+
+
+def test_the_single_dut_half_of_a_comparison_is_one_measured_alike(tmp_path):
+    # The notebook takes the last of sibling_campaigns: they were sorted by name (a spec hash), so a single-DUT
+    # campaign of other trial durations (another scale) could be set beside the dual-DUT one, and compare() gave
+    # their ratio.
+    networks = {"traffic.destination_networks": [1]}
+    alike = sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=1)
+    other = sim_campaign(tmp_path, "siit-single-dut", networks, trial_duration=2, repetitions=1)
+    dual = sim_campaign(tmp_path, "siit-dual-dut", networks, capacity=200000, repetitions=1)
+    assert analysis.sibling_campaigns(dual, "siit-single-dut") == [Path(alike).resolve()]
+    with pytest.raises(ValueError, match=r"^destination_networks=1: single and dual measured differently "
+                                         r"\(params\.trial_duration 2\.0 in single, 1\.0 in dual\)"):
+        analysis.compare(analysis.load_campaigns(other), analysis.load_campaigns(dual), "throughput_fps",
+                         by="destination_networks")
+    table = analysis.compare(analysis.load_campaigns(alike), analysis.load_campaigns(dual), "throughput_fps",
+                             by="destination_networks")
+    assert table["ratio"].iloc[0] == pytest.approx(0.5, abs=0.05)
 
 
 def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_never_inf():

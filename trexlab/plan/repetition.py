@@ -102,8 +102,9 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
 #: and latency floor looked up for it (a self-test in between records new ones; each result names its own), nor
 #: the simulated SUT's wall-clock pacing (how long its simulated trials take to watch, not what they measure).
 SAME_RUN = ("procedure", "params", "traffic", "generator_options", "generator.generator")
-NOT_COMPARED = {"params": ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"),
-                "generator_options": ("wall_clock_factor",)}
+#: The parameters filled from the ceilings file (trexlab.procedures.selftest.RECORDED, which imports this module).
+LOOKED_UP = ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9")
+NOT_COMPARED = {"params": LOOKED_UP, "generator_options": ("wall_clock_factor",)}
 
 
 def _same_run_facts(provenance: dict) -> dict:

@@ -37,7 +37,6 @@ import pandas as pd
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
 from trexlab.results.stats import is_censored, numeric, summarize
-from trexlab.results.store import dumps
 
 CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
@@ -161,7 +160,7 @@ def compare_campaigns(a: str | Path, b: str | Path, figures: list[str] | None = 
     groups_a = dict(_groups(runs_a, sweep_a))
     groups_b = dict(_groups(runs_b, sweep_b))
     for key in groups_a.keys() & groups_b.keys():
-        if (differs := _other_method(groups_a[key], groups_b[key])) is not None:
+        if (differs := analysis.measured_otherwise(groups_a[key], groups_b[key], analysis.CONDITIONS)) is not None:
             point = ", ".join(f"{k}={v}" for k, v in zip(sweep_a, key, strict=True)) or "the point"
             raise CompareError(f"{point}: A and B measured differently ({differs}): compare needs the same "
                                "procedure, parameters and traffic")
@@ -174,33 +173,6 @@ def compare_campaigns(a: str | Path, b: str | Path, figures: list[str] | None = 
     return pd.DataFrame(rows)
 
 
-#: What a figure is measured with (provenance of each repetition): campaigns that differ in any of these (frame
-#: size, loss tolerance, trial duration, resolution, procedure, ...) measured different things, and no shift between
-#: them is the DUT's. Not among them: what the procedure sets per trial (the template's load and duration) and the
-#: tester's ceiling looked up for the run (a note: _tester_notes).
-CONDITIONS = ("provenance.procedure", "provenance.params.", "provenance.traffic.")
-NOT_CONDITIONS = ("provenance.traffic.offered_load", "provenance.traffic.duration", "provenance.params.tester_ceiling")
-
-
-def _values(runs: pd.DataFrame, column: str) -> set[str]:
-    return {dumps(None if isinstance(v, float) and math.isnan(v) else v) for v in runs[column]}
-
-
-def _other_method(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
-    """The first condition (CONDITIONS) in which the repetitions of a point of A and B differ, with both values;
-    None when they agree. A column one side lacks (written by another trexlab version) is not compared; nor is
-    the rate of latency measured at a throughput's median (rate_source): a figure of the DUT."""
-    measured_rate = any(c.startswith("provenance.rate_source.") for c in (*a.columns, *b.columns))
-    for column in a.columns:
-        if (not column.startswith(CONDITIONS) or column in NOT_CONDITIONS or column not in b
-                or (measured_rate and column == "provenance.params.rate")):
-            continue
-        if (first := _values(a, column)) != (second := _values(b, column)):
-            return f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in A, " \
-                   f"{' / '.join(sorted(second))} in B"
-    return None
-
-
 #: What measured a point, said beside its verdict when A and B differ in it: the tester (its ceiling, the generator).
 TESTER = {"provenance.tester_ceiling.ceiling_fps": "tester ceiling (fps)",
           "provenance.generator.generator": "generator"}
@@ -210,9 +182,10 @@ def _tester_notes(a: pd.DataFrame | None, b: pd.DataFrame | None) -> list[str]:
     """A and B measured by other testers: a figure near one tester's ceiling may be that tester's, not the DUT's."""
     if a is None or b is None:
         return []
+    values = analysis.values_of
     return [f"{label}: {' / '.join(sorted(first))} in A, {' / '.join(sorted(second))} in B"
             for column, label in TESTER.items()
-            if column in a and column in b and (first := _values(a, column)) != (second := _values(b, column))]
+            if column in a and column in b and (first := values(a, column)) != (second := values(b, column))]
 
 
 def _groups(runs: pd.DataFrame, sweep: list[str]):
