@@ -164,7 +164,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
 def method_of(result: dict) -> dict:
     """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
     method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
-                                     "warm_start") if k in result}
+                                     "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
                                                    "final_trial_duration", "duration_sum")} for g in result["goals"]]
@@ -195,6 +195,8 @@ def method_line(method: dict) -> str:
         parts.append(f"offered load {method['rate']:g} fps")
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
+    if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
+        parts.append(f"latency definition: {method['latency_definition']}")
     if "frame_timeout" in method:
         parts.append("no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)"
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
