@@ -3,6 +3,7 @@
 import json
 import math
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -104,11 +105,12 @@ def test_export_refuses_an_unknown_format(tmp_path):
         analysis.export(pd.DataFrame(), tmp_path / "t.xlsx")
 
 
-def sim_campaign(tmp_path, name, sweep, capacity=400000):
+def sim_campaign(tmp_path, name, sweep, capacity=400000, trial_duration=1, repetitions=3):
     spec = {"name": name, "generator": "sim", "generator_options": {"capacity": capacity, "capacity_noise": 0.01},
             "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0},
-            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000, "trial_duration": 1}},
-            "sweep": sweep, "repetitions": 3}
+            "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000,
+                                                           "trial_duration": trial_duration}},
+            "sweep": sweep, "repetitions": repetitions}
     return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
 
 
@@ -137,6 +139,24 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
 
 
+def test_the_single_dut_half_of_a_comparison_is_one_measured_alike(tmp_path):
+    # The notebook takes the last of sibling_campaigns: they were sorted by name (a spec hash), so a single-DUT
+    # campaign of other trial durations (another scale) could be set beside the dual-DUT one, and compare() gave
+    # their ratio.
+    networks = {"traffic.destination_networks": [1]}
+    alike = sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=1)
+    other = sim_campaign(tmp_path, "siit-single-dut", networks, trial_duration=2, repetitions=1)
+    dual = sim_campaign(tmp_path, "siit-dual-dut", networks, capacity=200000, repetitions=1)
+    assert analysis.sibling_campaigns(dual, "siit-single-dut") == [Path(alike).resolve()]
+    with pytest.raises(ValueError, match=r"^destination_networks=1: single and dual measured differently "
+                                         r"\(params\.trial_duration 2\.0 in single, 1\.0 in dual\)"):
+        analysis.compare(analysis.load_campaigns(other), analysis.load_campaigns(dual), "throughput_fps",
+                         by="destination_networks")
+    table = analysis.compare(analysis.load_campaigns(alike), analysis.load_campaigns(dual), "throughput_fps",
+                             by="destination_networks")
+    assert table["ratio"].iloc[0] == pytest.approx(0.5, abs=0.05)
+
+
 def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_never_inf():
     # A worst-case latency whose 99.9th percentile lies among lost tags is +inf in result.json's headline; the
     # report's tables, plots and the CLI's summary say "> timeout (lost)", and its dispersion is undefined.
@@ -146,7 +166,7 @@ def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_neve
     table = analysis.summarize_points(runs, "forward_worst_case_s")
     shown = analysis.styled(table, "forward_worst_case_s").data.set_index("destination_networks")
     assert (shown.loc[16, "median"], shown.loc[16, "max"]) == (analysis.LOST_TEXT, analysis.LOST_TEXT)
-    assert shown.loc[16, "min"] == "0.010" and shown.loc[16, "dispersion_percent"] == "-"
+    assert shown.loc[16, "min"] == "0.01000" and shown.loc[16, "dispersion_percent"] == "-"
     statistics = ["median", "min", "max", "p1", "p99", "dispersion_percent"]
     assert not any(re.search(r"\binf\b", v) for v in shown[statistics].to_numpy().ravel()), shown[statistics]
     assert "lost" in table.set_index("destination_networks").loc[16, "why"]
@@ -159,3 +179,32 @@ def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_neve
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"], "the point among lost tags keeps its place"
     assert analysis.LOST_TEXT in [t.get_text() for t in ax.texts]
     assert all(math.isfinite(v) for v in ax.get_ylim())
+
+
+def test_a_delay_keeps_four_significant_digits_in_the_report_tables():
+    # Latencies of microseconds in a table in ms: three decimals showed 11.360, 11.368 and 11.376 us all as 0.011,
+    # beside a dispersion of 0.14 %; a 2.4 us DUT would read 0.002 (one digit).
+    runs = runs_frame({1: [11.360e-6, 11.368e-6, 11.376e-6], 16: [2.449e-6] * 3, 64: [89.11] * 3}).rename(
+        columns={"throughput_fps": "forward_typical_s"})
+    runs["figure_keys"] = [("forward_typical_s",)] * len(runs)
+    table = analysis.summarize_points(runs, "forward_typical_s")
+    shown = analysis.styled(table, "forward_typical_s").data.set_index("destination_networks")
+    assert list(shown.loc[1, ["min", "median", "max"]]) == ["0.01136", "0.01137", "0.01138"]
+    assert shown.loc[16, "median"] == "0.002449" and shown.loc[64, "median"] == "89,110"
+
+
+def test_a_tester_bound_delay_is_no_lower_bound_a_tester_bound_rate_is():
+    # A tester that stalls, drops or adds its own delay holds a rate down (its throughput is a lower bound of the
+    # DUT's) but raises a delay: a latency within reach of the tester's own floor is no "at least" figure.
+    reasons = [["near tester latency floor"], [], []]
+    rows = [{"experiment": "e", "destination_networks": 1, "repetition": i + 1, "forward_typical_s": v,
+             "throughput_fps": f, "result.tester_bound_reasons": r, "sweep_keys": ("destination_networks",),
+             "figure_keys": ("forward_typical_s", "throughput_fps")}
+            for i, (v, f, r) in enumerate(zip([10e-6, 12e-6, 14e-6], [100.0, 120.0, 140.0], reasons, strict=True))]
+    runs = pd.DataFrame(rows)
+    delay = analysis.summarize_points(runs, "forward_typical_s").iloc[0]
+    assert delay["tester_bound"] == 1 and not delay["median_lower_bound"]
+    assert "tester-bound: near tester latency floor: rep 1" in delay["why"]
+    assert analysis.summarize_points(runs, "throughput_fps").iloc[0]["median_lower_bound"]
+    assert "lower bound" not in analysis.figure_heading(analysis.summarize_points(runs, "forward_typical_s"),
+                                                        "forward_typical_s")

@@ -140,3 +140,16 @@ def test_campaigns_measured_with_another_frame_size_or_tolerance_are_refused_and
     row = compare_campaigns(campaigns["a"], ceiling).iloc[0]
     assert row["verdict"] == "no significant difference"
     assert "tester ceiling (fps): null in A, 2000000.0 in B" in row["notes"], row["notes"]
+
+
+def test_latency_campaigns_compared_against_other_tester_floors_are_compared(tmp_path):
+    # The tester's latency floor is looked up in the ceilings file like its ceiling: another tester, or a self-test
+    # in between, gives another one; the DUT's latency is still measured the same way.
+    def latency(root, floor):
+        params = {"rate": 50000, "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500,
+                  **({"tester_floor_median": floor, "tester_floor_p99_9": floor * 2} if floor else {})}
+        return campaign(root, 100000, seed=1, repetitions=1, traffic={**SPEC["traffic"], "directions": "forward"},
+                        procedure={"name": "latency", "params": params})
+
+    table = compare_campaigns(latency(tmp_path / "a", None), latency(tmp_path / "b", 1e-6))
+    assert "forward_typical_s" in set(table["figure"])

@@ -225,3 +225,13 @@ def test_more_tags_than_frames_after_the_tag_delay_are_refused_before_any_trial(
     assert trials == [], "refused before the first trial"
     latency.check(SimpleNamespace(**plan.__dict__ | {"params": latency.Params(rate=500, trial_duration=2, tag_delay=1,
                                                                             tagged_frames=500)}))
+
+
+def test_latency_states_which_rfc_1242_definition_its_figures_follow():
+    # RFC 8219 section 7.2, reporting format: the report MUST state which definition of latency (RFC 1242) was used.
+    from trexlab.plan.repetition import method_line, method_of
+
+    result = latency.run(RunContext(sim(), ONE_WAY), latency.Params(rate=10_000, trial_duration=2, tag_delay=1,
+                                                                    tagged_frames=500)).to_dict()
+    assert "RFC 1242" in result["latency_definition"] and "store and forward" in result["latency_definition"]
+    assert f"latency definition: {result['latency_definition']}" in method_line(method_of(result))

@@ -54,20 +54,28 @@ def loopback_lab(tmp_path, netns: bool):
     return load_lab(str(tmp_path / "hosts.yml"))
 
 
-def test_provenance_names_the_swtester_build_by_its_hash(tmp_path, monkeypatch):
+def test_provenance_names_the_swtester_build_by_its_hash_and_an_ssh_testers_kernel_and_cpu(tmp_path, monkeypatch):
     # make swtester rebuilds the binary in place: its path names no build, its hash does.
     generator = SoftwareGenerator(loopback_lab(tmp_path, netns=True), cross_check=False)
     monkeypatch.setattr(generator, "probe", dict)
     described = generator.describe()
     assert described["binary_sha256"] == hashlib.sha256(Path(generator.binary).read_bytes()).hexdigest()
-    # An SSH tester's swtester (on its PATH) is hashed there.
+    assert described["tester_host"] is None, "a namespace tester is this machine: the provenance's host facts"
+    # An SSH tester's swtester (on its PATH) is hashed there, and its kernel and CPU read, in one login: the host
+    # facts are the controller's.
     remote = SoftwareGenerator(loopback_lab(tmp_path, netns=False), cross_check=False)
-    digest = "ab" * 32
     asked = []
 
     def run(argv, **_):
         asked.append(argv)
-        return subprocess.CompletedProcess(argv, 0, f"{digest}  /usr/local/bin/swtester\n", "")
+        return subprocess.CompletedProcess(argv, 0, f"sha256 {'ab' * 32}\nkernel 6.1.0-28-amd64\ncpu AMD EPYC 7302P\n",
+                                           "")
 
     monkeypatch.setattr("trexlab.generators.software.subprocess.run", run)
-    assert remote.binary_sha256() == digest and asked[0][0] == "ssh" and "command -v swtester" in asked[0][-1]
+    assert remote.build_and_host() == {"binary_sha256": "ab" * 32,
+                                       "tester_host": {"kernel": "6.1.0-28-amd64", "cpu_model": "AMD EPYC 7302P"}}
+    assert len(asked) == 1 and asked[0][0] == "ssh" and "command -v swtester" in asked[0][-1]
+    # No swtester there, no cpuinfo model line: None, not a misread line.
+    monkeypatch.setattr("trexlab.generators.software.subprocess.run",
+                        lambda argv, **_: subprocess.CompletedProcess(argv, 0, "sha256 \nkernel 6.1.0\ncpu \n", ""))
+    assert remote.build_and_host() == {"binary_sha256": None, "tester_host": {"kernel": "6.1.0", "cpu_model": None}}

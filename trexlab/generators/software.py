@@ -159,28 +159,38 @@ class SoftwareGenerator:
         return {"generator": "software", "tester": "swtester", "binary": self.binary, "node": self.tester.name,
                 "netns": self.tester.netns, "cpus": list(self.tester.cpus),
                 "ports": [{"name": p.name, "mac": p.mac, "peer_mac": p.peer_mac} for p in ports],
-                "binary_sha256": self.binary_sha256(),
+                **self.build_and_host(),
                 "send_method_option": self.send_method, "sender_threads": self.sender_threads,
                 # The CPUs whose hypervisor steal each trial measures (TrialResult.host_steal; all: the tester is
                 # not pinned), None when not measured (the tester does not share this machine).
                 "host_steal_cpus": (list(self.tester.cpus) or "all") if self.proc_stat else None, **self.probe(),
                 "lab": self.lab.describe()}
 
-    def binary_sha256(self) -> str | None:
-        """The SHA-256 of the swtester build that sends and counts the frames: its path alone names no build (make
-        swtester rebuilds it in place, an SSH tester's PATH finds whatever is installed). None when unreadable."""
+    def build_and_host(self) -> dict:
+        """The swtester build that sends and counts the frames, by its SHA-256 (binary_sha256: its path alone names
+        no build, make swtester rebuilds it in place, an SSH tester's PATH finds whatever is installed), and for an
+        SSH tester the kernel and CPU model it runs on (tester_host; a namespace tester is this machine, whose host
+        facts the provenance has). Values it cannot read are None."""
         if self.tester.netns:  # this machine's file
             try:
-                return hashlib.sha256(Path(self.binary).read_bytes()).hexdigest()
+                digest: str | None = hashlib.sha256(Path(self.binary).read_bytes()).hexdigest()
             except OSError:
-                return None
-        argv = self.tester.command(["sh", "-c", f'sha256sum "$(command -v {shlex.quote(self.binary)})"'])
+                digest = None
+            return {"binary_sha256": digest, "tester_host": None}
+        # One login, each answer on a line of its own that says what it is (an empty answer stays on its line).
+        script = (f'echo "sha256 $(sha256sum "$(command -v {shlex.quote(self.binary)})" | cut -d" " -f1)"; '
+                  'echo "kernel $(uname -r)"; echo "cpu $(sed -n "s/^model name[^:]*: //p" /proc/cpuinfo | head -n1)"')
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
+            result = subprocess.run(self.tester.command(["sh", "-c", script]), capture_output=True, text=True,
+                                    timeout=GRACE)
+            lines = result.stdout.splitlines() if result.returncode == 0 else []
         except (subprocess.TimeoutExpired, OSError):
-            return None
-        digest = result.stdout.split()[0] if result.returncode == 0 and result.stdout.split() else ""
-        return digest if re.fullmatch(r"[0-9a-f]{64}", digest) else None
+            lines = []
+        answers = {key: value for key, _, value in (line.partition(" ") for line in lines)}
+        found = answers.get("sha256", "").strip()
+        return {"binary_sha256": found if re.fullmatch(r"[0-9a-f]{64}", found) else None,
+                "tester_host": {"kernel": answers.get("kernel", "").strip() or None,
+                                "cpu_model": answers.get("cpu", "").strip() or None}}
 
     def probe(self) -> dict:
         """The send and receive methods swtester takes on the tester's ports (per direction, and the fallback's

@@ -22,7 +22,7 @@ from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures.common import RunContext
-from trexlab.results.stats import Observation, is_censored, summarize
+from trexlab.results.stats import Observation, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
     RunDir,
@@ -102,8 +102,9 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
 #: and latency floor looked up for it (a self-test in between records new ones; each result names its own), nor
 #: the simulated SUT's wall-clock pacing (how long its simulated trials take to watch, not what they measure).
 SAME_RUN = ("procedure", "params", "traffic", "generator_options", "generator.generator")
-NOT_COMPARED = {"params": ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"),
-                "generator_options": ("wall_clock_factor",)}
+#: The parameters filled from the ceilings file (trexlab.procedures.selftest.RECORDED, which imports this module).
+LOOKED_UP = ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9")
+NOT_COMPARED = {"params": LOOKED_UP, "generator_options": ("wall_clock_factor",)}
 
 
 def _same_run_facts(provenance: dict) -> dict:
@@ -154,7 +155,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     summary = {}
     for name in names:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
-        summary[name] = {**summarize(observations), "repetitions": [
+        summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
             {"repetition": o.repetition, "value": o.value, "below": o.below,
              "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary
@@ -163,7 +164,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
 def method_of(result: dict) -> dict:
     """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
     method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
-                                     "warm_start") if k in result}
+                                     "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
                                                    "final_trial_duration", "duration_sum")} for g in result["goals"]]
@@ -194,6 +195,8 @@ def method_line(method: dict) -> str:
         parts.append(f"offered load {method['rate']:g} fps")
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
+    if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
+        parts.append(f"latency definition: {method['latency_definition']}")
     if "frame_timeout" in method:
         parts.append("no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)"
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")

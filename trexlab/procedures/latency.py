@@ -63,6 +63,13 @@ MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
 MAX_TAGGED_FRAMES = 10_000_000
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
+#: RFC 8219 section 7.2's report MUST state which RFC 1242 latency definition was used. The testers timestamp a
+#: tagged frame when they send it and when they have received all of it, so for a store and forward DUT (last bit
+#: in to first bit out) the figure adds the frame's transmission time on both of its links and the tester's own
+#: send and receive path, which its self-test measures (the latency floor, where its 3x warning comes from).
+LATENCY_DEFINITION = ("RFC 1242 store and forward, plus the frame's transmission time into and out of the DUT and "
+                      "the tester's own send and receive path (its latency floor): from the tester's send timestamp "
+                      "to its receive timestamp of the whole frame")
 
 
 def check_rate(rate: float | None) -> float:
@@ -137,6 +144,7 @@ class LatencyResult:
         return {
             "procedure": NAME,
             "method": METHOD,
+            "latency_definition": LATENCY_DEFINITION,
             "deviations": deviations,
             "directions": directions,
             "rfc2544_single_frame_latency": self.rfc2544,

@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
 
-from trexlab.plan.repetition import SUMMARY, method_line
-from trexlab.results.stats import Observation, is_censored, numeric, summarize
-from trexlab.results.store import load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
+from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.store import dumps, load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -140,7 +140,8 @@ def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = Non
     rows = []
     for key, group in runs.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key, strict=True)), **summarize(observations(group, figure))})
+        rows.append({**dict(zip(by, key, strict=True)),
+                     **summarize(observations(group, figure), held_down_by_tester(figure))})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
@@ -149,9 +150,46 @@ def figure_columns(runs: pd.DataFrame) -> list[str]:
     return _union(runs, "figure_keys")
 
 
+#: How a figure was measured (each repetition's provenance): the procedure and its parameters (METHOD), and the
+#: traffic (CONDITIONS adds it). Repetitions that differ in any of these (frame size, loss tolerance, trial
+#: duration, resolution, ...) measured different things: no difference between them is the DUT's. Not among them:
+#: what the procedure sets per trial (the template's load and duration) and what was looked up in the ceilings
+#: file for the tester (another tester, or a self-test in between, records other values).
+METHOD = ("provenance.procedure", "provenance.params.")
+CONDITIONS = (*METHOD, "provenance.traffic.")
+NOT_CONDITIONS = ("provenance.traffic.offered_load", "provenance.traffic.duration",
+                  *(f"provenance.params.{name}" for name in LOOKED_UP))
+
+
+def values_of(runs: pd.DataFrame, column: str) -> set[str]:
+    """A column's distinct values as JSON text (NaN as null)."""
+    return {dumps(None if isinstance(v, float) and math.isnan(v) else v) for v in runs[column]}
+
+
+def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, ...] = METHOD) -> str | None:
+    """The first of the conditions (column prefixes) in which repetitions a and b differ, with both values; None when
+    they agree. A column one side lacks (written by another trexlab version) is not compared; nor is the rate of
+    latency measured at a throughput's median (rate_source): a figure of the DUT."""
+    measured_rate = any(c.startswith("provenance.rate_source.") for c in (*a.columns, *b.columns))
+    for column in a.columns:
+        if (not column.startswith(conditions) or column in NOT_CONDITIONS or column not in b
+                or (measured_rate and column == "provenance.params.rate")):
+            continue
+        if (first := values_of(a, column)) != (second := values_of(b, column)):
+            return (f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in A, "
+                    f"{' / '.join(sorted(second))} in B")
+    return None
+
+
 def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
             labels: tuple[str, str] = ("single", "dual")) -> pd.DataFrame:
     """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
+    # Two set-ups (single and dual DUT) may differ in their traffic (the SIIT ports' IP versions), not in the method.
+    for value in set(first[by]) & set(second[by]):
+        if (differs := measured_otherwise(first[first[by] == value], second[second[by] == value])) is not None:
+            raise ValueError(f"{by}={value}: {labels[0]} and {labels[1]} measured differently "
+                             f"({differs.replace(' in A', f' in {labels[0]}').replace(' in B', f' in {labels[1]}')}): "
+                             "a ratio needs the same procedure and parameters")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
     for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
@@ -295,15 +333,25 @@ def figure_title(figure: str) -> str:
     return name.replace("_", " ")
 
 
-def shown(value, spec: str, scale: float = 1.0) -> str:
-    """A statistic as a report shows it: a number in its display unit, '-' for none, a censored one as it is."""
+def shown(value, spec: str | Callable[[float], str], scale: float = 1.0) -> str:
+    """A statistic as a report shows it: a number in its display unit ('{:,.0f}', or a function such as
+    significant), '-' for none, a censored one as it is."""
     if is_censored(value):
         return value
     if value is None or value != value:
         return "-"
     if value == math.inf:
         return LOST_TEXT
-    return spec.format(value * scale)
+    return spec(value * scale) if callable(spec) else spec.format(value * scale)
+
+
+def significant(value: float, digits: int = 4) -> str:
+    """A number to `digits` significant digits, never an exponent: 0.01137, 2.449, 89,110. A delay in ms keeps its
+    microseconds (three decimals showed a 2.4 us latency as 0.002), a download time in ms no false decimals."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{decimals}f}"
 
 
 def styled(table: pd.DataFrame, figure: str):
@@ -312,7 +360,8 @@ def styled(table: pd.DataFrame, figure: str):
     many repetitions are missing or tester-bound and why."""
     view = table.copy()
     scale = figure_scale(figure)
-    digits = "{:,.0f}" if figure.endswith("_fps") else "{:,.3f}"
+    digits: str | Callable[[float], str] = ("{:,.0f}" if figure.endswith("_fps") else significant
+                                             if figure.endswith("_s") else "{:,.3f}")
     for column in ("median", "min", "max", "p1", "p99"):
         view[column] = [shown(v, digits, scale) for v in table[column]]
     view["dispersion_percent"] = [shown(v, "{:.2f}") for v in table["dispersion_percent"]]
@@ -440,7 +489,7 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
         if bound:
             bound_seen = True
             ax.scatter([i] * len(bound), bound, s=30, marker="^", color=LOWER_BOUND_COLOUR,
-                       label="tester-bound (a lower bound)")
+                       label="tester-bound (a lower bound)" if held_down_by_tester(figure) else "tester-bound")
         if below:
             ax.scatter([i] * len(below), below, s=30, marker="v", color="#C44E52", label="below min_rate")
         median = numeric(summarize(found)["median"])
@@ -485,9 +534,16 @@ def _short_label(value) -> str:
 
 
 def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
-    """Campaigns of another experiment under the same results root (e.g. the single-DUT half of a comparison)."""
+    """Campaigns of another experiment under the same results root that ran this campaign's procedure with its
+    parameters (e.g. the single-DUT half of a comparison: not a CI-scale one, of other trial durations and
+    resolution, beside a full one), the one run last at the end (their campaign.json is written at every run)."""
     root = Path(campaign).resolve().parent.parent
-    return campaign_dirs(root / experiment) if (root / experiment).is_dir() else []
+    if not (root / experiment).is_dir():
+        return []
+    procedure = json.loads((Path(campaign) / "campaign.json").read_text())["spec"].get("procedure")
+    like = [path for path in campaign_dirs(root / experiment)
+            if json.loads((path / "campaign.json").read_text())["spec"].get("procedure") == procedure]
+    return sorted(like, key=lambda path: (path / "campaign.json").stat().st_mtime_ns)
 
 
 # -- the user's side next to RFC 2544 (HTTP download experiments) ------------------------------------------

@@ -36,8 +36,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
-from trexlab.results.stats import is_censored, numeric, summarize
-from trexlab.results.store import dumps
+from trexlab.results.stats import held_down_by_tester, is_censored, numeric, summarize
 
 CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
@@ -113,7 +112,9 @@ def verdict(ci_low: float, ci_high: float) -> str:
     return "no significant difference"
 
 
-def _side_notes(label: str, found) -> list[str]:
+def _side_notes(label: str, found, lower_bounds: bool) -> list[str]:
+    """Missing, censored and tester-bound repetitions of one side; lower_bounds: tester-bound ones are lower bounds
+    of the figure (a rate: held_down_by_tester)."""
     notes = []
     censored = sum(1 for o in found if o.censored)
     missing = sum(1 for o in found if o.missing and not o.censored)
@@ -123,7 +124,7 @@ def _side_notes(label: str, found) -> list[str]:
     if missing:
         notes.append(f"{label}: {missing} without a figure left out")
     if bound:
-        notes.append(f"{label}: {bound} tester-bound (lower bounds)")
+        notes.append(f"{label}: {bound} tester-bound" + (" (lower bounds)" if lower_bounds else ""))
     return notes
 
 
@@ -161,7 +162,7 @@ def compare_campaigns(a: str | Path, b: str | Path, figures: list[str] | None = 
     groups_a = dict(_groups(runs_a, sweep_a))
     groups_b = dict(_groups(runs_b, sweep_b))
     for key in groups_a.keys() & groups_b.keys():
-        if (differs := _other_method(groups_a[key], groups_b[key])) is not None:
+        if (differs := analysis.measured_otherwise(groups_a[key], groups_b[key], analysis.CONDITIONS)) is not None:
             point = ", ".join(f"{k}={v}" for k, v in zip(sweep_a, key, strict=True)) or "the point"
             raise CompareError(f"{point}: A and B measured differently ({differs}): compare needs the same "
                                "procedure, parameters and traffic")
@@ -174,33 +175,6 @@ def compare_campaigns(a: str | Path, b: str | Path, figures: list[str] | None = 
     return pd.DataFrame(rows)
 
 
-#: What a figure is measured with (provenance of each repetition): campaigns that differ in any of these (frame
-#: size, loss tolerance, trial duration, resolution, procedure, ...) measured different things, and no shift between
-#: them is the DUT's. Not among them: what the procedure sets per trial (the template's load and duration) and the
-#: tester's ceiling looked up for the run (a note: _tester_notes).
-CONDITIONS = ("provenance.procedure", "provenance.params.", "provenance.traffic.")
-NOT_CONDITIONS = ("provenance.traffic.offered_load", "provenance.traffic.duration", "provenance.params.tester_ceiling")
-
-
-def _values(runs: pd.DataFrame, column: str) -> set[str]:
-    return {dumps(None if isinstance(v, float) and math.isnan(v) else v) for v in runs[column]}
-
-
-def _other_method(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
-    """The first condition (CONDITIONS) in which the repetitions of a point of A and B differ, with both values;
-    None when they agree. A column one side lacks (written by another trexlab version) is not compared; nor is
-    the rate of latency measured at a throughput's median (rate_source): a figure of the DUT."""
-    measured_rate = any(c.startswith("provenance.rate_source.") for c in (*a.columns, *b.columns))
-    for column in a.columns:
-        if (not column.startswith(CONDITIONS) or column in NOT_CONDITIONS or column not in b
-                or (measured_rate and column == "provenance.params.rate")):
-            continue
-        if (first := _values(a, column)) != (second := _values(b, column)):
-            return f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in A, " \
-                   f"{' / '.join(sorted(second))} in B"
-    return None
-
-
 #: What measured a point, said beside its verdict when A and B differ in it: the tester (its ceiling, the generator).
 TESTER = {"provenance.tester_ceiling.ceiling_fps": "tester ceiling (fps)",
           "provenance.generator.generator": "generator"}
@@ -210,9 +184,10 @@ def _tester_notes(a: pd.DataFrame | None, b: pd.DataFrame | None) -> list[str]:
     """A and B measured by other testers: a figure near one tester's ceiling may be that tester's, not the DUT's."""
     if a is None or b is None:
         return []
+    values = analysis.values_of
     return [f"{label}: {' / '.join(sorted(first))} in A, {' / '.join(sorted(second))} in B"
             for column, label in TESTER.items()
-            if column in a and column in b and (first := _values(a, column)) != (second := _values(b, column))]
+            if column in a and column in b and (first := values(a, column)) != (second := values(b, column))]
 
 
 def _groups(runs: pd.DataFrame, sweep: list[str]):
@@ -247,7 +222,8 @@ def _compare_point(a: pd.DataFrame | None, b: pd.DataFrame | None, figure: str, 
         row["verdict"] = "only in B" if a is None else "only in A"
     else:
         row["verdict"] = verdict(interval["ci_low"], interval["ci_high"])
-    notes = _side_notes("A", found["a"]) + _side_notes("B", found["b"]) + _tester_notes(a, b)
+    rate = held_down_by_tester(figure)
+    notes = _side_notes("A", found["a"], rate) + _side_notes("B", found["b"], rate) + _tester_notes(a, b)
     if is_censored(row["a_median"]) or is_censored(row["b_median"]):
         notes.append("a median below min_rate: no difference of medians")
     notes += [f"{label}'s median among lost or late frames: no difference of medians" for label in infinite]
