@@ -197,3 +197,20 @@ def test_a_delay_keeps_four_significant_digits_in_the_report_tables():
     shown = analysis.styled(table, "forward_typical_s").data.set_index("destination_networks")
     assert list(shown.loc[1, ["min", "median", "max"]]) == ["0.01136", "0.01137", "0.01138"]
     assert shown.loc[16, "median"] == "0.002449" and shown.loc[64, "median"] == "89,110"
+
+
+def test_a_tester_bound_delay_is_no_lower_bound_a_tester_bound_rate_is():
+    # A tester that stalls, drops or adds its own delay holds a rate down (its throughput is a lower bound of the
+    # DUT's) but raises a delay: a latency within reach of the tester's own floor is no "at least" figure.
+    reasons = [["near tester latency floor"], [], []]
+    rows = [{"experiment": "e", "destination_networks": 1, "repetition": i + 1, "forward_typical_s": v,
+             "throughput_fps": f, "result.tester_bound_reasons": r, "sweep_keys": ("destination_networks",),
+             "figure_keys": ("forward_typical_s", "throughput_fps")}
+            for i, (v, f, r) in enumerate(zip([10e-6, 12e-6, 14e-6], [100.0, 120.0, 140.0], reasons, strict=True))]
+    runs = pd.DataFrame(rows)
+    delay = analysis.summarize_points(runs, "forward_typical_s").iloc[0]
+    assert delay["tester_bound"] == 1 and not delay["median_lower_bound"]
+    assert "tester-bound: near tester latency floor: rep 1" in delay["why"]
+    assert analysis.summarize_points(runs, "throughput_fps").iloc[0]["median_lower_bound"]
+    assert "lower bound" not in analysis.figure_heading(analysis.summarize_points(runs, "forward_typical_s"),
+                                                        "forward_typical_s")

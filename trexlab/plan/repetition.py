@@ -22,7 +22,7 @@ from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures.common import RunContext
-from trexlab.results.stats import Observation, is_censored, summarize
+from trexlab.results.stats import Observation, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
     RunDir,
@@ -155,7 +155,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     summary = {}
     for name in names:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
-        summary[name] = {**summarize(observations), "repetitions": [
+        summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
             {"repetition": o.repetition, "value": o.value, "below": o.below,
              "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
-from trexlab.results.stats import Observation, is_censored, numeric, summarize
+from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import dumps, load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
@@ -141,7 +141,8 @@ def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = Non
     for key, group in runs.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         check_pooled(group, ", ".join(f"{k}={v}" for k, v in zip(by, key, strict=True)))
-        rows.append({**dict(zip(by, key, strict=True)), **summarize(observations(group, figure))})
+        rows.append({**dict(zip(by, key, strict=True)),
+                     **summarize(observations(group, figure), held_down_by_tester(figure))})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
@@ -503,7 +504,7 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
         if bound:
             bound_seen = True
             ax.scatter([i] * len(bound), bound, s=30, marker="^", color=LOWER_BOUND_COLOUR,
-                       label="tester-bound (a lower bound)")
+                       label="tester-bound (a lower bound)" if held_down_by_tester(figure) else "tester-bound")
         if below:
             ax.scatter([i] * len(below), below, s=30, marker="v", color="#C44E52", label="below min_rate")
         median = numeric(summarize(found)["median"])

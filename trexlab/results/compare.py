@@ -36,7 +36,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
-from trexlab.results.stats import is_censored, numeric, summarize
+from trexlab.results.stats import held_down_by_tester, is_censored, numeric, summarize
 
 CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
@@ -112,7 +112,9 @@ def verdict(ci_low: float, ci_high: float) -> str:
     return "no significant difference"
 
 
-def _side_notes(label: str, found) -> list[str]:
+def _side_notes(label: str, found, lower_bounds: bool) -> list[str]:
+    """Missing, censored and tester-bound repetitions of one side; lower_bounds: tester-bound ones are lower bounds
+    of the figure (a rate: held_down_by_tester)."""
     notes = []
     censored = sum(1 for o in found if o.censored)
     missing = sum(1 for o in found if o.missing and not o.censored)
@@ -122,7 +124,7 @@ def _side_notes(label: str, found) -> list[str]:
     if missing:
         notes.append(f"{label}: {missing} without a figure left out")
     if bound:
-        notes.append(f"{label}: {bound} tester-bound (lower bounds)")
+        notes.append(f"{label}: {bound} tester-bound" + (" (lower bounds)" if lower_bounds else ""))
     return notes
 
 
@@ -220,7 +222,8 @@ def _compare_point(a: pd.DataFrame | None, b: pd.DataFrame | None, figure: str, 
         row["verdict"] = "only in B" if a is None else "only in A"
     else:
         row["verdict"] = verdict(interval["ci_low"], interval["ci_high"])
-    notes = _side_notes("A", found["a"]) + _side_notes("B", found["b"]) + _tester_notes(a, b)
+    rate = held_down_by_tester(figure)
+    notes = _side_notes("A", found["a"], rate) + _side_notes("B", found["b"], rate) + _tester_notes(a, b)
     if is_censored(row["a_median"]) or is_censored(row["b_median"]):
         notes.append("a median below min_rate: no difference of medians")
     notes += [f"{label}'s median among lost or late frames: no difference of medians" for label in infinite]

@@ -29,9 +29,11 @@ and counted in ``missing`` beside the censored ones, never read as 0.
 
 **Tester-bound repetitions.** A repetition whose figure may be the tester's
 limit (stretched trials, tester drops, a result near the tester's ceiling) is a
-lower bound of the DUT's figure. Raising it can raise the median only when it
-lies at or below the median, so the median is reported as a lower bound
-(``median_lower_bound``) exactly when such a repetition does.
+lower bound of the DUT's figure when the figure is a rate (held_down_by_tester).
+Raising it can raise the median only when it lies at or below the median, so the
+median is reported as a lower bound (``median_lower_bound``) exactly when such a
+repetition does. A delay, loss rate or count is no lower bound: the tester's
+stalls, drops and own delay raise it, if anything.
 """
 
 from __future__ import annotations
@@ -98,10 +100,23 @@ def _observation(value) -> Observation:
     return Observation(float(value))
 
 
-def summarize(values: Iterable[float | None | Observation]) -> dict:
+#: Figures whose unit is a rate (frames/s, bit/s), by their name's suffix (trexlab's headline names).
+RATE_SUFFIXES = ("_fps", "_bps")
+
+
+def held_down_by_tester(figure: str) -> bool:
+    """Whether a tester's limit can only lower this figure: a rate (throughput, NDR, a TCP rate), whose tester-bound
+    repetitions are lower bounds of the DUT's. A delay, a loss rate or a count is not held down by a tester that
+    stalls, drops frames or adds its own delay (they raise it, if anything): its tester-bound repetitions are
+    counted and named (why), and no median of it is made a lower bound."""
+    return figure.endswith(RATE_SUFFIXES)
+
+
+def summarize(values: Iterable[float | None | Observation], lower_bounds: bool = True) -> dict:
     """Median, min, max, 1st/99th percentile and dispersion of repetitions, with what limits them.
 
-    ``values`` are numbers (None/NaN: no figure) or Observations. Returns ``count`` (repetitions with a
+    ``values`` are numbers (None/NaN: no figure) or Observations; ``lower_bounds``: whether a tester-bound
+    repetition is a lower bound of the figure (held_down_by_tester). Returns ``count`` (repetitions with a
     figure), ``missing`` (without: censored ones included), ``below_minimum`` (censored), ``tester_bound``
     (tester-bound repetitions), the statistics (numbers, or "< bound" strings where censored),
     ``median_lower_bound`` and ``why`` (the reasons, with the repetitions they apply to).
@@ -153,7 +168,7 @@ def summarize(values: Iterable[float | None | Observation]) -> dict:
     return {**summary, "median": median, "min": minimum, "max": maximum,
             "p1": ranked(nearest_rank(1, n)), "p99": ranked(nearest_rank(99, n)),
             "dispersion_percent": dispersion,
-            "median_lower_bound": _median_lower_bound(observations, len(censored), high_middle),
+            "median_lower_bound": lower_bounds and _median_lower_bound(observations, len(censored), high_middle),
             "why": "; ".join(r for r in reasons if r)}
 
 
