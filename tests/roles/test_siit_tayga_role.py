@@ -88,3 +88,23 @@ def test_bad_network_count_is_refused_before_any_change(lab_factory):
     result = playbook(lab, PLAY, "-e", "siit_tayga_networks=300")
     assert result.returncode != 0 and "siit_tayga_networks=300: allowed 1..256" in result.stdout
     assert node_state(lab.duts[0].netns) == before
+
+
+def test_an_interface_the_role_did_not_make_is_neither_used_nor_removed(lab_factory):
+    """A spec's dut.siit.device may name an interface the DUT already has (a test port, a VPN's tun0; here a
+    pair of veths, as the lab's own test ports): the role must neither route the mapped destinations out of it nor
+    delete it, applied or removed."""
+    lab = lab_factory("sw", "single", 4)
+    netns = lab.duts[0].netns
+    run("ip", "netns", "exec", netns, "ip", "link", "add", "foreign0", "type", "veth", "peer", "name", "foreign1")
+    try:
+        before = node_state(netns)
+        result = playbook(lab, PLAY, "-e", "siit_tayga_networks=4", "-e", "siit_tayga_device=foreign0")
+        assert result.returncode != 0, result.stdout[-3000:]
+        assert "siit_tayga_device=foreign0: allowed a device this role makes" in result.stdout, result.stdout[-3000:]
+        assert node_state(netns) == before, "nothing changed"
+        result = playbook(lab, PLAY, "-e", "siit_tayga_device=foreign0", "-e", "siit_tayga_state=absent")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert node_state(netns) == before, "absent removed nothing the role did not make"
+    finally:
+        run("ip", "netns", "exec", netns, "ip", "link", "del", "foreign0", check=False)
