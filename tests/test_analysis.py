@@ -155,6 +155,12 @@ def test_the_single_dut_half_of_a_comparison_is_one_measured_alike(tmp_path):
     table = analysis.compare(analysis.load_campaigns(alike), analysis.load_campaigns(dual), "throughput_fps",
                              by="destination_networks")
     assert table["ratio"].iloc[0] == pytest.approx(0.5, abs=0.05)
+    # The experiment's directory holds both single-DUT campaigns: one median over 1 s and 2 s trials is no figure.
+    both = analysis.load_campaigns(tmp_path / "siit-single-dut")
+    with pytest.raises(ValueError, match=r"^experiment=siit-single-dut, destination_networks=1: campaigns c-\w+ and "
+                                         r"c-\w+ measured differently \(params\.trial_duration "):
+        analysis.summarize_points(both, "throughput_fps")
+    assert len(analysis.summarize_points(both, "throughput_fps", ["experiment", "campaign"])) == 2
 
 
 def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_never_inf():

@@ -102,3 +102,16 @@ def test_side_by_side_without_rfc2544_campaigns_is_the_download_time_alone():
 def test_impairment_labels(settings, label):
     row = pd.DataFrame([{f"{IMPAIRMENT}{k}": v for k, v in settings.items()} | {"x": 1}])
     assert analysis.impairment_labels(row).iloc[0] == label
+
+
+def test_side_by_side_refuses_one_median_over_campaigns_measured_otherwise():
+    # Every campaign under the results root is read: a CI-scale campaign (1 s trials) beside a full one (60 s).
+    runs = rfc2544_runs()
+    runs["campaign"] = ["c-ci", "c-full", "c-full"] * 2
+    runs["provenance.params.trial_duration"] = [1.0, 60.0, 60.0] * 2
+    with pytest.raises(ValueError, match=r"^gaming-loss-tolerance, impairment loss 0\.01 %, loss_tolerance_percent=0"
+                                         r"\.0: campaigns c-ci and c-full measured differently \(params\.trial_duration"
+                                         r" 1\.0 in c-ci, 60\.0 in c-full\)"):
+        analysis.side_by_side(RUNS, runs)
+    runs["provenance.params.trial_duration"] = 60.0
+    assert len(analysis.side_by_side(RUNS, runs)) == 3, "campaigns measured alike are one figure"

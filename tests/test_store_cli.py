@@ -114,6 +114,16 @@ def test_every_name_the_store_makes_is_fsynced_in_its_directory(tmp_path, monkey
     assert unsynced == []
 
 
+def test_a_point_record_after_a_line_cut_short_is_read(tmp_path):
+    # A crash while a point's "failed" was appended leaves a line without its end; the next record (its "done" after
+    # the rerun) was appended to it, one line that is no JSON, skipped like the cut one: the point read as never done.
+    store.append_point_record(tmp_path, {"point": "a", "status": "done"})
+    with open(tmp_path / store.POINTS, "a") as f:
+        f.write('{"point": "b", "status": "fai')
+    store.append_point_record(tmp_path, {"point": "b", "status": "done"})
+    assert {point: r["status"] for point, r in store.read_point_log(tmp_path).items()} == {"a": "done", "b": "done"}
+
+
 def _throughput_params():
     return throughput.Params(max_rate=1e6, resolution=1000, trial_duration=10)
 

@@ -25,7 +25,7 @@ from trexlab.procedures.common import (
     simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import TrialSpec
+from trexlab.trial import TrialSpec, tolerance_ratio
 
 NAME = "throughput"
 TAKES_RATE = False
@@ -155,7 +155,7 @@ cost = simulated_cost_of(NAME)
 def run(context: RunContext, params: Params) -> ThroughputResult:
     low, high, rate = params.rate_limits(context.traffic)
     top = high
-    tolerance = params.loss_tolerance_percent / 100
+    tolerance = tolerance_ratio(params.loss_tolerance_percent)
     runner = context.runner(NAME)
     extra = frame_timeout_override(params.frame_timeout)
     best = None

@@ -140,9 +140,23 @@ def summarize_points(runs: pd.DataFrame, figure: str, by: list[str] | None = Non
     rows = []
     for key, group in runs.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
+        check_pooled(group, ", ".join(f"{k}={v}" for k, v in zip(by, key, strict=True)))
         rows.append({**dict(zip(by, key, strict=True)),
                      **summarize(observations(group, figure), held_down_by_tester(figure))})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
+
+
+def check_pooled(group: pd.DataFrame, where: str) -> None:
+    """Repetitions of several campaigns summarised as one (load_campaigns of an experiment's directory reads all of
+    its campaigns) must have been measured alike: a median over 1 s and 60 s trials, or over 64- and 1518-byte
+    frames, is no figure. ValueError, one line naming both campaigns and the first difference."""
+    if "campaign" not in group or group["campaign"].nunique() < 2:
+        return
+    (first, runs), *others = group.groupby("campaign", sort=True)
+    for other, other_runs in others:
+        if (differs := measured_otherwise(runs, other_runs, CONDITIONS, (str(first), str(other)))) is not None:
+            raise ValueError(f"{where}: campaigns {first} and {other} measured differently ({differs}): summarise "
+                             "them apart (by=[..., 'campaign']) or load one of them")
 
 
 def figure_columns(runs: pd.DataFrame) -> list[str]:
@@ -166,18 +180,19 @@ def values_of(runs: pd.DataFrame, column: str) -> set[str]:
     return {dumps(None if isinstance(v, float) and math.isnan(v) else v) for v in runs[column]}
 
 
-def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, ...] = METHOD) -> str | None:
-    """The first of the conditions (column prefixes) in which repetitions a and b differ, with both values; None when
-    they agree. A column one side lacks (written by another trexlab version) is not compared; nor is the rate of
-    latency measured at a throughput's median (rate_source): a figure of the DUT."""
+def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, ...] = METHOD,
+                       labels: tuple[str, str] = ("A", "B")) -> str | None:
+    """The first of the conditions (column prefixes) in which repetitions a and b differ, with both values (named by
+    labels); None when they agree. A column one side lacks (written by another trexlab version) is not compared; nor
+    is the rate of latency measured at a throughput's median (rate_source): a figure of the DUT."""
     measured_rate = any(c.startswith("provenance.rate_source.") for c in (*a.columns, *b.columns))
     for column in a.columns:
         if (not column.startswith(conditions) or column in NOT_CONDITIONS or column not in b
                 or (measured_rate and column == "provenance.params.rate")):
             continue
         if (first := values_of(a, column)) != (second := values_of(b, column)):
-            return (f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in A, "
-                    f"{' / '.join(sorted(second))} in B")
+            return (f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in {labels[0]}, "
+                    f"{' / '.join(sorted(second))} in {labels[1]}")
     return None
 
 
@@ -186,10 +201,10 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
     """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
     # Two set-ups (single and dual DUT) may differ in their traffic (the SIIT ports' IP versions), not in the method.
     for value in set(first[by]) & set(second[by]):
-        if (differs := measured_otherwise(first[first[by] == value], second[second[by] == value])) is not None:
-            raise ValueError(f"{by}={value}: {labels[0]} and {labels[1]} measured differently "
-                             f"({differs.replace(' in A', f' in {labels[0]}').replace(' in B', f' in {labels[1]}')}): "
-                             "a ratio needs the same procedure and parameters")
+        if (differs := measured_otherwise(first[first[by] == value], second[second[by] == value],
+                                          labels=labels)) is not None:
+            raise ValueError(f"{by}={value}: {labels[0]} and {labels[1]} measured differently ({differs}): a ratio "
+                             "needs the same procedure and parameters")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
     for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
@@ -621,6 +636,7 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                 if label not in rows:
                     continue
                 where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
+                check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
                 column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
                 # Each repetition as every table reads it: a search that ended below min_rate is an observation
                 # below it (a median among such reads "< min_rate"), never left out, which raised the median.

@@ -532,8 +532,11 @@ def append_point_record(campaign: str | os.PathLike, record: dict) -> None:
     """Append one point attempt (done / failed + error) to a campaign's log, durably."""
     path = Path(campaign) / POINTS
     new = not path.exists()
-    with open(path, "a") as f:
-        f.write(dumps(record) + "\n")
+    with open(path, "a+b") as f:
+        # A line cut short by a crash is ended first: appended to it, this record would be part of a line that is
+        # no JSON and be skipped too (a point's "done" lost).
+        cut = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+        f.write((("\n" if cut else "") + dumps(record) + "\n").encode())
         f.flush()
         os.fsync(f.fileno())
     if new:
