@@ -250,3 +250,13 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_result_dir(tmp_path, capsys, ar
     assert code == 2
     assert len(err.splitlines()) == 1 and named in err
     assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_before_the_run_is_one_line_exit_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the CLI loads its procedures (seconds on a busy machine) ends with one line, not a traceback."""
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "registry", interrupted)
+    code = cli.main(["throughput", "--generator", "sim", "--results", str(tmp_path / "r")])
+    assert code == 130 and capsys.readouterr().err == "trexlab: interrupted\n"
+    assert not (tmp_path / "r").exists()
