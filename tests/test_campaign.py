@@ -140,6 +140,15 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
                              cwd=repo, env=env, timeout=300)
     assert missing.returncode != 0 and "nope" in missing.stdout
 
+    # The campaign runs on the lab of the inventory given with -i (here one that is no trexlab lab, which the
+    # campaign names), never on the default lab's.
+    inventory = tmp_path / "elsewhere" / "hosts.yml"
+    inventory.parent.mkdir()
+    inventory.write_text("all:\n  hosts: {}\n")
+    other = subprocess.run([*play, "-i", str(inventory), "-e", "experiment=gaming-loss-tolerance"],
+                           capture_output=True, text=True, cwd=repo, env=env, timeout=300)
+    assert other.returncode != 0 and f"inventory {inventory}:" in other.stdout, other.stdout[-3000:]
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
