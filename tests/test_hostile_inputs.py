@@ -287,6 +287,16 @@ CORPUS = [
     # -- a DUT block checked against the lab it would run on
     ("siit dir of another lab", "lab-spec", text(spec(SIIT, dut={"siit": {"dir": "/var/lib/trexlab/x/dut1/t"}})),
      [], ["{file}", "dut.siit.dir", "/var/lib/trexlab/h17/dut1/"]),
+    # -- a TRex server sends the test traffic out of its own ports: the lab's, never one a spec names
+    ("trex server of another host", "lab-spec", text(spec(LAB_SPEC, generator="trex",
+                                                          generator_options={"server": "203.0.113.9"})), [],
+     ["{file}", "generator_options.server", "203.0.113.9", "192.0.2.10"]),
+    ("tcp trex_server of another host", "lab-spec", text(spec(LAB_SPEC, procedure={"name": "tcp", "params": {
+        "engine": "trex", "trex_server": "203.0.113.9", "mtu": 1500, "bottleneck_bandwidth": 1e8}})), [],
+     ["{file}", "procedure.params.trex_server", "203.0.113.9"]),
+    ("tcp trex_server without a lab", "spec", text(spec(procedure={"name": "tcp", "params": {
+        "engine": "trex", "trex_server": "203.0.113.9", "mtu": 1500, "bottleneck_bandwidth": 1e8}})), [],
+     ["{file}", "procedure.params.trex_server", "no lab"]),
     # -- procedure flags
     ("results not a dir", "argv", None, ["throughput", "--generator", "sim", "--results", "/dev/null/x"],
      ["--results", "/dev/null"]),

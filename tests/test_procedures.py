@@ -235,3 +235,22 @@ def test_latency_states_which_rfc_1242_definition_its_figures_follow():
                                                                     tagged_frames=500)).to_dict()
     assert "RFC 1242" in result["latency_definition"] and "store and forward" in result["latency_definition"]
     assert f"latency definition: {result['latency_definition']}" in method_line(method_of(result))
+
+
+def test_a_loss_exactly_at_the_disclosed_tolerance_passes():
+    # 11 of 100,000 frames lost is a loss ratio of exactly 0.011 %, within a 0.011 % tolerance (Lencse et al. 2020's
+    # 0.011 %); 0.011 / 100 in floating point is 0.00010999999999999999, below 11 / 100000, and failed the trial.
+    from trexlab.trial import DirectionResult, TrialResult
+
+    class ExactLoss:
+        name, lab = "stub", None
+        capabilities = sim().capabilities
+
+        def run_trial(self, spec):
+            n = spec.frames_per_direction
+            return TrialResult(spec, {d: DirectionResult(d, n, n, n - n * 11 // 100_000, send_duration=spec.duration)
+                                      for d in spec.active_directions}, self.name)
+
+    params = throughput.Params(max_rate=100_000, min_rate=1000, trial_duration=1, loss_tolerance_percent=0.011)
+    result = throughput.run(RunContext(ExactLoss(), TRAFFIC), params)
+    assert result.throughput == 100_000 and result.trials == 1

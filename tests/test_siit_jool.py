@@ -205,7 +205,8 @@ def test_values_in_the_script_are_quoted_never_read_by_the_shell(tmp_path):
     assert dut.file(siit.CONFIG_FILE) is not None and dut.role()["script"] == ""
     dut.role("absent")
     assert not list(tmp_path.rglob("PWNED")) and dut.state() == {"loaded": False, "instances": [], "files": []}
-    removal = siit.plan("absent", 1, "dut-2_x", "", dut.state_dir, {**siit.NOTHING, "instance": True})["script"]
+    removal = siit.plan("absent", 1, "dut-2_x", "", dut.state_dir,
+                        {**siit.NOTHING, "instance": True, "record": {"instance": "dut-2_x"}})["script"]
     removal = removal.splitlines()
     assert [shlex.split(line) for line in removal[1:]] == [
         ["jool_siit", "instance", "remove", "dut-2_x"],
@@ -225,6 +226,19 @@ def test_an_instance_of_another_name_replaces_the_one_an_earlier_run_made(tmp_pa
     assert dut.state()["instances"] == ["instance-second.json"]
     dut.role("absent", instance="second")
     assert dut.state() == before
+
+
+def test_an_instance_the_role_did_not_make_is_neither_replaced_nor_removed(tmp_path):
+    """A spec's dut.siit_jool.instance may name an instance the DUT already has: the role refuses to apply over it
+    (before any change) and its absent leaves it, as TAYGA's role does an interface it did not make."""
+    dut = Dut(tmp_path)
+    (dut.sim / "loaded").touch()
+    theirs = {"instance": "theirs", "framework": "netfilter"}
+    (dut.sim / "instance-theirs.json").write_text(json.dumps(theirs))
+    with pytest.raises(InvalidParameter, match=r"^instance='theirs': allowed an instance this role makes"):
+        dut.role(instance="theirs")
+    assert dut.role("absent", instance="theirs")["script"] == ""
+    assert dut.calls() == [] and dut.instance("theirs") == theirs and dut.state()["files"] == []
 
 
 def test_the_role_probes_the_record_the_plan_writes():

@@ -235,6 +235,9 @@ def test_a_run_into_another_runs_directory_is_refused_and_default_directories_ar
     (["throughput", "--generator", "sim", "--frame-size", "20"], "frame_size[0]=20"),
     (["throughput", "--generator", "sim", "--destination-networks", "300"], "destination_networks=300"),
     (["throughput", "--generator", "sim", "--repeat", "0"], "repeat=0"),
+    # Beyond what a trial may ask (swtester's limit): refused here, not by swtester at the first trial.
+    (["throughput", "--generator", "sim", "--frame-timeout", "4000"], "frame_timeout=4000.0: allowed > 0 and <= 3600"),
+    (["latency", "--generator", "sim", "--rate", "1000", "--frame-timeout", "4000"], "frame_timeout=4000.0"),
     (["throughput", "--generator", "sim", "--generator-opt", "capacity=fast"], "capacity='fast'"),
     (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "colour='red': allowed the keys capacity"),
     (["latency", "--generator", "sim", "--rate", "1000", "--tagged-frames", "10"], "tagged_frames=10"),
@@ -246,4 +249,14 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_result_dir(tmp_path, capsys, ar
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and named in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_before_the_run_is_one_line_exit_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the CLI loads its procedures (seconds on a busy machine) ends with one line, not a traceback."""
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "registry", interrupted)
+    code = cli.main(["throughput", "--generator", "sim", "--results", str(tmp_path / "r")])
+    assert code == 130 and capsys.readouterr().err == "trexlab: interrupted\n"
     assert not (tmp_path / "r").exists()

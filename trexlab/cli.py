@@ -322,6 +322,16 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the runs, which say what they kept (campaign, run_plan): while the procedures load (seconds
+        # on a busy machine), the plan is checked, the lab lock is taken or the summary printed: one line, no traceback.
+        print("trexlab: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "command"):  # campaign, report, compare, schema
         return args.command(args)

@@ -74,7 +74,8 @@ def plan(state: str, networks: int, instance: str, pool6: str, state_dir: str, h
     whether this role loads the module (so that absent unloads it even after a failure half way), the module is
     loaded where it is not, Jool creates or replaces the instance from its file (atomically), and then the
     record names the configuration by its digest. absent: the instance is removed where it exists, the module
-    unloaded only where the record says this role loaded it, and the record and the file forgotten."""
+    unloaded only where the record says this role loaded it, and the record and the file forgotten. An instance
+    the record does not name is not this role's: present refuses it (InvalidParameter), absent leaves it."""
     if state not in ("present", "absent"):
         raise InvalidParameter("state", state, "present or absent")
     if not isinstance(state_dir, str) or not state_dir.startswith("/") or "\0" in state_dir:
@@ -91,10 +92,17 @@ def plan(state: str, networks: int, instance: str, pool6: str, state_dir: str, h
         raise InvalidParameter(f"{state_dir}/{RECORD}: instance", other, "1-15 characters A-Z a-z 0-9 _ -")
     remove_other = [f"jool_siit instance remove {shlex.quote(other)} 2>/dev/null || true"] if other else []
     record_file, config_file = (shlex.quote(f"{state_dir.rstrip('/')}/{name}") for name in (RECORD, CONFIG_FILE))
+    # Only an instance this role made (its record names it; the earlier format named it in its config) is ever
+    # replaced or removed: a spec naming an instance the DUT already had would otherwise take it over and remove it.
+    made = config["instance"] in (previous["instance"], (previous.get("config") or {}).get("instance"))
+    if state == "present" and host["instance"] and not made:
+        raise InvalidParameter("instance", config["instance"], "an instance this role makes: the DUT has a Jool "
+                               "instance of that name that it did not make, which it neither replaces nor removes")
     if state == "absent":
         script = []
-        if host["instance"] or host["record"] is not None:  # else nothing of this role is there
-            script = [f"jool_siit instance remove {shlex.quote(config['instance'])}"] if host["instance"] else []
+        if (host["instance"] and made) or host["record"] is not None:  # else nothing of this role is there
+            script = [f"jool_siit instance remove {shlex.quote(config['instance'])}"] if host["instance"] and made \
+                else []
             script += remove_other + (["modprobe -r jool_siit"] if previous["loaded_module"] else [])
             script += [f"rm -f {record_file} {config_file}"]
         return {"config": config, "install": False, "record": None, "script": _script(script)}

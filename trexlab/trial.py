@@ -19,6 +19,7 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -45,6 +46,16 @@ MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
 MAX_RECEIVE_TAIL = 60.0
 #: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
 SIIT_SIZE_DELTA = 20
+#: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
+#: with the spec, before a run makes its directory, not by swtester at the run's first trial.
+MAX_FRAME_TIMEOUT = 3600.0
+
+
+def tolerance_ratio(percent: float) -> Fraction:
+    """A loss tolerance in % as the exact ratio its decimal says (0.011 -> 11/100000), for TrialResult.passes: in
+    binary floating point 0.011 / 100 is 0.00010999999999999999, below 11/100000, so a trial that lost exactly the
+    disclosed tolerance failed."""
+    return Fraction(repr(float(percent))) / 100
 
 
 class InvalidTrialSpec(InvalidParameter):
@@ -112,8 +123,8 @@ class TrialSpec:
             raise bad("latency_frames", ">= 1 with latency_mode=tagged", self.latency_frames)
         if not (0 <= self.tag_delay < self.duration):
             raise bad("tag_delay", f"0 <= tag_delay < duration ({self.duration:g} s)", self.tag_delay)
-        if self.frame_timeout is not None and not self.frame_timeout > 0:
-            raise bad("frame_timeout", "> 0 s or None", self.frame_timeout)
+        if self.frame_timeout is not None and not 0 < self.frame_timeout <= MAX_FRAME_TIMEOUT:
+            raise bad("frame_timeout", f"> 0 and <= {MAX_FRAME_TIMEOUT:g} s or None", self.frame_timeout)
         if not 0 <= self.receive_tail <= MAX_RECEIVE_TAIL:  # NaN and infinity fail too
             raise bad("receive_tail", f"0..{MAX_RECEIVE_TAIL:g} s", self.receive_tail)
         if not isinstance(self.dont_fragment, bool):
@@ -479,9 +490,12 @@ class TrialResult:
         pass (trexlab.procedures.common.TrialRunner runs it again first)."""
         return not self.stretched and not self.host_drops
 
-    def passes(self, loss_tolerance: float) -> bool:
-        """RFC 2544 pass/fail with a disclosed loss tolerance (a ratio, 0 = zero loss)."""
-        return all(d.loss_ratio <= loss_tolerance for d in self.directions.values())
+    def passes(self, loss_tolerance: float | Fraction) -> bool:
+        """RFC 2544 pass/fail with a disclosed loss tolerance (a ratio, 0 = zero loss): every direction's frames lost
+        over frames intended, compared exactly (tolerance_ratio gives the ratio of a percentage as written)."""
+        limit = Fraction(loss_tolerance)
+        return all(Fraction(d.frames_lost, d.frames_intended) <= limit for d in self.directions.values()
+                   if d.frames_intended)
 
     def to_dict(self) -> dict:
         return {

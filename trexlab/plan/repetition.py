@@ -195,11 +195,11 @@ def method_line(method: dict) -> str:
         parts.append(f"offered load {method['rate']:g} fps")
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
-    if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
-        parts.append(f"latency definition: {method['latency_definition']}")
     if "frame_timeout" in method:
         parts.append("no frame timeout (a frame counts until the receive tail ends, as in RFC 2544)"
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
+    if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
+        parts.append(f"latency definition: {method['latency_definition']}")
     parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                  else "no tester ceiling known")
     if method.get("deviations"):

@@ -320,6 +320,8 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                                         {**facts, "purpose": f"the rate of the point's {name} runs"}))
             raw = {**raw, "rate": 1.0}  # stands for the measured rate until it is measured
         params = procedure_params(name, raw, "procedure.params.")
+        check_trex_servers(lab, {"generator_options.server": options.get("server"),
+                                 "procedure.params.trex_server": getattr(params, "trex_server", None)})
         dut = []
         for block in DUT_CONFIG:
             settings = (spec.get("dut") or {}).get(block)
@@ -343,6 +345,21 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
         raise InvalidExperiment(f"{where}: {exc}") from None
     except LabError as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
+
+
+def check_trex_servers(lab: Lab | None, named: Mapping[str, object]) -> None:
+    """A spec's TRex servers (generator_options.server, tcp's trex_server): the lab's own only, its tester's
+    trexlab_trex_server or the tester itself, as the defaults are. A TRex server sends the test traffic out of its
+    own ports: one a shared spec names could be any host's, on any network, not the lab the user brought up (the
+    lab, in its inventory, says which TRex it has; a user at the CLI may still name any with --trex-server)."""
+    if all(server is None for server in named.values()):
+        return
+    own = set() if lab is None else {str(v) for v in (lab.tester.extra.get("trexlab_trex_server"),
+                                                      lab.tester.ansible_host) if v}
+    for key, server in named.items():
+        if server is not None and str(server) not in own:
+            raise InvalidParameter(key, server, f"the lab's own TRex server ({', '.join(sorted(own))}), or none"
+                                   if own else "none: the lab's own TRex server is the default, and there is no lab")
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------------

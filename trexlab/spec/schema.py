@@ -162,7 +162,8 @@ class TRexOptions:
     """Options of the TRex generator."""
 
     server: str | None = field(default=None, metadata=doc(
-        "the TRex host name or address (default: the tester's trexlab_trex_server, else through SSH to the tester)",
+        "the TRex host name or address (default: the tester's trexlab_trex_server, else through SSH to the tester); "
+        "in an experiment only the lab's own (one of those two)",
         pattern=HOST_PATTERN))
     sync_port: int = field(default=4501, metadata=doc("TRex's RPC port", minimum=2, maximum=65535))
     warmup: bool = field(default=True, metadata=doc("a short warm-up trial before the first measured one"))

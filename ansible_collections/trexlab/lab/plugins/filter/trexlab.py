@@ -91,15 +91,16 @@ def port_drivers(names: list, facts: dict) -> list[dict]:
 
 def probed_port_facts(lines: list) -> dict:
     """The network facts port_drivers reads, from roles/dut_tuning's shell probe (no Python on the node): a line
-    "<name> <name> <device link or -> <driver module or ->" per port that exists, "<name> -" per port that does
-    not (left out, as the facts leave it out), and a cpufreq line (not a port)."""
+    "<name> <device link or -> <driver module or ->" per port that exists (the facts' device is its name under
+    /sys/class/net), "<name> -" per port that does not (left out, as the facts leave it out), a cpufreq line
+    and the host's "kernel: " and "cpu_model: " lines (not ports: probed_host_facts)."""
     facts = {}
     for line in lines:
         fields = str(line).split()
-        if len(fields) != 4 or fields[0].endswith(":"):  # "kernel: ...": no interface name has a colon
+        if len(fields) != 3 or fields[0].endswith(":"):  # "kernel: ...": no interface name has a colon
             continue
-        name, device, pciid, module = fields
-        port = {"device": device}
+        name, pciid, module = fields
+        port = {"device": name}
         if pciid != "-":
             port["pciid"] = pciid
         if module != "-":
