@@ -55,6 +55,17 @@ def test_selftest_records_its_ceiling_with_when_and_which_run(selftest_run):
     assert entry["selftest_run"] == str(selftest_run / "runs" / "selftest-0") and entry["measured"]
 
 
+def test_selftest_discloses_its_loss_tolerance_and_resolution(tmp_path, capsys):
+    """The ceiling's method, as a throughput figure's: a tolerance raises the ceiling every later run is held to."""
+    from trexlab.plan.repetition import method_line
+
+    result, _, _ = run_cli(tmp_path, capsys, "selftest", *sim_args(1e9), "--frame-sizes", "64", "--max-rate",
+                           "1e6", "--resolution", "1000", "--trial-duration", "1", "--loss-tolerance-percent", "0.1")
+    assert result["loss_tolerance_percent"] == 0.1 and result["stopping_rule"] == "1000 fps"
+    method = json.loads((tmp_path / "runs" / "selftest-0" / "summary.json").read_text())["method"]
+    assert "loss tolerance 0.1 %; resolution 1000 fps; trial duration 1 s" in method_line(method)
+
+
 def test_throughput_near_the_ceiling_warns_without_being_told_it(selftest_run, capsys):
     result, provenance, err = run_cli(selftest_run, capsys, "throughput", *sim_args(780_000), "--max-rate", "1e6",
                                       "--resolution", "1000", "--trial-duration", "1")

@@ -92,9 +92,15 @@ class SelfTestResult:
         for size, floor in self.floors.items():
             headline[f"latency_floor_{size}B_median_s"] = floor["median_s"]
             headline[f"latency_floor_{size}B_p99_9_s"] = floor["p99_9_s"]
+        # The searches' loss tolerance and resolution are the ceiling's method, disclosed with it as throughput's
+        # are (summary.json's method, the CLI's and the report's method line): a ceiling found with a tolerance
+        # is higher than a zero-loss one, and every later run is compared against it.
+        rules = {s.get("stopping_rule") for s in self.searches.values() if isinstance(s, dict)} - {None}
         return {
             "procedure": NAME,
             "method": METHOD,
+            "loss_tolerance_percent": self.params.loss_tolerance_percent,
+            **({"stopping_rule": rules.pop()} if len(rules) == 1 else {}),
             "ceilings_fps": {str(k): v for k, v in self.ceilings.items()},
             "latency_floors": {str(k): v for k, v in self.floors.items()},
             "searches": self.searches,
