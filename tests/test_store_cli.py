@@ -230,6 +230,20 @@ def test_a_run_into_another_runs_directory_is_refused_and_default_directories_ar
     assert outputs == ["results/cli/throughput-20261126-120000", "results/cli/throughput-20261126-120000-2"]
 
 
+def test_the_cli_shows_the_last_repetition_of_this_run(tmp_path, capsys):
+    # --repeat 3, then --repeat 2 into the same directory: the last repetition of this run is rep-002, not the
+    # directory's last by name (nor rep-999 before rep-1000, by name).
+    run = ["throughput", "--generator", "sim", "--generator-opt", "capacity=100000", "--generator-opt",
+           "capacity_noise=0.05", "--max-rate", "1e6", "--trial-duration", "1", "--results", str(tmp_path), "--json"]
+    assert cli.main([*run, "--repeat", "3"]) == 0
+    capsys.readouterr()
+    assert cli.main([*run, "--repeat", "2"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert output["summary"]["throughput_fps"]["count"] == 2
+    assert output["result"] == store.read_json(tmp_path / "rep-002" / store.RESULT)
+    assert output["result"] != store.read_json(tmp_path / "rep-003" / store.RESULT)
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["throughput", "--generator", "sim", "--max-rate", "-1"], "max_rate=-1.0"),
     (["throughput", "--generator", "sim", "--frame-size", "20"], "frame_size[0]=20"),
