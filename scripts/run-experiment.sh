@@ -8,6 +8,7 @@ cd "$TREXLAB_ROOT"
 exp=${1:-}
 [ -n "$exp" ] || refuse "EXP=: usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
 check_experiment "$exp"
+named_lab=${LAB_NAME:-}
 LAB_NAME=${LAB_NAME:-${LAB:-local}}
 check_lab_name "$LAB_NAME"
 check_scale "${SCALE:-}"
@@ -17,6 +18,11 @@ args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
 [ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)
+# Always this lab's inventory: a lab that is not up is never stood in for by another (the campaign's default,
+# the local lab's). A lab named by LAB_NAME that is not up is refused here; otherwise the campaign says so, and
+# runs without a lab where its generator needs none (sim).
 inventory="inventory/generated/$LAB_NAME/hosts.yml"
-[ -f "$inventory" ] && args+=(--inventory "$inventory")
+[ -z "$named_lab" ] || [ -f "$inventory" ] \
+  || refuse "LAB_NAME=$named_lab: lab $named_lab is not up (no $inventory): run 'make lab-up LAB_NAME=$named_lab'"
+args+=(--inventory "$inventory")
 exec "$VENV/bin/trexlab" "${args[@]}"

@@ -167,7 +167,7 @@ def node_state(where) -> dict[str, str]:
                                        for argv in NODE_STATE.values())
         parts = run(*where.command(["sh", "-c", script])).stdout.split(_STATE_END + "\n")
         assert len(parts) == len(NODE_STATE) + 1 and parts[-1] == "", f"node_state of {where.name}: {parts[-1]!r}"
-        state = dict(zip(NODE_STATE, parts, strict=False))
+        state = dict(zip(NODE_STATE, parts[:-1], strict=True))
     # Neighbours are dumped in hash-table order, which changes when the table grew and shrank again: the set
     # of entries is the state, so compare them sorted.
     state["neigh"] = "\n".join(sorted(state["neigh"].splitlines()))

@@ -140,6 +140,15 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
                              cwd=repo, env=env, timeout=300)
     assert missing.returncode != 0 and "nope" in missing.stdout
 
+    # The campaign runs on the lab of the inventory given with -i (here one that is no trexlab lab, which the
+    # campaign names), never on the default lab's.
+    inventory = tmp_path / "elsewhere" / "hosts.yml"
+    inventory.parent.mkdir()
+    inventory.write_text("all:\n  hosts: {}\n")
+    other = subprocess.run([*play, "-i", str(inventory), "-e", "experiment=gaming-loss-tolerance"],
+                           capture_output=True, text=True, cwd=repo, env=env, timeout=300)
+    assert other.returncode != 0 and f"inventory {inventory}:" in other.stdout, other.stdout[-3000:]
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
@@ -301,6 +310,7 @@ def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_t
     campaign = Campaign.__new__(Campaign)
     campaign.lab, campaign._based_on_networks, campaign._report = Lab(), 1, lambda line: None
     campaign.dir, campaign._eta, campaign._pending_undo, campaign._pending_spec = tmp_path / "none", None, [], {}
+    campaign._dut_config_left_removed = True  # the DUT carried nothing from before (dut_config_left)
     campaign.playbook = lambda name, extra: calls.append(
         (Path(name).stem, extra.get("netem_state") or extra.get("siit_tayga_state"), extra.get("netem_delay_ms")))
 
@@ -396,3 +406,36 @@ def test_a_campaign_resumed_by_another_trexlab_commit_says_so_and_its_report_dis
                for line in lines), lines
     disclosed = analysis.method_disclosure(directory)
     assert "measured by different trexlab commits" in disclosed and f"{'f' * 40} (1 repetition(s))" in disclosed
+
+
+def test_dut_configuration_from_before_the_campaign_is_found_and_removed_first(tmp_path, monkeypatch):
+    """A block applied from before the campaign (playbooks/dut-reference.yml run by hand, as the README shows, or a
+    campaign killed during a point) would be in every figure: each DUT's state directory is read for the blocks'
+    records, and the campaign removes what it finds before its first point, naming it."""
+    from types import SimpleNamespace
+
+    from trexlab.plan import campaign as module
+
+    class Node(SimpleNamespace):
+        def command(self, argv):  # a DUT whose shell is this one (a namespace DUT's is, through ip netns exec)
+            return argv
+
+    lab = SimpleNamespace(name="lab1", duts=[Node(name="dut1"), Node(name="dut2")])
+    (tmp_path / "lab1" / "dut1").mkdir(parents=True)
+    (tmp_path / "lab1" / "dut1" / "dut_reference.json").write_text("{}")
+    (tmp_path / "lab1" / "dut1" / "dut_routing.json").write_text("{}")  # the base configuration: not a block
+    (tmp_path / "lab1" / "dut2" / "tayga").mkdir(parents=True)
+    assert module.dut_config_left(lab, str(tmp_path)) == {"reference": ["dut1"], "siit": ["dut2"]}
+    assert module.dut_config_left(SimpleNamespace(name="lab2", duts=lab.duts), str(tmp_path)) == {}
+
+    lines: list[str] = []
+    campaign = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path / "r", progress=lines.append)
+    campaign.lab = lab
+    applied = []
+    monkeypatch.setattr(campaign, "playbook", lambda name, extra: applied.append((name, extra)))
+    found = module.dut_config_left
+    monkeypatch.setattr(module, "dut_config_left", lambda lab: found(lab, str(tmp_path)))
+    campaign.remove_dut_config_left()
+    assert applied == [("playbooks/dut-reference.yml", {"dut_reference_state": "absent"}),
+                       ("playbooks/dut-siit.yml", {"siit_tayga_state": "absent"})]
+    assert "dut.reference (playbooks/dut-reference.yml) is applied on dut1 from before this run" in lines[0]

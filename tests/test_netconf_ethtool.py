@@ -14,6 +14,7 @@ sys.path.insert(0, str(REPO))
 from ansible_collections.trexlab.lab.plugins.filter.trexlab import (  # noqa: E402
     cpufreq_settings,
     port_drivers,
+    probed_host_facts,
     probed_port_facts,
 )
 
@@ -86,8 +87,11 @@ def test_port_drivers_come_from_the_network_facts_and_a_port_with_a_device_is_a_
 def test_the_dut_tuning_probe_reads_as_the_network_facts():
     """roles/dut_tuning reads the ports with a shell probe instead of the setup module: its lines (a tty's '\\r'
     kept) give port_drivers what the facts above gave it; a port that does not exist is missing, as from the facts."""
-    lines = ["eth1 eth1 virtio3 virtio_net\r", "eth2 eth2 0000:00:05.0 -", "dut-p0 dut-p0 - -", "p9 -", "no-cpufreq"]
-    facts = probed_port_facts(lines)
+    lines = ["eth1 virtio3 virtio_net\r", "eth2 0000:00:05.0 -", "dut-p0 - -", "p9 -", "no-cpufreq",
+             "kernel: 6.1.0-28-amd64\r", "cpu_model: AMD EPYC"]
+    facts = probed_port_facts(lines)  # the host lines are no ports, though a model name may have three words
+    assert probed_host_facts(lines) == {"kernel": "6.1.0-28-amd64", "cpu_model": "AMD EPYC"}
+    assert probed_host_facts(["kernel: 6.1.0", "cpu_model:"]) == {"kernel": "6.1.0", "cpu_model": None}
     assert facts == {"eth1": {"device": "eth1", "pciid": "virtio3", "module": "virtio_net"},
                      "eth2": {"device": "eth2", "pciid": "0000:00:05.0"}, "dut_p0": {"device": "dut-p0"}}
     assert port_drivers(["eth1", "eth2", "dut-p0"], facts) == [

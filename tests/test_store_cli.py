@@ -230,11 +230,28 @@ def test_a_run_into_another_runs_directory_is_refused_and_default_directories_ar
     assert outputs == ["results/cli/throughput-20261126-120000", "results/cli/throughput-20261126-120000-2"]
 
 
+def test_the_cli_shows_the_last_repetition_of_this_run(tmp_path, capsys):
+    # --repeat 3, then --repeat 2 into the same directory: the last repetition of this run is rep-002, not the
+    # directory's last by name (nor rep-999 before rep-1000, by name).
+    run = ["throughput", "--generator", "sim", "--generator-opt", "capacity=100000", "--generator-opt",
+           "capacity_noise=0.05", "--max-rate", "1e6", "--trial-duration", "1", "--results", str(tmp_path), "--json"]
+    assert cli.main([*run, "--repeat", "3"]) == 0
+    capsys.readouterr()
+    assert cli.main([*run, "--repeat", "2"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert output["summary"]["throughput_fps"]["count"] == 2
+    assert output["result"] == store.read_json(tmp_path / "rep-002" / store.RESULT)
+    assert output["result"] != store.read_json(tmp_path / "rep-003" / store.RESULT)
+
+
 @pytest.mark.parametrize(("argv", "named"), [
     (["throughput", "--generator", "sim", "--max-rate", "-1"], "max_rate=-1.0"),
     (["throughput", "--generator", "sim", "--frame-size", "20"], "frame_size[0]=20"),
     (["throughput", "--generator", "sim", "--destination-networks", "300"], "destination_networks=300"),
     (["throughput", "--generator", "sim", "--repeat", "0"], "repeat=0"),
+    # Beyond what a trial may ask (swtester's limit): refused here, not by swtester at the first trial.
+    (["throughput", "--generator", "sim", "--frame-timeout", "4000"], "frame_timeout=4000.0: allowed > 0 and <= 3600"),
+    (["latency", "--generator", "sim", "--rate", "1000", "--frame-timeout", "4000"], "frame_timeout=4000.0"),
     (["throughput", "--generator", "sim", "--generator-opt", "capacity=fast"], "capacity='fast'"),
     (["throughput", "--generator", "sim", "--generator-opt", "colour=red"], "colour='red': allowed the keys capacity"),
     (["latency", "--generator", "sim", "--rate", "1000", "--tagged-frames", "10"], "tagged_frames=10"),
@@ -246,4 +263,14 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_result_dir(tmp_path, capsys, ar
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and named in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_before_the_run_is_one_line_exit_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the CLI loads its procedures (seconds on a busy machine) ends with one line, not a traceback."""
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "registry", interrupted)
+    code = cli.main(["throughput", "--generator", "sim", "--results", str(tmp_path / "r")])
+    assert code == 130 and capsys.readouterr().err == "trexlab: interrupted\n"
     assert not (tmp_path / "r").exists()

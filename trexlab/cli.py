@@ -27,7 +27,7 @@ from pathlib import Path
 from trexlab import __version__
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
-from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, summary_lines
+from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, repetition_dir, summary_lines
 from trexlab.plan.runplan import PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
@@ -322,6 +322,16 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the runs, which say what they kept (campaign, run_plan): while the procedures load (seconds
+        # on a busy machine), the plan is checked, the lab lock is taken or the summary printed: one line, no traceback.
+        print("trexlab: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "command"):  # campaign, report, compare, schema
         return args.command(args)
@@ -378,16 +388,19 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
     display.close()
     for line in news:  # e.g. what the self-test recorded
         print(f"trexlab {name}: {line}", file=sys.stderr)
-    for rep in sorted(plan.output.glob("rep-*/result.json")):  # latency and PDV near the tester's own floor
+    # This run's repetitions, 1..n as summary.json counts them: by name, rep-1000 sorts before rep-101, and a
+    # directory may hold more repetitions than this run took (an earlier --repeat 5, now 3).
+    results = [repetition_dir(plan.output, k) / "result.json"
+               for k in range(1, read_json(plan.output / SUMMARY)["repetitions"] + 1)]
+    for rep in results:  # latency and PDV near the tester's own floor
         for warning in (read_json(rep).get("tester_latency_floor") or {}).get("warnings", []):
             print(f"trexlab {name}: warning: {rep.parent.name}: {warning}", file=sys.stderr)
     if args.json:
-        latest = sorted(plan.output.glob("rep-*/result.json"))[-1]
-        print(dumps({"results": str(plan.output), "summary": summary, "result": read_json(latest)}, indent=2))
+        print(dumps({"results": str(plan.output), "summary": summary, "result": read_json(results[-1])}, indent=2))
     else:
         print_summary(name, summary, plan.output, sys.stdout)
         if procedure(name).TAKES_RATE:
-            print_delays(read_json(sorted(plan.output.glob("rep-*/result.json"))[-1]), sys.stdout)
+            print_delays(read_json(results[-1]), sys.stdout)
     return 0
 
 

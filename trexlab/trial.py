@@ -50,6 +50,9 @@ MAX_RECEIVE_TAIL = 60.0
 MAX_OFFERED_LOAD = 1e9
 #: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
 SIIT_SIZE_DELTA = 20
+#: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
+#: with the spec, before a run makes its directory, not by swtester at the run's first trial.
+MAX_FRAME_TIMEOUT = 3600.0
 
 
 def tolerance_ratio(percent: float) -> Fraction:
@@ -124,8 +127,8 @@ class TrialSpec:
             raise bad("latency_frames", ">= 1 with latency_mode=tagged", self.latency_frames)
         if not (0 <= self.tag_delay < self.duration):
             raise bad("tag_delay", f"0 <= tag_delay < duration ({self.duration:g} s)", self.tag_delay)
-        if self.frame_timeout is not None and not self.frame_timeout > 0:
-            raise bad("frame_timeout", "> 0 s or None", self.frame_timeout)
+        if self.frame_timeout is not None and not 0 < self.frame_timeout <= MAX_FRAME_TIMEOUT:
+            raise bad("frame_timeout", f"> 0 and <= {MAX_FRAME_TIMEOUT:g} s or None", self.frame_timeout)
         if not 0 <= self.receive_tail <= MAX_RECEIVE_TAIL:  # NaN and infinity fail too
             raise bad("receive_tail", f"0..{MAX_RECEIVE_TAIL:g} s", self.receive_tail)
         if not isinstance(self.dont_fragment, bool):

@@ -88,17 +88,22 @@ def test_loopback_topology_joins_the_tester_ports():
     assert lab_leftovers("tl") == []
 
 
-def test_lab_up_recovers_after_an_interrupted_lab_down():
+def test_lab_up_recovers_after_an_interrupted_lab_down_and_rebuilds_a_lab_of_another_topology():
     env = lab_env("tr", "single")
+    dual = {**env, "TOPOLOGY": "dual"}
     try:
         run("scripts/lab.sh", "up", env=env)
         # An interrupted lab-down: the namespaces are gone, the Terraform state still says 'created'.
         run("ip", "netns", "delete", "tl-tr-dut1")
         run("scripts/lab.sh", "up", env=env)
         assert "tl-tr-dut1" in run("ip", "netns", "list").stdout
-        configure(env)
+        # The same lab asked for with another topology is that lab (the inventory's second DUT exists), not the
+        # old one under a new inventory.
+        run("scripts/lab.sh", "up", env=dual)
+        assert {"tl-tr-dut1", "tl-tr-dut2"} <= set(run("ip", "netns", "list").stdout.split())
+        configure(dual)
     finally:
-        run("scripts/lab.sh", "down", env=env, check=False)
+        run("scripts/lab.sh", "down", env=dual, check=False)
     assert lab_leftovers("tr") == []
 
 

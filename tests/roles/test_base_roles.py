@@ -2,8 +2,11 @@
 RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent restores every node exactly."""
 
 
+import os
+
 import pytest
 
+from trexlab.results.provenance import host_facts
 from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, node_state, playbook, run
@@ -59,6 +62,8 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
         assert facts["rps_mask"] == mask and facts["flow_control"] == "left as is"
         assert facts["rss_4tuple"] == "skipped: no test port is a NIC (virtual)", facts
         assert [(p["name"], p["nic"]) for p in facts["ports"]] == [(p.name, False) for p in dut.test_ports]
+        # A namespace DUT runs on this machine: its kernel and CPU are this one's (on a VM or bare metal, its own).
+        assert (facts["kernel"], facts["cpu_model"]) == (os.uname().release, host_facts()["cpu_model"])
 
     gone = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
     assert gone.returncode == 0, gone.stdout[-3000:]

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from trexlab import impairment
+from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
@@ -94,6 +95,37 @@ def dut_passes(node, probe: Path) -> bool:
     if result.returncode == 255 and node.netns is None:  # ssh's own failure, not the probe's answer
         raise CampaignError(f"DUT {node.name}: ssh failed: {result.stderr.decode(errors='replace').strip()[:200]}")
     return result.returncode == 0
+
+
+#: What each DUT configuration block's role keeps in the DUT's state directory (<STATE_ROOT>/<lab>/<node>, the
+#: roles' defaults) while it is applied, and removes with state absent.
+DUT_CONFIG_MARKERS = {"reference": "dut_reference.json", "impairment": "netem.json", "siit": "tayga",
+                      "siit_jool": "siit_jool.json"}
+
+
+def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[str, list[str]]:
+    """The DUT configuration blocks the lab's DUTs carry now, by block: the DUTs each is applied on.
+
+    A campaign's points run on the DUT as its spec configures it: one block applied from before (a playbook run
+    by hand, as the README shows for playbooks/dut-reference.yml, or a campaign killed during a point) would be
+    in every figure, unseen. One remote call per DUT."""
+    found: dict[str, list[str]] = {}
+    for node in lab.duts:
+        where = shlex.quote(f"{state_root}/{lab.name}/{node.name}")
+        names = " ".join(shlex.quote(m) for m in DUT_CONFIG_MARKERS.values())
+        script = f'cd {where} 2>/dev/null || exit 0; for f in {names}; do [ -e "$f" ] && echo "$f"; done; exit 0'
+        try:
+            result = subprocess.run(node.command(["sh", "-c", script]), capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise CampaignError(f"DUT {node.name} did not answer within 120 s") from None
+        if result.returncode != 0:
+            raise CampaignError(f"DUT {node.name}: could not read its state directory: "
+                                f"{result.stderr.strip()[:200] or f'exit code {result.returncode}'}")
+        present = set(result.stdout.split())
+        for block, marker in DUT_CONFIG_MARKERS.items():
+            if marker in present:
+                found.setdefault(block, []).append(node.name)
+    return found
 
 
 def check_requirements(experiment: Experiment, lab: Lab | None) -> None:
@@ -226,6 +258,7 @@ class Campaign:
         # The removal a point left for the next one, which applies the same blocks (dut_config_key): done by the
         # campaign's end at the latest.
         self._pending_undo: list[tuple[str, dict]] = []
+        self._dut_config_left_removed = False  # remove_dut_config_left ran (once, before the first configuration)
         self._pending_spec: dict = {}  # the spec of the point that left it
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -281,6 +314,20 @@ class Campaign:
             undo.append((playbook, {**extra, f"{role}_state": "absent"}))
         return undo
 
+    def remove_dut_config_left(self) -> None:
+        """Before the campaign's first DUT configuration (after its first point's generator was made): DUT
+        configuration applied from before this campaign is removed, each block named, so that the points' figures
+        are those of the DUT their spec declares."""
+        if self.lab is None or not self.lab.duts:
+            return
+        for block, nodes in dut_config_left(self.lab).items():
+            playbook, role = DUT_CONFIG[block]
+            self.progress(f"the DUT configuration dut.{block} ({playbook}) is applied on {', '.join(nodes)} from "
+                          "before this run (by hand, or by a run killed during a point): removed, as it would be in "
+                          "every figure")
+            self.playbook(playbook, {f"{role}_state": "absent"})
+        self._dut_config_left_removed = True
+
     def undo_pending(self) -> None:
         """Remove what the last point left configured for a next one (in the reverse order of applying)."""
         undo, self._pending_undo = self._pending_undo, []
@@ -296,6 +343,8 @@ class Campaign:
         key = dut_config_key(point.spec)
         generator = plan.create_generator()
         try:
+            if not self._dut_config_left_removed:
+                self.remove_dut_config_left()
             if self._pending_undo and dut_config_key(self._pending_spec) != key:
                 self.undo_pending()
             undo = self.configure_dut(point.spec)

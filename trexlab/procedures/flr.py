@@ -21,7 +21,7 @@ from trexlab.procedures.common import (
     simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import MAX_OFFERED_LOAD
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD
 
 NAME = "flr"
 TAKES_RATE = False
@@ -46,7 +46,7 @@ class Params:
         check_range("step_percent", self.step_percent, MIN_STEP_PERCENT, 10)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
-            check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+            check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         media_speed(self.media)
         if self.tester_ceiling is not None:
             check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)

@@ -43,6 +43,7 @@ from trexlab.procedures.common import (
 )
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import (
+    MAX_FRAME_TIMEOUT,
     MAX_OFFERED_LOAD,
     Direction,
     GeneratorError,
@@ -112,7 +113,7 @@ class Params:
                                    f"0 <= tag_delay < trial_duration ({self.trial_duration:g} s)")
         check_range("tagged_frames", self.tagged_frames, MIN_TAGGED_FRAMES, MAX_TAGGED_FRAMES, integer=True)
         if self.frame_timeout is not None:
-            check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+            check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
             if getattr(self, name) is not None:
                 check_range(name, getattr(self, name), 0, low_open=True)

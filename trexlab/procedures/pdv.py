@@ -37,7 +37,7 @@ from trexlab.procedures.common import (
 )
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
-from trexlab.trial import delay_for_json, format_seconds
+from trexlab.trial import MAX_FRAME_TIMEOUT, delay_for_json, format_seconds
 
 NAME = "pdv"
 #: s, RFC 8219 section 7.3: the PDV stream lasts at least 60 s.
@@ -61,7 +61,7 @@ class Params:
         check_rate(self.rate)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
-            check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+            check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
             if getattr(self, name) is not None:
                 check_range(name, getattr(self, name), 0, low_open=True)

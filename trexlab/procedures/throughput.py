@@ -25,7 +25,7 @@ from trexlab.procedures.common import (
     simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec, tolerance_ratio
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, tolerance_ratio
 
 NAME = "throughput"
 TAKES_RATE = False
@@ -72,7 +72,7 @@ class Params:
         check_range("loss_tolerance_percent", self.loss_tolerance_percent, 0, 100)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
-            check_range("frame_timeout", self.frame_timeout, 0, low_open=True)
+            check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         media_speed(self.media)
         if self.tester_ceiling is not None:
             check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)

@@ -90,6 +90,10 @@ resource "terraform_data" "lab" {
     plan   = jsonencode(local.plan)
     script = abspath("${path.module}/scripts/vmlab.py")
   }
+  # The lab is realised by the create provisioner only: another plan (make lab-up TOPOLOGY=dual on a single lab)
+  # replaces it, the old plan's lab torn down first. An input change alone is an in-place update that runs no
+  # provisioner: the inventory named the new plan's nodes while the old lab stayed up.
+  triggers_replace = jsonencode(local.plan)
 
   lifecycle {
     precondition {

@@ -91,21 +91,33 @@ def port_drivers(names: list, facts: dict) -> list[dict]:
 
 def probed_port_facts(lines: list) -> dict:
     """The network facts port_drivers reads, from roles/dut_tuning's shell probe (no Python on the node): a line
-    "<name> <name> <device link or -> <driver module or ->" per port that exists, "<name> -" per port that does
-    not (left out, as the facts leave it out), and a cpufreq line (not a port)."""
+    "<name> <device link or -> <driver module or ->" per port that exists (the facts' device is its name under
+    /sys/class/net), "<name> -" per port that does not (left out, as the facts leave it out), a cpufreq line
+    and the host's "kernel: " and "cpu_model: " lines (not ports: probed_host_facts)."""
     facts = {}
     for line in lines:
         fields = str(line).split()
-        if len(fields) != 4:
+        if len(fields) != 3 or fields[0].endswith(":"):  # "kernel: ...": no interface name has a colon
             continue
-        name, device, pciid, module = fields
-        port = {"device": device}
+        name, pciid, module = fields
+        port = {"device": name}
         if pciid != "-":
             port["pciid"] = pciid
         if module != "-":
             port["module"] = module
         facts[name.replace("-", "_")] = port
     return facts
+
+
+def probed_host_facts(lines: list) -> dict:
+    """The node's kernel release and CPU model from roles/dut_tuning's probe ("kernel: <uname -r>", "cpu_model:
+    <model name>"); None where the probe printed nothing (no model name in /proc/cpuinfo)."""
+    found = {}
+    for line in lines:
+        key, sep, value = str(line).strip().partition(": ")
+        if sep and key in ("kernel", "cpu_model"):
+            found[key] = value.strip() or None
+    return {"kernel": found.get("kernel"), "cpu_model": found.get("cpu_model")}
 
 
 def cpufreq_settings(cpus: list, governor: str | None, frequency_khz: int | None) -> dict:
@@ -236,6 +248,7 @@ class FilterModule:
             "cpu_mask": cpu_mask,
             "port_drivers": port_drivers,
             "probed_port_facts": probed_port_facts,
+            "probed_host_facts": probed_host_facts,
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
             "reference_plan": reference_plan,
