@@ -44,6 +44,10 @@ MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
 #: The longest receive tail, s: the software tester's own bound (swtester --tail); RFC 2544 asks for 2 s. A longer
 #: one would only hold the lab: with TRex the tail is waited out, and a shared spec could make it endless.
 MAX_RECEIVE_TAIL = 60.0
+#: The highest offered load, frames/s per direction: swtester's own bound (--rate), above 400 GbE's 595 Mfps of
+#: 64-byte frames. Rates are floats: far above it a rate search's midpoints stop moving (and the sim's frame counts
+#: overflow), so a search given one would never end.
+MAX_OFFERED_LOAD = 1e9
 #: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
 SIIT_SIZE_DELTA = 20
 #: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
@@ -95,8 +99,8 @@ class TrialSpec:
         def bad(name: str, allowed: str, value: object) -> InvalidTrialSpec:
             return InvalidTrialSpec(name, value, allowed)
 
-        if not (self.offered_load > 0 and math.isfinite(self.offered_load)):
-            raise bad("offered_load", "a finite rate > 0 frames/s", self.offered_load)
+        if not (0 < self.offered_load <= MAX_OFFERED_LOAD):
+            raise bad("offered_load", f"a rate > 0 and <= {MAX_OFFERED_LOAD:g} frames/s", self.offered_load)
         if not (self.duration > 0 and math.isfinite(self.duration)):
             raise bad("duration", "> 0 s", self.duration)
         for i, size in enumerate(self.frame_size):

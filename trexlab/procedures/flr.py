@@ -21,11 +21,13 @@ from trexlab.procedures.common import (
     simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import MAX_FRAME_TIMEOUT
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD
 
 NAME = "flr"
 TAKES_RATE = False
 METHOD = "RFC 2544 section 26.3"
+#: The finest step: at most 1000 trials from max_rate down to zero.
+MIN_STEP_PERCENT = 0.1
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,9 @@ class Params:
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:
-            check_range("max_rate", self.max_rate, 0, low_open=True)
-        check_range("step_percent", self.step_percent, 0, 10, low_open=True)
+            check_range("max_rate", self.max_rate, 0, MAX_OFFERED_LOAD, low_open=True)
+        # At least 0.1 %: a step of 1e-300 % meant 1e302 trials, a run without end.
+        check_range("step_percent", self.step_percent, MIN_STEP_PERCENT, 10)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)

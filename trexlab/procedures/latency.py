@@ -44,6 +44,7 @@ from trexlab.procedures.common import (
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
+    MAX_OFFERED_LOAD,
     Direction,
     GeneratorError,
     Latency,
@@ -78,7 +79,7 @@ def check_rate(rate: float | None) -> float:
     if rate is None:
         raise InvalidParameter("rate", None, "a rate > 0 frames/s: the throughput rate (RFC 8219 measures at it); "
                                              "give rate, or --rate-from a throughput result")
-    check_range("rate", rate, 0, low_open=True)
+    check_range("rate", rate, 0, MAX_OFFERED_LOAD, low_open=True)
     return rate
 
 

@@ -33,7 +33,7 @@ from trexlab.procedures.common import (
     simulated_cost,
     tester_bound_fields,
 )
-from trexlab.trial import TrialSpec
+from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -103,9 +103,9 @@ class Params:
         for index, goal in enumerate(self.goals):
             search_goal(goal, index)
         if self.max_rate is not None:
-            check_range("max_rate", self.max_rate, 0, low_open=True)
+            check_range("max_rate", self.max_rate, 0, MAX_OFFERED_LOAD, low_open=True)
             check_range("min_rate", self.min_rate, 0, self.max_rate, low_open=True)
-        check_range("min_rate", self.min_rate, 0, low_open=True)
+        check_range("min_rate", self.min_rate, 0, MAX_OFFERED_LOAD, low_open=True)
         media_speed(self.media)
         check_range("warmup_duration", self.warmup_duration, 0, MAX_TRIAL_DURATION)
         check_range("search_time_max", self.search_time_max, 0, MAX_SEARCH_TIME, low_open=True)
@@ -170,6 +170,9 @@ needs_tcp_endpoints = generator_traffic_only
 def top_rate(params: Params, traffic: TrialSpec) -> float:
     """The search's top load (max_rate, or the media's limit at the largest frame size), above min_rate."""
     top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+    if top > MAX_OFFERED_LOAD:  # a media given in bit/s
+        raise InvalidParameter("media", params.media, f"a medium of at most {MAX_OFFERED_LOAD:g} fps at "
+                               f"{max(traffic.frame_size)} B, or a max_rate")
     if params.min_rate >= top:
         raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
     return top

@@ -25,13 +25,16 @@ from trexlab.procedures.common import (
     simulated_cost_of,
     tester_bound_fields,
 )
-from trexlab.trial import MAX_FRAME_TIMEOUT, TrialSpec, tolerance_ratio
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, tolerance_ratio
 
 NAME = "throughput"
 TAKES_RATE = False
 METHOD = "RFC 2544 binary search"
 #: The default stopping rule: the interval is narrower than this share of the rate found.
 DEFAULT_RESOLUTION_PERCENT = 0.5
+#: The finest resolutions a search may stop at (see Params.__post_init__).
+MIN_RESOLUTION_FPS = 1e-3
+MIN_RESOLUTION_PERCENT = 1e-6
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,17 @@ class Params:
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:
-            check_range("max_rate", self.max_rate, 0, low_open=True)
-        check_range("min_rate", self.min_rate, 0, low_open=True)
+            check_range("max_rate", self.max_rate, 0, MAX_OFFERED_LOAD, low_open=True)
+        check_range("min_rate", self.min_rate, 0, MAX_OFFERED_LOAD, low_open=True)
         if self.max_rate is not None and self.min_rate >= self.max_rate:
             raise InvalidParameter("min_rate", self.min_rate, f"< max_rate ({self.max_rate})")
         if self.initial_rate is not None:
             check_range("initial_rate", self.initial_rate, self.min_rate, self.max_rate)
+        # Floors: below them the search's float midpoints stop moving before the interval is that narrow, and the
+        # search would go on for ever (a resolution of 1e-300 did); no trial tells such rates apart anyway.
         if self.resolution is not None:
-            check_range("resolution", self.resolution, 0, low_open=True)
-        check_range("resolution_percent", self.resolution_percent, 0, 100, low_open=True)
+            check_range("resolution", self.resolution, MIN_RESOLUTION_FPS)
+        check_range("resolution_percent", self.resolution_percent, MIN_RESOLUTION_PERCENT, 100)
         check_range("loss_tolerance_percent", self.loss_tolerance_percent, 0, 100)
         check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
         if self.frame_timeout is not None:
@@ -78,6 +83,9 @@ class Params:
     def rate_limits(self, traffic: TrialSpec) -> tuple[float, float, float]:
         """(min, max, initial) in fps for this traffic."""
         top = self.max_rate or float(max_frame_rate(media_speed(self.media), max(traffic.frame_size)))
+        if top > MAX_OFFERED_LOAD:  # a media given in bit/s
+            raise InvalidParameter("media", self.media, f"a medium of at most {MAX_OFFERED_LOAD:g} fps at "
+                                   f"{max(traffic.frame_size)} B, or a max_rate")
         if self.min_rate >= top:
             raise InvalidParameter("min_rate", self.min_rate, f"< max_rate ({top:.0f})")
         return (self.min_rate, top, self.initial_rate or top)
