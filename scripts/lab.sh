@@ -104,7 +104,12 @@ lab_up() {
 
 lab_configure() {
   local start=$SECONDS
-  [ -f "$INVENTORY_DIR/hosts.yml" ] || die "no inventory for lab $LAB_NAME: run 'make lab-up' first"
+  # The lab-up that makes this lab, not the default one (a plain 'make lab-up' brings up lab local).
+  local up="make lab-up"
+  [ "$LAB" = local ] || up+=" LAB=$LAB"
+  [ "$LAB_NAME" = "$LAB" ] || up+=" LAB_NAME=$LAB_NAME"
+  [ -f "$INVENTORY_DIR/hosts.yml" ] \
+    || refuse "LAB_NAME=$LAB_NAME: lab $LAB_NAME is not up (no ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml): run '$up' first"
   [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
   # ANSIBLE_ARGS: the user's own extra options (e.g. --check -v), split on blanks but never glob-expanded.
   local extra=()

@@ -76,6 +76,7 @@ SCRIPT_INPUTS = [
     (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "$(touch {mark})"}, "LAB_NAME"),
     # A lab that is not up (make run LAB_NAME=nolab9): never stood in for by another lab (the local one) that is.
     (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9"}, "LAB_NAME"),
+    (["scripts/lab.sh", "configure"], {"LAB_NAME": "nolab9"}, "LAB_NAME"),
     (["scripts/report.sh", "$(touch {mark})"], {}, "EXP"),
     (["scripts/report.sh", "../demo"], {}, "EXP"),
     (["scripts/lab.sh", "up; touch {mark}"], {}, "action"),
