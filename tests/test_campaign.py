@@ -135,6 +135,7 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
     assert sorted(len(v) for v in finished_reps(campaign_dir).values()) == [4, 4]
     log = (campaign_dir / "campaign.log").read_text()
     assert "point 2/2" in log and "repetition 4/4" in log
+    assert "repetition 4, binary search: trial 1 at 1,000,000 fps, loss ratio" in log, "each trial's end is shown"
 
     missing = subprocess.run([*play, "-e", f"experiment={tmp_path / 'nope'}"], capture_output=True, text=True,
                              cwd=repo, env=env, timeout=300)

@@ -37,6 +37,7 @@ from trexlab.plan.repetition import SUMMARY, summary_lines
 from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
+from trexlab.progress import trial_text
 from trexlab.results.analysis import export_campaign
 from trexlab.results.provenance import git_commit
 from trexlab.results.store import (
@@ -350,8 +351,18 @@ class Campaign:
             undo = self.configure_dut(point.spec)
             self._pending_undo = []  # replaced by this point's configuration
             finished = False
+            current = {"repetition": 0, "rate repetition": 0}  # the repetition whose trials run now
             try:
+                # Each trial's end too (the CLI shows them): a repetition lasts minutes (siit-single-dut: 8 min
+                # expected, dry run), which passed with no line on the terminal or in campaign.log.
+                def trial_done(what: str, phase: str, info: dict) -> None:
+                    if phase not in ("repetition", "resume") and info.get("done"):
+                        self.progress(f"point {k}/{n} {point.point_id}: {what} {trial_text(phase, info)}")
+
                 def progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        current["repetition"] = info["repetition"]
+                    trial_done(f"repetition {current['repetition']},", phase, info)
                     if phase == "repetition" and self._eta is not None:
                         (self._eta.repetition_skipped if info.get("skipped") else self._eta.repetition_started)(
                             point.point_id)
@@ -364,6 +375,9 @@ class Campaign:
                                       f"{self.eta()}")
 
                 def rate_progress(phase: str, info: dict) -> None:
+                    if phase == "repetition":
+                        current["rate repetition"] = info["repetition"]
+                    trial_done(f"throughput for the rate, repetition {current['rate repetition']},", phase, info)
                     if phase == "repetition":
                         done = " (done earlier)" if info.get("skipped") else ""
                         self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
