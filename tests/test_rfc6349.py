@@ -419,9 +419,13 @@ def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_
     fake.chmod(0o755)
     # The tester is reached nowhere, and ssh says so at once: the real one tried its address for 3 s per probe of
     # the generator (ARP on a host whose own network is 192.0.2.0/24), traffic to an address that is no test host.
+    # The DUT answers the campaign's one question before its first configuration: no DUT configuration is left
+    # from before (DUT_CONFIG_MARKERS: nothing listed).
+    from trexlab.plan.campaign import DUT_CONFIG_MARKERS
     ssh = tmp_path / "bin" / "ssh"
     ssh.parent.mkdir()
-    ssh.write_text("#!/bin/sh\necho 'ssh: connect to host: No route to host' >&2\nexit 255\n")
+    ssh.write_text(f"#!/bin/sh\ncase \"$*\" in *{DUT_CONFIG_MARKERS['reference']}*) exit 0;; esac\n"
+                   "echo 'ssh: connect to host: No route to host' >&2\nexit 255\n")
     ssh.chmod(0o755)
     monkeypatch.setenv("PATH", f"{ssh.parent}:{os.environ['PATH']}")
     experiment = load("experiments/http-download-loss").scaled("ci")
