@@ -67,6 +67,20 @@ def test_a_hostile_or_malformed_inventory_is_one_line_naming_the_key(tmp_path, d
     assert message.startswith(f"inventory {path}") and key in message and "\n" not in message, message
 
 
+@pytest.mark.parametrize(("lab", "advice"), [
+    ("rvu", "lab rvu is not up: run 'make lab-up LAB_NAME=rvu' first (and LAB= its kind, if not local)"),
+    ("vm", "lab vm is not up: run 'make lab-up LAB=vm' first"),
+    ("local", "lab local is not up: run 'make lab-up' first"),
+    (None, "make lab-up writes a lab's inventory to inventory/generated/<LAB_NAME>/hosts.yml"),
+])
+def test_a_missing_inventory_names_the_lab_up_of_its_own_lab(tmp_path, lab, advice):
+    """--inventory of a lab that is not up: a plain 'make lab-up' would bring up lab local, not this one."""
+    path = tmp_path / ("inventory/generated/" + lab if lab else "mine") / "hosts.yml"
+    with pytest.raises(LabError) as exc:
+        load_lab(path)
+    assert str(exc.value) == f"inventory {path} not found: {advice}"
+
+
 def test_ssh_to_a_node_checks_its_host_key_against_the_labs_known_hosts(tmp_path):
     """The inventory's known_hosts and policy (terraform/modules/inventory) reach trexlab's own ssh."""
     known = inventory(trexlab_known_hosts=str(tmp_path / "known_hosts"), trexlab_host_key_checking="yes")

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
+
+#: The lab kinds whose lab is, by default, named after the kind (scripts/lab.sh: LAB_NAME defaults to LAB).
+LAB_KINDS = ("local", "vm", "static", "maas")
 
 
 class LabError(RuntimeError):
@@ -187,6 +191,20 @@ def _mapping(value: object, where: str) -> dict:
     return value
 
 
+def lab_up_advice(inventory: Path) -> str:
+    """What makes the lab of a missing inventory, said as scripts/lab.sh says it: the make lab-up of that lab
+    (inventory/generated/<LAB_NAME>/hosts.yml). A plain 'make lab-up' brings up lab local, not another lab's."""
+    *_, top, generated, name, file = ("", "", "", "", *Path(inventory).parts)
+    if (top, generated, file) != ("inventory", "generated", "hosts.yml") or not re.fullmatch(r"[a-z0-9]{1,6}", name):
+        return "make lab-up writes a lab's inventory to inventory/generated/<LAB_NAME>/hosts.yml"
+    if name == "local":
+        return "lab local is not up: run 'make lab-up' first"
+    if name in LAB_KINDS:
+        return f"lab {name} is not up: run 'make lab-up LAB={name}' first"
+    # A lab named otherwise does not say its kind: LAB defaults to local, as in make lab-up.
+    return f"lab {name} is not up: run 'make lab-up LAB_NAME={name}' first (and LAB= its kind, if not local)"
+
+
 def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     """Read a generated inventory (hosts.yml) into a Lab; its values that reach hosts are checked
     (trexlab.rolevalues), each error one line naming the inventory and the key."""
@@ -196,7 +214,7 @@ def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
 
     path = Path(inventory or os.environ.get("TREXLAB_INVENTORY") or DEFAULT_INVENTORY)
     if not path.is_file():
-        raise LabError(f"inventory {path} not found: run 'make lab-up' first")
+        raise LabError(f"inventory {path} not found: {lab_up_advice(path)}")
     try:
         data = safeyaml.load(path, f"inventory {path}")
     except safeyaml.YamlInputError as exc:
