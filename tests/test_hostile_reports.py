@@ -9,14 +9,18 @@ import html
 import json
 import os
 import re
+from html.parser import HTMLParser
+from pathlib import Path
 
+import IPython.display
 import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
 from trexlab import cli
 from trexlab.paths import paths
-from trexlab.results import analysis
+from trexlab.results import analysis, latency_report
+from trexlab.trial import Latency
 
 SCRIPT = "<script>alert(1)</script>"
 HOSTILE = {
@@ -137,3 +141,114 @@ def test_a_resumed_campaign_does_not_append_through_a_link(linked_campaign, caps
     err = capsys.readouterr().err
     assert victim.read_text() == "the user's own file\n", "the campaign wrote through the link"
     assert code == 2 and len(err.strip().splitlines()) == 1 and str(directory / name) in err, err
+
+
+# -- a received results directory: what its files hold is shown in the report's tables as text ------------------
+
+IMG = "<img src=x onerror=alert(5)>"
+
+
+class LiveMarkup(HTMLParser):
+    """What a browser would run in a page: script elements with their text, and event-handler attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[str] = []
+        self.handlers: list[tuple[str, str | None]] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs):
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+        self.handlers += [(name, value) for name, value in attrs if name.startswith("on")]
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def executed_in_process(notebook: Path, campaigns: list[str], monkeypatch) -> str:
+    """The report's HTML of an analysis notebook run in this process (no kernel: seconds, not tens): its code
+    cells executed in order with its campaigns parameter, each display() an output as the kernel makes it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    outputs = []
+
+    def display(*objects):
+        for shown in objects:
+            if isinstance(shown, IPython.display.Markdown):
+                data = {"text/markdown": shown.data}
+            else:
+                data = {"text/html": shown._repr_html_()}
+            outputs.append(nbformat.v4.new_output("display_data", data={**data, "text/plain": ""}))
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    namespace: dict = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, str(notebook), "exec"), namespace)  # noqa: S102 - the tree's own notebook
+            if "parameters" in cell.metadata.get("tags", []):
+                namespace["campaigns"] = campaigns
+    page = nbformat.v4.new_notebook()
+    page.cells.append(nbformat.v4.new_code_cell("", outputs=outputs))
+    body, _ = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+                           exclude_output_prompt=True).from_notebook_node(page)
+    return body
+
+
+def test_a_received_campaigns_sweep_values_and_errors_are_text_in_the_reports_tables(linked_campaign, monkeypatch):
+    """A point's error (points.jsonl) and a sweep value (campaign.json, result.json's provenance) are the
+    received directory's to write: the tables show them as written, and nothing in them runs."""
+    _, directory, _ = linked_campaign
+    manifest = json.loads((directory / "campaign.json").read_text())
+    (point,) = manifest["points"]
+    point["values"] = {"procedure.params.loss_tolerance_percent": IMG}
+    (directory / "campaign.json").write_text(json.dumps(manifest))
+    (run,) = directory.glob("*/rep-*")
+    provenance = json.loads((run / "provenance.json").read_text())
+    provenance["sweep"] = point["values"]
+    (run / "provenance.json").write_text(json.dumps(provenance))
+    with (directory / "points.jsonl").open("a") as log:
+        log.write(json.dumps({"point": point["point"], "status": "failed", "error": SCRIPT}) + "\n")
+    page = executed_in_process(paths().notebooks / "report.ipynb", [str(directory)], monkeypatch)
+    live = LiveMarkup()
+    live.feed(page)
+    assert not [s for s in live.scripts if "alert" in s] and not live.handlers, (live.scripts, live.handlers)
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert shown.count(SCRIPT) == 1 and shown.count(IMG) == 2, shown  # the error; the value in both tables
+
+
+def test_a_report_tables_headers_and_labels_are_text_too():
+    """A sweep key names a column, a point's label an index: the Styler writes labels as they are, too."""
+    import pandas as pd
+
+    frame = pd.DataFrame({IMG: [SCRIPT], "n": [[SCRIPT]]}, index=pd.Index([SCRIPT], name=IMG))
+    frame.columns.name = SCRIPT
+    live = LiveMarkup()
+    live.feed(analysis.report_table(frame).to_html())
+    assert not [s for s in live.scripts if "alert" in s] and not live.handlers, (live.scripts, live.handlers)
+
+
+def test_every_table_a_notebook_shows_is_a_report_table():
+    """A Styler made in a notebook (DataFrame.style) writes its cells into the page as HTML: every analysis
+    notebook makes its tables with analysis.report_table (or styled, which does)."""
+    for notebook in sorted(paths().notebooks.glob("*.ipynb")):
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            assert cell.cell_type != "code" or not re.search(r"\.style\b", cell.source), (notebook.name, cell.source)
+
+
+def test_a_received_campaigns_point_label_is_text_in_the_latency_table():
+    """The latency report's Markdown table of points (labels from campaign.json's sweep values, directions from
+    trials.jsonl): a label can neither add HTML nor a cell (a '|')."""
+    latency = Latency.from_delays([10e-6, 12e-6])
+    page = as_report_html(latency_report.merged_table({f"x={IMG} | {SCRIPT}": {SCRIPT: latency}}))
+    live = LiveMarkup()
+    live.feed(page)
+    assert not [s for s in live.scripts if "alert" in s] and not live.handlers, (live.scripts, live.handlers)
+    assert re.findall(r"<td>(.*?)</td>", page)[:2] == [html.escape(f"x={IMG} | {SCRIPT}", quote=False),
+                                                       html.escape(SCRIPT, quote=False)], page

@@ -16,6 +16,7 @@ lower bound.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -384,9 +385,30 @@ def styled(table: pd.DataFrame, figure: str):
     view["median"] = [LOWER_BOUND_MARK + m if b else m for m, b in zip(view["median"], bound, strict=True)]
     view = view.drop(columns=["median_lower_bound"], errors="ignore").rename(
         columns={"tester_bound": "tester-bound", "why": "missing / tester-bound: why"})
-    return view.style.hide(axis="index").apply(
+    return report_table(view).hide(axis="index").apply(
         lambda column: ["white-space: nowrap" + (f"; color: {LOWER_BOUND_COLOUR}; font-weight: bold" if b else "")
                         for b in bound], subset=["median"])
+
+
+def _as_text(value) -> str:
+    return html.escape(str(value))
+
+
+def report_table(frame: pd.DataFrame):
+    """A table as a report shows it (a pandas Styler to format further, its cells only: format_index would undo
+    this): every cell, index label and header that is not a number is HTML-escaped text. A table's values come
+    from a results directory that may have come from someone else (a sweep value in campaign.json, a point's error
+    in points.jsonl), and a Styler writes them into the report's HTML as they are: '<script>' would run in the
+    page a reader opens. A DataFrame's own HTML escapes, a Styler's does not (nor its escape='html' a list's)."""
+    def cell(value):
+        return value if value is None or value is pd.NA or value is pd.NaT or pd.api.types.is_number(value) \
+            else _as_text(value)
+
+    styler = frame.map(cell).style
+    for axis in (0, 1):  # in place: labels and level names of rows and of columns
+        styler.format_index(_as_text, axis=axis)
+        styler.format_index_names(_as_text, axis=axis)
+    return styler
 
 
 def figure_heading(table: pd.DataFrame, figure: str) -> str:

@@ -313,6 +313,6 @@ def styled(table: pd.DataFrame):
                      "verdict": row["verdict"], "notes": row["notes"]})
     colours = {"lower": "#C44E52", "higher": "#55A868"}
     view = pd.DataFrame(rows)
-    return view.style.hide(axis="index").apply(
+    return analysis.report_table(view).hide(axis="index").apply(
         lambda column: [f"color: {colours[v]}; font-weight: bold" if v in colours else "" for v in column],
         subset=["verdict"])

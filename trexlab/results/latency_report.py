@@ -17,6 +17,7 @@ import io
 import json
 from pathlib import Path
 
+from trexlab.results.analysis import text
 from trexlab.results.store import read_trials
 from trexlab.trial import DIRECTIONS, Latency, format_seconds, lost_tags_text
 
@@ -55,8 +56,9 @@ def merged_table(latencies: dict[str, dict[str, Latency]]) -> str:
         for direction, latency in per_direction.items():
             cells = [lost_tags_text(latency.timeout) if v == float("inf") else format_seconds(v)
                      for v in (latency.median(), latency.percentile(99.9))]
-            rows.append(f"| {label} | {direction} | {latency.measured} | {latency.lost_or_late} | {cells[0]} | "
-                        f"{cells[1]} |")
+            # The point's label and direction are a campaign's (campaign.json, trials.jsonl): shown as text.
+            rows.append(f"| {text(label)} | {text(direction)} | {latency.measured} | {latency.lost_or_late} | "
+                        f"{cells[0]} | {cells[1]} |")
     return "\n".join(rows)
 
 
