@@ -13,6 +13,7 @@ from trexlab import cli
 from trexlab.generators.sim import create
 from trexlab.plan.repetition import repeat
 from trexlab.procedures import throughput
+from trexlab.results import store
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, "frame_size": [64, 64], "receive_tail": 0})
@@ -89,3 +90,49 @@ def test_killed_mid_search_resumes_to_the_uninterrupted_result_and_trial_sequenc
         assert trials(killed / rep) == trials(reference / rep), rep
         assert json.loads((killed / rep / "result.json").read_text()) == json.loads(
             (reference / rep / "result.json").read_text()), rep
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_interrupted_while_replaying_the_next_resume_still_replays_every_logged_trial(tmp_path):
+    # The log of a resumed repetition must survive its own replay: a crash after 2 of 6 logged trials were written
+    # back used to leave a log of 2, and the next resume measured the other 4 again.
+    params = throughput.Params(max_rate=1e6, resolution_percent=0.1, trial_duration=1)
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    repeat("throughput", create(capacity=4e5, capacity_noise=0.01), TRAFFIC, params, 1, whole, {})
+    lines = (whole / "rep-001" / "trials.jsonl").read_text().splitlines()
+    logged = 6
+    assert len(lines) > logged + 1
+    (cut / "rep-001").mkdir(parents=True)
+    (cut / "rep-001" / "trials.jsonl").write_text("\n".join(lines[:logged]) + "\n")
+    generator = create(capacity=4e5, capacity_noise=0.01)
+    skip = generator.skip_trials
+    replayed = []
+
+    def interrupted(count):  # the replay is cut off (crash, kill -9) once 2 records have been written back
+        if len(replayed) == 2:
+            raise Interrupted
+        replayed.append(count)
+        skip(count)
+
+    generator.skip_trials = interrupted
+    try:
+        repeat("throughput", generator, TRAFFIC, params, 1, cut, {})
+    except Interrupted:
+        pass
+    else:
+        raise AssertionError("the replay was not interrupted")
+    assert [r["seq"] for r in store.read_trials(cut / "rep-001")] == list(range(1, logged + 1))
+    generator = create(capacity=4e5, capacity_noise=0.01)
+    live = []
+    run_trial = generator.run_trial
+    generator.run_trial = lambda spec: live.append(spec) or run_trial(spec)
+    seen = []
+    repeat("throughput", generator, TRAFFIC, params, 1, cut, {}, progress=lambda phase, info: seen.append(info))
+    assert {"repetition": 1, "replayed": logged} in seen
+    assert len(live) == len(lines) - logged  # only the trials never logged were measured
+    assert (cut / "rep-001" / "trials.jsonl").read_text().splitlines()[:logged] == lines[:logged]  # as logged
+    assert trials(cut / "rep-001") == trials(whole / "rep-001")
+    assert sorted(p.name for p in (cut / "rep-001").iterdir()) == sorted(p.name for p in (whole / "rep-001").iterdir())

@@ -7,9 +7,10 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from trexlab.generators import create_generator
+from trexlab.plan.repetition import summarize_headlines
 from trexlab.procedures import latency, pdv
 from trexlab.procedures.common import RunContext
-from trexlab.results import store
+from trexlab.results import analysis, store
 from trexlab.trial import Latency, TrialSpec
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
@@ -102,3 +103,24 @@ def test_every_trial_with_latency_keeps_its_histogram_in_trials_jsonl(tmp_path):
     again = Latency.from_dict(stored)
     assert again.size == result.directions["forward"].tags_received
     assert again.percentile(50) == result.directions["forward"].latency.percentile(50)
+
+
+def test_pdv_when_every_frame_is_lost_is_among_lost_frames_not_missing():
+    # Every frame later than a 5 us timeout (the sim's delays are ~10 us): the minimum and the 99.9th percentile are
+    # both among lost frames. PDV was NaN (inf - inf): the summary's median was null in the run that measured it,
+    # and once read back from result.json (null) the repetition counted as "missing", the median coming from the
+    # repetitions that received frames, as if it had never run.
+    lost = pdv.run(RunContext(sim(latency_base=10e-6, latency_spread=2e-6, seed=5), ONE_WAY),
+                   pdv.Params(rate=10_000, trial_duration=1, frame_timeout=5e-6)).to_dict()
+    forward = lost["directions"]["forward"]
+    assert forward["samples"] == 0 and forward["lost_or_late"] == 10_000
+    assert forward["pdv"] == "every frame lost or later than 5 us" and forward["min"] == "> 5 us (lost tags)"
+    assert lost["headline"]["forward_pdv_s"] == math.inf
+    assert store.loads(store.dumps(lost))["headline"]["forward_pdv_s"] == math.inf
+    received = pdv.run(RunContext(sim(latency_base=10e-6, latency_spread=2e-6, seed=5), ONE_WAY),
+                       pdv.Params(rate=10_000, trial_duration=1, frame_timeout=1e-3)).to_dict()
+    assert math.isfinite(received["headline"]["forward_pdv_s"])
+    for results in ([received, lost], [received, store.loads(store.dumps(lost))]):  # as measured, as resumed
+        summary = summarize_headlines(results)["forward_pdv_s"]
+        assert summary["missing"] == 0 and summary["median"] == math.inf
+        assert analysis.shown(summary["median"], "{:.3f}") == analysis.LOST_TEXT

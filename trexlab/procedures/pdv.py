@@ -6,7 +6,11 @@ the direction's HDR histogram of every received frame's delay (nearest rank,
 trexlab.trial.Latency). A frame lost or later than the frame timeout counts as
 an infinite delay: when more than 0.1 % of the frames are lost or late, the
 99.9th percentile lies among them and PDV is reported as "> <timeout - min>
-(lost frames)", never as a number some received frame gave.
+(lost frames)", never as a number some received frame gave. When every frame is
+lost or late there is no minimum either (inf - inf): the direction says so, and
+its headline is +infinity as any PDV among lost frames (a summary over
+repetitions shows "> timeout (lost)"), never a missing value that would leave
+the repetition out of the median.
 
 At the throughput rate (no default rate: give ``rate``, ``--rate-from`` a
 throughput result, or ``rate: {from: throughput}`` in an experiment), 120 s by
@@ -68,7 +72,10 @@ class Params:
 
 
 def pdv_text(minimum: float, timeout: float | None) -> str:
-    """PDV when the 99.9th percentile lies among lost or late frames: more than timeout - minimum."""
+    """PDV when the 99.9th percentile lies among lost or late frames: more than timeout - minimum; no bound when
+    the minimum lies there too (every frame lost or late)."""
+    if math.isinf(minimum):
+        return f"every frame lost or later than {'the receive tail' if timeout is None else format_seconds(timeout)}"
     if timeout is None:
         return "> receive tail - min (lost frames)"
     return f"> {format_seconds(timeout - minimum)} (lost frames)"
@@ -119,7 +126,8 @@ def run(context: RunContext, params: Params) -> PdvResult:
     for direction in context.traffic.active_directions:
         latency = measured_latency([trial], direction)
         minimum, p99_9 = latency.percentile(0), latency.percentile(99.9)
-        pdv = p99_9 - minimum
+        # Every frame lost or late: inf - inf is NaN, which reads as "not measured"; it was measured, and lost.
+        pdv = math.inf if latency.lost_or_late and math.isinf(minimum) else p99_9 - minimum
         directions[direction] = {
             "pdv": pdv_text(minimum, params.frame_timeout) if math.isinf(pdv) else delay_for_json(pdv, None),
             "min": delay_for_json(minimum, params.frame_timeout),

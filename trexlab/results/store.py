@@ -4,6 +4,7 @@ Layout (docs/architecture.md):
 
     <run>/provenance.json   what produced the run
     <run>/trials.jsonl      one JSON object per trial, flushed and fsynced as it ends
+    <run>/trials.earlier.jsonl  a resumed run's earlier log, whole, while its replay writes it back
     <run>/trials.parquet    the same trials, columnar, written when the run finishes (before result.json)
     <run>/result.json       the procedure's result, written last (atomically): absent = unfinished
 
@@ -38,6 +39,8 @@ from trexlab.trial import TrialResult
 
 PROVENANCE = "provenance.json"
 TRIALS = "trials.jsonl"
+#: A resumed run's earlier log, moved aside (atomically) while its replay writes the records back into TRIALS.
+EARLIER_TRIALS = "trials.earlier.jsonl"
 TRIALS_COLUMNAR = "trials.parquet"
 RESULT = "result.json"
 #: Parquet schema metadata: the columns stored as JSON text (values Parquet cannot type as one column: a
@@ -171,8 +174,14 @@ class RunDir:
         self.path = Path(path)
         make_directories(self.path)
         # A rerun of an unfinished run keeps what its log held (trexlab.plan.resume replays it into the search, which
-        # writes each replayed record back as it was) and starts the file afresh, a line cut short included.
+        # writes each replayed record back as it was) and starts the file afresh, a line cut short included. The
+        # old log is moved aside, not emptied, until the run no longer needs it (the first trial measured now, or
+        # the end): a crash during the replay would otherwise lose every record not yet written back, and the
+        # next resume would measure them again. An aside left by such a crash is the whole log: it is kept.
         self.logged = read_trials(self.path)
+        self._earlier = self.path / EARLIER_TRIALS
+        if not self._earlier.is_file() and self.logged:
+            os.replace(self.path / TRIALS, self._earlier)
         if self.logged and (self.path / PROVENANCE).is_file():
             # Those trials were measured by the earlier process, perhaps another trexlab commit or host: the
             # provenance says so, rather than claiming them for this one.
@@ -184,13 +193,22 @@ class RunDir:
         write_json_atomic(self.path / PROVENANCE, provenance)
         self._trials = open(self.path / TRIALS, "w")
         (self.path / TRIALS_COLUMNAR).unlink(missing_ok=True)  # a columnar copy of the old log would mislead
-        fsync_directory(self.path)  # the log's name, before the first trial is fsynced into it
+        fsync_directory(self.path)  # the log's name (and the old one's), before the first trial is fsynced into it
         self.seq = 0
+
+    def _drop_earlier(self) -> None:
+        """The earlier log is no longer needed: its replayed records are in the log (each fsynced), the rest
+        dropped (a trial measured now means the replay is over, trexlab.plan.resume)."""
+        if self._earlier.is_file():
+            self._earlier.unlink()
+            fsync_directory(self.path)
 
     def append_trial(self, result: TrialResult, context: dict | None = None, logged: dict | None = None) -> None:
         """Log a trial the moment it ends; `logged`: the record of a trial replayed from the earlier log, kept as it
         was (its time included)."""
         self.seq += 1
+        if logged is None:
+            self._drop_earlier()
         record = logged if logged is not None else {"seq": self.seq, "time": time.time(), "context": context or {},
                                                      **result.to_dict()}
         self._trials.write(dumps(record) + "\n")
@@ -199,6 +217,7 @@ class RunDir:
 
     def finish(self, result: dict) -> None:
         self._trials.close()
+        self._drop_earlier()
         # Before result.json: a finished run always has its columnar copy (a crash in between leaves an
         # unfinished run, whose log is read and which a rerun writes afresh).
         write_columnar(self.path)
@@ -247,9 +266,12 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.Data
 
 
 def read_trials(run: str | os.PathLike) -> list[dict]:
-    """The trials of one run; a last line cut short by a crash is ignored."""
+    """The trials of one run; a last line cut short by a crash is ignored. While a resumed run replays its earlier
+    log, that log is the whole of what was measured (the run's own holds the records written back so far)."""
     records: list[dict] = []
-    path = Path(run) / TRIALS
+    path = Path(run) / EARLIER_TRIALS
+    if not path.is_file():
+        path = Path(run) / TRIALS
     if not path.is_file():
         return records
     for line in path.read_text().splitlines():
