@@ -63,6 +63,15 @@ def test_a_campaign_value_with_backticks_stays_in_its_code_span(tmp_path):
     assert "<script" not in page and f"<code>c`{html.escape(SCRIPT, quote=False)}`</code>" in page, page
 
 
+@pytest.mark.parametrize("newline", ["\n", "\n\n", "\r"])
+def test_a_campaign_value_with_a_line_break_stays_in_its_code_span(tmp_path, newline):
+    """A line break would end the list item (a blank line the paragraph): what followed was Markdown, HTML too."""
+    page = as_report_html(analysis.method_disclosure(campaign_dir(tmp_path, campaign=f"c{newline}{SCRIPT}")))
+    assert "<script" not in page, page
+    escaped = newline.replace("\r", "\\r").replace("\n", "\\n")
+    assert f"<code>c{escaped}{html.escape(SCRIPT, quote=False)}</code>" in page, page
+
+
 def test_the_shipped_description_reads_as_before():
     """Plain prose (the shipped specs' descriptions) renders as it did: the escapes are invisible."""
     text = "A DUT policed to 40,000 frames/s (roles/dut_reference: rate_fps) - 0.011 % loss; see *Lencse*."

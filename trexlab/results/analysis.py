@@ -452,8 +452,10 @@ def text(value: object) -> str:
 
 
 def code(value: object) -> str:
-    """A value as a Markdown code span, whatever backticks it holds (its fence is longer than any run of them)."""
-    value = str(value)
+    """A value as a Markdown code span, whatever backticks it holds (its fence is longer than any run of them),
+    its line breaks shown as \\n and \\r: a line break ends the heading or list item the span is in (a blank line
+    any paragraph), and what followed would be Markdown again, HTML included."""
+    value = str(value).replace("\r", "\\r").replace("\n", "\\n")
     fence = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
     return f"`{value}`" if fence == "`" else f"{fence} {value} {fence}"
 
