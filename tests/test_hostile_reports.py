@@ -9,6 +9,7 @@ import html
 import json
 import os
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -261,3 +262,20 @@ def test_a_received_campaigns_point_label_is_text_in_the_latency_table():
     assert not [s for s in live.scripts if "alert" in s] and not live.handlers, (live.scripts, live.handlers)
     assert re.findall(r"<td>(.*?)</td>", page)[:2] == [html.escape(f"x={IMG} | {SCRIPT}", quote=False),
                                                        html.escape(SCRIPT, quote=False)], page
+
+
+def test_the_compare_headings_directory_names_stay_in_their_code_spans(linked_campaign, tmp_path, monkeypatch):
+    """trexlab compare's heading names both directories in code spans: a backtick in a name closed its span (and
+    a line break its heading), and the rest of the name was Markdown, HTML included."""
+    _, baseline, _ = linked_campaign
+    others = [tmp_path / "received" / f"c`{IMG}`", tmp_path / "received" / f"c\n\n{IMG}"]
+    for other in others:
+        shutil.copytree(baseline, other)
+    page = executed_in_process(paths().notebooks / "compare.ipynb", [str(baseline), *map(str, others)], monkeypatch)
+    live = LiveMarkup()
+    live.feed(page)
+    assert not live.handlers, live.handlers
+    headings = [html.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<h2[^>]*>(.*?)</h2>", page, re.S)]
+    names = [str(other).replace("\n", "\\n") for other in others]
+    assert [h.removesuffix("¶") for h in headings if h.startswith("B = ")] == [
+        f"B = {n} against A = {baseline}" for n in names], headings
