@@ -136,6 +136,11 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
     # delay's upper bound adds the 90th percentile of it rather than a fixed allowance.
     own = {direction: d.latency.percentile(90) for direction, d in tagged_trial(generator).directions.items()}
     assert all(latency < 0.020 for latency in own.values()), own
+    # netem releases a delayed frame when its timer fires, which under emulation (TCG) comes milliseconds late on
+    # a busy host, while an unimpaired frame waits for no timer: fresh clones measured delayed medians of 103.5
+    # and 103.7 ms with the DUT's own 90th percentile at 0.5 ms. The median's upper bound allows that on TCG; the
+    # lower bounds, and the minimum's upper bound (the jitter's low end reached), say the delay is 100 +- 10 ms.
+    late_timers = 0.005 if dut.extra.get("trexlab_vm_accel") == "tcg" else 0.0
     try:
         # Every frame 100 +- 10 ms later (netem draws each frame's delay uniformly; one apply under emulation
         # costs 2-3 s, so delay and jitter are shown on the same configuration). Measured as the user would,
@@ -143,12 +148,15 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         # (two standard errors), plus the DUT's own latency. The spread of the tagged frames is the jitter.
         apply(lab, "-e", "netem_delay_ms=100", "-e", "netem_jitter_ms=10")
         for direction, d in latency_cli(lab, tmp_path / "latency").items():
-            assert 0.098 <= d["typical"] < 0.102 + own[direction] and d["min"] >= 0.089, (direction, d, own)
+            assert 0.098 <= d["typical"] < 0.102 + own[direction] + late_timers, (direction, d, own)
+            # The least of 500 draws from 90..110 ms lies within 0.4 ms of 90 but for a chance of 5e-5.
+            assert 0.089 <= d["min"] < 0.0904 + own[direction] + late_timers, (direction, d, own)
         for direction, d in tagged_trial(generator).directions.items():
             # (No upper bound on the tail: an emulated DUT on a busy host stalls now and then.)
             assert d.latency.size >= 450, direction
             low, median = d.latency.percentile(1), d.latency.percentile(50)
-            assert 0.089 <= low and 0.098 <= median < 0.102 + own[direction], (direction, low, median, own)
+            assert 0.089 <= low and 0.098 <= median < 0.102 + own[direction] + late_timers, (direction, low, median,
+                                                                                             own)
             assert d.latency.percentile(90) - d.latency.percentile(10) > 0.010, "spread over +-10 ms"
 
         # Selective (Lencse et al. 2020, Figs. 4-6): every 10th frame through the htb class with netem.
