@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,7 +28,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
-from trexlab.results.store import dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -73,7 +74,9 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         runs["experiment"] = manifest["experiment"]
         runs["campaign"] = manifest["campaign"]
         runs["point"] = runs["provenance.point"]
-        runs["repetition"] = runs["provenance.repetition"]
+        runs["repetition"] = pd.Series([_repetition(value, run) for value, run in
+                                        zip(runs["provenance.repetition"], runs["run"], strict=True)],
+                                       index=runs.index, dtype=object)
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
         for key in sweep:
             column = f"provenance.sweep.{key}"
@@ -87,6 +90,18 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
     return pd.concat(frames, ignore_index=True)
+
+
+def _repetition(value, run: str) -> int | None:
+    """A run's repetition number from its provenance.json, None where it has none. The file may be a received
+    directory's: the reports show the number in their text and count with it, so anything but a whole number >= 1
+    is refused (ValueError, one line naming the file) rather than shown or made one by float()."""
+    if not _present(value):
+        return None
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 1:
+        raise ValueError(f"{Path(run) / PROVENANCE}: repetition: {value!r} is not a whole number >= 1")
+    return int(value)
 
 
 def _hashable(value):
