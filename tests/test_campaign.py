@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,13 +174,34 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    """SPEC's campaign and its HTML report, made once for the tests that read it: the notebook's run is 5-10 s of
-    CPU and the report the same each time."""
+def rendered(tmp_path_factory) -> tuple[Path, str]:
+    """SPEC's campaign and its HTML report, made once for the tests that read it (the notebook's run is 5-10 s of
+    CPU and the report the same each time), with what the render wrote to stderr, its kernel's lines included."""
     from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("report")).run()
-    return render(outcome["campaign"])
+    with tempfile.TemporaryFile() as stderr:
+        saved = os.dup(2)  # the kernel inherits file descriptor 2
+        os.dup2(stderr.fileno(), 2)
+        try:
+            html = render(outcome["campaign"])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        stderr.seek(0)
+        return html, stderr.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def report(rendered) -> Path:
+    return rendered[0]
+
+
+def test_a_report_runs_its_kernel_with_encrypted_channels(rendered):
+    """The kernel's sockets are TCP on localhost: without the kernel manager's CurveZMQ keys the notebook's code
+    and outputs crossed them in plain text, and the kernel warned so on every `make report`."""
+    _, stderr = rendered
+    assert "without encryption" not in stderr, stderr
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(report):
