@@ -6,7 +6,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -49,6 +51,26 @@ def test_campaign_runs_every_point_and_a_rerun_skips_them(tmp_path):
     assert second == first
     assert "2 done earlier" in lines[0] and len(lines) == 1, "a finished campaign runs nothing again"
     assert {r: (r / "result.json").stat().st_mtime_ns for r in stamps} == stamps
+
+
+def test_campaign_log_times_carry_their_utc_offset(tmp_path, monkeypatch):
+    """campaign.log's times are UTC with their offset, as provenance.json's "started": a local time without one
+    read as another hour beside the run's records wherever the zone differs (here one 5 h 30 off UTC)."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        spec = {**json.loads(json.dumps(SPEC)), "repetitions": 1, "sweep": {"generator_options.capacity": [300000]}}
+        result = Campaign(experiment.validate(spec), tmp_path).run()
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    lines = (Path(result["campaign"]) / "campaign.log").read_text().splitlines()
+    started = json.loads(next(Path(result["campaign"]).glob("*/rep-001/provenance.json")).read_text())["started"]
+    stamps = [datetime.fromisoformat(line.split(" ", 1)[0]) for line in lines]
+    assert lines and all(stamp.utcoffset() == timedelta(0) for stamp in stamps), lines[:3]
+    assert all(before <= stamp <= datetime.now(UTC) for stamp in stamps), (before, lines[:3])
+    assert started[19:] == lines[0].split(" ", 1)[0][19:] == "+00:00", (started, lines[0])
 
 
 def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
@@ -152,13 +174,34 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    """SPEC's campaign and its HTML report, made once for the tests that read it: the notebook's run is 5-10 s of
-    CPU and the report the same each time."""
+def rendered(tmp_path_factory) -> tuple[Path, str]:
+    """SPEC's campaign and its HTML report, made once for the tests that read it (the notebook's run is 5-10 s of
+    CPU and the report the same each time), with what the render wrote to stderr, its kernel's lines included."""
     from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("report")).run()
-    return render(outcome["campaign"])
+    with tempfile.TemporaryFile() as stderr:
+        saved = os.dup(2)  # the kernel inherits file descriptor 2
+        os.dup2(stderr.fileno(), 2)
+        try:
+            html = render(outcome["campaign"])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        stderr.seek(0)
+        return html, stderr.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def report(rendered) -> Path:
+    return rendered[0]
+
+
+def test_a_report_runs_its_kernel_with_encrypted_channels(rendered):
+    """The kernel's sockets are TCP on localhost: without the kernel manager's CurveZMQ keys the notebook's code
+    and outputs crossed them in plain text, and the kernel warned so on every `make report`."""
+    _, stderr = rendered
+    assert "without encryption" not in stderr, stderr
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(report):

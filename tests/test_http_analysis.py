@@ -65,6 +65,22 @@ def test_side_by_side_counts_rfc2544_repetitions_below_min_rate_as_observations_
         == 81_274
 
 
+def test_side_by_side_marks_a_rate_median_a_tester_bound_repetition_holds_down():
+    """Only a tester-bound rate is a lower bound, and only at or below the median: the cell reads '≥ 81,274' as
+    every other table would show it. A delay is not held down by the tester: its median stays a number."""
+    runs = rfc2544_runs()
+    runs["figure_keys"] = [("throughput_fps", "forward_typical_s")] * len(runs)
+    runs["forward_typical_s"] = [1e-3, 2e-3, 3e-3] * 2
+    # Tester-bound: the tolerant search's lowest result (below its median), the zero-loss one's highest (above).
+    runs["result.tester_bound_reasons"] = [[], [], ["stretched trials"], ["stretched trials"], [], []]
+    table = analysis.side_by_side(RUNS, runs).set_index("DUT impairment")
+    rate = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent={}]"
+    assert table.loc["loss 0.01 %", rate.format(0.011)] == f"{analysis.LOWER_BOUND_MARK}81,274"
+    assert table.loc["loss 0.01 %", rate.format(0.0)] == 1000
+    delay = "gaming-loss-tolerance: forward typical (ms) [loss_tolerance_percent={}]"
+    assert table.loc["loss 0.01 %", delay.format(0.011)] == table.loc["loss 0.01 %", delay.format(0.0)] == 2.0
+
+
 def test_side_by_side_leads_with_the_loss_free_rfc2544_figure_the_downloads_did_not_measure():
     """gaming-selective-throughput measures each every-Nth value with delay 0 too (nothing delayed): its loss-free
     throughput heads the selective-delay report's table, though no download ran without impairment there."""

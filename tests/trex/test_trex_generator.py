@@ -179,12 +179,23 @@ def test_frame_timeout_is_refused_before_any_traffic(api):
     assert "start" not in client.call_names()
 
 
-def test_frame_sizes_per_port_for_siit_and_fcs_in_byte_counters(api):
+def test_frame_sizes_per_port_and_fcs_in_byte_counters(api):
     gen, client = generator(api)
-    result = gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 4), frame_size=(84, 64)))
+    result = gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 6), frame_size=(84, 128)))
     assert len(streams_of(client, 0)[0].packet.pkt_buffer) == 80  # 84 bytes on the wire minus the FCS
-    assert len(streams_of(client, 1)[0].packet.pkt_buffer) == 60
+    assert len(streams_of(client, 1)[0].packet.pkt_buffer) == 124
     assert result.notes == ()  # tx_bytes / tx_pkts equals the frame size: the FCS is counted
+
+
+def test_siit_traffic_is_refused_before_any_traffic(api):
+    # TRex's receiver finds a frame's pg_id in the IPv4 Identification or IPv6 Flow Label it wrote there; a SIIT
+    # translator carries neither over, so every translated frame would count as lost (the plan refuses it too).
+    gen, client = generator(api)
+    assert not gen.capabilities.translated_frames
+    with pytest.raises(ValueError, match=r"^ip_version=\(6, 4\): allowed the same on both tester ports with the "
+                                         r"trex generator \(TRex finds a frame's pg_id"):
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 4), frame_size=(84, 64)))
+    assert "start" not in client.call_names()
 
 
 def test_rfc4814_ports_use_32_bit_random_vars_written_with_a_16_bit_mask(api):

@@ -108,7 +108,7 @@ class SimGenerator:
 
     name = "sim"
     # No lab; frame timeouts honoured; test frames are never fragmented here, so a DF bit would change nothing.
-    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True, translated_frames=True)
     lab = None
 
     def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):

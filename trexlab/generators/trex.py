@@ -91,6 +91,10 @@ FINE_WINDOW = 0.2
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
+#: Why SIIT traffic (another IP version per port) is refused (TRexGenerator.capabilities).
+TRANSLATED_FRAMES_REFUSED = ("the same on both tester ports with the trex generator (TRex finds a frame's pg_id in "
+                             "its IPv4 Identification or IPv6 Flow Label, which a SIIT translator does not carry "
+                             "over: every translated frame would count as lost)")
 
 
 def installed_trex_paths(lab: Lab | None = None) -> list[str]:
@@ -252,8 +256,11 @@ def _port(table: dict, port: int) -> int:
 class TRexGenerator(TRexSession):
     name = "trex"
     # The profile's test frames carry IPv4's DF bit when TrialSpec.dont_fragment asks; only latency frames carry a
-    # timestamp, so TRex cannot tell a late test frame from one in time (no frame timeout).
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=False)
+    # timestamp, so TRex cannot tell a late test frame from one in time (no frame timeout). TRex marks a frame's
+    # pg_id in its IPv4 Identification or IPv6 Flow Label, and its receiver counts only frames so marked: a SIIT
+    # translator carries neither over (RFC 7915: flow label 0, a new identification), so TRex would count every
+    # translated frame as lost (no translated frames).
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=False, translated_frames=False)
 
     def __init__(self, api, lab: Lab | None, profile, server: str | None = None,
                  sync_port: int = DEFAULT_SYNC_PORT, tunnel_node: Node | None = None, warmup: bool = True,
@@ -323,6 +330,8 @@ class TRexGenerator(TRexSession):
             # Only latency frames carry a timestamp: TRex cannot tell a late test frame from one in time.
             raise InvalidParameter("frame_timeout", spec.frame_timeout,
                                    "none with the trex generator (frames count until the receive tail ends)")
+        if spec.ip_version[0] != spec.ip_version[1]:
+            raise InvalidParameter("ip_version", spec.ip_version, TRANSLATED_FRAMES_REFUSED)
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -268,7 +269,9 @@ class Campaign:
         self._report(line)
         if self.dir.is_dir():
             with open(self.dir / "campaign.log", "a") as log:
-                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+                # UTC with its offset, as provenance.json's times: a local time without one read as another
+                # hour on a machine (or by a reader) in another zone, beside the run's own records.
+                log.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
 
     def status(self) -> dict[str, dict]:
         """Last recorded outcome per point id."""
