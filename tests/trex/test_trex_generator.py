@@ -443,3 +443,24 @@ def test_latency_stream_carries_the_test_streams_flows(api):
     assert variables["network"]["max_value"] == 15
     assert (variables["destination_port"]["min_value"], variables["destination_port"]["max_value"]) == (1, 49151)
     assert (variables["source_port"]["min_value"], variables["source_port"]["max_value"]) == (1024, 65535)
+
+
+def test_latency_and_pdv_of_a_few_microseconds_say_how_coarse_trex_delays_are(api):
+    # TRex reports delays in whole microseconds: a 5 us typical latency or a 4 us PDV is a handful of steps, so a
+    # step is a large part of the RFC 8219 figure, and the result must say so (swtester's nanoseconds need not).
+    from trexlab.procedures import latency, pdv
+    from trexlab.procedures.common import RunContext
+
+    def notes(procedure, params, delays_us):
+        gen, _ = generator(api, delays_us=delays_us)
+        traffic = TrialSpec(offered_load=1, duration=1, directions="forward")
+        return procedure.run(RunContext(gen, traffic), params).to_dict()["notes"]
+
+    typical = latency.Params(rate=1000, trial_duration=2, tag_delay=1, tagged_frames=500)
+    assert "forward: typical latency 5 us is fewer than 10 steps of the generator's delay resolution (1 us): it " \
+           "carries up to 20% error" in notes(latency, typical, (4, 5, 6))
+    assert not any("delay resolution" in n for n in notes(latency, typical, (400, 500, 600)))
+    spread = pdv.Params(rate=1000, trial_duration=1)
+    assert "forward: PDV 4 us is fewer than 10 steps of the generator's delay resolution (1 us): it carries up " \
+           "to 25% error" in notes(pdv, spread, (4, 6, 8))
+    assert not any("delay resolution" in n for n in notes(pdv, spread, (40, 60, 80)))
