@@ -33,9 +33,10 @@ from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
+from trexlab.spec.schema import Traffic, field_help
 from trexlab.testbed.inventory import LabError
 from trexlab.testbed.lock import LabLock
-from trexlab.trial import GeneratorError, format_seconds
+from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
 
@@ -68,6 +69,14 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
 
 
+def _traffic_help(name: str, text: str) -> str:
+    """A traffic flag's help: what it is, and the default a spec's traffic block has (trexlab.spec.schema.Traffic)."""
+    default = next(f.default for f in dataclasses.fields(Traffic) if f.name == name)
+    if isinstance(default, tuple):
+        default = default[0] if len(set(default)) == 1 else ",".join(map(str, default))
+    return f"{text} (default {default})"
+
+
 def _base_type(annotation):
     """The scalar type behind an annotation like float | None (resolved: typing.get_type_hints)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -85,19 +94,20 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
         kind = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default
-        shown = "none" if default is None else default
+        # What it is, its unit, its range and its default: the field's own declaration (as in trexlab schema).
+        text = field_help(f).replace("%", "%%")  # argparse formats help with %
         if kind is bool:
             group.add_argument(flag, dest=f"param_{f.name}", action=argparse.BooleanOptionalAction, default=None,
-                               help=f"(default {shown})")
+                               help=text)
         elif kind in (float, int, str):
-            group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=f"(default {shown})")
+            group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=text)
         elif typing.get_origin(kind) is tuple or kind is tuple:
             if isinstance(default, tuple) and default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
-                                   help=f"comma-separated (default {','.join(map(str, default))})")
+                                   help=f"comma-separated: {text}")
             elif isinstance(default, tuple) and default and all(isinstance(v, str) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_str_list, default=None,
-                                   help=f"comma-separated (default {','.join(default)})")
+                                   help=f"comma-separated: {text}")
 
 
 def add_ceilings_flag(parser) -> None:
@@ -136,12 +146,20 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
         add_ceilings_flag(common)
         traffic = sub.add_argument_group("traffic")
-        traffic.add_argument("--frame-size", type=_per_port("frame-size"), help="bytes, or 'port0,port1' (SIIT)")
-        traffic.add_argument("--ip-version", type=_per_port("ip-version"), help="4, 6, or 'port0,port1'")
-        traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"))
-        traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"))
-        traffic.add_argument("--destination-networks", type=int, help="1..256")
-        traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
+        traffic.add_argument("--frame-size", type=_per_port("frame-size"),
+                             help=_traffic_help("frame_size", "bytes per frame with FCS, 64..9018, or 'port0,port1' "
+                                                              "(SIIT)"))
+        traffic.add_argument("--ip-version", type=_per_port("ip-version"),
+                             help=_traffic_help("ip_version", "4, 6, or 'port0,port1'"))
+        traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"),
+                             help=_traffic_help("directions", "forward: port 0 to port 1; reverse: port 1 to port 0"))
+        traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"),
+                             help=_traffic_help("port_mode", "UDP ports: fixed, or RFC 4814 pseudorandom"))
+        traffic.add_argument("--destination-networks", type=int,
+                             help=_traffic_help("destination_networks", "destination networks per direction, 1..256"))
+        traffic.add_argument("--receive-tail", type=float,
+                             help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
+                                                                f"0..{MAX_RECEIVE_TAIL:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",

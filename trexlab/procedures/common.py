@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
-from trexlab.trial import Generator, TrialResult, TrialSpec
+from trexlab.spec.schema import doc
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
@@ -17,6 +18,30 @@ if TYPE_CHECKING:
 #: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
 OnTrial = Callable[[Any, dict], None] | None
 Progress = Callable[[str, dict], None] | None
+
+#: Parameters several procedures take, each declared once: what it is with its unit, and its range (their --help
+#: lines and the spec's JSON Schema come from these; the Params' own checks enforce the same ranges).
+MAX_RATE_FIELD = doc("frames/s per direction, the highest offered load, above any min_rate; none: the medium's maximum "
+                     "frame rate at the frame size", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD)
+MEDIA_FIELD = doc("the tester's link, for the default max_rate: 1g, 10g, 25g, 40g, 100g, or its bit/s")
+FRAME_TIMEOUT_FIELD = doc("s: a frame received later than this after it was sent counts as lost; none: every frame "
+                          "received before the receive tail ends counts (RFC 2544)",
+                          exclusiveMinimum=0, maximum=MAX_FRAME_TIMEOUT)
+TESTER_CEILING_FIELD = doc("frames/s per direction, the tester's own loss-free ceiling; none: the one its self-test "
+                           "recorded (--ceilings); figures near it are marked tester-bound", exclusiveMinimum=0)
+RATE_FIELD = doc("frames/s per direction, the throughput rate RFC 8219 measures at; required: give it, or take it "
+                 "from throughput runs (rate: {from: throughput}, --rate-from)",
+                 exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD)
+FLOOR_MEDIAN_FIELD = doc("s, the tester's own median latency from its self-test; none: the recorded one; figures "
+                         "within 3x of it are flagged", exclusiveMinimum=0)
+FLOOR_P99_9_FIELD = doc("s, the tester's own 99.9th percentile latency from its self-test; none: the recorded one; "
+                        "figures within 3x of it are flagged", exclusiveMinimum=0)
+
+
+def trial_duration_field(standard: str) -> dict:
+    """A procedure's trial duration: s of sending per trial (at most an hour), with the standard's minimum."""
+    return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=3600)
+
 
 #: A DUT result within this share of the tester's own ceiling may be the tester's limit.
 CEILING_MARGIN = 0.10
