@@ -464,3 +464,24 @@ def test_latency_and_pdv_of_a_few_microseconds_say_how_coarse_trex_delays_are(ap
     assert "forward: PDV 4 us is fewer than 10 steps of the generator's delay resolution (1 us): it carries up " \
            "to 25% error" in notes(pdv, spread, (4, 6, 8))
     assert not any("delay resolution" in n for n in notes(pdv, spread, (40, 60, 80)))
+
+
+def test_duplicated_tags_hide_no_lost_tag(api):
+    # 50 of 500 tags lost and 50 others delivered twice: TRex's rx_pkts (and histogram) count 500, its sequence
+    # check 50 duplicates. The 50 lost tags still enter the percentiles as infinite delays.
+    gen, _ = generator(api, forwarded=0.9, duplicated=50)
+    forward = gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500,
+                                      directions="forward")).directions["forward"]
+    assert (forward.tags_sent, forward.tags_received, forward.tags_lost_or_late) == (500, 450, 50)
+    assert forward.duplicates == 50 and forward.latency.lost_or_late == 50
+    assert forward.latency.percentile(99.9) == math.inf
+
+
+def test_a_histogram_holding_more_delays_than_frames_received_is_refused(api):
+    # A histogram with delays of frames this trial never received (one the server did not reset) would give
+    # percentiles of other frames: refused, not reported.
+    gen, _ = generator(api, stale_delays=7)
+    with pytest.raises(GeneratorError, match=r"TRex server 192\.0\.2\.1:4501: the HDR histogram of pg_id 2 holds "
+                                             r"507 delays for 500 latency frames received"):
+        gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500,
+                                directions="forward"))
