@@ -474,6 +474,7 @@ def test_duplicated_tags_hide_no_lost_tag(api):
                                       directions="forward")).directions["forward"]
     assert (forward.tags_sent, forward.tags_received, forward.tags_lost_or_late) == (500, 450, 50)
     assert forward.duplicates == 50 and forward.latency.lost_or_late == 50
+    assert (forward.frames_received, forward.frames_lost) == (900, 100)  # the copies are no frames received
     assert forward.latency.percentile(99.9) == math.inf
 
 

@@ -459,6 +459,7 @@ class TRexGenerator(TRexSession):
                 lost = max(0, tags_sent - max(0, latency.size - duplicates))
                 tags = {"tags_sent": tags_sent, "tags_received": tags_received, "tags_lost_or_late": lost}
                 latency = dataclasses.replace(latency, lost_or_late=lost)
+                received = max(0, received - duplicates)  # a copy is not a frame received (swtester's rule too)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
