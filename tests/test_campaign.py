@@ -10,6 +10,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -452,34 +453,53 @@ def test_a_campaign_resumed_by_another_trexlab_commit_says_so_and_its_report_dis
     assert "measured by different trexlab commits" in disclosed and f"{'f' * 40} (1 repetition(s))" in disclosed
 
 
+class StateNode(SimpleNamespace):
+    def command(self, argv):  # a DUT whose shell is this one (a namespace DUT's is, through ip netns exec)
+        return argv
+
+
 def test_dut_configuration_from_before_the_campaign_is_found_and_removed_first(tmp_path, monkeypatch):
     """A block applied from before the campaign (playbooks/dut-reference.yml run by hand, as the README shows, or a
     campaign killed during a point) would be in every figure: each DUT's state directory is read for the blocks'
     records, and the campaign removes what it finds before its first point, naming it."""
-    from types import SimpleNamespace
-
     from trexlab.plan import campaign as module
 
-    class Node(SimpleNamespace):
-        def command(self, argv):  # a DUT whose shell is this one (a namespace DUT's is, through ip netns exec)
-            return argv
-
-    lab = SimpleNamespace(name="lab1", duts=[Node(name="dut1"), Node(name="dut2")])
+    lab = SimpleNamespace(name="lab1", duts=[StateNode(name="dut1"), StateNode(name="dut2")])
     (tmp_path / "lab1" / "dut1").mkdir(parents=True)
     (tmp_path / "lab1" / "dut1" / "dut_reference.json").write_text("{}")
     (tmp_path / "lab1" / "dut1" / "dut_routing.json").write_text("{}")  # the base configuration: not a block
     (tmp_path / "lab1" / "dut2" / "tayga").mkdir(parents=True)
-    assert module.dut_config_left(lab, str(tmp_path)) == {"reference": ["dut1"], "siit": ["dut2"]}
+    tayga = {"siit_tayga_dir": f"{tmp_path}/lab1/dut2/tayga"}
+    assert module.dut_config_left(lab, str(tmp_path)) == {"reference": [("dut1", {})], "siit": [("dut2", tayga)]}
     assert module.dut_config_left(SimpleNamespace(name="lab2", duts=lab.duts), str(tmp_path)) == {}
 
     lines: list[str] = []
     campaign = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path / "r", progress=lines.append)
     campaign.lab = lab
     applied = []
-    monkeypatch.setattr(campaign, "playbook", lambda name, extra: applied.append((name, extra)))
+    monkeypatch.setattr(campaign, "playbook", lambda name, extra, limit=None: applied.append((name, extra, limit)))
     found = module.dut_config_left
     monkeypatch.setattr(module, "dut_config_left", lambda lab: found(lab, str(tmp_path)))
     campaign.remove_dut_config_left()
-    assert applied == [("playbooks/dut-reference.yml", {"dut_reference_state": "absent"}),
-                       ("playbooks/dut-siit.yml", {"siit_tayga_state": "absent"})]
+    assert applied == [("playbooks/dut-reference.yml", {"dut_reference_state": "absent"}, None),
+                       ("playbooks/dut-siit.yml", {**tayga, "siit_tayga_state": "absent"}, "dut2")]
     assert "dut.reference (playbooks/dut-reference.yml) is applied on dut1 from before this run" in lines[0]
+
+
+def test_tayga_left_in_the_directory_and_device_a_spec_named_is_found_with_them(tmp_path):
+    """dut.siit.dir puts TAYGA's directory anywhere below the DUT's state directory and dut.siit.device names its
+    device: a campaign killed during such a point left TAYGA running there, which only the default directory was
+    looked for, and the removal (the role's defaults) would have missed the device (so its routes) had it been."""
+    from trexlab.plan import campaign as module
+
+    lab = SimpleNamespace(name="lab1", duts=[StateNode(name="dut1")])
+    own = tmp_path / "lab1" / "dut1" / "siit" / "run7"
+    own.mkdir(parents=True)
+    (own / "tayga.conf").write_text("tun-device siit7\n")
+    (own / "device").write_text("siit7\n")
+    assert module.dut_config_left(lab, str(tmp_path)) == {
+        "siit": [("dut1", {"siit_tayga_dir": str(own), "siit_tayga_device": "siit7"})]}
+    # What the DUT's files say goes to the role as the spec's own values would: a device no interface name is not.
+    (own / "device").write_text("siit7; reboot\n")
+    with pytest.raises(CampaignError, match=r"^DUT dut1: TAYGA's state in .*/run7: device='siit7; reboot'"):
+        module.dut_config_left(lab, str(tmp_path))
