@@ -54,3 +54,17 @@ def test_params_flags_come_from_resolved_type_hints():
     args = parser.parse_args(["--rate", "2.5", "--sizes", "64,128", "--check"])
     assert (args.param_rate, args.param_sizes, args.param_check) == (2.5, (64, 128), True)
     assert not hasattr(args, "param_where"), "a Path field is set through --config only"
+
+
+def test_a_closed_stdout_stops_with_one_line_not_a_traceback():
+    """trexlab schema | head: the reader goes away before trexlab has written all; one line on stderr and exit
+    status 141 (a shell's SIGPIPE status), as for every other stop, not Python's traceback."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "import sys; from trexlab.cli import main; sys.exit(main())",
+                                "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the import of trexlab is done: its first write finds no reader
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141
+    assert err == "trexlab: stdout closed by its reader; stopped\n", err

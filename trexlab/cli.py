@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import sys
 import types
 import typing
@@ -347,6 +348,13 @@ def main(argv: list[str] | None = None) -> int:
         # on a busy machine), the plan is checked, the lab lock is taken or the summary printed: one line, no traceback.
         print("trexlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (trexlab schema | head): one line on stderr, not a traceback, and stdout
+        # pointed at /dev/null so that the interpreter's own flush at exit does not fail again. What a run had
+        # written and restored is as after any other stop; 141 is the status a shell gives a SIGPIPE death.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("trexlab: stdout closed by its reader; stopped", file=sys.stderr)
+        return 141
 
 
 def _main(argv: list[str]) -> int:
