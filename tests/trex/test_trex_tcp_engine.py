@@ -131,6 +131,22 @@ def test_a_server_error_is_one_line_and_stops_what_it_started():
     assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
 
 
+def test_a_test_whose_connections_did_not_all_come_up_is_refused():
+    # A DUT that dropped two of four handshakes: TRex carries on with two, and their throughput is not that of
+    # four connections with the window the test gave each (iperf3 itself fails a stream that cannot connect).
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=2))
+    with pytest.raises(GeneratorError) as err:
+        trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert str(err.value) == ("TRex ASTF server 192.0.2.1:4501: test 'download' had 2 of its 4 connections "
+                              "established while it was measured (the client's m_est_flows): the others' "
+                              "handshakes failed or they were dropped")
+    assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
+    # All four up: measured.
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=4))
+    [stats] = trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert stats["download"].good_bytes > 0
+
+
 def test_ipv6_is_refused_before_any_traffic():
     with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
         rfc6349.check_engine(engine(), params(engine="trex"), TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)))

@@ -33,7 +33,10 @@ What is reported and why:
   server started with ``--hdrh`` keeps per latency pg_id; TRex's own histogram
   (10 us buckets, then decades) is too coarse for percentiles. The latency
   stream starts after the trial's tag_delay (RFC 8219's warm-up) and carries
-  the test stream's flows (trex-profiles/stl_rfc2544_udp.py);
+  the test stream's flows (trex-profiles/stl_rfc2544_udp.py). Every tag sent is
+  ranked once: one the histogram does not hold (duplicates aside, which TRex's
+  sequence check counts) as lost; a histogram holding more delays than latency
+  frames arrived is refused;
 * byte counters include the FCS: bytes per sent frame must equal the frame size.
 
 The first trial after a server start may lose a few frames, so a short warm-up
@@ -440,13 +443,23 @@ class TRexGenerator(TRexSession):
                     raise GeneratorError(f"TRex server {self.server}: no HDR histogram for pg_id "
                                          f"{latency_pg}: start the server with --hdrh")
                 # The latency stream's own counters: its frames are the tags (all frames with "all"). One that
-                # never arrived within the receive tail is lost: +infinity in every percentile.
+                # never arrived within the receive tail is lost: +infinity in every percentile. TRex's rx_pkts and
+                # histogram count a duplicated tag twice (its sequence check counts the copies, dup): without them,
+                # a copy would stand in for a lost tag.
                 flow = _pg(stats.get("flow_stats", {}), latency_pg)
                 tags_sent = _port(flow.get("tx_pkts", {}), sender)
-                tags_received = min(tags_sent, _port(flow.get("rx_pkts", {}), receiver))
-                tags = {"tags_sent": tags_sent, "tags_received": tags_received,
-                        "tags_lost_or_late": tags_sent - tags_received}
-                latency = decode_hdrh(encoded, spec.frame_timeout, lost_or_late=tags_sent - tags_received)
+                arrived = _port(flow.get("rx_pkts", {}), receiver)
+                tags_received = min(tags_sent, max(0, arrived - duplicates))
+                latency = decode_hdrh(encoded, spec.frame_timeout)
+                if latency.size > arrived:
+                    raise GeneratorError(f"TRex server {self.server}: the HDR histogram of pg_id {latency_pg} holds "
+                                         f"{latency.size} delays for {arrived} latency frames received: its "
+                                         "percentiles would not be this trial's")
+                # Tags the histogram does not hold (beyond the copies) rank as lost: each tag sent is ranked once.
+                lost = max(0, tags_sent - max(0, latency.size - duplicates))
+                tags = {"tags_sent": tags_sent, "tags_received": tags_received, "tags_lost_or_late": lost}
+                latency = dataclasses.replace(latency, lost_or_late=lost)
+                received = max(0, received - duplicates)  # a copy is not a frame received (swtester's rule too)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(

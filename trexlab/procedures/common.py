@@ -309,6 +309,20 @@ def retry_host_drops(result: TrialResult) -> bool:
     return result.host_drops > 0 and result.all_sent
 
 
+#: A delay figure of fewer steps of the generator's delay resolution than this is flagged (10 steps: 10 % error).
+DELAY_STEPS = 10
+
+
+def coarse_delay_note(direction: str, figure: str, value: float, unit: float) -> str | None:
+    """A note when a delay figure (s) spans fewer than DELAY_STEPS steps of the delays' resolution (unit, s per
+    histogram value: TRex reports whole microseconds): RFC 8219's figures are per-frame delays, and at a few steps
+    a step is a large part of the figure. None for a figure of enough steps, zero or infinite."""
+    if not (0 < value < DELAY_STEPS * unit):
+        return None
+    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of the generator's "
+            f"delay resolution ({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
+
+
 def near_floor(floor: dict | None) -> list[str]:
     """The tester-bound reason of a latency figure within reach of the tester's own latency floor."""
     return ["near tester latency floor"] if floor and floor.get("warnings") else []

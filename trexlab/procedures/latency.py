@@ -37,6 +37,7 @@ from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
+    coarse_delay_note,
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
@@ -230,6 +231,8 @@ def run(context: RunContext, params: Params) -> LatencyResult:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
                          f"than the frame timeout; they count as infinite delays "
                          f"({lost_tags_text(params.frame_timeout)} where a percentile falls among them)")
+        if coarse := coarse_delay_note(direction, "typical latency", summary["median"], latency.unit):
+            notes.append(coarse)
         if summary["samples"] < MIN_TAGGED_FRAMES:
             notes.append(f"{direction}: only {summary['samples']} tagged frames arrived in time "
                          f"(RFC 8219 asks for >= {MIN_TAGGED_FRAMES}); the figures are less reliable")

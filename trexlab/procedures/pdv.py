@@ -35,6 +35,7 @@ from trexlab.procedures.common import (
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
+    coarse_delay_note,
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
@@ -146,6 +147,8 @@ def run(context: RunContext, params: Params) -> PdvResult:
         if latency.lost_or_late:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} frames lost or later than "
                          "the frame timeout; they count as infinite delays")
+        if coarse := coarse_delay_note(direction, "PDV", pdv, latency.unit):
+            notes.append(coarse)
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     figures = {d: {"pdv": s["pdv_s"]} for d, s in directions.items()}  # numbers; +inf is skipped there

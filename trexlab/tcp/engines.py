@@ -21,6 +21,9 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
   socket buffer ahead of the wire;
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
+* connections: the client's ``m_est_flows`` (established, not closed) at both
+  reads; a test with fewer than its connections up is refused, as iperf3
+  fails a stream that cannot connect;
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
@@ -212,6 +215,14 @@ class TRexAstfEngine(TRexSession):
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
+        for pid, test in zip(ids, tests, strict=True):
+            # TRex carries on with the connections that came up; fewer than the test's would be measured as its
+            # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
+            up = min(established(first[pid]), established(last[pid]))
+            if up < test.connections:
+                raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
+                                     f"{test.connections} connections established while it was measured (the "
+                                     "client's m_est_flows): the others' handshakes failed or they were dropped")
         return [{name: direction_stats(name, test, first[pid], last[pid], last_at - first_at, flows[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
 
@@ -223,6 +234,14 @@ class _Never(Exception):
 def _counter(stats: dict, section: str, name: str) -> int | None:
     value = (stats.get(section) or {}).get(name)
     return None if value is None else int(value)
+
+
+def established(stats: dict) -> int:
+    """The client's connections established at a read of the counters (TRex: connects - closed)."""
+    value = _counter(stats, "client", "m_est_flows")
+    if value is None:
+        raise GeneratorError("TRex ASTF counters have no m_est_flows in section 'client'")
+    return value
 
 
 def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds: float,
