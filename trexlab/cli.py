@@ -277,7 +277,9 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
             plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
                             Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
+    plans = estimate.plan(experiment)
+    estimate.check_length(experiment, plans)
+    return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
