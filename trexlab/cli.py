@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import sys
 import types
 import typing
@@ -34,11 +35,13 @@ from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
 from trexlab.spec.schema import Traffic, field_help
-from trexlab.testbed.inventory import LabError
+from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
+#: Where a run looks for the lab when --inventory is not given (trexlab.testbed.inventory.load_lab).
+INVENTORY_DEFAULT = f"default $TREXLAB_INVENTORY, else {DEFAULT_INVENTORY}"
 
 
 def _per_port(name: str):
@@ -139,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--generator", choices=tuple(GENERATORS), help="traffic generator (default software)")
         common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
                             help="generator option, repeatable (e.g. capacity=1e6 for sim)")
-        common.add_argument("--inventory", help="generated inventory of the lab (software, trex generators)")
+        common.add_argument("--inventory",
+                            help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
         common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
         common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
@@ -220,7 +224,7 @@ def add_campaign_parser(subparsers) -> None:
                         help="without --campaign: resume this spec's interrupted campaign if there is one, else start "
                              "a new one (<hash>-2, -3, ...) rather than resume a complete one (make demo)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
-    parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--inventory", help=f"generated inventory of the lab ({INVENTORY_DEFAULT})")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the experiment and print its points, repetitions and an estimate of the lab "
                              "time (worst case and expected); touches no host")
@@ -273,7 +277,9 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
             plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
                             Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
+    plans = estimate.plan(experiment)
+    estimate.check_length(experiment, plans)
+    return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
@@ -305,7 +311,7 @@ def add_compare_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
         description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
-                    "shift with its distribution-free 95 %% (Mann-Whitney) confidence interval, and a verdict "
+                    "shift with its distribution-free 95 % (Mann-Whitney) confidence interval, and a verdict "
                     "(lower / higher / no significant difference).")
     parser.set_defaults(command=compare_command)
     parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
@@ -347,6 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         # on a busy machine), the plan is checked, the lab lock is taken or the summary printed: one line, no traceback.
         print("trexlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (trexlab schema | head): one line on stderr, not a traceback, and stdout
+        # pointed at /dev/null so that the interpreter's own flush at exit does not fail again. What a run had
+        # written and restored is as after any other stop; 141 is the status a shell gives a SIGPIPE death.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        print("trexlab: stdout closed by its reader; stopped", file=sys.stderr)
+        return 141
 
 
 def _main(argv: list[str]) -> int:

@@ -44,7 +44,7 @@ from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, format_seconds
 
 NAME = "selftest"
 TAKES_RATE = False
-METHOD = "tester self-test (RFC 2544 throughput, ports looped back)"
+METHOD = "tester self-test (RFC 2544 section 26.1 throughput, ports looped back)"
 #: Where the self-test records the tester's ceilings and other procedures look them up.
 CEILINGS_FILE = Path("results/tester-ceilings.json")
 #: A DUT's latency (median, 99.9th percentile) or PDV within this factor of the tester's own floor may

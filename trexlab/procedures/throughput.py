@@ -35,7 +35,7 @@ from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, tolera
 
 NAME = "throughput"
 TAKES_RATE = False
-METHOD = "RFC 2544 binary search"
+METHOD = "RFC 2544 section 26.1 throughput, binary search"
 #: The default stopping rule: the interval is narrower than this share of the rate found.
 DEFAULT_RESOLUTION_PERCENT = 0.5
 #: The finest resolutions a search may stop at (see Params.__post_init__).
