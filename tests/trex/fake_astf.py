@@ -21,6 +21,11 @@ all) complete their handshake (a DUT that drops SYNs): the others carry
 nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
 ``rpc_time``.
+
+As TRex's, the counters ``get_traffic_stats`` answers with are those of the
+last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
+``refresh_s``; the first at ``refresh_phase`` s after the clock's start), and
+a read between two refreshes gets the earlier one's values.
 """
 
 from __future__ import annotations
@@ -64,12 +69,15 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 
 class FakeAstfClient:
     def __init__(self, link_bps=1e9, rtt_s=200e-6, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
-                 setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None):
+                 setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
+                 refresh_phase=0.0):
         self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
+        self.refresh_s, self.refresh_phase = refresh_s, refresh_phase
         self.established = established
         self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
         self.rpc_time, self.fail_at = rpc_time, fail_at
         self.clock = FakeClock()
+        self.origin = self.clock.now
         self.calls: list[tuple] = []
         self.loaded: dict[str, argparse.Namespace] = {}
         self.started: dict[str, tuple[float, float]] = {}  # profile -> (start time, dump interval)
@@ -148,16 +156,27 @@ class FakeAstfClient:
     def rtt(self, pid: str) -> float:
         return self.rtt_s if self.loaded[pid].bitrate else self.rtt_s * self.loaded_rtt_factor
 
-    def _elapsed(self, pid: str) -> float:
+    def refreshed_at(self) -> float:
+        """When the server last refreshed the counters it answers with."""
+        if not self.refresh_s:
+            return self.clock.now
+        first = self.origin + self.refresh_phase
+        return first + math.floor((self.clock.now - first) / self.refresh_s) * self.refresh_s
+
+    def _elapsed(self, pid: str, at: float) -> float:
         start, _ = self.started[pid]
-        end = self.stopped.get(pid, self.clock.now)
+        end = min(self.stopped.get(pid, at), at)
         return max(0.0, end - start - self.setup_s)
 
     def _section(self, pid: str, side: str) -> dict:
         args = self.loaded[pid]
         other = "server" if side == "client" else "client"
-        sent = int(self.rate(pid, side) * self._elapsed(pid) / 8) * self.up(args)
-        received = int(self.rate(pid, other) * self._elapsed(pid) / 8) * self.up(args)
+        at = self.refreshed_at()
+        if at < self.started[pid][0]:
+            return dict.fromkeys(COUNTERS, 0)  # refreshed before the profile started: it counted nothing yet
+        elapsed = self._elapsed(pid, at)
+        sent = int(self.rate(pid, side) * elapsed / 8) * self.up(args)
+        received = int(self.rate(pid, other) * elapsed / 8) * self.up(args)
         rexmit = int(sent * self.retransmit_ratio)
         counters = dict.fromkeys(COUNTERS, 0)
         counters.update({"tcps_sndbyte_ok": sent, "tcps_sndbyte": sent + (self.app_ahead if sent else 0),
