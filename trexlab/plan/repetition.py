@@ -173,6 +173,11 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if result.get("points") and "step_percent" in (result.get("params") or {}):
+        # RFC 2544 section 26.3: the frame loss rate is a curve from the first (highest) offered load down, and the
+        # headline figure is its first point: without that load and the step it reads as a number of nothing.
+        method["offered_loads"] = {"first_fps": result["points"][0]["offered_load"],
+                                   "step_percent": result["params"]["step_percent"]}
     if "rate" in method:
         # RFC 8219 measures latency and PDV at the throughput rate: say whether this rate is one (measured, and
         # how) or a number given to the run, which nothing here ties to a throughput.
@@ -198,6 +203,9 @@ def method_line(method: dict) -> str:
         parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
                      f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
                      f"duration sum {goal['duration_sum']:g} s")
+    if loads := method.get("offered_loads"):
+        parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
+                     "of it, until two trials in a row lose no frame")
     if "rate" in method:
         source = method.get("rate_source")
         parts.append(f"offered load {method['rate']:g} fps" + (
