@@ -173,6 +173,10 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "bytes" in result and "congestion_control" in result:
+        # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
+        # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
+        method["download"] = {"bytes": result["bytes"], "congestion_control": result["congestion_control"]}
     if result.get("points") and "step_percent" in (result.get("params") or {}):
         # RFC 2544 section 26.3: the frame loss rate is a curve from the first (highest) offered load down, and the
         # headline figure is its first point: without that load and the step it reads as a number of nothing.
@@ -219,8 +223,12 @@ def method_line(method: dict) -> str:
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
     if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
         parts.append(f"latency definition: {method['latency_definition']}")
-    parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
-                 else "no tester ceiling known")
+    if download := method.get("download"):
+        parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
+                     f"{download['congestion_control'] or 'the client kernel default'}")
+    else:
+        parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
+                     else "no tester ceiling known")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):
