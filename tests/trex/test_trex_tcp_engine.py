@@ -131,6 +131,34 @@ def test_a_server_error_is_one_line_and_stops_what_it_started():
     assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
 
 
+def test_a_test_whose_connections_did_not_all_come_up_is_refused():
+    # A DUT that dropped two of four handshakes: TRex carries on with two, and their throughput is not that of
+    # four connections with the window the test gave each (iperf3 itself fails a stream that cannot connect).
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=2))
+    with pytest.raises(GeneratorError) as err:
+        trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert str(err.value) == ("TRex ASTF server 192.0.2.1:4501: test 'download' had 2 of its 4 connections "
+                              "established while it was measured (the client's m_est_flows): the others' "
+                              "handshakes failed or they were dropped")
+    assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
+    # All four up: measured.
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=4))
+    [stats] = trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert stats["download"].good_bytes > 0
+
+
+@pytest.mark.parametrize("phase", [0.0, 0.13, 0.37])
+def test_the_measured_time_is_that_between_two_counter_refreshes(phase):
+    # TRex refreshes the ASTF counters it answers with every 500 ms: a read right after start + omit can get values
+    # up to 0.5 s old, one after the duration fresh ones. Timed by the reads, 2.25 s of transfer read as 2.0-2.5 s
+    # (up to 11 % off); timed by the refreshes the reads see, the bottleneck's rate comes out.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, refresh_phase=phase)
+    [stats] = engine(client=client).run([TcpTest("download", "download", 1, port=5201, duration=2.25, omit=1.0)])
+    download = stats["download"]
+    assert download.good_bytes * 8 / download.seconds == pytest.approx(LINK_BPS, rel=2e-3)
+    assert download.seconds == pytest.approx(2.25, abs=0.5)
+
+
 def test_ipv6_is_refused_before_any_traffic():
     with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
         rfc6349.check_engine(engine(), params(engine="trex"), TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)))

@@ -87,7 +87,8 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         results.append(data)
     summary = summarize_headlines(results)
     written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
-               "method": method_of(results[-1]) if results else {}, "figures": summary}
+               "method": method_of(results[-1], provenance.get("rate_source")) if results else {},
+               "figures": summary}
     if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
         intervals = rule.intervals(results)
         narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
@@ -161,8 +162,9 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     return summary
 
 
-def method_of(result: dict) -> dict:
-    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
+def method_of(result: dict, rate_source: dict | None = None) -> dict:
+    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them. rate_source:
+    where the offered load of a procedure that takes a rate came from (trexlab.plan.rate_from), None: given."""
     method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
                                      "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
@@ -171,6 +173,11 @@ def method_of(result: dict) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "rate" in method:
+        # RFC 8219 measures latency and PDV at the throughput rate: say whether this rate is one (measured, and
+        # how) or a number given to the run, which nothing here ties to a throughput.
+        method["rate_source"] = (f"{rate_source['statistic']} of {rate_source['figure']} in {rate_source['from']}"
+                                 if rate_source else "given")
     if "frame_timeout" in (result.get("params") or {}):  # None said too: frames then count until the tail ends
         method.setdefault("frame_timeout", result["params"]["frame_timeout"])
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
@@ -192,7 +199,11 @@ def method_line(method: dict) -> str:
                      f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
                      f"duration sum {goal['duration_sum']:g} s")
     if "rate" in method:
-        parts.append(f"offered load {method['rate']:g} fps")
+        source = method.get("rate_source")
+        parts.append(f"offered load {method['rate']:g} fps" + (
+            "" if source is None  # a summary written before rate_source
+            else " (given: not taken from throughput results; RFC 8219 measures at the throughput rate)"
+            if source == "given" else f" (the throughput rate: {source})"))
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
     if "frame_timeout" in method:

@@ -12,6 +12,7 @@ generator options, CLI values): each error is one line naming the key.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -174,8 +175,10 @@ class TRexOptions:
         check_range("sync_port", self.sync_port, 2, 65535, integer=True)
 
 
+@functools.cache
 def sim_options_class():
-    """The sim generator's options: its simulated SUT plus wall_clock_factor (a class made from the SUT's)."""
+    """The sim generator's options: its simulated SUT plus wall_clock_factor (a class made from the SUT's, once:
+    each check of a spec's options asks for it)."""
     from trexlab.generators.sim import SimulatedSUT
 
     return _sim_options(SimulatedSUT)
@@ -184,13 +187,16 @@ def sim_options_class():
 @typing.no_type_check
 def _sim_options(sut):
     return dataclasses.make_dataclass("SimOptions", [
-        *((f.name, typing.get_type_hints(sut)[f.name], field(default=f.default)) for f in dataclasses.fields(sut)),
+        *((f.name, typing.get_type_hints(sut)[f.name], field(default=f.default, metadata=f.metadata))
+          for f in dataclasses.fields(sut)),
         ("wall_clock_factor", float, field(default=0.0, metadata=doc(
             "wall s waited per simulated s of trial (0: none)", minimum=0, maximum=1)))], frozen=True)
 
 
 def generator_options_class(generator: str):
-    return {"sim": sim_options_class, "software": lambda: SoftwareOptions, "trex": lambda: TRexOptions}[generator]()
+    makers: dict[str, typing.Callable[[], typing.Any]] = {
+        "sim": sim_options_class, "software": lambda: SoftwareOptions, "trex": lambda: TRexOptions}
+    return makers[generator]()
 
 
 # -- checking a mapping against a dataclass -------------------------------------------------------------------
@@ -351,9 +357,13 @@ def schema_of(hint) -> dict:
                 field_hint = rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007
             prop = schema_of(field_hint)
             meta: typing.Mapping[str, typing.Any] = f.metadata or {}
-            prop.update(meta.get("schema", {}))
+            for key, value in meta.get("schema", {}).items():
+                # A list's bounds are its items': merged into the item schema the type gave.
+                prop[key] = {**prop[key], **value} if key == "items" and key in prop else value
             if meta.get("doc"):
                 prop["description"] = meta["doc"]
+            if (default := json_default(f)) is not None:
+                prop["default"] = default
             properties[f.name] = prop
         required = [f.name for f in dataclasses.fields(hint)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -364,6 +374,38 @@ def schema_of(hint) -> dict:
             out["required"] = required
         return out
     raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+def json_default(f: dataclasses.Field) -> typing.Any:
+    """A field's default as JSON (tuples as lists), or None where it has none to show (none, or made by a
+    factory)."""
+    default = f.default
+    if default is dataclasses.MISSING or default is None:
+        return None
+    if isinstance(default, tuple):
+        return [dict(v) if isinstance(v, dict) else v for v in default]
+    return default
+
+
+def range_text(bounds: typing.Mapping[str, typing.Any]) -> str:
+    """A field's declared bounds (its JSON Schema keywords) in words: '> 0 and <= 3600'."""
+    parts = []
+    for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if key in bounds:
+            parts.append(f"{sign} {bounds[key]:g}")
+    return " and ".join(parts)
+
+
+def field_help(f: dataclasses.Field) -> str:
+    """A parameter's help line, from its declaration: what it is with its unit, its range, its default."""
+    meta: typing.Mapping[str, typing.Any] = f.metadata or {}
+    bounds = meta.get("schema", {})
+    limits = range_text(bounds) or range_text(bounds.get("items", {}))
+    default = json_default(f)
+    shown = ("none" if default is None and f.default_factory is dataclasses.MISSING else
+             ",".join(map(str, default)) if isinstance(default, list) else default)
+    text = meta.get("doc", "")
+    return "; ".join(x for x in (text, limits and f"allowed {limits}") if x) + f" (default {shown})"
 
 
 def experiment_schema(detailed: bool = True) -> dict:
@@ -394,7 +436,8 @@ def experiment_schema(detailed: bool = True) -> dict:
         params = schema_of(module.Params)
         params.pop("required", None)
         if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.plan.rate_from)
-            params["properties"]["rate"] = {"anyOf": [params["properties"]["rate"], {
+            rate = params["properties"]["rate"]
+            params["properties"]["rate"] = {"description": rate.pop("description"), "anyOf": [rate, {
                 "type": "object", "additionalProperties": False, "required": ["from"],
                 "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}
         conditions.append({"if": {"properties": {"procedure": {"properties": {"name": {"const": name}}}}},

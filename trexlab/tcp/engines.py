@@ -21,6 +21,9 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
   socket buffer ahead of the wire;
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
+* connections: the client's ``m_est_flows`` (established, not closed) at both
+  reads; a test with fewer than its connections up is refused, as iperf3
+  fails a stream that cannot connect;
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
@@ -28,9 +31,11 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
   sub-millisecond paths (the procedure says so in its notes).
 
 The counters are read twice, after ``omit`` and after ``duration`` more, and
-the test's figures are the differences over the time between the two reads
-(the middle of each read's round trip): slow start is left out as iperf3's
---omit does, and the transfer time is measured, never assumed.
+the test's figures are the differences over the time between the two reads:
+slow start is left out as iperf3's --omit does, and the transfer time is
+measured, never assumed. TRex answers with counters its master thread
+refreshes every 500 ms, so each read is timed to the refresh it sees (the
+counters are read until they change), not to the read itself.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
 ASTF_RTT_SCALE = 2 ** 5 * 1000
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
+#: TRex refreshes the ASTF counters it answers with every 500 ms (its master thread's slow path): a read waits up to
+#: this long (s) for the next refresh, reading every ASTF_REFRESH_POLL s, to time the counters to the refresh.
+ASTF_REFRESH_WAIT = 1.5
+ASTF_REFRESH_POLL = 0.002
+#: Half TRex's refresh period: the second read starts this long (s) before the duration ends.
+ASTF_REFRESH_LEAD = 0.25
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
 ASTF_SIDES = {"download": ("server", "client"), "upload": ("client", "server")}
 DIRECTIONS_OF = {"download": ("download",), "upload": ("upload",), "bidirectional": ("upload", "download")}
@@ -183,11 +194,31 @@ class TRexAstfEngine(TRexSession):
 
     # -- one group of concurrent tests ------------------------------------------------------------
 
+    def _read(self, pid: str) -> dict:
+        return self.client.get_traffic_stats(skip_zero=False, pid_input=pid)
+
     def _snapshot(self, ids: list[str]) -> tuple[float, dict[str, dict]]:
-        """Every profile's counters, and when they were read (the middle of the reads' round trip)."""
+        """Every profile's counters as of one refresh by the server, and when the server took them.
+
+        TRex answers with the counters its master thread last refreshed, every 500 ms, so a read's own time can be
+        half a second late: over a 10 s test, 5 % of the throughput. The first profile's counters are read until
+        they change; the refresh lies between the last read that saw the old values and the first that saw new
+        ones. The other profiles' counters, refreshed together with them, are read right after (the next refresh
+        is ~500 ms away). Counters that do not change for ASTF_REFRESH_WAIT moved nothing to time.
+        """
+        first = ids[0]
         before = self.clock()
-        stats = {pid: self.client.get_traffic_stats(skip_zero=False, pid_input=pid) for pid in ids}
-        return (before + self.clock()) / 2, stats
+        old = self._read(first)
+        give_up = self.clock() + ASTF_REFRESH_WAIT
+        while True:
+            self.sleep(ASTF_REFRESH_POLL)
+            start = self.clock()
+            new = self._read(first)
+            end = self.clock()
+            if new != old or end > give_up:
+                at = (before + end) / 2 if new != old else (start + end) / 2
+                return at, {first: new, **{pid: self._read(pid) for pid in ids[1:]}}
+            before = start
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         ids = [f"trexlab-tcp-{test.port}" for test in tests]
@@ -202,8 +233,10 @@ class TRexAstfEngine(TRexSession):
                 started.append(pid)
             origin = self.clock()
             self.sleep(max(0.0, origin + omit - self.clock()))
-            first_at, first = self._snapshot(ids)
-            self.sleep(max(0.0, first_at + duration - self.clock()))
+            # A profile's counters start at zero when it starts: without omit, that is the first read.
+            first_at, first = self._snapshot(ids) if omit > 0 else (origin, {pid: {} for pid in ids})
+            # The reads wait for the next refresh: starting half a refresh early, the one nearest the duration.
+            self.sleep(max(0.0, first_at + duration - ASTF_REFRESH_LEAD - self.clock()))
             last_at, last = self._snapshot(ids)
             flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
         finally:
@@ -212,6 +245,14 @@ class TRexAstfEngine(TRexSession):
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
+        for pid, test in zip(ids, tests, strict=True):
+            # TRex carries on with the connections that came up; fewer than the test's would be measured as its
+            # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
+            up = min(established(read) for read in (first[pid], last[pid]) if read)
+            if up < test.connections:
+                raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
+                                     f"{test.connections} connections established while it was measured (the "
+                                     "client's m_est_flows): the others' handshakes failed or they were dropped")
         return [{name: direction_stats(name, test, first[pid], last[pid], last_at - first_at, flows[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
 
@@ -223,6 +264,14 @@ class _Never(Exception):
 def _counter(stats: dict, section: str, name: str) -> int | None:
     value = (stats.get(section) or {}).get(name)
     return None if value is None else int(value)
+
+
+def established(stats: dict) -> int:
+    """The client's connections established at a read of the counters (TRex: connects - closed)."""
+    value = _counter(stats, "client", "m_est_flows")
+    if value is None:
+        raise GeneratorError("TRex ASTF counters have no m_est_flows in section 'client'")
+    return value
 
 
 def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds: float,
