@@ -10,8 +10,8 @@ each TCP test, so the RFC 6349 metrics (trexlab.procedures.rfc6349.add_metrics)
 are computed once, whichever engine ran.
 
 What the trex engine reads, per profile (one per concurrent test), as TRex's
-client returns them (ASTFClient.get_traffic_stats, sections "client" and
-"server"; descriptions from TRex's counter table):
+client returns them (ASTFClient.get_stats' "traffic", get_traffic_stats'
+sections "client" and "server"; descriptions from TRex's counter table):
 
 * good bytes: the receiving side's ``tcps_rcvbyte`` ("bytes received in
   sequence"), each byte once;
