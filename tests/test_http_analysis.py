@@ -131,3 +131,27 @@ def test_side_by_side_refuses_one_median_over_campaigns_measured_otherwise():
         analysis.side_by_side(RUNS, runs)
     runs["provenance.params.trial_duration"] = 60.0
     assert len(analysis.side_by_side(RUNS, runs)) == 3, "campaigns measured alike are one figure"
+
+
+def test_the_rfc2544_figures_beside_the_downloads_come_with_their_method(tmp_path):
+    """The side-by-side table prints another campaign's RFC 2544 figures: their method (tolerance, durations,
+    what falls short of RFC 2544) is disclosed with them, for the campaigns the table shows and no other."""
+    import json
+
+    from trexlab.plan.campaign import Campaign
+    from trexlab.spec import experiment
+
+    def campaign(name, tolerance):
+        spec = {"name": name, "generator": "sim", "generator_options": {"capacity": 100000},
+                "traffic": {"receive_tail": 0},
+                "procedure": {"name": "throughput", "params": {"max_rate": 200000, "trial_duration": 1,
+                                                               "loss_tolerance_percent": tolerance}},
+                "repetitions": 1}
+        return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
+
+    shown, other = campaign("gaming-loss-tolerance", 0.011), campaign("mlrsearch-ndr-pdr", 0)
+    table = analysis.side_by_side(RUNS, rfc2544_runs())
+    text = analysis.disclosure_beside([shown, other], table).replace("\\", "")  # Markdown's escapes
+    assert text.startswith("## How the figures beside these were measured\n\n## gaming") and "mlrsearch" not in text
+    assert "loss tolerance 0.011 %" in text and "trial duration 1 s (RFC 2544: at least 60 s)" in text
+    assert analysis.disclosure_beside([other], table) == ""

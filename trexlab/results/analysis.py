@@ -701,6 +701,23 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
     return table.reset_index()
 
 
+def disclosure_beside(campaigns: Iterable[str | Path], table: pd.DataFrame | None = None,
+                      heading: str = "How the figures beside these were measured") -> str:
+    """Markdown with the method disclosure of each campaign whose figures a report sets beside its own (the
+    single-DUT half of a comparison, the RFC 2544 campaigns beside download times): those figures are printed
+    too, and a figure is read with its method. With a table (side_by_side's), only the campaigns whose
+    experiment heads one of its columns ('<experiment>: ...'); '' when none is left."""
+    shown = []
+    for campaign in campaigns:
+        experiment = json.loads((Path(campaign) / "campaign.json").read_text())["experiment"]
+        if table is None or any(str(column).startswith(f"{experiment}: ") for column in table.columns):
+            shown.append(method_disclosure(campaign))
+    if not shown:
+        return ""
+    # Each disclosure starts with its campaign's heading (##): this one sits above them.
+    return "\n\n".join([f"## {heading}", *shown])
+
+
 def campaigns_beside(campaign: str | Path, exclude_procedure: str) -> list[Path]:
     """The other campaigns under the same results root (their procedure is not exclude_procedure)."""
     root = Path(campaign).resolve().parent.parent
