@@ -25,7 +25,9 @@ TRex does. The clock advances only through ``sleep`` and each RPC's
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
 last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
 ``refresh_s``; the first at ``refresh_phase`` s after the clock's start), and
-a read between two refreshes gets the earlier one's values.
+a read between two refreshes gets the earlier one's values. ``get_stats``
+(global and port statistics, then the traffic counters) refreshes them first,
+as the server's global statistics do.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class FakeAstfClient:
         self.rpc_time, self.fail_at = rpc_time, fail_at
         self.clock = FakeClock()
         self.origin = self.clock.now
+        self.synced_at = -math.inf  # the last refresh get_stats asked for
         self.calls: list[tuple] = []
         self.loaded: dict[str, argparse.Namespace] = {}
         self.started: dict[str, tuple[float, float]] = {}  # profile -> (start time, dump interval)
@@ -161,7 +164,7 @@ class FakeAstfClient:
         if not self.refresh_s:
             return self.clock.now
         first = self.origin + self.refresh_phase
-        return first + math.floor((self.clock.now - first) / self.refresh_s) * self.refresh_s
+        return max(self.synced_at, first + math.floor((self.clock.now - first) / self.refresh_s) * self.refresh_s)
 
     def _elapsed(self, pid: str, at: float) -> float:
         start, _ = self.started[pid]
@@ -192,6 +195,17 @@ class FakeAstfClient:
         stats = {side: self._section(pid_input, side) for side in ("client", "server")}
         self._done()
         return stats
+
+    def get_stats(self, ports=None, sync_now=True, skip_zero=True, pid_input="_", is_sum=False):
+        """ASTFClient.get_stats: global and port statistics (the server refreshes every counter for them), then the
+        profile's traffic counters and the latency statistics."""
+        self._call("get_stats", sync_now=sync_now, pid_input=pid_input)
+        if sync_now:
+            self.synced_at = self.clock.now
+        self._done()
+        ports = {port: {"opackets": 0, "ipackets": 0} for port in (0, 1)}
+        return {"global": {}, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
+                "latency": {}}
 
     def get_flow_info(self, profile_id="_", duration=0, index=None):
         self._call("get_flow_info", profile_id=profile_id, index=index)

@@ -10,8 +10,8 @@ each TCP test, so the RFC 6349 metrics (trexlab.procedures.rfc6349.add_metrics)
 are computed once, whichever engine ran.
 
 What the trex engine reads, per profile (one per concurrent test), as TRex's
-client returns them (ASTFClient.get_traffic_stats, sections "client" and
-"server"; descriptions from TRex's counter table):
+client returns them (ASTFClient.get_stats' "traffic", get_traffic_stats'
+sections "client" and "server"; descriptions from TRex's counter table):
 
 * good bytes: the receiving side's ``tcps_rcvbyte`` ("bytes received in
   sequence"), each byte once;
@@ -33,9 +33,9 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
 The counters are read twice, after ``omit`` and after ``duration`` more, and
 the test's figures are the differences over the time between the two reads:
 slow start is left out as iperf3's --omit does, and the transfer time is
-measured, never assumed. TRex answers with counters its master thread
-refreshes every 500 ms, so each read is timed to the refresh it sees (the
-counters are read until they change), not to the read itself.
+measured, never assumed. TRex's get_traffic_stats answers with counters its
+master thread refreshes every 500 ms, so they are read through
+ASTFClient.get_stats, which has the server refresh them first.
 """
 
 from __future__ import annotations
@@ -58,12 +58,6 @@ ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
 ASTF_RTT_SCALE = 2 ** 5 * 1000
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
-#: TRex refreshes the ASTF counters it answers with every 500 ms (its master thread's slow path): a read waits up to
-#: this long (s) for the next refresh, reading every ASTF_REFRESH_POLL s, to time the counters to the refresh.
-ASTF_REFRESH_WAIT = 1.5
-ASTF_REFRESH_POLL = 0.002
-#: Half TRex's refresh period: the second read starts this long (s) before the duration ends.
-ASTF_REFRESH_LEAD = 0.25
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
 ASTF_SIDES = {"download": ("server", "client"), "upload": ("client", "server")}
 DIRECTIONS_OF = {"download": ("download",), "upload": ("upload",), "bidirectional": ("upload", "download")}
@@ -194,31 +188,20 @@ class TRexAstfEngine(TRexSession):
 
     # -- one group of concurrent tests ------------------------------------------------------------
 
-    def _read(self, pid: str) -> dict:
-        return self.client.get_traffic_stats(skip_zero=False, pid_input=pid)
+    def _snapshot(self, ids: list[str]) -> dict[str, tuple[float, dict]]:
+        """Every profile's counters, each with when the server took them (the middle of the reads' round trips).
 
-    def _snapshot(self, ids: list[str]) -> tuple[float, dict[str, dict]]:
-        """Every profile's counters as of one refresh by the server, and when the server took them.
-
-        TRex answers with the counters its master thread last refreshed, every 500 ms, so a read's own time can be
-        half a second late: over a 10 s test, 5 % of the throughput. The first profile's counters are read until
-        they change; the refresh lies between the last read that saw the old values and the first that saw new
-        ones. The other profiles' counters, refreshed together with them, are read right after (the next refresh
-        is ~500 ms away). Counters that do not change for ASTF_REFRESH_WAIT moved nothing to time.
+        TRex answers get_traffic_stats with the counters its master thread last refreshed, every 500 ms: that RPC
+        does not refresh them, so read alone a value could be half a second old (over a 10 s test, 5 % of the
+        throughput). ASTFClient.get_stats refreshes them first (its global statistics make the server sync every
+        core's counters), so each profile's counters are read through it.
         """
-        first = ids[0]
-        before = self.clock()
-        old = self._read(first)
-        give_up = self.clock() + ASTF_REFRESH_WAIT
-        while True:
-            self.sleep(ASTF_REFRESH_POLL)
-            start = self.clock()
-            new = self._read(first)
-            end = self.clock()
-            if new != old or end > give_up:
-                at = (before + end) / 2 if new != old else (start + end) / 2
-                return at, {first: new, **{pid: self._read(pid) for pid in ids[1:]}}
-            before = start
+        snapshot = {}
+        for pid in ids:
+            before = self.clock()
+            traffic = self.client.get_stats(skip_zero=False, pid_input=pid)["traffic"]
+            snapshot[pid] = ((before + self.clock()) / 2, traffic)
+        return snapshot
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         ids = [f"trexlab-tcp-{test.port}" for test in tests]
@@ -234,26 +217,27 @@ class TRexAstfEngine(TRexSession):
             origin = self.clock()
             self.sleep(max(0.0, origin + omit - self.clock()))
             # A profile's counters start at zero when it starts: without omit, that is the first read.
-            first_at, first = self._snapshot(ids) if omit > 0 else (origin, {pid: {} for pid in ids})
-            # The reads wait for the next refresh: starting half a refresh early, the one nearest the duration.
-            self.sleep(max(0.0, first_at + duration - ASTF_REFRESH_LEAD - self.clock()))
-            last_at, last = self._snapshot(ids)
+            first = self._snapshot(ids) if omit > 0 else {pid: (origin, {}) for pid in ids}
+            self.sleep(max(0.0, min(at for at, _ in first.values()) + duration - self.clock()))
+            last = self._snapshot(ids)
             flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
         finally:
             for pid in started:
                 self.client.stop(pid_input=pid, is_remove=True)
+        last_at = max(at for at, _ in last.values())
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
         for pid, test in zip(ids, tests, strict=True):
             # TRex carries on with the connections that came up; fewer than the test's would be measured as its
             # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
-            up = min(established(read) for read in (first[pid], last[pid]) if read)
+            up = min(established(read) for _, read in (first[pid], last[pid]) if read)
             if up < test.connections:
                 raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
                                      f"{test.connections} connections established while it was measured (the "
                                      "client's m_est_flows): the others' handshakes failed or they were dropped")
-        return [{name: direction_stats(name, test, first[pid], last[pid], last_at - first_at, flows[pid])
+        return [{name: direction_stats(name, test, first[pid][1], last[pid][1], last[pid][0] - first[pid][0],
+                                       flows[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
 
 
