@@ -34,7 +34,7 @@ from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
-from trexlab.spec.schema import Traffic, field_help
+from trexlab.spec.schema import Traffic, field_help, generator_options_class
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
@@ -70,6 +70,14 @@ def _int_list(text: str) -> tuple[int, ...]:
         return tuple(int(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
+
+
+def _generator_options_help() -> str:
+    """--generator-opt's help: each generator's option names (their units and ranges: trexlab schema)."""
+    fields = {generator: dataclasses.fields(generator_options_class(generator)) for generator in GENERATORS}
+    names = "; ".join(f"{generator}: " + ", ".join(f.name for f in options) for generator, options in fields.items())
+    return (f"generator option, repeatable (e.g. capacity=1e6 for sim): {names} (each with its unit, range and "
+            "default in trexlab schema, generator_options)")
 
 
 def _traffic_help(name: str, text: str) -> str:
@@ -141,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         common = sub.add_argument_group("run")
         common.add_argument("--generator", choices=tuple(GENERATORS), help="traffic generator (default software)")
         common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
-                            help="generator option, repeatable (e.g. capacity=1e6 for sim)")
+                            help=_generator_options_help())
         common.add_argument("--inventory",
                             help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
         common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
