@@ -26,7 +26,10 @@ def test_help_lists_every_procedure_and_campaign_and_report():
 def test_campaign_and_report_have_their_own_help(command, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main([command, "--help"])
-    assert stop.value.code == 0 and f"usage: trexlab {command} " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and f"usage: trexlab {command} " in out
+    if command == "report":  # the notebook it takes: the spec's first (http-download-* share one), as notebook_for
+        assert "the one the spec names, notebook:, else analysis/<experiment>.ipynb" in " ".join(out.split())
 
 
 def test_a_campaign_and_a_missing_report_through_main(tmp_path, capsys):

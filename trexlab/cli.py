@@ -298,7 +298,8 @@ def add_report_parser(subparsers) -> None:
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
-    parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
+    parser.add_argument("--notebook", help="notebook to execute (default: the one the spec names, notebook:, else "
+                                           "analysis/<experiment>.ipynb, else analysis/report.ipynb)")
 
 
 def report_command(args: argparse.Namespace) -> int:
