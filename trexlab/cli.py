@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
-                                       help="a procedure (one run, repeated), or campaign / report")
+                                       help="a procedure (one run, repeated), or campaign / report / compare / schema")
     for name, module in registry().items():
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
                                     description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
