@@ -45,8 +45,12 @@ variable "machines" {
     condition     = alltrue([for m in var.machines : trimspace(m.ansible_host) != ""])
     error_message = "Every machine needs an ansible_host (the SSH address Ansible uses)."
   }
-  # The rules of trexlab/rolevalues.py (check_lab): a user or port that ssh would read as an option (-oProxyCommand=...)
-  # runs a program on this machine.
+  # The rules of trexlab/rolevalues.py (check_lab): a host, user or port that ssh would read as an option
+  # (-oProxyCommand=...) runs a program on this machine, and Ansible hands all three to ssh before any check.
+  validation {
+    condition     = alltrue([for m in var.machines : can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", m.ansible_host))])
+    error_message = "Every ansible_host must be a host name or address (A-Z a-z 0-9 . : -, starting with a letter or digit): ${join(", ", [for m in var.machines : jsonencode(m.ansible_host) if !can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", m.ansible_host))])}."
+  }
   validation {
     condition     = alltrue([for m in var.machines : can(regex("^[a-z_][a-z0-9_-]{0,31}$", m.ansible_user))])
     error_message = "Every ansible_user must be a login name: a-z 0-9 _ - (1-32 characters, starting with a-z or _)."
