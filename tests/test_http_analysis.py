@@ -155,3 +155,25 @@ def test_the_rfc2544_figures_beside_the_downloads_come_with_their_method(tmp_pat
     assert text.startswith("## How the figures beside these were measured\n\n## gaming") and "mlrsearch" not in text
     assert "loss tolerance 0.011 %" in text and "trial duration 1 s (RFC 2544: at least 60 s)" in text
     assert analysis.disclosure_beside([other], table) == ""
+
+
+def test_a_download_time_is_disclosed_with_its_file_size_and_congestion_control(tmp_path):
+    """What a download time depends on besides the DUT: the file's size and the TCP congestion control (reno here
+    where the paper had CUBIC). The method line says both, and no tester ceiling (no tester takes part); the
+    report's disclosure shows the spec's endpoints block."""
+    import json
+
+    from trexlab.plan.repetition import method_line, method_of
+    from trexlab.procedures import http_download
+
+    download = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno")
+    line = method_line(method_of(http_download.DownloadResult(http_download.Params(), download).to_dict()))
+    assert "a file of 8,589,934,592 bytes, TCP congestion control reno" in line and "tester ceiling" not in line
+    campaign = tmp_path / "c-1"
+    campaign.mkdir()
+    spec = {"name": "http-download-loss", "procedure": {"name": "http_download"},
+            "endpoints": {"http_file_mib": 8192, "congestion_control": "reno"}}
+    (campaign / "campaign.json").write_text(json.dumps({"experiment": spec["name"], "campaign": "c-1", "spec": spec,
+                                                        "points": []}))
+    disclosed = analysis.method_disclosure(campaign).replace("\\", "")  # Markdown's escapes
+    assert '- TCP endpoints (client, server): {"congestion_control": "reno", "http_file_mib": 8192}' in disclosed

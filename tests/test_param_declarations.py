@@ -18,7 +18,7 @@ from trexlab import cli
 from trexlab.params import InvalidParameter
 from trexlab.plan.runplan import check_generator_options, procedure_params
 from trexlab.procedures import registry
-from trexlab.spec.schema import Traffic, experiment_schema, generator_options_class
+from trexlab.spec.schema import LIST_ITEMS_MAX, Traffic, experiment_schema, generator_options_class
 from trexlab.trial import TrialSpec
 
 #: Parameters whose run-time limit depends on another parameter, which a per-key schema cannot say; each one's
@@ -116,6 +116,8 @@ def test_the_schema_refuses_what_a_run_refuses(owner, key, prop, validate):
             pytest.skip("a list of mappings: each is checked by its own keys")
         values = [[]] + ([[v] for v in items["enum"]] + [["nosuch"]] if "enum" in items
                          else [[v] for v in _probes(items, items.get("type") == "integer")])
+        valid = items["enum"][0] if "enum" in items else items.get("minimum", 1)
+        values += [[valid] * LIST_ITEMS_MAX, [valid] * (LIST_ITEMS_MAX + 1)]  # a list's length is bounded too
     else:
         values = _probes(number, number.get("type") == "integer")
     validator = jsonschema.Draft202012Validator({"type": "object", "properties": {key: prop}})

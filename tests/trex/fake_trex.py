@@ -196,8 +196,11 @@ class FakeClient:
     def clear_stats(self):
         self._call("clear_stats")
 
-    def start(self, ports, mult, duration, force):
+    def start(self, ports=None, mult="1", force=False, duration=-1, total=False, core_mask=None, synchronized=False):
         self._call("start", ports=ports, mult=mult, duration=duration, force=force)
+        # As STLClient.start: the multiplier is text ("1", "100kpps", "50%"), a plain number is refused.
+        if not isinstance(mult, str) or not isinstance(force, bool) or not isinstance(duration, (int, float)):
+            raise TRexError(f"*** start: bad argument types mult={mult!r} force={force!r} duration={duration!r}")
         self.started, self.duration = ports, duration
         self.clock.now += self.rpc_time
         self.started_at = self.clock.now

@@ -173,6 +173,15 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "bytes" in result and "congestion_control" in result:
+        # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
+        # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
+        method["download"] = {"bytes": result["bytes"], "congestion_control": result["congestion_control"]}
+    if result.get("points") and "step_percent" in (result.get("params") or {}):
+        # RFC 2544 section 26.3: the frame loss rate is a curve from the first (highest) offered load down, and the
+        # headline figure is its first point: without that load and the step it reads as a number of nothing.
+        method["offered_loads"] = {"first_fps": result["points"][0]["offered_load"],
+                                   "step_percent": result["params"]["step_percent"]}
     if "rate" in method:
         # RFC 8219 measures latency and PDV at the throughput rate: say whether this rate is one (measured, and
         # how) or a number given to the run, which nothing here ties to a throughput.
@@ -198,6 +207,9 @@ def method_line(method: dict) -> str:
         parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
                      f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
                      f"duration sum {goal['duration_sum']:g} s")
+    if loads := method.get("offered_loads"):
+        parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
+                     "of it, until two trials in a row lose no frame")
     if "rate" in method:
         source = method.get("rate_source")
         parts.append(f"offered load {method['rate']:g} fps" + (
@@ -211,8 +223,12 @@ def method_line(method: dict) -> str:
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
     if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
         parts.append(f"latency definition: {method['latency_definition']}")
-    parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
-                 else "no tester ceiling known")
+    if download := method.get("download"):
+        parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
+                     f"{download['congestion_control'] or 'the client kernel default'}")
+    else:
+        parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
+                     else "no tester ceiling known")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):

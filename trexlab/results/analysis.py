@@ -507,6 +507,8 @@ def method_disclosure(campaign: str | Path) -> str:
                      "of any non-zero tolerance)")
     if spec.get("dut"):
         lines.append(f"- DUT configuration: {text(json.dumps(spec['dut'], sort_keys=True))}")
+    if spec.get("endpoints"):  # what the TCP figures depend on: the file's size, the congestion control
+        lines.append(f"- TCP endpoints (client, server): {text(json.dumps(spec['endpoints'], sort_keys=True))}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{text(k)} ∈ {text(v)}" for k, v in spec["sweep"].items()))
     # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).

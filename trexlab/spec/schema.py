@@ -334,12 +334,12 @@ def schema_of(hint) -> dict:
         return {"type": "string"}
     if hint is tuple or origin is tuple:
         args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": schema_of(args[0])}
+        if len(args) == 2 and args[1] is Ellipsis:  # a list of any length: at most LIST_ITEMS_MAX, as convert()
+            return {"type": "array", "items": schema_of(args[0]), "maxItems": LIST_ITEMS_MAX}
         if args:
             return {"type": "array", "prefixItems": [schema_of(a) for a in args], "minItems": len(args),
                     "maxItems": len(args)}
-        return {"type": "array"}
+        return {"type": "array", "maxItems": LIST_ITEMS_MAX}
     if origin is dict:
         return {"type": "object", "additionalProperties": schema_of(typing.get_args(hint)[1])}
     if hint is dict:
