@@ -19,14 +19,19 @@ from trexlab.procedures import names
 def test_help_lists_every_procedure_and_campaign_and_report():
     listed = {line.split()[0] for line in cli.build_parser().format_help().splitlines() if line.startswith("    ")
               and not line.startswith("     ")}
-    assert listed >= {*names(), "campaign", "report"}, listed
+    assert listed >= {*names(), "campaign", "report", "compare", "schema"}, listed
+    # The COMMAND line names the verbs that are not procedures, each of them.
+    assert "or campaign / report / compare / schema" in " ".join(cli.build_parser().format_help().split())
 
 
 @pytest.mark.parametrize("command", ["campaign", "report"])
 def test_campaign_and_report_have_their_own_help(command, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main([command, "--help"])
-    assert stop.value.code == 0 and f"usage: trexlab {command} " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and f"usage: trexlab {command} " in out
+    if command == "report":  # the notebook it takes: the spec's first (http-download-* share one), as notebook_for
+        assert "the one the spec names, notebook:, else analysis/<experiment>.ipynb" in " ".join(out.split())
 
 
 def test_a_campaign_and_a_missing_report_through_main(tmp_path, capsys):

@@ -158,6 +158,10 @@ def test_help_lists_each_parameter_with_its_unit_range_and_default(name):
                 assert f"{bounds[bound]:g}" in text, f"--{field.name}: {text!r} lacks its {bound}"
     for flag in ("frame_size", "ip_version", "directions", "port_mode", "destination_networks", "receive_tail"):
         assert "(default " in helps[flag], f"--{flag}: {helps[flag]!r}"
+    for generator in ("sim", "software", "trex"):  # --generator-opt names each generator's options
+        for option in dataclasses.fields(generator_options_class(generator)):
+            assert re.search(rf"[ :]{option.name}[,;( ]", helps["generator_opt"]), (
+                f"--generator-opt lacks {generator}'s {option.name}: {helps['generator_opt']!r}")
 
 
 def test_the_traffic_defaults_shown_are_those_a_run_uses():

@@ -34,7 +34,7 @@ from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
-from trexlab.spec.schema import Traffic, field_help
+from trexlab.spec.schema import Traffic, field_help, generator_options_class
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
@@ -70,6 +70,14 @@ def _int_list(text: str) -> tuple[int, ...]:
         return tuple(int(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
+
+
+def _generator_options_help() -> str:
+    """--generator-opt's help: each generator's option names (their units and ranges: trexlab schema)."""
+    fields = {generator: dataclasses.fields(generator_options_class(generator)) for generator in GENERATORS}
+    names = "; ".join(f"{generator}: " + ", ".join(f.name for f in options) for generator, options in fields.items())
+    return (f"generator option, repeatable (e.g. capacity=1e6 for sim): {names} (each with its unit, range and "
+            "default in trexlab schema, generator_options)")
 
 
 def _traffic_help(name: str, text: str) -> str:
@@ -134,14 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
-                                       help="a procedure (one run, repeated), or campaign / report")
+                                       help="a procedure (one run, repeated), or campaign / report / compare / schema")
     for name, module in registry().items():
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
                                     description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         common = sub.add_argument_group("run")
         common.add_argument("--generator", choices=tuple(GENERATORS), help="traffic generator (default software)")
         common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
-                            help="generator option, repeatable (e.g. capacity=1e6 for sim)")
+                            help=_generator_options_help())
         common.add_argument("--inventory",
                             help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
         common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
@@ -290,7 +298,8 @@ def add_report_parser(subparsers) -> None:
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
-    parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
+    parser.add_argument("--notebook", help="notebook to execute (default: the one the spec names, notebook:, else "
+                                           "analysis/<experiment>.ipynb, else analysis/report.ipynb)")
 
 
 def report_command(args: argparse.Namespace) -> int:
