@@ -20,12 +20,14 @@ variable "topology" {
 
 variable "machines" {
   description = <<-EOT
-    The lab's machines by their role in the topology (tester, dut1, dut2), each with:
+    The lab's machines by their role in the topology (tester, dut1, dut2; optional client, server), each with:
     ansible_host/ansible_user/ansible_port/ssh_key  how Ansible reaches it over SSH (become: sudo to root);
     machine     the physical machine it runs on (default: ansible_host); nodes on one machine must
                 have disjoint CPU lists;
     cpus        CPUs for pinning: the tester's senders/receivers, the DUT's forwarding (RPS/IRQs);
     test_ports  [port 0, port 1], each {name, mac, pci}: interface name, MAC, PCI address (DPDK/TRex).
+                client, server: TCP endpoints (RFC 6349, HTTP downloads), one test port each, on the
+                link of tester port 0 (client) or 1 (server)
   EOT
   type = map(object({
     ansible_host = string
