@@ -19,6 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.trial import MAX_RECEIVE_TAIL
 
@@ -455,6 +456,25 @@ def experiment_schema(detailed: bool = True) -> dict:
     return schema
 
 
+#: The ranges of a DUT block's or the endpoints block's numbers, which the roles' argument specs cannot say: the
+#: checks that enforce them before any host is touched are the planning modules' (reference_dut.ReferenceDut,
+#: impairment.Impairment, rolevalues); tests/test_param_declarations.py keeps the two in agreement.
+ROLE_BOUNDS: dict[str, dict[str, dict]] = {
+    "dut_reference": {"rate_fps": {"minimum": 1, "maximum": reference_dut.MAX_RATE_FPS}, "burst_frames": {"minimum": 1},
+                      "loss_percent": {"minimum": 0, "maximum": 100},
+                      "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}},
+    "netem": {"loss_percent": {"minimum": 0, "maximum": 100},
+              "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}, "delay_ms": {"minimum": 0},
+              "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
+              "selective_percent": {"minimum": 0, "maximum": 100},
+              "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
+                      "http_port": {"minimum": 1, "maximum": 65535},
+                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
+}
+
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
@@ -474,5 +494,6 @@ def _role_schema(role: str, options: dict) -> dict:
                 prop["enum"] = option["choices"]
         if option.get("description"):
             prop["description"] = option["description"]
+        prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}
