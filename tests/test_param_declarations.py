@@ -171,6 +171,13 @@ def test_the_traffic_defaults_shown_are_those_a_run_uses():
         assert getattr(made, field.name) == field.default, field.name
 
 
+def test_the_spec_s_generator_options_description_names_each_option():
+    text = experiment_schema()["properties"]["generator_options"]["description"]
+    for generator in ("software", "trex"):
+        for option in dataclasses.fields(generator_options_class(generator)):
+            assert option.name in text, f"{generator}'s {option.name} missing from {text!r}"
+
+
 def test_the_schema_gives_each_default():
     schema = experiment_schema()
     assert schema["properties"]["repetitions"]["default"] == 20
@@ -181,3 +188,49 @@ def test_the_schema_gives_each_default():
     assert sim["capacity"]["default"] == 1e6 and "frames/s" in sim["capacity"]["description"]
     jsonschema.Draft202012Validator.check_schema(schema)
     assert math.isclose(generator_options_class("sim")().capacity, 1e6)
+
+
+#: The DUT blocks' and the endpoints block's keys whose run-time limit depends on another key of the block.
+ROLE_CROSS_FIELD = {("reference", "rate_fps"): "burst_frames", ("reference", "burst_frames"): "of the rate",
+                    ("reference", "loss_every_nth"): "1 is refused", ("impairment", "loss_every_nth"): "1 is refused",
+                    ("impairment", "selective_every_nth"): "1 is refused", ("impairment", "jitter_ms"): "delay_ms"}
+#: What each block needs besides the probed key.
+ROLE_BASE = {"reference": {"rate_fps": 40000}, "impairment": {"delay_ms": 1}}
+
+
+def _role_cases():
+    schema = experiment_schema()
+    blocks = {**schema["properties"]["dut"]["properties"], "endpoints": schema["properties"]["endpoints"]}
+    for block, block_schema in blocks.items():
+        for key, prop in block_schema["properties"].items():
+            if prop.get("type") in ("integer", "number") or prop.get("items", {}).get("type") == "integer":
+                yield block, key, prop
+
+
+@pytest.mark.parametrize("block,key,prop", list(_role_cases()), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_schema_refuses_what_a_dut_block_check_refuses(block, key, prop):
+    """The DUT blocks' (and endpoints') numbers: the schema's ranges against the checks a spec meets before any
+    host is touched (trexlab.spec.experiment: the role's types, then the planning modules' ranges)."""
+    from trexlab.spec.experiment import InvalidExperiment, SweepPoint, _check_dut, _check_endpoints
+
+    integer = "integer" in (prop.get("type"), prop.get("items", {}).get("type"))
+    bounds = prop.get("items", prop)
+    values = [[v] for v in _probes(bounds, integer)] if prop.get("type") == "array" else _probes(bounds, integer)
+    validator = jsonschema.Draft202012Validator({"type": "object", "properties": {key: prop}})
+    for value in values:
+        settings = {**ROLE_BASE.get(block, {}), key: value}
+        spec = {"name": "x", "procedure": {"name": "http_download"}}
+        try:
+            if block == "endpoints":
+                _check_endpoints({**spec, "endpoints": settings}, "spec")
+            else:
+                _check_dut(SweepPoint(0, {}, {**spec, "dut": {block: settings}}), "spec")
+            run_ok = True
+        except InvalidExperiment:
+            run_ok = False
+        schema_ok = validator.is_valid({key: value})
+        if (block, key) in ROLE_CROSS_FIELD:
+            assert ROLE_CROSS_FIELD[block, key] in prop.get("description", ""), f"{block}.{key}: {prop}"
+            if schema_ok and not run_ok:
+                continue
+        assert schema_ok == run_ok, f"{block}.{key}={value!r}: schema {schema_ok}, the spec's checks {run_ok}"

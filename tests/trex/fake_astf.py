@@ -5,7 +5,8 @@ documents and returns: ``get_traffic_stats`` gives sections "client" and
 "server", each with every counter of TRex's table by name (skip_zero=False),
 counting from the profile's start; ``get_flow_info`` gives, per flow id
 "<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
-with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5),
+with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5;
+TRex's samples are whole milliseconds, so the fake's path RTT is too),
 plus "next_index" when an index is asked for.
 
 The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
@@ -70,9 +71,13 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 
 
 class FakeAstfClient:
-    def __init__(self, link_bps=1e9, rtt_s=200e-6, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
+    def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
                  refresh_phase=0.0):
+        # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
+        # of a paced connection is exact only on a path of whole milliseconds: the fake takes no other.
+        if abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9 or rtt_s <= 0:
+            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds (TRex's RTT samples are)")
         self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
         self.refresh_s, self.refresh_phase = refresh_s, refresh_phase
         self.established = established

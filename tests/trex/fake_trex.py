@@ -147,13 +147,15 @@ class FakeClient:
     def __init__(self, forwarded=1.0, ceiling=None, delays_us=(10,), rx_missed=0, hdrh=True, fail_at=None,
                  extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
                  port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
-                 dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0):
+                 dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
+                 duplicated_test=0):
         # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
         self.port_mac, self.dest_mac = port_mac, dest_mac
         # duplicated: latency frames of each latency stream the DUT delivers twice (TRex counts the copy in rx_pkts,
         # its histogram and err_cntrs' dup); stale_delays: delays of frames no trial of this client sent, left in
         # the HDR histogram (a server that did not reset it).
         self.duplicated, self.stale_delays = duplicated, stale_delays
+        self.duplicated_test = duplicated_test  # frames of each test stream the DUT delivers twice (no sequence)
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
@@ -295,7 +297,8 @@ class FakeClient:
                     port_stats[p][f"{key}packets"] += n
                     port_stats[p][f"{key}bytes"] += n * size
                 pg = stream.flow_stats.pg_id
-                copies = self.duplicated if isinstance(stream.flow_stats, STLFlowLatencyStats) and received else 0
+                latency_stream = isinstance(stream.flow_stats, STLFlowLatencyStats)
+                copies = (self.duplicated if latency_stream else self.duplicated_test) if received else 0
                 received += copies
                 flow[pg] = {
                     "rx_pkts": {0: 0, 1: 0, receiver: received, "total": received},

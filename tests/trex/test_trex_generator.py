@@ -486,3 +486,17 @@ def test_a_histogram_holding_more_delays_than_frames_received_is_refused(api):
                                              r"507 delays for 500 latency frames received"):
         gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500,
                                 directions="forward"))
+
+
+def test_duplicated_test_frames_are_no_frames_received_and_are_disclosed(api):
+    # 10 of 1000 test frames lost and 20 others delivered twice: TRex's rx_pkts says 1010 of 1000. Test frames
+    # carry no sequence number, so the copies hide the loss: at most the frames sent count as received, the copies
+    # seen (at least 10) are counted, and the result says that loss may be hidden.
+    gen, _ = generator(api, forwarded=0.99, duplicated_test=20)
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward"))
+    forward = result.directions["forward"]
+    assert forward.frames_received == forward.frames_sent == 1000 and forward.duplicates == 10
+    assert any(n.startswith("forward: 10 test frames received beyond those sent: the DUT duplicates frames")
+               and "loss among them may be hidden" in n for n in result.notes)
+    gen, _ = generator(api, forwarded=0.99)
+    assert not gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).notes

@@ -257,11 +257,19 @@ def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
         check_requirements(validate(iperf3), lab)
 
 
-def test_a_sub_millisecond_baseline_rtt_is_flagged():
-    # 200 us in steps of 1/32 ms: the flow dump says 0.1875 ms, and the result says how coarse that is.
-    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=200e-6)), tests=("download",))
-    assert result["baseline_rtt_s"] == pytest.approx(6 / 32 * 1e-3)
-    assert any(n.startswith("baseline RTT 0.188 ms is fewer than 10 steps of trex's RTT resolution (0.03125 ms)")
-               for n in result["notes"]), result["notes"]
-    result, _ = run(engine(), tests=("download",))
+def test_a_baseline_rtt_of_few_milliseconds_is_flagged():
+    # TRex's TCP clock ticks in whole milliseconds (hz 1000, tcp_ts_getticks): each RTT sample is whole ms, the flow
+    # dump's 1/32 ms steps are only its smoothing's. A 3 ms baseline is three steps of that: the result says how
+    # coarse it is (96 steps of 1/32 ms said nothing). 20 ms is enough steps.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=3e-3)), tests=("download",))
+    assert result["baseline_rtt_s"] == pytest.approx(3e-3)
+    assert any(n.startswith("baseline RTT 3.000 ms is fewer than 10 steps of trex's RTT resolution (1 ms)")
+               and "up to 33% error" in n for n in result["notes"]), result["notes"]
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=20e-3)), tests=("download",))
     assert not any("RTT resolution" in n for n in result["notes"])
+
+
+def test_the_fake_flow_dump_takes_only_whole_millisecond_rtts():
+    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds.
+    with pytest.raises(ValueError, match=r"rtt_s=0\.0002: allowed whole milliseconds"):
+        fake_astf.FakeAstfClient(rtt_s=200e-6)

@@ -404,12 +404,23 @@ class TRexGenerator(TRexSession):
         for direction in spec.active_directions:
             sender = spec.sender_port(direction)
             receiver = 1 - sender
-            sent = received = tx_bytes = 0
+            sent = received = tx_bytes = copies = 0
+            latency_pg = self.pg_ids(sender)[1] if timed else None
             for pg_id in self.pg_ids(sender):
                 flow = _pg(stats.get("flow_stats", {}), pg_id)
-                sent += _port(flow.get("tx_pkts", {}), sender)
-                received += _port(flow.get("rx_pkts", {}), receiver)
+                pg_sent, pg_received = _port(flow.get("tx_pkts", {}), sender), _port(flow.get("rx_pkts", {}), receiver)
+                sent += pg_sent
                 tx_bytes += _port(flow.get("tx_bytes", {}), sender)
+                if pg_id == latency_pg:
+                    received += pg_received  # its copies are counted by TRex's sequence check (below)
+                else:
+                    # A stream cannot deliver more frames than it sent: the rest are copies TRex counted again.
+                    received += min(pg_sent, pg_received)
+                    copies += max(0, pg_received - pg_sent)
+            if copies:
+                notes.append(f"{direction}: {copies} test frames received beyond those sent: the DUT duplicates "
+                             "frames, and TRex cannot tell a copy of a test frame from a frame (only latency frames "
+                             "carry a sequence number), so loss among them may be hidden")
             if sent and tx_bytes != sent * spec.frame_size[sender]:
                 # TRex counts bytes with the FCS, as frame sizes are: a mismatch is a wrong frame.
                 notes.append(f"{direction}: {tx_bytes / sent:.1f} bytes per sent frame, "
@@ -464,7 +475,7 @@ class TRexGenerator(TRexSession):
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
                 direction=direction, frames_intended=max(spec.frames_per_direction, sent), frames_sent=sent,
-                frames_received=received, tester_drops=tester_drops, duplicates=duplicates,
+                frames_received=received, tester_drops=tester_drops, duplicates=duplicates + copies,
                 reordered=reordered, send_duration=send_duration, latency=latency,
                 frames_ahead=span.frames_ahead, **tags)
         starts = {d: s.first_estimate for d, s in spans.items() if s.first_estimate is not None}

@@ -19,6 +19,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.trial import MAX_RECEIVE_TAIL
 
@@ -118,7 +119,8 @@ class ExperimentSpec:
     generator: Literal["sim", "software", "trex"] = field(default="software", metadata=doc(
         "the traffic generator: sim (simulated SUT, no lab), software (swtester) or trex"))
     generator_options: dict = field(default_factory=dict, metadata=doc(
-        "the generator's options (sim: the simulated SUT; software: cross_check; trex: server, sync_port, warmup)"))
+        "the generator's options (sim: the simulated SUT's capacity, loss and delays; software: cross_check, "
+        "send_method, sender_threads; trex: server, sync_port, warmup), each described for its generator below"))
     dut: DutBlocks = field(default_factory=DutBlocks, metadata=doc("DUT configuration"))
     traffic: Traffic = field(default_factory=Traffic, metadata=doc("the test frames"))
     endpoints: dict = field(default_factory=dict, metadata=doc(
@@ -455,6 +457,25 @@ def experiment_schema(detailed: bool = True) -> dict:
     return schema
 
 
+#: The ranges of a DUT block's or the endpoints block's numbers, which the roles' argument specs cannot say: the
+#: checks that enforce them before any host is touched are the planning modules' (reference_dut.ReferenceDut,
+#: impairment.Impairment, rolevalues); tests/test_param_declarations.py keeps the two in agreement.
+ROLE_BOUNDS: dict[str, dict[str, dict]] = {
+    "dut_reference": {"rate_fps": {"minimum": 1, "maximum": reference_dut.MAX_RATE_FPS}, "burst_frames": {"minimum": 1},
+                      "loss_percent": {"minimum": 0, "maximum": 100},
+                      "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}},
+    "netem": {"loss_percent": {"minimum": 0, "maximum": 100},
+              "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}, "delay_ms": {"minimum": 0},
+              "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
+              "selective_percent": {"minimum": 0, "maximum": 100},
+              "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
+                      "http_port": {"minimum": 1, "maximum": 65535},
+                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
+}
+
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
@@ -474,5 +495,6 @@ def _role_schema(role: str, options: dict) -> dict:
                 prop["enum"] = option["choices"]
         if option.get("description"):
             prop["description"] = option["description"]
+        prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}

@@ -27,8 +27,10 @@ sections "client" and "server"; descriptions from TRex's counter table):
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
-  that method's documentation says: steps of 1/32 ms, coarse for a lab's
-  sub-millisecond paths (the procedure says so in its notes).
+  that method's documentation says. Those 1/32 ms steps are the smoothing's:
+  TRex's TCP clock ticks in whole milliseconds, so each RTT sample is whole
+  ms, coarse for a lab's paths of a few milliseconds or less (the procedure
+  says so in its notes).
 
 The counters are read twice, after ``omit`` and after ``duration`` more, and
 the test's figures are the differences over the time between the two reads:
@@ -56,6 +58,8 @@ ENGINES = ("iperf3", "trex")
 ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
 #: The flow dump's "rtt" is milliseconds shifted left by TCP_RTT_SHIFT (5) (ASTFClient.get_flow_info).
 ASTF_RTT_SCALE = 2 ** 5 * 1000
+#: s per tick of TRex's TCP clock, from which its RTT samples are whole ticks.
+TCP_CLOCK_TICK_S = 1e-3
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -122,7 +126,9 @@ class TRexAstfEngine(TRexSession):
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
     congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
-    rtt_resolution_s = 1 / ASTF_RTT_SCALE
+    # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
+    # ms): every RTT sample is whole ms. The flow dump's 1/32 ms steps are only the smoothing's (TCP_RTT_SHIFT).
+    rtt_resolution_s = TCP_CLOCK_TICK_S
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
