@@ -37,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <linux/if_packet.h>
@@ -194,22 +195,49 @@ static uint64_t xorshift(uint64_t *s) {
     return *s = x;
 }
 
+/* Six groups of one or two hex digits separated by colons, and nothing else: sscanf's %x took "02:00:00:00:00:100"
+ * (an octet of 256, kept as its low byte 00), a sign, and any text after the sixth group. */
 static void parse_mac(const char *text, uint8_t mac[6], const char *what) {
-    unsigned v[6];
-    if (sscanf(text, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) {
+    const char *p = text;
+    int ok = 1;
+    for (int i = 0; i < 6 && ok; i++) {
+        unsigned v = 0;
+        int digits = 0;
+        for (; digits < 2 && isxdigit((unsigned char)*p); digits++, p++)
+            v = v * 16 + (unsigned)(isdigit((unsigned char)*p) ? *p - '0' : (tolower((unsigned char)*p) - 'a' + 10));
+        ok = digits > 0 && *p == (i < 5 ? ':' : '\0');
+        if (i < 5) p++;
+        mac[i] = (uint8_t)v;
+    }
+    if (!ok) {
         char msg[128];
         snprintf(msg, sizeof msg, "%s=%s: allowed a MAC address aa:bb:cc:dd:ee:ff", what, text);
         die(msg);
     }
-    for (int i = 0; i < 6; i++) mac[i] = (uint8_t)v[i];
 }
 
 static double parse_number(const char *text, const char *what, double low, double high) {
     char *end;
     double v = strtod(text, &end);
-    if (*text == '\0' || *end != '\0' || v < low || v > high) {
+    /* Written so that NaN fails too: strtod takes "nan", and a NaN tail never ended the receiver, a NaN timeout
+     * counted no frame late, a NaN rate or duration made the frame count undefined. */
+    if (*text == '\0' || *end != '\0' || !(v >= low && v <= high)) {
         char msg[160];
         snprintf(msg, sizeof msg, "%s=%s: allowed %g..%g", what, text, low, high);
+        die(msg);
+    }
+    return v;
+}
+
+/* A count, a size or an index: a decimal integer within low..high. parse_number's value cast to int dropped a
+ * fraction without a word (--size0 100.5 sent 100-byte frames, --threads 2.5 two threads). */
+static long parse_integer(const char *text, const char *what, long low, long high) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno || v < low || v > high) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s=%s: allowed %ld..%ld (an integer)", what, text, low, high);
         die(msg);
     }
     return v;
@@ -931,12 +959,33 @@ static void release(struct direction *d) {
     close(d->rx_fd);
 }
 
+/* A thread that did not start would never end its direction (its receiver waits for every sender to finish), and
+ * joining it is undefined: no trial then. */
+static void start_thread(pthread_t *thread, void *(*run)(void *), void *arg) {
+    int e = pthread_create(thread, NULL, run, arg);
+    if (e) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "could not start a thread: %s", strerror(e));
+        die(msg);
+    }
+}
+
+/* The report is the trial's only result: one that did not reach stdout whole (a full disk, a closed pipe) exits 2,
+ * not 0 with what fitted. */
+static void flush_report(void) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "writing the report to stdout failed: %s", strerror(errno));
+        die(msg);
+    }
+}
+
 static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
-          "       [--timeout S] [--tail S]"
+          "       [--timeout S] [--tail S]\n"
           "       [--cpus LIST] [--trial-id N] [--df] [--send-method auto|tx_ring|sendmmsg] [--threads N]\n"
           "       [--no-realtime] [--receive-method auto|bpf|ring]\n"
           "       [--probe]  (set up the sockets, print the send method each direction would use, send nothing)\n",
@@ -981,10 +1030,10 @@ int main(int argc, char **argv) {
         case 'j': if (inet_pton(AF_INET6, optarg, &c.port[1].ip6) != 1) die("ip1v6: allowed an IPv6 address"); break;
         case 'r': c.rate = parse_number(optarg, "rate", 1, 1e9); break;
         case 't': c.duration = parse_number(optarg, "duration", 0.001, 3600); break;
-        case 'k': c.port[0].frame_size = (int)parse_number(optarg, "size0", 64, MAX_FRAME); break;
-        case 'l': c.port[1].frame_size = (int)parse_number(optarg, "size1", 64, MAX_FRAME); break;
-        case 'm': c.port[0].ip_version = (int)parse_number(optarg, "version0", 4, 6); break;
-        case 'n': c.port[1].ip_version = (int)parse_number(optarg, "version1", 4, 6); break;
+        case 'k': c.port[0].frame_size = (int)parse_integer(optarg, "size0", 64, MAX_FRAME); break;
+        case 'l': c.port[1].frame_size = (int)parse_integer(optarg, "size1", 64, MAX_FRAME); break;
+        case 'm': c.port[0].ip_version = (int)parse_integer(optarg, "version0", 4, 6); break;
+        case 'n': c.port[1].ip_version = (int)parse_integer(optarg, "version1", 4, 6); break;
         case 'o':
             if (!strcmp(optarg, "bi")) c.directions = 3;
             else if (!strcmp(optarg, "forward")) c.directions = 1;
@@ -992,29 +1041,32 @@ int main(int argc, char **argv) {
             else die("directions: allowed bi, forward, reverse");
             break;
         case 'p': c.rfc4814 = 1; break;
-        case 'q': c.networks = (int)parse_number(optarg, "networks", 1, 256); break;
+        case 'q': c.networks = (int)parse_integer(optarg, "networks", 1, 256); break;
         case 's':
             if (!strcmp(optarg, "none")) c.latency_mode = 0;
             else if (!strcmp(optarg, "tagged")) c.latency_mode = 1;
             else if (!strcmp(optarg, "all")) c.latency_mode = 2;
             else die("latency: allowed none, tagged, all");
             break;
-        case 'u': c.tagged = (long)parse_number(optarg, "tagged", 1, 1e7); break;
+        case 'u': c.tagged = parse_integer(optarg, "tagged", 1, 10000000); break;
         case 'T': c.tag_delay = parse_number(optarg, "tag-delay", 0, 3600); break;
         case 'v': c.timeout = parse_number(optarg, "timeout", 0, 3600); break;
         case 'w': c.tail = parse_number(optarg, "tail", 0, 60); break;
         case 'x': {
             c.ncpus = 0;
-            for (char *tok = strtok(optarg, ","); tok && c.ncpus < 8; tok = strtok(NULL, ","))
-                c.cpus[c.ncpus++] = (int)parse_number(tok, "cpus", 0, 4095);
+            for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+                /* A ninth CPU was dropped without a word, and its threads went to the list's first CPUs. */
+                if (c.ncpus == (int)(sizeof c.cpus / sizeof c.cpus[0])) die("cpus: allowed at most 8 CPUs");
+                c.cpus[c.ncpus++] = (int)parse_integer(tok, "cpus", 0, CPU_SETSIZE - 1);
+            }
             if (!c.ncpus) die("cpus: allowed a comma-separated list of CPU numbers");
             break;
         }
-        case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
+        case 'y': c.trial_id = (uint16_t)parse_integer(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
         case 'P': probe = 1; break;
         case 'N': c.normal_priority = 1; break;
-        case 'H': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
+        case 'H': c.threads = (int)parse_integer(optarg, "threads", 1, MAX_THREADS); break;
         case 'S':
             c.send_method = (enum send_method)parse_choice(optarg, "send-method", send_method_names, SEND_METHODS);
             break;
@@ -1022,9 +1074,16 @@ int main(int argc, char **argv) {
             c.receive_method =
                 (enum receive_method)parse_choice(optarg, "receive-method", receive_method_names, RECEIVE_METHODS);
             break;
-        case 'z': usage(stdout); exit(0);
+        case 'z': usage(stdout); flush_report(); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
         }
+    }
+    /* getopt moves the arguments that are no option to the end: one there was ignored ("--df 1", a value given to a
+     * flag that takes none, or a typo), and the trial ran without it. */
+    if (optind < argc) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: not an option (swtester takes options only)", argv[optind]);
+        die(msg);
     }
     if (!c.port[0].name || !c.port[1].name) die("port0 and port1: both test ports must be named");
     if (have_mac != 15) die("mac0, mac1, peer0, peer1: all four MAC addresses are needed");
@@ -1042,6 +1101,17 @@ int main(int argc, char **argv) {
         }
     }
     if (c.latency_mode == 1 && c.tagged < 1) die("tagged: >= 1 with --latency tagged");
+    /* A CPU this process may not run on: pinning a thread to it fails, and the thread ran wherever the kernel put it
+     * while the provenance said it was pinned. */
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int i = 0; i < c.ncpus; i++)
+            if (!CPU_ISSET(c.cpus[i], &allowed)) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "cpus=%d: not a CPU this process may run on (%d allowed)", c.cpus[i],
+                         CPU_COUNT(&allowed));
+                die(msg);
+            }
     if (c.tag_delay >= c.duration) {
         char msg[128];
         snprintf(msg, sizeof msg, "tag-delay=%g: allowed 0 <= tag-delay < duration (%g s)", c.tag_delay, c.duration);
@@ -1051,6 +1121,14 @@ int main(int argc, char **argv) {
     struct direction dirs[2];
     memset(dirs, 0, sizeof dirs);
     uint64_t intended = (uint64_t)(c.rate * c.duration + 0.5);
+    /* A frame carries its sequence number in 32 bits: frame 2^32 + k would arrive as frame k, a duplicate, and the
+     * trial would count it lost. No frame at all is no trial. */
+    if (intended < 1 || intended > (1ull << 32)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "rate=%.10g, duration=%.10g: %llu frames per direction, allowed 1..%llu", c.rate,
+                 c.duration, (unsigned long long)intended, 1ull << 32);
+        die(msg);
+    }
     /* The first frame sent at >= tag_delay: frame seq is due seq / rate s after the trial starts (sender()). */
     uint64_t first_tag = (uint64_t)(c.tag_delay * c.rate);
     while ((double)first_tag / c.rate < c.tag_delay) first_tag++;
@@ -1127,6 +1205,7 @@ int main(int argc, char **argv) {
                 release(&dirs[i]);
             }
         printf("}}\n");
+        flush_report();
         return 0;
     }
     /* Realtime scheduling (SCHED_FIFO, lowest priority) for the sender and receiver threads, inherited from this
@@ -1143,8 +1222,8 @@ int main(int argc, char **argv) {
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
         if (c.directions & (1 << i)) {
-            pthread_create(&threads[nthreads++], NULL, receiver, &dirs[i]);
-            for (int j = 0; j < c.threads; j++) pthread_create(&threads[nthreads++], NULL, sender, &dirs[i].txq[j]);
+            start_thread(&threads[nthreads++], receiver, &dirs[i]);
+            for (int j = 0; j < c.threads; j++) start_thread(&threads[nthreads++], sender, &dirs[i].txq[j]);
         }
     usleep(20000); /* receivers are listening before the first frame leaves */
     c.start = now_ns(CLOCK_MONOTONIC);
@@ -1187,5 +1266,6 @@ int main(int argc, char **argv) {
         release(d);
     }
     printf("}}\n");
+    flush_report();
     return 0;
 }

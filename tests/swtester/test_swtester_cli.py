@@ -58,6 +58,97 @@ def test_bad_input_is_one_line_naming_it(binary, argv, message):
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
 
 
+#: Ports that exist nowhere: every argument below is refused before swtester looks its ports up, and swtester before
+#: these refusals named the missing port instead (it sends nothing either way).
+NO_PORTS = replace(replace(PORTS, "--port0", "tl-noport0"), "--port1", "tl-noport1")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # strtod reads "nan", which every range check let through: a NaN tail never ended the receiver, a NaN timeout
+    # counted nothing late, a NaN tag delay, rate or duration made the frame counts undefined.
+    (replace(NO_PORTS, "--rate", "nan"), "rate=nan: allowed 1..1e+09"),
+    (replace(NO_PORTS, "--duration", "nan"), "duration=nan: allowed 0.001..3600"),
+    ([*NO_PORTS, "--tail", "nan"], "tail=nan: allowed 0..60"),
+    ([*NO_PORTS, "--timeout", "nan"], "timeout=nan: allowed 0..3600"),
+    ([*NO_PORTS, "--tag-delay", "nan"], "tag-delay=nan: allowed 0..3600"),
+    # A fraction was cut off without a word: 100-byte frames for --size0 100.5, two threads for --threads 2.5.
+    ([*NO_PORTS, "--size0", "100.5"], "size0=100.5: allowed 64..9018 (an integer)"),
+    ([*NO_PORTS, "--version1", "4.5"], "version1=4.5: allowed 4..6 (an integer)"),
+    ([*NO_PORTS, "--threads", "2.5"], "threads=2.5: allowed 1..8 (an integer)"),
+    ([*NO_PORTS, "--networks", "0x10"], "networks=0x10: allowed 1..256 (an integer)"),
+    ([*NO_PORTS, "--latency", "tagged", "--tagged", "1.5"], "tagged=1.5: allowed 1..10000000 (an integer)"),
+    ([*NO_PORTS, "--trial-id", "7.5"], "trial-id=7.5: allowed 0..65535 (an integer)"),
+    ([*NO_PORTS, "--cpus", "0,0.5"], "cpus=0.5: allowed 0..1023 (an integer)"),
+    # A ninth CPU was dropped without a word.
+    ([*NO_PORTS, "--cpus", "0,1,2,3,4,5,6,7,8"], "cpus: allowed at most 8 CPUs"),
+    # An octet above ff kept its low byte, and text after the sixth octet was ignored.
+    (replace(NO_PORTS, "--mac0", "02:00:00:00:00:100"), "mac0=02:00:00:00:00:100: allowed a MAC address"),
+    (replace(NO_PORTS, "--peer1", "02:00:00:00:00:01x"), "peer1=02:00:00:00:00:01x: allowed a MAC address"),
+    (replace(NO_PORTS, "--mac1", "-2:00:00:00:00:02"), "mac1=-2:00:00:00:00:02: allowed a MAC address"),
+    # Sequence numbers are 32 bits: frame 2^32 + k came back as frame k, counted a duplicate and the frame lost.
+    (replace(replace(NO_PORTS, "--rate", "1e9"), "--duration", "4.3"),
+     "rate=1000000000, duration=4.3: 4300000000 frames per direction, allowed 1..4294967296"),
+    (replace(replace(NO_PORTS, "--rate", "1"), "--duration", "0.4"),
+     "rate=1, duration=0.4: 0 frames per direction, allowed 1..4294967296"),
+    # An argument that is no option was ignored: the trial ran without the DF bit asked as "--df 1".
+    ([*NO_PORTS, "--df", "1"], "1: not an option (swtester takes options only)"),
+])
+def test_hostile_arguments_are_refused_not_clamped(binary, argv, message):
+    result = swtester(binary, *argv)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+def test_a_cpu_the_process_may_not_run_on_is_refused(binary):
+    """Pinning a thread to it failed unseen, and the thread ran anywhere while provenance named the CPU."""
+    result = swtester(binary, *NO_PORTS, "--cpus", "0,1", prefix=("taskset", "-c", "0"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == "swtester: cpus=1: not a CPU this process may run on (1 allowed)"
+
+
+def test_a_report_that_cannot_be_written_exits_2(binary):
+    """The report is the trial's result: one lost to a full disk or a closed pipe exited 0 all the same."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([binary, "--help"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "swtester: writing the report to stdout failed: No space left on device"
+    if os.geteuid() != 0:
+        pytest.skip("--probe needs root for its AF_PACKET sockets")
+    # --probe's answer, on the loopback of a network namespace of its own (nothing is sent).
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(["unshare", "-n", binary, *PORTS, "--probe"], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=30)
+    assert result.returncode == 2 and "writing the report to stdout failed" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets")
+def test_a_thread_that_cannot_start_is_one_line_not_a_hang(tmp_path):
+    """pthread_create's failure was not looked at: the direction's receiver waited for a sender that never ran,
+    and swtester never ended. The release build only: AddressSanitizer's own pthread_create cannot be replaced."""
+    shim = tmp_path / "nothread.c"
+    shim.write_text("""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+/* The first thread (the receiver) starts, the next (a sender) cannot. */
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
+    static int calls;
+    if (++calls >= 2) return EAGAIN;
+    int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT, "pthread_create");
+    return real(t, a, f, arg);
+}
+""")
+    run("cc", "-shared", "-fPIC", "-o", str(tmp_path / "nothread.so"), str(shim), "-ldl")
+    run("make", "-s", "-C", "swtester", "swtester")
+    argv = ["unshare", "-n", "env", f"LD_PRELOAD={tmp_path / 'nothread.so'}", str(REPO / "swtester" / "swtester"),
+            *PORTS, "--directions", "forward", "--tail", "0"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "swtester: could not start a thread: Resource temporarily unavailable"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
 def test_no_permission_for_packet_sockets_is_one_line(binary):
     result = swtester(binary, *PORTS, prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
@@ -68,3 +159,5 @@ def test_no_permission_for_packet_sockets_is_one_line(binary):
 def test_help_goes_to_stdout(binary):
     result = swtester(binary, "--help")
     assert result.returncode == 0 and "--port0" in result.stdout
+    # Each line of options on a line of its own (--tail's line ran on into --cpus's).
+    assert all(line.startswith(("usage: ", "       [")) and "]       [" not in line for line in result.stdout.splitlines())
