@@ -198,22 +198,27 @@ class SoftwareGenerator:
         argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
-            report = json.loads(result.stdout) if result.returncode == 0 else None
+            answer = json.loads(result.stdout) if result.returncode == 0 else None
         except (subprocess.TimeoutExpired, json.JSONDecodeError, OSError):
-            report = None
-        if report is None:
+            answer = None
+        # An answer without its methods (another program's JSON, an older swtester's) is no answer either, not a
+        # traceback out of describe().
+        report: dict = answer if isinstance(answer, dict) else {}
+        directions = report.get("directions")
+        if (not isinstance(directions, dict) or not isinstance(report.get("send_method"), str)
+                or not all(isinstance(d, dict) and "send_method" in d for d in directions.values())):
             self.probed = {}  # no answer: every trial's notes say which method it took
             return {"send_method": None}
         self.probed = {"send_method": report["send_method"],
                        # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
                        "pacing_quantum_ns": report.get("pacing_quantum_ns"),
-                       "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
-                                        for name, d in report["directions"].items()},
+                       "send_methods": {name: {"method": d["send_method"], "fallback": d.get("send_method_fallback")}
+                                        for name, d in directions.items()},
                        # how each receiver counts: bpf (the untimed frames in the kernel) or ring; None from a
                        # tester's older swtester, which has the ring only
                        "receive_methods": {name: {"method": d.get("receive_method"),
                                                   "fallback": d.get("receive_method_fallback")}
-                                           for name, d in report["directions"].items()}}
+                                           for name, d in directions.items()}}
         return self.probed
 
     def skip_trials(self, count: int) -> None:
@@ -306,6 +311,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
     (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took, and
     the frames the host's receive backlog dropped during it and the s the hypervisor took from the tester's CPUs
     (a namespace tester's; 0 elsewhere)."""
+    check_report(spec, report)
     directions, notes = {}, []
     if host_drops:
         notes.append(f"the host's receive backlog dropped {host_drops:,} frame(s) during the trial (softnet_stat, "
@@ -344,6 +350,34 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             f"the hypervisor took {host_steal * 1000:.0f} ms of the tester's CPU during the trial (/proc/stat steal)"
             + (": a host disturbance, not the tester's limit" if trial.stolen else ""))))
     return trial
+
+
+#: The counts of each direction in swtester's report that the trial's figures are made of.
+REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
+REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
+
+
+def check_report(spec: TrialSpec, report: object) -> None:
+    """GeneratorError unless swtester's report holds every direction the trial ran and each of their counts as an
+    integer >= 0 (a JSON that parses is not yet a whole report: one without the reverse direction gave a
+    bidirectional trial of the forward direction's loss alone, a count missing or null a traceback, a negative one
+    a loss above 100 %)."""
+    directions = report.get("directions") if isinstance(report, dict) else None
+    if not isinstance(directions, dict) or set(directions) != set(spec.active_directions):
+        found = sorted(directions) if isinstance(directions, dict) else None
+        raise GeneratorError(f"swtester's report has the directions {found}, the trial ran "
+                             f"{list(spec.active_directions)}")
+    for name, d in directions.items():
+        keys = (*REPORT_COUNTS, *(REPORT_TAGS if spec.latency_mode != "none" else ()))
+        for key in keys:
+            value = d.get(key) if isinstance(d, dict) else None
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise GeneratorError(f"swtester's report: {name}.{key} is {value!r}, not a count")
+        send_duration = d.get("send_duration")
+        if isinstance(send_duration, bool) or not isinstance(send_duration, int | float) or not send_duration >= 0:
+            raise GeneratorError(f"swtester's report: {name}.send_duration is {send_duration!r}, not a time")
+        if spec.latency_mode != "none" and not isinstance(d.get("latency"), dict):
+            raise GeneratorError(f"swtester's report: {name}.latency is {d.get('latency')!r}, not a histogram")
 
 
 def pacing_fields(direction: dict) -> dict:

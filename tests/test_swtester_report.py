@@ -1,0 +1,84 @@
+"""swtester's JSON report read into the trial contract: a report that parses but is not whole (a direction or a count
+missing, a count that is no count) is the generator's error, never a trial of the counts that are there. And
+describe()'s probe takes a JSON without the send methods as no answer. No lab: the reports are made up here."""
+
+import subprocess
+
+import pytest
+import yaml
+
+from trexlab.generators.software import SoftwareGenerator, trial_from_report
+from trexlab.testbed.inventory import load_lab
+from trexlab.trial import GeneratorError, TrialSpec
+
+BOTH = TrialSpec(offered_load=1_000, duration=1.0, receive_tail=0.5)
+TAGGED = TrialSpec(offered_load=1_000, duration=1.0, directions="forward", latency_mode="tagged", latency_frames=10)
+
+
+def direction(**changes) -> dict:
+    d = {"intended": 1_000, "sent": 1_000, "received": 1_000, "late": 0, "duplicates": 0, "reordered": 0,
+         "tester_drops": 0, "foreign": 0, "send_duration": 0.999, "tags_sent": 0, "tags_received": 0,
+         "tags_lost_or_late": 0, "latency": None}
+    d.update(changes)
+    return d
+
+
+def report(**directions) -> dict:
+    return {"tester": "swtester", "version": "0.1", "directions": directions}
+
+
+def test_a_whole_report_is_read():
+    trial = trial_from_report(BOTH, report(forward=direction(), reverse=direction(received=990)))
+    assert trial.directions["reverse"].frames_lost == 10 and trial.frames_intended == 2_000
+
+
+def test_a_report_without_a_direction_the_trial_ran_is_an_error():
+    """It was a bidirectional trial of the forward direction alone: valid, nothing lost."""
+    with pytest.raises(GeneratorError, match=r"directions \['forward'\], the trial ran \['forward', 'reverse'\]"):
+        trial_from_report(BOTH, report(forward=direction()))
+    with pytest.raises(GeneratorError, match=r"directions None"):
+        trial_from_report(BOTH, {"tester": "swtester"})
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"received": None}, "reverse.received is None, not a count"),  # a TypeError out of the trial
+    ({"received": -5}, "reverse.received is -5, not a count"),  # a loss of 100.5 %
+    ({"late": 1.5}, "reverse.late is 1.5, not a count"),
+    ({"duplicates": True}, "reverse.duplicates is True, not a count"),
+    ({"send_duration": float("nan")}, "reverse.send_duration is nan, not a time"),
+])
+def test_a_count_that_is_no_count_is_an_error(changes, message):
+    with pytest.raises(GeneratorError, match=message):
+        trial_from_report(BOTH, report(forward=direction(), reverse=direction(**changes)))
+
+
+def test_a_missing_count_is_an_error_not_a_traceback():
+    counts = direction()
+    del counts["received"]  # a KeyError out of the trial
+    with pytest.raises(GeneratorError, match="forward.received is None, not a count"):
+        trial_from_report(BOTH, report(forward=counts, reverse=direction()))
+
+
+def test_a_latency_trial_needs_its_tags_and_histogram():
+    without_tags = direction(latency={})
+    del without_tags["tags_received"]
+    with pytest.raises(GeneratorError, match="forward.tags_received is None"):
+        trial_from_report(TAGGED, report(forward=without_tags))
+    with pytest.raises(GeneratorError, match="forward.latency is None, not a histogram"):
+        trial_from_report(TAGGED, report(forward=direction()))
+
+
+@pytest.mark.parametrize("answer", ["[]", "{}", '{"send_method": "tx_ring"}',
+                                    '{"send_method": "tx_ring", "directions": {"forward": null}}'])
+def test_a_probe_answer_without_its_methods_is_no_answer(tmp_path, monkeypatch, answer):
+    """describe() raised a KeyError, TypeError or AttributeError out of the run's provenance."""
+    ports = [{"index": i, "name": f"port{i}", "mac": f"02:00:00:00:00:0{i + 1}", "peer_mac": f"02:00:00:00:00:0{2 - i}"}
+             for i in (0, 1)]
+    inventory = {"all": {"vars": {"trexlab_lab": {"name": "rp", "kind": "static", "topology": "loopback"}},
+                         "children": {"tester": {"hosts": {"tester": {"ansible_host": "192.0.2.10",
+                                                                      "test_ports": ports}}}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    generator = SoftwareGenerator(load_lab(str(tmp_path / "hosts.yml")), cross_check=False)
+    monkeypatch.setattr("trexlab.generators.software.subprocess.run",
+                        lambda argv, **_: subprocess.CompletedProcess(argv, 0, answer, ""))
+    assert generator.probe() == {"send_method": None} and generator.probed == {}
