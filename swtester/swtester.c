@@ -907,7 +907,7 @@ static void *receiver(void *arg) {
     pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
     struct pollfd pfd = {.fd = d->rx_fd, .events = POLLIN | POLLERR};
     uint64_t max_seq[MAX_THREADS] = {0}, stop_at = 0, stop_rt = UINT64_MAX;
-    int any[MAX_THREADS] = {0};
+    int any[MAX_THREADS] = {0}, past_tail = 0;
     unsigned block = 0;
     for (;;) {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -917,10 +917,14 @@ static void *receiver(void *arg) {
             stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
             if (d->bpf_state) __atomic_store_n(&d->bpf_state[BPF_STOP], stop_at, __ATOMIC_RELEASE);
         }
-        /* After the tail, wait until the kernel has handed over the block that was filling. */
-        if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull) break;
         struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
-        if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
+        int ready = __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+        /* After the tail, once the kernel has handed over the block that was filling, and the receiver has read
+         * every block handed over before (frames received within the tail that a receiver held up by the machine
+         * had not read yet: it stopped at this time alone, and counted them lost) or one past the tail (the
+         * blocks after it hold later frames still: traffic that never ends does not keep it here). */
+        if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull && (!ready || past_tail)) break;
+        if (!ready) {
             poll(&pfd, 1, RX_BLOCK_TIMEOUT_MS);
             continue;
         }
@@ -929,6 +933,7 @@ static void *receiver(void *arg) {
             const struct tpacket3_hdr *ph = (const struct tpacket3_hdr *)h;
             uint64_t rx = (uint64_t)ph->tp_sec * 1000000000ull + ph->tp_nsec;
             if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, max_seq, any);
+            else past_tail = 1;
             d->ring_frames++;
             h += ph->tp_next_offset;
         }
