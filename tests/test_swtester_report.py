@@ -2,6 +2,7 @@
 missing, a count that is no count) is the generator's error, never a trial of the counts that are there. And
 describe()'s probe takes a JSON without the send methods as no answer. No lab: the reports are made up here."""
 
+import json
 import subprocess
 
 import pytest
@@ -82,3 +83,30 @@ def test_a_probe_answer_without_its_methods_is_no_answer(tmp_path, monkeypatch, 
     monkeypatch.setattr("trexlab.generators.software.subprocess.run",
                         lambda argv, **_: subprocess.CompletedProcess(argv, 0, answer, ""))
     assert generator.probe() == {"send_method": None} and generator.probed == {}
+
+
+def test_consecutive_trials_never_share_a_trial_id(tmp_path, monkeypatch):
+    """swtester's own default id (its clock and pid) was the same for two trials in a row once in 65,536: frames of
+    the trial before, still draining from the DUT, then counted as this one's. Two generators, as a campaign makes
+    one per point."""
+    ports = [{"index": i, "name": f"port{i}", "mac": f"02:00:00:00:00:0{i + 1}", "peer_mac": f"02:00:00:00:00:0{2 - i}"}
+             for i in (0, 1)]
+    inventory = {"all": {"vars": {"trexlab_lab": {"name": "rp", "kind": "local", "topology": "loopback"}},
+                         "children": {"tester": {"hosts": {"tester": {"ansible_host": "192.0.2.10", "test_ports": ports,
+                                                                      "trexlab_netns": "tl-rp-tester"}}}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    lab = load_lab(str(tmp_path / "hosts.yml"))
+    spec = TrialSpec(offered_load=1_000, duration=1.0, directions="forward")
+    ids = []
+
+    def swtester(argv, **_):
+        ids.append(argv[argv.index("--trial-id") + 1])
+        return subprocess.CompletedProcess(argv, 0, json.dumps({"directions": {"forward": direction()}}), "")
+
+    monkeypatch.setattr("trexlab.generators.software.subprocess.run", swtester)
+    for _ in range(2):
+        generator = SoftwareGenerator(lab, cross_check=False, softnet_stat=None, proc_stat=None)
+        for _ in range(3):
+            generator.run_trial(spec)
+    assert len(ids) == 6 and all(0 <= int(i) <= 65535 for i in ids)
+    assert all(a != b for a, b in zip(ids, ids[1:], strict=False)), ids
