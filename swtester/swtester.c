@@ -382,16 +382,18 @@ static void bind_to(int fd, int ifindex, uint16_t protocol) {
 }
 
 /* The port's MTU must take the frame (FCS and Ethernet header excluded): the kernel refuses a bigger frame on
- * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it). */
-static void check_mtu(int fd, const char *ifname, int port, int frame_size) {
+ * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it).
+ * The same holds for the frames a port receives (`verb` "receives"): a veth, and a NIC's receive buffers, drop a
+ * frame above the MTU before any socket sees it, and every frame of the trial would count as the DUT's loss. */
+static void check_mtu(int fd, const char *ifname, int port, int frame_size, const char *verb) {
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
     snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
     if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) return;
     if (frame_size - FCS_LEN - 14 > ifr.ifr_mtu) {
         char msg[160];
-        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it sends frames up to %d bytes", port, frame_size,
-                 ifname, ifr.ifr_mtu, ifr.ifr_mtu + 14 + FCS_LEN);
+        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it %s frames up to %d bytes", port, frame_size,
+                 ifname, ifr.ifr_mtu, verb, ifr.ifr_mtu + 14 + FCS_LEN);
         die(msg);
     }
 }
@@ -1171,7 +1173,12 @@ int main(int argc, char **argv) {
             *q = (struct txq){.d = d, .j = j, .fd = open_sender(d->tx->name),
                               .frames = intended > (uint64_t)j ? (intended - 1 - (uint64_t)j) / (uint64_t)c.threads + 1 : 0,
                               .rng = d->rng ^ ((uint64_t)j * 0xBF58476D1CE4E5B9ull)};
-            if (j == 0) check_mtu(q->fd, d->tx->name, i, d->tx->frame_size);
+            if (j == 0) {
+                check_mtu(q->fd, d->tx->name, i, d->tx->frame_size, "sends");
+                /* Port 1 - i receives frames of its own size and version (a SIIT DUT translates them to those):
+                 * checked here too for a trial in one direction, where port 1 - i sends none. */
+                check_mtu(q->fd, d->rx->name, 1 - i, d->rx->frame_size, "receives");
+            }
             if (d->send_method == SEND_TX_RING && open_tx_ring(q, d->tx->frame_size - FCS_LEN) < 0) {
                 if (c.send_method == SEND_TX_RING) die(d->send_fallback);
                 d->send_method = SEND_SENDMMSG; /* auto: every thread of the direction falls back */

@@ -121,6 +121,26 @@ def test_a_report_that_cannot_be_written_exits_2(binary):
     assert result.returncode == 2 and "writing the report to stdout failed" in result.stderr, result.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
+def test_a_receiving_port_whose_mtu_is_below_its_frames_is_refused(binary):
+    """A trial in one direction checked the sending port's MTU only: the receiving port dropped every frame above
+    its own, and the trial counted them all as the DUT's loss. Two veth pairs in a namespace of its own (nothing is
+    sent: the refusal comes first)."""
+    setup = ("ip link add name x0 type veth peer name x1 && ip link add name y0 type veth peer name y1 && "
+             "ip link set dev x0 mtu 9000 && ip link set dev x1 mtu 9000 && "
+             "for port in x0 x1 y0 y1; do ip link set dev $port up; done && exec \"$@\"")
+    ports = replace(replace(PORTS, "--port0", "x0"), "--port1", "y0")
+    argv = [*ports, "--directions", "forward", "--tail", "0"]
+    result = swtester(binary, *argv, "--size0", "9018", "--size1", "9018",
+                      prefix=("unshare", "-n", "sh", "-c", setup, "sh"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "swtester: size1=9018: port y0's MTU is 1500, it receives frames up to 1518 bytes"
+    # Frames y0 takes pass (--probe: the same checks, nothing sent).
+    result = swtester(binary, *argv, "--size0", "9018", "--size1", "1518", "--probe",
+                      prefix=("unshare", "-n", "sh", "-c", setup, "sh"))
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets")
 def test_a_thread_that_cannot_start_is_one_line_not_a_hang(tmp_path):
     """pthread_create's failure was not looked at: the direction's receiver waited for a sender that never ran,
@@ -160,4 +180,5 @@ def test_help_goes_to_stdout(binary):
     result = swtester(binary, "--help")
     assert result.returncode == 0 and "--port0" in result.stdout
     # Each line of options on a line of its own (--tail's line ran on into --cpus's).
-    assert all(line.startswith(("usage: ", "       [")) and "]       [" not in line for line in result.stdout.splitlines())
+    lines = result.stdout.splitlines()
+    assert all(line.startswith(("usage: ", "       [")) and "]       [" not in line for line in lines)
