@@ -17,12 +17,6 @@ PORTS = ["--port0", "lo", "--port1", "lo", "--mac0", "02:00:00:00:00:01", "--mac
          "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01", "--rate", "1000", "--duration", "0.01"]
 
 
-@pytest.fixture(scope="module", params=["swtester", "swtester-asan"])
-def binary(request):
-    run("make", "-s", "-C", "swtester", request.param)
-    return str(REPO / "swtester" / request.param)
-
-
 def swtester(binary: str, *argv: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     return subprocess.run([*prefix, binary, *argv], capture_output=True, text=True, timeout=30)
 

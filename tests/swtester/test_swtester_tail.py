@@ -15,19 +15,13 @@ import time
 
 import pytest
 
-from labtools import REPO, run
+from labtools import run
 
 pytestmark = pytest.mark.lab
 
 RATE, DURATION, TAIL = 20_000, 0.5, 1.0
 #: bit/s the bridge forwards: half the offered load of 60-byte frames (64 B less the FCS a veth has not).
 SHAPED = RATE // 2 * 60 * 8
-
-
-@pytest.fixture(scope="module", params=["swtester", "swtester-asan"])
-def binary(request):
-    run("make", "-s", "-C", "swtester", request.param)
-    return str(REPO / "swtester" / request.param)
 
 
 @pytest.fixture(scope="module")
