@@ -136,3 +136,11 @@ def test_counters_that_are_not_nfts_json_are_no_counters(tmp_path, monkeypatch, 
     monkeypatch.setattr("trexlab.generators.software.subprocess.run",
                         lambda argv, **_: subprocess.CompletedProcess(argv, 0, answer, ""))
     assert generator.counters() is None
+
+
+@pytest.mark.parametrize("histogram", [{}, {"unit_ns": 1, "lowest": 1, "highest": 3600 * 10**9,
+                                            "significant_digits": 3, "total": 1, "buckets": [[5]]}])
+def test_a_histogram_that_is_not_one_is_an_error(histogram):
+    """A KeyError or ValueError out of the trial before."""
+    with pytest.raises(GeneratorError, match="swtester's histogram is not one"):
+        trial_from_report(TAGGED, report(forward=direction(tags_sent=1, tags_received=1, latency=histogram)))

@@ -419,6 +419,13 @@ def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | N
     swtester prints its layout and the lowest value and count of each non-empty bucket; recorded into a
     histogram of the same layout, each lands in its own bucket, so the counts are swtester's exactly.
     """
+    try:
+        return _latency_from_swtester(histogram, lost_or_late, timeout)
+    except (KeyError, TypeError, ValueError, IndexError) as error:  # a traceback out of the trial otherwise
+        raise GeneratorError(f"swtester's histogram is not one: {type(error).__name__} {error}") from None
+
+
+def _latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:
     from hdrh.histogram import HdrHistogram  # imported lazily, as trexlab.trial does: the CLI starts without it
 
     if histogram["unit_ns"] * 1e-9 != NANOSECOND:
