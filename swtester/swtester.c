@@ -966,6 +966,30 @@ static void release(struct direction *d) {
     close(d->rx_fd);
 }
 
+/* s as a JSON string, or null when it is empty. A fallback's reason holds a port's name and the kernel's words,
+ * and a port's name may hold a quote or a backslash (Linux forbids only '/', ':' and white space): printed as it
+ * was, it ended the report's string there, and the report was no JSON. Bytes outside printable ASCII are escaped
+ * too, so the report is ASCII whatever the name. */
+static const char *json_string(const char *s, char *out, size_t n) {
+    if (!*s) return "null";
+    size_t k = 0;
+    out[k++] = '"';
+    for (; *s && k + 8 < n; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[k++] = '\\';
+            out[k++] = (char)ch;
+        } else if (ch < 0x20 || ch > 0x7e) {
+            k += (size_t)snprintf(out + k, n - k, "\\u%04x", ch);
+        } else {
+            out[k++] = (char)ch;
+        }
+    }
+    out[k++] = '"';
+    out[k] = '\0';
+    return out;
+}
+
 /* A thread that did not start would never end its direction (its receiver waits for every sender to finish), and
  * joining it is undefined: no trial then. */
 static void start_thread(pthread_t *thread, void *(*run)(void *), void *arg) {
@@ -1201,18 +1225,18 @@ int main(int argc, char **argv) {
             const char *m = send_method_names[dirs[i].send_method];
             method = method == NULL || !strcmp(method, m) ? m : "mixed";
         }
+    /* The fallbacks' reasons as JSON strings (json_string): at most six characters for each of theirs. */
+    char sent_why[6 * sizeof dirs[0].send_fallback + 3], received_why[6 * sizeof dirs[0].receive_fallback + 3];
     if (probe) {
         printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"send_method\": \"%s\", \"directions\": {", method);
         for (int i = 0, first = 1; i < 2; i++)
             if (c.directions & (1 << i)) {
-                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
-                       "\"receive_method\": \"%s\", \"receive_method_fallback\": %s%s%s}", first ? "" : ", ",
+                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s, "
+                       "\"receive_method\": \"%s\", \"receive_method_fallback\": %s}", first ? "" : ", ",
                        i ? "reverse" : "forward", send_method_names[dirs[i].send_method],
-                       *dirs[i].send_fallback ? "\"" : "", *dirs[i].send_fallback ? dirs[i].send_fallback : "null",
-                       *dirs[i].send_fallback ? "\"" : "", receive_method_names[dirs[i].receive_method],
-                       *dirs[i].receive_fallback ? "\"" : "",
-                       *dirs[i].receive_fallback ? dirs[i].receive_fallback : "null",
-                       *dirs[i].receive_fallback ? "\"" : "");
+                       json_string(dirs[i].send_fallback, sent_why, sizeof sent_why),
+                       receive_method_names[dirs[i].receive_method],
+                       json_string(dirs[i].receive_fallback, received_why, sizeof received_why));
                 first = 0;
                 release(&dirs[i]);
             }
@@ -1255,8 +1279,8 @@ int main(int argc, char **argv) {
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
-               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
-               "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s%s%s, "
+               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
+               "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
@@ -1266,11 +1290,9 @@ int main(int argc, char **argv) {
                (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
                (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
                (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
-               send_method_names[d->send_method], *d->send_fallback ? "\"" : "",
-               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "", c.threads,
-               receive_method_names[d->receive_method], *d->receive_fallback ? "\"" : "",
-               *d->receive_fallback ? d->receive_fallback : "null", *d->receive_fallback ? "\"" : "",
-               (unsigned long long)d->ring_frames);
+               send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
+               c.threads, receive_method_names[d->receive_method],
+               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

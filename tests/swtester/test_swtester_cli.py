@@ -4,7 +4,9 @@ No lab needed: every check here happens before a frame is sent. Run with the rel
 AddressSanitizer/UndefinedBehaviorSanitizer.
 """
 
+import json
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -135,15 +137,21 @@ def test_a_receiving_port_whose_mtu_is_below_its_frames_is_refused(binary):
     assert result.returncode == 0, result.stderr
 
 
+def preloaded(tmp_path, source: str) -> str:
+    """swtester's release build with a library of `source` preloaded (the kernel or libc failing on demand):
+    AddressSanitizer's build replaces those functions itself, and refuses a library loaded before it."""
+    shim = tmp_path / "shim.c"
+    shim.write_text("#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <errno.h>\n" + source)
+    run("cc", "-shared", "-fPIC", "-o", str(tmp_path / "shim.so"), str(shim), "-ldl")
+    run("make", "-s", "-C", "swtester", "swtester")
+    return f"LD_PRELOAD={tmp_path / 'shim.so'}"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets")
 def test_a_thread_that_cannot_start_is_one_line_not_a_hang(tmp_path):
     """pthread_create's failure was not looked at: the direction's receiver waited for a sender that never ran,
-    and swtester never ended. The release build only: AddressSanitizer's own pthread_create cannot be replaced."""
-    shim = tmp_path / "nothread.c"
-    shim.write_text("""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
+    and swtester never ended."""
+    preload = preloaded(tmp_path, """
 #include <pthread.h>
 /* The first thread (the receiver) starts, the next (a sender) cannot. */
 int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
@@ -154,13 +162,40 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
     return real(t, a, f, arg);
 }
 """)
-    run("cc", "-shared", "-fPIC", "-o", str(tmp_path / "nothread.so"), str(shim), "-ldl")
-    run("make", "-s", "-C", "swtester", "swtester")
-    argv = ["unshare", "-n", "env", f"LD_PRELOAD={tmp_path / 'nothread.so'}", str(REPO / "swtester" / "swtester"),
-            *PORTS, "--directions", "forward", "--tail", "0"]
+    argv = ["unshare", "-n", "env", preload, str(REPO / "swtester" / "swtester"), *PORTS, "--directions", "forward",
+            "--tail", "0"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "swtester: could not start a thread: Resource temporarily unavailable"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
+@pytest.mark.parametrize("mode", ["--probe", "trial"])
+def test_a_fallbacks_reason_is_a_json_string_whatever_the_port_is_named(tmp_path, mode):
+    """A transmit ring refused on a port named p"0\\ (a quote and a backslash, which Linux allows): its name went
+    into the report's fallback reason as it was, and the report was no JSON. The trial sends 10 frames on a veth
+    pair in a namespace of its own."""
+    preload = preloaded(tmp_path, """
+#include <linux/if_packet.h>
+#include <sys/socket.h>
+int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
+    if (level == SOL_PACKET && name == PACKET_TX_RING) { errno = ENOMEM; return -1; }
+    int (*real)(int, int, int, const void *, socklen_t) =
+        (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
+    return real(fd, level, name, value, len);
+}
+""")
+    port = 'p"0\\'
+    ports = replace(replace(PORTS, "--port0", port), "--port1", "p1")
+    setup = (f"ip link add name {shlex.quote(port)} type veth peer name p1 && ip link set dev {shlex.quote(port)} up "
+             '&& ip link set dev p1 up && exec "$@"')
+    argv = ["unshare", "-n", "sh", "-c", setup, "sh", "env", preload, str(REPO / "swtester" / "swtester"), *ports,
+            "--tail", "0", *(["--probe"] if mode == "--probe" else [])]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0, result.stderr
+    forward = json.loads(result.stdout)["directions"]["forward"]
+    assert forward["send_method"] == "sendmmsg"
+    assert forward["send_method_fallback"] == f"PACKET_TX_RING refused on {port}: Cannot allocate memory"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
