@@ -132,10 +132,13 @@ def test_the_siitperf_notebook_prints_the_paper_table(tmp_path):
 
 
 def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
-    sim_campaign(tmp_path, "siit-single-dut", {"traffic.destination_networks": [1, 2]}, capacity=400000)
+    single = sim_campaign(tmp_path, "siit-single-dut", {"traffic.destination_networks": [1, 2]}, capacity=400000)
     dual = sim_campaign(tmp_path, "siit-dual-dut", {"traffic.destination_networks": [1, 2]}, capacity=200000)
     text = render(dual).read_text()
     assert "single_median" in text and "ratio" in text and "Traceback" not in text
+    # The single-DUT figures printed beside come with their method, as the dual-DUT ones do.
+    assert "The single-DUT campaign beside it" in text and Path(single).name in text
+    assert text.count("as measured: RFC 2544 section 26.1 throughput") >= 2
     ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
 

@@ -105,7 +105,7 @@ class PathGenerator:
     router must; without DF they would be fragmented (and the first fragment would look delivered)."""
 
     name = "fake"
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True, translated_frames=True)
     lab = None
 
     def __init__(self, capacity: float = 50_000.0):

@@ -130,7 +130,7 @@ def _peer_mac(port: TestPort) -> str:
 class SoftwareGenerator:
     name = "software"
     # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True, translated_frames=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
                  sender_threads: int = 1, softnet_stat: Path | None = SOFTNET_STAT,
