@@ -184,8 +184,9 @@ def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_neve
     from trexlab.plan.repetition import summary_lines
     from trexlab.results.stats import summarize
 
-    line = summary_lines({"forward_worst_case_s": summarize([10e-6, 10e-6, math.inf])})[2]
-    assert line.split()[-1] == "-", "no dispersion, not '> timeout'"
+    lines = summary_lines({"forward_worst_case_s": summarize([10e-6, 10e-6, math.inf])})
+    assert lines[2].split()[-1] == "-", "no dispersion, not '> timeout'"
+    assert "disp. % = (max - min) / median" in lines[3], "the CLI's table says what its columns are"
     ax = analysis.bar_plot(table, "destination_networks", "ms", scale=1e3)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"], "the point among lost tags keeps its place"
     assert analysis.LOST_TEXT in [t.get_text() for t in ax.texts]

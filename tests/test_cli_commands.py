@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from trexlab import cli
+from trexlab.plan.runplan import CONFIG_KEYS
 from trexlab.procedures import names
 
 
@@ -82,6 +83,9 @@ def test_every_help_page_reads_as_written_and_names_the_inventory_default():
     for name, sub in subcommands.items():
         text = sub.format_help()
         assert "%%" not in text, f"trexlab {name} --help: {text[text.index('%%') - 60:text.index('%%') + 10]!r}"
+        if "\n  --config CONFIG" in text:  # every key a --config file may hold (runplan.read_config's)
+            config = " ".join(text[text.index("\n  --config CONFIG"):].split()[:12])
+            assert all(key in config for key in CONFIG_KEYS), config
         if "\n  --inventory INVENTORY" in text:  # its option line, not the usage
             inventory = " ".join(text[text.index("\n  --inventory INVENTORY"):].split()[:16])
             assert "$TREXLAB_INVENTORY" in inventory and "inventory/generated/local/hosts.yml" in inventory, inventory

@@ -171,6 +171,13 @@ def test_the_traffic_defaults_shown_are_those_a_run_uses():
         assert getattr(made, field.name) == field.default, field.name
 
 
+def test_the_spec_s_generator_options_description_names_each_option():
+    text = experiment_schema()["properties"]["generator_options"]["description"]
+    for generator in ("software", "trex"):
+        for option in dataclasses.fields(generator_options_class(generator)):
+            assert option.name in text, f"{generator}'s {option.name} missing from {text!r}"
+
+
 def test_the_schema_gives_each_default():
     schema = experiment_schema()
     assert schema["properties"]["repetitions"]["default"] == 20

@@ -29,7 +29,7 @@ from trexlab import __version__
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, repetition_dir, summary_lines
-from trexlab.plan.runplan import PlanError, check_on_lab, execute, plan_cli
+from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help=_generator_options_help())
         common.add_argument("--inventory",
                             help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
-        common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
+        common.add_argument("--config", help=f"YAML file: {', '.join(CONFIG_KEYS)} (flags given beside it win)")
         common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

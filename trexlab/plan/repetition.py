@@ -266,6 +266,9 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
                          "DUT's figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
+    if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)
+        notes.insert(0, "statistics over the repetitions: median (of an even count the mean of the two middle "
+                        "values), min, max; disp. % = (max - min) / median (Lencse 2021)")
     if method:
         notes.append(f"method: {method_line(method)}")
     return lines + notes

@@ -119,7 +119,8 @@ class ExperimentSpec:
     generator: Literal["sim", "software", "trex"] = field(default="software", metadata=doc(
         "the traffic generator: sim (simulated SUT, no lab), software (swtester) or trex"))
     generator_options: dict = field(default_factory=dict, metadata=doc(
-        "the generator's options (sim: the simulated SUT; software: cross_check; trex: server, sync_port, warmup)"))
+        "the generator's options (sim: the simulated SUT's capacity, loss and delays; software: cross_check, "
+        "send_method, sender_threads; trex: server, sync_port, warmup), each described for its generator below"))
     dut: DutBlocks = field(default_factory=DutBlocks, metadata=doc("DUT configuration"))
     traffic: Traffic = field(default_factory=Traffic, metadata=doc("the test frames"))
     endpoints: dict = field(default_factory=dict, metadata=doc(

@@ -140,11 +140,23 @@ run "rejects_a_machine_without_an_address" {
   expect_failures = [var.machines]
 }
 
-run "rejects_an_ssh_user_or_port_that_ssh_would_read_as_an_option" {
+# One bad value per run: a run with two passes while either rule still holds.
+run "rejects_an_ssh_user_that_ssh_would_read_as_an_option" {
   command = plan
   variables {
     machines = {
-      tester = { ansible_host = "192.0.2.10", ansible_user = "-oProxyCommand=touch /tmp/x", ansible_port = 0, cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      tester = { ansible_host = "192.0.2.10", ansible_user = "-oProxyCommand=touch /tmp/x", cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [var.machines]
+}
+
+run "rejects_an_ssh_port_out_of_range" {
+  command = plan
+  variables {
+    machines = {
+      tester = { ansible_host = "192.0.2.10", ansible_port = 0, cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
       dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
     }
   }
