@@ -118,6 +118,11 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
     assert loads == pytest.approx([1e6, 9e5, 8e5, 7e5, 6e5, 5e5])
     assert [p["loss_ratio"] == 0 for p in result.points][-2:] == [True, True]
     assert result.points[0]["frame_loss_rate_percent"] == pytest.approx(35.0, abs=0.01)
+    # Its headline figure is the loss at the first load: the method line says which load, and the step.
+    from trexlab.plan.repetition import method_line, method_of
+
+    assert "offered loads from 1e+06 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
+        method_line(method_of(result.to_dict())))
 
 
 def test_pdv_is_the_999th_percentile_minus_the_minimum():

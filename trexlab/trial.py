@@ -525,6 +525,8 @@ class Capabilities:
     dont_fragment: bool
     #: It counts a frame received later than TrialSpec.frame_timeout as lost (else only the receive tail decides).
     frame_timeout: bool
+    #: It counts frames a translator turned into the other IP version (SIIT: TrialSpec.ip_version differs per port).
+    translated_frames: bool
 
 
 @runtime_checkable
