@@ -343,7 +343,7 @@ def write_state(path: str, settings: dict, added: dict) -> None:
 
 def setting_io(key: str):
     """How to read and write the setting a state_file key names (the keys main() gives them)."""
-    kind, _, name = key.partition(" ")
+    kind, name = key.split(" ", 1) if " " in key else (key, "")
     if kind == "rx-flow-hash":
         return (lambda: "".join(sorted(read_flow_hash(name))), lambda value: write_flow_hash(name, value))
     if kind == "pause":
