@@ -220,3 +220,16 @@ def test_a_tester_bound_delay_is_no_lower_bound_a_tester_bound_rate_is():
     assert analysis.summarize_points(runs, "throughput_fps").iloc[0]["median_lower_bound"]
     assert "lower bound" not in analysis.figure_heading(analysis.summarize_points(runs, "forward_typical_s"),
                                                         "forward_typical_s")
+
+
+def test_every_report_that_explains_tester_bound_names_each_reason():
+    """The reports' own words for a tester-bound repetition: each reason a procedure gives (trexlab.procedures.
+    common.TrialRunner.tester_limits), not the three the first reports knew."""
+    import nbformat
+
+    for notebook in sorted((Path(__file__).parent.parent / "analysis").glob("*.ipynb")):
+        text = " ".join(" ".join(cell.source.split()) for cell in nbformat.read(notebook, as_version=4).cells)
+        if "tester-bound (" in text or "*tester-bound* when" in text:
+            for reason in ("stretched", "receive backlog" if "*tester-bound* when" in text else "host backlog",
+                           "steal", "10 %"):
+                assert reason in text, f"{notebook.name} explains tester-bound without {reason!r}"

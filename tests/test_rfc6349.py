@@ -200,6 +200,21 @@ def test_sizes_the_tester_cannot_send_are_skipped_and_said():
     assert result.path_mtu == 1400 and any("9018" in n and "MTU is 1500" in n for n in result.notes)
 
 
+def test_a_receiving_ports_smaller_mtu_skips_the_sizes_it_would_drop():
+    """A trial in one direction: its receiving port drops a frame above its MTU as the sending one refuses it (and
+    swtester refuses the trial). With the sending port's MTU alone, the receiving port's was reported as the path's."""
+
+    class Ports:
+        mtu = {0: 9000, 1: 1500}
+
+        def tester_port_mtu(self, indexes):
+            return min(self.mtu[i] for i in indexes)
+
+    forward = TrialSpec(offered_load=1, duration=1, directions="forward", receive_tail=0)
+    sizes, testable, mtu = rfc6349.mtu_trial_sizes(Ports(), forward, params(mtu_frame_sizes=(1518, 9018)))
+    assert (sizes, testable, mtu) == ([1518, 9018], [1518], 1500)
+
+
 @pytest.fixture
 def declared_endpoints(monkeypatch):
     """rfc6349.check_lab on a lab whose endpoints are the declared FakeEndpoints."""

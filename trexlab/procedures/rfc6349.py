@@ -418,10 +418,13 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
 
 def mtu_trial_sizes(engine: tcp_engines.TcpEngine, traffic: TrialSpec,
                     params: Params) -> tuple[list[int], list[int], int | None]:
-    """The MTU trials' frame sizes, those of them the sending tester ports' MTU lets them send (at least one), and
-    that MTU (None: unknown, e.g. DPDK)."""
-    senders = [traffic.sender_port(d) for d in traffic.active_directions]
-    tester_mtu = engine.tester_port_mtu(senders)
+    """The MTU trials' frame sizes, those of them the tester ports' MTU lets them send and receive (at least one),
+    and that MTU (None: unknown, e.g. DPDK). Both ports, whichever direction the trials take: a port receiving a
+    frame above its MTU drops it as one sending it refuses it, and with the sending ports' alone a receiving port's
+    smaller MTU was reported as the path's."""
+    ports = sorted({port for d in traffic.active_directions
+                    for port in (traffic.sender_port(d), 1 - traffic.sender_port(d))})
+    tester_mtu = engine.tester_port_mtu(ports)
     overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
     sizes = sorted(set(params.mtu_frame_sizes))
     testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]
