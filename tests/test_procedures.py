@@ -242,6 +242,14 @@ def test_latency_states_which_rfc_1242_definition_its_figures_follow():
     assert f"latency definition: {result['latency_definition']}" in method_line(method_of(result))
 
 
+def test_a_trial_without_frames_passes_nothing():
+    """A DUT that loses every frame, searched down to a min_rate whose 1 s trials carry no frame (0.4 fps): those
+    trials passed with 0 of 0 lost, and the search reported a throughput of 0.499 fps instead of below min_rate."""
+    params = throughput.Params(min_rate=0.4, max_rate=1000, trial_duration=1.0)
+    result = throughput.run(RunContext(sim(random_loss=1.0), TRAFFIC), params)
+    assert result.throughput is None and result.below_minimum
+
+
 def test_a_loss_exactly_at_the_disclosed_tolerance_passes():
     # 11 of 100,000 frames lost is a loss ratio of exactly 0.011 %, within a 0.011 % tolerance (Lencse et al. 2020's
     # 0.011 %); 0.011 / 100 in floating point is 0.00010999999999999999, below 11 / 100000, and failed the trial.
