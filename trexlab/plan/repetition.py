@@ -173,6 +173,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "latency_floor_method" in result:  # a self-test: its latency floor figures' trial
+        method["latency_floor"] = result["latency_floor_method"]
     if "bytes" in result and "congestion_control" in result:
         # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
         # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
@@ -226,6 +228,10 @@ def method_line(method: dict) -> str:
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
+    elif floor := method.get("latency_floor"):  # a self-test measures the ceiling: it is compared against none
+        parts.append(f"latency floor: one trial of {floor['trial_duration']:g} s per frame size at "
+                     f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
+                     if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
         parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                      else "no tester ceiling known")
