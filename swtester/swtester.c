@@ -114,7 +114,7 @@ struct config {
     int directions;                         /* bit0 forward, bit1 reverse */
     int rfc4814, networks, latency_mode;    /* latency: 0 none, 1 tagged, 2 all */
     long tagged;
-    int cpus[8], ncpus;
+    int cpus[CPU_SETSIZE], ncpus; /* a CPU may come more than once; at most every CPU there is, once */
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
@@ -1086,8 +1086,13 @@ int main(int argc, char **argv) {
         case 'x': {
             c.ncpus = 0;
             for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
-                /* A ninth CPU was dropped without a word, and its threads went to the list's first CPUs. */
-                if (c.ncpus == (int)(sizeof c.cpus / sizeof c.cpus[0])) die("cpus: allowed at most 8 CPUs");
+                /* The list held 8: a ninth CPU and later were dropped without a word, and the threads placed on
+                 * them (up to the tenth: reverse sender 8) went to the list's first CPUs instead. */
+                if (c.ncpus == CPU_SETSIZE) {
+                    char msg[64];
+                    snprintf(msg, sizeof msg, "cpus: allowed at most %d CPUs", CPU_SETSIZE);
+                    die(msg);
+                }
                 c.cpus[c.ncpus++] = (int)parse_integer(tok, "cpus", 0, CPU_SETSIZE - 1);
             }
             if (!c.ncpus) die("cpus: allowed a comma-separated list of CPU numbers");
