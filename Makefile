@@ -73,19 +73,19 @@ providers: ## build Terraform providers from the Go module proxy into terraform/
 swtester: ## build the native software tester
 	@$(MAKE) -s -C swtester
 
-lab-up: ## provision the lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback; static, maas: TFVARS=file)
+lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-6 of a-z0-9, default LAB; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
-configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256)
+configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB)
 	@scripts/lab.sh configure
 
-lab-down: ## destroy everything lab-up made
+lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
 	@scripts/lab.sh down
 
-run: ## run an experiment campaign: make run EXP=name
+run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results]
 	@scripts/run-experiment.sh '$(EXP)'
 
-report: ## execute the analysis notebooks and export HTML
+report: ## execute an experiment's report notebook, export HTML: EXP=name [CAMPAIGN=dir, default its latest] [RESULTS=dir]
 	@scripts/report.sh '$(EXP)'
 
 demo: ## the main job on the local lab: setup, lab-up, configure, short campaign, report, lab-down

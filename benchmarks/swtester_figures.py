@@ -323,11 +323,27 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
             say(f"{'':>7} {'':11} {ratios}")
 
 
+# The pacing table's columns, for the header and every row alike.
+PACING_COLUMNS = "{:>9} {:>5} {:18} {:>9} {:>9} {:>12} {:>9} {:>15} {:>9} {:>5} {:>8} {:>5}"
+
+
+def pacing_row(offered: float, k: int, tool: str, frames: int | None, on_wire: int | None, row: dict,
+               load: float) -> str:
+    """One printed row of the pacing table; a figure a tool or the platform floor does not have prints '-'."""
+    def fmt(value, spec: str, scale: float = 1) -> str:
+        return "-" if value is None else format(value * scale, spec)
+    return PACING_COLUMNS.format(
+        offered, k, tool, fmt(frames, "d"), fmt(on_wire, "d"), fmt(row.get("achieved"), ".1f"),
+        fmt(row.get("error_percent"), "+.4f"), fmt(row.get("worst_window_percent"), ".3f"),
+        fmt(row.get("stolen_seconds"), ".0f", 1e3), fmt(row.get("slips"), "d"), fmt(row.get("slip_ns"), ".2f", 1e-6),
+        f"{load:.2f}")
+
+
 def pacing(bench: Bench, figures: dict, args, save) -> None:
     seconds = max(args.seconds, 3.0)
     say(f"\npacing accuracy: 64 B forward, {seconds:g} s per run, {args.repeat} round(s)")
-    say(f"{'offered':>9} {'round':>5} {'tool':18} {'frames':>9} {'on wire':>9} {'achieved':>12} {'error %':>9} "
-        f"{'worst 100 ms %':>15} {'stolen ms':>9} {'slips':>5} {'slip ms':>8} {'load':>5}")
+    say(PACING_COLUMNS.format("offered", "round", "tool", "frames", "on wire", "achieved", "error %", "worst 100 ms %",
+                              "stolen ms", "slips", "slip ms", "load"))
     rows = figures.setdefault("pacing", [])
     for offered in PACING_RATES:
         count = int(offered * seconds)
@@ -355,11 +371,7 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                        "worst_window_percent": worst * 100 if worst is not None else None,
                        "stolen_seconds": stolen, "loadavg": load}
                 rows.append(row)
-                slips = "-" if run.get("slips") is None else run["slips"]
-                slip_ms = "-" if run.get("slip_ns") is None else f"{run['slip_ns'] / 1e6:.2f}"
-                say(f"{offered:>9} {k:>5} {tool:18} {count:>9} {run['on_wire']:>9} {row['achieved']:>12.1f} "
-                    f"{row['error_percent']:>+9.4f} {'-' if worst is None else f'{worst * 100:.3f}':>15} "
-                    f"{'-' if stolen is None else f'{stolen * 1e3:.0f}':>9} {slips:>5} {slip_ms:>8} {load:>5.2f}")
+                say(pacing_row(offered, k, tool, count, run["on_wire"], row, load))
                 save()
 
 
@@ -368,10 +380,13 @@ def platform_floor(probe: dict, offered: float, window: float = WINDOW) -> dict:
     the worst window misses the frames due in the longest stall (at most the whole window); each stall longer
     than the catch-up limit's frames at the offered rate slips the schedule by its excess, which the run's
     achieved rate loses."""
+    worst = {"worst_window_percent": min(probe["longest_ns"] / 1e9, window) / window * 100}
+    if len(probe["late"]) < probe["late_total"]:
+        # The probe lists its first late wake-ups only; from part of them the slips would be understated: no figure.
+        return {**worst, "error_percent": None, "slips": None, "slip_ns": None}
     kept = (probe["catch_up_limit"] - 1) / offered * 1e9
     excess = [lateness - kept for _, lateness in probe["late"] if lateness > kept]
-    return {"worst_window_percent": min(probe["longest_ns"] / 1e9, window) / window * 100,
-            "error_percent": -sum(excess) / 1e9 / probe["seconds"] * 100, "slips": len(excess),
+    return {**worst, "error_percent": -sum(excess) / 1e9 / probe["seconds"] * 100, "slips": len(excess),
             "slip_ns": int(sum(excess))}
 
 
@@ -390,9 +405,7 @@ def floor_row(bench: Bench, offered: float, k: int, seconds: float, args, rows: 
     floor = platform_floor(result, offered)
     rows.append({"offered": offered, "round": k, "tool": "platform floor", **floor, "stall_probe": result,
                  "stolen_seconds": stolen, "loadavg": load})
-    say(f"{offered:>9} {k:>5} {'platform floor':18} {'-':>9} {'-':>9} {'-':>12} {floor['error_percent']:>+9.4f} "
-        f"{floor['worst_window_percent']:>15.3f} {'-' if stolen is None else f'{stolen * 1e3:.0f}':>9} "
-        f"{floor['slips']:>5} {floor['slip_ns'] / 1e6:>8.2f} {load:>5.2f}")
+    say(pacing_row(offered, k, "platform floor", None, None, {**floor, "stolen_seconds": stolen}, load))
 
 
 def latency(lab, figures: dict, args, save) -> None:

@@ -26,6 +26,29 @@ check_lab_name "$LAB_NAME"
 [[ "$NETWORKS" =~ ^[1-9][0-9]{0,2}$ ]] && [ "$NETWORKS" -le 256 ] || refuse "NETWORKS=$NETWORKS: allowed 1..256"
 [ -d "$MODULE" ] || die "LAB=$LAB: $MODULE does not exist in this checkout"
 [ "$LAB:$TOPOLOGY" != vm:loopback ] || die "TOPOLOGY=loopback: a loopback lab has no DUT, so no VM: use LAB=local"
+# The kind a lab of this name was made as. Another kind's module reads the lab's Terraform state as its own:
+# lab-up LAB=static over a local lab dropped the namespaces' resources from the state without running their
+# destroy provisioners (its namespaces and sshd left running, found by nothing), lab-down LAB=vm of a local
+# lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state; without
+# a state nothing of the lab is up (a lab-up that failed before Terraform ran), and any kind may make it.
+made_as() {
+  local state="$STATE_DIR/terraform.tfstate"
+  [ -f "$state" ] || return 0
+  if [ -f "$STATE_DIR/kind" ]; then cat "$STATE_DIR/kind"
+  else
+    if grep -q '"maas_instance"' "$state"; then echo maas
+    elif grep -q 'scripts/vmlab\.py' "$state"; then echo vm
+    elif grep -q 'scripts/nslab\.py' "$state"; then echo local
+    fi
+  fi
+}
+if [ "$action" != configure ]; then
+  kind=$(made_as)
+  if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
+    [ "$action" = up ] && refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: take it down first (make lab-down LAB=$kind LAB_NAME=$LAB_NAME) or choose another LAB_NAME"
+    refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME"
+  fi
+fi
 case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
 # Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
 # MAAS credentials only from the environment, never from a file.
@@ -83,6 +106,8 @@ vm_prepare() {
 
 lab_up() {
   local start=$SECONDS replace=() plan
+  mkdir -p "$STATE_DIR"
+  printf '%s\n' "$LAB" >"$STATE_DIR/kind"  # what made_as reads
   case "$LAB" in static|maas) keep_declaration;; vm) vm_prepare;; esac
   tf_init
   # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated.

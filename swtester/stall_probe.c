@@ -13,6 +13,7 @@
  * the longest lateness, the sum of all latenesses, the quantum and the catch-up limit, and whether it ran realtime.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,14 +30,28 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The number text spells in [lo, hi] (a whole one if integer), or -1: atof, atoi and strtoull read "1x" as 1, "x" as 0
+ * and strtoull "-1" as 2^64-1, so a mistyped argument ran a probe other than the one asked for. */
+static double parse(const char *text, double lo, double hi, int integer) {
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (end == text || *end || errno || !(value >= lo && value <= hi) || (integer && value != (double)(uint64_t)value))
+        return -1;
+    return value;
+}
+
 int main(int argc, char **argv) {
-    double seconds = argc > 2 ? atof(argv[1]) : 0;
-    int cpu = argc > 2 ? atoi(argv[2]) : -1;
-    uint64_t min_ns = argc > 3 ? strtoull(argv[3], NULL, 10) : 100000;
-    if (argc < 3 || argc > 4 || !(seconds > 0 && seconds <= 3600) || cpu < 0 || cpu >= CPU_SETSIZE) {
-        fputs("usage: stall_probe SECONDS (0-3600] CPU [MIN_NS]\n", stderr);
+    double seconds = argc > 2 ? parse(argv[1], 1e-3, 3600, 0) : -1;
+    double cpu_arg = argc > 2 ? parse(argv[2], 0, CPU_SETSIZE - 1, 1) : -1;
+    double min_arg = argc > 3 ? parse(argv[3], 1, 1e9, 1) : 100000;
+    if (argc < 3 || argc > 4 || seconds < 0 || cpu_arg < 0 || min_arg < 0) {
+        fprintf(stderr, "usage: stall_probe SECONDS [0.001-3600] CPU [0-%d] [MIN_NS [1-1e9], default 100000]\n",
+                CPU_SETSIZE - 1);
         return 2;
     }
+    int cpu = (int)cpu_arg;
+    uint64_t min_ns = (uint64_t)min_arg;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);

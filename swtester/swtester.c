@@ -37,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <linux/if_packet.h>
@@ -113,7 +114,7 @@ struct config {
     int directions;                         /* bit0 forward, bit1 reverse */
     int rfc4814, networks, latency_mode;    /* latency: 0 none, 1 tagged, 2 all */
     long tagged;
-    int cpus[8], ncpus;
+    int cpus[CPU_SETSIZE], ncpus; /* a CPU may come more than once; at most every CPU there is, once */
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
@@ -194,22 +195,49 @@ static uint64_t xorshift(uint64_t *s) {
     return *s = x;
 }
 
+/* Six groups of one or two hex digits separated by colons, and nothing else: sscanf's %x took "02:00:00:00:00:100"
+ * (an octet of 256, kept as its low byte 00), a sign, and any text after the sixth group. */
 static void parse_mac(const char *text, uint8_t mac[6], const char *what) {
-    unsigned v[6];
-    if (sscanf(text, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) {
+    const char *p = text;
+    int ok = 1;
+    for (int i = 0; i < 6 && ok; i++) {
+        unsigned v = 0;
+        int digits = 0;
+        for (; digits < 2 && isxdigit((unsigned char)*p); digits++, p++)
+            v = v * 16 + (unsigned)(isdigit((unsigned char)*p) ? *p - '0' : (tolower((unsigned char)*p) - 'a' + 10));
+        ok = digits > 0 && *p == (i < 5 ? ':' : '\0');
+        if (i < 5) p++;
+        mac[i] = (uint8_t)v;
+    }
+    if (!ok) {
         char msg[128];
         snprintf(msg, sizeof msg, "%s=%s: allowed a MAC address aa:bb:cc:dd:ee:ff", what, text);
         die(msg);
     }
-    for (int i = 0; i < 6; i++) mac[i] = (uint8_t)v[i];
 }
 
 static double parse_number(const char *text, const char *what, double low, double high) {
     char *end;
     double v = strtod(text, &end);
-    if (*text == '\0' || *end != '\0' || v < low || v > high) {
+    /* Written so that NaN fails too: strtod takes "nan", and a NaN tail never ended the receiver, a NaN timeout
+     * counted no frame late, a NaN rate or duration made the frame count undefined. */
+    if (*text == '\0' || *end != '\0' || !(v >= low && v <= high)) {
         char msg[160];
         snprintf(msg, sizeof msg, "%s=%s: allowed %g..%g", what, text, low, high);
+        die(msg);
+    }
+    return v;
+}
+
+/* A count, a size or an index: a decimal integer within low..high. parse_number's value cast to int dropped a
+ * fraction without a word (--size0 100.5 sent 100-byte frames, --threads 2.5 two threads). */
+static long parse_integer(const char *text, const char *what, long low, long high) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno || v < low || v > high) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s=%s: allowed %ld..%ld (an integer)", what, text, low, high);
         die(msg);
     }
     return v;
@@ -354,16 +382,18 @@ static void bind_to(int fd, int ifindex, uint16_t protocol) {
 }
 
 /* The port's MTU must take the frame (FCS and Ethernet header excluded): the kernel refuses a bigger frame on
- * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it). */
-static void check_mtu(int fd, const char *ifname, int port, int frame_size) {
+ * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it).
+ * The same holds for the frames a port receives (`verb` "receives"): a veth, and a NIC's receive buffers, drop a
+ * frame above the MTU before any socket sees it, and every frame of the trial would count as the DUT's loss. */
+static void check_mtu(int fd, const char *ifname, int port, int frame_size, const char *verb) {
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
     snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
     if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) return;
     if (frame_size - FCS_LEN - 14 > ifr.ifr_mtu) {
         char msg[160];
-        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it sends frames up to %d bytes", port, frame_size,
-                 ifname, ifr.ifr_mtu, ifr.ifr_mtu + 14 + FCS_LEN);
+        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it %s frames up to %d bytes", port, frame_size,
+                 ifname, ifr.ifr_mtu, verb, ifr.ifr_mtu + 14 + FCS_LEN);
         die(msg);
     }
 }
@@ -879,7 +909,7 @@ static void *receiver(void *arg) {
     pin(c->cpus[(d->index * 2 + 1) % c->ncpus]);
     struct pollfd pfd = {.fd = d->rx_fd, .events = POLLIN | POLLERR};
     uint64_t max_seq[MAX_THREADS] = {0}, stop_at = 0, stop_rt = UINT64_MAX;
-    int any[MAX_THREADS] = {0};
+    int any[MAX_THREADS] = {0}, past_tail = 0;
     unsigned block = 0;
     for (;;) {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -889,10 +919,14 @@ static void *receiver(void *arg) {
             stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
             if (d->bpf_state) __atomic_store_n(&d->bpf_state[BPF_STOP], stop_at, __ATOMIC_RELEASE);
         }
-        /* After the tail, wait until the kernel has handed over the block that was filling. */
-        if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull) break;
         struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
-        if (!(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
+        int ready = __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
+        /* After the tail, once the kernel has handed over the block that was filling, and the receiver has read
+         * every block handed over before (frames received within the tail that a receiver held up by the machine
+         * had not read yet: it stopped at this time alone, and counted them lost) or one past the tail (the
+         * blocks after it hold later frames still: traffic that never ends does not keep it here). */
+        if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull && (!ready || past_tail)) break;
+        if (!ready) {
             poll(&pfd, 1, RX_BLOCK_TIMEOUT_MS);
             continue;
         }
@@ -901,6 +935,7 @@ static void *receiver(void *arg) {
             const struct tpacket3_hdr *ph = (const struct tpacket3_hdr *)h;
             uint64_t rx = (uint64_t)ph->tp_sec * 1000000000ull + ph->tp_nsec;
             if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, max_seq, any);
+            else past_tail = 1;
             d->ring_frames++;
             h += ph->tp_next_offset;
         }
@@ -931,12 +966,57 @@ static void release(struct direction *d) {
     close(d->rx_fd);
 }
 
+/* s as a JSON string, or null when it is empty. A fallback's reason holds a port's name and the kernel's words,
+ * and a port's name may hold a quote or a backslash (Linux forbids only '/', ':' and white space): printed as it
+ * was, it ended the report's string there, and the report was no JSON. Bytes outside printable ASCII are escaped
+ * too, so the report is ASCII whatever the name. */
+static const char *json_string(const char *s, char *out, size_t n) {
+    if (!*s) return "null";
+    size_t k = 0;
+    out[k++] = '"';
+    for (; *s && k + 8 < n; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[k++] = '\\';
+            out[k++] = (char)ch;
+        } else if (ch < 0x20 || ch > 0x7e) {
+            k += (size_t)snprintf(out + k, n - k, "\\u%04x", ch);
+        } else {
+            out[k++] = (char)ch;
+        }
+    }
+    out[k++] = '"';
+    out[k] = '\0';
+    return out;
+}
+
+/* A thread that did not start would never end its direction (its receiver waits for every sender to finish), and
+ * joining it is undefined: no trial then. */
+static void start_thread(pthread_t *thread, void *(*run)(void *), void *arg) {
+    int e = pthread_create(thread, NULL, run, arg);
+    if (e) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "could not start a thread: %s", strerror(e));
+        die(msg);
+    }
+}
+
+/* The report is the trial's only result: one that did not reach stdout whole (a full disk, a closed pipe) exits 2,
+ * not 0 with what fitted. */
+static void flush_report(void) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "writing the report to stdout failed: %s", strerror(errno));
+        die(msg);
+    }
+}
+
 static void usage(FILE *out) {
     fputs("usage: swtester --port0 IF --port1 IF --mac0 MAC --mac1 MAC --peer0 MAC --peer1 MAC\n"
           "       [--ip0 ADDR4] [--ip1 ADDR4] [--ip0v6 ADDR6] [--ip1v6 ADDR6] --rate FPS --duration S\n"
           "       [--size0 B] [--size1 B] [--version0 4|6] [--version1 4|6] [--directions bi|forward|reverse]\n"
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
-          "       [--timeout S] [--tail S]"
+          "       [--timeout S] [--tail S]\n"
           "       [--cpus LIST] [--trial-id N] [--df] [--send-method auto|tx_ring|sendmmsg] [--threads N]\n"
           "       [--no-realtime] [--receive-method auto|bpf|ring]\n"
           "       [--probe]  (set up the sockets, print the send method each direction would use, send nothing)\n",
@@ -981,10 +1061,10 @@ int main(int argc, char **argv) {
         case 'j': if (inet_pton(AF_INET6, optarg, &c.port[1].ip6) != 1) die("ip1v6: allowed an IPv6 address"); break;
         case 'r': c.rate = parse_number(optarg, "rate", 1, 1e9); break;
         case 't': c.duration = parse_number(optarg, "duration", 0.001, 3600); break;
-        case 'k': c.port[0].frame_size = (int)parse_number(optarg, "size0", 64, MAX_FRAME); break;
-        case 'l': c.port[1].frame_size = (int)parse_number(optarg, "size1", 64, MAX_FRAME); break;
-        case 'm': c.port[0].ip_version = (int)parse_number(optarg, "version0", 4, 6); break;
-        case 'n': c.port[1].ip_version = (int)parse_number(optarg, "version1", 4, 6); break;
+        case 'k': c.port[0].frame_size = (int)parse_integer(optarg, "size0", 64, MAX_FRAME); break;
+        case 'l': c.port[1].frame_size = (int)parse_integer(optarg, "size1", 64, MAX_FRAME); break;
+        case 'm': c.port[0].ip_version = (int)parse_integer(optarg, "version0", 4, 6); break;
+        case 'n': c.port[1].ip_version = (int)parse_integer(optarg, "version1", 4, 6); break;
         case 'o':
             if (!strcmp(optarg, "bi")) c.directions = 3;
             else if (!strcmp(optarg, "forward")) c.directions = 1;
@@ -992,29 +1072,37 @@ int main(int argc, char **argv) {
             else die("directions: allowed bi, forward, reverse");
             break;
         case 'p': c.rfc4814 = 1; break;
-        case 'q': c.networks = (int)parse_number(optarg, "networks", 1, 256); break;
+        case 'q': c.networks = (int)parse_integer(optarg, "networks", 1, 256); break;
         case 's':
             if (!strcmp(optarg, "none")) c.latency_mode = 0;
             else if (!strcmp(optarg, "tagged")) c.latency_mode = 1;
             else if (!strcmp(optarg, "all")) c.latency_mode = 2;
             else die("latency: allowed none, tagged, all");
             break;
-        case 'u': c.tagged = (long)parse_number(optarg, "tagged", 1, 1e7); break;
+        case 'u': c.tagged = parse_integer(optarg, "tagged", 1, 10000000); break;
         case 'T': c.tag_delay = parse_number(optarg, "tag-delay", 0, 3600); break;
         case 'v': c.timeout = parse_number(optarg, "timeout", 0, 3600); break;
         case 'w': c.tail = parse_number(optarg, "tail", 0, 60); break;
         case 'x': {
             c.ncpus = 0;
-            for (char *tok = strtok(optarg, ","); tok && c.ncpus < 8; tok = strtok(NULL, ","))
-                c.cpus[c.ncpus++] = (int)parse_number(tok, "cpus", 0, 4095);
+            for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+                /* The list held 8: a ninth CPU and later were dropped without a word, and the threads placed on
+                 * them (up to the tenth: reverse sender 8) went to the list's first CPUs instead. */
+                if (c.ncpus == CPU_SETSIZE) {
+                    char msg[64];
+                    snprintf(msg, sizeof msg, "cpus: allowed at most %d CPUs", CPU_SETSIZE);
+                    die(msg);
+                }
+                c.cpus[c.ncpus++] = (int)parse_integer(tok, "cpus", 0, CPU_SETSIZE - 1);
+            }
             if (!c.ncpus) die("cpus: allowed a comma-separated list of CPU numbers");
             break;
         }
-        case 'y': c.trial_id = (uint16_t)parse_number(optarg, "trial-id", 0, 65535); break;
+        case 'y': c.trial_id = (uint16_t)parse_integer(optarg, "trial-id", 0, 65535); break;
         case 'D': c.dont_fragment = 1; break;
         case 'P': probe = 1; break;
         case 'N': c.normal_priority = 1; break;
-        case 'H': c.threads = (int)parse_number(optarg, "threads", 1, MAX_THREADS); break;
+        case 'H': c.threads = (int)parse_integer(optarg, "threads", 1, MAX_THREADS); break;
         case 'S':
             c.send_method = (enum send_method)parse_choice(optarg, "send-method", send_method_names, SEND_METHODS);
             break;
@@ -1022,9 +1110,16 @@ int main(int argc, char **argv) {
             c.receive_method =
                 (enum receive_method)parse_choice(optarg, "receive-method", receive_method_names, RECEIVE_METHODS);
             break;
-        case 'z': usage(stdout); exit(0);
+        case 'z': usage(stdout); flush_report(); exit(0);
         default: exit(2); /* getopt has named the bad option on one line */
         }
+    }
+    /* getopt moves the arguments that are no option to the end: one there was ignored ("--df 1", a value given to a
+     * flag that takes none, or a typo), and the trial ran without it. */
+    if (optind < argc) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: not an option (swtester takes options only)", argv[optind]);
+        die(msg);
     }
     if (!c.port[0].name || !c.port[1].name) die("port0 and port1: both test ports must be named");
     if (have_mac != 15) die("mac0, mac1, peer0, peer1: all four MAC addresses are needed");
@@ -1042,6 +1137,17 @@ int main(int argc, char **argv) {
         }
     }
     if (c.latency_mode == 1 && c.tagged < 1) die("tagged: >= 1 with --latency tagged");
+    /* A CPU this process may not run on: pinning a thread to it fails, and the thread ran wherever the kernel put it
+     * while the provenance said it was pinned. */
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int i = 0; i < c.ncpus; i++)
+            if (!CPU_ISSET(c.cpus[i], &allowed)) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "cpus=%d: not a CPU this process may run on (%d allowed)", c.cpus[i],
+                         CPU_COUNT(&allowed));
+                die(msg);
+            }
     if (c.tag_delay >= c.duration) {
         char msg[128];
         snprintf(msg, sizeof msg, "tag-delay=%g: allowed 0 <= tag-delay < duration (%g s)", c.tag_delay, c.duration);
@@ -1051,6 +1157,14 @@ int main(int argc, char **argv) {
     struct direction dirs[2];
     memset(dirs, 0, sizeof dirs);
     uint64_t intended = (uint64_t)(c.rate * c.duration + 0.5);
+    /* A frame carries its sequence number in 32 bits: frame 2^32 + k would arrive as frame k, a duplicate, and the
+     * trial would count it lost. No frame at all is no trial. */
+    if (intended < 1 || intended > (1ull << 32)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "rate=%.10g, duration=%.10g: %llu frames per direction, allowed 1..%llu", c.rate,
+                 c.duration, (unsigned long long)intended, 1ull << 32);
+        die(msg);
+    }
     /* The first frame sent at >= tag_delay: frame seq is due seq / rate s after the trial starts (sender()). */
     uint64_t first_tag = (uint64_t)(c.tag_delay * c.rate);
     while ((double)first_tag / c.rate < c.tag_delay) first_tag++;
@@ -1088,7 +1202,12 @@ int main(int argc, char **argv) {
             *q = (struct txq){.d = d, .j = j, .fd = open_sender(d->tx->name),
                               .frames = intended > (uint64_t)j ? (intended - 1 - (uint64_t)j) / (uint64_t)c.threads + 1 : 0,
                               .rng = d->rng ^ ((uint64_t)j * 0xBF58476D1CE4E5B9ull)};
-            if (j == 0) check_mtu(q->fd, d->tx->name, i, d->tx->frame_size);
+            if (j == 0) {
+                check_mtu(q->fd, d->tx->name, i, d->tx->frame_size, "sends");
+                /* Port 1 - i receives frames of its own size and version (a SIIT DUT translates them to those):
+                 * checked here too for a trial in one direction, where port 1 - i sends none. */
+                check_mtu(q->fd, d->rx->name, 1 - i, d->rx->frame_size, "receives");
+            }
             if (d->send_method == SEND_TX_RING && open_tx_ring(q, d->tx->frame_size - FCS_LEN) < 0) {
                 if (c.send_method == SEND_TX_RING) die(d->send_fallback);
                 d->send_method = SEND_SENDMMSG; /* auto: every thread of the direction falls back */
@@ -1111,22 +1230,23 @@ int main(int argc, char **argv) {
             const char *m = send_method_names[dirs[i].send_method];
             method = method == NULL || !strcmp(method, m) ? m : "mixed";
         }
+    /* The fallbacks' reasons as JSON strings (json_string): at most six characters for each of theirs. */
+    char sent_why[6 * sizeof dirs[0].send_fallback + 3], received_why[6 * sizeof dirs[0].receive_fallback + 3];
     if (probe) {
         printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"send_method\": \"%s\", \"directions\": {", method);
         for (int i = 0, first = 1; i < 2; i++)
             if (c.directions & (1 << i)) {
-                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
-                       "\"receive_method\": \"%s\", \"receive_method_fallback\": %s%s%s}", first ? "" : ", ",
+                printf("%s\"%s\": {\"send_method\": \"%s\", \"send_method_fallback\": %s, "
+                       "\"receive_method\": \"%s\", \"receive_method_fallback\": %s}", first ? "" : ", ",
                        i ? "reverse" : "forward", send_method_names[dirs[i].send_method],
-                       *dirs[i].send_fallback ? "\"" : "", *dirs[i].send_fallback ? dirs[i].send_fallback : "null",
-                       *dirs[i].send_fallback ? "\"" : "", receive_method_names[dirs[i].receive_method],
-                       *dirs[i].receive_fallback ? "\"" : "",
-                       *dirs[i].receive_fallback ? dirs[i].receive_fallback : "null",
-                       *dirs[i].receive_fallback ? "\"" : "");
+                       json_string(dirs[i].send_fallback, sent_why, sizeof sent_why),
+                       receive_method_names[dirs[i].receive_method],
+                       json_string(dirs[i].receive_fallback, received_why, sizeof received_why));
                 first = 0;
                 release(&dirs[i]);
             }
         printf("}}\n");
+        flush_report();
         return 0;
     }
     /* Realtime scheduling (SCHED_FIFO, lowest priority) for the sender and receiver threads, inherited from this
@@ -1143,8 +1263,8 @@ int main(int argc, char **argv) {
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
         if (c.directions & (1 << i)) {
-            pthread_create(&threads[nthreads++], NULL, receiver, &dirs[i]);
-            for (int j = 0; j < c.threads; j++) pthread_create(&threads[nthreads++], NULL, sender, &dirs[i].txq[j]);
+            start_thread(&threads[nthreads++], receiver, &dirs[i]);
+            for (int j = 0; j < c.threads; j++) start_thread(&threads[nthreads++], sender, &dirs[i].txq[j]);
         }
     usleep(20000); /* receivers are listening before the first frame leaves */
     c.start = now_ns(CLOCK_MONOTONIC);
@@ -1164,8 +1284,8 @@ int main(int argc, char **argv) {
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
-               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s%s%s, "
-               "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s%s%s, "
+               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
+               "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
@@ -1175,11 +1295,9 @@ int main(int argc, char **argv) {
                (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
                (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
                (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
-               send_method_names[d->send_method], *d->send_fallback ? "\"" : "",
-               *d->send_fallback ? d->send_fallback : "null", *d->send_fallback ? "\"" : "", c.threads,
-               receive_method_names[d->receive_method], *d->receive_fallback ? "\"" : "",
-               *d->receive_fallback ? d->receive_fallback : "null", *d->receive_fallback ? "\"" : "",
-               (unsigned long long)d->ring_frames);
+               send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
+               c.threads, receive_method_names[d->receive_method],
+               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
@@ -1187,5 +1305,6 @@ int main(int argc, char **argv) {
         release(d);
     }
     printf("}}\n");
+    flush_report();
     return 0;
 }

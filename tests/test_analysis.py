@@ -132,10 +132,13 @@ def test_the_siitperf_notebook_prints_the_paper_table(tmp_path):
 
 
 def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
-    sim_campaign(tmp_path, "siit-single-dut", {"traffic.destination_networks": [1, 2]}, capacity=400000)
+    single = sim_campaign(tmp_path, "siit-single-dut", {"traffic.destination_networks": [1, 2]}, capacity=400000)
     dual = sim_campaign(tmp_path, "siit-dual-dut", {"traffic.destination_networks": [1, 2]}, capacity=200000)
     text = render(dual).read_text()
     assert "single_median" in text and "ratio" in text and "Traceback" not in text
+    # The single-DUT figures printed beside come with their method, as the dual-DUT ones do.
+    assert "The single-DUT campaign beside it" in text and Path(single).name in text
+    assert text.count("as measured: RFC 2544 section 26.1 throughput") >= 2
     ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
 
@@ -181,8 +184,9 @@ def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_neve
     from trexlab.plan.repetition import summary_lines
     from trexlab.results.stats import summarize
 
-    line = summary_lines({"forward_worst_case_s": summarize([10e-6, 10e-6, math.inf])})[2]
-    assert line.split()[-1] == "-", "no dispersion, not '> timeout'"
+    lines = summary_lines({"forward_worst_case_s": summarize([10e-6, 10e-6, math.inf])})
+    assert lines[2].split()[-1] == "-", "no dispersion, not '> timeout'"
+    assert "disp. % = (max - min) / median" in lines[3], "the CLI's table says what its columns are"
     ax = analysis.bar_plot(table, "destination_networks", "ms", scale=1e3)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16"], "the point among lost tags keeps its place"
     assert analysis.LOST_TEXT in [t.get_text() for t in ax.texts]
@@ -216,3 +220,16 @@ def test_a_tester_bound_delay_is_no_lower_bound_a_tester_bound_rate_is():
     assert analysis.summarize_points(runs, "throughput_fps").iloc[0]["median_lower_bound"]
     assert "lower bound" not in analysis.figure_heading(analysis.summarize_points(runs, "forward_typical_s"),
                                                         "forward_typical_s")
+
+
+def test_every_report_that_explains_tester_bound_names_each_reason():
+    """The reports' own words for a tester-bound repetition: each reason a procedure gives (trexlab.procedures.
+    common.TrialRunner.tester_limits), not the three the first reports knew."""
+    import nbformat
+
+    for notebook in sorted((Path(__file__).parent.parent / "analysis").glob("*.ipynb")):
+        text = " ".join(" ".join(cell.source.split()) for cell in nbformat.read(notebook, as_version=4).cells)
+        if "tester-bound (" in text or "*tester-bound* when" in text:
+            for reason in ("stretched", "receive backlog" if "*tester-bound* when" in text else "host backlog",
+                           "steal", "10 %"):
+                assert reason in text, f"{notebook.name} explains tester-bound without {reason!r}"

@@ -6,8 +6,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -49,6 +52,26 @@ def test_campaign_runs_every_point_and_a_rerun_skips_them(tmp_path):
     assert second == first
     assert "2 done earlier" in lines[0] and len(lines) == 1, "a finished campaign runs nothing again"
     assert {r: (r / "result.json").stat().st_mtime_ns for r in stamps} == stamps
+
+
+def test_campaign_log_times_carry_their_utc_offset(tmp_path, monkeypatch):
+    """campaign.log's times are UTC with their offset, as provenance.json's "started": a local time without one
+    read as another hour beside the run's records wherever the zone differs (here one 5 h 30 off UTC)."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        spec = {**json.loads(json.dumps(SPEC)), "repetitions": 1, "sweep": {"generator_options.capacity": [300000]}}
+        result = Campaign(experiment.validate(spec), tmp_path).run()
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    lines = (Path(result["campaign"]) / "campaign.log").read_text().splitlines()
+    started = json.loads(next(Path(result["campaign"]).glob("*/rep-001/provenance.json")).read_text())["started"]
+    stamps = [datetime.fromisoformat(line.split(" ", 1)[0]) for line in lines]
+    assert lines and all(stamp.utcoffset() == timedelta(0) for stamp in stamps), lines[:3]
+    assert all(before <= stamp <= datetime.now(UTC) for stamp in stamps), (before, lines[:3])
+    assert started[19:] == lines[0].split(" ", 1)[0][19:] == "+00:00", (started, lines[0])
 
 
 def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
@@ -152,13 +175,34 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    """SPEC's campaign and its HTML report, made once for the tests that read it: the notebook's run is 5-10 s of
-    CPU and the report the same each time."""
+def rendered(tmp_path_factory) -> tuple[Path, str]:
+    """SPEC's campaign and its HTML report, made once for the tests that read it (the notebook's run is 5-10 s of
+    CPU and the report the same each time), with what the render wrote to stderr, its kernel's lines included."""
     from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("report")).run()
-    return render(outcome["campaign"])
+    with tempfile.TemporaryFile() as stderr:
+        saved = os.dup(2)  # the kernel inherits file descriptor 2
+        os.dup2(stderr.fileno(), 2)
+        try:
+            html = render(outcome["campaign"])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        stderr.seek(0)
+        return html, stderr.read().decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def report(rendered) -> Path:
+    return rendered[0]
+
+
+def test_a_report_runs_its_kernel_with_encrypted_channels(rendered):
+    """The kernel's sockets are TCP on localhost: without the kernel manager's CurveZMQ keys the notebook's code
+    and outputs crossed them in plain text, and the kernel warned so on every `make report`."""
+    _, stderr = rendered
+    assert "without encryption" not in stderr, stderr
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(report):
@@ -409,34 +453,53 @@ def test_a_campaign_resumed_by_another_trexlab_commit_says_so_and_its_report_dis
     assert "measured by different trexlab commits" in disclosed and f"{'f' * 40} (1 repetition(s))" in disclosed
 
 
+class StateNode(SimpleNamespace):
+    def command(self, argv):  # a DUT whose shell is this one (a namespace DUT's is, through ip netns exec)
+        return argv
+
+
 def test_dut_configuration_from_before_the_campaign_is_found_and_removed_first(tmp_path, monkeypatch):
     """A block applied from before the campaign (playbooks/dut-reference.yml run by hand, as the README shows, or a
     campaign killed during a point) would be in every figure: each DUT's state directory is read for the blocks'
     records, and the campaign removes what it finds before its first point, naming it."""
-    from types import SimpleNamespace
-
     from trexlab.plan import campaign as module
 
-    class Node(SimpleNamespace):
-        def command(self, argv):  # a DUT whose shell is this one (a namespace DUT's is, through ip netns exec)
-            return argv
-
-    lab = SimpleNamespace(name="lab1", duts=[Node(name="dut1"), Node(name="dut2")])
+    lab = SimpleNamespace(name="lab1", duts=[StateNode(name="dut1"), StateNode(name="dut2")])
     (tmp_path / "lab1" / "dut1").mkdir(parents=True)
     (tmp_path / "lab1" / "dut1" / "dut_reference.json").write_text("{}")
     (tmp_path / "lab1" / "dut1" / "dut_routing.json").write_text("{}")  # the base configuration: not a block
     (tmp_path / "lab1" / "dut2" / "tayga").mkdir(parents=True)
-    assert module.dut_config_left(lab, str(tmp_path)) == {"reference": ["dut1"], "siit": ["dut2"]}
+    tayga = {"siit_tayga_dir": f"{tmp_path}/lab1/dut2/tayga"}
+    assert module.dut_config_left(lab, str(tmp_path)) == {"reference": [("dut1", {})], "siit": [("dut2", tayga)]}
     assert module.dut_config_left(SimpleNamespace(name="lab2", duts=lab.duts), str(tmp_path)) == {}
 
     lines: list[str] = []
     campaign = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path / "r", progress=lines.append)
     campaign.lab = lab
     applied = []
-    monkeypatch.setattr(campaign, "playbook", lambda name, extra: applied.append((name, extra)))
+    monkeypatch.setattr(campaign, "playbook", lambda name, extra, limit=None: applied.append((name, extra, limit)))
     found = module.dut_config_left
     monkeypatch.setattr(module, "dut_config_left", lambda lab: found(lab, str(tmp_path)))
     campaign.remove_dut_config_left()
-    assert applied == [("playbooks/dut-reference.yml", {"dut_reference_state": "absent"}),
-                       ("playbooks/dut-siit.yml", {"siit_tayga_state": "absent"})]
+    assert applied == [("playbooks/dut-reference.yml", {"dut_reference_state": "absent"}, None),
+                       ("playbooks/dut-siit.yml", {**tayga, "siit_tayga_state": "absent"}, "dut2")]
     assert "dut.reference (playbooks/dut-reference.yml) is applied on dut1 from before this run" in lines[0]
+
+
+def test_tayga_left_in_the_directory_and_device_a_spec_named_is_found_with_them(tmp_path):
+    """dut.siit.dir puts TAYGA's directory anywhere below the DUT's state directory and dut.siit.device names its
+    device: a campaign killed during such a point left TAYGA running there, which only the default directory was
+    looked for, and the removal (the role's defaults) would have missed the device (so its routes) had it been."""
+    from trexlab.plan import campaign as module
+
+    lab = SimpleNamespace(name="lab1", duts=[StateNode(name="dut1")])
+    own = tmp_path / "lab1" / "dut1" / "siit" / "run7"
+    own.mkdir(parents=True)
+    (own / "tayga.conf").write_text("tun-device siit7\n")
+    (own / "device").write_text("siit7\n")
+    assert module.dut_config_left(lab, str(tmp_path)) == {
+        "siit": [("dut1", {"siit_tayga_dir": str(own), "siit_tayga_device": "siit7"})]}
+    # What the DUT's files say goes to the role as the spec's own values would: a device no interface name is not.
+    (own / "device").write_text("siit7; reboot\n")
+    with pytest.raises(CampaignError, match=r"^DUT dut1: TAYGA's state in .*/run7: device='siit7; reboot'"):
+        module.dut_config_left(lab, str(tmp_path))

@@ -1,5 +1,6 @@
 """`trexlab campaign --dry-run`: points, repetitions and lab time of every shipped experiment, no host touched."""
 
+import json
 import math
 import subprocess
 import time
@@ -9,7 +10,7 @@ import pytest
 from trexlab import cli
 from trexlab.paths import paths
 from trexlab.plan import estimate
-from trexlab.spec.experiment import validate
+from trexlab.spec.experiment import InvalidExperiment, validate
 
 SHIPPED = sorted(p.name for p in paths().experiments.iterdir() if (p / "experiment.yml").is_file())
 
@@ -39,6 +40,40 @@ def test_dry_run_of_every_shipped_experiment_prints_its_estimate_fast_and_touche
     assert elapsed < 2.0 and wall < 10.0, f"{name}: dry run took {elapsed:.2f} s of CPU, {wall:.2f} s"
     assert f"experiment {name}:" in out and "lab time: worst case" in out and "how:" in out
     assert list(tmp_path.iterdir()) == [], "a dry run writes no results"
+
+
+#: 9 points of 1000 repetitions, each a binary search of 60 s trials: every value within its bound, 1,860 h of lab
+#: time worst case together (the search's 12.4 min per repetition is test_binary_search_worst_case's path).
+LONG = {"name": "long", "generator": "sim", "generator_options": {"capacity": 300000},
+        "traffic": {"receive_tail": 2},
+        "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 1e3, "trial_duration": 60}},
+        "sweep": {"generator_options.capacity": [100000 * k for k in range(1, 10)]}, "repetitions": 1000}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_campaign_planning_more_than_30_days_of_lab_time_is_refused_before_it_starts(tmp_path, capsys, dry_run):
+    """Each value of a spec is bounded, their product was not: 1000 points of 1000 repetitions of an hour each ran.
+    Refused in one line naming the keys and the planned time, nothing written."""
+    spec = tmp_path / "long.yml"
+    spec.write_text(json.dumps(LONG))
+    results = tmp_path / "results"
+    argv = ["campaign", str(spec), "--results", str(results), "--ceilings", str(tmp_path / "c.json")]
+    assert cli.main(argv + (["--dry-run"] if dry_run else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"trexlab campaign: {spec}: sweep (9 point(s)) x repetitions (1000) x the trials of "
+                   "procedure.params (up to 12.4 min per repetition) plan 1860.0 h of lab time, worst case: at most "
+                   "720.0 h (30 days) per campaign; split it into campaigns"), err
+    assert not results.exists()
+
+
+def test_the_campaign_length_bound_is_its_worst_case_lab_time():
+    experiment = validate(json.loads(json.dumps(LONG)))
+    cost = estimate.Cost(3600.0, 1800.0, 10, 5.0, "test")  # an hour per repetition, worst case
+    at_most = [estimate.PointPlan(f"p{k}", {}, 360, 360, cost) for k in range(2)]  # 720 h
+    estimate.check_length(experiment, at_most)
+    over = [*at_most, estimate.PointPlan("p2", {}, 1, 1, estimate.Cost(1.0, 1.0, 1, 1.0, "test"))]
+    with pytest.raises(InvalidExperiment, match=r"plan 720\.0 h of lab time"):
+        estimate.check_length(experiment, over)
 
 
 def test_binary_search_worst_case_is_its_longest_path():

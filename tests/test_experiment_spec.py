@@ -63,6 +63,22 @@ def test_scale_overrides_merge_into_the_spec():
     assert exp.spec["procedure"]["name"] == "throughput"
 
 
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"repetitions": 0}, "<spec> (scale ci): repetitions: 0 is less than the minimum of 1"),
+    ({"procedure": {"params": {"trial_duration": -1}}},
+     "<spec> (scale ci): point 0 (loss_percent=0_destination_networks=1-07ee7d): procedure.params.trial_duration="
+     "-1.0: allowed > 0 and <= 3600"),
+])
+def test_a_spec_is_checked_with_each_scale_it_declares(overrides, message):
+    """A dry run (or a full-scale campaign) of a shared spec checks its CI scale too: it used to pass a spec whose
+    `--scale ci` was refused only when someone ran it."""
+    spec = copy.deepcopy(GOOD)
+    spec["scale"] = {"ci": overrides}
+    with pytest.raises(InvalidExperiment) as refused:
+        experiment.validate(spec)
+    assert str(refused.value) == message
+
+
 MALFORMED = [
     ("not a mapping", ["a", "list"], "must be a mapping"),
     ("missing name", with_("name", experiment), "'name' is a required property"),

@@ -152,3 +152,17 @@ def test_make_accepts_the_names_it_documents():
         result = subprocess.run(["make", "-n", "lab-up", *variables], capture_output=True, text=True, cwd=REPO,
                                 env=front_door_env({}), timeout=60)
         assert result.returncode == 0, result.stderr
+
+
+def test_make_help_names_the_variables_each_goal_reads():
+    """make help is the front door's own page: each goal's line names the variables its script reads (SCALE,
+    LAB_NAME, RESULTS and CAMPAIGN were in the README only), and every variable the front door reads is named."""
+    result = subprocess.run(["make", "--no-print-directory", "help"], capture_output=True, text=True, cwd=REPO,
+                            env=front_door_env({}), timeout=60)
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("  make ")}
+    reads = {"lab-up": ("LAB=", "TOPOLOGY=", "LAB_NAME=", "TFVARS="), "configure": ("NETWORKS=", "LAB_NAME="),
+             "lab-down": ("LAB_NAME=",), "run": ("EXP=", "SCALE=", "LAB_NAME=", "RESULTS="),
+             "report": ("EXP=", "CAMPAIGN=", "RESULTS=")}
+    for goal, variables in reads.items():
+        assert all(v in lines[goal] for v in variables), lines[goal]
+    assert all(f"{v}=" in result.stdout for v in FRONT_DOOR_VARIABLES), result.stdout

@@ -279,3 +279,55 @@ def test_the_compare_headings_directory_names_stay_in_their_code_spans(linked_ca
     names = [str(other).replace("\n", "\\n") for other in others]
     assert [h.removesuffix("¶") for h in headings if h.startswith("B = ")] == [
         f"B = {n} against A = {baseline}" for n in names], headings
+
+
+@pytest.fixture
+def demo_campaign(tmp_path, capsys):
+    """A demo campaign as the reference DUT makes it (a sim one: a sim spec cannot declare the DUT, so campaign.json
+    gains it afterwards), with two tolerant trials below the capacity that this machine disturbed: one stretched,
+    one that lost more than every 10,000th frame. demo.ipynb's last cell names both by their repetition."""
+    spec = {"name": "demo", "generator": "sim", "generator_options": {"capacity": 40333, "every_nth_loss": 10000},
+            "traffic": {"receive_tail": 0}, "repetitions": 1,
+            "procedure": {"name": "throughput", "params": {"max_rate": 56000, "min_rate": 500, "resolution": 250,
+                                                           "trial_duration": 3}},
+            "sweep": {"procedure.params.loss_tolerance_percent": [0.011]}}
+    (tmp_path / "demo.yml").write_text(json.dumps(spec))
+    assert cli.main(["campaign", str(tmp_path / "demo.yml"), "--results", str(tmp_path / "results"),
+                     "--ceilings", str(tmp_path / "c.json")]) == 0
+    capsys.readouterr()
+    (directory,) = (tmp_path / "results" / "demo").iterdir()
+    manifest = json.loads((directory / "campaign.json").read_text())
+    manifest["spec"]["dut"] = {"reference": {"rate_fps": 40000, "burst_frames": 1000, "loss_every_nth": 10000}}
+    (directory / "campaign.json").write_text(json.dumps(manifest))
+    (run,) = directory.glob("*/rep-*")
+    trials = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+    stretched, stalled = json.loads(json.dumps(trials[0])), json.loads(json.dumps(trials[0]))
+    for trial in (stretched, stalled):
+        trial["spec"]["offered_load"] = 20000.0
+    stretched["stretched"] = True
+    for direction in stalled["directions"].values():
+        direction["frames_lost"], direction["loss_ratio"] = 600, 0.01
+    with (run / "trials.jsonl").open("a") as log:
+        log.write(json.dumps(stretched) + "\n" + json.dumps(stalled) + "\n")
+    return directory, run
+
+
+def test_the_demo_reports_disturbed_trials_by_repetition(demo_campaign, monkeypatch):
+    directory, _ = demo_campaign
+    page = executed_in_process(paths().notebooks / "demo.ipynb", [str(directory)], monkeypatch)
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert shown.count("rep 1 at 20,000") == 2, shown  # stalled, stretched
+
+
+@pytest.mark.parametrize("repetition", [f"1 {IMG} {SCRIPT}", "\n\n1.", True, 0])
+def test_a_received_campaigns_repetition_is_a_whole_number_or_refused(demo_campaign, monkeypatch, repetition):
+    """The repetition is provenance.json's, the received directory's to write. demo.ipynb's last cell wrote it into
+    its Markdown as it was: float() made one of "\n\n1." (an ordered list in the page) and a traceback of markup."""
+    directory, run = demo_campaign
+    provenance = json.loads((run / "provenance.json").read_text())
+    provenance["repetition"] = repetition
+    (run / "provenance.json").write_text(json.dumps(provenance))
+    with pytest.raises(ValueError) as refused:
+        executed_in_process(paths().notebooks / "demo.ipynb", [str(directory)], monkeypatch)
+    message = str(refused.value)
+    assert message == f"{run / 'provenance.json'}: repetition: {repetition!r} is not a whole number >= 1", message

@@ -65,6 +65,22 @@ def test_side_by_side_counts_rfc2544_repetitions_below_min_rate_as_observations_
         == 81_274
 
 
+def test_side_by_side_marks_a_rate_median_a_tester_bound_repetition_holds_down():
+    """Only a tester-bound rate is a lower bound, and only at or below the median: the cell reads '≥ 81,274' as
+    every other table would show it. A delay is not held down by the tester: its median stays a number."""
+    runs = rfc2544_runs()
+    runs["figure_keys"] = [("throughput_fps", "forward_typical_s")] * len(runs)
+    runs["forward_typical_s"] = [1e-3, 2e-3, 3e-3] * 2
+    # Tester-bound: the tolerant search's lowest result (below its median), the zero-loss one's highest (above).
+    runs["result.tester_bound_reasons"] = [[], [], ["stretched trials"], ["stretched trials"], [], []]
+    table = analysis.side_by_side(RUNS, runs).set_index("DUT impairment")
+    rate = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent={}]"
+    assert table.loc["loss 0.01 %", rate.format(0.011)] == f"{analysis.LOWER_BOUND_MARK}81,274"
+    assert table.loc["loss 0.01 %", rate.format(0.0)] == 1000
+    delay = "gaming-loss-tolerance: forward typical (ms) [loss_tolerance_percent={}]"
+    assert table.loc["loss 0.01 %", delay.format(0.011)] == table.loc["loss 0.01 %", delay.format(0.0)] == 2.0
+
+
 def test_side_by_side_leads_with_the_loss_free_rfc2544_figure_the_downloads_did_not_measure():
     """gaming-selective-throughput measures each every-Nth value with delay 0 too (nothing delayed): its loss-free
     throughput heads the selective-delay report's table, though no download ran without impairment there."""
@@ -115,3 +131,49 @@ def test_side_by_side_refuses_one_median_over_campaigns_measured_otherwise():
         analysis.side_by_side(RUNS, runs)
     runs["provenance.params.trial_duration"] = 60.0
     assert len(analysis.side_by_side(RUNS, runs)) == 3, "campaigns measured alike are one figure"
+
+
+def test_the_rfc2544_figures_beside_the_downloads_come_with_their_method(tmp_path):
+    """The side-by-side table prints another campaign's RFC 2544 figures: their method (tolerance, durations,
+    what falls short of RFC 2544) is disclosed with them, for the campaigns the table shows and no other."""
+    import json
+
+    from trexlab.plan.campaign import Campaign
+    from trexlab.spec import experiment
+
+    def campaign(name, tolerance):
+        spec = {"name": name, "generator": "sim", "generator_options": {"capacity": 100000},
+                "traffic": {"receive_tail": 0},
+                "procedure": {"name": "throughput", "params": {"max_rate": 200000, "trial_duration": 1,
+                                                               "loss_tolerance_percent": tolerance}},
+                "repetitions": 1}
+        return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
+
+    shown, other = campaign("gaming-loss-tolerance", 0.011), campaign("mlrsearch-ndr-pdr", 0)
+    table = analysis.side_by_side(RUNS, rfc2544_runs())
+    text = analysis.disclosure_beside([shown, other], table).replace("\\", "")  # Markdown's escapes
+    assert text.startswith("## How the figures beside these were measured\n\n## gaming") and "mlrsearch" not in text
+    assert "loss tolerance 0.011 %" in text and "trial duration 1 s (RFC 2544: at least 60 s)" in text
+    assert analysis.disclosure_beside([other], table) == ""
+
+
+def test_a_download_time_is_disclosed_with_its_file_size_and_congestion_control(tmp_path):
+    """What a download time depends on besides the DUT: the file's size and the TCP congestion control (reno here
+    where the paper had CUBIC). The method line says both, and no tester ceiling (no tester takes part); the
+    report's disclosure shows the spec's endpoints block."""
+    import json
+
+    from trexlab.plan.repetition import method_line, method_of
+    from trexlab.procedures import http_download
+
+    download = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno")
+    line = method_line(method_of(http_download.DownloadResult(http_download.Params(), download).to_dict()))
+    assert "a file of 8,589,934,592 bytes, TCP congestion control reno" in line and "tester ceiling" not in line
+    campaign = tmp_path / "c-1"
+    campaign.mkdir()
+    spec = {"name": "http-download-loss", "procedure": {"name": "http_download"},
+            "endpoints": {"http_file_mib": 8192, "congestion_control": "reno"}}
+    (campaign / "campaign.json").write_text(json.dumps({"experiment": spec["name"], "campaign": "c-1", "spec": spec,
+                                                        "points": []}))
+    disclosed = analysis.method_disclosure(campaign).replace("\\", "")  # Markdown's escapes
+    assert '- TCP endpoints (client, server): {"congestion_control": "reno", "http_file_mib": 8192}' in disclosed

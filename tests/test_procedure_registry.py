@@ -127,6 +127,24 @@ def test_a_frame_timeout_the_generator_cannot_honour_fails_in_the_plan(tmp_path,
     plan_cli(build_parser().parse_args([a for a in argv if a not in ("--frame-timeout", "0.01")]))
 
 
+@pytest.mark.parametrize("procedure", ["throughput", "latency", "pdv", "flr", "mlrsearch"])
+def test_siit_traffic_with_a_generator_that_cannot_count_translated_frames_fails_in_the_plan(tmp_path, inventory,
+                                                                                            procedure):
+    """TRex marks each frame's pg_id in its IPv4 Identification or IPv6 Flow Label, which a SIIT translator does not
+    carry over: every translated frame would count as lost, a DUT that forwards nothing. Refused in the plan."""
+    def argv(generator):
+        return [procedure, "--generator", generator, "--inventory", str(inventory), "--ip-version", "6,4",
+                "--frame-size", "84,64", "--results", str(tmp_path / "r"),
+                "--ceilings", str(tmp_path / "ceilings.json"),
+                *(["--rate", "1000"] if procedure in ("latency", "pdv") else [])]
+
+    with pytest.raises(InvalidParameter) as err:
+        plan_cli(build_parser().parse_args(argv("trex")))
+    assert str(err.value) == ("ip_version=(6, 4): allowed the same on both tester ports with generator trex (it "
+                              "cannot count frames a translator turned into the other IP version)")
+    plan_cli(build_parser().parse_args(argv("software")))  # swtester counts them
+
+
 def test_a_campaign_asking_what_its_generator_cannot_do_is_refused_before_any_host(tmp_path, inventory):
     """A point whose request the generator cannot meet stops the whole campaign while it is planned: nothing is
     locked, probed or configured."""

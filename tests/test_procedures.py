@@ -118,6 +118,11 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
     assert loads == pytest.approx([1e6, 9e5, 8e5, 7e5, 6e5, 5e5])
     assert [p["loss_ratio"] == 0 for p in result.points][-2:] == [True, True]
     assert result.points[0]["frame_loss_rate_percent"] == pytest.approx(35.0, abs=0.01)
+    # Its headline figure is the loss at the first load: the method line says which load, and the step.
+    from trexlab.plan.repetition import method_line, method_of
+
+    assert "offered loads from 1e+06 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
+        method_line(method_of(result.to_dict())))
 
 
 def test_pdv_is_the_999th_percentile_minus_the_minimum():
@@ -235,6 +240,14 @@ def test_latency_states_which_rfc_1242_definition_its_figures_follow():
                                                                     tagged_frames=500)).to_dict()
     assert "RFC 1242" in result["latency_definition"] and "store and forward" in result["latency_definition"]
     assert f"latency definition: {result['latency_definition']}" in method_line(method_of(result))
+
+
+def test_a_trial_without_frames_passes_nothing():
+    """A DUT that loses every frame, searched down to a min_rate whose 1 s trials carry no frame (0.4 fps): those
+    trials passed with 0 of 0 lost, and the search reported a throughput of 0.499 fps instead of below min_rate."""
+    params = throughput.Params(min_rate=0.4, max_rate=1000, trial_duration=1.0)
+    result = throughput.run(RunContext(sim(random_loss=1.0), TRAFFIC), params)
+    assert result.throughput is None and result.below_minimum
 
 
 def test_a_loss_exactly_at_the_disclosed_tolerance_passes():

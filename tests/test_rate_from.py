@@ -6,7 +6,7 @@ import pytest
 
 from trexlab import cli
 from trexlab.plan.campaign import Campaign
-from trexlab.results.analysis import load_campaigns
+from trexlab.results.analysis import load_campaigns, method_disclosure
 from trexlab.spec import experiment
 
 SIM = ["--generator", "sim", "--generator-opt", "capacity=200000"]
@@ -29,6 +29,18 @@ def test_cli_rate_from_a_throughput_result_uses_its_median_and_says_so(tmp_path,
     worst = next(line for line in out.splitlines() if line.startswith("forward_worst_case_s"))
     assert "> timeout" in worst and "inf" not in worst, "the summary table never shows a number for lost tags"
     assert "1000 tagged frames after 60 s; frame timeout 10 ms" in out
+    assert (f"offered load {throughput:g} fps (the throughput rate: median of 3 repetition(s) of throughput_fps in "
+            f"{tmp_path / 'tp'})") in out
+
+
+def test_a_given_rate_is_disclosed_as_given(tmp_path, capsys):
+    """RFC 8219 measures at the throughput rate: the method line says that a --rate is a number given to the run,
+    not a throughput it took from results, in the CLI's summary and in summary.json."""
+    assert cli.main(["pdv", *SIM, "--rate", "150000", "--trial-duration", "2", "--results", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert ("offered load 150000 fps (given: not taken from throughput results; RFC 8219 measures at the "
+            "throughput rate)") in out
+    assert json.loads((tmp_path / "p" / "summary.json").read_text())["method"]["rate_source"] == "given"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -65,6 +77,8 @@ def test_a_campaign_measures_latency_at_each_points_median_throughput(tmp_path):
         assert capacity * 0.99 <= source <= capacity and run["provenance.params.rate"] == source
         assert run["provenance.rate_source.statistic"] == "median of 2 repetition(s)"
         assert run["provenance.rate_source.from"].endswith(f"{run['point']}/throughput")
+    disclosed = method_disclosure(outcome["campaign"]).replace("\\", "")  # Markdown's escapes
+    assert disclosed.count("(the throughput rate: median of 2 repetition(s) of throughput_fps in ") == 2, disclosed
 
 
 @pytest.mark.parametrize(("path", "value", "message"), [

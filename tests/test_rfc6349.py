@@ -105,7 +105,7 @@ class PathGenerator:
     router must; without DF they would be fragmented (and the first fragment would look delivered)."""
 
     name = "fake"
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True, translated_frames=True)
     lab = None
 
     def __init__(self, capacity: float = 50_000.0):
@@ -185,6 +185,12 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     assert phases[:3] == ["path MTU"] * 3 and "bottleneck bandwidth" in phases
     assert phases.count("baseline RTT") == 1 and sum(p.startswith("tcp test") for p in phases) == 13
     assert all(hasattr(r, "to_dict") and json.dumps(r.to_dict()) for r, _ in recorded)
+    # The method beside the figures says how MTU, BB and window were chosen and how long each test ran.
+    from trexlab.plan.repetition import method_line, method_of
+
+    line = method_line(method_of(result))
+    assert ("path MTU found by Don't-Fragment trials; bottleneck bandwidth by RFC 2544 throughput at the MTU; window "
+            "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
 
 
 def test_declared_mtu_and_bottleneck_skip_the_frame_trials():
@@ -198,6 +204,21 @@ def test_sizes_the_tester_cannot_send_are_skipped_and_said():
     result = run(PathGenerator(), params(mtu_frame_sizes=(1280, 1418, 1518, 9018), tests=("download",)),
                  FakeEndpoints(tester_mtu=1500))
     assert result.path_mtu == 1400 and any("9018" in n and "MTU is 1500" in n for n in result.notes)
+
+
+def test_a_receiving_ports_smaller_mtu_skips_the_sizes_it_would_drop():
+    """A trial in one direction: its receiving port drops a frame above its MTU as the sending one refuses it (and
+    swtester refuses the trial). With the sending port's MTU alone, the receiving port's was reported as the path's."""
+
+    class Ports:
+        mtu = {0: 9000, 1: 1500}
+
+        def tester_port_mtu(self, indexes):
+            return min(self.mtu[i] for i in indexes)
+
+    forward = TrialSpec(offered_load=1, duration=1, directions="forward", receive_tail=0)
+    sizes, testable, mtu = rfc6349.mtu_trial_sizes(Ports(), forward, params(mtu_frame_sizes=(1518, 9018)))
+    assert (sizes, testable, mtu) == ([1518, 9018], [1518], 1500)
 
 
 @pytest.fixture

@@ -20,8 +20,10 @@ One call of ``get_streams`` gives the streams of one tester port:
 Addresses follow the trexlab address plan (docs/architecture.md): port 0 sends
 the *forward* direction from 198.18.0.2 / 2001:2:0:8000::2 to 198.19.x.2 /
 2001:2:0:90xx::2, port 1 the *reverse* direction to 198.18.x.2 / 2001:2:0:80xx::2,
-for destination networks x = 0..networks-1.  The MAC addresses are TRex's: the
-server writes each port's own source and configured destination MAC (trex_cfg).
+for destination networks x = 0..networks-1.  The MAC addresses are TRex's: every
+stream tells the server to write each port's own source and configured (or
+resolved) destination MAC (trex_cfg). A Scapy packet that sets its MACs, as the
+template must (zeros, see UNSET_MAC), would otherwise have them sent as they are.
 
 From trex-console in trex-profiles/, e.g. 1000 frames/s of 128-byte IPv6 frames with RFC 4814
 ports to 16 networks (``-t --help`` lists every tunable with its default)::
@@ -68,8 +70,8 @@ RFC4814_SOURCE_PORTS = (1024, 65535)
 RFC4814_DESTINATION_PORTS = (1, 49151)
 #: RFC 2544 leaves the payload open; a recognisable one tells test frames from stray ones in captures.
 PAYLOAD_PATTERN = b"trexlab-rfc2544-"
-#: TRex replaces both MAC addresses with the port's own and its configured destination (trex_cfg);
-#: zeros keep Scapy from resolving them on the machine that builds the profile.
+#: Zeros keep Scapy from resolving the MACs (ARP) on the machine that builds the profile. STLStream takes the MACs
+#: of a packet that sets them as the ones to send, so each stream says the port's own apply (get_streams).
 UNSET_MAC = "00:00:00:00:00:00"
 
 DIRECTION_NAMES = ("forward", "reverse")
@@ -192,9 +194,15 @@ class RFC2544UDP:
             STLFlowStats,
             STLPktBuilder,
             STLStream,
+            STLStreamDstMAC_CFG_FILE,
             STLTXCont,
             STLTXSingleBurst,
         )
+
+        def stream(**fields):
+            # The port's own source MAC and its configured destination, never the template's zeros: left to
+            # STLStream, a packet that sets its MACs sends them (00:00:00:00:00:00 both ways, which no DUT takes).
+            return STLStream(mac_src_override_by_pkt=False, mac_dst_override_mode=STLStreamDstMAC_CFG_FILE, **fields)
 
         parser = tunables_parser()
         names = set(vars(parser.parse_args([])))
@@ -231,19 +239,19 @@ class RFC2544UDP:
         name = DIRECTION_NAMES[direction]
         streams = []
         if rate > 0:
-            streams.append(STLStream(name=f"test-{name}", packet=builder(), mode=STLTXCont(pps=rate),
-                                     flow_stats=STLFlowStats(pg_id=pg_id)))
+            streams.append(stream(name=f"test-{name}", packet=builder(), mode=STLTXCont(pps=rate),
+                                  flow_stats=STLFlowStats(pg_id=pg_id)))
         if latency_rate > 0:
             # TRex timestamps latency frames on its receive core whatever their flow, so they can carry the
             # test stream's flows: RFC 4814 ports and N networks reach the same DUT queues as the test frames.
             warmup_frames = round(latency_rate * tag_delay)
             if warmup_frames:
-                streams.append(STLStream(name=f"warmup-{name}", packet=builder(),
-                                         mode=STLTXSingleBurst(pps=latency_rate, total_pkts=warmup_frames),
-                                         flow_stats=STLFlowStats(pg_id=warmup_pg_id)))
-            streams.append(STLStream(name=f"latency-{name}", packet=builder(), mode=STLTXCont(pps=latency_rate),
-                                     isg=tag_delay * 1e6,  # TRex's inter-stream gap is in microseconds
-                                     flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))
+                streams.append(stream(name=f"warmup-{name}", packet=builder(),
+                                      mode=STLTXSingleBurst(pps=latency_rate, total_pkts=warmup_frames),
+                                      flow_stats=STLFlowStats(pg_id=warmup_pg_id)))
+            streams.append(stream(name=f"latency-{name}", packet=builder(), mode=STLTXCont(pps=latency_rate),
+                                  isg=tag_delay * 1e6,  # TRex's inter-stream gap is in microseconds
+                                  flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))
         return streams
 
     @staticmethod

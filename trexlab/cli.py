@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import sys
 import types
 import typing
@@ -28,16 +29,19 @@ from trexlab import __version__
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, repetition_dir, summary_lines
-from trexlab.plan.runplan import PlanError, check_on_lab, execute, plan_cli
+from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
-from trexlab.testbed.inventory import LabError
+from trexlab.spec.schema import REPETITIONS_MAX, Traffic, field_help, generator_options_class, range_text
+from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
-from trexlab.trial import GeneratorError, format_seconds
+from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
+#: Where a run looks for the lab when --inventory is not given (trexlab.testbed.inventory.load_lab).
+INVENTORY_DEFAULT = f"default $TREXLAB_INVENTORY, else {DEFAULT_INVENTORY}"
 
 
 def _per_port(name: str):
@@ -68,6 +72,41 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError("a comma-separated list of integers") from None
 
 
+def _generator_options_help() -> str:
+    """--generator-opt's help: each generator's option names (their units and ranges: trexlab schema)."""
+    fields = {generator: dataclasses.fields(generator_options_class(generator)) for generator in GENERATORS}
+    names = "; ".join(f"{generator}: " + ", ".join(f.name for f in options) for generator, options in fields.items())
+    return (f"generator option, repeatable (e.g. capacity=1e6 for sim): {names} (each with its unit, range and "
+            "default in trexlab schema, generator_options)")
+
+
+def _traffic_help(name: str, text: str) -> str:
+    """A traffic flag's help: what it is, and the default a spec's traffic block has (trexlab.spec.schema.Traffic)."""
+    default = next(f.default for f in dataclasses.fields(Traffic) if f.name == name)
+    if isinstance(default, tuple):
+        default = default[0] if len(set(default)) == 1 else ",".join(map(str, default))
+    return f"{text} (default {default})"
+
+
+def _number(kind: type, allowed: str):
+    """An argparse type: kind (int or float) of the text, else one line saying what is allowed (argparse names the
+    flag): '--max-rate: 'abc' is not a number; allowed > 0 and <= 1e+09', not 'invalid float value'."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            if kind is int and not text.strip().lstrip("+-").isdigit():  # 1e3 is a count too, as in a spec
+                number = float(text)
+                if number.is_integer():
+                    return int(number)
+            return kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}" + (f"; allowed {allowed}" if allowed else "")
+                                             ) from None
+
+    return parse
+
+
 def _base_type(annotation):
     """The scalar type behind an annotation like float | None (resolved: typing.get_type_hints)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -85,19 +124,22 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
         kind = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default
-        shown = "none" if default is None else default
+        # What it is, its unit, its range and its default: the field's own declaration (as in trexlab schema).
+        text = field_help(f).replace("%", "%%")  # argparse formats help with %
         if kind is bool:
             group.add_argument(flag, dest=f"param_{f.name}", action=argparse.BooleanOptionalAction, default=None,
-                               help=f"(default {shown})")
+                               help=text)
         elif kind in (float, int, str):
-            group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=f"(default {shown})")
+            bounds: typing.Mapping[str, typing.Any] = f.metadata.get("schema", {}) if f.metadata else {}
+            parse = _number(kind, range_text(bounds)) if kind in (float, int) else kind
+            group.add_argument(flag, dest=f"param_{f.name}", type=parse, default=None, help=text)
         elif typing.get_origin(kind) is tuple or kind is tuple:
             if isinstance(default, tuple) and default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
-                                   help=f"comma-separated (default {','.join(map(str, default))})")
+                                   help=f"comma-separated: {text}")
             elif isinstance(default, tuple) and default and all(isinstance(v, str) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_str_list, default=None,
-                                   help=f"comma-separated (default {','.join(default)})")
+                                   help=f"comma-separated: {text}")
 
 
 def add_ceilings_flag(parser) -> None:
@@ -121,27 +163,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(prog="trexlab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"trexlab {__version__}")
     subparsers = parser.add_subparsers(dest="procedure", required=True, metavar="COMMAND",
-                                       help="a procedure (one run, repeated), or campaign / report")
+                                       help="a procedure (one run, repeated), or campaign / report / compare / schema")
     for name, module in registry().items():
         sub = subparsers.add_parser(name, help=(module.__doc__ or "").split("\n")[0],
                                     description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         common = sub.add_argument_group("run")
         common.add_argument("--generator", choices=tuple(GENERATORS), help="traffic generator (default software)")
         common.add_argument("--generator-opt", action="append", default=[], metavar="KEY=VALUE",
-                            help="generator option, repeatable (e.g. capacity=1e6 for sim)")
-        common.add_argument("--inventory", help="generated inventory of the lab (software, trex generators)")
-        common.add_argument("--config", help="YAML file: generator, generator_options, traffic, params, repeat")
-        common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
+                            help=_generator_options_help())
+        common.add_argument("--inventory",
+                            help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
+        common.add_argument("--config", help=f"YAML file: {', '.join(CONFIG_KEYS)} (flags given beside it win)")
+        common.add_argument("--repeat", type=_number(int, f"1..{REPETITIONS_MAX}"),
+                            help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
         add_ceilings_flag(common)
         traffic = sub.add_argument_group("traffic")
-        traffic.add_argument("--frame-size", type=_per_port("frame-size"), help="bytes, or 'port0,port1' (SIIT)")
-        traffic.add_argument("--ip-version", type=_per_port("ip-version"), help="4, 6, or 'port0,port1'")
-        traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"))
-        traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"))
-        traffic.add_argument("--destination-networks", type=int, help="1..256")
-        traffic.add_argument("--receive-tail", type=float, help="s of receiving after sending stops (default 2)")
+        traffic.add_argument("--frame-size", type=_per_port("frame-size"),
+                             help=_traffic_help("frame_size", "bytes per frame with FCS, 64..9018, or 'port0,port1' "
+                                                              "(SIIT)"))
+        traffic.add_argument("--ip-version", type=_per_port("ip-version"),
+                             help=_traffic_help("ip_version", "4, 6, or 'port0,port1'"))
+        traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"),
+                             help=_traffic_help("directions", "forward: port 0 to port 1; reverse: port 1 to port 0"))
+        traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"),
+                             help=_traffic_help("port_mode", "UDP ports: fixed, or RFC 4814 pseudorandom"))
+        traffic.add_argument("--destination-networks", type=_number(int, "1..256"),
+                             help=_traffic_help("destination_networks", "destination networks per direction, 1..256"))
+        traffic.add_argument("--receive-tail", type=_number(float, f"0..{MAX_RECEIVE_TAIL:g}"),
+                             help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
+                                                                f"0..{MAX_RECEIVE_TAIL:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",
@@ -202,7 +254,7 @@ def add_campaign_parser(subparsers) -> None:
                         help="without --campaign: resume this spec's interrupted campaign if there is one, else start "
                              "a new one (<hash>-2, -3, ...) rather than resume a complete one (make demo)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
-    parser.add_argument("--inventory", help="generated inventory of the lab")
+    parser.add_argument("--inventory", help=f"generated inventory of the lab ({INVENTORY_DEFAULT})")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the experiment and print its points, repetitions and an estimate of the lab "
                              "time (worst case and expected); touches no host")
@@ -255,7 +307,9 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
             plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
                             Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    return [*estimate.plan_lines(experiment, estimate.plan(experiment)), f"dry run: {checked}; nothing run"]
+    plans = estimate.plan(experiment)
+    estimate.check_length(experiment, plans)
+    return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
@@ -266,7 +320,8 @@ def add_report_parser(subparsers) -> None:
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
     parser.add_argument("--results", default="results", help="results root (default results/)")
-    parser.add_argument("--notebook", help="notebook to execute (default analysis/<experiment>.ipynb or report)")
+    parser.add_argument("--notebook", help="notebook to execute (default: the one the spec names, notebook:, else "
+                                           "analysis/<experiment>.ipynb, else analysis/report.ipynb)")
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -287,7 +342,7 @@ def add_compare_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
         description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
-                    "shift with its distribution-free 95 %% (Mann-Whitney) confidence interval, and a verdict "
+                    "shift with its distribution-free 95 % (Mann-Whitney) confidence interval, and a verdict "
                     "(lower / higher / no significant difference).")
     parser.set_defaults(command=compare_command)
     parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
@@ -329,6 +384,15 @@ def main(argv: list[str] | None = None) -> int:
         # on a busy machine), the plan is checked, the lab lock is taken or the summary printed: one line, no traceback.
         print("trexlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (trexlab schema | head): one line on stderr, not a traceback, and stdout
+        # pointed at /dev/null so that the interpreter's own flush at exit does not fail again. What a run had
+        # written and restored is as after any other stop; 141 is the status a shell gives a SIGPIPE death.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        print("trexlab: stdout closed by its reader; stopped", file=sys.stderr)
+        return 141
 
 
 def _main(argv: list[str]) -> int:

@@ -2,6 +2,7 @@
 happened and for how long, and nothing of that length when there is none. The stall here is made by stopping the
 probe (SIGSTOP) for a known time: to the probe it is the same as a hypervisor stopping its virtual CPU. No lab."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -47,8 +48,51 @@ def test_without_a_stall_nothing_near_its_length_is_reported(stall_probe):
     assert all(late[1] >= report["min_ns"] for late in report["late"])
 
 
-@pytest.mark.parametrize("args", [[], ["0", "0"], ["1", "-1"], ["4000", "0"], ["1", "0", "5", "6"]])
+@pytest.mark.parametrize("args", [[], ["0", "0"], ["1", "-1"], ["4000", "0"], ["1", "0", "5", "6"],
+                                  # Mistyped numbers, which atof/atoi/strtoull read as other numbers.
+                                  ["1x", "0"], ["1", "0x"], ["1", "0", "abc"], ["1", "0", "-1"], ["1", "0", "1.5"]])
 def test_bad_arguments_are_one_line_and_exit_2(stall_probe, args):
     result = subprocess.run([stall_probe, *args], capture_output=True, text=True, timeout=10)
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def figures():
+    spec = importlib.util.spec_from_file_location("swtester_figures", REPO / "benchmarks" / "swtester_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def probe_report(late, total=None):
+    return {"seconds": 3.0, "catch_up_limit": 512, "late": late, "late_total": len(late) if total is None else total,
+            "longest_ns": max(lateness for _, lateness in late)}
+
+
+def test_the_platform_floor_slips_by_each_stall_beyond_the_catch_up(figures):
+    # At 100 kfps the catch-up limit keeps 511 frames' time, 5.11 ms: a 7.11 ms stall slips 2 ms, a 3 ms one none.
+    floor = figures.platform_floor(probe_report([[1_000_000, 7_110_000], [2_000_000, 3_000_000]]), 100_000)
+    assert floor["slips"] == 1 and floor["slip_ns"] == 2_000_000
+    assert floor["error_percent"] == pytest.approx(-2e-3 / 3 * 100)
+    assert floor["worst_window_percent"] == pytest.approx(7.11)
+
+
+def test_the_platform_floor_has_no_slip_figure_from_a_cut_list(figures):
+    # The probe lists its first late wake-ups only; the slips of the unlisted ones are unknown, not zero.
+    floor = figures.platform_floor(probe_report([[1_000_000, 7_110_000]], total=100_001), 100_000)
+    assert floor["error_percent"] is None and floor["slips"] is None and floor["slip_ns"] is None
+    assert floor["worst_window_percent"] == pytest.approx(7.11)  # the longest stall counts every wake-up
+    assert figures.pacing_row(100_000, 1, "platform floor", None, None, floor, 1.5).split()[-5:] == \
+        ["7.110", "-", "-", "-", "1.50"]
+
+
+def test_every_pacing_row_has_the_header_s_columns(figures):
+    header = figures.PACING_COLUMNS.format(*"offered round tool frames wire achieved error worst stolen slips slip load"
+                                           .split())
+    row = figures.pacing_row(100_000, 2, "swtester-sendmmsg", 300_000, 299_990,
+                             {"achieved": 99_996.7, "error_percent": -0.0033, "worst_window_percent": 0.59,
+                              "stolen_seconds": 0.004, "slips": 0, "slip_ns": 0}, 1.62)
+    assert len(row) == len(header)
+    assert row.split() == ["100000", "2", "swtester-sendmmsg", "300000", "299990", "99996.7", "-0.0033", "0.590", "4",
+                           "0", "0.00", "1.62"]

@@ -15,17 +15,11 @@ import pytest
 from trexlab.generators.software import trial_from_report
 from trexlab.trial import TrialSpec
 
-from labtools import REPO, run
+from labtools import run
 
 pytestmark = pytest.mark.lab
 
 RATE, DURATION, STALL = 10_000, 1.5, 0.1
-
-
-@pytest.fixture(scope="module", params=["swtester", "swtester-asan"])
-def binary(request):
-    run("make", "-s", "-C", "swtester", request.param)
-    return str(REPO / "swtester" / request.param)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ documents and returns: ``get_traffic_stats`` gives sections "client" and
 "server", each with every counter of TRex's table by name (skip_zero=False),
 counting from the profile's start; ``get_flow_info`` gives, per flow id
 "<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
-with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5),
+with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5;
+TRex's samples are whole milliseconds, so the fake's path RTT is too),
 plus "next_index" when an index is asked for.
 
 The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
@@ -16,8 +17,18 @@ start iperf3's --omit leaves out). A paced connection sees the base RTT, a
 bulk one ``loaded_rtt_factor`` times it (queues fill). The sender retransmits
 ``retransmit_ratio`` of the bytes it sends, in ``mss``-byte segments; its
 application is ``app_ahead`` bytes ahead of the wire (tcps_sndbyte vs
-tcps_sndbyte_ok). The clock advances only through ``sleep`` and each RPC's
+tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
+all) complete their handshake (a DUT that drops SYNs): the others carry
+nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
+TRex does. The clock advances only through ``sleep`` and each RPC's
 ``rpc_time``.
+
+As TRex's, the counters ``get_traffic_stats`` answers with are those of the
+last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
+``refresh_s``; the first at ``refresh_phase`` s after the clock's start), and
+a read between two refreshes gets the earlier one's values. ``get_stats``
+(global and port statistics, then the traffic counters) refreshes them first,
+as the server's global statistics do.
 """
 
 from __future__ import annotations
@@ -60,12 +71,21 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 
 
 class FakeAstfClient:
-    def __init__(self, link_bps=1e9, rtt_s=200e-6, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
-                 setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None):
+    def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
+                 setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
+                 refresh_phase=0.0):
+        # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
+        # of a paced connection is exact only on a path of whole milliseconds: the fake takes no other.
+        if abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9 or rtt_s <= 0:
+            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds (TRex's RTT samples are)")
         self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
+        self.refresh_s, self.refresh_phase = refresh_s, refresh_phase
+        self.established = established
         self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
         self.rpc_time, self.fail_at = rpc_time, fail_at
         self.clock = FakeClock()
+        self.origin = self.clock.now
+        self.synced_at = -math.inf  # the last refresh get_stats asked for
         self.calls: list[tuple] = []
         self.loaded: dict[str, argparse.Namespace] = {}
         self.started: dict[str, tuple[float, float]] = {}  # profile -> (start time, dump interval)
@@ -123,12 +143,16 @@ class FakeAstfClient:
         return {"client": ("upload", "bidirectional"), "server": ("download", "bidirectional")}[side].__contains__(
             args.direction)
 
+    def up(self, args) -> int:
+        """Connections of a profile whose handshake completed."""
+        return args.connections if self.established is None else min(args.connections, self.established)
+
     def rate(self, pid: str, side: str) -> float:
         """Payload bit/s one connection of a profile carries from a side (client or server)."""
         args = self.loaded[pid]
         if not self._sends(args, side):
             return 0.0
-        sharing = sum(self.loaded[p].connections for p in self.started
+        sharing = sum(self.up(self.loaded[p]) for p in self.started
                       if (p == pid or p not in self.stopped) and self._sends(self.loaded[p], side))
         rate = self.link_bps / sharing
         if args.window:
@@ -140,22 +164,33 @@ class FakeAstfClient:
     def rtt(self, pid: str) -> float:
         return self.rtt_s if self.loaded[pid].bitrate else self.rtt_s * self.loaded_rtt_factor
 
-    def _elapsed(self, pid: str) -> float:
+    def refreshed_at(self) -> float:
+        """When the server last refreshed the counters it answers with."""
+        if not self.refresh_s:
+            return self.clock.now
+        first = self.origin + self.refresh_phase
+        return max(self.synced_at, first + math.floor((self.clock.now - first) / self.refresh_s) * self.refresh_s)
+
+    def _elapsed(self, pid: str, at: float) -> float:
         start, _ = self.started[pid]
-        end = self.stopped.get(pid, self.clock.now)
+        end = min(self.stopped.get(pid, at), at)
         return max(0.0, end - start - self.setup_s)
 
     def _section(self, pid: str, side: str) -> dict:
         args = self.loaded[pid]
         other = "server" if side == "client" else "client"
-        sent = int(self.rate(pid, side) * self._elapsed(pid) / 8) * args.connections
-        received = int(self.rate(pid, other) * self._elapsed(pid) / 8) * args.connections
+        at = self.refreshed_at()
+        if at < self.started[pid][0]:
+            return dict.fromkeys(COUNTERS, 0)  # refreshed before the profile started: it counted nothing yet
+        elapsed = self._elapsed(pid, at)
+        sent = int(self.rate(pid, side) * elapsed / 8) * self.up(args)
+        received = int(self.rate(pid, other) * elapsed / 8) * self.up(args)
         rexmit = int(sent * self.retransmit_ratio)
         counters = dict.fromkeys(COUNTERS, 0)
         counters.update({"tcps_sndbyte_ok": sent, "tcps_sndbyte": sent + (self.app_ahead if sent else 0),
                          "tcps_rcvbyte": received, "tcps_sndrexmitbyte": rexmit,
                          "tcps_sndrexmitpack": math.ceil(rexmit / self.mss),
-                         "tcps_connects": args.connections, "m_est_flows": args.connections})
+                         "tcps_connects": self.up(args), "m_est_flows": self.up(args)})
         return counters
 
     def get_traffic_stats(self, skip_zero=True, pid_input="_", is_sum=False):
@@ -166,13 +201,24 @@ class FakeAstfClient:
         self._done()
         return stats
 
+    def get_stats(self, ports=None, sync_now=True, skip_zero=True, pid_input="_", is_sum=False):
+        """ASTFClient.get_stats: global and port statistics (the server refreshes every counter for them), then the
+        profile's traffic counters and the latency statistics."""
+        self._call("get_stats", sync_now=sync_now, pid_input=pid_input)
+        if sync_now:
+            self.synced_at = self.clock.now
+        self._done()
+        ports = {port: {"opackets": 0, "ipackets": 0} for port in (0, 1)}
+        return {"global": {}, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
+                "latency": {}}
+
     def get_flow_info(self, profile_id="_", duration=0, index=None):
         self._call("get_flow_info", profile_id=profile_id, index=index)
         args = self.loaded[profile_id]
         start, interval = self.started[profile_id]
         flows = {}
         samples = int((self.clock.now - start) / interval) if interval else 0
-        for c in range(args.connections):
+        for c in range(self.up(args)):
             flow_id = f"{args.client_address}:{40000 + c}-{args.server_address}:{args.port}"
             flows[flow_id] = [{"origin": origin, "duration": int(k * interval * 1000), "state": 4,
                                # A side that has not sent yet has no RTT sample: 0.

@@ -5,8 +5,10 @@ TRex v3.08 server in software (AF_PACKET) mode (STLClient.get_stats /
 get_xstats, recorded on the local lab): per-port counters under the port
 number, ``flow_stats`` and ``latency`` keyed by int pg_id with per-port
 dictionaries (int port keys plus ``"total"``), and a ``global`` entry in each.
-The "server" behind it is a toy DUT: it forwards a declared fraction of the
-frames, the tester's receive ring drops ``rx_missed`` of them (counted in the
+The "server" behind it is a toy DUT: it takes only frames sent to its MAC
+(the port's configured destination, ``dest_mac``; a stream whose packet sets
+its MACs has them sent, as STLStream asks the real server) and forwards a
+declared fraction of them, the tester's receive ring drops ``rx_missed`` of them (counted in the
 port's ``ierrors`` and again as the xstat ``rx_missed_errors``, as TRex does),
 a tester with a ``ceiling`` sends every frame but takes longer, a continuous
 stream may send one frame more than rate x duration (``extra_frame``), and
@@ -66,16 +68,28 @@ class STLVM:
 class STLPktBuilder:
     def __init__(self, pkt=None, pkt_buffer=None, vm=None, **kw):
         # The real builder takes a Scapy packet (pkt) or bytes; tests read the bytes either way.
-        self.pkt_buffer, self.vm = bytes(pkt) if pkt is not None else pkt_buffer, vm
+        self.pkt, self.pkt_buffer, self.vm = pkt, bytes(pkt) if pkt is not None else pkt_buffer, vm
+
+    # As the real builder: a Scapy packet whose Ether layer sets a MAC asks for that MAC on the wire.
+    def is_default_src_mac(self):
+        return self.pkt is None or "src" not in getattr(self.pkt, "fields", {})
+
+    def is_default_dst_mac(self):
+        return self.pkt is None or "dst" not in getattr(self.pkt, "fields", {})
+
+
+STLStreamDstMAC_CFG_FILE, STLStreamDstMAC_PKT, STLStreamDstMAC_ARP = 0, 1, 2
 
 
 class STLTXCont:
-    def __init__(self, pps):
+    def __init__(self, *, pps):  # the real modes take their rate by keyword only
         self.pps = pps
 
 
 class STLTXSingleBurst:
-    def __init__(self, pps, total_pkts):
+    def __init__(self, *, pps, total_pkts=1):
+        if not isinstance(total_pkts, int):  # as the real one: a float count is refused
+            raise TRexError(f"total_pkts: {total_pkts!r} is not an int")
         self.pps, self.total_pkts = pps, total_pkts
 
 
@@ -89,8 +103,19 @@ class STLFlowLatencyStats(STLFlowStats):
 
 
 class STLStream:
-    def __init__(self, name, packet, mode, flow_stats=None, isg=0.0):
+    def __init__(self, name=None, packet=None, mode=None, isg=0.0, flow_stats=None, mac_src_override_by_pkt=None,
+                 mac_dst_override_mode=None):
         self.name, self.packet, self.mode, self.flow_stats, self.isg = name, packet, mode, flow_stats, isg
+        # The real STLStream's rule: unless told otherwise, a packet that sets a MAC has that MAC sent.
+        self.src_from_packet = (not packet.is_default_src_mac() if mac_src_override_by_pkt is None
+                                else bool(mac_src_override_by_pkt))
+        self.dst_from_packet = ((STLStreamDstMAC_CFG_FILE if packet.is_default_dst_mac() else STLStreamDstMAC_PKT)
+                                if mac_dst_override_mode is None else mac_dst_override_mode) == STLStreamDstMAC_PKT
+
+    def wire_macs(self, port_mac: str, dest_mac: str) -> tuple[str, str]:
+        """(source, destination) MAC of the stream's frames on the wire: the packet's or the port's."""
+        return (self.packet.pkt.src if self.src_from_packet else port_mac,
+                self.packet.pkt.dst if self.dst_from_packet else dest_mac)
 
     def get_pg_id(self):
         return self.flow_stats.pg_id if self.flow_stats else None
@@ -120,7 +145,17 @@ RATE_KEYS = ("rx_bps", "rx_pps", "tx_bps", "tx_pps", "rx_bps_l1", "tx_bps_l1")
 
 class FakeClient:
     def __init__(self, forwarded=1.0, ceiling=None, delays_us=(10,), rx_missed=0, hdrh=True, fail_at=None,
-                 extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=()):
+                 extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
+                 port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
+                 dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
+                 duplicated_test=0):
+        # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
+        self.port_mac, self.dest_mac = port_mac, dest_mac
+        # duplicated: latency frames of each latency stream the DUT delivers twice (TRex counts the copy in rx_pkts,
+        # its histogram and err_cntrs' dup); stale_delays: delays of frames no trial of this client sent, left in
+        # the HDR histogram (a server that did not reset it).
+        self.duplicated, self.stale_delays = duplicated, stale_delays
+        self.duplicated_test = duplicated_test  # frames of each test stream the DUT delivers twice (no sequence)
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
@@ -163,8 +198,11 @@ class FakeClient:
     def clear_stats(self):
         self._call("clear_stats")
 
-    def start(self, ports, mult, duration, force):
+    def start(self, ports=None, mult="1", force=False, duration=-1, total=False, core_mask=None, synchronized=False):
         self._call("start", ports=ports, mult=mult, duration=duration, force=force)
+        # As STLClient.start: the multiplier is text ("1", "100kpps", "50%"), a plain number is refused.
+        if not isinstance(mult, str) or not isinstance(force, bool) or not isinstance(duration, (int, float)):
+            raise TRexError(f"*** start: bad argument types mult={mult!r} force={force!r} duration={duration!r}")
         self.started, self.duration = ports, duration
         self.clock.now += self.rpc_time
         self.started_at = self.clock.now
@@ -249,7 +287,9 @@ class FakeClient:
             missed = self.rx_missed
             for stream in self.streams[sender]:
                 sent = self._sent(stream)
-                received = int(sent * self.forwarded)
+                _, destination = stream.wire_macs(self.port_mac[sender], self.dest_mac[sender])
+                # A frame for another MAC is none of the DUT's: it forwards nothing of it.
+                received = int(sent * self.forwarded) if destination == self.dest_mac[sender] else 0
                 dropped_here = min(missed, received)
                 received, missed = received - dropped_here, missed - dropped_here
                 size = len(stream.packet.pkt_buffer) + 4  # TRex's byte counters include the FCS
@@ -257,6 +297,9 @@ class FakeClient:
                     port_stats[p][f"{key}packets"] += n
                     port_stats[p][f"{key}bytes"] += n * size
                 pg = stream.flow_stats.pg_id
+                latency_stream = isinstance(stream.flow_stats, STLFlowLatencyStats)
+                copies = (self.duplicated if latency_stream else self.duplicated_test) if received else 0
+                received += copies
                 flow[pg] = {
                     "rx_pkts": {0: 0, 1: 0, receiver: received, "total": received},
                     "rx_bytes": {0: 0, 1: 0, receiver: received * size, "total": received * size},
@@ -264,9 +307,9 @@ class FakeClient:
                     "tx_bytes": {0: 0, 1: 0, sender: sent * size, "total": sent * size},
                     **{key: {0: 0.0, 1: 0.0, "total": 0.0} for key in RATE_KEYS}}
                 if isinstance(stream.flow_stats, STLFlowLatencyStats):
-                    latency[pg] = {"err_cntrs": {"dropped": sent - received, "out_of_order": 0, "dup": 0,
-                                                 "seq_too_high": 0, "seq_too_low": 0},
-                                   "latency": self._latency(received)}
+                    latency[pg] = {"err_cntrs": {"dropped": max(0, sent - received + copies), "out_of_order": 0,
+                                                 "dup": copies, "seq_too_high": 0, "seq_too_low": 0},
+                                   "latency": self._latency(received + self.stale_delays)}
         return {**port_stats, "global": dict.fromkeys(GLOBAL_COUNTERS, 0.0), "total": {},
                 "flow_stats": flow, "latency": latency}
 
@@ -311,7 +354,8 @@ def install(monkeypatch):
     for name, layer in import_bundled_scapy(monkeypatch).items():
         setattr(api, name, layer)
     for name in ("TRexError", "CTRexVmInsFixHwCs", "STLVM", "STLPktBuilder", "STLTXCont", "STLTXSingleBurst",
-                 "STLFlowStats", "STLFlowLatencyStats", "STLStream"):
+                 "STLFlowStats", "STLFlowLatencyStats", "STLStream", "STLStreamDstMAC_CFG_FILE", "STLStreamDstMAC_PKT",
+                 "STLStreamDstMAC_ARP"):
         setattr(api, name, globals()[name])
     api.STLError = TRexError
     api.STLClient = FakeClient

@@ -179,12 +179,23 @@ def test_frame_timeout_is_refused_before_any_traffic(api):
     assert "start" not in client.call_names()
 
 
-def test_frame_sizes_per_port_for_siit_and_fcs_in_byte_counters(api):
+def test_frame_sizes_per_port_and_fcs_in_byte_counters(api):
     gen, client = generator(api)
-    result = gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 4), frame_size=(84, 64)))
+    result = gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 6), frame_size=(84, 128)))
     assert len(streams_of(client, 0)[0].packet.pkt_buffer) == 80  # 84 bytes on the wire minus the FCS
-    assert len(streams_of(client, 1)[0].packet.pkt_buffer) == 60
+    assert len(streams_of(client, 1)[0].packet.pkt_buffer) == 124
     assert result.notes == ()  # tx_bytes / tx_pkts equals the frame size: the FCS is counted
+
+
+def test_siit_traffic_is_refused_before_any_traffic(api):
+    # TRex's receiver finds a frame's pg_id in the IPv4 Identification or IPv6 Flow Label it wrote there; a SIIT
+    # translator carries neither over, so every translated frame would count as lost (the plan refuses it too).
+    gen, client = generator(api)
+    assert not gen.capabilities.translated_frames
+    with pytest.raises(ValueError, match=r"^ip_version=\(6, 4\): allowed the same on both tester ports with the "
+                                         r"trex generator \(TRex finds a frame's pg_id"):
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, ip_version=(6, 4), frame_size=(84, 64)))
+    assert "start" not in client.call_names()
 
 
 def test_rfc4814_ports_use_32_bit_random_vars_written_with_a_16_bit_mask(api):
@@ -432,3 +443,60 @@ def test_latency_stream_carries_the_test_streams_flows(api):
     assert variables["network"]["max_value"] == 15
     assert (variables["destination_port"]["min_value"], variables["destination_port"]["max_value"]) == (1, 49151)
     assert (variables["source_port"]["min_value"], variables["source_port"]["max_value"]) == (1024, 65535)
+
+
+def test_latency_and_pdv_of_a_few_microseconds_say_how_coarse_trex_delays_are(api):
+    # TRex reports delays in whole microseconds: a 5 us typical latency or a 4 us PDV is a handful of steps, so a
+    # step is a large part of the RFC 8219 figure, and the result must say so (swtester's nanoseconds need not).
+    from trexlab.procedures import latency, pdv
+    from trexlab.procedures.common import RunContext
+
+    def notes(procedure, params, delays_us):
+        gen, _ = generator(api, delays_us=delays_us)
+        traffic = TrialSpec(offered_load=1, duration=1, directions="forward")
+        return procedure.run(RunContext(gen, traffic), params).to_dict()["notes"]
+
+    typical = latency.Params(rate=1000, trial_duration=2, tag_delay=1, tagged_frames=500)
+    assert "forward: typical latency 5 us is fewer than 10 steps of the generator's delay resolution (1 us): it " \
+           "carries up to 20% error" in notes(latency, typical, (4, 5, 6))
+    assert not any("delay resolution" in n for n in notes(latency, typical, (400, 500, 600)))
+    spread = pdv.Params(rate=1000, trial_duration=1)
+    assert "forward: PDV 4 us is fewer than 10 steps of the generator's delay resolution (1 us): it carries up " \
+           "to 25% error" in notes(pdv, spread, (4, 6, 8))
+    assert not any("delay resolution" in n for n in notes(pdv, spread, (40, 60, 80)))
+
+
+def test_duplicated_tags_hide_no_lost_tag(api):
+    # 50 of 500 tags lost and 50 others delivered twice: TRex's rx_pkts (and histogram) count 500, its sequence
+    # check 50 duplicates. The 50 lost tags still enter the percentiles as infinite delays.
+    gen, _ = generator(api, forwarded=0.9, duplicated=50)
+    forward = gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500,
+                                      directions="forward")).directions["forward"]
+    assert (forward.tags_sent, forward.tags_received, forward.tags_lost_or_late) == (500, 450, 50)
+    assert forward.duplicates == 50 and forward.latency.lost_or_late == 50
+    assert (forward.frames_received, forward.frames_lost) == (900, 100)  # the copies are no frames received
+    assert forward.latency.percentile(99.9) == math.inf
+
+
+def test_a_histogram_holding_more_delays_than_frames_received_is_refused(api):
+    # A histogram with delays of frames this trial never received (one the server did not reset) would give
+    # percentiles of other frames: refused, not reported.
+    gen, _ = generator(api, stale_delays=7)
+    with pytest.raises(GeneratorError, match=r"TRex server 192\.0\.2\.1:4501: the HDR histogram of pg_id 2 holds "
+                                             r"507 delays for 500 latency frames received"):
+        gen.run_trial(TrialSpec(offered_load=1000, duration=1, latency_mode="tagged", latency_frames=500,
+                                directions="forward"))
+
+
+def test_duplicated_test_frames_are_no_frames_received_and_are_disclosed(api):
+    # 10 of 1000 test frames lost and 20 others delivered twice: TRex's rx_pkts says 1010 of 1000. Test frames
+    # carry no sequence number, so the copies hide the loss: at most the frames sent count as received, the copies
+    # seen (at least 10) are counted, and the result says that loss may be hidden.
+    gen, _ = generator(api, forwarded=0.99, duplicated_test=20)
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward"))
+    forward = result.directions["forward"]
+    assert forward.frames_received == forward.frames_sent == 1000 and forward.duplicates == 10
+    assert any(n.startswith("forward: 10 test frames received beyond those sent: the DUT duplicates frames")
+               and "loss among them may be hidden" in n for n in result.notes)
+    gen, _ = generator(api, forwarded=0.99)
+    assert not gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).notes

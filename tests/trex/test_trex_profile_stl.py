@@ -160,6 +160,9 @@ def test_streams_compile_and_their_field_engine_spreads_rfc4814_ports(streams, i
         for stream in (test, warmup, latency):
             assert len(base64.b64decode(stream["packet"]["binary"])) == size - 4  # the FCS is the NIC's
             assert stream["vm"] == test["vm"]  # the latency stream carries the test stream's flows
+            # The server writes the port's own source MAC and its configured destination (flags 0): the
+            # template's explicit zeros would otherwise be sent as they are, to a MAC no DUT has.
+            assert stream["flags"] == 0 and base64.b64decode(stream["packet"]["binary"])[:12] == bytes(12)
         variables = {i["name"]: i for i in test["vm"]["instructions"] if i["type"] == "flow_var"}
         assert variables["source_port"]["size"] == variables["destination_port"]["size"] == 4
         assert ("network" in variables) == (networks > 1)

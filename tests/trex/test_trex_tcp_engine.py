@@ -131,6 +131,35 @@ def test_a_server_error_is_one_line_and_stops_what_it_started():
     assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
 
 
+def test_a_test_whose_connections_did_not_all_come_up_is_refused():
+    # A DUT that dropped two of four handshakes: TRex carries on with two, and their throughput is not that of
+    # four connections with the window the test gave each (iperf3 itself fails a stream that cannot connect).
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=2))
+    with pytest.raises(GeneratorError) as err:
+        trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert str(err.value) == ("TRex ASTF server 192.0.2.1:4501: test 'download' had 2 of its 4 connections "
+                              "established while it was measured (the client's m_est_flows): the others' "
+                              "handshakes failed or they were dropped")
+    assert trex.client.stopped == {"trexlab-tcp-5201": pytest.approx(trex.client.clock.now, abs=1)}
+    # All four up: measured.
+    trex = engine(client=fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, established=4))
+    [stats] = trex.run([TcpTest("download", "download", 4, port=5201, duration=5, omit=1.0)])
+    assert stats["download"].good_bytes > 0
+
+
+@pytest.mark.parametrize("phase", [0.0, 0.13, 0.37])
+def test_counters_are_read_fresh_not_as_of_the_last_half_second_refresh(phase):
+    # TRex refreshes the ASTF counters get_traffic_stats answers with every 500 ms: a read right after start + omit
+    # can get values up to 0.5 s old, one after the duration fresh ones, and 2.25 s of transfer read as 2.0-2.5 s
+    # (up to 11 % off). Read through get_stats, which has the server refresh them, the bottleneck's rate comes out.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, refresh_phase=phase)
+    [stats] = engine(client=client).run([TcpTest("download", "download", 1, port=5201, duration=2.25, omit=1.0)])
+    download = stats["download"]
+    assert download.good_bytes * 8 / download.seconds == pytest.approx(LINK_BPS, rel=2e-3)
+    assert download.seconds == pytest.approx(2.25, abs=0.01)
+    assert "get_stats" in client.call_names()
+
+
 def test_ipv6_is_refused_before_any_traffic():
     with pytest.raises(InvalidParameter, match="ip_version=6: allowed 4 with engine trex"):
         rfc6349.check_engine(engine(), params(engine="trex"), TrialSpec(1, 1, ip_version=(6, 6), frame_size=(84, 84)))
@@ -228,11 +257,19 @@ def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
         check_requirements(validate(iperf3), lab)
 
 
-def test_a_sub_millisecond_baseline_rtt_is_flagged():
-    # 200 us in steps of 1/32 ms: the flow dump says 0.1875 ms, and the result says how coarse that is.
-    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=200e-6)), tests=("download",))
-    assert result["baseline_rtt_s"] == pytest.approx(6 / 32 * 1e-3)
-    assert any(n.startswith("baseline RTT 0.188 ms is fewer than 10 steps of trex's RTT resolution (0.03125 ms)")
-               for n in result["notes"]), result["notes"]
-    result, _ = run(engine(), tests=("download",))
+def test_a_baseline_rtt_of_few_milliseconds_is_flagged():
+    # TRex's TCP clock ticks in whole milliseconds (hz 1000, tcp_ts_getticks): each RTT sample is whole ms, the flow
+    # dump's 1/32 ms steps are only its smoothing's. A 3 ms baseline is three steps of that: the result says how
+    # coarse it is (96 steps of 1/32 ms said nothing). 20 ms is enough steps.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=3e-3)), tests=("download",))
+    assert result["baseline_rtt_s"] == pytest.approx(3e-3)
+    assert any(n.startswith("baseline RTT 3.000 ms is fewer than 10 steps of trex's RTT resolution (1 ms)")
+               and "up to 33% error" in n for n in result["notes"]), result["notes"]
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=20e-3)), tests=("download",))
     assert not any("RTT resolution" in n for n in result["notes"])
+
+
+def test_the_fake_flow_dump_takes_only_whole_millisecond_rtts():
+    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds.
+    with pytest.raises(ValueError, match=r"rtt_s=0\.0002: allowed whole milliseconds"):
+        fake_astf.FakeAstfClient(rtt_s=200e-6)

@@ -41,12 +41,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from trexlab import __version__
 from trexlab.params import InvalidParameter, check_range
+from trexlab.spec.schema import doc
 from trexlab.trial import (
     NANOSECOND,
     Capabilities,
@@ -61,18 +62,28 @@ from trexlab.trial import (
 
 @dataclass(frozen=True)
 class SimulatedSUT:
-    capacity: float = 1_000_000.0
-    capacity_noise: float = 0.0
-    buffer_frames: int = 0
-    random_loss: float = 0.0
-    every_nth_loss: int = 0
-    latency_base: float = 10e-6
-    latency_spread: float = 2e-6
-    delay: float = 0.0
-    delay_every_nth: int = 0
-    delay_fraction: float = 0.0
-    tester_ceiling: float | None = None
-    seed: int = 1
+    capacity: float = field(default=1_000_000.0, metadata=doc(
+        "frames/s per direction the simulated DUT forwards without loss", exclusiveMinimum=0))
+    capacity_noise: float = field(default=0.0, metadata=doc(
+        "relative standard deviation of the capacity from trial to trial (0.05: 5 %)", minimum=0, maximum=1))
+    buffer_frames: int = field(default=0, metadata=doc(
+        "frames above the capacity a trial's excess is absorbed by (short trials pass more)", minimum=0))
+    random_loss: float = field(default=0.0, metadata=doc(
+        "probability that a frame is lost at random, a ratio (0.0001: 0.01 %)", minimum=0, maximum=1))
+    every_nth_loss: int = field(default=0, metadata=doc(
+        "every Nth forwarded frame is lost; 0: none (1 is refused)", minimum=0))
+    latency_base: float = field(default=10e-6, metadata=doc("s, every frame's least delay", minimum=0))
+    latency_spread: float = field(default=2e-6, metadata=doc(
+        "s, the mean of the exponential delay added to latency_base", minimum=0))
+    delay: float = field(default=0.0, metadata=doc(
+        "s more that the held frames (delay_every_nth, delay_fraction) are delayed", minimum=0))
+    delay_every_nth: int = field(default=0, metadata=doc("every Nth frame is held (delay); 0: none", minimum=0))
+    delay_fraction: float = field(default=0.0, metadata=doc(
+        "share of the frames held at random (delay), a ratio", minimum=0, maximum=1))
+    tester_ceiling: float | None = field(default=None, metadata=doc(
+        "frames/s per direction above which the simulated tester cannot send (its trials stretch); none: no "
+        "limit", exclusiveMinimum=0))
+    seed: int = field(default=1, metadata=doc("the random generator's seed", minimum=0))
 
     def __post_init__(self) -> None:
         check_range("capacity", self.capacity, 0, low_open=True)
@@ -97,7 +108,7 @@ class SimGenerator:
 
     name = "sim"
     # No lab; frame timeouts honoured; test frames are never fragmented here, so a DF bit would change nothing.
-    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=False, dont_fragment=False, frame_timeout=True, translated_frames=True)
     lab = None
 
     def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):

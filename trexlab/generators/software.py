@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
+import random
 import re
 import shlex
 import subprocess
@@ -59,6 +61,12 @@ SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
 #: The host kernel's per-CPU receive statistics: one line per CPU, its second column (hex) the frames that CPU's
 #: receive backlog dropped because it was full (net.core.netdev_max_backlog).
 SOFTNET_STAT = Path("/proc/net/softnet_stat")
+#: swtester --trial-id of each trial this process runs, whatever generator runs it (a campaign makes one per point).
+#: swtester tells its own trial's frames from any other's by this 16-bit id, and without one takes its clock and
+#: pid: two trials in a row then share an id about once in 65,536, and frames of the one before (drained from a
+#: DUT's queue after its tail) count as this trial's, a stale copy standing in for a frame the DUT lost. Counted up
+#: from a random start, no two consecutive trials share one.
+TRIAL_IDS = itertools.count(random.randrange(65536))
 
 
 def backlog_drops(path: Path) -> list[int] | None:
@@ -122,7 +130,7 @@ def _peer_mac(port: TestPort) -> str:
 class SoftwareGenerator:
     name = "software"
     # swtester --df sets the IPv4 Don't Fragment bit (TrialSpec.dont_fragment); --timeout drops late frames.
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True)
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True, translated_frames=True)
 
     def __init__(self, lab: Lab, binary: str | None = None, cross_check: bool = True, send_method: str = "auto",
                  sender_threads: int = 1, softnet_stat: Path | None = SOFTNET_STAT,
@@ -198,22 +206,27 @@ class SoftwareGenerator:
         argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
-            report = json.loads(result.stdout) if result.returncode == 0 else None
+            answer = json.loads(result.stdout) if result.returncode == 0 else None
         except (subprocess.TimeoutExpired, json.JSONDecodeError, OSError):
-            report = None
-        if report is None:
+            answer = None
+        # An answer without its methods (another program's JSON, an older swtester's) is no answer either, not a
+        # traceback out of describe().
+        report: dict = answer if isinstance(answer, dict) else {}
+        directions = report.get("directions")
+        if (not isinstance(directions, dict) or not isinstance(report.get("send_method"), str)
+                or not all(isinstance(d, dict) and "send_method" in d for d in directions.values())):
             self.probed = {}  # no answer: every trial's notes say which method it took
             return {"send_method": None}
         self.probed = {"send_method": report["send_method"],
                        # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
                        "pacing_quantum_ns": report.get("pacing_quantum_ns"),
-                       "send_methods": {name: {"method": d["send_method"], "fallback": d["send_method_fallback"]}
-                                        for name, d in report["directions"].items()},
+                       "send_methods": {name: {"method": d["send_method"], "fallback": d.get("send_method_fallback")}
+                                        for name, d in directions.items()},
                        # how each receiver counts: bpf (the untimed frames in the kernel) or ring; None from a
                        # tester's older swtester, which has the ring only
                        "receive_methods": {name: {"method": d.get("receive_method"),
                                                   "fallback": d.get("receive_method_fallback")}
-                                           for name, d in report["directions"].items()}}
+                                           for name, d in directions.items()}}
         return self.probed
 
     def skip_trials(self, count: int) -> None:
@@ -262,11 +275,14 @@ class SoftwareGenerator:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         if result.returncode != 0:
             return None
-        return {item["counter"]["name"]: item["counter"]["packets"]
-                for item in json.loads(result.stdout)["nftables"] if "counter" in item}
+        try:
+            return {item["counter"]["name"]: item["counter"]["packets"]
+                    for item in json.loads(result.stdout)["nftables"] if "counter" in item}
+        except (json.JSONDecodeError, KeyError, TypeError):  # not nft's JSON: read as no counters
+            return None
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
-        argv = self.tester.command(self.argv(spec))
+        argv = self.tester.command([*self.argv(spec), "--trial-id", str(next(TRIAL_IDS) % 65536)])
         limit = spec.duration + spec.receive_tail + GRACE
         before = self.counters() if self.cross_check else None
         backlog_before = backlog_drops(self.softnet_stat) if self.softnet_stat else None
@@ -306,6 +322,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
     (SoftwareGenerator.probe; None: provenance was not asked, {}: it names none) with the ones the trial took, and
     the frames the host's receive backlog dropped during it and the s the hypervisor took from the tester's CPUs
     (a namespace tester's; 0 elsewhere)."""
+    check_report(spec, report)
     directions, notes = {}, []
     if host_drops:
         notes.append(f"the host's receive backlog dropped {host_drops:,} frame(s) during the trial (softnet_stat, "
@@ -335,6 +352,9 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
+    if before is not None and after is None:  # read before the trial, not after: the check did not happen
+        notes.append("the tester's nftables counters could not be read after the trial: the receivers' counts are "
+                     "not cross-checked")
     trial = TrialResult(spec=spec, directions=directions, generator=generator, notes=tuple(notes),
                         host_drops=host_drops, host_steal=host_steal)
     # Steal is in every trial's host_steal; a note only where it may have stretched the trial (a paced trial's
@@ -344,6 +364,34 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             f"the hypervisor took {host_steal * 1000:.0f} ms of the tester's CPU during the trial (/proc/stat steal)"
             + (": a host disturbance, not the tester's limit" if trial.stolen else ""))))
     return trial
+
+
+#: The counts of each direction in swtester's report that the trial's figures are made of.
+REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
+REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
+
+
+def check_report(spec: TrialSpec, report: object) -> None:
+    """GeneratorError unless swtester's report holds every direction the trial ran and each of their counts as an
+    integer >= 0 (a JSON that parses is not yet a whole report: one without the reverse direction gave a
+    bidirectional trial of the forward direction's loss alone, a count missing or null a traceback, a negative one
+    a loss above 100 %)."""
+    directions = report.get("directions") if isinstance(report, dict) else None
+    if not isinstance(directions, dict) or set(directions) != set(spec.active_directions):
+        found = sorted(directions) if isinstance(directions, dict) else None
+        raise GeneratorError(f"swtester's report has the directions {found}, the trial ran "
+                             f"{list(spec.active_directions)}")
+    for name, d in directions.items():
+        keys = (*REPORT_COUNTS, *(REPORT_TAGS if spec.latency_mode != "none" else ()))
+        for key in keys:
+            value = d.get(key) if isinstance(d, dict) else None
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise GeneratorError(f"swtester's report: {name}.{key} is {value!r}, not a count")
+        send_duration = d.get("send_duration")
+        if isinstance(send_duration, bool) or not isinstance(send_duration, int | float) or not send_duration >= 0:
+            raise GeneratorError(f"swtester's report: {name}.send_duration is {send_duration!r}, not a time")
+        if spec.latency_mode != "none" and not isinstance(d.get("latency"), dict):
+            raise GeneratorError(f"swtester's report: {name}.latency is {d.get('latency')!r}, not a histogram")
 
 
 def pacing_fields(direction: dict) -> dict:
@@ -371,6 +419,13 @@ def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | N
     swtester prints its layout and the lowest value and count of each non-empty bucket; recorded into a
     histogram of the same layout, each lands in its own bucket, so the counts are swtester's exactly.
     """
+    try:
+        return _latency_from_swtester(histogram, lost_or_late, timeout)
+    except (KeyError, TypeError, ValueError, IndexError) as error:  # a traceback out of the trial otherwise
+        raise GeneratorError(f"swtester's histogram is not one: {type(error).__name__} {error}") from None
+
+
+def _latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:
     from hdrh.histogram import HdrHistogram  # imported lazily, as trexlab.trial does: the CLI starts without it
 
     if histogram["unit_ns"] * 1e-9 != NANOSECOND:

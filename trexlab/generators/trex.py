@@ -33,7 +33,10 @@ What is reported and why:
   server started with ``--hdrh`` keeps per latency pg_id; TRex's own histogram
   (10 us buckets, then decades) is too coarse for percentiles. The latency
   stream starts after the trial's tag_delay (RFC 8219's warm-up) and carries
-  the test stream's flows (trex-profiles/stl_rfc2544_udp.py);
+  the test stream's flows (trex-profiles/stl_rfc2544_udp.py). Every tag sent is
+  ranked once: one the histogram does not hold (duplicates aside, which TRex's
+  sequence check counts) as lost; a histogram holding more delays than latency
+  frames arrived is refused;
 * byte counters include the FCS: bytes per sent frame must equal the frame size.
 
 The first trial after a server start may lose a few frames, so a short warm-up
@@ -91,6 +94,10 @@ FINE_WINDOW = 0.2
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
+#: Why SIIT traffic (another IP version per port) is refused (TRexGenerator.capabilities).
+TRANSLATED_FRAMES_REFUSED = ("the same on both tester ports with the trex generator (TRex finds a frame's pg_id in "
+                             "its IPv4 Identification or IPv6 Flow Label, which a SIIT translator does not carry "
+                             "over: every translated frame would count as lost)")
 
 
 def installed_trex_paths(lab: Lab | None = None) -> list[str]:
@@ -252,8 +259,11 @@ def _port(table: dict, port: int) -> int:
 class TRexGenerator(TRexSession):
     name = "trex"
     # The profile's test frames carry IPv4's DF bit when TrialSpec.dont_fragment asks; only latency frames carry a
-    # timestamp, so TRex cannot tell a late test frame from one in time (no frame timeout).
-    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=False)
+    # timestamp, so TRex cannot tell a late test frame from one in time (no frame timeout). TRex marks a frame's
+    # pg_id in its IPv4 Identification or IPv6 Flow Label, and its receiver counts only frames so marked: a SIIT
+    # translator carries neither over (RFC 7915: flow label 0, a new identification), so TRex would count every
+    # translated frame as lost (no translated frames).
+    capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=False, translated_frames=False)
 
     def __init__(self, api, lab: Lab | None, profile, server: str | None = None,
                  sync_port: int = DEFAULT_SYNC_PORT, tunnel_node: Node | None = None, warmup: bool = True,
@@ -323,6 +333,8 @@ class TRexGenerator(TRexSession):
             # Only latency frames carry a timestamp: TRex cannot tell a late test frame from one in time.
             raise InvalidParameter("frame_timeout", spec.frame_timeout,
                                    "none with the trex generator (frames count until the receive tail ends)")
+        if spec.ip_version[0] != spec.ip_version[1]:
+            raise InvalidParameter("ip_version", spec.ip_version, TRANSLATED_FRAMES_REFUSED)
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
@@ -392,12 +404,23 @@ class TRexGenerator(TRexSession):
         for direction in spec.active_directions:
             sender = spec.sender_port(direction)
             receiver = 1 - sender
-            sent = received = tx_bytes = 0
+            sent = received = tx_bytes = copies = 0
+            latency_pg = self.pg_ids(sender)[1] if timed else None
             for pg_id in self.pg_ids(sender):
                 flow = _pg(stats.get("flow_stats", {}), pg_id)
-                sent += _port(flow.get("tx_pkts", {}), sender)
-                received += _port(flow.get("rx_pkts", {}), receiver)
+                pg_sent, pg_received = _port(flow.get("tx_pkts", {}), sender), _port(flow.get("rx_pkts", {}), receiver)
+                sent += pg_sent
                 tx_bytes += _port(flow.get("tx_bytes", {}), sender)
+                if pg_id == latency_pg:
+                    received += pg_received  # its copies are counted by TRex's sequence check (below)
+                else:
+                    # A stream cannot deliver more frames than it sent: the rest are copies TRex counted again.
+                    received += min(pg_sent, pg_received)
+                    copies += max(0, pg_received - pg_sent)
+            if copies:
+                notes.append(f"{direction}: {copies} test frames received beyond those sent: the DUT duplicates "
+                             "frames, and TRex cannot tell a copy of a test frame from a frame (only latency frames "
+                             "carry a sequence number), so loss among them may be hidden")
             if sent and tx_bytes != sent * spec.frame_size[sender]:
                 # TRex counts bytes with the FCS, as frame sizes are: a mismatch is a wrong frame.
                 notes.append(f"{direction}: {tx_bytes / sent:.1f} bytes per sent frame, "
@@ -431,18 +454,28 @@ class TRexGenerator(TRexSession):
                     raise GeneratorError(f"TRex server {self.server}: no HDR histogram for pg_id "
                                          f"{latency_pg}: start the server with --hdrh")
                 # The latency stream's own counters: its frames are the tags (all frames with "all"). One that
-                # never arrived within the receive tail is lost: +infinity in every percentile.
+                # never arrived within the receive tail is lost: +infinity in every percentile. TRex's rx_pkts and
+                # histogram count a duplicated tag twice (its sequence check counts the copies, dup): without them,
+                # a copy would stand in for a lost tag.
                 flow = _pg(stats.get("flow_stats", {}), latency_pg)
                 tags_sent = _port(flow.get("tx_pkts", {}), sender)
-                tags_received = min(tags_sent, _port(flow.get("rx_pkts", {}), receiver))
-                tags = {"tags_sent": tags_sent, "tags_received": tags_received,
-                        "tags_lost_or_late": tags_sent - tags_received}
-                latency = decode_hdrh(encoded, spec.frame_timeout, lost_or_late=tags_sent - tags_received)
+                arrived = _port(flow.get("rx_pkts", {}), receiver)
+                tags_received = min(tags_sent, max(0, arrived - duplicates))
+                latency = decode_hdrh(encoded, spec.frame_timeout)
+                if latency.size > arrived:
+                    raise GeneratorError(f"TRex server {self.server}: the HDR histogram of pg_id {latency_pg} holds "
+                                         f"{latency.size} delays for {arrived} latency frames received: its "
+                                         "percentiles would not be this trial's")
+                # Tags the histogram does not hold (beyond the copies) rank as lost: each tag sent is ranked once.
+                lost = max(0, tags_sent - max(0, latency.size - duplicates))
+                tags = {"tags_sent": tags_sent, "tags_received": tags_received, "tags_lost_or_late": lost}
+                latency = dataclasses.replace(latency, lost_or_late=lost)
+                received = max(0, received - duplicates)  # a copy is not a frame received (swtester's rule too)
             # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
             # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
                 direction=direction, frames_intended=max(spec.frames_per_direction, sent), frames_sent=sent,
-                frames_received=received, tester_drops=tester_drops, duplicates=duplicates,
+                frames_received=received, tester_drops=tester_drops, duplicates=duplicates + copies,
                 reordered=reordered, send_duration=send_duration, latency=latency,
                 frames_ahead=span.frames_ahead, **tags)
         starts = {d: s.first_estimate for d, s in spans.items() if s.first_estimate is not None}

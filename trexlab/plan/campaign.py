@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -102,19 +103,30 @@ def dut_passes(node, probe: Path) -> bool:
 #: roles' defaults) while it is applied, and removes with state absent.
 DUT_CONFIG_MARKERS = {"reference": "dut_reference.json", "impairment": "netem.json", "siit": "tayga",
                       "siit_jool": "siit_jool.json"}
+#: roles/siit_tayga's directory may be any below the DUT's state directory (a spec's dut.siit.dir): it is known by
+#: the configuration the role writes there first, and names the device the role made in its record.
+TAYGA_CONFIG, TAYGA_DEVICE_RECORD = "tayga.conf", "device"
 
 
-def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[str, list[str]]:
-    """The DUT configuration blocks the lab's DUTs carry now, by block: the DUTs each is applied on.
+def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[str, list[tuple[str, dict]]]:
+    """The DUT configuration blocks the lab's DUTs carry now, by block: per DUT it is applied on, (its name, the
+    role's variables that remove it: for TAYGA its directory and recorded device, wherever a spec put them).
 
     A campaign's points run on the DUT as its spec configures it: one block applied from before (a playbook run
     by hand, as the README shows for playbooks/dut-reference.yml, or a campaign killed during a point) would be
     in every figure, unseen. One remote call per DUT."""
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, dict]]] = {}
     for node in lab.duts:
-        where = shlex.quote(f"{state_root}/{lab.name}/{node.name}")
+        own = f"{state_root}/{lab.name}/{node.name}"
         names = " ".join(shlex.quote(m) for m in DUT_CONFIG_MARKERS.values())
-        script = f'cd {where} 2>/dev/null || exit 0; for f in {names}; do [ -e "$f" ] && echo "$f"; done; exit 0'
+        tayga = shlex.quote(DUT_CONFIG_MARKERS["siit"])
+        # Each marker found, then per TAYGA directory (the default one, and any holding its configuration) a line
+        # "siit<TAB>directory<TAB>recorded device".
+        script = (f'cd {shlex.quote(own)} 2>/dev/null || exit 0; for f in {names}; do [ -e "$f" ] && echo "$f"; '
+                  f'done; {{ [ -d {tayga} ] && echo ./{tayga}; find . -mindepth 2 -type f '
+                  f'-name {shlex.quote(TAYGA_CONFIG)} -exec dirname {{}} + ; }} | sort -u | while read -r d; do '
+                  f'printf "siit\t%s\t%s\n" "${{d#./}}" "$(cat "$d"/{TAYGA_DEVICE_RECORD} 2>/dev/null)"; '
+                  'done; exit 0')
         try:
             result = subprocess.run(node.command(["sh", "-c", script]), capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
@@ -122,10 +134,22 @@ def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[s
         if result.returncode != 0:
             raise CampaignError(f"DUT {node.name}: could not read its state directory: "
                                 f"{result.stderr.strip()[:200] or f'exit code {result.returncode}'}")
-        present = set(result.stdout.split())
+        lines = result.stdout.splitlines()
         for block, marker in DUT_CONFIG_MARKERS.items():
-            if marker in present:
-                found.setdefault(block, []).append(node.name)
+            if block != "siit" and marker in lines:
+                found.setdefault(block, []).append((node.name, {}))
+        for line in lines:
+            if not line.startswith("siit\t"):
+                continue
+            _, directory, device = (line.split("\t") + [""])[:3]
+            try:  # read from the DUT, passed to the role that removes them: held to the spec's own rules
+                rolevalues.check_state_subdir("dir", f"{rolevalues.STATE_ROOT}/{lab.name}/{node.name}/{directory}")
+                removal = {"siit_tayga_dir": f"{own}/{directory}"}
+                if device:
+                    removal["siit_tayga_device"] = rolevalues.check_interface("device", device)
+            except InvalidParameter as exc:
+                raise CampaignError(f"DUT {node.name}: TAYGA's state in {own}/{directory}: {exc}") from None
+            found.setdefault("siit", []).append((node.name, removal))
     return found
 
 
@@ -268,7 +292,9 @@ class Campaign:
         self._report(line)
         if self.dir.is_dir():
             with open(self.dir / "campaign.log", "a") as log:
-                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+                # UTC with its offset, as provenance.json's times: a local time without one read as another
+                # hour on a machine (or by a reader) in another zone, beside the run's own records.
+                log.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {line}\n")
 
     def status(self) -> dict[str, dict]:
         """Last recorded outcome per point id."""
@@ -280,10 +306,11 @@ class Campaign:
                                        "time": time.time()})
 
     # -- one point -------------------------------------------------------------------------
-    def playbook(self, name: str, extra: dict) -> None:
+    def playbook(self, name: str, extra: dict, limit: str | None = None) -> None:
         if self.lab is None:  # a sim campaign configures nothing
             raise LabError(f"{name}: a playbook needs a lab, and this campaign has none (generator sim)")
-        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra)]
+        argv = [self.ansible_playbook, "-i", str(self.lab.inventory), str(paths().root / name), "-e", json.dumps(extra),
+                *(["--limit", limit] if limit else [])]
         result = subprocess.run(argv, capture_output=True, text=True, cwd=paths().root,
                                 env={**os.environ, "ANSIBLE_CONFIG": str(paths().ansible_cfg)})
         if result.returncode != 0:
@@ -321,12 +348,18 @@ class Campaign:
         are those of the DUT their spec declares."""
         if self.lab is None or not self.lab.duts:
             return
-        for block, nodes in dut_config_left(self.lab).items():
+        for block, applied in dut_config_left(self.lab).items():
             playbook, role = DUT_CONFIG[block]
-            self.progress(f"the DUT configuration dut.{block} ({playbook}) is applied on {', '.join(nodes)} from "
+            nodes = [node + "".join(f", {k.removeprefix(role + '_')} {v}" for k, v in removal.items())
+                     for node, removal in applied]
+            self.progress(f"the DUT configuration dut.{block} ({playbook}) is applied on {'; '.join(nodes)} from "
                           "before this run (by hand, or by a run killed during a point): removed, as it would be in "
                           "every figure")
-            self.playbook(playbook, {f"{role}_state": "absent"})
+            if not any(removal for _, removal in applied):
+                self.playbook(playbook, {f"{role}_state": "absent"})
+                continue
+            for node, removal in applied:  # where it is on each DUT: each DUT's own
+                self.playbook(playbook, {**removal, f"{role}_state": "absent"}, limit=node)
         self._dut_config_left_removed = True
 
     def undo_pending(self) -> None:
@@ -506,6 +539,14 @@ class Campaign:
                           f"with {commit}: each repetition's provenance names the commit that measured it")
 
     def _run(self) -> dict:
+        estimates: list[estimate.PointPlan] | None = None
+        no_estimate = None
+        try:  # the campaign's lab time, checked before any host is touched; the ETA's basis
+            estimates = estimate.plan(self.experiment)
+        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
+            no_estimate = f"warning: no lab time estimate: {exc}"
+        else:
+            estimate.check_length(self.experiment, estimates)
         self.check_resumable()
         check_requirements(self.experiment, self.lab)
         try:
@@ -523,11 +564,9 @@ class Campaign:
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
-        try:
-            self._eta = estimate.Eta([p for p in estimate.plan(self.experiment) if p.point_id not in done_before])
-        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
-            self._eta = None
-            self.progress(f"warning: no lab time estimate: {exc}")
+        self._eta = None if estimates is None else estimate.Eta([p for p in estimates if p.point_id not in done_before])
+        if no_estimate:
+            self.progress(no_estimate)
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")

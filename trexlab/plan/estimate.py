@@ -41,6 +41,13 @@ GRID_PER_DECADE = 8
 PLACEHOLDER_RATE = 1e7
 
 
+#: The most lab time a campaign may plan, worst case (s): 30 days. Each value of a spec is bounded (sweep points,
+#: repetitions, trial durations), their product is not: 1000 points of 1000 repetitions would hold a lab for longer
+#: than it exists, and a campaign holds its lab throughout (the lab lock). The longest shipped experiment plans
+#: 160 h (http-download-delay, every download timing out); a longer study is several campaigns.
+CAMPAIGN_WORST_S_MAX = 30 * 86400
+
+
 @dataclass(frozen=True)
 class Cost:
     """One repetition's lab time (s) and trials, worst case and expected; None where not known in advance."""
@@ -176,6 +183,22 @@ def plan(experiment) -> list[PointPlan]:
             cache[key] = repetition_cost(procedure["name"], procedure.get("params") or {}, point.spec.get("traffic"))
         plans.append(PointPlan(point.point_id, point.values, rule.maximum, rule.minimum, cache[key]))
     return plans
+
+
+def check_length(experiment, plans: list[PointPlan]) -> None:
+    """Refuse a campaign that plans more than CAMPAIGN_WORST_S_MAX of lab time, worst case (InvalidExperiment,
+    one line naming the keys whose product it is), before anything runs."""
+    from trexlab.spec.experiment import InvalidExperiment
+
+    worst = sum(p.worst_s for p in plans)
+    if worst <= CAMPAIGN_WORST_S_MAX:
+        return
+    longest = max(plans, key=lambda p: p.cost.worst_s)
+    raise InvalidExperiment(
+        f"{experiment.path or experiment.name}: sweep ({len(plans)} point(s)) x repetitions "
+        f"({max(p.repetitions for p in plans)}) x the trials of procedure.params (up to {hours(longest.cost.worst_s)} "
+        f"per repetition) plan {hours(worst)} of lab time, worst case: at most {hours(CAMPAIGN_WORST_S_MAX)} "
+        "(30 days) per campaign; split it into campaigns")
 
 
 def hours(seconds: float | None) -> str:

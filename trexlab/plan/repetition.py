@@ -87,7 +87,8 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         results.append(data)
     summary = summarize_headlines(results)
     written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
-               "method": method_of(results[-1]) if results else {}, "figures": summary}
+               "method": method_of(results[-1], provenance.get("rate_source")) if results else {},
+               "figures": summary}
     if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
         intervals = rule.intervals(results)
         narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
@@ -161,8 +162,9 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     return summary
 
 
-def method_of(result: dict) -> dict:
-    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them."""
+def method_of(result: dict, rate_source: dict | None = None) -> dict:
+    """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them. rate_source:
+    where the offered load of a procedure that takes a rate came from (trexlab.plan.rate_from), None: given."""
     method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
                                      "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
@@ -171,6 +173,31 @@ def method_of(result: dict) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "path_mtu" in result and "bb_source" in result:
+        # RFC 6349: every TCP figure rests on the path MTU, the bottleneck bandwidth and the window: how each was
+        # chosen (declared, or measured by the run) and how long each test ran; the values each repetition found
+        # are in its result.json.
+        params = result.get("params") or {}
+        method["tcp"] = {"mtu": params.get("mtu"), "bottleneck_bandwidth_bps": params.get("bottleneck_bandwidth"),
+                         "window_bytes": params.get("window_bytes"), "connections": params.get("connections"),
+                         "test_duration": params.get("test_duration"), "omit": params.get("omit"),
+                         "congestion_control": result.get("congestion_control")}
+    if "latency_floor_method" in result:  # a self-test: its latency floor figures' trial
+        method["latency_floor"] = result["latency_floor_method"]
+    if "bytes" in result and "congestion_control" in result:
+        # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
+        # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
+        method["download"] = {"bytes": result["bytes"], "congestion_control": result["congestion_control"]}
+    if result.get("points") and "step_percent" in (result.get("params") or {}):
+        # RFC 2544 section 26.3: the frame loss rate is a curve from the first (highest) offered load down, and the
+        # headline figure is its first point: without that load and the step it reads as a number of nothing.
+        method["offered_loads"] = {"first_fps": result["points"][0]["offered_load"],
+                                   "step_percent": result["params"]["step_percent"]}
+    if "rate" in method:
+        # RFC 8219 measures latency and PDV at the throughput rate: say whether this rate is one (measured, and
+        # how) or a number given to the run, which nothing here ties to a throughput.
+        method["rate_source"] = (f"{rate_source['statistic']} of {rate_source['figure']} in {rate_source['from']}"
+                                 if rate_source else "given")
     if "frame_timeout" in (result.get("params") or {}):  # None said too: frames then count until the tail ends
         method.setdefault("frame_timeout", result["params"]["frame_timeout"])
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
@@ -191,8 +218,15 @@ def method_line(method: dict) -> str:
         parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
                      f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
                      f"duration sum {goal['duration_sum']:g} s")
+    if loads := method.get("offered_loads"):
+        parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
+                     "of it, until two trials in a row lose no frame")
     if "rate" in method:
-        parts.append(f"offered load {method['rate']:g} fps")
+        source = method.get("rate_source")
+        parts.append(f"offered load {method['rate']:g} fps" + (
+            "" if source is None  # a summary written before rate_source
+            else " (given: not taken from throughput results; RFC 8219 measures at the throughput rate)"
+            if source == "given" else f" (the throughput rate: {source})"))
     if "tagged_frames" in method:  # RFC 8219 latency
         parts.append(f"{method['tagged_frames']} tagged frames after {method.get('tag_delay', 0):g} s")
     if "frame_timeout" in method:
@@ -200,8 +234,25 @@ def method_line(method: dict) -> str:
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
     if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
         parts.append(f"latency definition: {method['latency_definition']}")
-    parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
-                 else "no tester ceiling known")
+    if tcp := method.get("tcp"):
+        parts.append("; ".join([
+            f"path MTU {tcp['mtu']} B declared" if tcp["mtu"] else "path MTU found by Don't-Fragment trials",
+            f"bottleneck bandwidth {tcp['bottleneck_bandwidth_bps']:g} bit/s declared"
+            if tcp["bottleneck_bandwidth_bps"] else "bottleneck bandwidth by RFC 2544 throughput at the MTU",
+            f"window {tcp['window_bytes']} B per connection" if tcp["window_bytes"]
+            else "window per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections",
+            f"{tcp['connections']} connections, {tcp['test_duration']:g} s per test after {tcp['omit']:g} s omitted",
+            f"TCP congestion control {tcp['congestion_control'] or 'the endpoints default'}"]))
+    if download := method.get("download"):
+        parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
+                     f"{download['congestion_control'] or 'the client kernel default'}")
+    elif floor := method.get("latency_floor"):  # a self-test measures the ceiling: it is compared against none
+        parts.append(f"latency floor: one trial of {floor['trial_duration']:g} s per frame size at "
+                     f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
+                     if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
+    else:
+        parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
+                     else "no tester ceiling known")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):
@@ -239,6 +290,9 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
                          "DUT's figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
+    if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)
+        notes.insert(0, "statistics over the repetitions: median (of an even count the mean of the two middle "
+                        "values), min, max; disp. % = (max - min) / median (Lencse 2021)")
     if method:
         notes.append(f"method: {method_line(method)}")
     return lines + notes

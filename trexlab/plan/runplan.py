@@ -179,10 +179,16 @@ def check_campaign_id(value: object) -> str:
 
 
 def checked(plan: RunPlan) -> RunPlan:
-    """The plan, once its procedure checked it (Procedure.check: the generator's capabilities, the lab's nodes)."""
+    """The plan, once its procedure checked it (Procedure.check: the generator's capabilities, the lab's nodes) and
+    its traffic is one the generator can count (Capabilities.translated_frames: SIIT's two IP versions)."""
     from trexlab.procedures import procedure
 
     procedure(plan.procedure).check(plan)
+    versions = plan.traffic.ip_version
+    if versions[0] != versions[1] and not plan.capabilities.translated_frames:
+        raise InvalidParameter("ip_version", versions, f"the same on both tester ports with generator "
+                                                       f"{plan.generator} (it cannot count frames a translator "
+                                                       "turned into the other IP version)")
     return plan
 
 

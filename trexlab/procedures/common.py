@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
-from trexlab.trial import Generator, TrialResult, TrialSpec
+from trexlab.spec.schema import doc
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
@@ -17,6 +18,30 @@ if TYPE_CHECKING:
 #: on_trial(result, context): a TrialResult, or what a TCP procedure measured instead (a TCP test, a download).
 OnTrial = Callable[[Any, dict], None] | None
 Progress = Callable[[str, dict], None] | None
+
+#: Parameters several procedures take, each declared once: what it is with its unit, and its range (their --help
+#: lines and the spec's JSON Schema come from these; the Params' own checks enforce the same ranges).
+MAX_RATE_FIELD = doc("frames/s per direction, the highest offered load, above any min_rate; none: the medium's maximum "
+                     "frame rate at the frame size", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD)
+MEDIA_FIELD = doc("the tester's link, for the default max_rate: 1g, 10g, 25g, 40g, 100g, or its bit/s")
+FRAME_TIMEOUT_FIELD = doc("s: a frame received later than this after it was sent counts as lost; none: every frame "
+                          "received before the receive tail ends counts (RFC 2544)",
+                          exclusiveMinimum=0, maximum=MAX_FRAME_TIMEOUT)
+TESTER_CEILING_FIELD = doc("frames/s per direction, the tester's own loss-free ceiling; none: the one its self-test "
+                           "recorded (--ceilings); figures near it are marked tester-bound", exclusiveMinimum=0)
+RATE_FIELD = doc("frames/s per direction, the throughput rate RFC 8219 measures at; required: give it, or take it "
+                 "from throughput runs (rate: {from: throughput}, --rate-from)",
+                 exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD)
+FLOOR_MEDIAN_FIELD = doc("s, the tester's own median latency from its self-test; none: the recorded one; figures "
+                         "within 3x of it are flagged", exclusiveMinimum=0)
+FLOOR_P99_9_FIELD = doc("s, the tester's own 99.9th percentile latency from its self-test; none: the recorded one; "
+                        "figures within 3x of it are flagged", exclusiveMinimum=0)
+
+
+def trial_duration_field(standard: str) -> dict:
+    """A procedure's trial duration: s of sending per trial (at most an hour), with the standard's minimum."""
+    return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=3600)
+
 
 #: A DUT result within this share of the tester's own ceiling may be the tester's limit.
 CEILING_MARGIN = 0.10
@@ -282,6 +307,20 @@ def retry_host_drops(result: TrialResult) -> bool:
     """Whether a trial is run again (STRETCHED_RETRIES) for frames the host's receive backlog dropped: a stall of
     the shared host is a transient, as a stretched trial's is."""
     return result.host_drops > 0 and result.all_sent
+
+
+#: A delay figure of fewer steps of the generator's delay resolution than this is flagged (10 steps: 10 % error).
+DELAY_STEPS = 10
+
+
+def coarse_delay_note(direction: str, figure: str, value: float, unit: float) -> str | None:
+    """A note when a delay figure (s) spans fewer than DELAY_STEPS steps of the delays' resolution (unit, s per
+    histogram value: TRex reports whole microseconds): RFC 8219's figures are per-frame delays, and at a few steps
+    a step is a large part of the figure. None for a figure of enough steps, zero or infinite."""
+    if not (0 < value < DELAY_STEPS * unit):
+        return None
+    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of the generator's "
+            f"delay resolution ({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
 
 
 def near_floor(floor: dict | None) -> list[str]:

@@ -11,6 +11,10 @@ from dataclasses import asdict, dataclass, field
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import check_range
 from trexlab.procedures.common import (
+    FRAME_TIMEOUT_FIELD,
+    MAX_RATE_FIELD,
+    MEDIA_FIELD,
+    TESTER_CEILING_FIELD,
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
@@ -20,7 +24,9 @@ from trexlab.procedures.common import (
     rfc2544_deviations,
     simulated_cost_of,
     tester_bound_fields,
+    trial_duration_field,
 )
+from trexlab.spec.schema import doc
 from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD
 
 NAME = "flr"
@@ -32,12 +38,14 @@ MIN_STEP_PERCENT = 0.1
 
 @dataclass(frozen=True)
 class Params:
-    max_rate: float | None = None  # fps per direction; None: the media limit
-    step_percent: float = 10.0  # of max_rate; RFC 2544: at most 10
-    trial_duration: float = 60.0
-    frame_timeout: float | None = None
-    media: str = "10g"
-    tester_ceiling: float | None = None  # fps from a self-test; loads near it are flagged
+    max_rate: float | None = field(default=None, metadata=MAX_RATE_FIELD)
+    step_percent: float = field(default=10.0, metadata=doc(
+        "% of max_rate the offered load falls by from trial to trial (RFC 2544 section 26.3: at most 10)",
+        minimum=MIN_STEP_PERCENT, maximum=10))
+    trial_duration: float = field(default=60.0, metadata=trial_duration_field("RFC 2544 section 24: at least 60 s"))
+    frame_timeout: float | None = field(default=None, metadata=FRAME_TIMEOUT_FIELD)
+    media: str = field(default="10g", metadata=MEDIA_FIELD)
+    tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import RunContext
+from trexlab.spec.schema import doc
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import TrialSpec
 
@@ -40,7 +41,9 @@ CURL_FIELDS = ("http_code", "size_download", "time_total", "time_connect", "time
 
 @dataclass(frozen=True)
 class Params:
-    timeout: float = 600.0  # s; a download still running then is ended and the run fails
+    timeout: float = field(default=600.0, metadata=doc(
+        "s a download may take: one still running then is ended and the run fails", exclusiveMinimum=0,
+        maximum=86400))
 
     def __post_init__(self) -> None:
         check_range("timeout", self.timeout, 0, 86400, low_open=True)

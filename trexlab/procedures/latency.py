@@ -30,9 +30,14 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
+    FLOOR_MEDIAN_FIELD,
+    FLOOR_P99_9_FIELD,
+    RATE_FIELD,
+    TESTER_CEILING_FIELD,
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
+    coarse_delay_note,
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
@@ -40,8 +45,10 @@ from trexlab.procedures.common import (
     shorter_than,
     simulated_cost_of,
     tester_bound_fields,
+    trial_duration_field,
 )
 from trexlab.procedures.selftest import latency_floor_check
+from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
     MAX_OFFERED_LOAD,
@@ -93,16 +100,23 @@ def measured_latency(results: list[TrialResult], direction: Direction) -> Latenc
 
 @dataclass(frozen=True)
 class Params:
-    rate: float | None = None  # fps per direction: the measured throughput rate (required)
-    trial_duration: float = TRIAL_DURATION  # s, RFC 8219: at least 120 s
-    tag_delay: float = TAG_DELAY  # s before the first tagged frame, RFC 8219: 60 s
-    tagged_frames: int = 1000  # per direction, >= 500
-    frame_timeout: float | None = None  # s; a tag later than this counts as lost (None: the receive tail decides)
-    rfc2544_trials: int = 0  # also run this many one-tagged-frame RFC 2544 trials (RFC 2544: 20)
-    tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
-    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
-    tester_floor_median: float | None = None
-    tester_floor_p99_9: float | None = None
+    rate: float | None = field(default=None, metadata=RATE_FIELD)
+    trial_duration: float = field(default=TRIAL_DURATION, metadata=trial_duration_field(
+        "RFC 8219 section 7.2: at least 120 s; more than tag_delay"))
+    tag_delay: float = field(default=TAG_DELAY, metadata=doc(
+        "s from the trial's start to the first tagged frame, less than trial_duration (RFC 8219: 60 s)", minimum=0))
+    tagged_frames: int = field(default=1000, metadata=doc(
+        "tagged frames per direction and trial, whose delays the figures are of (RFC 8219: at least 500)",
+        minimum=MIN_TAGGED_FRAMES, maximum=MAX_TAGGED_FRAMES))
+    frame_timeout: float | None = field(default=None, metadata=doc(
+        "s: a tag received later than this counts as lost (its delay reads > timeout); none: every tag received "
+        "before the receive tail ends counts", exclusiveMinimum=0, maximum=MAX_FRAME_TIMEOUT))
+    rfc2544_trials: int = field(default=0, metadata=doc(
+        "RFC 2544 section 26.2 trials (one tagged frame each) run besides (RFC 2544: 20); 0: none",
+        minimum=0, maximum=1000))
+    tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
+    tester_floor_median: float | None = field(default=None, metadata=FLOOR_MEDIAN_FIELD)
+    tester_floor_p99_9: float | None = field(default=None, metadata=FLOOR_P99_9_FIELD)
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
@@ -217,6 +231,8 @@ def run(context: RunContext, params: Params) -> LatencyResult:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
                          f"than the frame timeout; they count as infinite delays "
                          f"({lost_tags_text(params.frame_timeout)} where a percentile falls among them)")
+        if coarse := coarse_delay_note(direction, "typical latency", summary["median"], latency.unit):
+            notes.append(coarse)
         if summary["samples"] < MIN_TAGGED_FRAMES:
             notes.append(f"{direction}: only {summary['samples']} tagged frames arrived in time "
                          f"(RFC 8219 asks for >= {MIN_TAGGED_FRAMES}); the figures are less reliable")

@@ -25,6 +25,9 @@ from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossR
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
+    MAX_RATE_FIELD,
+    MEDIA_FIELD,
+    TESTER_CEILING_FIELD,
     RunContext,
     TrialRunner,
     ceiling_warning,
@@ -33,6 +36,7 @@ from trexlab.procedures.common import (
     simulated_cost,
     tester_bound_fields,
 )
+from trexlab.spec.schema import doc
 from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec
 
 NAME = "mlrsearch"
@@ -83,13 +87,22 @@ def search_goal(goal: dict, index: int = 0) -> SearchGoal:
 
 @dataclass(frozen=True)
 class Params:
-    goals: tuple = (NDR, PDR)
-    max_rate: float | None = None  # fps per direction; None: media limit
-    min_rate: float = 10_000.0  # fps per direction (the reference implementation wants > 0)
-    media: str = "10g"
-    warmup_duration: float = 0.0  # s at max load before the search; 0: none
-    search_time_max: float = 3600.0  # wall-clock s after which the search gives up
-    tester_ceiling: float | None = None
+    goals: tuple = field(default=(NDR, PDR), metadata=doc(
+        "the search goals (draft-ietf-bmwg-mlrsearch), each {name, loss_ratio, exceed_ratio, relative_width, "
+        "initial_trial_duration, final_trial_duration, duration_sum}: ratios as fractions, durations in s; "
+        "default NDR (loss ratio 0) and PDR (0.005), 1 s final trials, 21 s duration sum, exceed ratio 0.5, "
+        "width 0.005", minItems=1))
+    max_rate: float | None = field(default=None, metadata=MAX_RATE_FIELD)
+    min_rate: float = field(default=10_000.0, metadata=doc(
+        "frames/s per direction, the lowest load the search tries (at most max_rate); a goal whose lower bound "
+        "lies below it reads 'below minimum load'", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    media: str = field(default="10g", metadata=MEDIA_FIELD)
+    warmup_duration: float = field(default=0.0, metadata=doc(
+        "s of sending at max_rate before the search; 0: none", minimum=0, maximum=MAX_TRIAL_DURATION))
+    search_time_max: float = field(default=3600.0, metadata=doc(
+        "wall-clock s after which the search stops with the bounds it has", exclusiveMinimum=0,
+        maximum=MAX_SEARCH_TIME))
+    tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
 
     def __post_init__(self) -> None:
         if not self.goals:
@@ -109,6 +122,9 @@ class Params:
         media_speed(self.media)
         check_range("warmup_duration", self.warmup_duration, 0, MAX_TRIAL_DURATION)
         check_range("search_time_max", self.search_time_max, 0, MAX_SEARCH_TIME, low_open=True)
+        # A ceiling of 0 or below marked every figure tester-bound ("LOWER BOUND"), its method line naming it.
+        if self.tester_ceiling is not None:
+            check_range("tester_ceiling", self.tester_ceiling, 0, low_open=True)
 
 
 class _Measurer(AbstractMeasurer):

@@ -28,9 +28,14 @@ from dataclasses import asdict, dataclass, field
 
 from trexlab.params import check_range
 from trexlab.procedures.common import (
+    FLOOR_MEDIAN_FIELD,
+    FLOOR_P99_9_FIELD,
+    RATE_FIELD,
+    TESTER_CEILING_FIELD,
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
+    coarse_delay_note,
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
@@ -38,9 +43,11 @@ from trexlab.procedures.common import (
     shorter_than,
     simulated_cost_of,
     tester_bound_fields,
+    trial_duration_field,
 )
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
+from trexlab.spec.schema import doc
 from trexlab.trial import MAX_FRAME_TIMEOUT, delay_for_json, format_seconds
 
 NAME = "pdv"
@@ -53,13 +60,15 @@ METHOD = "RFC 8219 section 7.3"
 
 @dataclass(frozen=True)
 class Params:
-    rate: float | None = None  # fps per direction: the measured throughput rate (required)
-    trial_duration: float = TRIAL_DURATION  # s (RFC 8219 asks for at least 60 s; 120 s as for latency)
-    frame_timeout: float | None = None  # s; a frame later than this counts as lost
-    tester_ceiling: float | None = None  # fps from a self-test; a rate near it is flagged
-    # s, the tester's own latency floor from a self-test (median, 99.9th percentile); figures near it are flagged
-    tester_floor_median: float | None = None
-    tester_floor_p99_9: float | None = None
+    rate: float | None = field(default=None, metadata=RATE_FIELD)
+    trial_duration: float = field(default=TRIAL_DURATION, metadata=trial_duration_field(
+        "RFC 8219 section 7.3: at least 60 s; 120 s as for latency"))
+    frame_timeout: float | None = field(default=None, metadata=doc(
+        "s: a frame received later than this counts as lost (the PDV then reads > timeout - min); none: every "
+        "frame received before the receive tail ends counts", exclusiveMinimum=0, maximum=MAX_FRAME_TIMEOUT))
+    tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
+    tester_floor_median: float | None = field(default=None, metadata=FLOOR_MEDIAN_FIELD)
+    tester_floor_p99_9: float | None = field(default=None, metadata=FLOOR_P99_9_FIELD)
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
@@ -138,6 +147,8 @@ def run(context: RunContext, params: Params) -> PdvResult:
         if latency.lost_or_late:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} frames lost or later than "
                          "the frame timeout; they count as infinite delays")
+        if coarse := coarse_delay_note(direction, "PDV", pdv, latency.unit):
+            notes.append(coarse)
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)
     figures = {d: {"pdv": s["pdv_s"]} for d, s in directions.items()}  # numbers; +inf is skipped there

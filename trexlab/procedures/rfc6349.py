@@ -46,13 +46,13 @@ from typing import Any
 from trexlab.media import media_speed
 from trexlab.params import InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
-from trexlab.procedures.common import RunContext, TrialRunner
-from trexlab.spec.schema import HOST_PATTERN
+from trexlab.procedures.common import MEDIA_FIELD, RunContext, TrialRunner
+from trexlab.spec.schema import HOST_PATTERN, doc
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
-from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE, GeneratorError, TrialSpec
+from trexlab.trial import MAX_FRAME_SIZE, MAX_OFFERED_LOAD, MIN_FRAME_SIZE, GeneratorError, TrialSpec
 
 NAME = "tcp"
 TAKES_RATE = False
@@ -71,31 +71,65 @@ def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
 
 @dataclass(frozen=True)
 class Params:
-    mtu: int | None = None  # bytes; declared path MTU; None: find it with DF trials
-    mtu_frame_sizes: tuple[int, ...] = (1024, 1280, 1518, 2018, 4018, 9018)  # frame sizes of the MTU trials
-    mtu_trial_rate: float = 1000.0  # fps per direction: low load, so loss can only mean "too big"
-    mtu_trial_duration: float = 1.0  # s
-    bottleneck_bandwidth: float | None = None  # bit/s; declared BB (the CIR); None: RFC 2544 throughput
-    bb_max_rate: float | None = None  # fps of the BB search; None: the media limit at the MTU frame size
-    bb_min_rate: float = 1000.0  # fps
-    bb_resolution: float | None = None  # fps; None: the search's relative default (throughput.Params)
-    bb_trial_duration: float = 10.0  # s per BB trial
-    bb_loss_tolerance_percent: float = 0.0
-    media: str = "10g"  # for the default bb_max_rate
-    rtt_duration: float = 5.0  # s of the baseline RTT connection
-    rtt_load_percent: float = 1.0  # its pacing, in % of BB
-    connections: int = 4  # of the download, upload and bidirectional tests
-    window_bytes: int | None = None  # per connection; None: BDP / connections
-    reduced_window_percent: tuple[int, ...] = (25, 50, 75)  # total windows in % of the BDP
-    dscp: tuple[int, ...] = (46, 10, 12, 14, 0)  # one concurrent connection each (EF, AF11, AF12, AF13, BE)
-    stress_connections: int = 100
-    test_duration: float = 10.0  # s of each TCP test (the steady period)
-    omit: float = 0.0  # s left out at the start of each TCP test (slow start)
-    tests: tuple[str, ...] = TESTS
-    engine: str = "iperf3"  # iperf3 (the lab's client and server nodes) | trex (TRex ASTF on the tester's ports)
-    trex_server: str | None = None  # engine trex: the ASTF server's host; None: the tester's (roles/trex)
-    trex_sync_port: int = 4501  # engine trex: its RPC port (the publisher's is one below)
-    trex_server_port: int = 5201  # engine trex: TCP port of the first concurrent test's server; +1 per test
+    mtu: int | None = field(default=None, metadata=doc(
+        "bytes, the declared path MTU; none: found with Don't-Fragment trials at mtu_frame_sizes", minimum=576,
+        maximum=MAX_FRAME_SIZE - tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES))
+    mtu_frame_sizes: tuple[int, ...] = field(default=(1024, 1280, 1518, 2018, 4018, 9018), metadata=doc(
+        "bytes per frame with FCS of the MTU trials", minItems=1, items={"minimum": 594, "maximum": MAX_FRAME_SIZE}))
+    mtu_trial_rate: float = field(default=1000.0, metadata=doc(
+        "frames/s per direction of the MTU trials: a low load, so that a loss can only mean too big",
+        exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    mtu_trial_duration: float = field(default=1.0, metadata=doc("s per MTU trial", exclusiveMinimum=0,
+                                                                  maximum=3600))
+    bottleneck_bandwidth: float | None = field(default=None, metadata=doc(
+        "bit/s, the declared bottleneck bandwidth (the CIR); none: RFC 2544 throughput at the MTU frame size",
+        exclusiveMinimum=0))
+    # The bottleneck bandwidth's RFC 2544 search: throughput's parameters (bottleneck_search), checked as those.
+    bb_max_rate: float | None = field(default=None, metadata=doc(
+        "frames/s per direction, the BB search's upper end (above bb_min_rate); none: the medium's maximum frame "
+        "rate at the MTU frame size", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    bb_min_rate: float = field(default=1000.0, metadata=doc(
+        "frames/s per direction, the BB search's lower end", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    bb_resolution: float | None = field(default=None, metadata=doc(
+        "frames/s the BB search stops at; none: the throughput search's relative default",
+        minimum=throughput.MIN_RESOLUTION_FPS))
+    bb_trial_duration: float = field(default=10.0, metadata=doc("s per BB trial", exclusiveMinimum=0,
+                                                                  maximum=3600))
+    bb_loss_tolerance_percent: float = field(default=0.0, metadata=doc(
+        "% of the frames a BB trial may lose and still pass", minimum=0, maximum=100))
+    media: str = field(default="10g", metadata=MEDIA_FIELD)
+    rtt_duration: float = field(default=5.0, metadata=doc("s of the baseline RTT connection", exclusiveMinimum=0,
+                                                            maximum=3600))
+    rtt_load_percent: float = field(default=1.0, metadata=doc(
+        "% of the bottleneck bandwidth the baseline RTT connection is paced to", exclusiveMinimum=0, maximum=100))
+    connections: int = field(default=4, metadata=doc(
+        "TCP connections of the download, upload and bidirectional tests", minimum=1, maximum=MAX_STREAMS))
+    window_bytes: int | None = field(default=None, metadata=doc(
+        "bytes of window per connection; none: the BDP / connections", minimum=1))
+    reduced_window_percent: tuple[int, ...] = field(default=(25, 50, 75), metadata=doc(
+        "% of the BDP: the total windows of the reduced-window tests", items={"minimum": 1, "maximum": 100}))
+    dscp: tuple[int, ...] = field(default=(46, 10, 12, 14, 0), metadata=doc(
+        "DSCP values of the DSCP test, one concurrent connection each (default EF, AF11, AF12, AF13, BE)",
+        items={"minimum": 0, "maximum": 63}))
+    stress_connections: int = field(default=100, metadata=doc(
+        "TCP connections of the many-connection test", minimum=1, maximum=MAX_STREAMS))
+    test_duration: float = field(default=10.0, metadata=doc(
+        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=3600))
+    omit: float = field(default=0.0, metadata=doc(
+        "s left out at the start of each TCP test (slow start)", minimum=0, maximum=600))
+    tests: tuple[str, ...] = field(default=TESTS, metadata=doc(
+        "the TCP tests to run, in this order", minItems=1, items={"enum": list(TESTS)}))
+    engine: str = field(default="iperf3", metadata=doc(
+        "iperf3 (the lab's client and server nodes) or trex (TRex ASTF on the tester's ports)",
+        enum=list(tcp_engines.ENGINES)))
+    trex_server: str | None = field(default=None, metadata=doc(
+        "engine trex: the ASTF server's host name or address; none: the tester's (roles/trex)",
+        pattern=HOST_PATTERN))
+    trex_sync_port: int = field(default=4501, metadata=doc(
+        "engine trex: the server's RPC port (its publisher's is one below)", minimum=2, maximum=65535))
+    trex_server_port: int = field(default=5201, metadata=doc(
+        "engine trex: TCP port of the first concurrent test's server, one more per test", minimum=1,
+        maximum=65535))
 
     def __post_init__(self) -> None:
         if self.mtu is not None:
@@ -105,7 +139,7 @@ class Params:
             raise InvalidParameter("mtu_frame_sizes", self.mtu_frame_sizes, "at least one frame size")
         for size in self.mtu_frame_sizes:
             check_range("mtu_frame_sizes", size, 594, MAX_FRAME_SIZE, integer=True)
-        check_range("mtu_trial_rate", self.mtu_trial_rate, 0, low_open=True)
+        check_range("mtu_trial_rate", self.mtu_trial_rate, 0, MAX_OFFERED_LOAD, low_open=True)
         check_range("mtu_trial_duration", self.mtu_trial_duration, 0, 3600, low_open=True)
         if self.bottleneck_bandwidth is not None:
             check_range("bottleneck_bandwidth", self.bottleneck_bandwidth, 0, low_open=True)
@@ -116,6 +150,13 @@ class Params:
             check_range("bb_resolution", self.bb_resolution, 0, low_open=True)
         check_range("bb_trial_duration", self.bb_trial_duration, 0, 3600, low_open=True)
         check_range("bb_loss_tolerance_percent", self.bb_loss_tolerance_percent, 0, 100)
+        # The BB search is a throughput search: its own checks, before any trial rather than after the MTU trials
+        # (a bb_resolution of 1e-6 passed here and was refused as 'resolution' by the search it reached).
+        try:
+            bottleneck_search(self)
+        except InvalidParameter as exc:
+            name = exc.name if exc.name == "media" else f"bb_{exc.name}"
+            raise InvalidParameter(name, exc.value, exc.allowed) from None
         media_speed(self.media)
         check_range("rtt_duration", self.rtt_duration, 0, 3600, low_open=True)
         check_range("rtt_load_percent", self.rtt_load_percent, 0, 100, low_open=True)
@@ -377,10 +418,13 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
 
 def mtu_trial_sizes(engine: tcp_engines.TcpEngine, traffic: TrialSpec,
                     params: Params) -> tuple[list[int], list[int], int | None]:
-    """The MTU trials' frame sizes, those of them the sending tester ports' MTU lets them send (at least one), and
-    that MTU (None: unknown, e.g. DPDK)."""
-    senders = [traffic.sender_port(d) for d in traffic.active_directions]
-    tester_mtu = engine.tester_port_mtu(senders)
+    """The MTU trials' frame sizes, those of them the tester ports' MTU lets them send and receive (at least one),
+    and that MTU (None: unknown, e.g. DPDK). Both ports, whichever direction the trials take: a port receiving a
+    frame above its MTU drops it as one sending it refuses it, and with the sending ports' alone a receiving port's
+    smaller MTU was reported as the path's."""
+    ports = sorted({port for d in traffic.active_directions
+                    for port in (traffic.sender_port(d), 1 - traffic.sender_port(d))})
+    tester_mtu = engine.tester_port_mtu(ports)
     overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
     sizes = sorted(set(params.mtu_frame_sizes))
     testable = [s for s in sizes if tester_mtu is None or s - overhead <= tester_mtu]

@@ -39,11 +39,12 @@ from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
+from trexlab.spec.schema import doc
 from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, format_seconds
 
 NAME = "selftest"
 TAKES_RATE = False
-METHOD = "tester self-test (RFC 2544 throughput, ports looped back)"
+METHOD = "tester self-test (RFC 2544 section 26.1 throughput, ports looped back)"
 #: Where the self-test records the tester's ceilings and other procedures look them up.
 CEILINGS_FILE = Path("results/tester-ceilings.json")
 #: A DUT's latency (median, 99.9th percentile) or PDV within this factor of the tester's own floor may
@@ -53,18 +54,25 @@ FLOOR_FACTOR = 3.0
 FLOOR_TAGGED_FRAMES = 1000
 
 
+_SEARCH = {f.name: f.metadata for f in dataclasses.fields(throughput.Params)}
+
+
 @dataclass(frozen=True)
 class Params:
-    frame_sizes: tuple[int, ...] = (64,)
-    max_rate: float | None = None
-    min_rate: float = 100.0
-    resolution: float | None = None
-    loss_tolerance_percent: float = 0.0
-    trial_duration: float = 60.0
-    media: str = "10g"
+    frame_sizes: tuple[int, ...] = field(default=(64,), metadata=doc(
+        "bytes per frame with FCS, one ceiling search each", minItems=1,
+        items={"minimum": 64, "maximum": 9018 - SIIT_SIZE_DELTA}))
+    # The search's parameters are the throughput search's, declared there.
+    max_rate: float | None = field(default=None, metadata=_SEARCH["max_rate"])
+    min_rate: float = field(default=100.0, metadata=_SEARCH["min_rate"])
+    resolution: float | None = field(default=None, metadata=_SEARCH["resolution"])
+    loss_tolerance_percent: float = field(default=0.0, metadata=_SEARCH["loss_tolerance_percent"])
+    trial_duration: float = field(default=60.0, metadata=_SEARCH["trial_duration"])
+    media: str = field(default="10g", metadata=_SEARCH["media"])
     # The latency floor's trial runs at this share of the ceiling found (%, 0 = no floor): a DUT is measured
     # below the tester's ceiling, where the tester's own queues are short.
-    floor_load_percent: float = 50.0
+    floor_load_percent: float = field(default=50.0, metadata=doc(
+        "% of the ceiling found at which the latency floor's trial runs; 0: no floor", minimum=0, maximum=100))
 
     def __post_init__(self) -> None:
         if not self.frame_sizes:
@@ -103,6 +111,10 @@ class SelfTestResult:
             **({"stopping_rule": rules.pop()} if len(rules) == 1 else {}),
             "ceilings_fps": {str(k): v for k, v in self.ceilings.items()},
             "latency_floors": {str(k): v for k, v in self.floors.items()},
+            # How the floors were measured (the latency_floor_* figures' method): one tagged trial per frame size.
+            "latency_floor_method": {"load_percent": self.params.floor_load_percent,
+                                     "tagged_frames": FLOOR_TAGGED_FRAMES,
+                                     "trial_duration": self.params.trial_duration},
             "searches": self.searches,
             "notes": self.notes,
             "params": asdict(self.params),

@@ -15,6 +15,10 @@ from dataclasses import asdict, dataclass, field
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
+    FRAME_TIMEOUT_FIELD,
+    MAX_RATE_FIELD,
+    MEDIA_FIELD,
+    TESTER_CEILING_FIELD,
     RunContext,
     ceiling_warning,
     check_plan_frame_timeout,
@@ -24,12 +28,14 @@ from trexlab.procedures.common import (
     rfc2544_deviations,
     simulated_cost_of,
     tester_bound_fields,
+    trial_duration_field,
 )
+from trexlab.spec.schema import doc
 from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, tolerance_ratio
 
 NAME = "throughput"
 TAKES_RATE = False
-METHOD = "RFC 2544 binary search"
+METHOD = "RFC 2544 section 26.1 throughput, binary search"
 #: The default stopping rule: the interval is narrower than this share of the rate found.
 DEFAULT_RESOLUTION_PERCENT = 0.5
 #: The finest resolutions a search may stop at (see Params.__post_init__).
@@ -39,22 +45,36 @@ MIN_RESOLUTION_PERCENT = 1e-6
 
 @dataclass(frozen=True)
 class Params:
-    max_rate: float | None = None  # fps per direction; None: the media limit for the frame size
-    min_rate: float = 100.0  # fps per direction
-    initial_rate: float | None = None  # first trial; None: max_rate
-    resolution: float | None = None  # fps; the search stops when the interval is this narrow; None: relative
-    # %: with no absolute resolution, the search stops when the interval is narrower than this share of the rate
-    # found (its lower end), so a 20 kfps DUT is measured as closely as a 10 Mfps one
-    resolution_percent: float = DEFAULT_RESOLUTION_PERCENT
-    loss_tolerance_percent: float = 0.0  # RFC 2544: 0; Lencse & Szilagyi 2024 used 0.01
-    trial_duration: float = 60.0  # s, RFC 2544 section 24
-    frame_timeout: float | None = None  # s; None: frames count until the receive tail ends
-    media: str = "10g"  # for the default max_rate
-    tester_ceiling: float | None = None  # fps from a self-test; results near it are flagged
+    max_rate: float | None = field(default=None, metadata=MAX_RATE_FIELD)
+    min_rate: float = field(default=100.0, metadata=doc(
+        "frames/s per direction, the search's lower end (below max_rate): a DUT failing it has no throughput "
+        "figure, reported as below min_rate", exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    initial_rate: float | None = field(default=None, metadata=doc(
+        "frames/s per direction of the first trial, from min_rate to max_rate; none: max_rate",
+        exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
+    resolution: float | None = field(default=None, metadata=doc(
+        "frames/s: the search stops when the rate found and the lowest failed rate are this close; none: "
+        "resolution_percent", minimum=MIN_RESOLUTION_FPS))
+    # With no absolute resolution, the search stops when the interval is narrower than this share of the rate
+    # found (its lower end), so a 20 kfps DUT is measured as closely as a 10 Mfps one.
+    resolution_percent: float = field(default=DEFAULT_RESOLUTION_PERCENT, metadata=doc(
+        "% of the rate found: the search stops when the interval is narrower (when no resolution is given)",
+        minimum=MIN_RESOLUTION_PERCENT, maximum=100))
+    loss_tolerance_percent: float = field(default=0.0, metadata=doc(
+        "% of the frames sent that a trial may lose and still pass (RFC 2544: 0; Lencse & Szilagyi 2024 used "
+        "0.01); disclosed with every result", minimum=0, maximum=100))
+    trial_duration: float = field(default=60.0, metadata=trial_duration_field("RFC 2544 section 24: at least 60 s"))
+    frame_timeout: float | None = field(default=None, metadata=FRAME_TIMEOUT_FIELD)
+    media: str = field(default="10g", metadata=MEDIA_FIELD)
+    tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
     # Repeated runs (trexlab.plan.adaptive): start each repetition after the first from bounds near the median of
     # those before it, rather than from the whole range (disclosed: start_bounds in each result's params).
-    warm_start: bool = False
-    start_bounds: tuple[float, float] | None = None  # (low, high) fps: verified first, widened when they fail
+    warm_start: bool = field(default=False, metadata=doc(
+        "start each repetition after the first from bounds near the earlier ones' median, each verified by a "
+        "full trial (disclosed as start_bounds)"))
+    start_bounds: tuple[float, float] | None = field(default=None, metadata=doc(
+        "[low, high] frames/s with 0 < low < high the search starts from: verified first, widened when they "
+        "fail (warm_start sets them)"))
 
     def __post_init__(self) -> None:
         if self.max_rate is not None:
@@ -63,7 +83,9 @@ class Params:
         if self.max_rate is not None and self.min_rate >= self.max_rate:
             raise InvalidParameter("min_rate", self.min_rate, f"< max_rate ({self.max_rate})")
         if self.initial_rate is not None:
-            check_range("initial_rate", self.initial_rate, self.min_rate, self.max_rate)
+            # Without a max_rate the media's rate is the top, known only with the traffic: bounded here by the most
+            # any trial may offer, so that 1e12 is refused with the spec, naming initial_rate, not at the first trial.
+            check_range("initial_rate", self.initial_rate, self.min_rate, self.max_rate or MAX_OFFERED_LOAD)
         # Floors: below them the search's float midpoints stop moving before the interval is that narrow, and the
         # search would go on for ever (a resolution of 1e-300 did); no trial tells such rates apart anyway.
         if self.resolution is not None:

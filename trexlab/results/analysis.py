@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,7 +28,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
-from trexlab.results.store import dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -73,7 +74,9 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         runs["experiment"] = manifest["experiment"]
         runs["campaign"] = manifest["campaign"]
         runs["point"] = runs["provenance.point"]
-        runs["repetition"] = runs["provenance.repetition"]
+        runs["repetition"] = pd.Series([_repetition(value, run) for value, run in
+                                        zip(runs["provenance.repetition"], runs["run"], strict=True)],
+                                       index=runs.index, dtype=object)
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
         for key in sweep:
             column = f"provenance.sweep.{key}"
@@ -87,6 +90,18 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
     return pd.concat(frames, ignore_index=True)
+
+
+def _repetition(value, run: str) -> int | None:
+    """A run's repetition number from its provenance.json, None where it has none. The file may be a received
+    directory's: the reports show the number in their text and count with it, so anything but a whole number >= 1
+    is refused (ValueError, one line naming the file) rather than shown or made one by float()."""
+    if not _present(value):
+        return None
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 1:
+        raise ValueError(f"{Path(run) / PROVENANCE}: repetition: {value!r} is not a whole number >= 1")
+    return int(value)
 
 
 def _hashable(value):
@@ -370,14 +385,18 @@ def significant(value: float, digits: int = 4) -> str:
     return f"{value:,.{decimals}f}"
 
 
+def figure_format(figure: str) -> str | Callable[[float], str]:
+    """How a figure's statistics are written in its display unit (for shown): frames/s whole, delays and times to 4
+    significant digits, other figures to 3 decimals."""
+    return "{:,.0f}" if figure.endswith("_fps") else significant if figure.endswith("_s") else "{:,.3f}"
+
+
 def styled(table: pd.DataFrame, figure: str):
     """A summary table formatted for a report: statistics in the figure's display unit, a median held down by a
     tester-bound repetition marked '≥' (a lower bound), censored statistics as '< min_rate', and per point how
     many repetitions are missing or tester-bound and why."""
     view = table.copy()
-    scale = figure_scale(figure)
-    digits: str | Callable[[float], str] = ("{:,.0f}" if figure.endswith("_fps") else significant
-                                             if figure.endswith("_s") else "{:,.3f}")
+    scale, digits = figure_scale(figure), figure_format(figure)
     for column in ("median", "min", "max", "p1", "p99"):
         view[column] = [shown(v, digits, scale) for v in table[column]]
     view["dispersion_percent"] = [shown(v, "{:.2f}") for v in table["dispersion_percent"]]
@@ -411,17 +430,21 @@ def report_table(frame: pd.DataFrame):
     return styler
 
 
+#: What a median marked LOWER_BOUND_MARK means, for the text beside a table that has one.
+LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
+                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
+                    "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), "
+                    "so the DUT's figure may be higher")
+
+
 def figure_heading(table: pd.DataFrame, figure: str) -> str:
     """A figure's section heading; when some point's median may be held down by the tester, it says so."""
     heading = f"## {text(figure_title(figure))}"
     bound = table.get("median_lower_bound", pd.Series(dtype=bool)).fillna(False).astype(bool)
     if bound.any():
         points = len(table) if bound.all() else int(bound.sum())
-        heading += (f" — lower bound at {points} point(s): tester-bound\n\n"
-                    f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
-                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
-                    "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), so "
-                    "the DUT's figure may be higher; the `missing / tester-bound: why` column names the repetitions.")
+        heading += (f" — lower bound at {points} point(s): tester-bound\n\n{LOWER_BOUND_NOTE}; the "
+                    "`missing / tester-bound: why` column names the repetitions.")
     if (table.get("missing", pd.Series(dtype=int)) > 0).any():
         heading += ("\n\n*Missing* repetitions have no figure: below min_rate (the search ended below the "
                     "minimum load; counted as observations below it: a statistic that falls among them reads "
@@ -484,6 +507,8 @@ def method_disclosure(campaign: str | Path) -> str:
                      "of any non-zero tolerance)")
     if spec.get("dut"):
         lines.append(f"- DUT configuration: {text(json.dumps(spec['dut'], sort_keys=True))}")
+    if spec.get("endpoints"):  # what the TCP figures depend on: the file's size, the congestion control
+        lines.append(f"- TCP endpoints (client, server): {text(json.dumps(spec['endpoints'], sort_keys=True))}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{text(k)} ∈ {text(v)}" for k, v in spec["sweep"].items()))
     # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
@@ -637,9 +662,10 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                  user_figure: str = "download_time_s") -> pd.DataFrame:
     """Per DUT impairment: what the user sees (median, 1st and 99th percentile of user_figure) next to the
     RFC 2544 figures measured under the same impairment by other experiments (their medians, one column per
-    experiment, figure and sweep value): the comparison the seed paper draws between its tables. A row 'none'
-    leads wherever the RFC 2544 campaigns measured without impairment, even if the user's side did not: the
-    loss-free figure the impaired ones are read against."""
+    experiment, figure and sweep value; a rate's median that a tester-bound repetition may hold down is a string
+    marked '≥' in the figure's format, as in every table): the comparison the seed paper draws between its tables.
+    A row 'none' leads wherever the RFC 2544 campaigns measured without impairment, even if the user's side did
+    not: the loss-free figure the impaired ones are read against."""
     user = user_runs.assign(impairment=impairment_labels(user_runs))
     labels = set(user["impairment"])
     if not rfc2544_runs.empty and "none" in set(impairment_labels(rfc2544_runs)):
@@ -664,11 +690,34 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                 column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
                 # Each repetition as every table reads it: a search that ended below min_rate is an observation
                 # below it (a median among such reads "< min_rate"), never left out, which raised the median.
-                median = summarize(observations(group, figure))["median"]
-                rows[label][column] = median if is_censored(median) else median * figure_scale(figure)
+                # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
+                # (only a rate: a tester cannot lower a delay).
+                summary = summarize(observations(group, figure), held_down_by_tester(figure))
+                median = summary["median"]
+                rows[label][column] = (
+                    median if is_censored(median) else
+                    LOWER_BOUND_MARK + shown(median, figure_format(figure), figure_scale(figure))
+                    if summary["median_lower_bound"] else median * figure_scale(figure))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
     return table.reset_index()
+
+
+def disclosure_beside(campaigns: Iterable[str | Path], table: pd.DataFrame | None = None,
+                      heading: str = "How the figures beside these were measured") -> str:
+    """Markdown with the method disclosure of each campaign whose figures a report sets beside its own (the
+    single-DUT half of a comparison, the RFC 2544 campaigns beside download times): those figures are printed
+    too, and a figure is read with its method. With a table (side_by_side's), only the campaigns whose
+    experiment heads one of its columns ('<experiment>: ...'); '' when none is left."""
+    shown = []
+    for campaign in campaigns:
+        experiment = json.loads((Path(campaign) / "campaign.json").read_text())["experiment"]
+        if table is None or any(str(column).startswith(f"{experiment}: ") for column in table.columns):
+            shown.append(method_disclosure(campaign))
+    if not shown:
+        return ""
+    # Each disclosure starts with its campaign's heading (##): this one sits above them.
+    return "\n\n".join([f"## {heading}", *shown])
 
 
 def campaigns_beside(campaign: str | Path, exclude_procedure: str) -> list[Path]:

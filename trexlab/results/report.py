@@ -52,11 +52,17 @@ def _execute(notebook: Path, campaigns: list[Path], html: Path) -> Path:
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
 
     executed = html.with_suffix(".ipynb")
+    # The kernel's channels are TCP sockets on localhost: without keys of the kernel manager's own, their traffic
+    # (the notebook's code and outputs) is plain text, and the kernel says so in a warning on every report.
+    # "auto" gives the kernel CurveZMQ keys when its kernelspec declares it supports them (ipykernel 7 does).
+    encrypted = Config({"KernelManager": {"transport_encryption": "auto"}})
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(c) for c in campaigns]},
-                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False)
+                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False,
+                                   config=encrypted)
     except papermill.PapermillExecutionError as exc:
         raise ReportError(f"{notebook.name} failed on {', '.join(map(str, campaigns))}: {exc.ename}: "
                           f"{exc.evalue}") from None

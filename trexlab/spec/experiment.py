@@ -153,7 +153,7 @@ class Experiment:
         # The merged spec is checked as a whole again: an override may set anything the spec may, no more
         # (a name that leaves the results root, zero repetitions, a hostile DUT block).
         source = f"{self.path or '<spec>'} (scale {scale})"
-        return validate(spec, source, path=self.path)
+        return validate(spec, source, path=self.path, scales=False)  # its scale block is this one
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -192,8 +192,9 @@ def check_sweep_size(sweep: dict, source: str) -> int:
 _SWEEP_ROOTS = ("dut", "traffic", "procedure", "generator_options")
 
 
-def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> Experiment:
-    """Check a parsed spec completely; raise InvalidExperiment with one line on the first error."""
+def validate(spec: object, source: str = "<spec>", path: Path | None = None, scales: bool = True) -> Experiment:
+    """Check a parsed spec completely, each scale it declares merged in too (scales: the declared scales; off for
+    a spec that is one of them merged); raise InvalidExperiment with one line on the first error."""
     if not isinstance(spec, dict):
         raise InvalidExperiment(f"{source}: the spec must be a mapping, got {type(spec).__name__}")
     errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(spec),
@@ -223,6 +224,11 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None) -> 
     for point in experiment.points():
         _check_dut(point, source)
         _check_point(point, source)
+    # A shared spec's CI scale is part of it: a dry run, or a campaign at full scale, that passed the spec while
+    # `--scale ci` would be refused (zero repetitions, a trial_duration of -1 in its overrides) checked half of it.
+    for name, overrides in (spec.get("scale") or {}).items() if scales else ():
+        if overrides is not None:
+            experiment.scaled(name)
     return experiment
 
 

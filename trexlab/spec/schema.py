@@ -12,12 +12,14 @@ generator options, CLI values): each error is one line naming the key.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trexlab import impairment, reference_dut, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.trial import MAX_RECEIVE_TAIL
 
@@ -117,7 +119,8 @@ class ExperimentSpec:
     generator: Literal["sim", "software", "trex"] = field(default="software", metadata=doc(
         "the traffic generator: sim (simulated SUT, no lab), software (swtester) or trex"))
     generator_options: dict = field(default_factory=dict, metadata=doc(
-        "the generator's options (sim: the simulated SUT; software: cross_check; trex: server, sync_port, warmup)"))
+        "the generator's options (sim: the simulated SUT's capacity, loss and delays; software: cross_check, "
+        "send_method, sender_threads; trex: server, sync_port, warmup), each described for its generator below"))
     dut: DutBlocks = field(default_factory=DutBlocks, metadata=doc("DUT configuration"))
     traffic: Traffic = field(default_factory=Traffic, metadata=doc("the test frames"))
     endpoints: dict = field(default_factory=dict, metadata=doc(
@@ -174,8 +177,10 @@ class TRexOptions:
         check_range("sync_port", self.sync_port, 2, 65535, integer=True)
 
 
+@functools.cache
 def sim_options_class():
-    """The sim generator's options: its simulated SUT plus wall_clock_factor (a class made from the SUT's)."""
+    """The sim generator's options: its simulated SUT plus wall_clock_factor (a class made from the SUT's, once:
+    each check of a spec's options asks for it)."""
     from trexlab.generators.sim import SimulatedSUT
 
     return _sim_options(SimulatedSUT)
@@ -184,13 +189,16 @@ def sim_options_class():
 @typing.no_type_check
 def _sim_options(sut):
     return dataclasses.make_dataclass("SimOptions", [
-        *((f.name, typing.get_type_hints(sut)[f.name], field(default=f.default)) for f in dataclasses.fields(sut)),
+        *((f.name, typing.get_type_hints(sut)[f.name], field(default=f.default, metadata=f.metadata))
+          for f in dataclasses.fields(sut)),
         ("wall_clock_factor", float, field(default=0.0, metadata=doc(
             "wall s waited per simulated s of trial (0: none)", minimum=0, maximum=1)))], frozen=True)
 
 
 def generator_options_class(generator: str):
-    return {"sim": sim_options_class, "software": lambda: SoftwareOptions, "trex": lambda: TRexOptions}[generator]()
+    makers: dict[str, typing.Callable[[], typing.Any]] = {
+        "sim": sim_options_class, "software": lambda: SoftwareOptions, "trex": lambda: TRexOptions}
+    return makers[generator]()
 
 
 # -- checking a mapping against a dataclass -------------------------------------------------------------------
@@ -328,12 +336,12 @@ def schema_of(hint) -> dict:
         return {"type": "string"}
     if hint is tuple or origin is tuple:
         args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": schema_of(args[0])}
+        if len(args) == 2 and args[1] is Ellipsis:  # a list of any length: at most LIST_ITEMS_MAX, as convert()
+            return {"type": "array", "items": schema_of(args[0]), "maxItems": LIST_ITEMS_MAX}
         if args:
             return {"type": "array", "prefixItems": [schema_of(a) for a in args], "minItems": len(args),
                     "maxItems": len(args)}
-        return {"type": "array"}
+        return {"type": "array", "maxItems": LIST_ITEMS_MAX}
     if origin is dict:
         return {"type": "object", "additionalProperties": schema_of(typing.get_args(hint)[1])}
     if hint is dict:
@@ -351,9 +359,13 @@ def schema_of(hint) -> dict:
                 field_hint = rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007
             prop = schema_of(field_hint)
             meta: typing.Mapping[str, typing.Any] = f.metadata or {}
-            prop.update(meta.get("schema", {}))
+            for key, value in meta.get("schema", {}).items():
+                # A list's bounds are its items': merged into the item schema the type gave.
+                prop[key] = {**prop[key], **value} if key == "items" and key in prop else value
             if meta.get("doc"):
                 prop["description"] = meta["doc"]
+            if (default := json_default(f)) is not None:
+                prop["default"] = default
             properties[f.name] = prop
         required = [f.name for f in dataclasses.fields(hint)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -364,6 +376,38 @@ def schema_of(hint) -> dict:
             out["required"] = required
         return out
     raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+def json_default(f: dataclasses.Field) -> typing.Any:
+    """A field's default as JSON (tuples as lists), or None where it has none to show (none, or made by a
+    factory)."""
+    default = f.default
+    if default is dataclasses.MISSING or default is None:
+        return None
+    if isinstance(default, tuple):
+        return [dict(v) if isinstance(v, dict) else v for v in default]
+    return default
+
+
+def range_text(bounds: typing.Mapping[str, typing.Any]) -> str:
+    """A field's declared bounds (its JSON Schema keywords) in words: '> 0 and <= 3600'."""
+    parts = []
+    for key, sign in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if key in bounds:
+            parts.append(f"{sign} {bounds[key]:g}")
+    return " and ".join(parts)
+
+
+def field_help(f: dataclasses.Field) -> str:
+    """A parameter's help line, from its declaration: what it is with its unit, its range, its default."""
+    meta: typing.Mapping[str, typing.Any] = f.metadata or {}
+    bounds = meta.get("schema", {})
+    limits = range_text(bounds) or range_text(bounds.get("items", {}))
+    default = json_default(f)
+    shown = ("none" if default is None and f.default_factory is dataclasses.MISSING else
+             ",".join(map(str, default)) if isinstance(default, list) else default)
+    text = meta.get("doc", "")
+    return "; ".join(x for x in (text, limits and f"allowed {limits}") if x) + f" (default {shown})"
 
 
 def experiment_schema(detailed: bool = True) -> dict:
@@ -394,7 +438,8 @@ def experiment_schema(detailed: bool = True) -> dict:
         params = schema_of(module.Params)
         params.pop("required", None)
         if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.plan.rate_from)
-            params["properties"]["rate"] = {"anyOf": [params["properties"]["rate"], {
+            rate = params["properties"]["rate"]
+            params["properties"]["rate"] = {"description": rate.pop("description"), "anyOf": [rate, {
                 "type": "object", "additionalProperties": False, "required": ["from"],
                 "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}
         conditions.append({"if": {"properties": {"procedure": {"properties": {"name": {"const": name}}}}},
@@ -411,6 +456,25 @@ def experiment_schema(detailed: bool = True) -> dict:
     schema["allOf"] = conditions
     return schema
 
+
+#: The ranges of a DUT block's or the endpoints block's numbers, which the roles' argument specs cannot say: the
+#: checks that enforce them before any host is touched are the planning modules' (reference_dut.ReferenceDut,
+#: impairment.Impairment, rolevalues); tests/test_param_declarations.py keeps the two in agreement.
+ROLE_BOUNDS: dict[str, dict[str, dict]] = {
+    "dut_reference": {"rate_fps": {"minimum": 1, "maximum": reference_dut.MAX_RATE_FPS}, "burst_frames": {"minimum": 1},
+                      "loss_percent": {"minimum": 0, "maximum": 100},
+                      "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}},
+    "netem": {"loss_percent": {"minimum": 0, "maximum": 100},
+              "loss_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX}, "delay_ms": {"minimum": 0},
+              "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
+              "selective_percent": {"minimum": 0, "maximum": 100},
+              "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
+                      "http_port": {"minimum": 1, "maximum": 65535},
+                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
+}
 
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
@@ -431,5 +495,6 @@ def _role_schema(role: str, options: dict) -> dict:
                 prop["enum"] = option["choices"]
         if option.get("description"):
             prop["description"] = option["description"]
+        prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}

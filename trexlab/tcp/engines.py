@@ -10,8 +10,8 @@ each TCP test, so the RFC 6349 metrics (trexlab.procedures.rfc6349.add_metrics)
 are computed once, whichever engine ran.
 
 What the trex engine reads, per profile (one per concurrent test), as TRex's
-client returns them (ASTFClient.get_traffic_stats, sections "client" and
-"server"; descriptions from TRex's counter table):
+client returns them (ASTFClient.get_stats' "traffic", get_traffic_stats'
+sections "client" and "server"; descriptions from TRex's counter table):
 
 * good bytes: the receiving side's ``tcps_rcvbyte`` ("bytes received in
   sequence"), each byte once;
@@ -21,16 +21,23 @@ client returns them (ASTFClient.get_traffic_stats, sections "client" and
   socket buffer ahead of the wire;
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
+* connections: the client's ``m_est_flows`` (established, not closed) at both
+  reads; a test with fewer than its connections up is refused, as iperf3
+  fails a stream that cannot connect;
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
-  that method's documentation says: steps of 1/32 ms, coarse for a lab's
-  sub-millisecond paths (the procedure says so in its notes).
+  that method's documentation says. Those 1/32 ms steps are the smoothing's:
+  TRex's TCP clock ticks in whole milliseconds, so each RTT sample is whole
+  ms, coarse for a lab's paths of a few milliseconds or less (the procedure
+  says so in its notes).
 
 The counters are read twice, after ``omit`` and after ``duration`` more, and
-the test's figures are the differences over the time between the two reads
-(the middle of each read's round trip): slow start is left out as iperf3's
---omit does, and the transfer time is measured, never assumed.
+the test's figures are the differences over the time between the two reads:
+slow start is left out as iperf3's --omit does, and the transfer time is
+measured, never assumed. TRex's get_traffic_stats answers with counters its
+master thread refreshes every 500 ms, so they are read through
+ASTFClient.get_stats, which has the server refresh them first.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ ENGINES = ("iperf3", "trex")
 ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
 #: The flow dump's "rtt" is milliseconds shifted left by TCP_RTT_SHIFT (5) (ASTFClient.get_flow_info).
 ASTF_RTT_SCALE = 2 ** 5 * 1000
+#: s per tick of TRex's TCP clock, from which its RTT samples are whole ticks.
+TCP_CLOCK_TICK_S = 1e-3
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -117,7 +126,9 @@ class TRexAstfEngine(TRexSession):
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
     congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
-    rtt_resolution_s = 1 / ASTF_RTT_SCALE
+    # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
+    # ms): every RTT sample is whole ms. The flow dump's 1/32 ms steps are only the smoothing's (TCP_RTT_SHIFT).
+    rtt_resolution_s = TCP_CLOCK_TICK_S
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
@@ -183,11 +194,20 @@ class TRexAstfEngine(TRexSession):
 
     # -- one group of concurrent tests ------------------------------------------------------------
 
-    def _snapshot(self, ids: list[str]) -> tuple[float, dict[str, dict]]:
-        """Every profile's counters, and when they were read (the middle of the reads' round trip)."""
-        before = self.clock()
-        stats = {pid: self.client.get_traffic_stats(skip_zero=False, pid_input=pid) for pid in ids}
-        return (before + self.clock()) / 2, stats
+    def _snapshot(self, ids: list[str]) -> dict[str, tuple[float, dict]]:
+        """Every profile's counters, each with when the server took them (the middle of the reads' round trips).
+
+        TRex answers get_traffic_stats with the counters its master thread last refreshed, every 500 ms: that RPC
+        does not refresh them, so read alone a value could be half a second old (over a 10 s test, 5 % of the
+        throughput). ASTFClient.get_stats refreshes them first (its global statistics make the server sync every
+        core's counters), so each profile's counters are read through it.
+        """
+        snapshot = {}
+        for pid in ids:
+            before = self.clock()
+            traffic = self.client.get_stats(skip_zero=False, pid_input=pid)["traffic"]
+            snapshot[pid] = ((before + self.clock()) / 2, traffic)
+        return snapshot
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         ids = [f"trexlab-tcp-{test.port}" for test in tests]
@@ -202,17 +222,28 @@ class TRexAstfEngine(TRexSession):
                 started.append(pid)
             origin = self.clock()
             self.sleep(max(0.0, origin + omit - self.clock()))
-            first_at, first = self._snapshot(ids)
-            self.sleep(max(0.0, first_at + duration - self.clock()))
-            last_at, last = self._snapshot(ids)
+            # A profile's counters start at zero when it starts: without omit, that is the first read.
+            first = self._snapshot(ids) if omit > 0 else {pid: (origin, {}) for pid in ids}
+            self.sleep(max(0.0, min(at for at, _ in first.values()) + duration - self.clock()))
+            last = self._snapshot(ids)
             flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
         finally:
             for pid in started:
                 self.client.stop(pid_input=pid, is_remove=True)
+        last_at = max(at for at, _ in last.values())
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
-        return [{name: direction_stats(name, test, first[pid], last[pid], last_at - first_at, flows[pid])
+        for pid, test in zip(ids, tests, strict=True):
+            # TRex carries on with the connections that came up; fewer than the test's would be measured as its
+            # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
+            up = min(established(read) for _, read in (first[pid], last[pid]) if read)
+            if up < test.connections:
+                raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
+                                     f"{test.connections} connections established while it was measured (the "
+                                     "client's m_est_flows): the others' handshakes failed or they were dropped")
+        return [{name: direction_stats(name, test, first[pid][1], last[pid][1], last[pid][0] - first[pid][0],
+                                       flows[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
 
 
@@ -223,6 +254,14 @@ class _Never(Exception):
 def _counter(stats: dict, section: str, name: str) -> int | None:
     value = (stats.get(section) or {}).get(name)
     return None if value is None else int(value)
+
+
+def established(stats: dict) -> int:
+    """The client's connections established at a read of the counters (TRex: connects - closed)."""
+    value = _counter(stats, "client", "m_est_flows")
+    if value is None:
+        raise GeneratorError("TRex ASTF counters have no m_est_flows in section 'client'")
+    return value
 
 
 def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds: float,

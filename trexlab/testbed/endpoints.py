@@ -96,7 +96,7 @@ class Endpoints:
         return min(limits)
 
     def tester_port_mtu(self, indexes) -> int | None:
-        """The smallest MTU of the tester ports that send in a trial (their sysfs), or None where unknown (DPDK)."""
+        """The smallest MTU of the tester ports `indexes` (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
         known = [m for m in mtus if m is not None]

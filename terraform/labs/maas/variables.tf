@@ -78,12 +78,14 @@ variable "ansible_host_from" {
 
 variable "machines" {
   description = <<-EOT
-    The lab's machines by their role in the topology (tester, dut1, dut2), each with:
+    The lab's machines by their role in the topology (tester, dut1, dut2; optional client, server), each with:
     hostname, tags, pool, zone   which MAAS machine to allocate (hostname, tags or pool required);
     min_cpu_count, min_memory    further allocation constraints (MiB);
     distro_series, hwe_kernel    image, overriding var.os;
     cpus        CPUs for pinning: the tester's senders/receivers, the DUT's forwarding (RPS/IRQs);
     test_ports  [port 0, port 1], each {name, mac, pci}: interface name, MAC, PCI address (DPDK/TRex).
+                client, server: TCP endpoints (RFC 6349, HTTP downloads), one test port each, on the
+                link of tester port 0 (client) or 1 (server)
   EOT
   type = map(object({
     hostname      = optional(string)

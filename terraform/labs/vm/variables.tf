@@ -27,6 +27,12 @@ variable "tcp_endpoints" {
 variable "state_dir" {
   description = "Absolute directory for the lab's runtime files (SSH keys, sshd configs, QEMU pid files, consoles)."
   type        = string
+  # Its known_hosts and key reach ssh through ansible_ssh_common_args, which Ansible splits on blanks and quotes;
+  # a relative directory would be the module's, wherever Terraform runs the realiser.
+  validation {
+    condition     = can(regex("^/[^\\s\"'\\\\]*$", var.state_dir))
+    error_message = "state_dir must be an absolute path without blanks, quotes or backslashes: ${jsonencode(var.state_dir)}."
+  }
 }
 
 variable "cpu_count" {

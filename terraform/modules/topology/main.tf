@@ -6,9 +6,12 @@
 # cannot be expected), and feeds the inventory module only a checked topology.
 
 locals {
-  node_names    = ["tester", "dut1", "dut2"]
-  expected_duts = { single = ["dut1"], dual = ["dut1", "dut2"], loopback = [] }[var.topology]
-  declared_duts = sort([for name in keys(var.nodes) : name if name != "tester" && contains(local.node_names, name)])
+  node_names = ["tester", "dut1", "dut2"]
+  # Client and server nodes declared as machines of their own (bare metal: hosts cabled or switched onto the
+  # links of tester ports 0 and 1), one test port each; the local and VM labs make theirs (tcp_endpoints).
+  endpoint_names = ["client", "server"]
+  expected_duts  = { single = ["dut1"], dual = ["dut1", "dut2"], loopback = [] }[var.topology]
+  declared_duts  = sort([for name in keys(var.nodes) : name if name != "tester" && contains(local.node_names, name)])
 
   # Links from tester port 0 to tester port 1: [node, port index] at either end.
   chain = {
@@ -48,14 +51,18 @@ locals {
   if i < j && var.nodes[a].machine == var.nodes[b].machine]])
 
   problems = concat(
-    [for name in keys(var.nodes) : "machines: '${name}' is no node of a topology (allowed: tester, dut1, dut2: the machine's role)"
-    if !contains(local.node_names, name)],
+    [for name in keys(var.nodes) : "machines: '${name}' is no node of a topology (allowed: tester, dut1, dut2, client, server: the machine's role)"
+    if !contains(concat(local.node_names, local.endpoint_names), name)],
     contains(keys(var.nodes), "tester") ? [] : ["machines: no tester declared"],
     join(",", local.declared_duts) == join(",", local.expected_duts) ? [] : [
       "topology ${var.topology} needs ${length(local.expected_duts) == 0 ? "no DUT" : join(" and ", local.expected_duts)}; declared: ${length(local.declared_duts) == 0 ? "no DUT" : join(", ", local.declared_duts)}"
     ],
     [for name, n in var.nodes : "${name} declares ${length(n.test_ports)} test port(s); every node needs two (index 0 towards tester port 0, index 1 towards tester port 1)"
-    if length(n.test_ports) != 2],
+    if length(n.test_ports) != 2 && !contains(local.endpoint_names, name)],
+    [for name, n in var.nodes : "${name} declares ${length(n.test_ports)} test port(s); a ${name} needs one, on the link of tester port ${local.endpoint[name].tester_port}"
+    if length(n.test_ports) != 1 && contains(local.endpoint_names, name)],
+    [for name in keys(var.nodes) : "topology loopback has no DUT, so no ${name} either: it faces a DUT port"
+    if var.topology == "loopback" && contains(local.endpoint_names, name)],
     [for p in local.ports : "${p.where}: mac '${p.mac}' is not a MAC address (like 3c:fd:fe:a1:b2:c3)"
     if !can(regex("^([0-9a-f]{2}:){5}[0-9a-f]{2}$", p.mac))],
     # The rule of trexlab/rolevalues.py (_INTERFACE): names reach shells, nft rules and sysfs paths on the nodes.
@@ -70,24 +77,26 @@ locals {
     [for name, n in var.nodes : "${name}: CPU list ${jsonencode(n.cpus)} names a CPU twice or a negative one"
     if length(distinct(n.cpus)) != length(n.cpus) || anytrue([for c in n.cpus : c < 0 || floor(c) != c])],
     [for name, n in var.nodes : "${name} declares no CPUs: the DUT's forwarding is pinned to them (dut_tuning)"
-    if name != "tester" && length(n.cpus) == 0],
+    if contains(["dut1", "dut2"], name) && length(n.cpus) == 0],
     [for pair in local.same_machine : "CPU lists overlap on machine ${pair.machine}: ${pair.a} ${jsonencode(var.nodes[pair.a].cpus)} and ${pair.b} ${jsonencode(var.nodes[pair.b].cpus)}; nodes on one machine need CPUs of their own"
     if length(setintersection(var.nodes[pair.a].cpus, var.nodes[pair.b].cpus)) > 0],
   )
 
   nodes = {
     for name, n in var.nodes : name => {
-      role         = name == "tester" ? "tester" : "dut"
-      dut_position = name == "tester" ? null : try(index(local.expected_duts, name) + 1, null)
+      role         = contains(local.endpoint_names, name) ? name : name == "tester" ? "tester" : "dut"
+      dut_position = contains(local.node_names, name) && name != "tester" ? try(index(local.expected_duts, name) + 1, null) : null
       cpus         = n.cpus
       test_ports = [for i, p in n.test_ports : {
-        index    = i
-        name     = p.name
-        mac      = lower(p.mac)
-        ipv4     = lookup(local.ipv4, "${name}/${i}", null)
-        ipv6     = lookup(local.ipv6, "${name}/${i}", null)
-        peer_mac = lookup(local.peer, "${name}/${i}", null)
-        pci      = p.pci
+        index = i
+        name  = p.name
+        mac   = lower(p.mac)
+        ipv4  = contains(local.endpoint_names, name) ? local.endpoint[name].ipv4 : lookup(local.ipv4, "${name}/${i}", null)
+        ipv6  = contains(local.endpoint_names, name) ? local.endpoint[name].ipv6 : lookup(local.ipv6, "${name}/${i}", null)
+        # A declared client or server faces the DUT port beyond its tester port, as the made ones do (endpoints).
+        peer_mac = (contains(local.endpoint_names, name) ? lookup(local.peer, "tester/${local.endpoint[name].tester_port}", null)
+        : lookup(local.peer, "${name}/${i}", null))
+        pci = p.pci
       }]
     }
   }

@@ -9,7 +9,8 @@ variable "topology" {
 
 variable "nodes" {
   description = <<-EOT
-    Nodes by their role in the topology: tester, dut1 (next to tester port 0), dut2 (dual only).
+    Nodes by their role in the topology: tester, dut1 (next to tester port 0), dut2 (dual only); optionally
+    client and server (bare metal: hosts on the links of tester ports 0 and 1, one test port each).
     machine: nodes with the same machine share its CPUs (namespaces or VMs on one server), so their
     CPU lists must not overlap. test_ports: index 0 then 1; tester port 0 is cabled to dut1's port 0,
     the last DUT's port 1 to tester port 1, and in dual topology dut1's port 1 to dut2's port 0.

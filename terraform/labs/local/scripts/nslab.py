@@ -20,6 +20,7 @@ import fcntl
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -77,8 +78,52 @@ def kill_orphan_sshd(home: Path) -> None:
 
 
 def down(plan: dict) -> None:
-    teardown(plan)
-    release_backlog(plan["lab"])
+    others = foreign_state_dirs(plan)
+    if others:
+        # A lab of the same name up from another state directory (another checkout): its namespaces, links, role
+        # state and hold on the backlog carry this lab's names, and are not this lab's to remove.
+        print(f"nslab: lab {plan['lab']}: its namespaces are up for {', '.join(sorted(others))}: left to that "
+              "lab; only this state directory's files are removed", file=sys.stderr)
+        for name in plan["nodes"]:
+            remove_node_files(plan, name, role_state=False)
+    else:
+        teardown(plan)
+        release_backlog(plan["lab"])
+    remove_lab_files(Path(plan["state_dir"]))
+
+
+def sshd_state_dirs(netns: str) -> set[str]:
+    """The state directories whose node sshd runs in the namespace (sshd -f <state_dir>/<node>/sshd_config)."""
+    dirs = set()
+    for pid in sh("ip", "netns", "pids", netns, check=False).stdout.split():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        # sshd rewrites its command line into one string ('sshd: /usr/sbin/sshd -f <config> [listener] ...').
+        config = re.search(r"sshd -f (/\S+)/[^/\s]+/sshd_config(\s|$)", cmdline)
+        if config:
+            dirs.add(os.path.realpath(config.group(1)))
+    return dirs
+
+
+def foreign_state_dirs(plan: dict) -> set[str]:
+    """The other state directories whose sshd runs in one of this lab's namespaces: a lab of the same name made
+    from another checkout (each has its own .cache/labs/<name>), whose namespaces and links bear the same names."""
+    present = namespaces()
+    ours = os.path.realpath(plan["state_dir"])
+    return {d for node in plan["nodes"].values() if node.get("netns") in present
+            for d in sshd_state_dirs(node["netns"]) if d != ours}
+
+
+def refuse_foreign(plan: dict) -> None:
+    """Stop before anything is removed or made if this lab's names are another state directory's lab: up removes
+    whatever of this lab's names it finds (an interrupted run's leftovers), which would be that lab."""
+    others = foreign_state_dirs(plan)
+    if others:
+        raise SystemExit(f"nslab: lab {plan['lab']}: a lab of that name is up for another state directory "
+                         f"({', '.join(sorted(others))}: another checkout's): take it down there, or choose "
+                         "another lab name")
 
 
 def teardown(plan: dict) -> None:
@@ -207,14 +252,16 @@ def remove_namespace_node(node: dict, present: set[str]) -> None:
 ROLE_STATE_ROOT = Path("/var/lib/trexlab")
 
 
-def remove_node_files(plan: dict, name: str) -> None:
-    """Remove what the node left on the host: its sshd files and the roles' state for it."""
+def remove_node_files(plan: dict, name: str, role_state: bool = True) -> None:
+    """Remove what the node left on the host: its sshd files and (role_state) the roles' state for it."""
     home = Path(plan["state_dir"]) / name
     kill_orphan_sshd(home)
     for file in ("sshd_config", "sshd.pid", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
         (home / file).unlink(missing_ok=True)
     if home.is_dir():
         home.rmdir()
+    if not role_state:  # kept under the lab's name, not its state directory's
+        return
     lab_state = ROLE_STATE_ROOT / plan["lab"]
     shutil.rmtree(lab_state / name, ignore_errors=True)
     for directory in (lab_state, ROLE_STATE_ROOT):  # the last lab gone: the machine as it was
@@ -222,11 +269,33 @@ def remove_node_files(plan: dict, name: str) -> None:
             directory.rmdir()
 
 
+#: The comment of the key pair ssh_keys makes: only a key with it is the lab's to remove.
+KEY_COMMENT = "trexlab-lab"
+
+
+def remove_lab_files(state: Path) -> None:
+    """What up made in the state directory besides the nodes' files: the lab's key pair (only the one ssh_keys
+    made: a key of one's own in that directory stays), authorized_keys and known_hosts; then the directory, if
+    that leaves it empty (lab-up's also holds the Terraform state, and lab-down removes it)."""
+    public = state / "id_ed25519.pub"
+    try:
+        ours = public.read_text().split()[2:] == [KEY_COMMENT]
+    except OSError:
+        ours = False
+    if ours:
+        (state / "id_ed25519").unlink(missing_ok=True)
+        public.unlink()
+    for file in ("authorized_keys", "known_hosts"):
+        (state / file).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty, or already gone
+        state.rmdir()
+
+
 def ssh_keys(state: Path) -> None:
     state.mkdir(parents=True, exist_ok=True)
     key = state / "id_ed25519"
     if not key.exists():
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "trexlab-lab", "-f", str(key))
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", KEY_COMMENT, "-f", str(key))
     (state / "authorized_keys").write_text((state / "id_ed25519.pub").read_text())
     os.chmod(state / "authorized_keys", 0o600)
 
@@ -311,6 +380,7 @@ def refuse_taken_management(plan: dict) -> None:
 
 
 def up(plan: dict) -> None:
+    refuse_foreign(plan)
     teardown(plan)  # whatever an interrupted run left of this lab
     refuse_taken_management(plan)
     state = Path(plan["state_dir"])

@@ -16,6 +16,14 @@ run "rejects_a_bad_topology" {
   expect_failures = [var.topology]
 }
 
+run "rejects_a_relative_state_dir" {
+  command = plan
+  variables {
+    state_dir = "state"
+  }
+  expect_failures = [var.state_dir]
+}
+
 run "rejects_a_long_lab_name" {
   command = plan
   variables {

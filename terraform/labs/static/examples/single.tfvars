@@ -22,4 +22,9 @@ machines = {
       { name = "ens1f1", mac = "b4:96:91:b2:00:21", pci = "0000:17:00.1" }, # right, towards tester port 1
     ]
   }
+  # TCP endpoints for RFC 6349 and HTTP downloads (optional): hosts on the links of tester ports 0 and 1.
+  # client = {
+  #   ansible_host = "192.0.2.30"
+  #   test_ports   = [{ name = "eno2", mac = "3c:fd:fe:a1:00:30" }] # on tester port 0's link (198.18.0.3)
+  # }
 }

@@ -140,13 +140,65 @@ run "rejects_a_machine_without_an_address" {
   expect_failures = [var.machines]
 }
 
-run "rejects_an_ssh_user_or_port_that_ssh_would_read_as_an_option" {
+# One bad value per run: a run with two passes while either rule still holds.
+run "rejects_an_ssh_user_that_ssh_would_read_as_an_option" {
   command = plan
   variables {
     machines = {
-      tester = { ansible_host = "192.0.2.10", ansible_user = "-oProxyCommand=touch /tmp/x", ansible_port = 0, cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      tester = { ansible_host = "192.0.2.10", ansible_user = "-oProxyCommand=touch /tmp/x", cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
       dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
     }
   }
   expect_failures = [var.machines]
+}
+
+run "rejects_an_ssh_port_out_of_range" {
+  command = plan
+  variables {
+    machines = {
+      tester = { ansible_host = "192.0.2.10", ansible_port = 0, cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [var.machines]
+}
+
+run "rejects_a_host_ssh_would_read_as_an_option" {
+  command = plan
+  variables {
+    machines = {
+      tester = { ansible_host = "-oProxyCommand=touch /tmp/x", cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [var.machines]
+}
+
+# TCP endpoints on bare metal (RFC 6349, HTTP downloads): hosts on the links of tester ports 0 and 1, in the
+# inventory shape the local and VM labs give theirs.
+run "client_and_server_hosts" {
+  command = apply
+  variables {
+    machines = {
+      tester = { ansible_host = "192.0.2.10", cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { ansible_host = "192.0.2.21", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+      client = { ansible_host = "192.0.2.31", test_ports = [{ name = "eno1", mac = "02:00:00:00:08:00" }] }
+      server = { ansible_host = "192.0.2.32", become = true, test_ports = [{ name = "eno1", mac = "02:00:00:00:09:00" }] }
+    }
+  }
+  assert {
+    condition     = keys(yamldecode(output.inventory_yaml).all.children) == ["client", "dut", "server", "tester"] && keys(yamldecode(output.inventory_yaml).all.children.server.hosts) == ["server"]
+    error_message = "client and server groups, as the local and VM labs have them"
+  }
+  assert {
+    condition = yamldecode(output.inventory_yaml).all.children.client.hosts.client.test_ports == [{
+      index = 0, name = "eno1", mac = "02:00:00:00:08:00", pci = null,
+      ipv4  = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64", peer_mac = "02:00:00:00:01:01"
+    }] && yamldecode(output.inventory_yaml).all.children.server.hosts.server.test_ports[0].peer_mac == "02:00:00:00:01:02"
+    error_message = "the client on tester port 0's link faces dut1's left port; the server faces its right port"
+  }
+  assert {
+    condition     = keys(yamldecode(output.inventory_yaml).all.children.client.hosts.client) == keys(yamldecode(output.inventory_yaml).all.children.tester.hosts.tester) && yamldecode(output.inventory_yaml).all.children.server.hosts.server.ansible_become == "true"
+    error_message = "an endpoint's host variables are a tester's, and become where asked"
+  }
 }

@@ -285,6 +285,7 @@ def wait_for_vms(plan: dict) -> None:
 
 def up(plan: dict) -> None:
     start = time.monotonic()
+    nslab.refuse_foreign(plan)
     down(plan)  # whatever an interrupted run left of this lab
     nslab.refuse_taken_management(plan)
     state = Path(plan["state_dir"])
@@ -319,11 +320,16 @@ def up(plan: dict) -> None:
 
 
 def down(plan: dict) -> None:
+    # A lab of the same name up from another state directory (another checkout) bears this lab's namespace and
+    # link names: only this state directory's QEMUs (qemu_pids: by their directory) and files are this lab's.
+    others = nslab.foreign_state_dirs(plan)
+    if others:
+        say(f"lab {plan['lab']}: its namespaces are up for {', '.join(sorted(others))}: left to that lab")
     for name, node in vm_nodes(plan).items():
         h = home(plan, name)
         for pid in qemu_pids(h):
             stop_pid(pid)
-        if link_exists(node["mgmt_root_if"]):
+        if not others and link_exists(node["mgmt_root_if"]):
             sh("ip", "link", "delete", node["mgmt_root_if"], check=False)
         for file in ("qemu.pid", "qemu.log", "console.log", *(f"{p['name']}.sock" for p in node["test_ports"])):
             (h / file).unlink(missing_ok=True)
@@ -331,11 +337,13 @@ def down(plan: dict) -> None:
             h.rmdir()
     present = nslab.namespaces()
     for name, node in namespace_nodes(plan).items():  # the tester's ports (taps) and their macvlans go with them
-        nslab.remove_namespace_node(node, present)
-        nslab.remove_node_files(plan, name)
+        if not others:
+            nslab.remove_namespace_node(node, present)
+        nslab.remove_node_files(plan, name, role_state=not others)
     for link in plan["links"]:
-        if link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
+        if not others and link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
             sh("ip", "link", "delete", link["tap"], check=False)
+    nslab.remove_lab_files(Path(plan["state_dir"]))
 
 
 def status(plan: dict) -> bool:

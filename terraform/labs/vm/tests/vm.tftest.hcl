@@ -18,6 +18,14 @@ run "rejects_loopback" {
   expect_failures = [var.topology]
 }
 
+run "rejects_a_relative_state_dir" {
+  command = plan
+  variables {
+    state_dir = "state"
+  }
+  expect_failures = [var.state_dir]
+}
+
 run "rejects_an_unknown_accelerator" {
   command = plan
   variables {

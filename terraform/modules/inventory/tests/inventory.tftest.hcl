@@ -150,3 +150,42 @@ run "rejects_a_host_key_policy_that_checks_nothing" {
   }
   expect_failures = [var.known_hosts]
 }
+
+# What ssh would read as an option (a program run on this machine), one run each so that each rule can fail alone.
+run "rejects_a_host_ssh_would_read_as_an_option" {
+  command = plan
+  variables {
+    nodes = {
+      tester = { role = "tester", ansible_host = "-oProxyCommand=touch /tmp/x", test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:00:01" }, { index = 1, name = "b", mac = "02:00:00:00:00:02" }] }
+      dut1   = { role = "dut", ansible_host = "h2", dut_position = 1, test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:01:01" }, { index = 1, name = "b", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [var.nodes]
+}
+
+run "rejects_a_user_ssh_would_read_as_an_option" {
+  command = plan
+  variables {
+    nodes = {
+      tester = { role = "tester", ansible_host = "h1", ansible_user = "-oProxyCommand=x", test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:00:01" }, { index = 1, name = "b", mac = "02:00:00:00:00:02" }] }
+      dut1   = { role = "dut", ansible_host = "h2", dut_position = 1, test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:01:01" }, { index = 1, name = "b", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [var.nodes]
+}
+
+run "rejects_a_known_hosts_file_with_a_blank" {
+  command = plan
+  variables {
+    known_hosts = { file = "/x -o ProxyCommand=touch /tmp/x", policy = "yes" }
+  }
+  expect_failures = [var.known_hosts]
+}
+
+run "rejects_a_relative_known_hosts_file" {
+  command = plan
+  variables {
+    known_hosts = { file = "state/known_hosts", policy = "yes" }
+  }
+  expect_failures = [var.known_hosts]
+}

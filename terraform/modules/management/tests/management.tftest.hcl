@@ -46,3 +46,22 @@ run "rejects_an_empty_name" {
   }
   expect_failures = [var.lab_name]
 }
+
+run "the_longest_name_fits_an_interface_name" {
+  command = plan
+  variables {
+    lab_name = "abcdefgh-jk"
+  }
+  assert {
+    condition     = alltrue([for l in values(output.links) : length(l.mgmt_root_if) <= 15])
+    error_message = "every management interface name of an 11-character lab fits Linux's 15 characters"
+  }
+}
+
+run "rejects_a_name_too_long_for_an_interface_name" {
+  command = plan
+  variables {
+    lab_name = "abcdefghijkl"
+  }
+  expect_failures = [var.lab_name]
+}

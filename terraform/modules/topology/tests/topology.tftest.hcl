@@ -186,3 +186,50 @@ run "no_tcp_endpoints_by_default" {
     error_message = "bare-metal labs declare no endpoints: none unless tcp_endpoints is given"
   }
 }
+
+run "declared_client_and_server_on_bare_metal" {
+  command = plan
+  variables {
+    topology = "dual"
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { machine = "b", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+      dut2   = { machine = "c", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:02:01" }, { name = "r", mac = "02:00:00:00:02:02" }] }
+      client = { machine = "d", cpus = [], test_ports = [{ name = "eno1", mac = "02:00:00:00:08:00" }] }
+      server = { machine = "e", cpus = [3], test_ports = [{ name = "eno2", mac = "02:00:00:00:09:00" }] }
+    }
+  }
+  assert {
+    condition     = length(output.problems) == 0
+    error_message = "a client and a server with one port each are sound: ${jsonencode(output.problems)}"
+  }
+  assert {
+    condition = (jsonencode(output.nodes.client) == jsonencode({ role = "client", dut_position = null, cpus = [], test_ports = [
+      { index = 0, name = "eno1", mac = "02:00:00:00:08:00", ipv4 = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64", peer_mac = "02:00:00:00:01:01", pci = null }] })
+      && jsonencode(output.nodes.server.test_ports[0]) == jsonencode({ index = 0, name = "eno2", mac = "02:00:00:00:09:00", ipv4 = "198.19.0.3/24", ipv6 = "2001:2:0:9000::3/64", peer_mac = "02:00:00:00:02:02", pci = null })
+    && output.nodes.server.role == "server")
+    error_message = "declared endpoints in the made ones' shape: the client faces dut1's left port, the server the last DUT's right port"
+  }
+  assert {
+    condition     = output.nodes.tester.test_ports[0].peer_mac == "02:00:00:00:01:01" && output.nodes.dut2.test_ports[1].peer_mac == "02:00:00:00:00:02" && length(output.endpoints) == 0
+    error_message = "the cabling stays the topology's; nothing is made for declared endpoints"
+  }
+}
+
+run "declared_endpoints_need_one_port_and_a_dut" {
+  command = plan
+  variables {
+    topology = "loopback"
+    nodes = {
+      tester = { machine = "a", cpus = [0], test_ports = [{ name = "t0", mac = "02:00:00:00:00:01" }, { name = "t1", mac = "02:00:00:00:00:02" }] }
+      client = { machine = "d", cpus = [], test_ports = [{ name = "e0", mac = "02:00:00:00:08:00" }, { name = "e1", mac = "02:00:00:00:08:01" }] }
+    }
+  }
+  assert {
+    condition = alltrue([for expected in [
+      "client declares 2 test port(s); a client needs one, on the link of tester port 0",
+      "topology loopback has no DUT, so no client either",
+    ] : anytrue([for p in output.problems : startswith(p, expected)])])
+    error_message = "a client with two ports, and one in loopback, are named: ${jsonencode(output.problems)}"
+  }
+}

@@ -1,0 +1,95 @@
+"""swtester's receiver counts every frame received within the receive tail, even those it had not read when the tail
+ended: a receiver the machine held up then (a stopped vCPU, a busy CPU) stopped at the tail's end by the clock alone
+and counted the frames still waiting in its ring as lost.
+
+Two namespaces of their own: the tester's ports p0 and p1, and a bridge between them that forwards at half the
+offered rate (tbf: this kernel has no netem), so frames keep arriving for about DURATION after the sender is done.
+The whole tester is stopped (SIGSTOP) for the last few hundred of them, until after the tail's end. ~2 s per
+build."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from labtools import run
+
+pytestmark = pytest.mark.lab
+
+RATE, DURATION, TAIL = 20_000, 0.5, 1.0
+#: bit/s the bridge forwards: half the offered load of 60-byte frames (64 B less the FCS a veth has not).
+SHAPED = RATE // 2 * 60 * 8
+
+
+@pytest.fixture(scope="module")
+def namespaces():
+    tester, dut = f"trexlab-tail-t-{os.getpid()}", f"trexlab-tail-d-{os.getpid()}"
+    run("ip", "netns", "add", tester)
+    run("ip", "netns", "add", dut)
+    try:
+        for i in (0, 1):
+            run("ip", "-n", tester, "link", "add", f"p{i}", "type", "veth", "peer", "name", f"q{i}", "netns", dut)
+        run("ip", "-n", dut, "link", "add", "br0", "type", "bridge")
+        for port in ("q0", "q1"):
+            run("ip", "-n", dut, "link", "set", port, "master", "br0")
+        for ns, port in ((dut, "br0"), (dut, "q0"), (dut, "q1"), (tester, "p0"), (tester, "p1")):
+            run("ip", "-n", ns, "link", "set", port, "up")
+        run("tc", "-n", dut, "qdisc", "add", "dev", "q1", "root", "tbf", "rate", f"{SHAPED}bit", "burst", "1600",
+            "limit", "10000000")
+        yield tester, dut
+    finally:
+        run("ip", "netns", "del", tester, check=False)
+        run("ip", "netns", "del", dut, check=False)
+
+
+def threads(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except FileNotFoundError:
+        return 0
+
+
+def queued(dut: str) -> int:
+    """Frames waiting in the bridge's shaper."""
+    return json.loads(run("tc", "-j", "-s", "-n", dut, "qdisc", "show", "dev", "q1").stdout)[0]["qlen"]
+
+
+def wait_for(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "swtester did not get there in time"
+        time.sleep(0.002)
+
+
+def test_frames_received_within_the_tail_count_however_late_the_receiver_reads_them(binary, namespaces):
+    tester, dut = namespaces
+    argv = ["ip", "netns", "exec", tester, binary, "--port0", "p0", "--port1", "p1", "--directions", "forward",
+            "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
+            "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01", "--receive-method", "ring",
+            "--rate", str(RATE), "--duration", str(DURATION), "--tail", str(TAIL)]
+    # ip netns exec execs swtester in its own process: the pid is swtester's.
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Its threads: main, the receiver, the sender; the sender's end starts the tail.
+        wait_for(lambda: threads(process.pid) == 3)
+        wait_for(lambda: threads(process.pid) < 3)
+        done = time.monotonic()
+        # Stopped for the shaper's last 300 frames (15 ms of the offered load, 30 ms at the bridge: fewer blocks of
+        # the receive ring than it has), and until after the tail's end.
+        wait_for(lambda: queued(dut) <= 300)
+        process.send_signal(signal.SIGSTOP)
+        time.sleep(max(0.0, done + TAIL + 0.15 - time.monotonic()))
+        process.send_signal(signal.SIGCONT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, stderr
+    forward = json.loads(stdout)["directions"]["forward"]
+    intended = round(RATE * DURATION)
+    assert forward["sent"] == intended and forward["tester_drops"] == 0
+    assert forward["received"] == intended, (
+        f"{intended - forward['received']} frames received within the tail were not counted")
