@@ -29,11 +29,13 @@ check_lab_name "$LAB_NAME"
 # The kind a lab of this name was made as. Another kind's module reads the lab's Terraform state as its own:
 # lab-up LAB=static over a local lab dropped the namespaces' resources from the state without running their
 # destroy provisioners (its namespaces and sshd left running, found by nothing), lab-down LAB=vm of a local
-# lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state.
+# lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state; without
+# a state nothing of the lab is up (a lab-up that failed before Terraform ran), and any kind may make it.
 made_as() {
   local state="$STATE_DIR/terraform.tfstate"
+  [ -f "$state" ] || return 0
   if [ -f "$STATE_DIR/kind" ]; then cat "$STATE_DIR/kind"
-  elif [ -f "$state" ]; then
+  else
     if grep -q '"maas_instance"' "$state"; then echo maas
     elif grep -q 'scripts/vmlab\.py' "$state"; then echo vm
     elif grep -q 'scripts/nslab\.py' "$state"; then echo local
