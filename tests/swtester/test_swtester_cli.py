@@ -209,6 +209,26 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
+@pytest.mark.parametrize(("method", "call"), [
+    ("sendmmsg", "int sendmmsg(int fd, struct mmsghdr *m, unsigned n, int f)"),
+    ("tx_ring", "ssize_t send(int fd, const void *b, size_t n, int f)"),  # the ring's send(fd, NULL, 0)
+])
+def test_a_port_that_takes_no_frame_ends_the_trial_with_the_frames_unsent(tmp_path, method, call):
+    """A port whose queue never takes a frame (ENOBUFS on every send: its link down, say) kept the sender retrying
+    for ever, in the realtime class, and swtester never ended. It now stops at the trial's end (110 % of its
+    duration), as a sender too slow does, and reports what it sent."""
+    preload = preloaded(tmp_path, f"#include <sys/socket.h>\n{call} {{ errno = ENOBUFS; return -1; }}\n")
+    argv = ["unshare", "-n", "sh", "-c", 'ip link set dev lo up && exec "$@"', "sh", "env", preload,
+            str(REPO / "swtester" / "swtester"), *replace(PORTS, "--duration", "0.2"), "--directions", "forward",
+            "--send-method", method, "--tail", "0"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0, result.stderr
+    forward = json.loads(result.stdout)["directions"]["forward"]
+    assert forward["intended"] == 200 and forward["sent"] == forward["received"] == 0 and not forward["valid"]
+    assert forward["send_duration"] < 0.2 * 1.1 + 0.1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
 @pytest.mark.parametrize("mode", ["--probe", "trial"])
 def test_a_fallbacks_reason_is_a_json_string_whatever_the_port_is_named(tmp_path, mode):
     """A transmit ring refused on a port named p"0\\ (a quote and a backslash, which Linux allows): its name went
