@@ -29,11 +29,13 @@ check_lab_name "$LAB_NAME"
 # The kind a lab of this name was made as. Another kind's module reads the lab's Terraform state as its own:
 # lab-up LAB=static over a local lab dropped the namespaces' resources from the state without running their
 # destroy provisioners (its namespaces and sshd left running, found by nothing), lab-down LAB=vm of a local
-# lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state.
+# lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state; without
+# a state nothing of the lab is up (a lab-up that failed before Terraform ran), and any kind may make it.
 made_as() {
   local state="$STATE_DIR/terraform.tfstate"
+  [ -f "$state" ] || return 0
   if [ -f "$STATE_DIR/kind" ]; then cat "$STATE_DIR/kind"
-  elif [ -f "$state" ]; then
+  else
     if grep -q '"maas_instance"' "$state"; then echo maas
     elif grep -q 'scripts/vmlab\.py' "$state"; then echo vm
     elif grep -q 'scripts/nslab\.py' "$state"; then echo local
@@ -76,16 +78,36 @@ tf_vars() {
     local|vm) TF_VARS=("-var=lab_name=$LAB_NAME" "-var=topology=$TOPOLOGY" "-var=state_dir=$STATE_DIR" "-var=cpu_count=$(nproc)")
       # The VM lab also gets its guest image and accelerator (vm_prepare).
       if [ "$LAB" = vm ] && [ -f "$STATE_DIR/vm.tfvars.json" ]; then TF_VARS+=("-var-file=$STATE_DIR/vm.tfvars.json"); fi;;
-    *) TF_VARS=("-var-file=$STATE_DIR/machines.tfvars" "-var-file=$STATE_DIR/lab.tfvars");;
+    *) TF_VARS=("-var-file=$STATE_DIR/machines$DECLARED.tfvars" "-var-file=$STATE_DIR/lab$DECLARED.tfvars");;
   esac
 }
 
-# Static and MAAS labs: what lab-up was given, so that lab-down destroys (releases) exactly that lab.
+# Static and MAAS labs: what lab-up was given, so that lab-down destroys (releases) exactly that lab. lab-up applies
+# it as machines.new.tfvars and lab.new.tfvars (DECLARED=.new); settle_declaration keeps it once applied.
+DECLARED=
 keep_declaration() {
   mkdir -p "$STATE_DIR"
-  cp "$TFVARS" "$STATE_DIR/machines.tfvars"
+  cp "$TFVARS" "$STATE_DIR/machines.new.tfvars"
   printf 'lab_name = "%s"\ntopology = "%s"\nknown_hosts_file = "%s"\n' "$LAB_NAME" "$TOPOLOGY" "$STATE_DIR/known_hosts" \
-    >"$STATE_DIR/lab.tfvars"
+    >"$STATE_DIR/lab.new.tfvars"
+  DECLARED=.new
+}
+
+# After lab-up's apply ($1: ok or failed). A declaration that failed replaces the kept one only where there was none
+# (a first lab-up): lab-down plans with the kept one, and a bad declaration (a refused ansible_host) fails that plan's
+# validations, so a lab up on machines (allocated MAAS machines) could not be taken down until it was mended by
+# hand. A machine the failed apply allocated is not in the kept declaration: lab-down's destroy releases it all the same.
+settle_declaration() {
+  [ "$DECLARED" = .new ] || return 0
+  local file
+  for file in machines lab; do
+    if [ "$1" = ok ] || [ ! -f "$STATE_DIR/$file.tfvars" ]; then
+      mv -f "$STATE_DIR/$file.new.tfvars" "$STATE_DIR/$file.tfvars"
+    else
+      rm -f "$STATE_DIR/$file.new.tfvars"
+    fi
+  done
+  DECLARED=
 }
 
 tf_init() {
@@ -119,7 +141,8 @@ lab_up() {
   # Whatever playbooks/site.yml recorded of an earlier lab of this name no longer holds (campaigns read it).
   rm -f "$INVENTORY_DIR/configured.json"
   terraform -chdir="$MODULE" apply -no-color -auto-approve -input=false "${replace[@]}" "${TF_VARS[@]}" >"$STATE_DIR/apply.log" \
-    || { tail -n 20 "$STATE_DIR/apply.log" >&2; die "lab-up failed (log: $STATE_DIR/apply.log)"; }
+    || { settle_declaration failed; tail -n 20 "$STATE_DIR/apply.log" >&2; die "lab-up failed (log: $STATE_DIR/apply.log)"; }
+  settle_declaration ok
   mkdir -p "$INVENTORY_DIR"
   terraform -chdir="$MODULE" output -raw inventory_yaml >"$INVENTORY_DIR/hosts.yml"
   say "lab $LAB_NAME ($LAB, $TOPOLOGY) is up in $((SECONDS - start)) s; inventory: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml"

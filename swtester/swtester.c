@@ -114,7 +114,7 @@ struct config {
     int directions;                         /* bit0 forward, bit1 reverse */
     int rfc4814, networks, latency_mode;    /* latency: 0 none, 1 tagged, 2 all */
     long tagged;
-    int cpus[8], ncpus;
+    int cpus[CPU_SETSIZE], ncpus; /* a CPU may come more than once; at most every CPU there is, once */
     uint16_t trial_id;
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
@@ -458,9 +458,9 @@ static struct tpacket2_hdr *tx_slot(struct txq *q, unsigned i) {
 /* Hand thread q's frames k.. (at most n, send time t) to the kernel through its transmit ring: as many as there
  * are free slots, all sent before it returns (a frame the driver refused is sent again, as with sendmmsg).
  * Returns how many it sent: 0 when every slot still holds a frame in flight. */
-static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t) {
+static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t give_up) {
     int k = 0, threads = q->d->cfg->threads;
-    unsigned last = q->head;
+    unsigned first = q->head, last = q->head;
     while (k < n) {
         struct tpacket2_hdr *h = tx_slot(q, q->head);
         if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break;
@@ -484,6 +484,15 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t) {
         unsigned status = __atomic_load_n(&tx_slot(q, last)->tp_status, __ATOMIC_ACQUIRE);
         if (status & TP_STATUS_WRONG_FORMAT) die("the kernel refused a test frame in the transmit ring (wrong format)");
         if (!(status & TP_STATUS_SEND_REQUEST)) return k;
+        /* A port that takes no frame (its link down, its queue stopped: ENOBUFS on every send) kept the sender here
+         * for ever. Past the trial's end it stops: the frames of the batch the kernel took are sent, in order from
+         * the first; the others never leave (no send follows), and count as unsent. */
+        if (now_ns(CLOCK_MONOTONIC) > give_up) {
+            int taken = 0;
+            for (unsigned i = first; taken < k; i = i + 1 == q->slots ? 0 : i + 1, taken++)
+                if (__atomic_load_n(&tx_slot(q, i)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_SEND_REQUEST) break;
+            return taken;
+        }
         sched_yield();
     }
 }
@@ -822,7 +831,7 @@ static void *sender(void *arg) {
         /* One send time for the batch: its frames leave in the same system call. */
         uint64_t t = now_ns(CLOCK_REALTIME);
         if (d->send_method == SEND_TX_RING) {
-            int sent = send_ring(q, k, n, t);
+            int sent = send_ring(q, k, n, t, give_up);
             if (!sent) sched_yield(); /* every slot in flight: the receive side is behind */
             k += (uint64_t)sent;
             if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
@@ -833,12 +842,18 @@ static void *sender(void *arg) {
         while (done < n) {
             int r = sendmmsg(q->fd, msgs + done, (unsigned)(n - done), 0);
             if (r < 0) {
-                if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) { sched_yield(); continue; }
-                die("sendmmsg failed");
+                if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+                    char msg[160];
+                    snprintf(msg, sizeof msg, "sendmmsg failed: %s", strerror(errno));
+                    die(msg);
+                }
+                if (now_ns(CLOCK_MONOTONIC) > give_up) break; /* as send_ring: a port that takes no frame */
+                sched_yield();
+                continue;
             }
             done += r;
         }
-        k += (uint64_t)n;
+        k += (uint64_t)done;
         /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn after each
          * batch; a sender that cannot keep up would otherwise never let them run. */
         if (c->realtime) sched_yield();
@@ -1086,8 +1101,13 @@ int main(int argc, char **argv) {
         case 'x': {
             c.ncpus = 0;
             for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
-                /* A ninth CPU was dropped without a word, and its threads went to the list's first CPUs. */
-                if (c.ncpus == (int)(sizeof c.cpus / sizeof c.cpus[0])) die("cpus: allowed at most 8 CPUs");
+                /* The list held 8: a ninth CPU and later were dropped without a word, and the threads placed on
+                 * them (up to the tenth: reverse sender 8) went to the list's first CPUs instead. */
+                if (c.ncpus == CPU_SETSIZE) {
+                    char msg[64];
+                    snprintf(msg, sizeof msg, "cpus: allowed at most %d CPUs", CPU_SETSIZE);
+                    die(msg);
+                }
                 c.cpus[c.ncpus++] = (int)parse_integer(tok, "cpus", 0, CPU_SETSIZE - 1);
             }
             if (!c.ncpus) die("cpus: allowed a comma-separated list of CPU numbers");

@@ -89,3 +89,23 @@ def test_every_help_page_reads_as_written_and_names_the_inventory_default():
         if "\n  --inventory INVENTORY" in text:  # its option line, not the usage
             inventory = " ".join(text[text.index("\n  --inventory INVENTORY"):].split()[:16])
             assert "$TREXLAB_INVENTORY" in inventory and "inventory/generated/local/hosts.yml" in inventory, inventory
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["throughput", "--max-rate", "abc"], "argument --max-rate: 'abc' is not a number; allowed > 0 and <= 1e+09"),
+    (["latency", "--tagged-frames", "1000.5"],
+     "argument --tagged-frames: '1000.5' is not an integer; allowed >= 500 and <= 1e+07"),
+    (["pdv", "--repeat", "x"], "argument --repeat: 'x' is not an integer; allowed 1..1000"),
+    (["flr", "--destination-networks", "1.5"],
+     "argument --destination-networks: '1.5' is not an integer; allowed 1..256"),
+    (["throughput", "--receive-tail", "2s"], "argument --receive-tail: '2s' is not a number; allowed 0..60"),
+])
+def test_a_mistyped_number_is_one_line_naming_the_flag_and_its_range(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.build_parser().parse_args(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"trexlab {argv[0]}: {message}\n"
+
+
+def test_an_integer_flag_takes_a_count_written_as_1e3_as_a_spec_does():
+    assert cli.build_parser().parse_args(["latency", "--tagged-frames", "1e3"]).param_tagged_frames == 1000

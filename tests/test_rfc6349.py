@@ -185,6 +185,12 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     assert phases[:3] == ["path MTU"] * 3 and "bottleneck bandwidth" in phases
     assert phases.count("baseline RTT") == 1 and sum(p.startswith("tcp test") for p in phases) == 13
     assert all(hasattr(r, "to_dict") and json.dumps(r.to_dict()) for r, _ in recorded)
+    # The method beside the figures says how MTU, BB and window were chosen and how long each test ran.
+    from trexlab.plan.repetition import method_line, method_of
+
+    line = method_line(method_of(result))
+    assert ("path MTU found by Don't-Fragment trials; bottleneck bandwidth by RFC 2544 throughput at the MTU; window "
+            "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
 
 
 def test_declared_mtu_and_bottleneck_skip_the_frame_trials():

@@ -64,6 +64,9 @@ def test_selftest_discloses_its_loss_tolerance_and_resolution(tmp_path, capsys):
     assert result["loss_tolerance_percent"] == 0.1 and result["stopping_rule"] == "1000 fps"
     method = json.loads((tmp_path / "runs" / "selftest-0" / "summary.json").read_text())["method"]
     assert "loss tolerance 0.1 %; resolution 1000 fps; trial duration 1 s" in method_line(method)
+    # The latency floor figures' own trial, and no tester ceiling to compare with: the self-test measures it.
+    assert ("latency floor: one trial of 1 s per frame size at 50 % of its ceiling, 1000 tagged frames"
+            in method_line(method)) and "tester ceiling" not in method_line(method)
 
 
 def test_throughput_near_the_ceiling_warns_without_being_told_it(selftest_run, capsys):

@@ -34,7 +34,7 @@ from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
-from trexlab.spec.schema import Traffic, field_help, generator_options_class
+from trexlab.spec.schema import REPETITIONS_MAX, Traffic, field_help, generator_options_class, range_text
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
@@ -88,6 +88,25 @@ def _traffic_help(name: str, text: str) -> str:
     return f"{text} (default {default})"
 
 
+def _number(kind: type, allowed: str):
+    """An argparse type: kind (int or float) of the text, else one line saying what is allowed (argparse names the
+    flag): '--max-rate: 'abc' is not a number; allowed > 0 and <= 1e+09', not 'invalid float value'."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            if kind is int and not text.strip().lstrip("+-").isdigit():  # 1e3 is a count too, as in a spec
+                number = float(text)
+                if number.is_integer():
+                    return int(number)
+            return kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}" + (f"; allowed {allowed}" if allowed else "")
+                                             ) from None
+
+    return parse
+
+
 def _base_type(annotation):
     """The scalar type behind an annotation like float | None (resolved: typing.get_type_hints)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
@@ -111,7 +130,9 @@ def add_params_flags(parser: argparse.ArgumentParser, params_class) -> None:
             group.add_argument(flag, dest=f"param_{f.name}", action=argparse.BooleanOptionalAction, default=None,
                                help=text)
         elif kind in (float, int, str):
-            group.add_argument(flag, dest=f"param_{f.name}", type=kind, default=None, help=text)
+            bounds: typing.Mapping[str, typing.Any] = f.metadata.get("schema", {}) if f.metadata else {}
+            parse = _number(kind, range_text(bounds)) if kind in (float, int) else kind
+            group.add_argument(flag, dest=f"param_{f.name}", type=parse, default=None, help=text)
         elif typing.get_origin(kind) is tuple or kind is tuple:
             if isinstance(default, tuple) and default and all(isinstance(v, int) for v in default):
                 group.add_argument(flag, dest=f"param_{f.name}", type=_int_list, default=None,
@@ -153,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--inventory",
                             help=f"generated inventory of the lab (software, trex generators; {INVENTORY_DEFAULT})")
         common.add_argument("--config", help=f"YAML file: {', '.join(CONFIG_KEYS)} (flags given beside it win)")
-        common.add_argument("--repeat", type=int, help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
+        common.add_argument("--repeat", type=_number(int, f"1..{REPETITIONS_MAX}"),
+                            help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
         common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
         add_ceilings_flag(common)
@@ -167,9 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                              help=_traffic_help("directions", "forward: port 0 to port 1; reverse: port 1 to port 0"))
         traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"),
                              help=_traffic_help("port_mode", "UDP ports: fixed, or RFC 4814 pseudorandom"))
-        traffic.add_argument("--destination-networks", type=int,
+        traffic.add_argument("--destination-networks", type=_number(int, "1..256"),
                              help=_traffic_help("destination_networks", "destination networks per direction, 1..256"))
-        traffic.add_argument("--receive-tail", type=float,
+        traffic.add_argument("--receive-tail", type=_number(float, f"0..{MAX_RECEIVE_TAIL:g}"),
                              help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
                                                                 f"0..{MAX_RECEIVE_TAIL:g}"))
         add_params_flags(sub, module.Params)

@@ -496,10 +496,13 @@ class TrialResult:
 
     def passes(self, loss_tolerance: float | Fraction) -> bool:
         """RFC 2544 pass/fail with a disclosed loss tolerance (a ratio, 0 = zero loss): every direction's frames lost
-        over frames intended, compared exactly (tolerance_ratio gives the ratio of a percentage as written)."""
+        over frames intended, compared exactly (tolerance_ratio gives the ratio of a percentage as written). A
+        direction that intended no frame (a load and duration of less than half a frame) fails: it showed nothing
+        forwarded, and passing it gave a DUT that lost every frame a throughput of the load where trials carried
+        none."""
         limit = Fraction(loss_tolerance)
-        return all(Fraction(d.frames_lost, d.frames_intended) <= limit for d in self.directions.values()
-                   if d.frames_intended)
+        return all(d.frames_intended and Fraction(d.frames_lost, d.frames_intended) <= limit
+                   for d in self.directions.values())
 
     def to_dict(self) -> dict:
         return {

@@ -8,6 +8,8 @@ import json
 import os
 import shlex
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -75,8 +77,7 @@ NO_PORTS = replace(replace(PORTS, "--port0", "tl-noport0"), "--port1", "tl-nopor
     ([*NO_PORTS, "--latency", "tagged", "--tagged", "1.5"], "tagged=1.5: allowed 1..10000000 (an integer)"),
     ([*NO_PORTS, "--trial-id", "7.5"], "trial-id=7.5: allowed 0..65535 (an integer)"),
     ([*NO_PORTS, "--cpus", "0,0.5"], "cpus=0.5: allowed 0..1023 (an integer)"),
-    # A ninth CPU was dropped without a word.
-    ([*NO_PORTS, "--cpus", "0,1,2,3,4,5,6,7,8"], "cpus: allowed at most 8 CPUs"),
+    ([*NO_PORTS, "--cpus", ",".join(["0"] * 1025)], "cpus: allowed at most 1024 CPUs"),
     # An octet above ff kept its low byte, and text after the sixth octet was ignored.
     (replace(NO_PORTS, "--mac0", "02:00:00:00:00:100"), "mac0=02:00:00:00:00:100: allowed a MAC address"),
     (replace(NO_PORTS, "--peer1", "02:00:00:00:00:01x"), "peer1=02:00:00:00:00:01x: allowed a MAC address"),
@@ -93,6 +94,44 @@ def test_hostile_arguments_are_refused_not_clamped(binary, argv, message):
     result = swtester(binary, *argv)
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+def cpus_allowed(pid: int) -> list[str]:
+    """The CPUs each thread of process pid may run on (its status's Cpus_allowed_list), [] once it has ended."""
+    try:
+        return [line.split("\t")[1] for t in os.listdir(f"/proc/{pid}/task")
+                for line in Path(f"/proc/{pid}/task/{t}/status").read_text().splitlines()
+                if line.startswith("Cpus_allowed_list:")]
+    except (OSError, IndexError):
+        return []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_every_cpu_of_a_long_list_is_taken(binary):
+    """A ninth CPU and later were dropped without a word: the tenth place of --cpus (reverse sender 8 with
+    --threads 8) went to the list's second CPU. A 0.5 s trial of 500 frames on the loopback of a namespace of its
+    own: while it sends, exactly one thread (that sender) is pinned to the tenth CPU."""
+    first, tenth = sorted(os.sched_getaffinity(0))[:2]
+    cpus = ",".join([str(first)] * 9 + [str(tenth)])
+    process = subprocess.Popen(["unshare", "-n", "sh", "-c", 'ip link set dev lo up && exec "$@"', "sh", binary,
+                                *replace(replace(PORTS, "--rate", "1000"), "--duration", "0.5"), "--threads", "8",
+                                "--cpus", cpus, "--tail", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    places: list[str] = []
+    try:
+        deadline = time.monotonic() + 10
+        while process.poll() is None and time.monotonic() < deadline:
+            places = cpus_allowed(process.pid)  # unshare and sh exec swtester in the same process
+            if len(places) == 19 and sum("," not in p and "-" not in p for p in places) == 18:
+                break  # main, and 2 receivers and 16 senders each pinned to its CPU
+            time.sleep(0.005)
+        process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0 and len(places) == 19, places
+    assert places.count(str(tenth)) == 1, places
 
 
 def test_a_cpu_the_process_may_not_run_on_is_refused(binary):
@@ -167,6 +206,26 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
     result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "swtester: could not start a thread: Resource temporarily unavailable"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
+@pytest.mark.parametrize(("method", "call"), [
+    ("sendmmsg", "int sendmmsg(int fd, struct mmsghdr *m, unsigned n, int f)"),
+    ("tx_ring", "ssize_t send(int fd, const void *b, size_t n, int f)"),  # the ring's send(fd, NULL, 0)
+])
+def test_a_port_that_takes_no_frame_ends_the_trial_with_the_frames_unsent(tmp_path, method, call):
+    """A port whose queue never takes a frame (ENOBUFS on every send: its link down, say) kept the sender retrying
+    for ever, in the realtime class, and swtester never ended. It now stops at the trial's end (110 % of its
+    duration), as a sender too slow does, and reports what it sent."""
+    preload = preloaded(tmp_path, f"#include <sys/socket.h>\n{call} {{ errno = ENOBUFS; return -1; }}\n")
+    argv = ["unshare", "-n", "sh", "-c", 'ip link set dev lo up && exec "$@"', "sh", "env", preload,
+            str(REPO / "swtester" / "swtester"), *replace(PORTS, "--duration", "0.2"), "--directions", "forward",
+            "--send-method", method, "--tail", "0"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0, result.stderr
+    forward = json.loads(result.stdout)["directions"]["forward"]
+    assert forward["intended"] == 200 and forward["sent"] == forward["received"] == 0 and not forward["valid"]
+    assert forward["send_duration"] < 0.2 * 1.1 + 0.1
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.terraform,
 
 @pytest.mark.parametrize(("name", "recorded", "action", "env", "message"), [
     # What lab-up records.
-    ("tfk1", {"kind": "local\n"}, "up",
+    ("tfk1", {"kind": "local\n", "terraform.tfstate": json.dumps({"version": 4, "resources": []})}, "up",
      {"LAB": "static", "TFVARS": "terraform/labs/static/examples/single.tfvars"},
      "LAB=static: lab tfk1 is a local lab: take it down first (make lab-down LAB=local LAB_NAME=tfk1)"),
     # A lab made before lab-up recorded its kind: its state names its realiser.
@@ -42,3 +42,18 @@ def test_another_kind_over_a_lab_is_refused_before_its_state_is_read(name, recor
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
         shutil.rmtree(REPO / "inventory/generated" / name, ignore_errors=True)
+
+
+def test_a_lab_up_that_failed_before_terraform_ran_binds_no_kind():
+    """A recorded kind without a Terraform state: nothing of that lab is up, so another kind may take the name."""
+    name = "tfk3"
+    state_dir = REPO / ".cache/labs" / name
+    assert not state_dir.exists(), f"{state_dir} is another test's"
+    try:
+        state_dir.mkdir(parents=True)
+        (state_dir / "kind").write_text("vm\n")
+        result = run("scripts/lab.sh", "down", env={"LAB_NAME": name, "LAB": "local"}, check=False)
+        assert result.returncode == 0 and "nothing to destroy" in result.stdout, result.stdout + result.stderr
+        assert not state_dir.exists()
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)

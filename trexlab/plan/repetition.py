@@ -144,7 +144,8 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
     if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
     return Observation(None if value is None else float(value), below,
-                       tuple(result.get("tester_bound_reasons") or ()), repetition)
+                       tuple(result.get("tester_bound_reasons") or ()), repetition,
+                       figure in (result.get("headline_at_least") or {}))
 
 
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
@@ -157,7 +158,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     for name in names:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
         summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
-            {"repetition": o.repetition, "value": o.value, "below": o.below,
+            {"repetition": o.repetition, "value": o.value, "below": o.below, "at_least": o.at_least,
              "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary
 
@@ -173,6 +174,17 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if "path_mtu" in result and "bb_source" in result:
+        # RFC 6349: every TCP figure rests on the path MTU, the bottleneck bandwidth and the window: how each was
+        # chosen (declared, or measured by the run) and how long each test ran; the values each repetition found
+        # are in its result.json.
+        params = result.get("params") or {}
+        method["tcp"] = {"mtu": params.get("mtu"), "bottleneck_bandwidth_bps": params.get("bottleneck_bandwidth"),
+                         "window_bytes": params.get("window_bytes"), "connections": params.get("connections"),
+                         "test_duration": params.get("test_duration"), "omit": params.get("omit"),
+                         "congestion_control": result.get("congestion_control")}
+    if "latency_floor_method" in result:  # a self-test: its latency floor figures' trial
+        method["latency_floor"] = result["latency_floor_method"]
     if "bytes" in result and "congestion_control" in result:
         # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
         # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
@@ -223,9 +235,22 @@ def method_line(method: dict) -> str:
                      if method["frame_timeout"] is None else f"frame timeout {format_seconds(method['frame_timeout'])}")
     if "latency_definition" in method:  # RFC 8219 section 7.2: which RFC 1242 definition
         parts.append(f"latency definition: {method['latency_definition']}")
+    if tcp := method.get("tcp"):
+        parts.append("; ".join([
+            f"path MTU {tcp['mtu']} B declared" if tcp["mtu"] else "path MTU found by Don't-Fragment trials",
+            f"bottleneck bandwidth {tcp['bottleneck_bandwidth_bps']:g} bit/s declared"
+            if tcp["bottleneck_bandwidth_bps"] else "bottleneck bandwidth by RFC 2544 throughput at the MTU",
+            f"window {tcp['window_bytes']} B per connection" if tcp["window_bytes"]
+            else "window per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections",
+            f"{tcp['connections']} connections, {tcp['test_duration']:g} s per test after {tcp['omit']:g} s omitted",
+            f"TCP congestion control {tcp['congestion_control'] or 'the endpoints default'}"]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
+    elif floor := method.get("latency_floor"):  # a self-test measures the ceiling: it is compared against none
+        parts.append(f"latency floor: one trial of {floor['trial_duration']:g} s per frame size at "
+                     f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
+                     if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
         parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
                      else "no tester ceiling known")
@@ -262,8 +287,8 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
         lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
                      f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
         if s.get("median_lower_bound"):
-            notes.append(f"{name}: LOWER BOUND: a tester-bound repetition lies at or below the median, so the "
-                         "DUT's figure may be higher")
+            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or met no load "
+                         "the DUT failed, so the DUT's figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
     if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)

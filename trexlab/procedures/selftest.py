@@ -111,6 +111,10 @@ class SelfTestResult:
             **({"stopping_rule": rules.pop()} if len(rules) == 1 else {}),
             "ceilings_fps": {str(k): v for k, v in self.ceilings.items()},
             "latency_floors": {str(k): v for k, v in self.floors.items()},
+            # How the floors were measured (the latency_floor_* figures' method): one tagged trial per frame size.
+            "latency_floor_method": {"load_percent": self.params.floor_load_percent,
+                                     "tagged_frames": FLOOR_TAGGED_FRAMES,
+                                     "trial_duration": self.params.trial_duration},
             "searches": self.searches,
             "notes": self.notes,
             "params": asdict(self.params),

@@ -86,9 +86,10 @@ def down(plan: dict) -> None:
               "lab; only this state directory's files are removed", file=sys.stderr)
         for name in plan["nodes"]:
             remove_node_files(plan, name, role_state=False)
-        return
-    teardown(plan)
-    release_backlog(plan["lab"])
+    else:
+        teardown(plan)
+        release_backlog(plan["lab"])
+    remove_lab_files(Path(plan["state_dir"]))
 
 
 def sshd_state_dirs(netns: str) -> set[str]:
@@ -268,11 +269,33 @@ def remove_node_files(plan: dict, name: str, role_state: bool = True) -> None:
             directory.rmdir()
 
 
+#: The comment of the key pair ssh_keys makes: only a key with it is the lab's to remove.
+KEY_COMMENT = "trexlab-lab"
+
+
+def remove_lab_files(state: Path) -> None:
+    """What up made in the state directory besides the nodes' files: the lab's key pair (only the one ssh_keys
+    made: a key of one's own in that directory stays), authorized_keys and known_hosts; then the directory, if
+    that leaves it empty (lab-up's also holds the Terraform state, and lab-down removes it)."""
+    public = state / "id_ed25519.pub"
+    try:
+        ours = public.read_text().split()[2:] == [KEY_COMMENT]
+    except OSError:
+        ours = False
+    if ours:
+        (state / "id_ed25519").unlink(missing_ok=True)
+        public.unlink()
+    for file in ("authorized_keys", "known_hosts"):
+        (state / file).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty, or already gone
+        state.rmdir()
+
+
 def ssh_keys(state: Path) -> None:
     state.mkdir(parents=True, exist_ok=True)
     key = state / "id_ed25519"
     if not key.exists():
-        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "trexlab-lab", "-f", str(key))
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", KEY_COMMENT, "-f", str(key))
     (state / "authorized_keys").write_text((state / "id_ed25519.pub").read_text())
     os.chmod(state / "authorized_keys", 0o600)
 

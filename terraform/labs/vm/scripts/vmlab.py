@@ -340,11 +340,10 @@ def down(plan: dict) -> None:
         if not others:
             nslab.remove_namespace_node(node, present)
         nslab.remove_node_files(plan, name, role_state=not others)
-    if others:
-        return
     for link in plan["links"]:
-        if link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
+        if not others and link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
             sh("ip", "link", "delete", link["tap"], check=False)
+    nslab.remove_lab_files(Path(plan["state_dir"]))
 
 
 def status(plan: dict) -> bool:
