@@ -140,7 +140,10 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
     # The run directory: provenance, every frame trial (DF set in the MTU trials) and every TCP test.
     trials = [json.loads(line) for line in (results / "rep-001" / "trials.jsonl").read_text().splitlines()]
     assert sum(t.get("kind") == "tcp test" for t in trials) == 14  # baseline RTT + 13 tests
-    assert all(t["spec"]["dont_fragment"] for t in trials if t["context"].get("phase") == "path MTU")
+    # The three sizes of --mtu-frame-sizes, each logged with DF set (a filter that matched no trial passed this).
+    mtu_trials = [t for t in trials if t["context"].get("phase") == "path MTU"]
+    assert [tuple(t["spec"]["frame_size"]) for t in mtu_trials] == [(1280, 1280), (1418, 1418), (1518, 1518)]
+    assert all(t["spec"]["dont_fragment"] for t in mtu_trials)
     bb_trials = [t for t in trials if t["context"].get("step") == "bottleneck bandwidth"]
     assert len(bb_trials) == r["bb_search"]["trials"] and {tuple(t["spec"]["frame_size"]) for t in bb_trials} == {
         (1418, 1418)}
