@@ -5,6 +5,17 @@
 locals {
   expected_duts = { single = 1, dual = 2, loopback = 0 }[var.lab.topology]
 
+  # What reaches ssh as an argument (Ansible's and trexlab's), by the rules of trexlab/rolevalues.py (check_lab):
+  # a host or user that ssh would read as an option (-oProxyCommand=...) runs a program on this machine. Checked
+  # for every lab kind, MAAS's answers included, by the outputs' preconditions: a variable validation would
+  # also fail the destroy plan of a lab whose value came from its state (a MAAS machine), which then could not
+  # be released.
+  unsafe_ssh = concat(
+    [for name, n in var.nodes : "${name}.ansible_host ${jsonencode(n.ansible_host)}" if !can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", n.ansible_host))],
+    [for name, n in var.nodes : "${name}.ansible_user ${jsonencode(n.ansible_user)}" if !can(regex("^[a-z_][a-z0-9_-]{0,31}$", n.ansible_user))],
+  )
+  unsafe_ssh_message = "Every ansible_host must be a host name or address (A-Z a-z 0-9 . : -, starting with a letter or digit) and every ansible_user a login name (a-z 0-9 _ -, 1-32 characters, starting with a-z or _): ${join(", ", local.unsafe_ssh)}."
+
   host_vars = {
     for name, n in var.nodes : name => merge(
       {

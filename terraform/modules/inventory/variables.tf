@@ -68,17 +68,6 @@ variable "nodes" {
     condition     = alltrue([for n in var.nodes : n.ansible_port >= 1 && n.ansible_port <= 65535 && floor(n.ansible_port) == n.ansible_port])
     error_message = "Every node's ansible_port must be a TCP port, 1-65535."
   }
-  # What reaches ssh as an argument (Ansible's and trexlab's), by the rules of trexlab/rolevalues.py (check_lab):
-  # a host or user that ssh would read as an option (-oProxyCommand=...) runs a program on this machine. Checked
-  # here for every lab kind, MAAS's answers included, before an inventory exists.
-  validation {
-    condition     = alltrue([for n in var.nodes : can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", n.ansible_host))])
-    error_message = "Every node's ansible_host must be a host name or address (A-Z a-z 0-9 . : -, starting with a letter or digit): ${join(", ", [for name, n in var.nodes : "${name} ${jsonencode(n.ansible_host)}" if !can(regex("^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", n.ansible_host))])}."
-  }
-  validation {
-    condition     = alltrue([for n in var.nodes : can(regex("^[a-z_][a-z0-9_-]{0,31}$", n.ansible_user))])
-    error_message = "Every node's ansible_user must be a login name (a-z 0-9 _ -, 1-32 characters, starting with a-z or _): ${join(", ", [for name, n in var.nodes : "${name} ${jsonencode(n.ansible_user)}" if !can(regex("^[a-z_][a-z0-9_-]{0,31}$", n.ansible_user))])}."
-  }
   validation {
     condition     = alltrue([for n in var.nodes : n.dut_position != null if n.role == "dut"])
     error_message = "Every DUT node needs its dut_position (1 = next to tester port 0)."

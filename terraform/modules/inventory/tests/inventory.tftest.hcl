@@ -160,7 +160,7 @@ run "rejects_a_host_ssh_would_read_as_an_option" {
       dut1   = { role = "dut", ansible_host = "h2", dut_position = 1, test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:01:01" }, { index = 1, name = "b", mac = "02:00:00:00:01:02" }] }
     }
   }
-  expect_failures = [var.nodes]
+  expect_failures = [output.inventory, output.inventory_yaml]
 }
 
 run "rejects_a_user_ssh_would_read_as_an_option" {
@@ -171,7 +171,7 @@ run "rejects_a_user_ssh_would_read_as_an_option" {
       dut1   = { role = "dut", ansible_host = "h2", dut_position = 1, test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:01:01" }, { index = 1, name = "b", mac = "02:00:00:00:01:02" }] }
     }
   }
-  expect_failures = [var.nodes]
+  expect_failures = [output.inventory, output.inventory_yaml]
 }
 
 run "rejects_a_known_hosts_file_with_a_blank" {
