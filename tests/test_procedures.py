@@ -267,3 +267,28 @@ def test_a_loss_exactly_at_the_disclosed_tolerance_passes():
     params = throughput.Params(max_rate=100_000, min_rate=1000, trial_duration=1, loss_tolerance_percent=0.011)
     result = throughput.run(RunContext(ExactLoss(), TRAFFIC), params)
     assert result.throughput == 100_000 and result.trials == 1
+
+
+def test_a_search_that_met_no_failing_load_reports_a_lower_bound():
+    """RFC 2544's throughput is the highest load the DUT forwards without loss: a search whose every trial passed,
+    up to a max_rate below the medium's limit, never met it. The figure is a lower bound, shown '>=' and named, as
+    a tester-bound one is; a DUT that forwards the medium's own limit has exactly that throughput."""
+    import pandas as pd
+
+    from trexlab.plan.repetition import summarize_headlines, summary_lines
+    from trexlab.results import analysis
+
+    capped = throughput.run(RunContext(sim(capacity=1e6), TRAFFIC), throughput.Params(max_rate=5e5, trial_duration=1))
+    result = capped.to_dict()
+    assert result["headline_at_least"] == {"throughput_fps": 5e5}
+    assert "its throughput is at least" in result["notes"][-1]
+    figures = summarize_headlines([result, result])
+    assert figures["throughput_fps"]["median_lower_bound"]
+    lines = summary_lines(figures)
+    assert ">= 500000" in lines[2] and "no trial failed (at least the figure" in "\n".join(lines)
+    row = {"experiment": "x", "throughput_fps": 5e5, "result.headline_at_least.throughput_fps": 5e5, "repetition": 1}
+    runs = pd.DataFrame([row, {**row, "repetition": 2}])
+    table = analysis.summarize_points(runs, "throughput_fps", by=["experiment"])
+    assert table["median_lower_bound"].tolist() == [True], "the report's tables mark it too"
+    media = throughput.run(RunContext(sim(capacity=1e9), TRAFFIC), throughput.Params(trial_duration=1)).to_dict()
+    assert media["headline_at_least"] == {} and media["throughput_fps"] == pytest.approx(14_880_952, rel=1e-6)

@@ -144,7 +144,8 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
     if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
     return Observation(None if value is None else float(value), below,
-                       tuple(result.get("tester_bound_reasons") or ()), repetition)
+                       tuple(result.get("tester_bound_reasons") or ()), repetition,
+                       figure in (result.get("headline_at_least") or {}))
 
 
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
@@ -157,7 +158,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     for name in names:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
         summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
-            {"repetition": o.repetition, "value": o.value, "below": o.below,
+            {"repetition": o.repetition, "value": o.value, "below": o.below, "at_least": o.at_least,
              "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary
 
@@ -286,8 +287,8 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
         lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
                      f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
         if s.get("median_lower_bound"):
-            notes.append(f"{name}: LOWER BOUND: a tester-bound repetition lies at or below the median, so the "
-                         "DUT's figure may be higher")
+            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or met no load "
+                         "the DUT failed, so the DUT's figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
     if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)

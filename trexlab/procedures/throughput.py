@@ -138,6 +138,9 @@ class ThroughputResult:
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
     deviations: list[str] = field(default_factory=list)  # what falls short of RFC 2544's durations
+    # No trial failed and the rate found is below the medium's limit: the search never met the DUT's throughput,
+    # which is at least this (a max_rate below what the DUT forwards).
+    at_least: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -164,6 +167,8 @@ class ThroughputResult:
             "headline": {"throughput_fps": self.throughput},
             # A search that ended below the minimum load still observed something: the figure is below min_rate.
             "headline_below": {"throughput_fps": self.params.min_rate} if self.below_minimum else {},
+            # One in which no trial failed observed no limit: the figure is a lower bound of the DUT's.
+            "headline_at_least": {"throughput_fps": self.throughput} if self.at_least else {},
         }
 
 
@@ -232,11 +237,20 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
     if warning := ceiling_warning(best, params.tester_ceiling):
         notes.append(warning)
+    # Every trial passed, below the medium's own limit (a max_rate under what the DUT forwards): the search found
+    # no load the DUT fails, so its throughput is at least the rate found, not that rate (RFC 2544's throughput is
+    # the highest rate without loss, and a higher one was never offered).
+    medium = float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
+    at_least = best is not None and all(t["passed"] for t in search) and best < medium
+    if at_least:
+        notes.append(f"no trial failed: the DUT forwarded every load offered, up to {best:.0f} fps (max_rate "
+                     f"{top:.0f}): its throughput is at least that")
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
                                                  host_drops_bearing=host_bearing, steal_bearing=steal_bearing),
-                            rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout))
+                            rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout),
+                            at_least)
 
 
 def warm_start(params: Params, bounds: tuple[float, float], trial, low: float,

@@ -141,9 +141,10 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
         reasons = row.get("result.tester_bound_reasons")
         repetition = row.get("repetition")
         number = _number(repetition)
+        at_least = _present(row.get(f"result.headline_at_least.{figure}"))  # no trial failed: a lower bound
         found.append(Observation(_number(value), _number(below),
                                  tuple(reasons) if isinstance(reasons, list | tuple) else (),
-                                 None if number is None else int(number)))
+                                 None if number is None else int(number), at_least))
     return found
 
 
@@ -434,7 +435,8 @@ def report_table(frame: pd.DataFrame):
 LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
                     "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
                     "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), "
-                    "so the DUT's figure may be higher")
+                    "or its search met no load the DUT failed (max_rate below the DUT's throughput), so the DUT's "
+                    "figure may be higher")
 
 
 def figure_heading(table: pd.DataFrame, figure: str) -> str:

@@ -56,6 +56,7 @@ class Observation:
     below: float | None = None  # no figure, but known to be below this (e.g. the search's min_rate, fps)
     tester_bound: tuple[str, ...] = ()  # why the figure may be the tester's limit (empty: it is not)
     repetition: int | None = None  # which repetition (1-based), for the reasons shown per repetition
+    at_least: bool = False  # the figure is a lower bound: the search met no load the DUT failed (its max_rate)
 
     @property
     def censored(self) -> bool:
@@ -68,6 +69,8 @@ class Observation:
     def reasons(self) -> list[str]:
         """Why this repetition is missing or tester-bound, in a table's words."""
         found = [f"below min_rate {self.below:g}"] if self.censored else ["no figure"] if self.missing else []
+        if self.at_least:
+            found.append("no trial failed (at least the figure: max_rate below the DUT's throughput)")
         return found + [f"tester-bound: {reason}" for reason in self.tester_bound]
 
 
@@ -177,9 +180,10 @@ def _bound_of(value: float | str) -> float:
 
 
 def _median_lower_bound(observations: list[Observation], censored: int, high_middle: float | str) -> bool:
-    """Whether a tester-bound repetition lies at or below the median (ties count: raising it moves the median)."""
+    """Whether a tester-bound repetition, or one whose search met no failing load (at_least), lies at or below the
+    median (ties count: raising it moves the median)."""
     for o in observations:
-        if not o.tester_bound:
+        if not o.tester_bound and not o.at_least:
             continue
         if o.censored or isinstance(high_middle, str) or (o.value is not None and o.value <= high_middle):
             return True
