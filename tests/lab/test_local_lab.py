@@ -37,6 +37,10 @@ def configure(env: dict) -> str:
     return result.stdout
 
 
+#: Topologies whose site.yml idempotence (NETWORKS=2) another test checks: tests/roles/test_base_roles.py.
+IDEMPOTENCE_ELSEWHERE = ("dual",)
+
+
 @pytest.mark.parametrize(("topology", "networks"), [("single", 4), ("dual", 2)])
 def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
     name = {"single": "ls", "dual": "ld"}[topology]  # not test_siit_tayga_role's ts/td: both run in one phase
@@ -47,7 +51,10 @@ def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
         first = configure(env)
         print(f"\n{topology}: lab-up + configure took {time.monotonic() - start:.1f} s")
         assert changed_count(first) > 0
-        assert changed_count(configure(env)) == 0, "a second configure must change nothing"
+        # A second configure must change nothing. On the dual lab it is test_base_roles' own check (site.yml with
+        # the same networks on a dual lab of the same kind), so it runs once in make test's phase 2, not twice.
+        if topology not in IDEMPOTENCE_ELSEWHERE:
+            assert changed_count(configure(env)) == 0, "a second configure must change nothing"
         lab = load_lab(f"inventory/generated/{name}/hosts.yml")
         # The record campaigns read to skip the base configuration when it is already in place.
         record = json.loads((Path(lab.inventory).parent / "configured.json").read_text())
@@ -101,7 +108,17 @@ def test_lab_up_recovers_after_an_interrupted_lab_down_and_rebuilds_a_lab_of_ano
         # old one under a new inventory.
         run("scripts/lab.sh", "up", env=dual)
         assert {"tl-tr-dut1", "tl-tr-dut2"} <= set(run("ip", "netns", "list").stdout.split())
-        configure(dual)
+        # Its inventory is the dual lab's: each node has the test ports it names, with their MACs, and answers SSH
+        # as it says (host key included), which is what site.yml, run here before, needed of it. (site.yml itself on
+        # a dual lab: test_frames_cross_the_duts_port0_to_port1_only, and test_base_roles.)
+        lab = load_lab("inventory/generated/tr/hosts.yml")
+        assert lab.topology == "dual" and [d.name for d in lab.duts] == ["dut1", "dut2"]
+        for node in (lab.tester, *lab.duts):
+            links = json.loads(run("ip", "-n", node.netns, "-j", "link", "show").stdout)
+            macs = {link["ifname"]: link.get("address") for link in links}
+            assert len(node.test_ports) == 2 and {p.name: p.mac for p in node.test_ports} == {
+                p.name: macs.get(p.name) for p in node.test_ports}, (node.name, macs)
+            assert run(*node.ssh(), "echo reached", check=False).stdout.strip() == "reached", node.name
     finally:
         run("scripts/lab.sh", "down", env=dual, check=False)
     assert lab_leftovers("tr") == []
@@ -117,7 +134,10 @@ def test_a_second_lab_on_the_same_management_block_is_refused_and_the_first_keep
         assert "lab ccdw: its management address" in refused.stdout + refused.stderr
         assert "tlcawrm1 (another lab's); choose another lab name" in refused.stdout + refused.stderr
         assert lab_leftovers("ccdw") == []
-        configure(first)  # SSH still reaches the first lab's own nodes
+        # SSH still reaches the first lab's own node over its management block. (A login proves it; site.yml on a
+        # loopback lab, which this ran here too, is test_loopback_topology_joins_the_tester_ports' configure.)
+        tester = load_lab("inventory/generated/cawr/hosts.yml").tester
+        assert run(*tester.ssh(), "echo reached", check=False).stdout.strip() == "reached"
     finally:
         run("scripts/lab.sh", "down", env=second, check=False)
         run("scripts/lab.sh", "down", env=first, check=False)

@@ -51,6 +51,7 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
     first = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
     assert first.returncode == 0, first.stdout[-3000:]
     assert changed_count(first.stdout) > 0
+    # The dual lab's idempotence check of make test (tests/lab/test_local_lab.py's dual lab relies on it).
     again = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
     assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
 

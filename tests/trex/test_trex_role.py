@@ -96,6 +96,22 @@ def rpc_answers(netns: str) -> bool:
     return run("ip", "netns", "exec", netns, "python3", "-c", probe, check=False).returncode == 0
 
 
+#: The supervisor's pause before it restarts a server that died (trex-supervise.sh.j2; trex.service.j2's RestartSec).
+RESTART_SEC = 2
+
+
+def fake_servers(netns: str) -> list[int]:
+    """The PIDs of the namespace's processes that serve the fake's RPC port (its command line names 4501)."""
+    pids = run("ip", "netns", "pids", netns).stdout.split()
+    return [int(p) for p in pids if "4501" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+
+
+def started_s(pid: int) -> float:
+    """When process pid started, on CLOCK_BOOTTIME (/proc/<pid>/stat's 22nd field, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_until(condition, seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -151,13 +167,17 @@ def test_role_installs_runs_and_removes_a_release(lab, release):
         again = playbook(lab, *version, "-e", f"trex_checksum={checksum}")
         assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
 
-        # The supervisor restarts a server that dies, as systemd's Restart=on-failure would.
-        server = run("ip", "netns", "pids", tester.netns).stdout.split()
-        fake = [p for p in server if "4501" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
-        assert len(fake) == 1
-        os.kill(int(fake[0]), 9)
-        assert wait_until(lambda: not rpc_answers(tester.netns), 2) or True  # it may already be back
+        # The supervisor restarts a server that dies, as systemd's Restart=on-failure with RestartSec=2 would: a
+        # new server process, started no sooner than 2 s after the old one died (not at once, in a loop that
+        # would spin on a server that fails at start).
+        [killed] = fake_servers(tester.netns)
+        died = time.clock_gettime(time.CLOCK_BOOTTIME)
+        os.kill(killed, 9)
         assert wait_until(lambda: rpc_answers(tester.netns), 10)
+        [restarted] = fake_servers(tester.netns)
+        assert restarted != killed and not Path(f"/proc/{killed}").exists()
+        # One clock tick (10 ms) of /proc's start time is the margin.
+        assert started_s(restarted) - died >= RESTART_SEC - 0.02, started_s(restarted) - died
     finally:
         gone = playbook(lab, *version, "-e", f"trex_checksum={checksum}", "-e", "trex_state=absent")
     assert gone.returncode == 0 and changed_count(gone.stdout) > 0, gone.stdout[-3000:]
