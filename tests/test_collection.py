@@ -111,3 +111,20 @@ def test_missing_packages_are_those_dpkg_query_does_not_show_installed():
     assert missing_packages(["tayga"], lines) == []
     assert missing_packages(["tayga=0.9", "tayga:arm64"], lines) == ["tayga=0.9", "tayga:arm64"]
     assert missing_packages(["gcc"], []) == ["gcc"]  # dpkg-query failed or said nothing: apt decides
+
+
+def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():
+    """ansible-doc -t role shows a role's options from meta/argument_specs.yml only: each variable of
+    defaults/main.yml is an option there, and a literal default (not a template, not null) is its default."""
+    wrong = []
+    for role in sorted((COLLECTION / "roles").iterdir()):
+        specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+        options = specs["argument_specs"]["main"]["options"]
+        for name, value in (yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}).items():
+            if name not in options:
+                wrong.append(f"{role.name}: {name} undocumented")
+            elif value is not None and "{{" not in str(value) and options[name].get("default", "<none>") != value:
+                wrong.append(f"{role.name}: {name} default {options[name].get('default', '<none>')!r} != {value!r}")
+            elif options[name].get("required"):
+                wrong.append(f"{role.name}: {name} required but given a default")
+    assert wrong == []

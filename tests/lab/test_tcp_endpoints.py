@@ -175,8 +175,21 @@ def test_a_lab_without_a_server_node_is_refused(lab, tmp_path):
     assert result.stderr.count("\n") == 1 and not (tmp_path / "r").exists()
 
 
+def iperf3_ports(lab) -> list[str]:
+    return sorted(p.split("--port ")[1].split()[0] for p in server_processes(lab) if "iperf3 --server" in p)
+
+
+def test_fewer_iperf3_ports_stop_the_servers_of_the_others(lab):
+    fewer = playbook(lab, PLAYBOOK, "-e", '{"tcp_endpoints_iperf3_ports": [5201, 5202]}')
+    assert fewer.returncode == 0, fewer.stdout[-3000:]
+    assert iperf3_ports(lab) == ["5201", "5202"]
+    assert sorted(p.name for p in (Path("/var/lib/trexlab") / LAB / "server").glob("iperf3-*.pid")) == [
+        "iperf3-5201.pid", "iperf3-5202.pid"]
+
+
 def test_role_absent_gives_the_nodes_back(lab, pristine):
-    result = playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_state=absent")
+    # Declaring one port only: absent still stops the server of every port a run started.
+    result = playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_state=absent", "-e", '{"tcp_endpoints_iperf3_ports": [5201]}')
     assert result.returncode == 0, result.stdout[-3000:]
     assert server_processes(lab) == [] and endpoint_state(lab) == pristine
     assert not (Path(lab.inventory).parent / "facts" / "server.json").exists()

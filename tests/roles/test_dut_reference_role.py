@@ -10,7 +10,7 @@ from trexlab.generators import create_generator
 from trexlab.reference_dut import ReferenceDut
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, node_state, playbook
+from labtools import changed_count, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-reference.yml"
@@ -44,6 +44,9 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
     try:
         assert apply(lab, **declared) > 0
         assert apply(lab, **declared) == 0, "idempotent"
+        # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied again.
+        run("ip", "netns", "exec", dut.netns, "nft", "delete", "table", "inet", "trexlab_reference")
+        assert apply(lab, **declared) > 0, "a record without its table is not a policer"
         # Twice the capacity: each direction's bucket passes rate x T + burst frames, then every 1000th is lost.
         over = trial(lab, 2 * DUT.loss_free_rate(SECONDS))
         passed = DUT.loss_free_rate(SECONDS) * SECONDS

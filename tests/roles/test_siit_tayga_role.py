@@ -1,6 +1,8 @@
 """roles/siit_tayga on namespace DUTs over SSH: SIIT single (NAT64) and dual (NAT46 + NAT64), reversible."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,25 @@ def test_an_interface_the_role_did_not_make_is_neither_used_nor_removed(lab_fact
         assert node_state(netns) == before, "absent removed nothing the role did not make"
     finally:
         run("ip", "netns", "exec", netns, "ip", "link", "del", "foreign0", check=False)
+
+
+def test_absent_removes_the_device_it_made_whatever_device_absent_names(lab_factory):
+    """A campaign removes a DUT configuration left from before it with the role's defaults (siit0), whatever
+    device that configuration was applied with: here what the role leaves with siit_tayga_device=siit7, its
+    persistent TUN device with a mapped destination routed into it and its record of the device (made by hand:
+    applying the role for it took 10 s more)."""
+    lab = lab_factory("sw", "single", 4)
+    netns, dut = lab.duts[0].netns, lab.duts[0].name
+    before = node_state(netns)
+    directory = Path("/var/lib/trexlab") / lab.name / dut / "tayga"
+    try:
+        run("ip", "netns", "exec", netns, "ip", "tuntap", "add", "dev", "siit7", "mode", "tun")
+        run("ip", "netns", "exec", netns, "ip", "link", "set", "siit7", "up")
+        run("ip", "netns", "exec", netns, "ip", "route", "add", "198.19.255.0/24", "dev", "siit7")
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "device").write_text("siit7\n")
+        apply(lab, "-e", "siit_tayga_state=absent")
+        assert node_state(netns) == before and not directory.exists()
+    finally:
+        run("ip", "netns", "exec", netns, "ip", "link", "del", "siit7", check=False)
+        shutil.rmtree(directory, ignore_errors=True)

@@ -5,10 +5,13 @@ Addresses, routes, permanent neighbour entries, runtime sysctls, sysfs
 values and NIC settings (RSS hash fields, pause frames: ethtool) are compared
 with what ``ip -j``, /proc/sys, /sys and ethtool say and only the difference
 is applied, so a second run changes nothing; check mode reports the difference
-without applying it. ``state: absent`` removes exactly the declared items and
-puts back each setting's value from before the first run (kept in
-``state_file``). Sysctls are runtime only: a benchmark set-up is not meant to
-survive a reboot, and nodes of the local lab share one /etc.
+without applying it. ``state_file`` records which items the module added and
+each setting's value from before the first run: ``state: absent`` removes
+exactly those items (an address, route or neighbour the node had before is
+left) and puts back every recorded setting, declared or not; a run that no
+longer declares an item or setting it applied before removes or restores it.
+Sysctls are runtime only: a benchmark set-up is not meant to survive a reboot,
+and nodes of the local lab share one /etc.
 
 A route whose destination is the connected network of its device is left to
 the kernel (it already exists, as a link route).
@@ -23,8 +26,12 @@ description:
   - Compares the declared addresses, routes (with a gateway), permanent neighbour entries, runtime sysctls,
     sysfs values and NIC settings (RSS hash fields and pause frames, through ethtool) with what the node has,
     and applies only the difference, so a second run changes nothing. Check mode reports the difference.
-  - With O(state=absent) it removes exactly the declared items and puts back every setting's value from
-    before the first run, kept in O(state_file).
+  - O(state_file) records the items this module added and every setting's value from before the first run.
+    With O(state=absent) it removes exactly those items (one the node had before is left as it was) and puts
+    back every recorded setting, whether or not it is still declared.
+  - A run with O(state=present) that no longer declares an item or a setting an earlier run applied removes
+    that item and puts that setting back (for example routes and neighbours of a test port the inventory
+    no longer has, or a sysctl an option no longer sets).
   - A route whose destination is the connected network of its device is left to the kernel.
   - Sysctls and sysfs values are runtime only; nothing is written to /etc.
 author:
@@ -113,7 +120,9 @@ options:
     choices: [present, absent]
     default: present
   state_file:
-    description: Where the settings' values from before the first run are kept (JSON), for O(state=absent).
+    description:
+      - Where the items this module added and the settings' values from before the first run are kept (JSON),
+        for O(state=absent) and for later runs.
     type: path
     required: true
 attributes:
@@ -306,6 +315,44 @@ ARGUMENT_SPEC = {
 }
 
 
+#: The items the module adds, in the order it builds them up (it tears them down the other way round).
+ITEMS = ("addresses", "routes", "neighbours")
+
+
+def read_state(path: str) -> tuple[dict, dict | None]:
+    """state_file: each setting's value from before the first run, and per kind of item the items this module
+    added (None for a file of an earlier version, which recorded the settings only)."""
+    if not os.path.exists(path):
+        return {}, {kind: set() for kind in ITEMS}
+    with open(path) as f:
+        saved = json.load(f)
+    if isinstance(saved.get("settings"), dict) and isinstance(saved.get("added"), dict):
+        return saved["settings"], {kind: {tuple(item) for item in saved["added"].get(kind, [])} for kind in ITEMS}
+    return saved, None
+
+
+def write_state(path: str, settings: dict, added: dict) -> None:
+    if not settings and not any(added.values()):
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS}}, f)
+
+
+def setting_io(key: str):
+    """How to read and write the setting a state_file key names (the keys main() gives them)."""
+    kind, name = key.split(" ", 1) if " " in key else (key, "")
+    if kind == "rx-flow-hash":
+        return (lambda: "".join(sorted(read_flow_hash(name))), lambda value: write_flow_hash(name, value))
+    if kind == "pause":
+        return (lambda: read_pause(name), lambda value: write_pause(name, value))
+    if not key.startswith("/proc/sys/") and not os.path.realpath(key).startswith("/sys/"):
+        raise OSError(f"sysfs path {key}: allowed only paths under /sys")
+    return (lambda: read_setting(key), lambda value: write_setting(key, value))
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
@@ -319,83 +366,117 @@ def main() -> None:
                         r["dev"]) for r in p["routes"]}
         want_neigh = {(n["dev"], str(ipaddress.ip_address(n["address"])), n["lladdr"].lower())
                       for n in p["neighbours"]}
+        # Every setting as key -> declared value; the key is also its name in state_file (setting_io).
+        declared = {sysctl_path(k): str(v) for k, v in p["sysctls"].items()}
+        declared.update({path: str(v) for path, v in p["sysfs"].items()})
+        declared.update({f"rx-flow-hash {key}": "".join(sorted(fields)) for key, fields in p["rx_flow_hash"].items()})
+        declared.update({f"pause {dev}": str(value) for dev, value in p["pause"].items()})
     except (KeyError, ValueError) as exc:
         module.fail_json(msg=f"bad declaration: {exc}")
     changes: list[str] = []
+    try:
+        saved, added = read_state(p["state_file"])
+    except (OSError, ValueError, AttributeError) as exc:
+        module.fail_json(msg=f"state_file {p['state_file']}: {exc}")
 
-    def addresses() -> None:
-        have = current_addresses()
-        for dev, address in sorted(want_addr - have if present else want_addr & have):
-            changes.append(f"{'add' if present else 'delete'} address {address} dev {dev}")
-            if not module.check_mode:
-                ip(family(address), "addr", "add" if present else "del", address, "dev", dev,
-                   *(["nodad"] if present and ":" in address else []))
+    def apply(kind: str, item: tuple, add: bool, why: str = "") -> None:
+        """Add or delete one item, and keep the record of what this module added in step."""
+        if kind == "addresses":
+            dev, address = item
+            changes.append(f"{'add' if add else 'delete'}{why} address {address} dev {dev}")
+            argv = [family(address), "addr", "add" if add else "del", address, "dev", dev,
+                    *(["nodad"] if add and ":" in address else [])]
+        elif kind == "routes":
+            dst, via, dev = item
+            changes.append(f"{'add' if add else 'delete'}{why} route {dst} via {via} dev {dev}")
+            argv = [family(dst), "route", "replace" if add else "del", dst, "via", via, "dev", dev]
+        else:
+            dev, address, lladdr = item
+            changes.append(f"{'add' if add else 'delete'}{why} neighbour {address} lladdr {lladdr} dev {dev}")
+            argv = ([family(address), "neigh", "replace", address, "lladdr", lladdr, "dev", dev, "nud", "permanent"]
+                    if add else [family(address), "neigh", "del", address, "dev", dev])
+        if not module.check_mode:
+            ip(*argv)
+        if add:
+            added[kind].add(item)
+        else:
+            added[kind].discard(item)
 
-    def routes() -> None:
+    def current(kind: str) -> set:
+        return {"addresses": current_addresses, "routes": current_routes, "neighbours": current_neighbours}[kind]()
+
+    def wanted(kind: str) -> set:
+        if kind == "addresses":
+            return want_addr
+        if kind == "neighbours":
+            return want_neigh
+        # A route to a connected network of its device is the kernel's link route: left to the kernel.
         connected = connected_networks() | {(d, str(ipaddress.ip_interface(a).network)) for d, a in want_addr}
-        have = current_routes()
-        wanted = {r for r in want_routes if (r[2], r[0]) not in connected}
-        for dst, via, dev in sorted(wanted - have if present else wanted & have):
-            changes.append(f"{'add' if present else 'delete'} route {dst} via {via} dev {dev}")
-            if not module.check_mode:
-                ip(family(dst), "route", "replace" if present else "del", dst, "via", via, "dev", dev)
-        if present:
-            within = [ipaddress.ip_network(n) for n in p["prune_routes_within"]]
-            wanted_dsts = {r[0] for r in wanted}
-            for dst, via, dev in sorted(have):
-                net = ipaddress.ip_network(dst)
-                if dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
-                    changes.append(f"delete undeclared route {dst} via {via} dev {dev}")
-                    if not module.check_mode:
-                        ip(family(dst), "route", "del", dst, "via", via, "dev", dev)
+        return {r for r in want_routes if (r[2], r[0]) not in connected}
 
-    def neighbours() -> None:
-        have = current_neighbours()
-        for dev, address, lladdr in sorted(want_neigh - have if present else want_neigh & have):
-            changes.append(f"{'add' if present else 'delete'} neighbour {address} lladdr {lladdr} dev {dev}")
-            if not module.check_mode:
-                if present:
-                    ip(family(address), "neigh", "replace", address, "lladdr", lladdr, "dev", dev, "nud", "permanent")
-                else:
-                    ip(family(address), "neigh", "del", address, "dev", dev)
+    def prune_routes() -> None:
+        within = [ipaddress.ip_network(n) for n in p["prune_routes_within"]]
+        wanted_dsts = {r[0] for r in wanted("routes")}
+        for dst, via, dev in sorted(current_routes()):
+            net = ipaddress.ip_network(dst)
+            if dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
+                apply("routes", (dst, via, dev), False, " undeclared")
 
     try:
-        # Build up from addresses to routes; tear down the other way round.
-        for step in (addresses, routes, neighbours) if present else (neighbours, routes, addresses):
-            step()
-        saved = {}
-        if os.path.exists(p["state_file"]):
-            with open(p["state_file"]) as f:
-                saved = json.load(f)
-        # Every setting as key -> (declared value, read, write); the key is also its name in state_file.
-        settings = {sysctl_path(k): (v, read_setting, write_setting) for k, v in p["sysctls"].items()}
-        for path, value in p["sysfs"].items():
+        for path in p["sysfs"]:
             if not os.path.realpath(path).startswith("/sys/"):
                 raise OSError(f"sysfs path {path}: allowed only paths under /sys")
-            settings[path] = (value, read_setting, write_setting)
-        for key, fields in p["rx_flow_hash"].items():
-            settings[f"rx-flow-hash {key}"] = (
-                "".join(sorted(fields)), lambda k, key=key: "".join(sorted(read_flow_hash(key))),
-                lambda k, v, key=key: write_flow_hash(key, v))
-        for dev, value in p["pause"].items():
-            settings[f"pause {dev}"] = (value, lambda k, dev=dev: read_pause(dev),
-                                        lambda k, v, dev=dev: write_pause(dev, v))
-        for key, (value, read, write) in sorted(settings.items()):
-            now = read(key)
-            target = str(value) if present else saved.get(key, now)
-            if not same(now, target):
-                changes.append(f"set {key} {now} -> {target}")
-                if present:
-                    saved.setdefault(key, now)
-                if not module.check_mode:
-                    write(key, target)
-        if not module.check_mode:
-            if present and saved:
-                os.makedirs(os.path.dirname(p["state_file"]), exist_ok=True)
-                with open(p["state_file"], "w") as f:
-                    json.dump(saved, f)
-            elif not present and os.path.exists(p["state_file"]):
-                os.unlink(p["state_file"])
+        if added is None:
+            # A file of an earlier version, which did not record its items: as that version's absent did, the
+            # declared items the node has are taken for the module's own.
+            added = {kind: wanted(kind) & current(kind) for kind in ITEMS}
+        try:
+            if present:
+                # What an earlier run added and this one no longer declares goes first (torn down from the
+                # neighbours to the addresses), then the declaration is built up from the addresses.
+                for kind in reversed(ITEMS):
+                    for item in sorted((added[kind] - wanted(kind)) & current(kind)):
+                        apply(kind, item, False, " no longer declared")
+                    added[kind] &= wanted(kind)
+                for kind in ITEMS:
+                    for item in sorted(wanted(kind) - current(kind)):
+                        apply(kind, item, True)
+                    if kind == "routes":
+                        prune_routes()
+            else:
+                # Exactly what this module added: an item the node had before the first run is left.
+                for kind in reversed(ITEMS):
+                    for item in sorted(added[kind] & current(kind)):
+                        apply(kind, item, False)
+            for key in sorted(set(declared) | set(saved)):
+                read, write = setting_io(key)
+                if present and key in declared:
+                    target = declared[key]
+                elif key in saved:  # absent, or no longer declared: the value from before the first run
+                    target = str(saved[key])
+                else:
+                    continue
+                try:
+                    now = read()
+                except (RuntimeError, OSError):
+                    if key in declared:
+                        raise
+                    saved.pop(key)  # a recorded setting whose device is gone: nothing left to put back
+                    continue
+                if not same(now, target):
+                    changes.append(f"set {key} {now} -> {target}")
+                    if present and key in declared:
+                        saved.setdefault(key, now)
+                    if not module.check_mode:
+                        write(target)
+                if not (present and key in declared):
+                    saved.pop(key, None)
+        finally:
+            # Also after a failure half way: what was added so far is recorded, so that absent removes it.
+            if present and not module.check_mode:
+                write_state(p["state_file"], saved, added)
+        if not present and not module.check_mode and os.path.exists(p["state_file"]):
+            os.unlink(p["state_file"])
     except (RuntimeError, OSError) as exc:
         module.fail_json(msg=str(exc), changes=changes)
     module.exit_json(changed=bool(changes), changes=changes)

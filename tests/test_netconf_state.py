@@ -1,0 +1,107 @@
+"""trexlab.lab.netconf undoes exactly what it applied: absent leaves what the node had before, and a run that
+declares less removes what an earlier run added and puts back the settings it no longer sets.
+
+Each test runs the module as Ansible does (its arguments on stdin) in a network namespace of its own (unshare -n: no
+lab, nothing to tear down; a veth pair stands for a test port), about 0.3 s per module run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODULE = Path(__file__).resolve().parent.parent / "ansible_collections/trexlab/lab/plugins/modules/netconf.py"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                                reason="needs root and unshare for a network namespace of its own")
+
+# Runs in the new namespace: the set-up commands, then each module run, each followed by what a role may touch.
+DRIVER = r"""
+import json, subprocess, sys
+module, setup, runs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+subprocess.run(["sh", "-ec", "ip link add d0 type veth peer name d1; ip link set d0 up; ip link set d1 up;" + setup],
+               check=True)
+def state():
+    sh = lambda cmd: subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=True).stdout
+    return {"addresses": sh("ip -o addr show dev d0 scope global | awk '{print $4}' | sort"),
+            "routes": sh("{ ip -4 route show; ip -6 route show; } | grep via | sort"),
+            "neighbours": sh("ip neigh show nud permanent | sort"),
+            "sysctls": sh("cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding")}
+out = [{"state": state()}]
+for args in runs:
+    done = subprocess.run([sys.executable, module], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
+                          capture_output=True, text=True)
+    out.append({"result": json.loads(done.stdout), "state": state()})
+print(json.dumps(out))
+"""
+
+
+def runs(tmp_path, setup: str, *declarations: dict) -> list[dict]:
+    """Each declaration applied in turn (with this test's state file) in one new namespace: the state before the
+    first, then each run's result and the state after it."""
+    state_file = str(tmp_path / "netconf.json")
+    args = [{"state_file": state_file, **declaration} for declaration in declarations]
+    done = subprocess.run(["unshare", "-n", sys.executable, "-c", DRIVER, str(MODULE), setup, json.dumps(args)],
+                          capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+MAC = "02:00:00:00:00:02"
+ROUTING = {"sysctls": {"net.ipv4.ip_forward": 1, "net.ipv6.conf.all.forwarding": 1},
+           "addresses": [{"dev": "d0", "address": "198.18.0.1/24"}, {"dev": "d0", "address": "2001:2::1/64"}],
+           "routes": [{"dst": f"198.19.{x}.0/24", "via": "198.18.0.2", "dev": "d0"} for x in range(4)],
+           "neighbours": [{"dev": "d0", "address": "198.18.0.2", "lladdr": MAC}]}
+
+
+def test_absent_leaves_the_address_route_and_neighbour_the_node_had_before(tmp_path):
+    """A DUT whose test port an operator addressed by hand (a static lab): the role declares the same, adds
+    nothing, and absent must not take the operator's configuration away."""
+    setup = ("ip addr add 198.18.0.1/24 dev d0; ip route add 198.19.0.0/24 via 198.18.0.2 dev d0;"
+             f"ip neigh replace 198.18.0.2 lladdr {MAC} dev d0 nud permanent")
+    declared = {"addresses": [{"dev": "d0", "address": "198.18.0.1/24"}],
+                "routes": [{"dst": "198.19.0.0/24", "via": "198.18.0.2", "dev": "d0"}],
+                "neighbours": [{"dev": "d0", "address": "198.18.0.2", "lladdr": MAC}],
+                "sysctls": {"net.ipv4.ip_forward": 1}}
+    before, present, absent = runs(tmp_path, setup, declared, {**declared, "state": "absent"})
+    assert present["result"]["changes"] == ["set /proc/sys/net/ipv4/ip_forward 0 -> 1"]
+    assert absent["result"]["changes"] == ["set /proc/sys/net/ipv4/ip_forward 1 -> 0"]
+    assert absent["state"] == before["state"]
+    assert not (tmp_path / "netconf.json").exists()
+
+
+def test_a_run_declaring_less_removes_what_the_last_one_added_and_absent_then_restores_the_node(tmp_path):
+    """The second run declares another address, one route instead of four, another neighbour MAC and no IPv6
+    forwarding: it must leave the node as if it alone had run (nothing of the first), report nothing the third
+    time, and absent with its own declaration must restore the node as it was before the first."""
+    other_mac = "02:00:00:00:00:09"
+    smaller = {"sysctls": {"net.ipv4.ip_forward": 1},
+               "addresses": [{"dev": "d0", "address": "198.18.0.5/24"}],
+               "routes": [{"dst": "198.19.0.0/24", "via": "198.18.0.2", "dev": "d0"}],
+               "neighbours": [{"dev": "d0", "address": "198.18.0.2", "lladdr": other_mac}]}
+    before, first, second, again, absent = runs(tmp_path, "", ROUTING, smaller, smaller, {**smaller, "state": "absent"})
+    assert first["state"]["addresses"].split() == ["198.18.0.1/24", "2001:2::1/64"]
+    assert len(first["state"]["routes"].splitlines()) == 4
+    assert second["state"]["addresses"].split() == ["198.18.0.5/24"]
+    assert second["state"]["routes"].split()[:5] == ["198.19.0.0/24", "via", "198.18.0.2", "dev", "d0"]
+    assert len(second["state"]["routes"].splitlines()) == 1
+    assert second["state"]["neighbours"].split()[:5] == ["198.18.0.2", "dev", "d0", "lladdr", other_mac]
+    assert second["state"]["sysctls"].split() == ["1", "0"]  # IPv6 forwarding no longer declared: put back
+    assert again["result"]["changed"] is False and again["state"] == second["state"]
+    assert absent["state"] == before["state"]
+    assert not (tmp_path / "netconf.json").exists()
+
+
+def test_what_a_failed_run_added_is_recorded_and_absent_removes_it(tmp_path):
+    """The address is added, then the route fails (its gateway is on no connected network): absent, with a
+    declaration that no longer names that address, still removes it."""
+    failing = {"addresses": [{"dev": "d0", "address": "198.18.0.1/24"}],
+               "routes": [{"dst": "198.19.0.0/24", "via": "203.0.113.1", "dev": "d0"}]}
+    before, failed, absent = runs(tmp_path, "", failing, {"state": "absent"})
+    assert failed["result"]["failed"] and failed["result"]["changes"][0] == "add address 198.18.0.1/24 dev d0"
+    assert failed["state"]["addresses"].split() == ["198.18.0.1/24"]
+    assert absent["state"] == before["state"]
