@@ -1074,7 +1074,9 @@ int main(int argc, char **argv) {
         case 'h': if (inet_pton(AF_INET, optarg, &c.port[1].ip4) != 1) die("ip1: allowed an IPv4 address"); break;
         case 'i': if (inet_pton(AF_INET6, optarg, &c.port[0].ip6) != 1) die("ip0v6: allowed an IPv6 address"); break;
         case 'j': if (inet_pton(AF_INET6, optarg, &c.port[1].ip6) != 1) die("ip1v6: allowed an IPv6 address"); break;
-        case 'r': c.rate = parse_number(optarg, "rate", 1, 1e9); break;
+        /* Any rate whose trial holds a frame (checked below with the duration): trexlab's searches may go below 1 fps
+         * (a min_rate > 0), and a lower bound of 1 fps refused such a trial in the middle of a search. */
+        case 'r': c.rate = parse_number(optarg, "rate", 0.001, 1e9); break;
         case 't': c.duration = parse_number(optarg, "duration", 0.001, 3600); break;
         case 'k': c.port[0].frame_size = (int)parse_integer(optarg, "size0", 64, MAX_FRAME); break;
         case 'l': c.port[1].frame_size = (int)parse_integer(optarg, "size1", 64, MAX_FRAME); break;

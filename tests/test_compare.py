@@ -86,6 +86,16 @@ def test_worst_case_latencies_among_lost_tags_compare_as_ties_and_print_as_beyon
     assert "> timeout" in line and not re.search(r"\binf\b", line), line
 
 
+def test_a_side_whose_searches_met_no_failing_load_is_noted_as_lower_bounds():
+    """A campaign capped by its max_rate below the DUT's throughput measured bounds, not figures: a shift against
+    them says little, and the row says so (as for tester-bound repetitions)."""
+    capped = pd.DataFrame([{"experiment": "e", "repetition": i + 1, "throughput_fps": 5e5,
+                            "result.headline_at_least.throughput_fps": 5e5} for i in range(5)])
+    found = capped.assign(**{"throughput_fps": [6e5] * 5, "result.headline_at_least.throughput_fps": [None] * 5})
+    row = _compare_point(capped, found, "throughput_fps", 0.95)
+    assert "A: 5 with no failing load up to max_rate (lower bounds)" in row["notes"] and "B:" not in row["notes"]
+
+
 def test_one_percent_less_capacity_is_lower_with_an_interval_excluding_zero(campaigns):
     table = compare_campaigns(campaigns["a"], campaigns["lower"])
     row = table.iloc[0]

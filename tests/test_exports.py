@@ -13,7 +13,7 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.plan import repetition
 from trexlab.plan.campaign import Campaign
-from trexlab.procedures import latency, mlrsearch
+from trexlab.procedures import flr, latency, mlrsearch, pdv, selftest
 from trexlab.results import store
 from trexlab.results.stats import summarize
 from trexlab.spec import experiment
@@ -52,6 +52,12 @@ def outputs(tmp_path_factory):
                       2, root / "latency", {})
     repetition.repeat("mlrsearch", create_generator("sim", capacity=1e5), traffic,
                       mlrsearch.Params(max_rate=2e5, min_rate=1e4), 1, root / "mlrsearch", {})
+    repetition.repeat("pdv", create_generator("sim", **sim), traffic, pdv.Params(rate=5e4, trial_duration=1), 1,
+                      root / "pdv", {})
+    repetition.repeat("flr", create_generator("sim", capacity=1e5), traffic,
+                      flr.Params(max_rate=2e5, trial_duration=1), 1, root / "flr", {})
+    repetition.repeat("selftest", create_generator("sim", capacity=1e5), traffic,
+                      selftest.Params(max_rate=2e5, trial_duration=1), 1, root / "selftest", {})
     return root, campaign
 
 
@@ -70,8 +76,37 @@ def test_result_summary_and_trial_records_match_the_published_schemas(outputs):
     for summary in root.rglob(repetition.SUMMARY):
         validator("summary").validate(json.loads(summary.read_text()))
         checked["summary"] += 1
-    assert procedures == {"throughput", "latency", "mlrsearch"}
-    assert checked["result"] == 9 and checked["summary"] == 4 and checked["trial"] > 9
+    assert procedures == {"throughput", "latency", "mlrsearch", "pdv", "flr", "selftest"}
+    assert checked["result"] == 12 and checked["summary"] == 7 and checked["trial"] > 12
+
+
+def _declared(schema: dict, procedure: str) -> set[str]:
+    """The top-level keys a schema declares for a record of this procedure: its own and its allOf branch's."""
+    keys = set(schema.get("properties", {}))
+    for branch in schema.get("allOf", []):
+        test = branch["if"]["properties"]["procedure"]
+        if procedure == test.get("const") or procedure in test.get("enum", ()):
+            keys |= set(branch["then"].get("properties", {}))
+    return keys
+
+
+def test_every_field_the_runs_write_is_declared_in_the_published_schemas(outputs):
+    """The schemas leave room for later fields, so validation alone passes a field nobody documented (FLR's points,
+    the self-test's ceilings, summary.json's method keys were such): each one written must be declared, with
+    its meaning and unit."""
+    root, _ = outputs
+    result_schema = json.loads((SCHEMAS / "result.schema.json").read_text())
+    method_keys = set(json.loads((SCHEMAS / "summary.schema.json").read_text())["properties"]["method"]["properties"])
+    undeclared = set()
+    for run in store.run_dirs([root]):
+        result = json.loads((run / store.RESULT).read_text())
+        undeclared |= {f"{result['procedure']} result.json {key}" for key in
+                       set(result) - _declared(result_schema, result["procedure"])}
+    for summary in root.rglob(repetition.SUMMARY):
+        written = json.loads(summary.read_text())
+        undeclared |= {f"{written['procedure']} summary.json method.{key}" for key in
+                       set(written["method"]) - method_keys}
+    assert not undeclared, sorted(undeclared)
 
 
 def test_the_schemas_reject_what_they_promise_to(outputs):
@@ -101,3 +136,14 @@ def test_a_campaign_writes_summary_csv_and_trials_parquet(outputs):
     assert trials.num_rows == logged
     assert {r.split("/")[-1] for r in trials.column("run").cast("string").to_pylist()} == {"rep-001", "rep-002",
                                                                                             "rep-003"}
+
+
+def test_an_http_download_result_matches_and_declares_every_field():
+    """No lab here to download through: the result as the procedure writes it, from one download."""
+    from trexlab.procedures import http_download
+
+    download = http_download.Download("http://198.19.0.3/file", 1 << 20, {"time_total": 1.5}, "reno")
+    result = http_download.DownloadResult(http_download.Params(), download).to_dict()
+    validator("result").validate(result)
+    schema = json.loads((SCHEMAS / "result.schema.json").read_text())
+    assert set(result) <= _declared(schema, "http_download"), set(result) - _declared(schema, "http_download")

@@ -285,10 +285,16 @@ def test_a_search_that_met_no_failing_load_reports_a_lower_bound():
     figures = summarize_headlines([result, result])
     assert figures["throughput_fps"]["median_lower_bound"]
     lines = summary_lines(figures)
-    assert ">= 500000" in lines[2] and "no trial failed (at least the figure" in "\n".join(lines)
+    assert ">= 500000" in lines[2]
+    assert "no failing load up to max_rate (the figure is a lower bound): rep 1-2" in "\n".join(lines)
     row = {"experiment": "x", "throughput_fps": 5e5, "result.headline_at_least.throughput_fps": 5e5, "repetition": 1}
     runs = pd.DataFrame([row, {**row, "repetition": 2}])
     table = analysis.summarize_points(runs, "throughput_fps", by=["experiment"])
     assert table["median_lower_bound"].tolist() == [True], "the report's tables mark it too"
     media = throughput.run(RunContext(sim(capacity=1e9), TRAFFIC), throughput.Params(trial_duration=1)).to_dict()
     assert media["headline_at_least"] == {} and media["throughput_fps"] == pytest.approx(14_880_952, rel=1e-6)
+    # MLRsearch's goals likewise: no relevant upper bound up to a max_rate below the medium's limit.
+    goals = mlrsearch.run(RunContext(sim(capacity=1e6), TRAFFIC), mlrsearch.Params(max_rate=5e5)).to_dict()
+    assert set(goals["headline_at_least"]) == {"NDR_fps", "PDR_fps"}
+    found = mlrsearch.run(RunContext(sim(capacity=1e5), TRAFFIC), mlrsearch.Params(max_rate=5e5)).to_dict()
+    assert found["headline_at_least"] == {}

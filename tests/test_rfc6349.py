@@ -7,8 +7,10 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import jsonschema
 import pytest
 
 from trexlab.generators import create_generator
@@ -189,6 +191,12 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     from trexlab.plan.repetition import method_line, method_of
 
     line = method_line(method_of(result))
+    # The published schema validates the result and declares each of its fields (docs/schemas/result.schema.json).
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "schemas" / "result.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(result)
+    declared = set(schema["properties"]).union(*(b["then"]["properties"] for b in schema["allOf"]
+                                                 if b["if"]["properties"]["procedure"].get("const") == "tcp"))
+    assert set(result) <= declared, set(result) - declared
     assert ("path MTU found by Don't-Fragment trials; bottleneck bandwidth by RFC 2544 throughput at the MTU; window "
             "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
 

@@ -64,6 +64,10 @@ def test_selftest_discloses_its_loss_tolerance_and_resolution(tmp_path, capsys):
     assert result["loss_tolerance_percent"] == 0.1 and result["stopping_rule"] == "1000 fps"
     method = json.loads((tmp_path / "runs" / "selftest-0" / "summary.json").read_text())["method"]
     assert "loss tolerance 0.1 %; resolution 1000 fps; trial duration 1 s" in method_line(method)
+    assert "ceiling_64B_fps" not in result["headline_at_least"], "the search met the tester's limit"
+    capped, _, _ = run_cli(tmp_path / "capped", capsys, "selftest", *sim_args(1e9), "--frame-sizes", "64",
+                           "--max-rate", "2e5", "--trial-duration", "1")
+    assert capped["headline_at_least"] == {"ceiling_64B_fps": 2e5}, "a max_rate below the tester's limit: a bound"
     # The latency floor figures' own trial, and no tester ceiling to compare with: the self-test measures it.
     assert ("latency floor: one trial of 1 s per frame size at 50 % of its ceiling, 1000 tagged frames"
             in method_line(method)) and "tester ceiling" not in method_line(method)

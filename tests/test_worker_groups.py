@@ -50,12 +50,15 @@ def test_a_lab_name_in_use_by_another_test_process_fails_at_once():
     assert labtools.lab_env("zzgrp", "dual", 2)["TOPOLOGY"] == "dual"
 
 
-def test_the_long_groups_are_handed_out_first():
+def test_the_long_groups_are_handed_out_first(request):
     """The scheduler make test's phases use (tests/conftest.py) gives LONG_GROUPS to the first workers, before the
     groups with more tests that xdist's own order puts first; the others keep that order."""
     from types import SimpleNamespace
 
-    import conftest
+    # tests/conftest.py as pytest loaded it: `import conftest` gives whichever conftest.py was collected last
+    # (tests/swtester has one too), so it failed whenever both directories were collected, as in make test.
+    conftest = request.config.pluginmanager.get_plugin(str(REPO / "tests" / "conftest.py"))
+    assert conftest is not None, [getattr(p, "__file__", p) for p in request.config.pluginmanager.get_plugins()]
 
     class Worker:
         shutting_down = False

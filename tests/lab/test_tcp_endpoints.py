@@ -85,9 +85,11 @@ def test_role_check_mode_changes_nothing_then_it_applies_once(lab, pristine):
 
 
 def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, tmp_path):
-    """The link between tester port 0, the client and the DUT's left port gets MTU 1400: DF trials find it."""
+    """The DUT's left port and the client's port on that link get MTU 1400: DF trials find it. Tester port 0 keeps
+    1500: it receives the reverse trials' frames, and a tester port that cannot take a size skips it (the path MTU
+    would be the tester's limit, not the DUT's); the client's macvlan on it may have the smaller MTU."""
     ns = {"tester": lab.tester.netns, "dut": lab.duts[0].netns, "client": lab.client.netns}
-    link = [(ns["tester"], "port0"), (ns["dut"], "left"), (ns["client"], "tcp0")]
+    link = [(ns["dut"], "left"), (ns["client"], "tcp0")]
     dscp_counter = ("table inet ktdscp {\n counter ef {}\n chain forward {\n"
                     "  type filter hook forward priority 0; policy accept;\n"
                     "  oifname \"right\" ip dscp 46 counter name \"ef\"\n }\n}\n")
@@ -113,7 +115,7 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
                                    "ktdscp", "ef").stdout)["nftables"][1]["counter"]["packets"]
     finally:
         subprocess.run(["ip", "netns", "exec", ns["dut"], "nft", "delete", "table", "inet", "ktdscp"])
-        for netns, port in link:  # the macvlan follows its tester port: raise the port first
+        for netns, port in link:
             run("ip", "-n", netns, "link", "set", port, "mtu", "1500", check=False)
     r = json.loads(result.stdout)["result"]
     # 1. DF set: 1518-byte frames were dropped at the 1400-byte link, 1418 passed (a fragmenting DUT would pass).
@@ -138,7 +140,10 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
     # The run directory: provenance, every frame trial (DF set in the MTU trials) and every TCP test.
     trials = [json.loads(line) for line in (results / "rep-001" / "trials.jsonl").read_text().splitlines()]
     assert sum(t.get("kind") == "tcp test" for t in trials) == 14  # baseline RTT + 13 tests
-    assert all(t["spec"]["dont_fragment"] for t in trials if t["context"].get("phase") == "path MTU")
+    # The three sizes of --mtu-frame-sizes, each logged with DF set (a filter that matched no trial passed this).
+    mtu_trials = [t for t in trials if t["context"].get("phase") == "path MTU"]
+    assert [tuple(t["spec"]["frame_size"]) for t in mtu_trials] == [(1280, 1280), (1418, 1418), (1518, 1518)]
+    assert all(t["spec"]["dont_fragment"] for t in mtu_trials)
     bb_trials = [t for t in trials if t["context"].get("step") == "bottleneck bandwidth"]
     assert len(bb_trials) == r["bb_search"]["trials"] and {tuple(t["spec"]["frame_size"]) for t in bb_trials} == {
         (1418, 1418)}

@@ -32,7 +32,7 @@ def replace(argv: list[str], flag: str, value: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (replace(PORTS, "--rate", "fast"), "rate=fast: allowed 1..1e+09"),
+    (replace(PORTS, "--rate", "fast"), "rate=fast: allowed 0.001..1e+09"),
     (replace(PORTS, "--mac0", "02:00"), "mac0=02:00: allowed a MAC address"),
     ([*PORTS, "--directions", "up"], "directions: allowed bi, forward, reverse"),
     ([*PORTS, "--send-method", "xdp"], "send-method: allowed auto, tx_ring, sendmmsg"),
@@ -64,7 +64,7 @@ NO_PORTS = replace(replace(PORTS, "--port0", "tl-noport0"), "--port1", "tl-nopor
 @pytest.mark.parametrize(("argv", "message"), [
     # strtod reads "nan", which every range check let through: a NaN tail never ended the receiver, a NaN timeout
     # counted nothing late, a NaN tag delay, rate or duration made the frame counts undefined.
-    (replace(NO_PORTS, "--rate", "nan"), "rate=nan: allowed 1..1e+09"),
+    (replace(NO_PORTS, "--rate", "nan"), "rate=nan: allowed 0.001..1e+09"),
     (replace(NO_PORTS, "--duration", "nan"), "duration=nan: allowed 0.001..3600"),
     ([*NO_PORTS, "--tail", "nan"], "tail=nan: allowed 0..60"),
     ([*NO_PORTS, "--timeout", "nan"], "timeout=nan: allowed 0..3600"),
@@ -132,6 +132,13 @@ def test_every_cpu_of_a_long_list_is_taken(binary):
         process.wait()
     assert process.returncode == 0 and len(places) == 19, places
     assert places.count(str(tenth)) == 1, places
+
+
+def test_a_rate_below_one_frame_per_second_is_taken_where_the_trial_holds_frames(binary):
+    """trexlab's searches may offer less than 1 fps (a min_rate > 0): swtester refused any rate below 1 fps, in the
+    middle of a search. The port lookup that follows the argument checks is what fails here."""
+    result = swtester(binary, *replace(replace(NO_PORTS, "--rate", "0.5"), "--duration", "4"))
+    assert result.returncode == 2 and "interface tl-noport0: no such interface" in result.stderr, result.stderr
 
 
 def test_a_cpu_the_process_may_not_run_on_is_refused(binary):

@@ -177,6 +177,9 @@ class MlrResult:
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
             # A goal with no relevant lower bound above min_rate: its figure is known only to be below min_rate.
             "headline_below": {f"{g['name']}_fps": self.params.min_rate for g in self.goals if g["below_minimum_load"]},
+            # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
+            "headline_at_least": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals
+                                  if g.get("no_upper_bound")},
         }
 
 
@@ -221,6 +224,10 @@ def run(context: RunContext, params: Params) -> MlrResult:
     found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
     reported: list[dict] = []
     notes = runner.notes()
+    # A goal with no relevant upper bound met no load it fails up to the search's top: below the medium's own limit
+    # (a max_rate under the DUT's figure) its conditional throughput is a lower bound, as throughput's
+    # headline_at_least.
+    medium = float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
     for spec, goal in zip(params.goals, goals, strict=True):
         result = found[goal]
         lower, upper = result.relevant_lower_bound, result.relevant_upper_bound
@@ -231,6 +238,7 @@ def run(context: RunContext, params: Params) -> MlrResult:
             "relevant_upper_bound": float(upper) if upper else None,
             "conditional_throughput": float(throughput) if throughput is not None else None,
             "below_minimum_load": lower is None,
+            "no_upper_bound": lower is not None and not upper and top < medium,
         }
         entry["name"] = spec.get("name", f"goal{len(reported)}")
         reported.append(entry)
@@ -239,6 +247,9 @@ def run(context: RunContext, params: Params) -> MlrResult:
                          "below minimum load")
         elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
+        if entry["no_upper_bound"]:
+            notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
+                         "lower bound")
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
             "stretched": r.stretched, "host_drops": r.host_drops,
             "host_steal": r.host_steal} for r in runner.log]

@@ -119,6 +119,9 @@ class SelfTestResult:
             "notes": self.notes,
             "params": asdict(self.params),
             "headline": headline,
+            # A ceiling whose search met no failing load (max_rate below what the tester sends) is a lower bound.
+            "headline_at_least": {f"ceiling_{size}B_fps": search["throughput_fps"] for size, search in
+                                  self.searches.items() if (search.get("headline_at_least") or {})},
         }
 
 

@@ -125,6 +125,8 @@ def _side_notes(label: str, found, lower_bounds: bool) -> list[str]:
         notes.append(f"{label}: {missing} without a figure left out")
     if bound:
         notes.append(f"{label}: {bound} tester-bound" + (" (lower bounds)" if lower_bounds else ""))
+    if capped := sum(1 for o in found if o.at_least):  # a shift against a figure that is only a bound means little
+        notes.append(f"{label}: {capped} with no failing load up to max_rate (lower bounds)")
     return notes
 
 

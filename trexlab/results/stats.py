@@ -70,7 +70,7 @@ class Observation:
         """Why this repetition is missing or tester-bound, in a table's words."""
         found = [f"below min_rate {self.below:g}"] if self.censored else ["no figure"] if self.missing else []
         if self.at_least:
-            found.append("no trial failed (at least the figure: max_rate below the DUT's throughput)")
+            found.append("no failing load up to max_rate (the figure is a lower bound)")
         return found + [f"tester-bound: {reason}" for reason in self.tester_bound]
 
 

@@ -40,8 +40,8 @@ variable "cpu_count" {
   type        = number
   default     = 2
   validation {
-    condition     = var.cpu_count >= 2
-    error_message = "cpu_count must be at least 2: the VMs must run on another CPU than the tester sends on."
+    condition     = var.cpu_count >= 2 && floor(var.cpu_count) == var.cpu_count
+    error_message = "cpu_count must be a whole number, at least 2: the VMs must run on another CPU than the tester sends on."
   }
 }
 

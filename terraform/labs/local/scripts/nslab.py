@@ -383,6 +383,17 @@ def up(plan: dict) -> None:
     refuse_foreign(plan)
     teardown(plan)  # whatever an interrupted run left of this lab
     refuse_taken_management(plan)
+    try:
+        make(plan)
+    except BaseException:
+        # Nothing half made stays behind (as vmlab.py's up): a failed lab-up left the namespaces made so far, their
+        # sshd and the raised backlog in place until the lab's next lab-down or lab-up.
+        down(plan)
+        raise
+
+
+def make(plan: dict) -> None:
+    """The lab's namespaces, links, sshd and known_hosts, from nothing (up has removed any earlier pieces)."""
     state = Path(plan["state_dir"])
     ssh_keys(state)
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory

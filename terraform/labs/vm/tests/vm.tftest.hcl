@@ -18,6 +18,14 @@ run "rejects_loopback" {
   expect_failures = [var.topology]
 }
 
+run "rejects_a_fraction_of_a_cpu" {
+  command = plan
+  variables {
+    cpu_count = 2.5
+  }
+  expect_failures = [var.cpu_count]
+}
+
 run "rejects_a_relative_state_dir" {
   command = plan
   variables {
