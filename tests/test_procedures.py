@@ -244,10 +244,14 @@ def test_latency_states_which_rfc_1242_definition_its_figures_follow():
 
 def test_a_trial_without_frames_passes_nothing():
     """A DUT that loses every frame, searched down to a min_rate whose 1 s trials carry no frame (0.4 fps): those
-    trials passed with 0 of 0 lost, and the search reported a throughput of 0.499 fps instead of below min_rate."""
+    trials passed with 0 of 0 lost, and the search reported a throughput of 0.499 fps instead of below min_rate.
+    Such a search is now refused before its first trial (tests/test_run_plan.py); a trial given to the generator
+    directly still fails."""
+    result = sim(random_loss=1.0).run_trial(TrialSpec(offered_load=0.4, duration=1.0))
+    assert result.directions["forward"].frames_intended == 0 and not result.passes(0.0)
     params = throughput.Params(min_rate=0.4, max_rate=1000, trial_duration=1.0)
-    result = throughput.run(RunContext(sim(random_loss=1.0), TRAFFIC), params)
-    assert result.throughput is None and result.below_minimum
+    with pytest.raises(InvalidParameter, match="min_rate x trial_duration=0.4: allowed 1..4294967296 frames"):
+        throughput.run(RunContext(sim(random_loss=1.0), TRAFFIC), params)
 
 
 def test_a_loss_exactly_at_the_disclosed_tolerance_passes():

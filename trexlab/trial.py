@@ -48,6 +48,10 @@ MAX_RECEIVE_TAIL = 60.0
 #: 64-byte frames. Rates are floats: far above it a rate search's midpoints stop moving (and the sim's frame counts
 #: overflow), so a search given one would never end.
 MAX_OFFERED_LOAD = 1e9
+#: The most frames a trial may intend per direction: the software tester numbers frames in 32 bits (frame 2^32 + k
+#: would arrive as frame k, a duplicate, and count the trial lost), and swtester refuses more, or none, at the trial.
+#: Every load a procedure may offer is checked against it when its plan is made (check_trial_frames), not mid-run.
+MAX_FRAMES_PER_DIRECTION = 2**32
 #: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
 SIIT_SIZE_DELTA = 20
 #: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
@@ -60,6 +64,19 @@ def tolerance_ratio(percent: float) -> Fraction:
     binary floating point 0.011 / 100 is 0.00010999999999999999, below 11/100000, so a trial that lost exactly the
     disclosed tolerance failed."""
     return Fraction(repr(float(percent))) / 100
+
+
+def check_trial_frames(keys: str, load: float, duration: float) -> None:
+    """A trial at load (fps) for duration (s) intends 1..MAX_FRAMES_PER_DIRECTION frames per direction; keys names
+    what the user sets them by. Below one frame a trial measures nothing (a generator other than swtester would run
+    it with 0 frames, its loss ratio 0); the bound is on load x duration itself, so that any rounding of it to whole
+    frames (swtester's half up, TrialSpec.frames_per_direction's half even) falls within it."""
+    frames = load * duration
+    if not 1 <= frames <= MAX_FRAMES_PER_DIRECTION:
+        # Too many: the whole frames, at least one above the bound; too few: the fraction of a frame.
+        raise InvalidParameter(keys, math.ceil(frames) if frames > 1 else float(f"{frames:.3g}"),
+                               f"1..{MAX_FRAMES_PER_DIRECTION} frames per direction per trial ({load:g} fps for "
+                               f"{duration:g} s; the testers number frames in 32 bits)")
 
 
 class InvalidTrialSpec(InvalidParameter):

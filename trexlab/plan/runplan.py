@@ -512,6 +512,8 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
         rate, rate_source = median_throughput(plan.rate_from.output)
         say(f"measuring at {rate:.0f} fps ({rate_source['statistic']} of {GIVES_RATE})")
         params = dataclasses.replace(params, rate=rate)
+        # The plan's checks that waited for the rate (latency's tags, every trial's frames), before the first trial.
+        checked(dataclasses.replace(plan, params=params, rate_from=None))
     facts = provenance(**plan.facts, generator=generator.describe(), generator_options=dict(plan.generator_options),
                        params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,

@@ -6,7 +6,9 @@ at most 10 % of it, until two consecutive trials lose no frame.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import check_range
@@ -27,7 +29,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, check_trial_frames
 
 NAME = "flr"
 TAKES_RATE = False
@@ -85,20 +87,38 @@ class FrameLossResult:
         }
 
 
+def loads(params: Params, traffic: TrialSpec) -> tuple[float, float, int]:
+    """(top, step, steps): the trials' loads are top - k * step for k = 0..steps, every one above zero. steps
+    comes from the step's decimal value, not from the float loads: 100 % less 100 float steps of 1 % of
+    14880952.38 fps is 1.9e-9 fps, not zero, and that trial intended no frame."""
+    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(traffic.frame_size)))
+    steps = math.ceil(100 / Fraction(repr(float(params.step_percent)))) - 1
+    return top, top * params.step_percent / 100, steps
+
+
+def check(plan) -> None:
+    """A frame timeout the generator can keep, and 1..2^32 frames per direction in each trial, from the first
+    load down to the lowest (the run stops earlier once two trials in a row lose nothing)."""
+    check_plan_frame_timeout(plan)
+    params = plan.params
+    top, step, steps = loads(params, plan.traffic)
+    check_trial_frames(f"{'max_rate' if params.max_rate else 'media'} x trial_duration", top, params.trial_duration)
+    check_trial_frames(f"the lowest load ({steps} steps of step_percent below the first) x trial_duration",
+                       top - steps * step, params.trial_duration)
+
+
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
-check = check_plan_frame_timeout
 check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 
 
 def run(context: RunContext, params: Params) -> FrameLossResult:
-    top = params.max_rate or float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
-    step = top * params.step_percent / 100
+    top, step, steps = loads(params, context.traffic)
     runner = context.runner(NAME)
     timeout = frame_timeout_override(params.frame_timeout)
     points, lossless_in_a_row, k = [], 0, 0
-    while lossless_in_a_row < 2:
+    while lossless_in_a_row < 2 and k <= steps:
         load = top - k * step
         if load <= 0:
             break

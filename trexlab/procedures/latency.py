@@ -56,6 +56,7 @@ from trexlab.trial import (
     GeneratorError,
     Latency,
     TrialResult,
+    check_trial_frames,
     delay_for_json,
     lost_tags_text,
     merge_latency,
@@ -177,8 +178,10 @@ class LatencyResult:
 
 def check_tag_window(params: Params) -> None:
     """At most one tag per frame sent after tag_delay (siitperf refuses more too): more tags than frames would be
-    refused by swtester mid-run, sent fewer by TRex, and counted as sent by the sim."""
+    refused by swtester mid-run, sent fewer by TRex, and counted as sent by the sim; and at most 2^32 frames per
+    trial."""
     rate = check_rate(params.rate)
+    check_trial_frames("rate x trial_duration", rate, params.trial_duration)
     frames = round(rate * params.trial_duration) - math.ceil(round(rate * params.tag_delay, 9))
     if params.tagged_frames > frames:
         raise InvalidParameter("tagged_frames", params.tagged_frames,

@@ -37,7 +37,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec
+from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -194,11 +194,24 @@ def top_rate(params: Params, traffic: TrialSpec) -> float:
                                f"{max(traffic.frame_size)} B, or a max_rate")
     if params.min_rate >= top:
         raise InvalidParameter("min_rate", params.min_rate, f"< max_rate ({top:.0f})")
+    # The search offers loads from min_rate to top, each goal's trials lasting from its initial to its final trial
+    # duration (the reference implementation's phases in between), and the warm-up runs at top: the shortest trial at
+    # min_rate and the longest at top bound every trial's frames.
+    goals = [search_goal(goal, i) for i, goal in enumerate(params.goals)]
+    shortest = min(range(len(goals)), key=lambda i: goals[i].initial_trial_duration)
+    longest = max(range(len(goals)), key=lambda i: goals[i].final_trial_duration)
+    top_key = "max_rate" if params.max_rate else "media"
+    check_trial_frames(f"min_rate x goals[{shortest}].initial_trial_duration", params.min_rate,
+                       goals[shortest].initial_trial_duration)
+    check_trial_frames(f"{top_key} x goals[{longest}].final_trial_duration", top, goals[longest].final_trial_duration)
+    if params.warmup_duration:
+        check_trial_frames(f"{top_key} x warmup_duration", top, params.warmup_duration)
     return top
 
 
 def check(plan) -> None:
-    """A search range the traffic allows (every generator can run its trials: it sets no frame timeout)."""
+    """A search range the traffic allows, whose trials carry 1..2^32 frames (every generator can run its trials: it
+    sets no frame timeout)."""
     top_rate(plan.params, plan.traffic)
 
 

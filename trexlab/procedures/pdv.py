@@ -48,7 +48,7 @@ from trexlab.procedures.common import (
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, delay_for_json, format_seconds
+from trexlab.trial import MAX_FRAME_TIMEOUT, check_trial_frames, delay_for_json, format_seconds
 
 NAME = "pdv"
 #: s, RFC 8219 section 7.3: the PDV stream lasts at least 60 s.
@@ -121,7 +121,16 @@ class PdvResult:
 
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
-check = check_plan_frame_timeout
+
+
+def check(plan) -> None:
+    """A frame timeout the generator can keep, and a trial of 1..2^32 frames per direction at the rate (a campaign's
+    rate from throughput runs is checked once they measured it: trexlab.plan.runplan.execute)."""
+    check_plan_frame_timeout(plan)
+    if plan.rate_from is None:
+        check_trial_frames("rate x trial_duration", check_rate(plan.params.rate), plan.params.trial_duration)
+
+
 check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
 

@@ -52,7 +52,14 @@ from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
-from trexlab.trial import MAX_FRAME_SIZE, MAX_OFFERED_LOAD, MIN_FRAME_SIZE, GeneratorError, TrialSpec
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MAX_OFFERED_LOAD,
+    MIN_FRAME_SIZE,
+    GeneratorError,
+    TrialSpec,
+    check_trial_frames,
+)
 
 NAME = "tcp"
 TAKES_RATE = False
@@ -198,6 +205,14 @@ def check(plan) -> None:
     if params.mtu is None and not plan.capabilities.dont_fragment:
         raise InvalidParameter("mtu", None, f"a declared path MTU with generator {plan.generator}: it cannot set "
                                             "the Don't Fragment bit the MTU trials need")
+    # Trials of 1..2^32 frames: the MTU trials, and the BB search's lower end and its upper end when given (the
+    # medium's rate at a measured MTU's frame size is checked by the search itself, before its first trial).
+    if params.mtu is None:
+        check_trial_frames("mtu_trial_rate x mtu_trial_duration", params.mtu_trial_rate, params.mtu_trial_duration)
+    if params.bottleneck_bandwidth is None:
+        check_trial_frames("bb_min_rate x bb_trial_duration", params.bb_min_rate, params.bb_trial_duration)
+        if params.bb_max_rate is not None:
+            check_trial_frames("bb_max_rate x bb_trial_duration", params.bb_max_rate, params.bb_trial_duration)
     if plan.lab is None and plan.capabilities.needs_lab:
         return  # a dry run without the lab's inventory: what follows needs it
     if needs_tcp_endpoints(asdict(params)):

@@ -41,7 +41,7 @@ from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
 from trexlab.spec.schema import doc
-from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, format_seconds
+from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, check_trial_frames, format_seconds
 
 NAME = "selftest"
 TAKES_RATE = False
@@ -130,10 +130,15 @@ needs_tcp_endpoints = generator_traffic_only
 
 
 def check(plan) -> None:
-    """A search range each frame size allows (its searches set no frame timeout: every generator can run them)."""
+    """A search range each frame size allows, and trials of 1..2^32 frames in it and in the latency floor's trial (at
+    floor_load_percent of a ceiling of at least min_rate) (its searches set no frame timeout: every generator can
+    run them)."""
     search = throughput.Params(**plan.params.search_params())
     for size in plan.params.frame_sizes:
         search.rate_limits(dataclasses.replace(plan.traffic, frame_size=(size, size)))
+    if plan.params.floor_load_percent:
+        check_trial_frames("min_rate x floor_load_percent x trial_duration",
+                           search.min_rate * plan.params.floor_load_percent / 100, search.trial_duration)
 
 
 check_lab = no_lab_checks

@@ -31,7 +31,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, tolerance_ratio
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, check_trial_frames, tolerance_ratio
 
 NAME = "throughput"
 TAKES_RATE = False
@@ -110,6 +110,9 @@ class Params:
                                    f"{max(traffic.frame_size)} B, or a max_rate")
         if self.min_rate >= top:
             raise InvalidParameter("min_rate", self.min_rate, f"< max_rate ({top:.0f})")
+        # Every load the search offers lies between the two: both ends' trials carry 1..2^32 frames.
+        check_trial_frames("min_rate x trial_duration", self.min_rate, self.trial_duration)
+        check_trial_frames(f"{'max_rate' if self.max_rate else 'media'} x trial_duration", top, self.trial_duration)
         return (self.min_rate, top, self.initial_rate or top)
 
     def narrow_enough(self, low: float, high: float) -> bool:
@@ -178,7 +181,7 @@ needs_tcp_endpoints = generator_traffic_only
 
 def check(plan) -> None:
     """A frame timeout the generator can keep, and a search range the traffic allows (min_rate below the media's
-    top rate at the largest frame size)."""
+    top rate at the largest frame size; trials of 1..2^32 frames from one end to the other)."""
     check_plan_frame_timeout(plan)
     plan.params.rate_limits(plan.traffic)
 
