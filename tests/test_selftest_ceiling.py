@@ -198,3 +198,25 @@ def test_campaigns_record_and_compare_against_the_ceiling_as_the_cli_does(tmp_pa
     [rep] = Path(outcome["campaign"]).glob("*/rep-001")
     assert json.loads((rep / "provenance.json").read_text())["tester_ceiling"]["ceiling_fps"] == entry["ceiling_fps"]
     assert near_ceiling(json.loads((rep / "result.json").read_text())["notes"])
+
+
+def test_a_ceiling_whose_search_never_failed_is_recorded_and_shown_as_a_lower_bound(tmp_path, capsys):
+    """max_rate below what the tester sends: every trial passed, so the figure is max_rate's neighbourhood, not the
+    tester's limit. The entry says so, and so do the self-test's line and every run that compares against it."""
+    _, _, err = run_cli(tmp_path, capsys, "selftest", *sim_args(1e9), "--frame-sizes", "64",
+                        "--max-rate", str(TESTER_CEILING // 2), "--resolution", "1000", "--trial-duration", "1")
+    [entry] = json.loads((tmp_path / "ceilings.json").read_text())["ceilings"]
+    assert entry["ceiling_at_least"] is True and entry["ceiling_fps"] <= TESTER_CEILING // 2
+    assert f"64 B at least {entry['ceiling_fps']:.0f} fps" in err, err
+    _, provenance, err = run_cli(tmp_path, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
+                                 "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
+    assert f"tester ceiling at least {entry['ceiling_fps']:.0f} fps" in err, err
+    assert provenance["tester_ceiling"]["ceiling_at_least"] is True
+
+
+def test_a_ceiling_the_tester_failed_above_is_no_lower_bound(selftest_run, capsys):
+    [entry] = json.loads((selftest_run / "ceilings.json").read_text())["ceilings"]
+    assert entry["ceiling_at_least"] is False
+    _, _, err = run_cli(selftest_run, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
+                        "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
+    assert f"tester ceiling {entry['ceiling_fps']:.0f} fps (64 B" in err, err

@@ -229,7 +229,7 @@ def ceiling_line(ceiling: typing.Mapping) -> str:
     if "selftest_run" not in ceiling:
         return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['source']})"
                 + floor_text)
-    return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['frame_size']} B, "
+    return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} ({ceiling['frame_size']} B, "
             f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})" + floor_text)
 
 

@@ -167,6 +167,9 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         selective = ["-e", "netem_delay_ms=100", "-e", "netem_selective_every_nth=10"]
         apply(lab, *selective)
         assert apply(lab, *selective) == 0, "idempotent"
+        # A root qdisc taken away (a reboot takes it), the record left: applied again, which the trial measures.
+        run(*dut.command(["tc", "qdisc", "del", "dev", "right", "root"]))
+        assert apply(lab, *selective) > 0, "a record without its qdisc is not an impairment"
         result = tagged_trial(generator)
         rules = nft_rules(dut)
         for direction, d in result.directions.items():

@@ -1,5 +1,6 @@
 """roles/trex's boot-time tuning (trex_boot_tuning: hugepages and isolcpus in a GRUB drop-in): refused where it would
-write the host's boot configuration or a shell line, and removed again by absent.
+write the host's boot configuration or a shell line, and removed again by absent; and a TRex the role did not install
+(at /opt/trex and /etc/trex_cfg.yaml, where TRex's own guide puts it) is neither taken over nor removed.
 
 The role runs on this machine (connection local, no lab): the refusals stop before any change; absent runs in a
 mount namespace of its own, where /etc/default is a tmpfs holding the drop-in and update-grub is a stand-in."""
@@ -37,10 +38,29 @@ def play(tmp_path: Path, hosts: dict, *prefix: str, env: dict | None = None) -> 
                           env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), **(env or {})})
 
 
-def test_boot_tuning_is_refused_on_a_namespace_node_and_a_cpu_list_with_a_shell_line_before_any_change(tmp_path):
-    """Checked first: with a malformed checksum the role would stop at that (before any change) if not at these."""
+def another_trex(where: Path) -> tuple[Path, Path]:
+    """A TRex installed by hand: its release directory and its configuration."""
+    (where / "opt" / "v3.04").mkdir(parents=True)
+    (where / "opt" / "v3.04" / "t-rex-64").write_text("#!/bin/sh\n")
+    (where / "trex_cfg.yaml").write_text("- port_limit: 2\n")
+    return where / "opt", where / "trex_cfg.yaml"
+
+
+def tree(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path.parent)) for p in [path, *path.rglob("*")])
+
+
+def test_boot_tuning_on_a_namespace_node_a_shell_line_and_another_trex_are_refused_before_any_change(tmp_path):
+    """Checked first: with a malformed checksum, or a tarball that is not there, the role would stop at that
+    (before any change) if not at these."""
     root = tmp_path / "trex"
+    theirs, their_config = another_trex(tmp_path / "theirs")
+    _, other_config = another_trex(tmp_path / "config")
+    before = tree(tmp_path / "theirs"), tree(tmp_path / "config")
+    missing = {"trex_checksum": "sha256:" + "0" * 64, "trex_tarball": str(tmp_path / "missing.tar.gz")}
     result = play(tmp_path, {
+        "root": {**missing, "trex_root": str(theirs), "trex_config_path": str(their_config)},
+        "config": {**missing, "trex_root": str(root / "config"), "trex_config_path": str(other_config)},
         "netns": {"trex_checksum": "unverified", "trexlab_netns": "rvx-tester", "trexlab_lab": {"name": "rvx"},
                   "trex_boot_tuning": True,
                   "trex_root": str(root / "netns"), "trex_config_path": str(root / "netns.yaml")},
@@ -50,12 +70,16 @@ def test_boot_tuning_is_refused_on_a_namespace_node_and_a_cpu_list_with_a_shell_
     assert ("trex_boot_tuning=true: allowed only on a node of its own (this one is a network namespace"
             in result.stdout), result.stdout[-3000:]
     assert "trex_isolcpus=2\"; touch /tmp/x; \": allowed a CPU list" in result.stdout, result.stdout[-3000:]
-    assert not root.exists()
+    assert f"trex_root={theirs}: a directory this role did not make" in result.stdout, result.stdout[-3000:]
+    assert f"trex_config_path={other_config}: a file this role did not write" in result.stdout, result.stdout[-3000:]
+    assert not root.exists() and (tree(tmp_path / "theirs"), tree(tmp_path / "config")) == before
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root for a mount namespace")
-def test_absent_removes_the_grub_drop_in_it_wrote_and_runs_update_grub(tmp_path):
-    """Another drop-in in grub.d (not the role's) stays."""
+def test_absent_removes_the_grub_drop_in_it_wrote_and_leaves_what_it_did_not_make(tmp_path):
+    """Another drop-in in grub.d, another TRex's directory and configuration stay."""
+    theirs, their_config = another_trex(tmp_path / "theirs")
+    before = tree(tmp_path / "theirs")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "update-grub").write_text(f"#!/bin/sh\necho ran >> {tmp_path}/update-grub.log\n")
@@ -68,9 +92,10 @@ def test_absent_removes_the_grub_drop_in_it_wrote_and_runs_update_grub(tmp_path)
              "for d in /run/dpdk /tmp/trex-bird; do [ ! -d $d ] || mount -t tmpfs none $d; done || exit 9; "
              '"$@"; rc=$?; echo "left: $(ls /etc/default/grub.d)"; exit $rc')
     result = play(tmp_path, {"node": {"trex_state": "absent", "trex_service_manager": "supervised",
-                                      "trex_root": str(tmp_path / "root"), "trex_config_path": str(tmp_path / "c")}},
+                                      "trex_root": str(theirs), "trex_config_path": str(their_config)}},
                   "unshare", "-m", "sh", "-c", setup, "sh",
                   env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     assert result.returncode == 0, result.stdout[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "left: other.cfg", result.stdout[-3000:]
     assert (tmp_path / "update-grub.log").read_text() == "ran\n"
+    assert tree(tmp_path / "theirs") == before

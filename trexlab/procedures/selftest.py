@@ -30,6 +30,7 @@ import fcntl
 import json
 import math
 import socket
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -237,7 +238,11 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
         if not passed:
             continue  # not even min_rate passed: nothing to compare DUT results against
         sized = dataclasses.replace(traffic, frame_size=(int(size), int(size)))
-        entry = {**ceiling_key(generator, lab, sized), "ceiling_fps": min(passed),
+        lowest = min(range(len(found)), key=lambda k: math.inf if found[k] is None else found[k])
+        entry = {**ceiling_key(generator, lab, sized), "ceiling_fps": found[lowest],
+                 # The lowest repetition's search met no failing load (max_rate below what the tester sends): the
+                 # tester sends at least this much, and where its limit lies is not known.
+                 "ceiling_at_least": f"ceiling_{size}B_fps" in (results[lowest].get("headline_at_least") or {}),
                  "repetitions_fps": found, "measured": measured, "selftest_run": str(run_dir),
                  "lab": lab.name if lab else None}
         # The floor a DUT is compared against: the repetition whose median was highest (as the ceiling is the
@@ -269,11 +274,20 @@ def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, 
         entries = record_ceilings(results, run_dir, generator, lab, traffic, path)
     except (ValueError, OSError) as exc:
         return f"ceilings not recorded: {exc}"
-    found = ", ".join(f"{e['frame_size']} B {e['ceiling_fps']:.0f} fps" + (
+    found = ", ".join(f"{e['frame_size']} B {ceiling_text(e)}" + (
         f" (latency floor: median {format_seconds(e['latency_floor']['median_s'])}, 99.9th percentile "
         f"{format_seconds(e['latency_floor']['p99_9_s'] or math.inf)})" if e.get("latency_floor") else "")
         for e in entries) or "none"
     return f"tester ceilings recorded in {path}: {found}"
+
+
+def ceiling_text(entry: Mapping) -> str:
+    """A recorded ceiling for people: '812345 fps', or 'at least 500000 fps (...)' when its search met no failing
+    load, so a reader does not take max_rate for the tester's limit."""
+    if entry.get("ceiling_at_least"):
+        return (f"at least {entry['ceiling_fps']:.0f} fps (its self-test met no failing load up to max_rate: the "
+                "tester's limit is higher and not known)")
+    return f"{entry['ceiling_fps']:.0f} fps"
 
 
 #: Params fields filled from the ceilings file: field -> how to read it from an entry (None: not recorded).
