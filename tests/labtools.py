@@ -141,8 +141,14 @@ def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.Co
 
 
 def changed_count(output: str) -> int:
-    """Sum of changed= over the play recap of an ansible-playbook output."""
-    return sum(int(line.split("changed=")[1].split()[0]) for line in output.splitlines() if "changed=" in line)
+    """Sum of changed= over the play recap of an ansible-playbook output, whose hosts must all have run: a run that
+    reached no host, or failed or found a host unreachable, changes nothing too, and an idempotence check ("changes
+    nothing") would take it for a pass (a second absent that failed passed so)."""
+    recap = [dict(re.findall(r"(\w+)=(\d+)", line)) for line in output.splitlines()
+             if re.match(r"\S+\s+: ok=\d+\s+changed=\d+", line)]
+    assert recap, f"no host in the play recap:\n{output[-3000:]}"
+    assert all(r.get("failed") == "0" and r.get("unreachable") == "0" for r in recap), output[-3000:]
+    return sum(int(r["changed"]) for r in recap)
 
 
 #: What node_state reads, by key: the commands whose output a role may change.
