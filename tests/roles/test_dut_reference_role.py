@@ -52,7 +52,10 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
         passed = DUT.loss_free_rate(SECONDS) * SECONDS
         for name, direction in over.directions.items():
             assert direction.frames_sent == round(2 * passed), (name, direction)
-            expected = passed * (1 - DUT.loss_ratio)
+            # T is the time the frames took to arrive: a sender stalled beyond its catch-up moves its schedule later
+            # by send_slip, and the bucket refills for that long too (28 ms slipped once on a busy machine: 140
+            # frames more, beyond the 1 %).
+            expected = (passed + DUT.effective_rate * direction.send_slip) * (1 - DUT.loss_ratio)
             assert abs(direction.frames_received - expected) <= 0.01 * expected, (name, direction, expected)
         # Below the capacity only the every-Nth loss: 8000 frames, exactly 8 lost whatever the counter's phase.
         under = trial(lab, 4_000)
