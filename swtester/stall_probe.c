@@ -13,7 +13,6 @@
  * the longest lateness, the sum of all latenesses, the quantum and the catch-up limit, and whether it ran realtime.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,37 +20,24 @@
 #include <time.h>
 
 #include "pacing.h"
+#include "tool.h"
 
 #define MAX_LATE 100000 /* late wake-ups listed; more are counted only */
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The number text spells in [lo, hi] (a whole one if integer), or -1: atof, atoi and strtoull read "1x" as 1, "x" as 0
- * and strtoull "-1" as 2^64-1, so a mistyped argument ran a probe other than the one asked for. */
-static double parse(const char *text, double lo, double hi, int integer) {
-    char *end;
-    errno = 0;
-    double value = strtod(text, &end);
-    if (end == text || *end || errno || !(value >= lo && value <= hi) || (integer && value != (double)(uint64_t)value))
-        return -1;
-    return value;
+static void die(const char *msg) {
+    fprintf(stderr, "stall_probe: %s\n", msg);
+    exit(2);
 }
 
 int main(int argc, char **argv) {
-    double seconds = argc > 2 ? parse(argv[1], 1e-3, 3600, 0) : -1;
-    double cpu_arg = argc > 2 ? parse(argv[2], 0, CPU_SETSIZE - 1, 1) : -1;
-    double min_arg = argc > 3 ? parse(argv[3], 1, 1e9, 1) : 100000;
-    if (argc < 3 || argc > 4 || seconds < 0 || cpu_arg < 0 || min_arg < 0) {
+    if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: stall_probe SECONDS [0.001-3600] CPU [0-%d] [MIN_NS [1-1e9], default 100000]\n",
                 CPU_SETSIZE - 1);
         return 2;
     }
-    int cpu = (int)cpu_arg;
-    uint64_t min_ns = (uint64_t)min_arg;
+    double seconds = parse_number(argv[1], "SECONDS", 1e-3, 3600);
+    int cpu = (int)parse_integer(argv[2], "CPU", 0, CPU_SETSIZE - 1);
+    uint64_t min_ns = argc > 3 ? (uint64_t)parse_integer(argv[3], "MIN_NS", 1, 1000000000) : 100000;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
@@ -63,11 +49,11 @@ int main(int argc, char **argv) {
     int realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
     static uint64_t late[MAX_LATE][2];
     uint64_t listed = 0, total = 0, longest = 0, sum = 0;
-    uint64_t start = now_ns() + PACING_QUANTUM_NS, end = start + (uint64_t)(seconds * 1e9);
+    uint64_t start = now_ns(CLOCK_MONOTONIC) + PACING_QUANTUM_NS, end = start + (uint64_t)(seconds * 1e9);
     for (uint64_t deadline = start; deadline < end;) {
         struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull), .tv_nsec = (long)(deadline % 1000000000ull)};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        uint64_t woke = now_ns(), lateness = woke > deadline ? woke - deadline : 0;
+        uint64_t woke = now_ns(CLOCK_MONOTONIC), lateness = woke > deadline ? woke - deadline : 0;
         if (lateness >= min_ns) {
             if (listed < MAX_LATE) {
                 late[listed][0] = deadline - start;

@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "hdr.h"
+#include "tool.h"
 
 #define MAGIC 0xA5
 #define PAYLOAD_LEN 16
@@ -183,12 +184,6 @@ static void die(const char *msg) {
     exit(2);
 }
 
-static uint64_t now_ns(clockid_t clock) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t xorshift(uint64_t *s) {
     uint64_t x = *s;
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
@@ -214,33 +209,6 @@ static void parse_mac(const char *text, uint8_t mac[6], const char *what) {
         snprintf(msg, sizeof msg, "%s=%s: allowed a MAC address aa:bb:cc:dd:ee:ff", what, text);
         die(msg);
     }
-}
-
-static double parse_number(const char *text, const char *what, double low, double high) {
-    char *end;
-    double v = strtod(text, &end);
-    /* Written so that NaN fails too: strtod takes "nan", and a NaN tail never ended the receiver, a NaN timeout
-     * counted no frame late, a NaN rate or duration made the frame count undefined. */
-    if (*text == '\0' || *end != '\0' || !(v >= low && v <= high)) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s=%s: allowed %g..%g", what, text, low, high);
-        die(msg);
-    }
-    return v;
-}
-
-/* A count, a size or an index: a decimal integer within low..high. parse_number's value cast to int dropped a
- * fraction without a word (--size0 100.5 sent 100-byte frames, --threads 2.5 two threads). */
-static long parse_integer(const char *text, const char *what, long low, long high) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || errno || v < low || v > high) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s=%s: allowed %ld..%ld (an integer)", what, text, low, high);
-        die(msg);
-    }
-    return v;
 }
 
 /* The index of `text` among `names` (an enum's names, in its order), or a one-line error naming the choices. */
