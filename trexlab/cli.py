@@ -26,6 +26,7 @@ import typing
 from pathlib import Path
 
 from trexlab import __version__
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, repetition_dir, summary_lines
@@ -37,7 +38,7 @@ from trexlab.results.store import dumps, read_json
 from trexlab.spec.schema import REPETITIONS_MAX, Traffic, field_help, generator_options_class, range_text
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
-from trexlab.trial import MAX_RECEIVE_TAIL, GeneratorError, format_seconds
+from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, GeneratorError, format_seconds
 
 EXIT_BAD_INPUT = 2
 #: Where a run looks for the lab when --inventory is not given (trexlab.testbed.inventory.load_lab).
@@ -181,16 +182,17 @@ def build_parser() -> argparse.ArgumentParser:
         add_ceilings_flag(common)
         traffic = sub.add_argument_group("traffic")
         traffic.add_argument("--frame-size", type=_per_port("frame-size"),
-                             help=_traffic_help("frame_size", "bytes per frame with FCS, 64..9018, or 'port0,port1' "
-                                                              "(SIIT)"))
+                             help=_traffic_help("frame_size", f"bytes per frame with FCS, {MIN_FRAME_SIZE}.."
+                                                              f"{MAX_FRAME_SIZE}, or 'port0,port1' (SIIT)"))
         traffic.add_argument("--ip-version", type=_per_port("ip-version"),
                              help=_traffic_help("ip_version", "4, 6, or 'port0,port1'"))
         traffic.add_argument("--directions", choices=("bidirectional", "forward", "reverse"),
                              help=_traffic_help("directions", "forward: port 0 to port 1; reverse: port 1 to port 0"))
         traffic.add_argument("--port-mode", choices=("fixed", "rfc4814"),
                              help=_traffic_help("port_mode", "UDP ports: fixed, or RFC 4814 pseudorandom"))
-        traffic.add_argument("--destination-networks", type=_number(int, "1..256"),
-                             help=_traffic_help("destination_networks", "destination networks per direction, 1..256"))
+        traffic.add_argument("--destination-networks", type=_number(int, f"1..{MAX_NETWORKS}"),
+                             help=_traffic_help("destination_networks",
+                                                f"destination networks per direction, 1..{MAX_NETWORKS}"))
         traffic.add_argument("--receive-tail", type=_number(float, f"0..{MAX_RECEIVE_TAIL:g}"),
                              help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
                                                                 f"0..{MAX_RECEIVE_TAIL:g}"))
