@@ -57,6 +57,9 @@ SIIT_SIZE_DELTA = 20
 #: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
 #: with the spec, before a run makes its directory, not by swtester at the run's first trial.
 MAX_FRAME_TIMEOUT = 3600.0
+#: The longest trial, s of sending, of any procedure: a shared spec must not hold the lab for longer per trial
+#: (RFC 2544 asks for 60 s, RFC 8219's latency trials 120 s).
+MAX_TRIAL_DURATION = 3600
 
 
 def tolerance_ratio(percent: float) -> Fraction:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, Generator, TrialResult, TrialSpec
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, Generator, TrialResult, TrialSpec
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
@@ -40,7 +40,7 @@ FLOOR_P99_9_FIELD = doc("s, the tester's own 99.9th percentile latency from its 
 
 def trial_duration_field(standard: str) -> dict:
     """A procedure's trial duration: s of sending per trial (at most an hour), with the standard's minimum."""
-    return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=3600)
+    return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=MAX_TRIAL_DURATION)
 
 
 #: A DUT result within this share of the tester's own ceiling may be the tester's limit.

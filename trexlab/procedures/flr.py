@@ -29,7 +29,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
 
 NAME = "flr"
 TAKES_RATE = False
@@ -54,7 +54,7 @@ class Params:
             check_range("max_rate", self.max_rate, 0, MAX_OFFERED_LOAD, low_open=True)
         # At least 0.1 %: a step of 1e-300 % meant 1e302 trials, a run without end.
         check_range("step_percent", self.step_percent, MIN_STEP_PERCENT, 10)
-        check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        check_range("trial_duration", self.trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         media_speed(self.media)

@@ -52,6 +52,7 @@ from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
     MAX_OFFERED_LOAD,
+    MAX_TRIAL_DURATION,
     Direction,
     GeneratorError,
     Latency,
@@ -121,7 +122,7 @@ class Params:
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
-        check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        check_range("trial_duration", self.trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         check_range("tag_delay", self.tag_delay, 0)
         if self.tag_delay >= self.trial_duration:
             raise InvalidParameter("tag_delay", self.tag_delay,

@@ -37,7 +37,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -55,7 +55,6 @@ RFC2544 = {"name": "RFC2544", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_
 #: A goal's name: its figure is <name>_fps (summary.csv and trials.parquet columns, the report's headings).
 GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 #: The longest trial, s, as every procedure's trial_duration (and swtester --duration) allows.
-MAX_TRIAL_DURATION = 3600.0
 #: The trials a goal may ask for at one load (its duration_sum over its final_trial_duration): the reference
 #: implementation runs them all, and so does the dry run's simulation, on the CPU of whoever checks the spec.
 MAX_FINAL_TRIALS = 1000

@@ -48,7 +48,7 @@ from trexlab.procedures.common import (
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, check_trial_frames, delay_for_json, format_seconds
+from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_TRIAL_DURATION, check_trial_frames, delay_for_json, format_seconds
 
 NAME = "pdv"
 #: s, RFC 8219 section 7.3: the PDV stream lasts at least 60 s.
@@ -72,7 +72,7 @@ class Params:
 
     def __post_init__(self) -> None:
         check_rate(self.rate)
-        check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        check_range("trial_duration", self.trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):

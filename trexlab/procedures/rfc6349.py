@@ -55,6 +55,7 @@ from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MAX_OFFERED_LOAD,
+    MAX_TRIAL_DURATION,
     MIN_FRAME_SIZE,
     GeneratorError,
     TrialSpec,
@@ -87,7 +88,7 @@ class Params:
         "frames/s per direction of the MTU trials: a low load, so that a loss can only mean too big",
         exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
     mtu_trial_duration: float = field(default=1.0, metadata=doc("s per MTU trial", exclusiveMinimum=0,
-                                                                  maximum=3600))
+                                                                  maximum=MAX_TRIAL_DURATION))
     bottleneck_bandwidth: float | None = field(default=None, metadata=doc(
         "bit/s, the declared bottleneck bandwidth (the CIR); none: RFC 2544 throughput at the MTU frame size",
         exclusiveMinimum=0))
@@ -101,7 +102,7 @@ class Params:
         "frames/s the BB search stops at; none: the throughput search's relative default",
         minimum=throughput.MIN_RESOLUTION_FPS))
     bb_trial_duration: float = field(default=10.0, metadata=doc("s per BB trial", exclusiveMinimum=0,
-                                                                  maximum=3600))
+                                                                  maximum=MAX_TRIAL_DURATION))
     bb_loss_tolerance_percent: float = field(default=0.0, metadata=doc(
         "% of the frames a BB trial may lose and still pass", minimum=0, maximum=100))
     media: str = field(default="10g", metadata=MEDIA_FIELD)
@@ -147,7 +148,7 @@ class Params:
         for size in self.mtu_frame_sizes:
             check_range("mtu_frame_sizes", size, 594, MAX_FRAME_SIZE, integer=True)
         check_range("mtu_trial_rate", self.mtu_trial_rate, 0, MAX_OFFERED_LOAD, low_open=True)
-        check_range("mtu_trial_duration", self.mtu_trial_duration, 0, 3600, low_open=True)
+        check_range("mtu_trial_duration", self.mtu_trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         if self.bottleneck_bandwidth is not None:
             check_range("bottleneck_bandwidth", self.bottleneck_bandwidth, 0, low_open=True)
         if self.bb_max_rate is not None:
@@ -155,7 +156,7 @@ class Params:
         check_range("bb_min_rate", self.bb_min_rate, 0, low_open=True)
         if self.bb_resolution is not None:
             check_range("bb_resolution", self.bb_resolution, 0, low_open=True)
-        check_range("bb_trial_duration", self.bb_trial_duration, 0, 3600, low_open=True)
+        check_range("bb_trial_duration", self.bb_trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         check_range("bb_loss_tolerance_percent", self.bb_loss_tolerance_percent, 0, 100)
         # The BB search is a throughput search: its own checks, before any trial rather than after the MTU trials
         # (a bb_resolution of 1e-6 passed here and was refused as 'resolution' by the search it reached).

@@ -31,7 +31,14 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, TrialSpec, check_trial_frames, tolerance_ratio
+from trexlab.trial import (
+    MAX_FRAME_TIMEOUT,
+    MAX_OFFERED_LOAD,
+    MAX_TRIAL_DURATION,
+    TrialSpec,
+    check_trial_frames,
+    tolerance_ratio,
+)
 
 NAME = "throughput"
 TAKES_RATE = False
@@ -92,7 +99,7 @@ class Params:
             check_range("resolution", self.resolution, MIN_RESOLUTION_FPS)
         check_range("resolution_percent", self.resolution_percent, MIN_RESOLUTION_PERCENT, 100)
         check_range("loss_tolerance_percent", self.loss_tolerance_percent, 0, 100)
-        check_range("trial_duration", self.trial_duration, 0, 3600, low_open=True)
+        check_range("trial_duration", self.trial_duration, 0, MAX_TRIAL_DURATION, low_open=True)
         if self.frame_timeout is not None:
             check_range("frame_timeout", self.frame_timeout, 0, MAX_FRAME_TIMEOUT, low_open=True)
         media_speed(self.media)
