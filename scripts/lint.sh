@@ -23,24 +23,4 @@ say "ansible-test sanity (the trexlab.lab collection, every test)"; scripts/coll
 if have terraform; then
   say "terraform fmt"; TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive terraform
 fi
-if have terraform; then
-  # make test builds the providers' mirror beside lint, holding this lock until it is done (scripts/test.sh).
-  [ -z "${TREXLAB_PROVIDERS_LOCK:-}" ] || flock -s "$TREXLAB_PROVIDERS_LOCK" true
-  # Validate the root modules that need no provider download, and those that need a provider where the
-  # mirror of make providers has it (a user with registry access validates them with plain terraform).
-  dirs=(terraform/labs/local terraform/labs/static terraform/labs/vm terraform/modules/inventory terraform/modules/management terraform/modules/topology)
-  if [ -f terraform/providers/terraformrc ] && [ -d terraform/providers/mirror ]; then
-    dirs+=(terraform/labs/maas)
-  else
-    say "terraform validate terraform/labs/maas: skipped, its provider is not in terraform/providers/mirror (run make providers)"
-  fi
-  for dir in "${dirs[@]}"; do
-    say "terraform validate $dir"
-    rc=/dev/null
-    [ "$dir" = terraform/labs/maas ] && rc="$TREXLAB_ROOT/terraform/providers/terraformrc"
-    TF_CLI_CONFIG_FILE=$rc TF_DATA_DIR="$TREXLAB_ROOT/.cache/tf-validate/${dir//\//_}" \
-      terraform -chdir="$dir" init -backend=false -input=false -no-color >/dev/null
-    TF_CLI_CONFIG_FILE=$rc TF_DATA_DIR="$TREXLAB_ROOT/.cache/tf-validate/${dir//\//_}" \
-      terraform -chdir="$dir" validate -no-color >/dev/null
-  done
-fi
+scripts/tf-validate.sh
