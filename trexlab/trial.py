@@ -23,6 +23,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter
 from trexlab.results.stats import median_ranks, nearest_rank
 
@@ -139,8 +140,8 @@ class TrialSpec:
             raise bad("directions", "bidirectional, forward, reverse", self.directions)
         if self.port_mode not in ("fixed", "rfc4814"):
             raise bad("port_mode", "fixed, rfc4814", self.port_mode)
-        if not 1 <= self.destination_networks <= 256:
-            raise bad("destination_networks", "1..256", self.destination_networks)
+        if not 1 <= self.destination_networks <= MAX_NETWORKS:
+            raise bad("destination_networks", f"1..{MAX_NETWORKS}", self.destination_networks)
         if self.latency_mode not in ("none", "tagged", "all"):
             raise bad("latency_mode", "none, tagged, all", self.latency_mode)
         if self.latency_mode == "tagged" and self.latency_frames < 1:

@@ -50,7 +50,7 @@ from trexlab.procedures.common import MEDIA_FIELD, RunContext, TrialRunner
 from trexlab.spec.schema import HOST_PATTERN, doc
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
-from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
+from trexlab.tcp.iperf import MAX_DSCP, MAX_OMIT, MAX_STREAMS, MAX_TEST_DURATION, TcpTest, TcpTestResult, finite
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import (
     MAX_FRAME_SIZE,
@@ -107,7 +107,7 @@ class Params:
         "% of the frames a BB trial may lose and still pass", minimum=0, maximum=100))
     media: str = field(default="10g", metadata=MEDIA_FIELD)
     rtt_duration: float = field(default=5.0, metadata=doc("s of the baseline RTT connection", exclusiveMinimum=0,
-                                                            maximum=3600))
+                                                            maximum=MAX_TEST_DURATION))
     rtt_load_percent: float = field(default=1.0, metadata=doc(
         "% of the bottleneck bandwidth the baseline RTT connection is paced to", exclusiveMinimum=0, maximum=100))
     connections: int = field(default=4, metadata=doc(
@@ -118,13 +118,13 @@ class Params:
         "% of the BDP: the total windows of the reduced-window tests", items={"minimum": 1, "maximum": 100}))
     dscp: tuple[int, ...] = field(default=(46, 10, 12, 14, 0), metadata=doc(
         "DSCP values of the DSCP test, one concurrent connection each (default EF, AF11, AF12, AF13, BE)",
-        items={"minimum": 0, "maximum": 63}))
+        items={"minimum": 0, "maximum": MAX_DSCP}))
     stress_connections: int = field(default=100, metadata=doc(
         "TCP connections of the many-connection test", minimum=1, maximum=MAX_STREAMS))
     test_duration: float = field(default=10.0, metadata=doc(
-        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=3600))
+        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=MAX_TEST_DURATION))
     omit: float = field(default=0.0, metadata=doc(
-        "s left out at the start of each TCP test (slow start)", minimum=0, maximum=600))
+        "s left out at the start of each TCP test (slow start)", minimum=0, maximum=MAX_OMIT))
     tests: tuple[str, ...] = field(default=TESTS, metadata=doc(
         "the TCP tests to run, in this order", minItems=1, items={"enum": list(TESTS)}))
     engine: str = field(default="iperf3", metadata=doc(
@@ -166,7 +166,7 @@ class Params:
             name = exc.name if exc.name == "media" else f"bb_{exc.name}"
             raise InvalidParameter(name, exc.value, exc.allowed) from None
         media_speed(self.media)
-        check_range("rtt_duration", self.rtt_duration, 0, 3600, low_open=True)
+        check_range("rtt_duration", self.rtt_duration, 0, MAX_TEST_DURATION, low_open=True)
         check_range("rtt_load_percent", self.rtt_load_percent, 0, 100, low_open=True)
         check_range("connections", self.connections, 1, MAX_STREAMS, integer=True)
         if self.window_bytes is not None:
@@ -174,10 +174,10 @@ class Params:
         for percent in self.reduced_window_percent:
             check_range("reduced_window_percent", percent, 1, 100, integer=True)
         for value in self.dscp:
-            check_range("dscp", value, 0, 63, integer=True)
+            check_range("dscp", value, 0, MAX_DSCP, integer=True)
         check_range("stress_connections", self.stress_connections, 1, MAX_STREAMS, integer=True)
-        check_range("test_duration", self.test_duration, 0, 3600, low_open=True)
-        check_range("omit", self.omit, 0, 600)
+        check_range("test_duration", self.test_duration, 0, MAX_TEST_DURATION, low_open=True)
+        check_range("omit", self.omit, 0, MAX_OMIT)
         if not self.tests:
             raise InvalidParameter("tests", self.tests, "at least one of " + ", ".join(TESTS))
         _check_choices("tests", self.tests, TESTS)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter, check_range
 from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
 
@@ -77,8 +78,8 @@ class Traffic:
     port_mode: Literal["fixed", "rfc4814"] = field(default="fixed", metadata=doc(
         "UDP ports: fixed, or RFC 4814 pseudorandom source and destination ports"))
     destination_networks: int = field(default=1, metadata=doc(
-        "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
-        minimum=1, maximum=256))
+        f"destination networks per direction, 1..{MAX_NETWORKS} (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
+        minimum=1, maximum=MAX_NETWORKS))
     receive_tail: float = field(default=2.0, metadata=doc(
         f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
         maximum=MAX_RECEIVE_TAIL))
@@ -482,8 +483,8 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
               "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
               "selective_percent": {"minimum": 0, "maximum": 100},
               "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
-    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
-    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
                       "http_port": {"minimum": 1, "maximum": 65535},
                       "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
