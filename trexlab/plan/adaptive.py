@@ -127,6 +127,8 @@ def repetition_rule(spec: dict) -> RepetitionRule:
 
 def _count(value: dict, key: str) -> int:
     number = value.get(key)
+    if isinstance(number, float) and number.is_integer():  # 5.0 is a count to JSON Schema, so to the spec's too
+        number = int(number)
     if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 1000:
         raise InvalidParameter(f"repetitions.{key}", number, "an integer 1..1000")
     return number
