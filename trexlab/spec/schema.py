@@ -495,6 +495,12 @@ _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {
                "dict": {"type": "object"}}
 
 
+def _valid(schema: dict, value: typing.Any) -> bool:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
 def _role_schema(role: str, options: dict) -> dict:
     """A spec block's schema from its role's argument specs (state and state_dir are the campaign's own)."""
     properties = {}
@@ -510,5 +516,11 @@ def _role_schema(role: str, options: dict) -> dict:
         if option.get("description"):
             prop["description"] = option["description"]
         prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
+        # The role's default is the one (defaults/main.yml equals it: tests/test_collection.py), shown as a
+        # procedure parameter's is; not a template (siit networks follow traffic.destination_networks) nor a
+        # placeholder the role refuses (dut_reference's rate_fps 0: required).
+        default = option.get("default")
+        if default is not None and "{{" not in str(default) and _valid(prop, default):
+            prop["default"] = default
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}
