@@ -66,6 +66,29 @@ def test_a_campaign_planning_more_than_30_days_of_lab_time_is_refused_before_it_
     assert not results.exists()
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_campaign_whose_lab_time_cannot_be_estimated_is_refused_naming_why(tmp_path, capsys, monkeypatch, dry_run):
+    """The 30-day bound is checked from the estimate: a campaign whose estimate fails is refused in one line naming
+    why, as its dry run is, never run unchecked (it ran with a warning)."""
+    from trexlab.params import InvalidParameter
+
+    def fails(name, raw_params, traffic):
+        raise InvalidParameter("procedure.params.trial_duration", 60.0, "a duration the estimate can simulate")
+
+    monkeypatch.setattr(estimate, "repetition_cost", fails)
+    spec = tmp_path / "short.yml"
+    spec.write_text(json.dumps({**LONG, "sweep": {}, "repetitions": 1,
+                                "procedure": {"name": "throughput", "params": {"trial_duration": 1}}}))
+    results = tmp_path / "results"
+    argv = ["campaign", str(spec), "--results", str(results), "--ceilings", str(tmp_path / "c.json")]
+    assert cli.main(argv + (["--dry-run"] if dry_run else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"trexlab campaign: {spec}: no lab time estimate (procedure.params.trial_duration=60.0: allowed a "
+                   "duration the estimate can simulate): a campaign's length, at most 720.0 h (30 days) of lab time "
+                   "worst case, is checked from it"), err
+    assert not results.exists()
+
+
 def test_the_campaign_length_bound_is_its_worst_case_lab_time():
     experiment = validate(json.loads(json.dumps(LONG)))
     cost = estimate.Cost(3600.0, 1800.0, 10, 5.0, "test")  # an hour per repetition, worst case

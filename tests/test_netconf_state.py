@@ -30,6 +30,7 @@ def state():
     sh = lambda cmd: subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=True).stdout
     return {"addresses": sh("ip -o addr show dev d0 scope global | awk '{print $4}' | sort"),
             "routes": sh("{ ip -4 route show; ip -6 route show; } | grep via | sort"),
+            "main table": sh("ip -d -4 route show table main; ip -d -6 route show table main"),
             "neighbours": sh("ip neigh show nud permanent | sort"),
             "sysctls": sh("cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding")}
 out = [{"state": state()}]
@@ -105,3 +106,32 @@ def test_what_a_failed_run_added_is_recorded_and_absent_removes_it(tmp_path):
     assert failed["result"]["failed"] and failed["result"]["changes"][0] == "add address 198.18.0.1/24 dev d0"
     assert failed["state"]["addresses"].split() == ["198.18.0.1/24"]
     assert absent["state"] == before["state"]
+
+
+def test_absent_puts_back_the_route_and_neighbour_the_node_had_for_the_same_destination(tmp_path):
+    """The node had its own route to a declared destination (another gateway, a route without one, an IPv6 one)
+    and its own permanent neighbour entry for the declared gateway (another MAC): 'ip route replace' and 'ip neigh
+    replace' took their place, and absent then deleted them, leaving the node without its entries. Absent must
+    put back each, with its attributes (protocol, metric)."""
+    setup = ("ip addr add 198.18.0.1/24 dev d0; ip addr add 2001:2::1/64 dev d0 nodad;"
+             "ip route add 198.19.0.0/24 via 198.18.0.9 dev d0 proto static;"
+             "ip route add 198.19.1.0/24 dev d0 proto static;"
+             "ip -6 route add 2001:2:0:9000::/64 via 2001:2::9 dev d0 metric 1024;"
+             "ip neigh replace 198.18.0.2 lladdr 02:00:00:00:00:09 dev d0 nud permanent")
+    declared = {"addresses": [{"dev": "d0", "address": "198.18.0.1/24"}, {"dev": "d0", "address": "2001:2::1/64"}],
+                "routes": [{"dst": "198.19.0.0/24", "via": "198.18.0.2", "dev": "d0"},
+                           {"dst": "198.19.1.0/24", "via": "198.18.0.2", "dev": "d0"},
+                           {"dst": "2001:2:0:9000::/64", "via": "2001:2::2", "dev": "d0"}],
+                "neighbours": [{"dev": "d0", "address": "198.18.0.2", "lladdr": MAC}]}
+    fewer = {**declared, "routes": declared["routes"][1:], "neighbours": []}
+    absent_run = {**fewer, "state": "absent"}
+    before, present, again, less, absent = runs(tmp_path, setup, declared, declared, fewer, absent_run)
+    assert "198.19.0.0/24 via 198.18.0.2 dev d0" in present["state"]["routes"], present
+    assert "198.19.1.0/24 via 198.18.0.2 dev d0" in present["state"]["routes"], present
+    assert f"198.18.0.2 dev d0 lladdr {MAC} PERMANENT" in present["state"]["neighbours"], present
+    assert again["result"]["changed"] is False, again["result"]
+    # A run that no longer declares the first route and the neighbour puts back the node's own at once.
+    assert "198.19.0.0/24 via 198.18.0.9 dev d0 proto static" in less["state"]["routes"], less
+    assert less["state"]["neighbours"] == before["state"]["neighbours"], less
+    assert absent["state"] == before["state"], absent
+    assert not (tmp_path / "netconf.json").exists()

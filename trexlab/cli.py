@@ -309,8 +309,7 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
             plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
                             Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    plans = estimate.plan(experiment)
-    estimate.check_length(experiment, plans)
+    plans = estimate.checked_plan(experiment)
     return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
 
 

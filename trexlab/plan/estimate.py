@@ -201,6 +201,22 @@ def check_length(experiment, plans: list[PointPlan]) -> None:
         "(30 days) per campaign; split it into campaigns")
 
 
+def checked_plan(experiment) -> list[PointPlan]:
+    """plan(experiment), its length checked (check_length): the dry run's and the campaign's one check. An estimate
+    that cannot be made is a refusal naming why (InvalidExperiment), not a campaign run with its length unchecked."""
+    from trexlab.params import InvalidParameter
+    from trexlab.spec.experiment import InvalidExperiment
+
+    try:
+        plans = plan(experiment)
+    except (InvalidParameter, InvalidExperiment, ValueError) as exc:
+        raise InvalidExperiment(
+            f"{experiment.path or experiment.name}: no lab time estimate ({exc}): a campaign's length, at most "
+            f"{hours(CAMPAIGN_WORST_S_MAX)} (30 days) of lab time worst case, is checked from it") from None
+    check_length(experiment, plans)
+    return plans
+
+
 def hours(seconds: float | None) -> str:
     """A duration for people: s, min or h."""
     if seconds is None:

@@ -41,7 +41,15 @@ from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
 from trexlab.spec.schema import doc
-from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, check_trial_frames, format_seconds
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MIN_FRAME_SIZE,
+    SIIT_SIZE_DELTA,
+    Latency,
+    TrialSpec,
+    check_trial_frames,
+    format_seconds,
+)
 
 NAME = "selftest"
 TAKES_RATE = False
@@ -62,7 +70,7 @@ _SEARCH = {f.name: f.metadata for f in dataclasses.fields(throughput.Params)}
 class Params:
     frame_sizes: tuple[int, ...] = field(default=(64,), metadata=doc(
         "bytes per frame with FCS, one ceiling search each", minItems=1,
-        items={"minimum": 64, "maximum": 9018 - SIIT_SIZE_DELTA}))
+        items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE - SIIT_SIZE_DELTA}))
     # The search's parameters are the throughput search's, declared there.
     max_rate: float | None = field(default=None, metadata=_SEARCH["max_rate"])
     min_rate: float = field(default=100.0, metadata=_SEARCH["min_rate"])
@@ -80,7 +88,7 @@ class Params:
             check_range("frame_sizes", 0, 1)
         check_range("floor_load_percent", self.floor_load_percent, 0, 100)
         for size in self.frame_sizes:
-            check_range("frame_sizes", size, 64, 9018 - SIIT_SIZE_DELTA, integer=True)
+            check_range("frame_sizes", size, MIN_FRAME_SIZE, MAX_FRAME_SIZE - SIIT_SIZE_DELTA, integer=True)
         throughput.Params(**self.search_params())  # the search's own checks
 
     def search_params(self) -> dict:

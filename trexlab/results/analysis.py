@@ -513,14 +513,17 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- TCP endpoints (client, server): {text(json.dumps(spec['endpoints'], sort_keys=True))}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{text(k)} ∈ {text(v)}" for k, v in spec["sweep"].items()))
-    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
-    measured = []
+    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against), with
+    # the points each line comes from: its inputs may be a point's own (the load taken from its throughput runs).
+    measured: dict[str, list[str]] = {}
     for point in manifest["points"]:
         summary = Path(campaign) / point["point"] / SUMMARY
         if summary.is_file() and (method := read_json(summary).get("method")):
-            line = text(method_line(method))
-            measured += [line] if line not in measured else []
-    lines += [f"- as measured: {line}" for line in measured]
+            measured.setdefault(text(method_line(method)), []).append(point["point"])
+    for line, where in measured.items():
+        at = (f"every point ({len(where)})" if len(where) == len(manifest["points"]) > 1 else
+              f"point{'s' if len(where) > 1 else ''} " + ", ".join(code(p) for p in where))
+        lines.append(f"- as measured at {at}: {line}")
     # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
     commits: dict[str, int] = {}
     for point in manifest["points"]:

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import MAX_RECEIVE_TAIL
+from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -63,16 +64,22 @@ class Traffic:
     """The test frames of every trial (RFC 2544 / RFC 8219 test frames); the procedure sets load and duration."""
 
     frame_size: tuple[int, int] | int = field(default=(64, 64), metadata=doc(
-        "bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for both"))
+        f"bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for "
+        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]})",
+        minimum=MIN_FRAME_SIZE, maximum=MAX_FRAME_SIZE,
+        items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE}))
     ip_version: tuple[int, int] | int = field(default=(4, 4), metadata=doc(
-        "IP version sent from each tester port [port0, port1], 4 or 6, or one for both"))
+        "IP version sent from each tester port [port0, port1], 4 or 6, or one for both",
+        # 4 or 6 and nothing between: an integer of 4..6 that is a multiple of 2 (an enum would not be an integer,
+        # and whole_numbers in trexlab.spec.experiment reads 6.0 as 6 only where the schema says integer).
+        minimum=4, maximum=6, multipleOf=2, items={"minimum": 4, "maximum": 6, "multipleOf": 2}))
     directions: Literal["bidirectional", "forward", "reverse"] = field(default="bidirectional", metadata=doc(
         "forward: port 0 to port 1; reverse: port 1 to port 0"))
     port_mode: Literal["fixed", "rfc4814"] = field(default="fixed", metadata=doc(
         "UDP ports: fixed, or RFC 4814 pseudorandom source and destination ports"))
     destination_networks: int = field(default=1, metadata=doc(
-        "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
-        minimum=1, maximum=256))
+        f"destination networks per direction, 1..{MAX_NETWORKS} (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
+        minimum=1, maximum=MAX_NETWORKS))
     receive_tail: float = field(default=2.0, metadata=doc(
         f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
         maximum=MAX_RECEIVE_TAIL))
@@ -264,6 +271,10 @@ def convert(name: str, value, hint, from_text: bool = False):
                 value = number if hint is float else int(number) if number.is_integer() else value
             except (ValueError, OverflowError):
                 raise InvalidParameter(name, value, _describe(hint)) from None
+        if hint is int and isinstance(value, float) and value.is_integer():
+            # 1000.0 is an integer to JSON Schema, so to trexlab schema and every editor checking a spec with it:
+            # taken as the integer, or the schema would pass a spec a run refuses.
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)):
             raise InvalidParameter(name, value, _describe(hint))
         # 300000 in a spec and 300000 from a flag are one value: the same provenance whichever way it came.
@@ -432,6 +443,9 @@ def experiment_schema(detailed: bool = True) -> dict:
         for block in DUT_CONFIG:
             props["dut"]["properties"][block] = {"type": "object"}
         props["endpoints"] = {"type": "object"}
+        for key in ("frame_size", "ip_version"):  # their ranges: TrialSpec's checks, whose errors name the port
+            for bound in ("minimum", "maximum", "multipleOf", "items"):
+                props["traffic"]["properties"][key].pop(bound, None)
         return schema
     conditions: list[dict] = []
     for name, module in registry().items():
@@ -469,8 +483,8 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
               "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
               "selective_percent": {"minimum": 0, "maximum": 100},
               "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
-    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
-    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
                       "http_port": {"minimum": 1, "maximum": 65535},
                       "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
@@ -479,6 +493,12 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
+
+
+def _valid(schema: dict, value: typing.Any) -> bool:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
 
 
 def _role_schema(role: str, options: dict) -> dict:
@@ -496,5 +516,11 @@ def _role_schema(role: str, options: dict) -> dict:
         if option.get("description"):
             prop["description"] = option["description"]
         prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
+        # The role's default is the one (defaults/main.yml equals it: tests/test_collection.py), shown as a
+        # procedure parameter's is; not a template (siit networks follow traffic.destination_networks) nor a
+        # placeholder the role refuses (dut_reference's rate_fps 0: required).
+        default = option.get("default")
+        if default is not None and "{{" not in str(default) and _valid(prop, default):
+            prop["default"] = default
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}

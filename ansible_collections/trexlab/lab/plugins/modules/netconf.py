@@ -10,6 +10,9 @@ each setting's value from before the first run: ``state: absent`` removes
 exactly those items (an address, route or neighbour the node had before is
 left) and puts back every recorded setting, declared or not; a run that no
 longer declares an item or setting it applied before removes or restores it.
+A route or permanent neighbour entry of the node's that a declared one takes the
+place of ('ip route replace': same destination and metric in the main table;
+'ip neigh replace': same address) is recorded too and put back with it.
 Sysctls are runtime only: a benchmark set-up is not meant to survive a reboot,
 and nodes of the local lab share one /etc.
 
@@ -29,6 +32,9 @@ description:
   - O(state_file) records the items this module added and every setting's value from before the first run.
     With O(state=absent) it removes exactly those items (one the node had before is left as it was) and puts
     back every recorded setting, whether or not it is still declared.
+  - A route or permanent neighbour entry the node had for the same destination (same metric, main table) or the
+    same address, which a declared one takes the place of, is recorded with its attributes and put back when the
+    declared one is removed.
   - A run with O(state=present) that no longer declares an item or a setting an earlier run applied removes
     that item and puts that setting back (for example routes and neighbours of a test port the inventory
     no longer has, or a sysctl an option no longer sets).
@@ -230,6 +236,41 @@ def current_neighbours() -> set[tuple[str, str, str]]:
     return found
 
 
+def routes_to(dst: str) -> list[dict]:
+    """The main table's routes to exactly dst, with every attribute (-d): what 'ip route replace' may take the
+    place of, and what route_argv makes again."""
+    return json.loads(ip("-j", "-d", family(dst), "route", "show", "exact", dst, "table", "main") or "[]")
+
+
+def route_argv(entry: dict) -> list[str]:
+    """'ip route add' arguments that make again the route routes_to described (its type, gateway or next hops,
+    device, protocol, scope, metric, source, preference, route metrics such as mtu, onlink)."""
+    def hop(h: dict) -> list[str]:
+        return [*(["via", h["gateway"]] if "gateway" in h else []), *(["dev", h["dev"]] if "dev" in h else []),
+                *(["onlink"] if "onlink" in h.get("flags", []) else [])]
+
+    argv = [entry.get("type", "unicast"), entry["dst"], *hop(entry)]
+    for key, word in (("protocol", "proto"), ("scope", "scope"), ("metric", "metric"), ("prefsrc", "src"),
+                      ("pref", "pref")):
+        if key in entry:
+            argv += [word, str(entry[key])]
+    for metrics in entry.get("metrics", []):
+        for name, value in metrics.items():
+            argv += [name, str(value)]
+    for h in entry.get("nexthops", []):
+        argv += ["nexthop", *hop(h), "weight", str(h.get("weight", 1))]
+    return argv
+
+
+def permanent_lladdr(dev: str, address: str) -> str | None:
+    """The MAC of the node's permanent neighbour entry for address on dev (what 'ip neigh replace' overwrites)."""
+    for n in json.loads(ip("-j", family(address), "neigh", "show", "to", address, "dev", dev, "nud", "permanent")
+                        or "[]"):
+        if ipaddress.ip_address(n["dst"]) == ipaddress.ip_address(address) and n.get("lladdr"):
+            return n["lladdr"].lower()
+    return None
+
+
 def connected_networks() -> set[tuple[str, str]]:
     return {(dev, str(ipaddress.ip_interface(a).network)) for dev, a in current_addresses()}
 
@@ -319,26 +360,37 @@ ARGUMENT_SPEC = {
 ITEMS = ("addresses", "routes", "neighbours")
 
 
-def read_state(path: str) -> tuple[dict, dict | None]:
-    """state_file: each setting's value from before the first run, and per kind of item the items this module
-    added (None for a file of an earlier version, which recorded the settings only)."""
+#: The items whose adding can take the place of an entry the node had: 'ip route replace' (a route to the same
+#: destination with the same metric) and 'ip neigh replace' (a permanent entry for the same address).
+REPLACING = ("routes", "neighbours")
+
+
+def read_state(path: str) -> tuple[dict, dict | None, dict]:
+    """state_file: each setting's value from before the first run, per kind of item the items this module
+    added (None for a file of an earlier version, which recorded the settings only), and per item of REPLACING
+    the node's entries its adding took the place of (a list of routes_to entries; a neighbour's MAC)."""
+    replaced: dict = {kind: {} for kind in REPLACING}
     if not os.path.exists(path):
-        return {}, {kind: set() for kind in ITEMS}
+        return {}, {kind: set() for kind in ITEMS}, replaced
     with open(path) as f:
         saved = json.load(f)
     if isinstance(saved.get("settings"), dict) and isinstance(saved.get("added"), dict):
-        return saved["settings"], {kind: {tuple(item) for item in saved["added"].get(kind, [])} for kind in ITEMS}
-    return saved, None
+        for kind in REPLACING:
+            replaced[kind] = {tuple(item): previous for item, previous in saved.get("replaced", {}).get(kind, [])}
+        return (saved["settings"], {kind: {tuple(item) for item in saved["added"].get(kind, [])} for kind in ITEMS},
+                replaced)
+    return saved, None, replaced
 
 
-def write_state(path: str, settings: dict, added: dict) -> None:
-    if not settings and not any(added.values()):
+def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
+    if not settings and not any(added.values()) and not any(replaced.values()):
         if os.path.exists(path):
             os.unlink(path)
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS}}, f)
+        json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS},
+                   "replaced": {kind: sorted(map(list, replaced[kind].items())) for kind in REPLACING}}, f)
 
 
 def setting_io(key: str):
@@ -375,7 +427,7 @@ def main() -> None:
         module.fail_json(msg=f"bad declaration: {exc}")
     changes: list[str] = []
     try:
-        saved, added = read_state(p["state_file"])
+        saved, added, replaced = read_state(p["state_file"])
     except (OSError, ValueError, AttributeError) as exc:
         module.fail_json(msg=f"state_file {p['state_file']}: {exc}")
 
@@ -395,12 +447,42 @@ def main() -> None:
             changes.append(f"{'add' if add else 'delete'}{why} neighbour {address} lladdr {lladdr} dev {dev}")
             argv = ([family(address), "neigh", "replace", address, "lladdr", lladdr, "dev", dev, "nud", "permanent"]
                     if add else [family(address), "neigh", "del", address, "dev", dev])
-        if not module.check_mode:
+        if module.check_mode:
+            pass
+        elif add and kind in REPLACING:
+            # What the replace takes the place of is the node's own (what an earlier run added and this one no
+            # longer declares is removed before anything is added): recorded before it goes, put back with the item.
+            if kind == "routes":
+                before = routes_to(item[0])
+                ip(*argv)
+                taken = [r for r in before if r not in routes_to(item[0])]
+            else:
+                taken = permanent_lladdr(item[0], item[1])
+                ip(*argv)
+            if taken:
+                replaced[kind].setdefault(item, taken)
+        elif not (kind == "neighbours" and item in replaced[kind]):  # that one: ours replaced by the node's
             ip(*argv)
         if add:
             added[kind].add(item)
         else:
             added[kind].discard(item)
+            if kind in REPLACING and item in replaced[kind]:
+                put_back(kind, item)
+
+    def put_back(kind: str, item: tuple) -> None:
+        """The node's entry (or routes) that adding item took the place of, as they were."""
+        previous = replaced[kind].pop(item)
+        if kind == "neighbours":
+            dev, address = item[0], item[1]
+            changes.append(f"put back neighbour {address} lladdr {previous} dev {dev}")
+            if not module.check_mode:
+                ip(family(address), "neigh", "replace", address, "lladdr", previous, "dev", dev, "nud", "permanent")
+            return
+        for entry in previous:
+            changes.append(f"put back route {' '.join(route_argv(entry))}")
+            if not module.check_mode and entry not in routes_to(item[0]):
+                ip(family(item[0]), "route", "add", *route_argv(entry), "table", "main")
 
     def current(kind: str) -> set:
         return {"addresses": current_addresses, "routes": current_routes, "neighbours": current_neighbours}[kind]()
@@ -413,6 +495,12 @@ def main() -> None:
         # A route to a connected network of its device is the kernel's link route: left to the kernel.
         connected = connected_networks() | {(d, str(ipaddress.ip_interface(a).network)) for d, a in want_addr}
         return {r for r in want_routes if (r[2], r[0]) not in connected}
+
+    def orphans(kind: str) -> None:
+        """Put back what an item took the place of when the item is no longer the module's (gone from the node
+        by other hands, or no longer declared)."""
+        for item in sorted(set(replaced.get(kind, {})) - added[kind]):
+            put_back(kind, item)
 
     def prune_routes() -> None:
         within = [ipaddress.ip_network(n) for n in p["prune_routes_within"]]
@@ -438,6 +526,7 @@ def main() -> None:
                     for item in sorted((added[kind] - wanted(kind)) & current(kind)):
                         apply(kind, item, False, " no longer declared")
                     added[kind] &= wanted(kind)
+                    orphans(kind)
                 for kind in ITEMS:
                     for item in sorted(wanted(kind) - current(kind)):
                         apply(kind, item, True)
@@ -448,6 +537,8 @@ def main() -> None:
                 for kind in reversed(ITEMS):
                     for item in sorted(added[kind] & current(kind)):
                         apply(kind, item, False)
+                    added[kind].clear()
+                    orphans(kind)
             for key in sorted(set(declared) | set(saved)):
                 read, write = setting_io(key)
                 if present and key in declared:
@@ -474,7 +565,7 @@ def main() -> None:
         finally:
             # Also after a failure half way: what was added so far is recorded, so that absent removes it.
             if present and not module.check_mode:
-                write_state(p["state_file"], saved, added)
+                write_state(p["state_file"], saved, added, replaced)
         if not present and not module.check_mode and os.path.exists(p["state_file"]):
             os.unlink(p["state_file"])
     except (RuntimeError, OSError) as exc:
