@@ -22,11 +22,10 @@ import math
 from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
-from trexlab.spec.schema import REPETITIONS_MAX
+from trexlab.spec.schema import DEFAULT_REPETITIONS, REPETITIONS_MAX
 
 #: The confidence of the median's interval.
 CONFIDENCE = 0.95
-DEFAULT_REPETITIONS = 20  # as trexlab.spec.experiment's; a spec without repetitions runs this many
 
 
 def binomial_cdf(k: int, n: int) -> float:

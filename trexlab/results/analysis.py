@@ -29,6 +29,7 @@ import pandas as pd
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.spec.schema import DEFAULT_REPETITIONS
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -501,7 +502,7 @@ def method_disclosure(campaign: str | Path) -> str:
               f"{text(lab.get('topology', '-'))}",
               f"- procedure: {code(procedure.get('name'))} with "
               + (", ".join(text(f"{k}={v}") for k, v in sorted(params.items())) or "defaults"),
-              f"- repetitions per point: {text(spec.get('repetitions', 20))}",
+              f"- repetitions per point: {text(spec.get('repetitions', DEFAULT_REPETITIONS))}",
               "- traffic: " + (", ".join(text(f"{k}={v}") for k, v in sorted((spec.get('traffic') or {}).items()))
                                 or "defaults")]
     if "loss_tolerance_percent" in params:

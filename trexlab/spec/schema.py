@@ -32,6 +32,8 @@ NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"
 HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
+#: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
+DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
 #: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
 #: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
@@ -138,7 +140,7 @@ class ExperimentSpec:
     sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
         f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
-    repetitions: int | dict = field(default=20, metadata=doc(
+    repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
         "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
