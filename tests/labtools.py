@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,17 @@ def backlog_and_holders(state: Path = BACKLOG_STATE, sysctl: Path = BACKLOG_SYSC
         with contextlib.suppress(OSError):  # another file there: not ours to remove
             state.parent.rmdir()
     return value, {}
+
+
+@contextlib.contextmanager
+def refused_port():
+    """A TCP port on 127.0.0.1 that refuses connections while the block runs: bound by this process, never listening.
+    A port bound and closed again (as the tests took one before) is free for any other process to take: make test's
+    other workers bind ports there too (SSH tunnels, notebook kernels, fake servers), and one listening on it would
+    answer the connection the test expects refused."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 def notes_but_steal(result) -> list[str]:
