@@ -92,3 +92,23 @@ def test_no_constant_is_defined_again_in_another_module():
     again = [f"{name} = {value!r}: {', '.join(places)}" for (name, value), places in defined.items()
              if len(places) > 1 and name not in TWO_CHOICES]
     assert not again, "a constant defined in more than one module:\n" + "\n".join(again)
+
+
+def test_the_standard_s_trial_duration_and_receive_tail_are_defaults_by_name():
+    """RFC 2544's 60 s trials and 2 s receive tail are named once (trial.RFC2544_TRIAL_DURATION,
+    RFC2544_RECEIVE_TAIL: the deviations of a shorter run are measured against them); a parameter whose default
+    is the standard's takes it by that name, not as a 60.0 or 2.0 of its own."""
+    standard = {"trial_duration": trial.RFC2544_TRIAL_DURATION, "receive_tail": trial.RFC2544_RECEIVE_TAIL}
+    package = Path(trexlab.__file__).parent
+    copies = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and node.target.id in standard and node.value is not None):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                value = next((k.value for k in value.keywords if k.arg == "default"), value)
+            if isinstance(value, ast.Constant) and value.value == standard[node.target.id]:
+                copies.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.target.id} = {value.value!r}")
+    assert not copies, "the standard's value written as a number:\n" + "\n".join(copies)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.procedures.common import RunContext
-from trexlab.trial import Latency, TrialResult, TrialSpec
+from trexlab.trial import MAX_FRAMES_PER_DIRECTION, Latency, TrialResult, TrialSpec
 
 #: DUT capacities per decade of the grid; 8 puts neighbours 33 % apart, finer than any search's first steps.
 GRID_PER_DECADE = 8
@@ -144,7 +144,10 @@ def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
     template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(traffic or {})})
     raw, rate_from = split_rate_from(raw_params or {})
     if rate_from is not None:
-        raw = {**raw, "rate": PLACEHOLDER_RATE}
+        # At most as many frames per trial as a tester numbers: 3600 s latency trials at the placeholder were refused
+        # (above 2^32 frames), and with them the estimate of a spec whose measured rate is checked when measured.
+        duration = float(raw.get("trial_duration", getattr(procedure_params_class(name), "trial_duration", 1.0)))
+        raw = {**raw, "rate": min(PLACEHOLDER_RATE, MAX_FRAMES_PER_DIRECTION / duration)}
     params = procedure_params_class(name)(**{**raw, **({"goals": tuple(raw["goals"])} if "goals" in raw else {})})
     cost = procedure(name).cost(params, template)
     if rate_from is not None:

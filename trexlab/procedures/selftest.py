@@ -44,6 +44,7 @@ from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MIN_FRAME_SIZE,
+    RFC2544_TRIAL_DURATION,
     SIIT_SIZE_DELTA,
     Latency,
     TrialSpec,
@@ -76,7 +77,7 @@ class Params:
     min_rate: float = field(default=100.0, metadata=_SEARCH["min_rate"])
     resolution: float | None = field(default=None, metadata=_SEARCH["resolution"])
     loss_tolerance_percent: float = field(default=0.0, metadata=_SEARCH["loss_tolerance_percent"])
-    trial_duration: float = field(default=60.0, metadata=_SEARCH["trial_duration"])
+    trial_duration: float = field(default=RFC2544_TRIAL_DURATION, metadata=_SEARCH["trial_duration"])
     media: str = field(default="10g", metadata=_SEARCH["media"])
     # The latency floor's trial runs at this share of the ceiling found (%, 0 = no floor): a DUT is measured
     # below the tester's ceiling, where the tester's own queues are short.

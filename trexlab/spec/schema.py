@@ -22,7 +22,13 @@ from typing import Literal
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MAX_RECEIVE_TAIL,
+    MIN_FRAME_SIZE,
+    MIN_FRAME_SIZE_BY_VERSION,
+    RFC2544_RECEIVE_TAIL,
+)
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -82,9 +88,9 @@ class Traffic:
     destination_networks: int = field(default=1, metadata=doc(
         f"destination networks per direction, 1..{MAX_NETWORKS} (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
         minimum=1, maximum=MAX_NETWORKS))
-    receive_tail: float = field(default=2.0, metadata=doc(
-        f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
-        maximum=MAX_RECEIVE_TAIL))
+    receive_tail: float = field(default=RFC2544_RECEIVE_TAIL, metadata=doc(
+        f"s of receiving after sending stops (RFC 2544: {RFC2544_RECEIVE_TAIL:g} s), at most {MAX_RECEIVE_TAIL:g}",
+        minimum=0, maximum=MAX_RECEIVE_TAIL))
 
 
 @dataclass(frozen=True)
