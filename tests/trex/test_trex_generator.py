@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trexlab.generators import create_generator
+from trexlab.generators import create_generator, trex
 from trexlab.generators.trex import (
     CLIENT_SUBDIR,
     PROFILE,
@@ -404,6 +404,20 @@ def test_a_tunnel_that_cannot_come_up_is_a_generator_error_naming_the_node():
                                                  r"did not come up: .*refused"):
             SSHTunnel(node, (4501, 4500))
     assert time.monotonic() - started < 10
+
+
+def test_a_tunnel_whose_local_port_another_process_took_is_an_error_not_that_process(monkeypatch):
+    """The local port was free when the tunnel looked and is another process's when ssh binds it (make test's
+    other workers bind ports there too): ssh cannot forward it, and the tunnel must not take that process, which
+    answers a connection, for ssh and hand the client to it."""
+    with socket.socket() as other, refused_port() as closed:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        monkeypatch.setattr(trex, "_free_local_port", lambda: other.getsockname()[1])
+        node = Node(name="tester", role="tester", ansible_host="127.0.0.1", ansible_port=closed)
+        with pytest.raises(GeneratorError, match=r"ssh tunnel to tester \(127.0.0.1\) for TRex ports 4501 "
+                                                 r"did not come up"):
+            SSHTunnel(node, (4501,), timeout=5)
 
 
 def test_the_client_of_the_installed_trex_comes_first(tmp_path, monkeypatch):
