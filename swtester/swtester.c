@@ -69,6 +69,10 @@
 #define BATCH 64
 #define MAX_FRAME 9018
 #define FCS_LEN 4
+/* IPv4 flags and fragment offset (header bytes 6-7): More Fragments and the 13-bit offset. A datagram with either
+ * is a fragment. IPv6 marks one with a Fragment header (next header 44), whose More flag is bit 0 of its offset. */
+#define IPV4_FRAGMENT 0x3fff
+#define IPV6_FRAGMENT_HEADER 44
 /* Smallest IPv6 test frame: 84 B, the IPv6 minimum RFC 8219 and siitperf use in SIIT tests (a 64 B IPv4 frame
  * translated); trexlab's trial spec refuses smaller too (trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION). */
 #define MIN_FRAME_IPV6 84
@@ -155,6 +159,7 @@ struct direction {
     struct config *cfg;
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
+    uint64_t fragments; /* this trial's test frames that arrived as fragments (their first fragment): not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
@@ -573,8 +578,9 @@ static int open_counting(struct direction *d) {
         const uint8_t R0 = BPF_REG_0, R1 = BPF_REG_1, R2 = BPF_REG_2, R3 = BPF_REG_3, R6 = BPF_REG_6,
                       R7 = BPF_REG_7, R8 = BPF_REG_8, R9 = BPF_REG_9, FP = BPF_REG_10;
         /* Network-order fields compare as loaded (each constant as its bytes in the frame would load). */
-        uint16_t ipv4, ipv6, trial;
+        uint16_t ipv4, ipv6, trial, fragment;
         memcpy(&ipv4, (const uint8_t[]){0x08, 0x00}, 2);
+        memcpy(&fragment, (const uint8_t[]){IPV4_FRAGMENT >> 8, IPV4_FRAGMENT & 0xff}, 2);
         memcpy(&ipv6, (const uint8_t[]){0x86, 0xdd}, 2);
         memcpy(&trial, (const uint8_t[]){(uint8_t)(c->trial_id >> 8), (uint8_t)c->trial_id}, 2);
         enum { HEAD = -32, HEAD_LEN = 24, PAYLOAD = -48 }; /* stack copies of the frame's bytes 0..23, payload */
@@ -592,6 +598,10 @@ static int open_counting(struct direction *d) {
         place(&a, L_V4);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, HEAD + 14 + 9, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 17, L_PASS);
+        /* A fragment (More Fragments or an offset) is no frame received whole: to the ring, whose receiver counts
+         * a first fragment of a test frame among the fragments (receive_frame). */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 14 + 6, 0);
+        jump(&a, BPF_JMP | BPF_JSET | BPF_K, R0, 0, fragment, L_PASS);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R7, FP, HEAD + 14, 0);
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
@@ -853,10 +863,27 @@ static void *sender(void *arg) {
 static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seqs,
                           int *anys) {
     struct config *c = d->cfg;
-    int udp;
-    if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
-    else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) udp = 14 + 40;
-    else return;
+    int udp, fragment = 0;
+    /* A fragment is not the frame sent: RFC 2544 counts the frames the DUT forwards (and its tester checks each one's
+     * length, section 10). A DUT that fragments a test frame (a smaller MTU on its way out, Don't Fragment clear)
+     * delivers a first fragment that carries the UDP header and the test payload: counted as received, that frame
+     * showed no loss. It counts among the fragments, disclosed, and as lost. Later fragments carry no UDP header. */
+    if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) {
+        unsigned more_and_offset = (unsigned)(f[20] << 8 | f[21]) & IPV4_FRAGMENT;
+        if (more_and_offset & 0x1fff) return; /* a later fragment */
+        fragment = more_and_offset != 0;
+        udp = 14 + (f[14] & 15) * 4;
+    } else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) {
+        udp = 14 + 40;
+    } else if (len >= 14 + 40 + 8 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd &&
+               f[20] == IPV6_FRAGMENT_HEADER && f[54] == 17 && (f[56] << 8 | f[57]) == 1) {
+        /* A first IPv6 fragment (offset 0, More set) of a UDP datagram: a SIIT DUT's translation of a frame too big
+         * for its IPv6 side, say. (An atomic fragment, offset 0 and More clear, is still passed over unread.) */
+        fragment = 1;
+        udp = 14 + 40 + 8;
+    } else {
+        return;
+    }
     const uint8_t *pl = f + udp + 8;
     if ((size_t)(udp + 8 + PAYLOAD_LEN) > len || pl[15] != MAGIC) return;
     if ((uint16_t)(pl[12] << 8 | pl[13]) != c->trial_id || (pl[14] & 1) != d->index) { d->foreign++; return; }
@@ -864,6 +891,7 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uin
     memcpy(&s32, pl, 4);
     uint64_t seq = ntohl(s32);
     if (seq >= d->intended) { d->foreign++; return; }
+    if (fragment) { d->fragments++; return; }
     if (d->receive_method != RECEIVE_BPF) { /* else the filter has: this frame is the first of its seq */
         if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; return; }
         d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
@@ -1271,7 +1299,7 @@ int main(int argc, char **argv) {
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
-               "\"ring_frames\": %llu, \"latency\": ",
+               "\"ring_frames\": %llu, \"fragments\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1282,7 +1310,8 @@ int main(int argc, char **argv) {
                (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
-               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames);
+               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
+               (unsigned long long)d->fragments);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
