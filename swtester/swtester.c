@@ -82,10 +82,23 @@
  * blocks and wakes the receiver once per block, not once per frame. A receive socket
  * that queues every frame as an skb costs the CPU that delivers the frames (on veth: the
  * sender's) a clone and a wake-up per frame, and took half of the sender's rate. */
-#define RX_BLOCK_SIZE (1u << 20)
-#define RX_BLOCKS 64
 #define RX_BLOCK_TIMEOUT_MS 2 /* a block that is not full is handed over after this */
+/* The ring's size and its blocks (rx_ring_geometry). A block that is not full is handed over after the timeout all
+ * the same, so at a low rate each block holds the frames of one timeout: the ring was 64 blocks of 1 MiB, at any rate
+ * below 2.3 Mfps 64 timeouts (128 ms) of frames, and a receiver held up longer (the realtime throttle stops a thread
+ * for up to 50 ms a second, a hypervisor a vCPU for more) found it full; the kernel dropped the frames after that
+ * (tester_drops), and each counted as the DUT's loss. Now a block holds about one timeout of frames at the trial's
+ * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes, and the ring RX_RING_BYTES. A ring of B-byte blocks that fills at r frames
+ * a second, a block per timeout t or sooner, holds RX_RING_BYTES / (B / t + r * RX_FRAME_BYTES) s of frames: 2.0 s
+ * at 1 kfps, 1.8 s at 20 kfps, 1.0 s at 146 kfps (the largest rate of 64 KiB blocks), 0.6 s at 200 kfps, 0.14 s at
+ * 1 Mfps (before: 0.12-0.13 s at any rate up to 200 kfps, 0.09 s at 1 Mfps). */
+#define RX_RING_BYTES (64u << 20)
+#define RX_BLOCK_MIN (64u << 10)
+#define RX_BLOCK_MAX (1u << 20) /* the receiver wakes once per block: at high rates, once per 4,681 frames or more */
+#define RX_FRAME_SIZE 2048      /* tp_frame_size: only checked by TPACKET_V3, which packs frames at their length */
 #define SNAP_LEN 128          /* headers and test payload of any test frame */
+/* Ring bytes one frame takes at most: its header and address, the MAC header aligned, SNAP_LEN bytes of it. */
+#define RX_FRAME_BYTES (TPACKET_ALIGN(TPACKET3_HDRLEN + 16) + SNAP_LEN)
 /* Transmit ring (TPACKET_V2, PACKET_TX_RING): the sender writes each frame into a slot the kernel maps, and one
  * send() hands every slot marked TP_STATUS_SEND_REQUEST to the driver. The kernel builds each skb around the
  * slot's page (no copy of the frame, no per-message header to import) and gives the slot back
@@ -172,7 +185,8 @@ struct direction {
     enum send_method send_method; /* the one this direction's senders use */
     char send_fallback[160];      /* why SEND_AUTO fell back to sendmmsg ("" if it did not) */
     struct txq txq[MAX_THREADS];
-    uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
+    uint8_t *ring; /* receive ring: rx_blocks blocks of rx_block_size bytes (rx_ring_geometry) */
+    uint32_t rx_blocks, rx_block_size;
     enum receive_method receive_method; /* the one this direction's receiver uses */
     char receive_fallback[200];         /* why RECEIVE_AUTO fell back to the ring ("" if it did not) */
     int bpf_prog, bpf_state_fd, bpf_seen_fd; /* RECEIVE_BPF: the filter and its maps (-1: none) */
@@ -715,6 +729,16 @@ static void close_counting(struct direction *d) {
     d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
 }
 
+/* The blocks of direction d's receive ring: the smallest power of two from RX_BLOCK_MIN that holds the frames of one
+ * block timeout at the trial's rate (RX_BLOCK_MAX at most), as many as RX_RING_BYTES hold (see RX_RING_BYTES). */
+static void rx_ring_geometry(struct direction *d) {
+    double per_timeout = d->cfg->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES;
+    uint32_t block = RX_BLOCK_MIN;
+    while (block < RX_BLOCK_MAX && block < per_timeout) block <<= 1;
+    d->rx_block_size = block;
+    d->rx_blocks = RX_RING_BYTES / block;
+}
+
 /* Direction d's receive socket with a TPACKET_V3 ring (d->ring) and its filter: the counting one (open_counting)
  * where asked for and allowed, else one that keeps SNAP_LEN bytes of every frame. */
 static int open_receiver(struct direction *d) {
@@ -724,14 +748,16 @@ static int open_receiver(struct direction *d) {
     /* Keep only the first SNAP_LEN bytes of each frame: all the receiver reads. */
     struct sock_filter snap[] = {{BPF_RET | BPF_K, 0, 0, SNAP_LEN}};
     struct sock_fprog prog = {.len = 1, .filter = snap};
-    struct tpacket_req3 req = {.tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS, .tp_frame_size = 2048,
-                               .tp_frame_nr = RX_BLOCK_SIZE / 2048 * RX_BLOCKS,
+    rx_ring_geometry(d);
+    struct tpacket_req3 req = {.tp_block_size = d->rx_block_size, .tp_block_nr = d->rx_blocks,
+                               .tp_frame_size = RX_FRAME_SIZE,
+                               .tp_frame_nr = d->rx_block_size / RX_FRAME_SIZE * d->rx_blocks,
                                .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS};
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
         die("PACKET_VERSION TPACKET_V3: not supported by this kernel (needs >= 3.2)");
     if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
         die("PACKET_RX_RING: the kernel refused the receive ring (out of memory?)");
-    *ring = mmap(NULL, (size_t)RX_BLOCK_SIZE * RX_BLOCKS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    *ring = mmap(NULL, (size_t)d->rx_block_size * d->rx_blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
     d->receive_method = RECEIVE_RING;
     d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
@@ -930,7 +956,7 @@ static void *receiver(void *arg) {
             stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
             if (d->bpf_state) __atomic_store_n(&d->bpf_state[BPF_STOP], stop_at, __ATOMIC_RELEASE);
         }
-        struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
+        struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * d->rx_block_size);
         int ready = __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
         /* After the tail, once the kernel has handed over the block that was filling, and the receiver has read
          * every block handed over before (frames received within the tail that a receiver held up by the machine
@@ -951,7 +977,7 @@ static void *receiver(void *arg) {
             h += ph->tp_next_offset;
         }
         __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        block = (block + 1) % RX_BLOCKS;
+        block = (block + 1) % d->rx_blocks;
     }
     struct tpacket_stats_v3 st;
     socklen_t sl = sizeof st;
@@ -968,7 +994,7 @@ static void release(struct direction *d) {
     free(d->seen);
     free(d->tag);
     free(d->delays.counts);
-    munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
+    munmap(d->ring, (size_t)d->rx_block_size * d->rx_blocks);
     close_counting(d);
     for (int j = 0; j < d->cfg->threads; j++) {
         if (d->txq[j].ring) munmap(d->txq[j].ring, d->txq[j].ring_len);
@@ -1299,7 +1325,8 @@ int main(int argc, char **argv) {
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
-               "\"ring_frames\": %llu, \"fragments\": %llu, \"latency\": ",
+               "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
+               "\"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1311,7 +1338,7 @@ int main(int argc, char **argv) {
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
-               (unsigned long long)d->fragments);
+               d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -159,3 +159,10 @@ def test_test_frames_that_arrived_fragmented_are_said_lost_as_fragments():
     with pytest.raises(GeneratorError, match="forward.fragments is -1, not a count"):
         trial_from_report(BOTH, report(forward=direction(fragments=-1), reverse=direction()))
 
+
+def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():
+    trial = trial_from_report(BOTH, report(forward=direction(received=990, tester_drops=10), reverse=direction()))
+    assert trial.directions["forward"].tester_drops == 10 and trial.directions["forward"].frames_lost == 10
+    assert [n for n in trial.notes if "tp_drops" in n] == [
+        "forward: swtester's receive ring dropped 10 frame(s) (PACKET_STATISTICS tp_drops): the tester's loss, not "
+        "the DUT's, counted as lost, so the trial's loss is an upper bound"]
