@@ -287,3 +287,40 @@ def test_an_integral_float_reaches_roles_and_points_as_the_integer():
     role = dut_role_vars("impairment", point["dut"]["impairment"])
     assert role == {"netem_limit": 1000, "netem_delay_ms": 1.0, "netem_loss_every_nth": 10}
     assert type(role["netem_limit"]) is int and type(role["netem_loss_every_nth"]) is int
+
+
+def test_each_dut_and_endpoints_default_is_shown_from_its_role():
+    """A DUT block's (and the endpoints block's) default is its role's (meta/argument_specs.yml, which
+    test_collection keeps equal to defaults/main.yml): trexlab schema shows it as procedure parameters' are, and the
+    planning modules that check and disclose a block's settings assume the same (impairment.Impairment,
+    reference_dut.ReferenceDut fill what a block leaves out)."""
+    from trexlab import impairment, reference_dut
+    from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
+
+    schema = experiment_schema()
+    blocks = {**{b: (r, schema["properties"]["dut"]["properties"][b]) for b, (_, r) in DUT_CONFIG.items()},
+              "endpoints": (ENDPOINTS_CONFIG[1], schema["properties"]["endpoints"])}
+    shown = 0
+    for block, (role, block_schema) in blocks.items():
+        for name, option in role_options(role).items():
+            key = name.removeprefix(f"{role}_")
+            if key not in block_schema["properties"]:
+                continue
+            prop = block_schema["properties"][key]
+            default = option.get("default")
+            if default is None or "{{" in str(default) or not jsonschema.Draft202012Validator(prop).is_valid(default):
+                # none, a template (siit networks follow traffic.destination_networks), or a placeholder the role
+                # refuses (dut_reference's rate_fps 0: required): no default to show
+                assert "default" not in prop, f"{block}.{key}: {prop['default']!r} shown, the role has none"
+                continue
+            assert prop.get("default") == default, f"{block}.{key}: schema {prop.get('default')!r}, role {default!r}"
+            shown += 1
+    assert shown >= 15
+    planned = {"impairment": impairment.Impairment, "reference": reference_dut.ReferenceDut}
+    for block, cls in planned.items():
+        role_schema = blocks[block][1]["properties"]
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING and "default" in role_schema.get(f.name, {}):
+                role_default = role_schema[f.name]["default"]
+                assert (list(f.default) if isinstance(f.default, tuple) else f.default) == role_default, (
+                    f"{cls.__name__}.{f.name} = {f.default!r}, roles/{blocks[block][0]} default {role_default!r}")

@@ -49,6 +49,7 @@ through an SSH tunnel (the local lab's management network is IPv6 only).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -155,7 +156,10 @@ class SSHTunnel:
         forwards = []
         for local, remote in zip(self.local_ports, remote_ports, strict=True):
             forwards += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
-        argv = node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5", *forwards)
+        # ControlPath=none: this ssh binds the local ports itself, never a master connection of the user's ssh
+        # configuration (_listening checks that the listeners are this process's).
+        argv = node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5", "-o", "ControlPath=none",
+                        *forwards)
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         end = time.monotonic() + timeout
@@ -169,8 +173,11 @@ class SSHTunnel:
             time.sleep(0.1)
 
     def _listening(self) -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", self.local_ports[0])) == 0
+        """ssh itself listens on every local port. A port _free_local_port found free may be another process's by
+        the time ssh binds it (ssh then exits, ExitOnForwardFailure): a probe connecting to it would find that
+        process listening, and the client would talk to it as to the TRex server."""
+        listening = _listeners(self.local_ports)
+        return len(listening) == len(self.local_ports) and set(listening.values()) <= _socket_inodes(self.process.pid)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -186,6 +193,38 @@ def _free_local_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+#: The kernel's table of this network namespace's IPv4 TCP sockets, and its state code for a listening one.
+PROC_NET_TCP = Path("/proc/net/tcp")
+TCP_LISTEN = "0A"
+
+
+def _listeners(ports: tuple[int, ...]) -> dict[int, str]:
+    """The inode of the socket listening on 127.0.0.1:port, for each of ports that has one."""
+    # The kernel shows the address as the integer its bytes make in this machine's byte order, and the port.
+    loopback = int.from_bytes(socket.inet_aton("127.0.0.1"), sys.byteorder)
+    wanted = {f"{loopback:08X}:{port:04X}": port for port in ports}
+    found = {}
+    for line in PROC_NET_TCP.read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] in wanted and fields[3] == TCP_LISTEN:
+            found[wanted[fields[1]]] = fields[9]
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process pid has open (none once it has ended)."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[len("socket:["):-1])
+    except OSError:
+        pass
+    return inodes
 
 
 def profile_module(path: Path = PROFILE):

@@ -48,7 +48,6 @@ DUT_BLOCKS = tuple(DUT_CONFIG)
 #: (its needs_tcp_endpoints), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
-DEFAULT_REPETITIONS = 20
 
 
 

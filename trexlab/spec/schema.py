@@ -20,8 +20,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MAX_RECEIVE_TAIL,
+    MIN_FRAME_SIZE,
+    MIN_FRAME_SIZE_BY_VERSION,
+    RFC2544_RECEIVE_TAIL,
+)
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -31,6 +38,8 @@ NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"
 HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
+#: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
+DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
 #: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
 #: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
@@ -77,11 +86,11 @@ class Traffic:
     port_mode: Literal["fixed", "rfc4814"] = field(default="fixed", metadata=doc(
         "UDP ports: fixed, or RFC 4814 pseudorandom source and destination ports"))
     destination_networks: int = field(default=1, metadata=doc(
-        "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
-        minimum=1, maximum=256))
-    receive_tail: float = field(default=2.0, metadata=doc(
-        f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
-        maximum=MAX_RECEIVE_TAIL))
+        f"destination networks per direction, 1..{MAX_NETWORKS} (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
+        minimum=1, maximum=MAX_NETWORKS))
+    receive_tail: float = field(default=RFC2544_RECEIVE_TAIL, metadata=doc(
+        f"s of receiving after sending stops (RFC 2544: {RFC2544_RECEIVE_TAIL:g} s), at most {MAX_RECEIVE_TAIL:g}",
+        minimum=0, maximum=MAX_RECEIVE_TAIL))
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,7 @@ class ExperimentSpec:
     sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
         f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
-    repetitions: int | dict = field(default=20, metadata=doc(
+    repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
         "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
@@ -482,8 +491,8 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
               "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
               "selective_percent": {"minimum": 0, "maximum": 100},
               "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
-    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
-    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
                       "http_port": {"minimum": 1, "maximum": 65535},
                       "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
@@ -492,6 +501,12 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
+
+
+def _valid(schema: dict, value: typing.Any) -> bool:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
 
 
 def _role_schema(role: str, options: dict) -> dict:
@@ -509,5 +524,11 @@ def _role_schema(role: str, options: dict) -> dict:
         if option.get("description"):
             prop["description"] = option["description"]
         prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
+        # The role's default is the one (defaults/main.yml equals it: tests/test_collection.py), shown as a
+        # procedure parameter's is; not a template (siit networks follow traffic.destination_networks) nor a
+        # placeholder the role refuses (dut_reference's rate_fps 0: required).
+        default = option.get("default")
+        if default is not None and "{{" not in str(default) and _valid(prop, default):
+            prop["default"] = default
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}
