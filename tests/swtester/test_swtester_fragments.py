@@ -22,39 +22,28 @@ RATE, DURATION, TAIL = 1000, 0.2, 0.2
 FRAME = 1518  # bytes with FCS: an IP packet of 1500
 ROUTE_MTU = 1000
 TESTER_MAC = ("02:00:00:00:f0:00", "02:00:00:00:f0:01")
-ROUTER_MAC = ("02:00:00:00:f1:00", "02:00:00:00:f1:01")
+DUT_MAC = ("02:00:00:00:f1:00", "02:00:00:00:f1:01")  # the router's
 
 
 @pytest.fixture(scope="module")
-def namespaces():
-    tester, router = f"trexlab-frag-t-{os.getpid()}", f"trexlab-frag-r-{os.getpid()}"
-    run("ip", "netns", "add", tester)
-    run("ip", "netns", "add", router)
-    try:
-        for i in (0, 1):
-            run("ip", "-n", tester, "link", "add", f"p{i}", "address", TESTER_MAC[i], "type", "veth", "peer", "name",
-                f"q{i}", "address", ROUTER_MAC[i], "netns", router)
-            run("ip", "-n", tester, "link", "set", f"p{i}", "up")
-            run("ip", "-n", router, "link", "set", f"q{i}", "up")
-        run("ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        # Port 0's side 198.18.0.0/24, port 1's 198.19.0.0/24 (swtester's default addresses, .2 each).
-        run("ip", "-n", router, "addr", "add", "198.18.0.1/24", "dev", "q0")
-        run("ip", "-n", router, "addr", "add", "198.19.0.1/24", "dev", "q1")
-        run("ip", "-n", router, "route", "replace", "198.19.0.0/24", "dev", "q1", "src", "198.19.0.1", "mtu", "lock",
-            str(ROUTE_MTU))
-        for i, address in ((0, "198.18.0.2"), (1, "198.19.0.2")):
-            run("ip", "-n", router, "neigh", "replace", address, "lladdr", TESTER_MAC[i], "dev", f"q{i}", "nud",
-                "permanent")
-        yield tester
-    finally:
-        run("ip", "netns", "del", tester, check=False)
-        run("ip", "netns", "del", router, check=False)
+def namespaces(tester_and_dut):
+    tester, router = tester_and_dut
+    run("ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    # Port 0's side 198.18.0.0/24, port 1's 198.19.0.0/24 (swtester's default addresses, .2 each).
+    run("ip", "-n", router, "addr", "add", "198.18.0.1/24", "dev", "q0")
+    run("ip", "-n", router, "addr", "add", "198.19.0.1/24", "dev", "q1")
+    run("ip", "-n", router, "route", "replace", "198.19.0.0/24", "dev", "q1", "src", "198.19.0.1", "mtu", "lock",
+        str(ROUTE_MTU))
+    for i, address in ((0, "198.18.0.2"), (1, "198.19.0.2")):
+        run("ip", "-n", router, "neigh", "replace", address, "lladdr", TESTER_MAC[i], "dev", f"q{i}", "nud",
+            "permanent")
+    return tester
 
 
 @pytest.mark.parametrize("method", ["bpf", "ring"])
 def test_a_fragmented_test_frame_counts_as_a_fragment_not_as_received(binary, namespaces, method):
     result = run("timeout", "30", "ip", "netns", "exec", namespaces, binary, "--port0", "p0", "--port1", "p1",
-                 "--mac0", TESTER_MAC[0], "--mac1", TESTER_MAC[1], "--peer0", ROUTER_MAC[0], "--peer1", ROUTER_MAC[1],
+                 "--mac0", TESTER_MAC[0], "--mac1", TESTER_MAC[1], "--peer0", DUT_MAC[0], "--peer1", DUT_MAC[1],
                  "--size0", str(FRAME), "--size1", str(FRAME), "--rate", str(RATE), "--duration", str(DURATION),
                  "--tail", str(TAIL), "--receive-method", method, "--cpus", str(min(os.sched_getaffinity(0))))
     report = json.loads(result.stdout)["directions"]

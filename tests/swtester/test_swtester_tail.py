@@ -26,24 +26,15 @@ SHAPED = RATE // 2 * 60 * 8
 
 
 @pytest.fixture(scope="module")
-def namespaces():
-    tester, dut = f"trexlab-tail-t-{os.getpid()}", f"trexlab-tail-d-{os.getpid()}"
-    run("ip", "netns", "add", tester)
-    run("ip", "netns", "add", dut)
-    try:
-        for i in (0, 1):
-            run("ip", "-n", tester, "link", "add", f"p{i}", "type", "veth", "peer", "name", f"q{i}", "netns", dut)
-        run("ip", "-n", dut, "link", "add", "br0", "type", "bridge")
-        for port in ("q0", "q1"):
-            run("ip", "-n", dut, "link", "set", port, "master", "br0")
-        for ns, port in ((dut, "br0"), (dut, "q0"), (dut, "q1"), (tester, "p0"), (tester, "p1")):
-            run("ip", "-n", ns, "link", "set", port, "up")
-        run("tc", "-n", dut, "qdisc", "add", "dev", "q1", "root", "tbf", "rate", f"{SHAPED}bit", "burst", "1600",
-            "limit", "10000000")
-        yield tester, dut
-    finally:
-        run("ip", "netns", "del", tester, check=False)
-        run("ip", "netns", "del", dut, check=False)
+def namespaces(tester_and_dut):
+    tester, dut = tester_and_dut
+    run("ip", "-n", dut, "link", "add", "br0", "type", "bridge")
+    for port in ("q0", "q1"):
+        run("ip", "-n", dut, "link", "set", port, "master", "br0")
+    run("ip", "-n", dut, "link", "set", "br0", "up")
+    run("tc", "-n", dut, "qdisc", "add", "dev", "q1", "root", "tbf", "rate", f"{SHAPED}bit", "burst", "1600",
+        "limit", "10000000")
+    return tester, dut
 
 
 def threads(pid: int) -> int:
