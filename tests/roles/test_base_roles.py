@@ -4,10 +4,12 @@ RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent res
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
 from trexlab.results.provenance import host_facts
+from trexlab.rolevalues import STATE_ROOT
 from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, node_state, playbook, run
@@ -93,6 +95,9 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
     gone = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
     assert gone.returncode == 0, gone.stdout[-3000:]
     assert changed_tasks(check.stdout) == changed_tasks(gone.stdout), "check mode reports what absent changes"
+    # As on a static or MAAS lab, where no lab-down cleans up after the roles: their state directories
+    # (/var/lib/trexlab/<lab>/<node>), and the lab's, are gone with what they kept.
+    assert not Path(STATE_ROOT, lab.name).exists(), sorted(Path(STATE_ROOT, lab.name).rglob("*"))
     assert load_lab(lab.inventory).describe()["dut_facts"] == {}, "a restored DUT claims no tuning"
     after = state(lab)
     for node in before:
