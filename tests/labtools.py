@@ -6,12 +6,14 @@ it proves that the lab forwards; measuring is the software tester's job.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +118,8 @@ def lab_leftovers(name: str) -> list[str]:
 #: Where the namespace labs up on this host record their hold on net.core.netdev_max_backlog (nslab.py).
 BACKLOG_STATE = Path("/run/trexlab/netdev_max_backlog.json")
 BACKLOG_SYSCTL = Path("/proc/sys/net/core/netdev_max_backlog")
+#: Where nslab.py is (the local lab's realiser, whose lock on BACKLOG_STATE backlog_and_holders takes).
+NSLAB_DIR = REPO / "terraform" / "labs" / "local" / "scripts"
 
 
 def backlog_holders() -> dict:
@@ -124,6 +128,37 @@ def backlog_holders() -> dict:
         return json.loads(BACKLOG_STATE.read_text())["holders"]
     except FileNotFoundError:
         return {}
+
+
+def backlog_and_holders(state: Path = BACKLOG_STATE, sysctl: Path = BACKLOG_SYSCTL) -> tuple[int, dict]:
+    """The host's receive backlog and the labs holding it raised, as they were at one moment: read under nslab.py's
+    lock on the state, which a lab's up and down hold while they change both (the state first). Read one after the
+    other without it, a lab of another make test worker going up or down between the two reads gave holders and a
+    value that never were together."""
+    if str(NSLAB_DIR) not in sys.path:
+        sys.path.insert(0, str(NSLAB_DIR))
+    import nslab  # the local lab's realiser: standard library only, not a package
+
+    with nslab._locked(state) as lock:
+        value = int(sysctl.read_text())
+        if state.exists():
+            return value, json.loads(state.read_text())["holders"]
+        # No lab holds it: the lock file and its directory go again, as the last lab down removes them.
+        lock.unlink()
+        with contextlib.suppress(OSError):  # another file there: not ours to remove
+            state.parent.rmdir()
+    return value, {}
+
+
+@contextlib.contextmanager
+def refused_port():
+    """A TCP port on 127.0.0.1 that refuses connections while the block runs: bound by this process, never listening.
+    A port bound and closed again (as the tests took one before) is free for any other process to take: make test's
+    other workers bind ports there too (SSH tunnels, notebook kernels, fake servers), and one listening on it would
+    answer the connection the test expects refused."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 def notes_but_steal(result) -> list[str]:

@@ -138,7 +138,8 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     assert "single_median" in text and "ratio" in text and "Traceback" not in text
     # The single-DUT figures printed beside come with their method, as the dual-DUT ones do.
     assert "The single-DUT campaign beside it" in text and Path(single).name in text
-    assert text.count("as measured: RFC 2544 section 26.1 throughput") >= 2
+    measured = r"as measured at (?:every point|points?) [^:]*: RFC 2544 section 26\.1 throughput"
+    assert len(re.findall(measured, text)) >= 2
     ratios = [float(m) for m in re.findall(r">(0\.\d{3})<", text)]
     assert ratios and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios), ratios
 
@@ -233,3 +234,26 @@ def test_every_report_that_explains_tester_bound_names_each_reason():
             for reason in ("stretched", "receive backlog" if "*tester-bound* when" in text else "host backlog",
                            "steal", "10 %"):
                 assert reason in text, f"{notebook.name} explains tester-bound without {reason!r}"
+
+
+def test_each_method_line_as_measured_names_the_points_it_comes_from(tmp_path):
+    """A method line carries inputs that differ from point to point (the offered load taken from each point's
+    throughput, the tester ceiling): the report names the points each one comes from, or says it is every point's."""
+    points = {"rate=a-1": 1000.0, "rate=b-2": 1000.0, "rate=c-3": 2500.0}
+    spec = {"name": "x", "generator": "sim", "procedure": {"name": "latency"}}
+    manifest = {"experiment": "x", "campaign": "c-1", "spec": spec,
+                "points": [{"point": p, "index": i, "values": {}} for i, p in enumerate(points)]}
+    (tmp_path / "campaign.json").write_text(json.dumps(manifest))
+    for point, rate in points.items():
+        (tmp_path / point).mkdir()
+        (tmp_path / point / "summary.json").write_text(json.dumps({"method": {"method": "RFC 8219 latency",
+                                                                              "rate": rate}}))
+    lines = [line for line in analysis.method_disclosure(tmp_path).splitlines() if "as measured" in line]
+    known = "\\; no tester ceiling known"
+    assert lines == [f"- as measured at points `rate=a-1`, `rate=b-2`: RFC 8219 latency\\; offered load 1000 fps"
+                     f"{known}",
+                     f"- as measured at point `rate=c-3`: RFC 8219 latency\\; offered load 2500 fps{known}"], lines
+    (tmp_path / "rate=c-3" / "summary.json").write_text(json.dumps({"method": {"method": "RFC 8219 latency",
+                                                                                "rate": 1000.0}}))
+    lines = [line for line in analysis.method_disclosure(tmp_path).splitlines() if "as measured" in line]
+    assert lines == [f"- as measured at every point (3): RFC 8219 latency\\; offered load 1000 fps{known}"], lines

@@ -54,16 +54,39 @@ LONG = {"name": "long", "generator": "sim", "generator_options": {"capacity": 30
 def test_a_campaign_planning_more_than_30_days_of_lab_time_is_refused_before_it_starts(tmp_path, capsys, dry_run):
     """Each value of a spec is bounded, their product was not: 1000 points of 1000 repetitions of an hour each ran.
     Refused in one line naming the keys and the planned time, nothing written."""
-    spec = tmp_path / "long.yml"
-    spec.write_text(json.dumps(LONG))
-    results = tmp_path / "results"
-    argv = ["campaign", str(spec), "--results", str(results), "--ceilings", str(tmp_path / "c.json")]
-    assert cli.main(argv + (["--dry-run"] if dry_run else [])) == 2
-    err = capsys.readouterr().err.strip()
+    spec, err = _refused(tmp_path, capsys, LONG, dry_run)
     assert err == (f"trexlab campaign: {spec}: sweep (9 point(s)) x repetitions (1000) x the trials of "
                    "procedure.params (up to 12.4 min per repetition) plan 1860.0 h of lab time, worst case: at most "
                    "720.0 h (30 days) per campaign; split it into campaigns"), err
+
+
+def _refused(tmp_path, capsys, spec_values: dict, dry_run: bool):
+    """(the spec file, the one line of error) of `trexlab campaign` (--dry-run) refusing it: exit 2, nothing
+    written."""
+    spec = tmp_path / "spec.yml"
+    spec.write_text(json.dumps(spec_values))
+    results = tmp_path / "results"
+    argv = ["campaign", str(spec), "--results", str(results), "--ceilings", str(tmp_path / "c.json")]
+    assert cli.main(argv + (["--dry-run"] if dry_run else [])) == 2
     assert not results.exists()
+    return spec, capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_campaign_whose_lab_time_cannot_be_estimated_is_refused_naming_why(tmp_path, capsys, monkeypatch, dry_run):
+    """The 30-day bound is checked from the estimate: a campaign whose estimate fails is refused in one line naming
+    why, as its dry run is, never run unchecked (it ran with a warning)."""
+    from trexlab.params import InvalidParameter
+
+    def fails(name, raw_params, traffic):
+        raise InvalidParameter("procedure.params.trial_duration", 60.0, "a duration the estimate can simulate")
+
+    monkeypatch.setattr(estimate, "repetition_cost", fails)
+    spec, err = _refused(tmp_path, capsys, {**LONG, "sweep": {}, "repetitions": 1, "procedure": {
+        "name": "throughput", "params": {"trial_duration": 1}}}, dry_run)
+    assert err == (f"trexlab campaign: {spec}: no lab time estimate (procedure.params.trial_duration=60.0: allowed a "
+                   "duration the estimate can simulate): a campaign's length, at most 720.0 h (30 days) of lab time "
+                   "worst case, is checked from it"), err
 
 
 def test_the_campaign_length_bound_is_its_worst_case_lab_time():

@@ -5,10 +5,13 @@ tmp_path with the namespaces that exist given, and the software generator reads 
 tests/lab/test_local_lab.py checks the real sysctl around lab-up and lab-down."""
 
 import dataclasses
+import errno
 import json
 import multiprocessing
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,7 +24,7 @@ from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
 from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
-from labtools import REPO
+from labtools import REPO, backlog_and_holders
 
 sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
 import nslab  # noqa: E402  (the local lab's realiser: standard library only, not a package)
@@ -122,6 +125,50 @@ def test_concurrent_labs_up_and_down_restore_the_value_once_all_are_down(host):
     for process in processes:
         process.join(60)
     assert [p.exitcode for p in processes] == [0] * len(labs)
+    assert host.value() == 1000 and not host.state.parent.exists()
+
+
+def test_the_backlog_and_its_holders_are_read_as_they_were_at_one_moment(host):
+    """A lab going down between the reads of the holders and of the value (another make test worker's, beside
+    tests/lab/test_local_lab.py's check of the value) waits until both are read: the pair is the one before the lab
+    went down or the one after, never the holders from before with the value from after."""
+    host.hold("a", *spaces("a"))
+    gone = threading.Thread(target=host.release, args=("a",))
+
+    class Between(type(host.sysctl)):
+        """A file whose first read lets the lab go down (waiting a while for it) before the next read."""
+        def read_text(self, *args, **kwargs):
+            text = super().read_text(*args, **kwargs)
+            if not gone.is_alive() and gone.ident is None:
+                gone.start()
+                gone.join(0.2)
+            return text
+
+    read = backlog_and_holders(Between(host.state), Between(host.sysctl))
+    gone.join(10)
+    assert read in ((nslab.BACKLOG, {"a": sorted(spaces("a"))}), (1000, {}))
+    assert backlog_and_holders(host.state, host.sysctl) == (1000, {}) and host.value() == 1000
+    assert not host.state.parent.exists(), "reading the state leaves no lock file behind, as the last lab down"
+
+
+def test_a_lab_up_whose_state_directory_goes_during_its_mkdir_makes_it_again(host, monkeypatch):
+    """mkdir(exist_ok=True) fails on the directory there, then finds no directory (the last lab down removed it in
+    between) and raises FileExistsError: seen once in the eight-process test above on a fresh clone's make test."""
+    real_mkdir, gone = nslab.os.mkdir, []
+
+    def mkdir_while_the_last_lab_goes_down(path, *args):
+        if not gone and Path(path) == host.state.parent:  # the race, made certain
+            gone.append(path)
+            host.state.parent.rmdir()
+            raise FileExistsError(errno.EEXIST, "File exists", str(path))
+        return real_mkdir(path, *args)
+
+    host.state.parent.mkdir(parents=True)
+    monkeypatch.setattr(nslab.os, "mkdir", mkdir_while_the_last_lab_goes_down)
+    host.hold("a", *spaces("a"))
+    assert gone and host.value() == nslab.BACKLOG
+    monkeypatch.undo()
+    host.release("a")
     assert host.value() == 1000 and not host.state.parent.exists()
 
 

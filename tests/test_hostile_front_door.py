@@ -89,12 +89,23 @@ SCRIPT_INPUTS = [
 ]
 
 
+def out(*argv: str, cwd: Path = REPO) -> str:
+    if not shutil.which(argv[0]):
+        return ""
+    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd).stdout
+
+
+def checkout_state(root: Path = REPO) -> str:
+    """Every file of the checkout git does not track, ignored ones included, but where make test's own builds and
+    caches go (the venv, .cache, swtester's binaries, the providers' mirror) and Python's bytecode caches: a Python
+    process on another worker (make test runs three beside this file) writes __pycache__/*.pyc of the checkout's
+    modules it imports first, unless PYTHONDONTWRITEBYTECODE is set, which make test does not require."""
+    return out("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", ".", ":!.venv",
+               ":!.cache", ":!swtester", ":!terraform/providers", ":(exclude,glob)**/__pycache__/**", cwd=root)
+
+
 def machine_state() -> dict:
     """What a refused input must leave unchanged: namespaces, the ruleset, the roles' state, the checkout."""
-    def out(*argv: str) -> str:
-        if not shutil.which(argv[0]):
-            return ""
-        return subprocess.run(argv, capture_output=True, text=True, cwd=REPO).stdout
     state_root = Path("/var/lib/trexlab")
     return {
         "netns": out("ip", "netns", "list"),
@@ -103,8 +114,7 @@ def machine_state() -> dict:
         "var_lib_trexlab": sorted(p.name for p in state_root.iterdir()) if state_root.exists() else [],
         # The one host-wide setting a lab changes (nslab.py raises it while a lab is up).
         "netdev_max_backlog": Path("/proc/sys/net/core/netdev_max_backlog").read_text(),
-        "checkout": out("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", ".",
-                        ":!.venv", ":!.cache", ":!swtester", ":!terraform/providers"),
+        "checkout": checkout_state(),
     }
 
 
@@ -166,3 +176,19 @@ def test_make_help_names_the_variables_each_goal_reads():
     for goal, variables in reads.items():
         assert all(v in lines[goal] for v in variables), lines[goal]
     assert all(f"{v}=" in result.stdout for v in FRONT_DOOR_VARIABLES), result.stdout
+
+
+def test_the_checkout_state_leaves_out_bytecode_caches_only(tmp_path):
+    """A Python process of another worker writes __pycache__/*.pyc of a module it imports first into the checkout
+    meanwhile (two of this file's comparisons failed so on three workers without PYTHONDONTWRITEBYTECODE): no
+    change a refused input made. Any other file written there, ignored by git or not, still is one."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    before = checkout_state(tmp_path)
+    cache = tmp_path / "trexlab" / "__pycache__"
+    cache.mkdir(parents=True)
+    (cache / "campaign.cpython-311.pyc").write_bytes(b"")
+    assert checkout_state(tmp_path) == before
+    (tmp_path / "trexlab" / "campaign.pyc").write_bytes(b"")
+    (tmp_path / "mark").write_text("")
+    assert checkout_state(tmp_path).splitlines() == [*before.splitlines(), "?? mark", "!! trexlab/campaign.pyc"]

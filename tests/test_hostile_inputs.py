@@ -486,7 +486,8 @@ def test_the_hostile_corpus_is_refused_in_one_line_and_changes_nothing(tmp_path,
     assert not results.exists(), "a bad input left a results directory"
     if _host_state() != before_host:
         # Nothing in this process wrote a file or started a process (the audit hook saw none): another lab on
-        # this host is at work. make test runs nothing beside this test.
+        # this host is at work. Nothing of make test is: its phase 1 runs no lab, and neither its other workers
+        # nor its background jobs (lint, the providers' and the VM image's builds) touch these.
         warnings.warn("namespaces, nftables or /var/lib/trexlab changed during the corpus, not by it", stacklevel=1)
 
 

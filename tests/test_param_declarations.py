@@ -70,7 +70,10 @@ def _probes(bounds: dict, integer: bool) -> list:
             values |= {bound, bound - max(abs(bound) * 1e-9, 1e-12), bound + max(abs(bound) * 1e-9, 1e-12),
                        bound - 1, bound + 1}
     if integer:
-        return sorted({int(v) for v in values if v == int(v) and abs(v) < 1e15})
+        # 1000.0 is an integer to JSON Schema (and to every editor that checks a spec with it): a key the schema
+        # types integer is probed with the integral floats too, which the run's checks must take alike.
+        integral = {int(v) for v in values if v == int(v) and abs(v) < 1e15}
+        return sorted(integral) + sorted(float(v) for v in integral)
     return sorted(values)
 
 
@@ -211,7 +214,7 @@ def _role_cases():
 def test_the_schema_refuses_what_a_dut_block_check_refuses(block, key, prop):
     """The DUT blocks' (and endpoints') numbers: the schema's ranges against the checks a spec meets before any
     host is touched (trexlab.spec.experiment: the role's types, then the planning modules' ranges)."""
-    from trexlab.spec.experiment import InvalidExperiment, SweepPoint, _check_dut, _check_endpoints
+    from trexlab.spec.experiment import InvalidExperiment, SweepPoint, _check_dut, _check_endpoints, whole_numbers
 
     integer = "integer" in (prop.get("type"), prop.get("items", {}).get("type"))
     bounds = prop.get("items", prop)
@@ -219,12 +222,14 @@ def test_the_schema_refuses_what_a_dut_block_check_refuses(block, key, prop):
     validator = jsonschema.Draft202012Validator({"type": "object", "properties": {key: prop}})
     for value in values:
         settings = {**ROLE_BASE.get(block, {}), key: value}
-        spec = {"name": "x", "procedure": {"name": "http_download"}}
+        # As validate() does: integral floats read as integers (whole_numbers), then the checks.
+        spec = whole_numbers({"name": "x", "procedure": {"name": "http_download"},
+                              **({"endpoints": settings} if block == "endpoints" else {"dut": {block: settings}})})
         try:
             if block == "endpoints":
-                _check_endpoints({**spec, "endpoints": settings}, "spec")
+                _check_endpoints(spec, "spec")
             else:
-                _check_dut(SweepPoint(0, {}, {**spec, "dut": {block: settings}}), "spec")
+                _check_dut(SweepPoint(0, {}, spec), "spec")
             run_ok = True
         except InvalidExperiment:
             run_ok = False
@@ -234,3 +239,88 @@ def test_the_schema_refuses_what_a_dut_block_check_refuses(block, key, prop):
             if schema_ok and not run_ok:
                 continue
         assert schema_ok == run_ok, f"{block}.{key}={value!r}: schema {schema_ok}, the spec's checks {run_ok}"
+
+
+#: The spec's own integer keys (not a procedure's, generator's or role's), each with values on both sides of it.
+SPEC_INTEGERS = {"traffic.destination_networks": (1, 1.0, 256.0, 257.0, 2.5),
+                 "traffic.frame_size": (64, 64.0, [84.0, 64], [64.5, 64], 9019.0),
+                 "traffic.ip_version": (4.0, [4.0, 4], 5.0, 6.5),  # 6 asks for 84-byte frames
+                 "repetitions": (20, 20.0, 20.5, 1001.0, {"min": 3.0, "max": 5.0, "until": {"median_ci_percent": 5}},
+                                 {"min": 3.5, "max": 5, "until": {"median_ci_percent": 5}})}
+
+
+@pytest.mark.parametrize("path", list(SPEC_INTEGERS))
+def test_the_schema_and_a_run_take_the_same_integers_of_the_spec_itself(path):
+    """1000.0 is an integer to JSON Schema: a spec's checks take it as 1000 and refuse 1000.5, as the schema does
+    (where the schema leaves a value to the checks, as the adaptive rule's counts, the checks still take 3.0)."""
+    from trexlab.spec.experiment import InvalidExperiment, validate
+
+    validator = jsonschema.Draft202012Validator(experiment_schema())
+    for value in SPEC_INTEGERS[path]:
+        spec = {"name": "x", "procedure": {"name": "throughput"}, "generator": "sim"}
+        *parents, leaf = path.split(".")
+        node = spec
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+        try:
+            validate(spec)
+            run_ok = True
+        except InvalidExperiment:
+            run_ok = False
+        whole = all(float(v).is_integer() for v in (value if isinstance(value, list) else
+                                                    [value["min"]] if isinstance(value, dict) else [value]))
+        assert run_ok == validator.is_valid(spec) or (isinstance(value, dict) and run_ok == whole), (
+            f"{path}={value!r}: schema {validator.is_valid(spec)}, the spec's checks {run_ok}")
+
+
+def test_an_integral_float_reaches_roles_and_points_as_the_integer():
+    """A role writes what it is given into tc and nft lines: 1000.0 must reach it as 1000, swept or not."""
+    from trexlab.spec.experiment import dut_role_vars, validate
+
+    experiment = validate({"name": "x", "procedure": {"name": "throughput"}, "repetitions": 3.0,
+                           "dut": {"impairment": {"limit": 1000.0, "delay_ms": 1.0}},
+                           "sweep": {"traffic.destination_networks": [2.0], "dut.impairment.loss_every_nth": [10.0]}})
+    assert experiment.repetitions == 3 and type(experiment.repetitions) is int
+    point = experiment.points()[0].spec
+    assert type(point["traffic"]["destination_networks"]) is int and point["traffic"]["destination_networks"] == 2
+    role = dut_role_vars("impairment", point["dut"]["impairment"])
+    assert role == {"netem_limit": 1000, "netem_delay_ms": 1.0, "netem_loss_every_nth": 10}
+    assert type(role["netem_limit"]) is int and type(role["netem_loss_every_nth"]) is int
+
+
+def test_each_dut_and_endpoints_default_is_shown_from_its_role():
+    """A DUT block's (and the endpoints block's) default is its role's (meta/argument_specs.yml, which
+    test_collection keeps equal to defaults/main.yml): trexlab schema shows it as procedure parameters' are, and the
+    planning modules that check and disclose a block's settings assume the same (impairment.Impairment,
+    reference_dut.ReferenceDut fill what a block leaves out)."""
+    from trexlab import impairment, reference_dut
+    from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
+
+    schema = experiment_schema()
+    blocks = {**{b: (r, schema["properties"]["dut"]["properties"][b]) for b, (_, r) in DUT_CONFIG.items()},
+              "endpoints": (ENDPOINTS_CONFIG[1], schema["properties"]["endpoints"])}
+    shown = 0
+    for block, (role, block_schema) in blocks.items():
+        for name, option in role_options(role).items():
+            key = name.removeprefix(f"{role}_")
+            if key not in block_schema["properties"]:
+                continue
+            prop = block_schema["properties"][key]
+            default = option.get("default")
+            if default is None or "{{" in str(default) or not jsonschema.Draft202012Validator(prop).is_valid(default):
+                # none, a template (siit networks follow traffic.destination_networks), or a placeholder the role
+                # refuses (dut_reference's rate_fps 0: required): no default to show
+                assert "default" not in prop, f"{block}.{key}: {prop['default']!r} shown, the role has none"
+                continue
+            assert prop.get("default") == default, f"{block}.{key}: schema {prop.get('default')!r}, role {default!r}"
+            shown += 1
+    assert shown >= 15
+    planned = {"impairment": impairment.Impairment, "reference": reference_dut.ReferenceDut}
+    for block, cls in planned.items():
+        role_schema = blocks[block][1]["properties"]
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING and "default" in role_schema.get(f.name, {}):
+                role_default = role_schema[f.name]["default"]
+                assert (list(f.default) if isinstance(f.default, tuple) else f.default) == role_default, (
+                    f"{cls.__name__}.{f.name} = {f.default!r}, roles/{blocks[block][0]} default {role_default!r}")

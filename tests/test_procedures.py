@@ -245,10 +245,14 @@ def test_latency_states_which_rfc_1242_definition_its_figures_follow():
 def test_a_trial_without_frames_passes_nothing():
     """A DUT that loses every frame, searched down to a min_rate whose 1 s trials carry no frame (0.4 fps): those
     trials passed with 0 of 0 lost, and the search reported a throughput of 0.499 fps instead of below min_rate.
-    Such a search is now refused before its first trial (tests/test_run_plan.py); a trial given to the generator
-    directly still fails."""
-    result = sim(random_loss=1.0).run_trial(TrialSpec(offered_load=0.4, duration=1.0))
-    assert result.directions["forward"].frames_intended == 0 and not result.passes(0.0)
+    Such a search is now refused before its first trial (tests/test_run_plan.py), such a trial by TrialSpec itself
+    (tests/test_trial_frames.py), and a generator's result of no frame still fails."""
+    from trexlab.trial import DirectionResult, TrialResult
+
+    with pytest.raises(InvalidParameter, match=r"offered_load x duration=0\.4: allowed 1\.\.4294967296 frames"):
+        TrialSpec(offered_load=0.4, duration=1.0)
+    nothing = {d: DirectionResult(d, 0, 0, 0) for d in TRAFFIC.active_directions}
+    assert not TrialResult(TRAFFIC, nothing, "sim").passes(0.0)
     params = throughput.Params(min_rate=0.4, max_rate=1000, trial_duration=1.0)
     with pytest.raises(InvalidParameter, match="min_rate x trial_duration=0.4: allowed 1..4294967296 frames"):
         throughput.run(RunContext(sim(random_loss=1.0), TRAFFIC), params)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -469,3 +470,19 @@ def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_
     points_log = next((tmp_path / "results" / "http-download-loss").glob("*/points.jsonl"))
     errors = [json.loads(line)["error"] for line in points_log.read_text().splitlines()]
     assert all("the TCP endpoints are not configured" in e for e in errors)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"bb_max_rate": None, "bb_min_rate": 90_000, "media": "1g"},  # above 1 GbE's 86,926 fps of 1418-byte frames
+    {"bb_max_rate": None, "bb_trial_duration": 3600, "media": "100g"},  # 8.7 Mfps x 3600 s: above 2^32 frames
+    {"bb_min_rate": 0.5},  # half a frame in a 1 s BB trial
+])
+def test_a_refused_bb_search_names_its_keys_as_the_spec_spells_them(overrides):
+    """The BB search is throughput's, run with the bb_ keys (bottleneck_search): a refusal of it, when the
+    MTU is known, names bb_min_rate, bb_trial_duration ... (min_rate or trial_duration is no key of tcp's)."""
+    with pytest.raises(InvalidParameter) as err:
+        run(PathGenerator(), params(tests=("download",), **overrides), FakeEndpoints())
+    message = str(err.value)
+    keys = set(re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", message))
+    assert keys and keys <= {f.name for f in dataclasses.fields(rfc6349.Params)}, message
+    assert "\n" not in message

@@ -97,3 +97,23 @@ def test_flr_steps_down_to_its_last_step_not_to_a_float_remainder():
     loads = [p["offered_load"] for p in result.points]
     assert len(loads) == 100 and loads[-1] == pytest.approx(148809.5238)
     assert all(p["loss_ratio"] > 0 for p in result.points)
+
+
+@pytest.mark.parametrize(("changes", "refused"), [
+    ({"frame_size": (100.5, 64)}, "frame_size[0]=100.5: allowed 64..9018 bytes (an integer)"),
+    ({"frame_size": (64, True)}, "frame_size[1]=True: allowed 64..9018 bytes (an integer)"),
+    ({"ip_version": (4, 6.0), "frame_size": (64, 84)}, "ip_version[1]=6.0: allowed 4 or 6"),
+    ({"destination_networks": 2.5}, "destination_networks=2.5: allowed 1..256 (an integer)"),
+    ({"latency_mode": "tagged", "latency_frames": 2.5},
+     "latency_frames=2.5: allowed >= 1 with latency_mode=tagged (an integer)"),
+    ({"duration": 0.4}, f"offered_load x duration=0.4: {ALLOWED}"),
+    ({"offered_load": 1e9, "duration": 3600}, f"offered_load x duration=3600000000000: {ALLOWED}"),
+])
+def test_trial_spec_refuses_a_fraction_of_a_count_and_a_trial_of_no_frame_in_one_line(changes, refused):
+    """TrialSpec is the trial contract every generator is handed (a plan's template, a replayed log's specs): a spec
+    or the CLI refuses a fractional frame size by its schema, TrialSpec did not (swtester was then asked for
+    --size0 100.5 and refused it mid-run, the sim ran it), nor a trial of no frame (a generator other than swtester
+    ran it with 0 frames, loss ratio 0)."""
+    with pytest.raises(InvalidParameter) as error:
+        TrialSpec(**{"offered_load": 1.0, "duration": 1.0, **changes})
+    assert str(error.value).splitlines() == [str(error.value)] and str(error.value).startswith(refused), error.value

@@ -33,7 +33,7 @@ def eamt_prefix(x: int, direction: str) -> str:
 
 
 def eamt_entries(networks: int) -> list[tuple[str, str]]:
-    """SIIT explicit address mappings (IPv6 prefix, IPv4 prefix) for 1..256 networks (Lencse 2024, Fig. 8)."""
+    """SIIT explicit address mappings (IPv6 prefix, IPv4 prefix) for 1..MAX_NETWORKS networks (Lencse 2024, Fig. 8)."""
     check_range("networks", networks, 1, MAX_NETWORKS, integer=True)
     return [(eamt_prefix(x, direction), destination(x, direction)["ipv4_net"])
             for x in range(networks) for direction in ("reverse", "forward")]

@@ -29,13 +29,20 @@ from trexlab import __version__
 from trexlab.addressing import MAX_NETWORKS
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
-from trexlab.plan.repetition import DEFAULT_REPETITIONS, SUMMARY, repetition_dir, summary_lines
+from trexlab.plan.repetition import SUMMARY, repetition_dir, summary_lines
 from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
 from trexlab.results.store import dumps, read_json
-from trexlab.spec.schema import REPETITIONS_MAX, Traffic, field_help, generator_options_class, range_text
+from trexlab.spec.schema import (
+    DEFAULT_REPETITIONS,
+    REPETITIONS_MAX,
+    Traffic,
+    field_help,
+    generator_options_class,
+    range_text,
+)
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
 from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, GeneratorError, format_seconds
@@ -309,8 +316,7 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
             plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
                             Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    plans = estimate.plan(experiment)
-    estimate.check_length(experiment, plans)
+    plans = estimate.checked_plan(experiment)
     return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
 
 

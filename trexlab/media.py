@@ -8,6 +8,7 @@ frame of S bytes (FCS included) costs (S + 20) * 8 bit times.
 from __future__ import annotations
 
 from trexlab.params import check_range
+from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE
 
 PREAMBLE_SFD_BYTES = 8
 INTER_FRAME_GAP_BYTES = 12
@@ -34,7 +35,7 @@ def max_frame_rate(link_bps: float, frame_size: int) -> int:
     (1488095, 81274, 14880952)
     """
     check_range("link_bps", link_bps, 0, low_open=True)
-    check_range("frame_size", frame_size, 64, 9018, integer=True)
+    check_range("frame_size", frame_size, MIN_FRAME_SIZE, MAX_FRAME_SIZE, integer=True)
     return int(link_bps // ((frame_size + WIRE_OVERHEAD_BYTES) * 8))
 
 

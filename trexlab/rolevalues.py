@@ -13,6 +13,7 @@ import ipaddress
 import posixpath
 import re
 
+from .addressing import MAX_NETWORKS
 from .params import InvalidParameter
 
 #: RFC 2544 (IPv4) and RFC 5180 (IPv6) address ranges for benchmarking.
@@ -115,8 +116,6 @@ def check_prefix(name: str, value: object, allow_other: bool = False) -> str:
     return value
 
 
-#: Destination networks a DUT is configured for (the SIIT roles assert it; traffic.destination_networks' range).
-NETWORKS_MAX = 256
 #: The largest HTTP file roles/tcp_endpoints makes on the server node, MiB (the role's own assertion).
 HTTP_FILE_MIB_MAX = 1048576
 
@@ -125,8 +124,8 @@ def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = Fa
     """The values of a spec's dut.<block> that reach a DUT (types are checked against the role's spec)."""
     if block in ("siit", "siit_jool") and "networks" in settings:  # else the role refuses it, on the DUT
         networks = settings["networks"]
-        if isinstance(networks, bool) or not isinstance(networks, int) or not 1 <= networks <= NETWORKS_MAX:
-            raise InvalidParameter("networks", networks, f"1..{NETWORKS_MAX}")
+        if isinstance(networks, bool) or not isinstance(networks, int) or not 1 <= networks <= MAX_NETWORKS:
+            raise InvalidParameter("networks", networks, f"1..{MAX_NETWORKS}")
     if block == "siit":
         if "device" in settings:
             check_interface("device", settings["device"])

@@ -23,6 +23,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter
 from trexlab.results.stats import median_ranks, nearest_rank
 
@@ -41,6 +42,11 @@ MIN_FRAME_SIZE = 64
 #: (sequence number, timestamp) does not fit in 64 B.
 MIN_FRAME_SIZE_BY_VERSION = {4: MIN_FRAME_SIZE, 6: 84}
 MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
+#: RFC 2544 section 24: the test portion of a trial SHOULD last at least 60 s; section 23: after sending stops, the
+#: tester waits 2 s for frames still in the DUT (Lencse 2021 restates both for RFC 8219's throughput). The defaults
+#: of the trials that follow it, and what a shorter one is disclosed against (procedures.common.shorter_than).
+RFC2544_TRIAL_DURATION = 60.0
+RFC2544_RECEIVE_TAIL = 2.0
 #: The longest receive tail, s: the software tester's own bound (swtester --tail); RFC 2544 asks for 2 s. A longer
 #: one would only hold the lab: with TRex the tail is waited out, and a shared spec could make it endless.
 MAX_RECEIVE_TAIL = 60.0
@@ -110,7 +116,7 @@ class TrialSpec:
     # ARP/ND, route lookups) is not measured. latency_mode "all" measures every frame from t = 0 and ignores it.
     tag_delay: float = 0.0
     frame_timeout: float | None = None  # s; a frame later than this counts as lost
-    receive_tail: float = 2.0  # s of receiving after sending stops (RFC 2544)
+    receive_tail: float = RFC2544_RECEIVE_TAIL  # s of receiving after sending stops
     # IPv4 Don't Fragment: a DUT must drop a frame too big for its next link instead of fragmenting it (path
     # MTU trials, RFC 6349); IPv6 routers never fragment. Generators that cannot set it say so (Capabilities).
     dont_fragment: bool = False
@@ -119,15 +125,25 @@ class TrialSpec:
         def bad(name: str, allowed: str, value: object) -> InvalidTrialSpec:
             return InvalidTrialSpec(name, value, allowed)
 
+        def whole(value: object) -> bool:  # a count, not a float (100.5 B frames) nor a bool (an int to Python)
+            return isinstance(value, int) and not isinstance(value, bool)
+
         if not (0 < self.offered_load <= MAX_OFFERED_LOAD):
             raise bad("offered_load", f"a rate > 0 and <= {MAX_OFFERED_LOAD:g} frames/s", self.offered_load)
         if not (self.duration > 0 and math.isfinite(self.duration)):
             raise bad("duration", "> 0 s", self.duration)
+        # A trial of no frame measures nothing (a generator other than swtester ran it with 0 frames, its loss ratio
+        # 0), one of more than 2^32 no tester numbers: the plan refuses the procedures' loads by their own keys
+        # (check_trial_frames), and every spec handed to a generator is held to the same bound here.
+        try:
+            check_trial_frames("offered_load x duration", self.offered_load, self.duration)
+        except InvalidParameter as exc:
+            raise bad(exc.name, exc.allowed, exc.value) from None
         for i, size in enumerate(self.frame_size):
-            if not MIN_FRAME_SIZE <= size <= MAX_FRAME_SIZE:
-                raise bad(f"frame_size[{i}]", f"{MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes", size)
+            if not whole(size) or not MIN_FRAME_SIZE <= size <= MAX_FRAME_SIZE:
+                raise bad(f"frame_size[{i}]", f"{MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes (an integer)", size)
         for i, version in enumerate(self.ip_version):
-            if version not in (4, 6):
+            if not whole(version) or version not in (4, 6):
                 raise bad(f"ip_version[{i}]", "4 or 6", version)
         if len(self.frame_size) != 2 or len(self.ip_version) != 2:
             raise bad("frame_size/ip_version", "one value per tester port (2)", self.frame_size)
@@ -139,12 +155,12 @@ class TrialSpec:
             raise bad("directions", "bidirectional, forward, reverse", self.directions)
         if self.port_mode not in ("fixed", "rfc4814"):
             raise bad("port_mode", "fixed, rfc4814", self.port_mode)
-        if not 1 <= self.destination_networks <= 256:
-            raise bad("destination_networks", "1..256", self.destination_networks)
+        if not whole(self.destination_networks) or not 1 <= self.destination_networks <= MAX_NETWORKS:
+            raise bad("destination_networks", f"1..{MAX_NETWORKS} (an integer)", self.destination_networks)
         if self.latency_mode not in ("none", "tagged", "all"):
             raise bad("latency_mode", "none, tagged, all", self.latency_mode)
-        if self.latency_mode == "tagged" and self.latency_frames < 1:
-            raise bad("latency_frames", ">= 1 with latency_mode=tagged", self.latency_frames)
+        if not whole(self.latency_frames) or (self.latency_mode == "tagged" and self.latency_frames < 1):
+            raise bad("latency_frames", ">= 1 with latency_mode=tagged (an integer)", self.latency_frames)
         if not (0 <= self.tag_delay < self.duration):
             raise bad("tag_delay", f"0 <= tag_delay < duration ({self.duration:g} s)", self.tag_delay)
         if self.frame_timeout is not None and not 0 < self.frame_timeout <= MAX_FRAME_TIMEOUT:

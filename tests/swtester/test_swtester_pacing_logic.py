@@ -72,3 +72,23 @@ def test_a_longer_stall_is_caught_up_by_the_limit_and_slips_only_the_excess(paci
     last_at = report["sends"][-1][0]
     due = (frames - 1) * ns_per_frame + report["slip_ns"]
     assert due <= last_at + 2 < due + QUANTUM_NS + 2
+
+
+@pytest.mark.parametrize("args, named", [
+    ([], "usage"), (["1000"], "usage"),
+    # Mistyped numbers, which atof and atoll read as other numbers (1x as 1, abc as 0, 1.5 frames as 1).
+    (["1x", "10"], "RATE=1x"), (["abc", "10"], "RATE=abc"), (["nan", "10"], "RATE=nan"), (["0", "10"], "RATE=0"),
+    (["1000", "10x"], "FRAMES=10x"), (["1000", "1.5"], "FRAMES=1.5"), (["1000", "-1"], "FRAMES=-1"),
+    (["1000", "0"], "FRAMES=0")])
+def test_bad_arguments_are_one_line_naming_the_argument_and_exit_2(pacing_check, args, named):
+    result = subprocess.run([pacing_check, *args], input="0\n", capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and named in result.stderr, result.stderr
+
+
+def test_a_mistyped_wake_up_time_is_refused_not_the_end_of_the_input(pacing_check):
+    """scanf stopped at the first token that was no number: the wake-ups after it were dropped without a word."""
+    result = subprocess.run([pacing_check, "1000", "10"], input="0\n1000000x\n2000000\n", capture_output=True,
+                            text=True, timeout=10)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "1000000x" in result.stderr, result.stderr

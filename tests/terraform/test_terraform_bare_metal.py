@@ -12,13 +12,12 @@ output, not in a log or state file of lab.sh, not in the repository.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 
 import pytest
 from tftools import MIRROR_RC, NEEDS_MIRROR, random_api_key
 
-from labtools import REPO, run, terraform, terraform_test, tf_env
+from labtools import REPO, refused_port, run, terraform, terraform_test, tf_env
 
 pytestmark = [pytest.mark.terraform,
               pytest.mark.skipif(not shutil.which("terraform"), reason="needs terraform on PATH")]
@@ -91,30 +90,25 @@ def test_bad_declarations_stop_the_static_plan_naming_the_problem(tmp_path, mach
     assert message in " ".join(result.stderr.split()), result.stderr[-2000:]
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again when the socket is: connections are refused
-
-
 @NEEDS_MIRROR
 def test_the_api_key_appears_in_no_output_log_state_or_file(tmp_path):
     """lab-up of a MAAS lab against a MAAS that refuses connections: it fails, and the key is nowhere."""
     tfvars = tmp_path / "maas.tfvars"
     tfvars.write_text((REPO / "terraform/labs/maas/examples/single.tfvars").read_text())
-    env = {"LAB": "maas", "LAB_NAME": "s8m", "TOPOLOGY": "single", "TFVARS": str(tfvars),
-           "MAAS_API_URL": f"http://127.0.0.1:{closed_port()}/MAAS", "MAAS_API_KEY": API_KEY}
     state_dir = REPO / ".cache/labs/s8m"
-    try:
-        up = run("scripts/lab.sh", "up", env=env, check=False, timeout=300)
-        assert up.returncode != 0 and "lab-up failed" in up.stderr, up.stdout + up.stderr
-        assert "connection refused" in up.stderr.lower(), up.stderr[-2000:]
-        leaks = [str(p) for p in state_dir.rglob("*") if p.is_file() and not p.is_symlink()
-                 and API_KEY.encode() in p.read_bytes()]
-        assert leaks == [], f"the API key was written to {leaks}"
-        assert API_KEY not in up.stdout + up.stderr
-    finally:
-        down = run("scripts/lab.sh", "down", env={**env, "TFVARS": ""}, check=False, timeout=300)
+    with refused_port() as port:
+        env = {"LAB": "maas", "LAB_NAME": "s8m", "TOPOLOGY": "single", "TFVARS": str(tfvars),
+               "MAAS_API_URL": f"http://127.0.0.1:{port}/MAAS", "MAAS_API_KEY": API_KEY}
+        try:
+            up = run("scripts/lab.sh", "up", env=env, check=False, timeout=300)
+            assert up.returncode != 0 and "lab-up failed" in up.stderr, up.stdout + up.stderr
+            assert "connection refused" in up.stderr.lower(), up.stderr[-2000:]
+            leaks = [str(p) for p in state_dir.rglob("*") if p.is_file() and not p.is_symlink()
+                     and API_KEY.encode() in p.read_bytes()]
+            assert leaks == [], f"the API key was written to {leaks}"
+            assert API_KEY not in up.stdout + up.stderr
+        finally:
+            down = run("scripts/lab.sh", "down", env={**env, "TFVARS": ""}, check=False, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
     assert API_KEY not in down.stdout + down.stderr
     assert not state_dir.exists() and not (REPO / "inventory/generated/s8m").exists()

@@ -189,8 +189,6 @@ def test_role_installs_runs_and_removes_a_release(lab, release):
 
 def test_rpc_probe_sees_a_closed_port():
     # rpc_answers must be able to say no, or the assertions above prove nothing.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    assert subprocess.run(["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"],
-                          capture_output=True).returncode != 0
+    with labtools.refused_port() as port:
+        assert subprocess.run(["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"],
+                              capture_output=True).returncode != 0

@@ -49,6 +49,7 @@ through an SSH tunnel (the local lab's management network is IPv6 only).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -94,6 +95,10 @@ FINE_WINDOW = 0.2
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
+#: ssh's last words when a local port it was to forward is taken (with ExitOnForwardFailure), and the times the
+#: tunnel chooses its ports and starts ssh before it gives up.
+SSH_FORWARD_REFUSED = "Could not request local forwarding"
+TUNNEL_PORT_ATTEMPTS = 3
 #: Why SIIT traffic (another IP version per port) is refused (TRexGenerator.capabilities).
 TRANSLATED_FRAMES_REFUSED = ("the same on both tester ports with the trex generator (TRex finds a frame's pg_id in "
                              "its IPv4 Identification or IPv6 Flow Label, which a SIIT translator does not carry "
@@ -151,26 +156,43 @@ class SSHTunnel:
 
     def __init__(self, node: Node, remote_ports: tuple[int, ...], timeout: float = TUNNEL_TIMEOUT):
         self.node, self.remote_ports = node, remote_ports
-        self.local_ports = tuple(_free_local_port() for _ in remote_ports)
-        forwards = []
-        for local, remote in zip(self.local_ports, remote_ports, strict=True):
-            forwards += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
-        argv = node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5", *forwards)
-        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
         end = time.monotonic() + timeout
-        while not self._listening():
-            if self.process.poll() is not None or time.monotonic() > end:
-                self.close()
-                error = (self.process.stderr.read() or "").strip() if self.process.stderr else ""
+        for attempt in range(1, TUNNEL_PORT_ATTEMPTS + 1):
+            error = self._start(end)
+            if error is None:
+                return
+            # A local port found free was another process's by the time ssh bound it: other ports, again.
+            if SSH_FORWARD_REFUSED not in error or attempt == TUNNEL_PORT_ATTEMPTS:
                 raise GeneratorError(f"ssh tunnel to {node.name} ({node.ansible_host}) for TRex ports "
                                      f"{', '.join(map(str, remote_ports))} did not come up: "
                                      f"{error or f'no local port within {timeout:.0f} s'}")
+
+    def _start(self, end: float) -> str | None:
+        """ssh forwarding free local ports; None once it listens on them, else what ssh said (empty at the
+        deadline)."""
+        self.local_ports = tuple(_free_local_port() for _ in self.remote_ports)
+        forwards = []
+        for local, remote in zip(self.local_ports, self.remote_ports, strict=True):
+            forwards += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
+        # ControlPath=none: this ssh binds the local ports itself, never a master connection of the user's ssh
+        # configuration (_listening checks that the listeners are this process's).
+        argv = self.node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5",
+                             "-o", "ControlPath=none", *forwards)
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+        while not self._listening():
+            if self.process.poll() is not None or time.monotonic() > end:
+                self.close()
+                return (self.process.stderr.read() or "").strip() if self.process.stderr else ""
             time.sleep(0.1)
+        return None
 
     def _listening(self) -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", self.local_ports[0])) == 0
+        """ssh itself listens on every local port. A port _free_local_port found free may be another process's by
+        the time ssh binds it (ssh then exits, ExitOnForwardFailure): a probe connecting to it would find that
+        process listening, and the client would talk to it as to the TRex server."""
+        listening = _listeners(self.local_ports)
+        return len(listening) == len(self.local_ports) and set(listening.values()) <= _socket_inodes(self.process.pid)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -186,6 +208,38 @@ def _free_local_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+#: The kernel's table of this network namespace's IPv4 TCP sockets, and its state code for a listening one.
+PROC_NET_TCP = Path("/proc/net/tcp")
+TCP_LISTEN = "0A"
+
+
+def _listeners(ports: tuple[int, ...]) -> dict[int, str]:
+    """The inode of the socket listening on 127.0.0.1:port, for each of ports that has one."""
+    # The kernel shows the address as the integer its bytes make in this machine's byte order, and the port.
+    loopback = int.from_bytes(socket.inet_aton("127.0.0.1"), sys.byteorder)
+    wanted = {f"{loopback:08X}:{port:04X}": port for port in ports}
+    found = {}
+    for line in PROC_NET_TCP.read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] in wanted and fields[3] == TCP_LISTEN:
+            found[wanted[fields[1]]] = fields[9]
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process pid has open (none once it has ended)."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[len("socket:["):-1])
+    except OSError:
+        pass
+    return inodes
 
 
 def profile_module(path: Path = PROFILE):

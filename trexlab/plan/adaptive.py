@@ -22,10 +22,10 @@ import math
 from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
+from trexlab.spec.schema import DEFAULT_REPETITIONS, REPETITIONS_MAX
 
 #: The confidence of the median's interval.
 CONFIDENCE = 0.95
-DEFAULT_REPETITIONS = 20  # as trexlab.spec.experiment's; a spec without repetitions runs this many
 
 
 def binomial_cdf(k: int, n: int) -> float:
@@ -127,8 +127,10 @@ def repetition_rule(spec: dict) -> RepetitionRule:
 
 def _count(value: dict, key: str) -> int:
     number = value.get(key)
-    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= 1000:
-        raise InvalidParameter(f"repetitions.{key}", number, "an integer 1..1000")
+    if isinstance(number, float) and number.is_integer():  # 5.0 is a count to JSON Schema, so to the spec's too
+        number = int(number)
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= REPETITIONS_MAX:
+        raise InvalidParameter(f"repetitions.{key}", number, f"an integer 1..{REPETITIONS_MAX}")
     return number
 
 

@@ -539,14 +539,9 @@ class Campaign:
                           f"with {commit}: each repetition's provenance names the commit that measured it")
 
     def _run(self) -> dict:
-        estimates: list[estimate.PointPlan] | None = None
-        no_estimate = None
-        try:  # the campaign's lab time, checked before any host is touched; the ETA's basis
-            estimates = estimate.plan(self.experiment)
-        except (InvalidParameter, InvalidExperiment, ValueError) as exc:  # no estimate: the campaign still runs
-            no_estimate = f"warning: no lab time estimate: {exc}"
-        else:
-            estimate.check_length(self.experiment, estimates)
+        # The campaign's lab time, checked before any host is touched (refused when it cannot be estimated); the
+        # ETA's basis.
+        estimates = estimate.checked_plan(self.experiment)
         self.check_resumable()
         check_requirements(self.experiment, self.lab)
         try:
@@ -564,9 +559,7 @@ class Campaign:
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
-        self._eta = None if estimates is None else estimate.Eta([p for p in estimates if p.point_id not in done_before])
-        if no_estimate:
-            self.progress(no_estimate)
+        self._eta = estimate.Eta([p for p in estimates if p.point_id not in done_before])
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
                       f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.procedures.common import RunContext
-from trexlab.trial import Latency, TrialResult, TrialSpec
+from trexlab.trial import MAX_FRAMES_PER_DIRECTION, Latency, TrialResult, TrialSpec
 
 #: DUT capacities per decade of the grid; 8 puts neighbours 33 % apart, finer than any search's first steps.
 GRID_PER_DECADE = 8
@@ -144,7 +144,10 @@ def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
     template = TrialSpec.from_dict({"offered_load": 1.0, "duration": 1.0, **(traffic or {})})
     raw, rate_from = split_rate_from(raw_params or {})
     if rate_from is not None:
-        raw = {**raw, "rate": PLACEHOLDER_RATE}
+        # At most as many frames per trial as a tester numbers: 3600 s latency trials at the placeholder were refused
+        # (above 2^32 frames), and with them the estimate of a spec whose measured rate is checked when measured.
+        duration = float(raw.get("trial_duration", getattr(procedure_params_class(name), "trial_duration", 1.0)))
+        raw = {**raw, "rate": min(PLACEHOLDER_RATE, MAX_FRAMES_PER_DIRECTION / duration)}
     params = procedure_params_class(name)(**{**raw, **({"goals": tuple(raw["goals"])} if "goals" in raw else {})})
     cost = procedure(name).cost(params, template)
     if rate_from is not None:
@@ -199,6 +202,22 @@ def check_length(experiment, plans: list[PointPlan]) -> None:
         f"({max(p.repetitions for p in plans)}) x the trials of procedure.params (up to {hours(longest.cost.worst_s)} "
         f"per repetition) plan {hours(worst)} of lab time, worst case: at most {hours(CAMPAIGN_WORST_S_MAX)} "
         "(30 days) per campaign; split it into campaigns")
+
+
+def checked_plan(experiment) -> list[PointPlan]:
+    """plan(experiment), its length checked (check_length): the dry run's and the campaign's one check. An estimate
+    that cannot be made is a refusal naming why (InvalidExperiment), not a campaign run with its length unchecked."""
+    from trexlab.params import InvalidParameter
+    from trexlab.spec.experiment import InvalidExperiment
+
+    try:
+        plans = plan(experiment)
+    except (InvalidParameter, InvalidExperiment, ValueError) as exc:
+        raise InvalidExperiment(
+            f"{experiment.path or experiment.name}: no lab time estimate ({exc}): a campaign's length, at most "
+            f"{hours(CAMPAIGN_WORST_S_MAX)} (30 days) of lab time worst case, is checked from it") from None
+    check_length(experiment, plans)
+    return plans
 
 
 def hours(seconds: float | None) -> str:

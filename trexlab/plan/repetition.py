@@ -37,7 +37,6 @@ from trexlab.results.store import (
 )
 from trexlab.trial import TrialSpec, format_seconds
 
-DEFAULT_REPETITIONS = 20
 SUMMARY = "summary.json"
 
 

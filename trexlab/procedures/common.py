@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, Generator, TrialResult, TrialSpec
+from trexlab.trial import (
+    MAX_FRAME_TIMEOUT,
+    MAX_OFFERED_LOAD,
+    MAX_TRIAL_DURATION,
+    RFC2544_RECEIVE_TAIL,
+    RFC2544_TRIAL_DURATION,
+    Generator,
+    TrialResult,
+    TrialSpec,
+)
 
 if TYPE_CHECKING:
     from trexlab.plan.runplan import RunPlan
@@ -61,12 +70,6 @@ STRETCHED_RETRIES = 1
 #: at the cost of a repeat for a third of the trials and a second for a ninth. More would hide a hypervisor that
 #: steals all the time, which the result then names (TrialRunner.tester_limits: "hypervisor steal (N ms)").
 HOST_DISTURBANCE_RUNS = 3
-
-
-#: RFC 2544 section 24: the test portion of a trial SHOULD last at least 60 s; section 23: after sending stops, the
-#: tester waits 2 s for frames still in the DUT (Lencse 2021 restates both for RFC 8219's throughput).
-RFC2544_TRIAL_DURATION = 60.0
-RFC2544_RECEIVE_TAIL = 2.0
 
 
 def shorter_than(standard: str, checks: list[tuple[str, float, float]]) -> list[str]:

@@ -29,7 +29,14 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
+from trexlab.trial import (
+    MAX_FRAME_TIMEOUT,
+    MAX_OFFERED_LOAD,
+    MAX_TRIAL_DURATION,
+    RFC2544_TRIAL_DURATION,
+    TrialSpec,
+    check_trial_frames,
+)
 
 NAME = "flr"
 TAKES_RATE = False
@@ -44,7 +51,8 @@ class Params:
     step_percent: float = field(default=10.0, metadata=doc(
         "% of max_rate the offered load falls by from trial to trial (RFC 2544 section 26.3: at most 10)",
         minimum=MIN_STEP_PERCENT, maximum=10))
-    trial_duration: float = field(default=60.0, metadata=trial_duration_field("RFC 2544 section 24: at least 60 s"))
+    trial_duration: float = field(default=RFC2544_TRIAL_DURATION, metadata=trial_duration_field(
+        f"RFC 2544 section 24: at least {RFC2544_TRIAL_DURATION:g} s"))
     frame_timeout: float | None = field(default=None, metadata=FRAME_TIMEOUT_FIELD)
     media: str = field(default="10g", metadata=MEDIA_FIELD)
     tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)

@@ -72,6 +72,8 @@ MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
 #: time, delay) by the generators and by the dry run's simulation: 10^12 would exhaust the memory of the machine
 #: that merely checks a shared spec.
 MAX_TAGGED_FRAMES = 10_000_000
+#: RFC 2544 section 26.2 trials a run may add (each a full trial for one tagged frame; RFC 2544 asks for 20).
+MAX_RFC2544_TRIALS = 1000
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
 #: RFC 8219 section 7.2's report MUST state which RFC 1242 latency definition was used. The testers timestamp a
@@ -115,7 +117,7 @@ class Params:
         "before the receive tail ends counts", exclusiveMinimum=0, maximum=MAX_FRAME_TIMEOUT))
     rfc2544_trials: int = field(default=0, metadata=doc(
         "RFC 2544 section 26.2 trials (one tagged frame each) run besides (RFC 2544: 20); 0: none",
-        minimum=0, maximum=1000))
+        minimum=0, maximum=MAX_RFC2544_TRIALS))
     tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
     tester_floor_median: float | None = field(default=None, metadata=FLOOR_MEDIAN_FIELD)
     tester_floor_p99_9: float | None = field(default=None, metadata=FLOOR_P99_9_FIELD)
@@ -133,7 +135,7 @@ class Params:
         for name in ("tester_ceiling", "tester_floor_median", "tester_floor_p99_9"):
             if getattr(self, name) is not None:
                 check_range(name, getattr(self, name), 0, low_open=True)
-        check_range("rfc2544_trials", self.rfc2544_trials, 0, 1000, integer=True)
+        check_range("rfc2544_trials", self.rfc2544_trials, 0, MAX_RFC2544_TRIALS, integer=True)
 
 
 @dataclass

@@ -54,7 +54,6 @@ RFC2544 = {"name": "RFC2544", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_
 
 #: A goal's name: its figure is <name>_fps (summary.csv and trials.parquet columns, the report's headings).
 GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
-#: The longest trial, s, as every procedure's trial_duration (and swtester --duration) allows.
 #: The trials a goal may ask for at one load (its duration_sum over its final_trial_duration): the reference
 #: implementation runs them all, and so does the dry run's simulation, on the CPU of whoever checks the spec.
 MAX_FINAL_TRIALS = 1000

@@ -50,7 +50,7 @@ from trexlab.procedures.common import MEDIA_FIELD, RunContext, TrialRunner
 from trexlab.spec.schema import HOST_PATTERN, doc
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
-from trexlab.tcp.iperf import MAX_STREAMS, TcpTest, TcpTestResult, finite
+from trexlab.tcp.iperf import MAX_DSCP, MAX_OMIT, MAX_STREAMS, MAX_TEST_DURATION, TcpTest, TcpTestResult, finite
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import (
     MAX_FRAME_SIZE,
@@ -107,7 +107,7 @@ class Params:
         "% of the frames a BB trial may lose and still pass", minimum=0, maximum=100))
     media: str = field(default="10g", metadata=MEDIA_FIELD)
     rtt_duration: float = field(default=5.0, metadata=doc("s of the baseline RTT connection", exclusiveMinimum=0,
-                                                            maximum=3600))
+                                                            maximum=MAX_TEST_DURATION))
     rtt_load_percent: float = field(default=1.0, metadata=doc(
         "% of the bottleneck bandwidth the baseline RTT connection is paced to", exclusiveMinimum=0, maximum=100))
     connections: int = field(default=4, metadata=doc(
@@ -118,13 +118,13 @@ class Params:
         "% of the BDP: the total windows of the reduced-window tests", items={"minimum": 1, "maximum": 100}))
     dscp: tuple[int, ...] = field(default=(46, 10, 12, 14, 0), metadata=doc(
         "DSCP values of the DSCP test, one concurrent connection each (default EF, AF11, AF12, AF13, BE)",
-        items={"minimum": 0, "maximum": 63}))
+        items={"minimum": 0, "maximum": MAX_DSCP}))
     stress_connections: int = field(default=100, metadata=doc(
         "TCP connections of the many-connection test", minimum=1, maximum=MAX_STREAMS))
     test_duration: float = field(default=10.0, metadata=doc(
-        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=3600))
+        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=MAX_TEST_DURATION))
     omit: float = field(default=0.0, metadata=doc(
-        "s left out at the start of each TCP test (slow start)", minimum=0, maximum=600))
+        "s left out at the start of each TCP test (slow start)", minimum=0, maximum=MAX_OMIT))
     tests: tuple[str, ...] = field(default=TESTS, metadata=doc(
         "the TCP tests to run, in this order", minItems=1, items={"enum": list(TESTS)}))
     engine: str = field(default="iperf3", metadata=doc(
@@ -163,10 +163,9 @@ class Params:
         try:
             bottleneck_search(self)
         except InvalidParameter as exc:
-            name = exc.name if exc.name == "media" else f"bb_{exc.name}"
-            raise InvalidParameter(name, exc.value, exc.allowed) from None
+            raise bb_refusal(exc) from None
         media_speed(self.media)
-        check_range("rtt_duration", self.rtt_duration, 0, 3600, low_open=True)
+        check_range("rtt_duration", self.rtt_duration, 0, MAX_TEST_DURATION, low_open=True)
         check_range("rtt_load_percent", self.rtt_load_percent, 0, 100, low_open=True)
         check_range("connections", self.connections, 1, MAX_STREAMS, integer=True)
         if self.window_bytes is not None:
@@ -174,10 +173,10 @@ class Params:
         for percent in self.reduced_window_percent:
             check_range("reduced_window_percent", percent, 1, 100, integer=True)
         for value in self.dscp:
-            check_range("dscp", value, 0, 63, integer=True)
+            check_range("dscp", value, 0, MAX_DSCP, integer=True)
         check_range("stress_connections", self.stress_connections, 1, MAX_STREAMS, integer=True)
-        check_range("test_duration", self.test_duration, 0, 3600, low_open=True)
-        check_range("omit", self.omit, 0, 600)
+        check_range("test_duration", self.test_duration, 0, MAX_TEST_DURATION, low_open=True)
+        check_range("omit", self.omit, 0, MAX_OMIT)
         if not self.tests:
             raise InvalidParameter("tests", self.tests, "at least one of " + ", ".join(TESTS))
         _check_choices("tests", self.tests, TESTS)
@@ -447,15 +446,16 @@ def mtu_trial_sizes(engine: tcp_engines.TcpEngine, traffic: TrialSpec,
     if not testable:
         raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
                                "at least one size" if tester_mtu is None else
-                               f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + 18)")
+                               f"at least one size <= {tester_mtu + overhead} (the tester ports' MTU + {overhead})")
     return sizes, testable, tester_mtu
 
 
 def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size: int, on_trial, progress,
                        notes: list[str]) -> tuple[float, dict]:
     """RFC 2544 throughput at the MTU frame size, as a layer-1 bit rate (the application note's BB)."""
-    if frame_size < MIN_FRAME_SIZE:
-        raise InvalidParameter("mtu", frame_size, f">= {MIN_FRAME_SIZE - 18}")
+    overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
+    if frame_size < MIN_FRAME_SIZE:  # the MTU's value, not its frame's
+        raise InvalidParameter("mtu", frame_size - overhead, f">= {MIN_FRAME_SIZE - overhead}")
     search_params = bottleneck_search(params)
     spec = dataclasses.replace(traffic, frame_size=(frame_size, frame_size))
 
@@ -463,7 +463,10 @@ def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size
         if on_trial:
             on_trial(result, {**context, "procedure": NAME, "step": "bottleneck bandwidth"})
 
-    result = throughput.run(RunContext(generator, spec, tagged, progress), search_params)
+    try:  # its range at the MTU's frame size, known only now (above the medium's rate, too many frames, ...)
+        result = throughput.run(RunContext(generator, spec, tagged, progress), search_params)
+    except InvalidParameter as exc:
+        raise bb_refusal(exc) from None
     if result.throughput is None:
         raise InvalidParameter("bottleneck_bandwidth", None,
                                f"a declared value: no load passed at {frame_size}-byte frames, not even "
@@ -472,12 +475,25 @@ def measure_bottleneck(generator, traffic: TrialSpec, params: Params, frame_size
     return tcp_metrics.bottleneck_from_frame_rate(result.throughput, frame_size), result.to_dict()
 
 
+#: The BB search's parameters: throughput's key -> tcp's, as a spec spells it.
+BB_SEARCH_KEYS = {"max_rate": "bb_max_rate", "min_rate": "bb_min_rate", "resolution": "bb_resolution",
+                  "loss_tolerance_percent": "bb_loss_tolerance_percent", "trial_duration": "bb_trial_duration",
+                  "media": "media"}
+_BB_KEY = re.compile(r"\b(" + "|".join(BB_SEARCH_KEYS) + r")\b")
+
+
 def bottleneck_search(params: Params) -> throughput.Params:
     """The RFC 2544 throughput search that measures the bottleneck bandwidth."""
-    return throughput.Params(
-        max_rate=params.bb_max_rate, min_rate=params.bb_min_rate, resolution=params.bb_resolution,
-        loss_tolerance_percent=params.bb_loss_tolerance_percent, trial_duration=params.bb_trial_duration,
-        media=params.media)
+    return throughput.Params(**{key: getattr(params, own) for key, own in BB_SEARCH_KEYS.items()})
+
+
+def bb_refusal(exc: InvalidParameter) -> InvalidParameter:
+    """A refusal of the BB search with tcp's keys where throughput's are, in the keys it names and in what it allows
+    ('min_rate x trial_duration' is 'bb_min_rate x bb_trial_duration' to whoever wrote the spec)."""
+    def spelled(text: str) -> str:
+        return _BB_KEY.sub(lambda m: BB_SEARCH_KEYS[m.group(1)], text)
+
+    return InvalidParameter(spelled(exc.name), exc.value, spelled(exc.allowed))
 
 
 def plan_tests(params: Params, ports: list[int], bdp: float, window: int, ip_version: int,

@@ -41,7 +41,16 @@ from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.store import read_json, write_json_atomic
 from trexlab.spec.schema import doc
-from trexlab.trial import SIIT_SIZE_DELTA, Latency, TrialSpec, check_trial_frames, format_seconds
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MIN_FRAME_SIZE,
+    RFC2544_TRIAL_DURATION,
+    SIIT_SIZE_DELTA,
+    Latency,
+    TrialSpec,
+    check_trial_frames,
+    format_seconds,
+)
 
 NAME = "selftest"
 TAKES_RATE = False
@@ -62,13 +71,13 @@ _SEARCH = {f.name: f.metadata for f in dataclasses.fields(throughput.Params)}
 class Params:
     frame_sizes: tuple[int, ...] = field(default=(64,), metadata=doc(
         "bytes per frame with FCS, one ceiling search each", minItems=1,
-        items={"minimum": 64, "maximum": 9018 - SIIT_SIZE_DELTA}))
+        items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE - SIIT_SIZE_DELTA}))
     # The search's parameters are the throughput search's, declared there.
     max_rate: float | None = field(default=None, metadata=_SEARCH["max_rate"])
     min_rate: float = field(default=100.0, metadata=_SEARCH["min_rate"])
     resolution: float | None = field(default=None, metadata=_SEARCH["resolution"])
     loss_tolerance_percent: float = field(default=0.0, metadata=_SEARCH["loss_tolerance_percent"])
-    trial_duration: float = field(default=60.0, metadata=_SEARCH["trial_duration"])
+    trial_duration: float = field(default=RFC2544_TRIAL_DURATION, metadata=_SEARCH["trial_duration"])
     media: str = field(default="10g", metadata=_SEARCH["media"])
     # The latency floor's trial runs at this share of the ceiling found (%, 0 = no floor): a DUT is measured
     # below the tester's ceiling, where the tester's own queues are short.
@@ -80,7 +89,7 @@ class Params:
             check_range("frame_sizes", 0, 1)
         check_range("floor_load_percent", self.floor_load_percent, 0, 100)
         for size in self.frame_sizes:
-            check_range("frame_sizes", size, 64, 9018 - SIIT_SIZE_DELTA, integer=True)
+            check_range("frame_sizes", size, MIN_FRAME_SIZE, MAX_FRAME_SIZE - SIIT_SIZE_DELTA, integer=True)
         throughput.Params(**self.search_params())  # the search's own checks
 
     def search_params(self) -> dict:

@@ -35,6 +35,7 @@ from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
     MAX_OFFERED_LOAD,
     MAX_TRIAL_DURATION,
+    RFC2544_TRIAL_DURATION,
     TrialSpec,
     check_trial_frames,
     tolerance_ratio,
@@ -70,7 +71,8 @@ class Params:
     loss_tolerance_percent: float = field(default=0.0, metadata=doc(
         "% of the frames sent that a trial may lose and still pass (RFC 2544: 0; Lencse & Szilagyi 2024 used "
         "0.01); disclosed with every result", minimum=0, maximum=100))
-    trial_duration: float = field(default=60.0, metadata=trial_duration_field("RFC 2544 section 24: at least 60 s"))
+    trial_duration: float = field(default=RFC2544_TRIAL_DURATION, metadata=trial_duration_field(
+        f"RFC 2544 section 24: at least {RFC2544_TRIAL_DURATION:g} s"))
     frame_timeout: float | None = field(default=None, metadata=FRAME_TIMEOUT_FIELD)
     media: str = field(default="10g", metadata=MEDIA_FIELD)
     tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)

@@ -29,6 +29,7 @@ import pandas as pd
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.spec.schema import DEFAULT_REPETITIONS
 from trexlab.trial import format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -501,7 +502,7 @@ def method_disclosure(campaign: str | Path) -> str:
               f"{text(lab.get('topology', '-'))}",
               f"- procedure: {code(procedure.get('name'))} with "
               + (", ".join(text(f"{k}={v}") for k, v in sorted(params.items())) or "defaults"),
-              f"- repetitions per point: {text(spec.get('repetitions', 20))}",
+              f"- repetitions per point: {text(spec.get('repetitions', DEFAULT_REPETITIONS))}",
               "- traffic: " + (", ".join(text(f"{k}={v}") for k, v in sorted((spec.get('traffic') or {}).items()))
                                 or "defaults")]
     if "loss_tolerance_percent" in params:
@@ -513,14 +514,17 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- TCP endpoints (client, server): {text(json.dumps(spec['endpoints'], sort_keys=True))}")
     if spec.get("sweep"):
         lines.append("- sweep: " + "; ".join(f"{text(k)} ∈ {text(v)}" for k, v in spec["sweep"].items()))
-    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against).
-    measured = []
+    # As measured (defaults included: the search's stopping rule, the tester ceiling it was compared against), with
+    # the points each line comes from: its inputs may be a point's own (the load taken from its throughput runs).
+    measured: dict[str, list[str]] = {}
     for point in manifest["points"]:
         summary = Path(campaign) / point["point"] / SUMMARY
         if summary.is_file() and (method := read_json(summary).get("method")):
-            line = text(method_line(method))
-            measured += [line] if line not in measured else []
-    lines += [f"- as measured: {line}" for line in measured]
+            measured.setdefault(text(method_line(method)), []).append(point["point"])
+    for line, where in measured.items():
+        at = (f"every point ({len(where)})" if len(where) == len(manifest["points"]) > 1 else
+              f"point{'s' if len(where) > 1 else ''} " + ", ".join(code(p) for p in where))
+        lines.append(f"- as measured at {at}: {line}")
     # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
     commits: dict[str, int] = {}
     for point in manifest["points"]:

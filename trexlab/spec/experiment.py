@@ -48,7 +48,6 @@ DUT_BLOCKS = tuple(DUT_CONFIG)
 #: (its needs_tcp_endpoints), with the spec's endpoints block as role variables (endpoints.http_file_mib ->
 #: tcp_endpoints_http_file_mib).
 ENDPOINTS_CONFIG = ("playbooks/tcp-endpoints.yml", "tcp_endpoints")
-DEFAULT_REPETITIONS = 20
 
 
 
@@ -57,6 +56,56 @@ def schema() -> dict:
     """The schema specs are validated with first, generated from their types (trexlab.spec.schema); ``trexlab schema``
     prints the detailed one editors use."""
     return experiment_schema(detailed=False)
+
+
+@functools.cache
+def _detailed_schema() -> dict:
+    return experiment_schema()
+
+
+def whole_numbers(spec: dict) -> dict:
+    """The spec with each integral float (1000.0) at a key the schema types integer made that integer (1000).
+
+    JSON Schema takes 1000.0 for an integer, and so do trexlab schema and every editor checking a spec with it;
+    the checks here and everything after them (role variables, the campaign's routing) read it as the integer it
+    is, so that the schema and a run take the same specs and 1000.0 never reaches a role as '1000.0'."""
+    return _integers(spec, _detailed_schema())
+
+
+def _branches(schema: Mapping, value: object):
+    """schema and the subschemas that apply to value with it: its anyOf options, allOf's then where the if holds."""
+    yield schema
+    for option in schema.get("anyOf", ()):
+        yield from _branches(option, value)
+    for condition in schema.get("allOf", ()):
+        if "if" not in condition or jsonschema.Draft202012Validator(condition["if"]).is_valid(value):
+            yield from _branches(condition.get("then", condition), value)
+
+
+def _integers(value: Any, schema: Mapping) -> Any:
+    branches = list(_branches(schema, value))
+    if isinstance(value, float) and value.is_integer() and any(b.get("type") == "integer" for b in branches):
+        return int(value)
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            for branch in branches:
+                sub = branch.get("properties", {}).get(key, branch.get("additionalProperties"))
+                if isinstance(sub, Mapping):
+                    item = _integers(item, sub)
+            out[key] = item
+        return out
+    if isinstance(value, list):
+        out_list = []
+        for index, item in enumerate(value):
+            for branch in branches:
+                prefix = branch.get("prefixItems", [])
+                sub = prefix[index] if index < len(prefix) else branch.get("items")
+                if isinstance(sub, Mapping):
+                    item = _integers(item, sub)
+            out_list.append(item)
+        return out_list
+    return value
 
 
 class InvalidExperiment(ValueError):
@@ -80,6 +129,10 @@ class SweepPoint:
         digest = hashlib.sha1(json.dumps(self.values, sort_keys=True).encode()).hexdigest()[:6]
         readable = re.sub(r"[^A-Za-z0-9=._-]+", "_", ",".join(parts))[:80]
         return f"{readable}-{digest}"
+
+
+def _has_float(value: object) -> bool:
+    return isinstance(value, float) or (isinstance(value, list | tuple) and any(map(_has_float, value)))
 
 
 def _short(value: object) -> str:
@@ -135,6 +188,8 @@ class Experiment:
             spec.pop("sweep", None)
             for path, value in values.items():
                 _set_path(spec, path, value)
+            if any(_has_float(value) for value in values.values()):  # a swept 2.0 for an integer key: 2
+                spec = whole_numbers(spec)
             points.append(SweepPoint(index, values, spec))
         return points
 
@@ -203,6 +258,7 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
         error = jsonschema.exceptions.best_match(errors)
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise InvalidExperiment(f"{source}: {where}: {_message(error)}")
+    spec = whole_numbers(spec)
     for swept in spec.get("sweep") or {}:
         root = swept.split(".", 1)[0]
         if root not in _SWEEP_ROOTS:

@@ -20,8 +20,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
+from trexlab.addressing import MAX_NETWORKS
 from trexlab.params import InvalidParameter, check_range
-from trexlab.trial import MAX_RECEIVE_TAIL
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MAX_RECEIVE_TAIL,
+    MIN_FRAME_SIZE,
+    MIN_FRAME_SIZE_BY_VERSION,
+    RFC2544_RECEIVE_TAIL,
+)
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -31,6 +38,8 @@ NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"
 HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
+#: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
+DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
 #: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
 #: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
@@ -63,19 +72,25 @@ class Traffic:
     """The test frames of every trial (RFC 2544 / RFC 8219 test frames); the procedure sets load and duration."""
 
     frame_size: tuple[int, int] | int = field(default=(64, 64), metadata=doc(
-        "bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for both"))
+        f"bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for "
+        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]})",
+        minimum=MIN_FRAME_SIZE, maximum=MAX_FRAME_SIZE,
+        items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE}))
     ip_version: tuple[int, int] | int = field(default=(4, 4), metadata=doc(
-        "IP version sent from each tester port [port0, port1], 4 or 6, or one for both"))
+        "IP version sent from each tester port [port0, port1], 4 or 6, or one for both",
+        # 4 or 6 and nothing between: an integer of 4..6 that is a multiple of 2 (an enum would not be an integer,
+        # and whole_numbers in trexlab.spec.experiment reads 6.0 as 6 only where the schema says integer).
+        minimum=4, maximum=6, multipleOf=2, items={"minimum": 4, "maximum": 6, "multipleOf": 2}))
     directions: Literal["bidirectional", "forward", "reverse"] = field(default="bidirectional", metadata=doc(
         "forward: port 0 to port 1; reverse: port 1 to port 0"))
     port_mode: Literal["fixed", "rfc4814"] = field(default="fixed", metadata=doc(
         "UDP ports: fixed, or RFC 4814 pseudorandom source and destination ports"))
     destination_networks: int = field(default=1, metadata=doc(
-        "destination networks per direction, 1..256 (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
-        minimum=1, maximum=256))
-    receive_tail: float = field(default=2.0, metadata=doc(
-        f"s of receiving after sending stops (RFC 2544: 2 s), at most {MAX_RECEIVE_TAIL:g}", minimum=0,
-        maximum=MAX_RECEIVE_TAIL))
+        f"destination networks per direction, 1..{MAX_NETWORKS} (198.19.x.0/24 forward, 198.18.x.0/24 reverse)",
+        minimum=1, maximum=MAX_NETWORKS))
+    receive_tail: float = field(default=RFC2544_RECEIVE_TAIL, metadata=doc(
+        f"s of receiving after sending stops (RFC 2544: {RFC2544_RECEIVE_TAIL:g} s), at most {MAX_RECEIVE_TAIL:g}",
+        minimum=0, maximum=MAX_RECEIVE_TAIL))
 
 
 @dataclass(frozen=True)
@@ -131,7 +146,7 @@ class ExperimentSpec:
     sweep: dict[str, list] = field(default_factory=dict, metadata=doc(
         f"dotted path -> values; every combination is a point (at most {SWEEP_POINTS_MAX})",
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
-    repetitions: int | dict = field(default=20, metadata=doc(
+    repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
         "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
@@ -264,6 +279,10 @@ def convert(name: str, value, hint, from_text: bool = False):
                 value = number if hint is float else int(number) if number.is_integer() else value
             except (ValueError, OverflowError):
                 raise InvalidParameter(name, value, _describe(hint)) from None
+        if hint is int and isinstance(value, float) and value.is_integer():
+            # 1000.0 is an integer to JSON Schema, so to trexlab schema and every editor checking a spec with it:
+            # taken as the integer, or the schema would pass a spec a run refuses.
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)):
             raise InvalidParameter(name, value, _describe(hint))
         # 300000 in a spec and 300000 from a flag are one value: the same provenance whichever way it came.
@@ -432,6 +451,9 @@ def experiment_schema(detailed: bool = True) -> dict:
         for block in DUT_CONFIG:
             props["dut"]["properties"][block] = {"type": "object"}
         props["endpoints"] = {"type": "object"}
+        for key in ("frame_size", "ip_version"):  # their ranges: TrialSpec's checks, whose errors name the port
+            for bound in ("minimum", "maximum", "multipleOf", "items"):
+                props["traffic"]["properties"][key].pop(bound, None)
         return schema
     conditions: list[dict] = []
     for name, module in registry().items():
@@ -469,8 +491,8 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
               "jitter_ms": {"minimum": 0}, "selective_every_nth": {"minimum": 0, "maximum": impairment.U32_MAX},
               "selective_percent": {"minimum": 0, "maximum": 100},
               "limit": {"minimum": 1, "maximum": impairment.U32_MAX}},
-    "siit_tayga": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
-    "siit_jool": {"networks": {"minimum": 1, "maximum": rolevalues.NETWORKS_MAX}},
+    "siit_tayga": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
+    "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
                       "http_port": {"minimum": 1, "maximum": 65535},
                       "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
@@ -479,6 +501,12 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
+
+
+def _valid(schema: dict, value: typing.Any) -> bool:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
 
 
 def _role_schema(role: str, options: dict) -> dict:
@@ -496,5 +524,11 @@ def _role_schema(role: str, options: dict) -> dict:
         if option.get("description"):
             prop["description"] = option["description"]
         prop.update(ROLE_BOUNDS.get(role, {}).get(name.removeprefix(f"{role}_"), {}))
+        # The role's default is the one (defaults/main.yml equals it: tests/test_collection.py), shown as a
+        # procedure parameter's is; not a template (siit networks follow traffic.destination_networks) nor a
+        # placeholder the role refuses (dut_reference's rate_fps 0: required).
+        default = option.get("default")
+        if default is not None and "{{" not in str(default) and _valid(prop, default):
+            prop["default"] = default
         properties[name.removeprefix(f"{role}_")] = prop
     return {"type": "object", "additionalProperties": False, "properties": properties}

@@ -24,6 +24,15 @@ from trexlab.trial import GeneratorError
 TEST_DIRECTIONS = ("download", "upload", "bidirectional")
 #: iperf3 refuses more parallel streams than this.
 MAX_STREAMS = 128
+#: The longest TCP test (its measured period, and the baseline RTT connection), s: a TCP period, not a trial
+#: (trial.MAX_TRIAL_DURATION bounds those); an hour, so that a shared spec cannot hold the lab's endpoints longer.
+MAX_TEST_DURATION = 3600
+#: The longest start of a test left out of its figures (slow start), s.
+MAX_OMIT = 600
+#: DSCP is a 6-bit field (RFC 2474).
+MAX_DSCP = 63
+#: iperf3's longest reporting interval, s (it refuses --interval above 60).
+MAX_INTERVAL = 60.0
 #: Seconds a test may take beyond its duration (connection set-up, result exchange) before it is ended.
 GRACE = 30.0
 
@@ -51,16 +60,16 @@ class TcpTest:
         if self.window_bytes is not None:
             check_range("window_bytes", self.window_bytes, 1, integer=True)
         if self.dscp is not None:
-            check_range("dscp", self.dscp, 0, 63, integer=True)
-        check_range("duration", self.duration, 0, 3600, low_open=True)
-        check_range("omit", self.omit, 0, 600)
+            check_range("dscp", self.dscp, 0, MAX_DSCP, integer=True)
+        check_range("duration", self.duration, 0, MAX_TEST_DURATION, low_open=True)
+        check_range("omit", self.omit, 0, MAX_OMIT)
         if self.bitrate_bps is not None:
             check_range("bitrate_bps", self.bitrate_bps, 0, low_open=True)
         if self.mss is not None:
             check_range("mss", self.mss, 88, 9000, integer=True)
         check_range("port", self.port, 1, 65535, integer=True)
         check_choice("ip_version", self.ip_version, (4, 6))
-        check_range("interval", self.interval, 0.1, 60)
+        check_range("interval", self.interval, 0.1, MAX_INTERVAL)
 
     def argv(self, server_address: str) -> list[str]:
         argv = ["iperf3", "--client", server_address, "--port", str(self.port), "--json", "--get-server-output",

@@ -152,10 +152,16 @@ def _locked(state: Path):
     """The state file's lock (flock on state.lock), held while the state is read and written.
 
     The last lab down removes the lock file and its directory: a process that locked a file since unlinked locks
-    again, and one whose directory went between its mkdir and its open makes it again."""
+    again, and one whose directory went between its mkdir and its open makes it again, as one whose directory was
+    there for its mkdir and gone when mkdir then checked that it is a directory (pathlib's FileExistsError)."""
     lock = state.with_suffix(".lock")
     while True:
-        lock.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            if lock.parent.is_symlink() or (lock.parent.exists() and not lock.parent.is_dir()):
+                raise  # a file where the directory goes: no lab can lock, and it says so
+            continue
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:

@@ -1,0 +1,114 @@
+"""One source per constant: a bound that has a name (MAX_NETWORKS, MAX_FRAME_SIZE, MAX_TRIAL_DURATION, ...) is
+written nowhere else as its number. A copy agrees today and drifts tomorrow: 256 beside addressing.MAX_NETWORKS in
+TrialSpec's check and the schema, 9018 in media and selftest beside trial.MAX_FRAME_SIZE, 1000 in the adaptive
+repetitions beside REPETITIONS_MAX."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import trexlab
+from trexlab import addressing, reference_dut, rolevalues, trial
+from trexlab.procedures import http_download, latency, mlrsearch
+from trexlab.spec import schema
+from trexlab.tcp import iperf
+
+#: The named bounds: a number equal to one of them where a bound is written (a check_range limit, a schema
+#: minimum or maximum, a comparison, an 'a..b' in a message) is a copy of it, or a different bound that wants a
+#: name of its own.
+NAMED = {"addressing.MAX_NETWORKS": addressing.MAX_NETWORKS, "trial.MIN_FRAME_SIZE": trial.MIN_FRAME_SIZE,
+         "trial.MAX_FRAME_SIZE": trial.MAX_FRAME_SIZE, "trial.MAX_TRIAL_DURATION": trial.MAX_TRIAL_DURATION,
+         "trial.MAX_FRAME_TIMEOUT": trial.MAX_FRAME_TIMEOUT, "trial.MAX_RECEIVE_TAIL": trial.MAX_RECEIVE_TAIL,
+         "trial.MAX_OFFERED_LOAD": trial.MAX_OFFERED_LOAD, "schema.REPETITIONS_MAX": schema.REPETITIONS_MAX,
+         "schema.SWEEP_POINTS_MAX": schema.SWEEP_POINTS_MAX, "schema.LIST_ITEMS_MAX": schema.LIST_ITEMS_MAX,
+         "iperf.MAX_STREAMS": iperf.MAX_STREAMS, "rolevalues.HTTP_FILE_MIB_MAX": rolevalues.HTTP_FILE_MIB_MAX,
+         "reference_dut.MAX_RATE_FPS": reference_dut.MAX_RATE_FPS,
+         "latency.MAX_TAGGED_FRAMES": latency.MAX_TAGGED_FRAMES, "mlrsearch.MAX_SEARCH_TIME": mlrsearch.MAX_SEARCH_TIME,
+         "mlrsearch.MAX_FINAL_TRIALS": mlrsearch.MAX_FINAL_TRIALS,
+         "iperf.MAX_TEST_DURATION": iperf.MAX_TEST_DURATION, "iperf.MAX_OMIT": iperf.MAX_OMIT,
+         "iperf.MAX_DSCP": iperf.MAX_DSCP, "iperf.MAX_INTERVAL": iperf.MAX_INTERVAL,
+         "http_download.MAX_TIMEOUT": http_download.MAX_TIMEOUT,
+         "latency.MAX_RFC2544_TRIALS": latency.MAX_RFC2544_TRIALS}
+_BOUND_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+
+
+def _numbers(node: ast.AST) -> list[ast.Constant]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Constant) and type(n.value) in (int, float)]
+
+
+def _bounds(tree: ast.AST) -> list[tuple[int, float | int | str]]:
+    """(line, number) of each number written where a bound is."""
+    found: list[ast.Constant] = []
+    texts = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if getattr(node.func, "id", getattr(node.func, "attr", "")) == "check_range":
+                found += [n for arg in node.args[2:] for n in _numbers(arg)]
+            found += [n for k in node.keywords if k.arg in (*_BOUND_KEYS, "low", "high") for n in _numbers(k.value)]
+        elif isinstance(node, ast.Dict):
+            found += [n for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.Constant) and k.value in _BOUND_KEYS for n in _numbers(v)]
+        elif isinstance(node, ast.Compare) and not all(isinstance(op, ast.Eq | ast.NotEq) for op in node.ops):
+            found += [c for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)
+                      and type(c.value) in (int, float)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            texts += [(node.lineno, int(n)) for m in re.finditer(r"\b(\d+)\.\.(\d+)\b", node.value) for n in m.groups()]
+    return [(n.lineno, n.value) for n in found] + texts
+
+
+def test_no_named_bound_is_written_again_as_its_number():
+    values = {}
+    for name, value in NAMED.items():
+        values.setdefault(value, []).append(name)
+    copies = []
+    package = Path(trexlab.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        for line, value in _bounds(ast.parse(path.read_text(), str(path))):
+            if value in values and value not in (0, 1):
+                copies.append(f"{path.relative_to(package.parent)}:{line}: {value!r} ({' or '.join(values[value])})")
+    assert not copies, "a named bound written as its number:\n" + "\n".join(sorted(set(copies)))
+
+
+#: Constants of one name and value in two modules that are two choices, not one: each its own module's.
+TWO_CHOICES = {"GRACE": "swtester's trial margin (generators.software) and an iperf3 test's (tcp.iperf)",
+               "CONFIDENCE": "the adaptive repetitions' median interval and the comparison's shift interval"}
+
+
+def test_no_constant_is_defined_again_in_another_module():
+    """DEFAULT_REPETITIONS = 20 stood in trexlab.spec.experiment, plan.adaptive and plan.repetition, beside the
+    spec's own default (schema.ExperimentSpec.repetitions): one of them changed, and a spec without repetitions
+    would run one count, print another and show a third in the schema."""
+    package = Path(trexlab.__file__).parent
+    defined: dict[tuple[str, object], list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id.isupper() and isinstance(node.value, ast.Constant)
+                    and type(node.value.value) in (int, float)):  # a number (a procedure's TAKES_RATE is its own)
+                defined.setdefault((node.targets[0].id, node.value.value), []).append(
+                    f"{path.relative_to(package.parent)}:{node.lineno}")
+    again = [f"{name} = {value!r}: {', '.join(places)}" for (name, value), places in defined.items()
+             if len(places) > 1 and name not in TWO_CHOICES]
+    assert not again, "a constant defined in more than one module:\n" + "\n".join(again)
+
+
+def test_the_standard_s_trial_duration_and_receive_tail_are_defaults_by_name():
+    """RFC 2544's 60 s trials and 2 s receive tail are named once (trial.RFC2544_TRIAL_DURATION,
+    RFC2544_RECEIVE_TAIL: the deviations of a shorter run are measured against them); a parameter whose default
+    is the standard's takes it by that name, not as a 60.0 or 2.0 of its own."""
+    standard = {"trial_duration": trial.RFC2544_TRIAL_DURATION, "receive_tail": trial.RFC2544_RECEIVE_TAIL}
+    package = Path(trexlab.__file__).parent
+    copies = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and node.target.id in standard and node.value is not None):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                value = next((k.value for k in value.keywords if k.arg == "default"), value)
+            if isinstance(value, ast.Constant) and value.value == standard[node.target.id]:
+                copies.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.target.id} = {value.value!r}")
+    assert not copies, "the standard's value written as a number:\n" + "\n".join(copies)
