@@ -113,6 +113,31 @@ def test_missing_packages_are_those_dpkg_query_does_not_show_installed():
     assert missing_packages(["gcc"], []) == ["gcc"]  # dpkg-query failed or said nothing: apt decides
 
 
+def test_absent_removes_the_state_directories_it_leaves_empty_and_no_other(tmp_path):
+    """The roles' last absent step (a static or MAAS lab has no lab-down): the node's state directory, then the
+    lab's and the root, each only while empty; one that holds anything (another role's state, another node's)
+    stops it, and a state directory outside the root is never touched."""
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import empty_state_dirs
+
+    root = tmp_path / "trexlab"
+    node, other = root / "lab" / "dut1", root / "lab" / "dut2"
+    node.mkdir(parents=True)
+    other.mkdir()
+    (other / "dut_routing.json").write_text("{}")
+
+    def remove(state_dir) -> list[str]:
+        script = empty_state_dirs(str(state_dir), root=str(root))
+        return subprocess.run(["sh", "-ec", script], capture_output=True, text=True, check=True).stdout.split()
+
+    assert remove(node) == [str(node)] and not node.exists() and other.exists()  # dut2's state stops it
+    (other / "dut_routing.json").unlink()
+    assert remove(other) == [str(other), str(root / "lab"), str(root)] and not root.exists()
+    assert remove(other) == []  # already gone: nothing to do, no error
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert remove(mine) == [] and mine.exists()  # not below the root: someone's own directory
+
+
 def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():
     """ansible-doc -t role shows a role's options from meta/argument_specs.yml only: each variable of
     defaults/main.yml is an option there, and a literal default (not a template, not null) is its default."""

@@ -3,10 +3,13 @@ RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent res
 
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from trexlab.results.provenance import host_facts
+from trexlab.rolevalues import STATE_ROOT
 from trexlab.testbed.inventory import load_lab
 
 from labtools import changed_count, lab_env, node_state, playbook, run
@@ -36,6 +39,19 @@ def sysctls(netns: str, ports: list[str]) -> dict:
     return values
 
 
+def changed_tasks(output: str) -> list[str]:
+    """'<task> <host>' for each task and host an ansible-playbook output reports changed: a check-mode
+    run must report each change the real run then makes, task by task (a skipped command reports none); sorted,
+    as hosts finish a task in any order."""
+    changed, task = [], ""
+    for line in output.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:line.index("]")]
+        elif m := re.match(r"changed: \[([^]]+)\]", line):
+            changed.append(f"{task} {m.group(1)}")
+    return sorted(changed)
+
+
 def state(lab) -> dict:
     return {node.name: {**node_state(node.netns), **sysctls(node.netns, [p.name for p in node.test_ports])}
             for node in (lab.tester, *lab.duts)}
@@ -51,6 +67,7 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
     first = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
     assert first.returncode == 0, first.stdout[-3000:]
     assert changed_count(first.stdout) > 0
+    assert changed_tasks(check.stdout) == changed_tasks(first.stdout), "check mode reports what the run changes"
     # The dual lab's idempotence check of make test (tests/lab/test_local_lab.py's dual lab relies on it).
     again = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2")
     assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]
@@ -66,8 +83,21 @@ def test_configure_applies_rps_reports_facts_and_absent_restores_every_node(bare
         # A namespace DUT runs on this machine: its kernel and CPU are this one's (on a VM or bare metal, its own).
         assert (facts["kernel"], facts["cpu_model"]) == (os.uname().release, host_facts()["cpu_model"])
 
+    # The tester's counters gone (a firewall reload, a reboot) while its rendered ruleset stays: check mode must
+    # report the load a real run makes.
+    run("ip", "netns", "exec", lab.tester.netns, "nft", "delete", "table", "netdev", "trexlab_tester")
+    check = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", "--limit", "tester", "--check")
+    reload = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", "--limit", "tester")
+    assert reload.returncode == 0 and changed_count(reload.stdout) > 0, reload.stdout[-3000:]
+    assert changed_tasks(check.stdout) == changed_tasks(reload.stdout), check.stdout[-3000:]
+
+    check = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT, "--check")
     gone = playbook(lab, "playbooks/site.yml", "-e", "trexlab_networks=2", *ABSENT)
     assert gone.returncode == 0, gone.stdout[-3000:]
+    assert changed_tasks(check.stdout) == changed_tasks(gone.stdout), "check mode reports what absent changes"
+    # As on a static or MAAS lab, where no lab-down cleans up after the roles: their state directories
+    # (/var/lib/trexlab/<lab>/<node>), and the lab's, are gone with what they kept.
+    assert not Path(STATE_ROOT, lab.name).exists(), sorted(Path(STATE_ROOT, lab.name).rglob("*"))
     assert load_lab(lab.inventory).describe()["dut_facts"] == {}, "a restored DUT claims no tuning"
     after = state(lab)
     for node in before:

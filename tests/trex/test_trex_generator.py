@@ -1,6 +1,7 @@
 """The TRex generator against a fake client: calls, streams, rates, counters and latency in TRex's shape."""
 
 import math
+import os
 import socket
 import struct
 import sys
@@ -418,6 +419,48 @@ def test_a_tunnel_whose_local_port_another_process_took_is_an_error_not_that_pro
         with pytest.raises(GeneratorError, match=r"ssh tunnel to tester \(127.0.0.1\) for TRex ports 4501 "
                                                  r"did not come up"):
             SSHTunnel(node, (4501,), timeout=5)
+
+
+#: An ssh that forwards nothing but binds and listens on each -L port as ssh does, failing as ssh does when one is
+#: taken (ExitOnForwardFailure).
+FAKE_SSH = """#!{python}
+import socket, sys, time
+held = []
+for i, arg in enumerate(sys.argv):
+    if arg == "-L":
+        port = int(sys.argv[i + 1].split(":")[1])
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as error:
+            sys.exit(f"bind [127.0.0.1]:{{port}}: {{error.strerror}}\\nCould not request local forwarding.")
+        s.listen()
+        held.append(s)
+time.sleep(60)
+"""
+
+
+def test_a_tunnel_whose_local_port_was_taken_before_ssh_bound_it_tries_other_ports(tmp_path, monkeypatch):
+    """The local ports are free when the tunnel chooses them, not always when ssh binds them: another process of the
+    machine may take one in between (make test's other workers bind ports there too). ssh cannot forward it and
+    exits; the tunnel chooses other ports and starts ssh again, as the port's owner is none of its business."""
+    (tmp_path / "ssh").write_text(FAKE_SSH.format(python=sys.executable))
+    (tmp_path / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken = other.getsockname()[1]
+        free = trex._free_local_port
+        chosen = []
+        monkeypatch.setattr(trex, "_free_local_port", lambda: chosen.append(taken if not chosen else free()) or
+                            chosen[-1])
+        node = Node(name="tester", role="tester", ansible_host="127.0.0.1")
+        tunnel = SSHTunnel(node, (4501,), timeout=10)
+        try:
+            assert len(chosen) == 2 and tunnel.local_ports == (chosen[1],) != (taken,)
+        finally:
+            tunnel.close()
 
 
 def test_the_client_of_the_installed_trex_comes_first(tmp_path, monkeypatch):

@@ -95,6 +95,10 @@ FINE_WINDOW = 0.2
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
+#: ssh's last words when a local port it was to forward is taken (with ExitOnForwardFailure), and the times the
+#: tunnel chooses its ports and starts ssh before it gives up.
+SSH_FORWARD_REFUSED = "Could not request local forwarding"
+TUNNEL_PORT_ATTEMPTS = 3
 #: Why SIIT traffic (another IP version per port) is refused (TRexGenerator.capabilities).
 TRANSLATED_FRAMES_REFUSED = ("the same on both tester ports with the trex generator (TRex finds a frame's pg_id in "
                              "its IPv4 Identification or IPv6 Flow Label, which a SIIT translator does not carry "
@@ -152,25 +156,36 @@ class SSHTunnel:
 
     def __init__(self, node: Node, remote_ports: tuple[int, ...], timeout: float = TUNNEL_TIMEOUT):
         self.node, self.remote_ports = node, remote_ports
-        self.local_ports = tuple(_free_local_port() for _ in remote_ports)
-        forwards = []
-        for local, remote in zip(self.local_ports, remote_ports, strict=True):
-            forwards += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
-        # ControlPath=none: this ssh binds the local ports itself, never a master connection of the user's ssh
-        # configuration (_listening checks that the listeners are this process's).
-        argv = node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5", "-o", "ControlPath=none",
-                        *forwards)
-        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
         end = time.monotonic() + timeout
-        while not self._listening():
-            if self.process.poll() is not None or time.monotonic() > end:
-                self.close()
-                error = (self.process.stderr.read() or "").strip() if self.process.stderr else ""
+        for attempt in range(1, TUNNEL_PORT_ATTEMPTS + 1):
+            error = self._start(end)
+            if error is None:
+                return
+            # A local port found free was another process's by the time ssh bound it: other ports, again.
+            if SSH_FORWARD_REFUSED not in error or attempt == TUNNEL_PORT_ATTEMPTS:
                 raise GeneratorError(f"ssh tunnel to {node.name} ({node.ansible_host}) for TRex ports "
                                      f"{', '.join(map(str, remote_ports))} did not come up: "
                                      f"{error or f'no local port within {timeout:.0f} s'}")
+
+    def _start(self, end: float) -> str | None:
+        """ssh forwarding free local ports; None once it listens on them, else what ssh said (empty at the
+        deadline)."""
+        self.local_ports = tuple(_free_local_port() for _ in self.remote_ports)
+        forwards = []
+        for local, remote in zip(self.local_ports, self.remote_ports, strict=True):
+            forwards += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
+        # ControlPath=none: this ssh binds the local ports itself, never a master connection of the user's ssh
+        # configuration (_listening checks that the listeners are this process's).
+        argv = self.node.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5",
+                             "-o", "ControlPath=none", *forwards)
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+        while not self._listening():
+            if self.process.poll() is not None or time.monotonic() > end:
+                self.close()
+                return (self.process.stderr.read() or "").strip() if self.process.stderr else ""
             time.sleep(0.1)
+        return None
 
     def _listening(self) -> bool:
         """ssh itself listens on every local port. A port _free_local_port found free may be another process's by

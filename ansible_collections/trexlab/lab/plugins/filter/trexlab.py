@@ -8,6 +8,8 @@ in the built collection, copies): the collection needs no trexlab Python package
 from __future__ import annotations
 
 import ipaddress
+import posixpath
+import shlex
 
 from ansible_collections.trexlab.lab.plugins.plugin_utils import impairment, reference_dut, rolevalues, siit
 from ansible_collections.trexlab.lab.plugins.plugin_utils.addressing import (
@@ -236,6 +238,23 @@ def missing_packages(packages: list, dpkg_lines: list) -> list:
     return [package for package in packages if package not in installed]
 
 
+def empty_state_dirs(state_dir: str, root: str = rolevalues.STATE_ROOT) -> str:
+    """The sh script of a role's last absent task: state_dir, then each directory above it up to root
+    (/var/lib/trexlab/<lab>/<node>, <lab>, /var/lib/trexlab), removed while empty, each one removed printed.
+
+    The roles make these directories (mkdir -p), and a static or MAAS lab has no lab-down to remove them. Only
+    those below root go (a state directory elsewhere may be someone's own), and only while each is empty: another
+    role's state, another node's or another lab's stops it."""
+    path, root = posixpath.normpath(str(state_dir)), posixpath.normpath(root)
+    if path != root and not path.startswith(root + "/"):
+        return "true"
+    dirs = [path]
+    while dirs[-1] != root:
+        dirs.append(posixpath.dirname(dirs[-1]))
+    return f'for d in {" ".join(map(shlex.quote, dirs))}; do [ -d "$d" ] || continue; ' \
+           'rmdir "$d" 2>/dev/null || break; echo "$d"; done'
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -251,6 +270,7 @@ class FilterModule:
             "probed_host_facts": probed_host_facts,
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
+            "empty_state_dirs": empty_state_dirs,
             "reference_plan": reference_plan,
             "eamt_entries": eamt_entries,
             "siit_routes": siit_translator_routes,
