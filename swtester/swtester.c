@@ -69,6 +69,10 @@
 #define BATCH 64
 #define MAX_FRAME 9018
 #define FCS_LEN 4
+/* IPv4 flags and fragment offset (header bytes 6-7): More Fragments and the 13-bit offset. A datagram with either
+ * is a fragment. IPv6 marks one with a Fragment header (next header 44), whose More flag is bit 0 of its offset. */
+#define IPV4_FRAGMENT 0x3fff
+#define IPV6_FRAGMENT_HEADER 44
 /* Smallest IPv6 test frame: 84 B, the IPv6 minimum RFC 8219 and siitperf use in SIIT tests (a 64 B IPv4 frame
  * translated); trexlab's trial spec refuses smaller too (trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION). */
 #define MIN_FRAME_IPV6 84
@@ -78,10 +82,23 @@
  * blocks and wakes the receiver once per block, not once per frame. A receive socket
  * that queues every frame as an skb costs the CPU that delivers the frames (on veth: the
  * sender's) a clone and a wake-up per frame, and took half of the sender's rate. */
-#define RX_BLOCK_SIZE (1u << 20)
-#define RX_BLOCKS 64
 #define RX_BLOCK_TIMEOUT_MS 2 /* a block that is not full is handed over after this */
+/* The ring's size and its blocks (rx_ring_geometry). A block that is not full is handed over after the timeout all
+ * the same, so at a low rate each block holds the frames of one timeout: the ring was 64 blocks of 1 MiB, at any rate
+ * below 2.3 Mfps 64 timeouts (128 ms) of frames, and a receiver held up longer (the realtime throttle stops a thread
+ * for up to 50 ms a second, a hypervisor a vCPU for more) found it full; the kernel dropped the frames after that
+ * (tester_drops), and each counted as the DUT's loss. Now a block holds about one timeout of frames at the trial's
+ * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes, and the ring RX_RING_BYTES. A ring of B-byte blocks that fills at r frames
+ * a second, a block per timeout t or sooner, holds RX_RING_BYTES / (B / t + r * RX_FRAME_BYTES) s of frames: 2.0 s
+ * at 1 kfps, 1.8 s at 20 kfps, 1.0 s at 146 kfps (the largest rate of 64 KiB blocks), 0.6 s at 200 kfps, 0.14 s at
+ * 1 Mfps (before: 0.12-0.13 s at any rate up to 200 kfps, 0.09 s at 1 Mfps). */
+#define RX_RING_BYTES (64u << 20)
+#define RX_BLOCK_MIN (64u << 10)
+#define RX_BLOCK_MAX (1u << 20) /* the receiver wakes once per block: at high rates, once per 4,681 frames or more */
+#define RX_FRAME_SIZE 2048      /* tp_frame_size: only checked by TPACKET_V3, which packs frames at their length */
 #define SNAP_LEN 128          /* headers and test payload of any test frame */
+/* Ring bytes one frame takes at most: its header and address, the MAC header aligned, SNAP_LEN bytes of it. */
+#define RX_FRAME_BYTES (TPACKET_ALIGN(TPACKET3_HDRLEN + 16) + SNAP_LEN)
 /* Transmit ring (TPACKET_V2, PACKET_TX_RING): the sender writes each frame into a slot the kernel maps, and one
  * send() hands every slot marked TP_STATUS_SEND_REQUEST to the driver. The kernel builds each skb around the
  * slot's page (no copy of the frame, no per-message header to import) and gives the slot back
@@ -155,6 +172,7 @@ struct direction {
     struct config *cfg;
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
+    uint64_t fragments; /* this trial's test frames that arrived as fragments (their first fragment): not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
@@ -167,7 +185,8 @@ struct direction {
     enum send_method send_method; /* the one this direction's senders use */
     char send_fallback[160];      /* why SEND_AUTO fell back to sendmmsg ("" if it did not) */
     struct txq txq[MAX_THREADS];
-    uint8_t *ring; /* receive ring: RX_BLOCKS blocks of RX_BLOCK_SIZE bytes */
+    uint8_t *ring; /* receive ring: rx_blocks blocks of rx_block_size bytes (rx_ring_geometry) */
+    uint32_t rx_blocks, rx_block_size;
     enum receive_method receive_method; /* the one this direction's receiver uses */
     char receive_fallback[200];         /* why RECEIVE_AUTO fell back to the ring ("" if it did not) */
     int bpf_prog, bpf_state_fd, bpf_seen_fd; /* RECEIVE_BPF: the filter and its maps (-1: none) */
@@ -573,8 +592,9 @@ static int open_counting(struct direction *d) {
         const uint8_t R0 = BPF_REG_0, R1 = BPF_REG_1, R2 = BPF_REG_2, R3 = BPF_REG_3, R6 = BPF_REG_6,
                       R7 = BPF_REG_7, R8 = BPF_REG_8, R9 = BPF_REG_9, FP = BPF_REG_10;
         /* Network-order fields compare as loaded (each constant as its bytes in the frame would load). */
-        uint16_t ipv4, ipv6, trial;
+        uint16_t ipv4, ipv6, trial, fragment;
         memcpy(&ipv4, (const uint8_t[]){0x08, 0x00}, 2);
+        memcpy(&fragment, (const uint8_t[]){IPV4_FRAGMENT >> 8, IPV4_FRAGMENT & 0xff}, 2);
         memcpy(&ipv6, (const uint8_t[]){0x86, 0xdd}, 2);
         memcpy(&trial, (const uint8_t[]){(uint8_t)(c->trial_id >> 8), (uint8_t)c->trial_id}, 2);
         enum { HEAD = -32, HEAD_LEN = 24, PAYLOAD = -48 }; /* stack copies of the frame's bytes 0..23, payload */
@@ -592,6 +612,10 @@ static int open_counting(struct direction *d) {
         place(&a, L_V4);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, HEAD + 14 + 9, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 17, L_PASS);
+        /* A fragment (More Fragments or an offset) is no frame received whole: to the ring, whose receiver counts
+         * a first fragment of a test frame among the fragments (receive_frame). */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 14 + 6, 0);
+        jump(&a, BPF_JMP | BPF_JSET | BPF_K, R0, 0, fragment, L_PASS);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R7, FP, HEAD + 14, 0);
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
@@ -705,6 +729,16 @@ static void close_counting(struct direction *d) {
     d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
 }
 
+/* The blocks of direction d's receive ring: the smallest power of two from RX_BLOCK_MIN that holds the frames of one
+ * block timeout at the trial's rate (RX_BLOCK_MAX at most), as many as RX_RING_BYTES hold (see RX_RING_BYTES). */
+static void rx_ring_geometry(struct direction *d) {
+    double per_timeout = d->cfg->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES;
+    uint32_t block = RX_BLOCK_MIN;
+    while (block < RX_BLOCK_MAX && block < per_timeout) block <<= 1;
+    d->rx_block_size = block;
+    d->rx_blocks = RX_RING_BYTES / block;
+}
+
 /* Direction d's receive socket with a TPACKET_V3 ring (d->ring) and its filter: the counting one (open_counting)
  * where asked for and allowed, else one that keeps SNAP_LEN bytes of every frame. */
 static int open_receiver(struct direction *d) {
@@ -714,14 +748,16 @@ static int open_receiver(struct direction *d) {
     /* Keep only the first SNAP_LEN bytes of each frame: all the receiver reads. */
     struct sock_filter snap[] = {{BPF_RET | BPF_K, 0, 0, SNAP_LEN}};
     struct sock_fprog prog = {.len = 1, .filter = snap};
-    struct tpacket_req3 req = {.tp_block_size = RX_BLOCK_SIZE, .tp_block_nr = RX_BLOCKS, .tp_frame_size = 2048,
-                               .tp_frame_nr = RX_BLOCK_SIZE / 2048 * RX_BLOCKS,
+    rx_ring_geometry(d);
+    struct tpacket_req3 req = {.tp_block_size = d->rx_block_size, .tp_block_nr = d->rx_blocks,
+                               .tp_frame_size = RX_FRAME_SIZE,
+                               .tp_frame_nr = d->rx_block_size / RX_FRAME_SIZE * d->rx_blocks,
                                .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS};
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
         die("PACKET_VERSION TPACKET_V3: not supported by this kernel (needs >= 3.2)");
     if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
         die("PACKET_RX_RING: the kernel refused the receive ring (out of memory?)");
-    *ring = mmap(NULL, (size_t)RX_BLOCK_SIZE * RX_BLOCKS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    *ring = mmap(NULL, (size_t)d->rx_block_size * d->rx_blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
     d->receive_method = RECEIVE_RING;
     d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
@@ -853,10 +889,27 @@ static void *sender(void *arg) {
 static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seqs,
                           int *anys) {
     struct config *c = d->cfg;
-    int udp;
-    if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) udp = 14 + (f[14] & 15) * 4;
-    else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) udp = 14 + 40;
-    else return;
+    int udp, fragment = 0;
+    /* A fragment is not the frame sent: RFC 2544 counts the frames the DUT forwards (and its tester checks each one's
+     * length, section 10). A DUT that fragments a test frame (a smaller MTU on its way out, Don't Fragment clear)
+     * delivers a first fragment that carries the UDP header and the test payload: counted as received, that frame
+     * showed no loss. It counts among the fragments, disclosed, and as lost. Later fragments carry no UDP header. */
+    if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) {
+        unsigned more_and_offset = (unsigned)(f[20] << 8 | f[21]) & IPV4_FRAGMENT;
+        if (more_and_offset & 0x1fff) return; /* a later fragment */
+        fragment = more_and_offset != 0;
+        udp = 14 + (f[14] & 15) * 4;
+    } else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) {
+        udp = 14 + 40;
+    } else if (len >= 14 + 40 + 8 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd &&
+               f[20] == IPV6_FRAGMENT_HEADER && f[54] == 17 && (f[56] << 8 | f[57]) == 1) {
+        /* A first IPv6 fragment (offset 0, More set) of a UDP datagram: a SIIT DUT's translation of a frame too big
+         * for its IPv6 side, say. (An atomic fragment, offset 0 and More clear, is still passed over unread.) */
+        fragment = 1;
+        udp = 14 + 40 + 8;
+    } else {
+        return;
+    }
     const uint8_t *pl = f + udp + 8;
     if ((size_t)(udp + 8 + PAYLOAD_LEN) > len || pl[15] != MAGIC) return;
     if ((uint16_t)(pl[12] << 8 | pl[13]) != c->trial_id || (pl[14] & 1) != d->index) { d->foreign++; return; }
@@ -864,6 +917,7 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uin
     memcpy(&s32, pl, 4);
     uint64_t seq = ntohl(s32);
     if (seq >= d->intended) { d->foreign++; return; }
+    if (fragment) { d->fragments++; return; }
     if (d->receive_method != RECEIVE_BPF) { /* else the filter has: this frame is the first of its seq */
         if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; return; }
         d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
@@ -902,7 +956,7 @@ static void *receiver(void *arg) {
             stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
             if (d->bpf_state) __atomic_store_n(&d->bpf_state[BPF_STOP], stop_at, __ATOMIC_RELEASE);
         }
-        struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * RX_BLOCK_SIZE);
+        struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * d->rx_block_size);
         int ready = __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
         /* After the tail, once the kernel has handed over the block that was filling, and the receiver has read
          * every block handed over before (frames received within the tail that a receiver held up by the machine
@@ -923,7 +977,7 @@ static void *receiver(void *arg) {
             h += ph->tp_next_offset;
         }
         __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        block = (block + 1) % RX_BLOCKS;
+        block = (block + 1) % d->rx_blocks;
     }
     struct tpacket_stats_v3 st;
     socklen_t sl = sizeof st;
@@ -940,7 +994,7 @@ static void release(struct direction *d) {
     free(d->seen);
     free(d->tag);
     free(d->delays.counts);
-    munmap(d->ring, (size_t)RX_BLOCK_SIZE * RX_BLOCKS);
+    munmap(d->ring, (size_t)d->rx_block_size * d->rx_blocks);
     close_counting(d);
     for (int j = 0; j < d->cfg->threads; j++) {
         if (d->txq[j].ring) munmap(d->txq[j].ring, d->txq[j].ring_len);
@@ -1271,7 +1325,8 @@ int main(int argc, char **argv) {
                "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
-               "\"ring_frames\": %llu, \"latency\": ",
+               "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
+               "\"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1282,7 +1337,8 @@ int main(int argc, char **argv) {
                (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
-               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames);
+               json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
+               d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

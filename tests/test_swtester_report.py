@@ -144,3 +144,25 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
     """A KeyError or ValueError out of the trial before."""
     with pytest.raises(GeneratorError, match="swtester's histogram is not one"):
         trial_from_report(TAGGED, report(forward=direction(tags_sent=1, tags_received=1, latency=histogram)))
+
+
+def test_test_frames_that_arrived_fragmented_are_said_lost_as_fragments():
+    """swtester counts a test frame whose first fragment arrived in `fragments`, not as received (the DUT did not
+    forward the frame whole): the trial's notes say so, the loss stands."""
+    trial = trial_from_report(BOTH, report(forward=direction(received=0, fragments=1_000), reverse=direction()))
+    assert trial.directions["forward"].frames_lost == 1_000
+    assert [n for n in trial.notes if "fragment" in n] == [
+        "forward: 1,000 test frame(s) arrived fragmented (their first fragment counted by swtester): not received "
+        "whole, so counted as lost (RFC 2544 counts the frames a DUT forwards)"]
+    assert not any("fragment" in n for n in trial_from_report(BOTH, report(forward=direction(),
+                                                                           reverse=direction())).notes)
+    with pytest.raises(GeneratorError, match="forward.fragments is -1, not a count"):
+        trial_from_report(BOTH, report(forward=direction(fragments=-1), reverse=direction()))
+
+
+def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():
+    trial = trial_from_report(BOTH, report(forward=direction(received=990, tester_drops=10), reverse=direction()))
+    assert trial.directions["forward"].tester_drops == 10 and trial.directions["forward"].frames_lost == 10
+    assert [n for n in trial.notes if "tp_drops" in n] == [
+        "forward: swtester's receive ring dropped 10 frame(s) (PACKET_STATISTICS tp_drops): the tester's loss, not "
+        "the DUT's, counted as lost, so the trial's loss is an upper bound"]

@@ -14,9 +14,9 @@ import shutil
 import subprocess
 
 import pytest
+from tftools import NEEDS_MIRROR
 
 from labtools import REPO
-from tftools import NEEDS_MIRROR
 
 pytestmark = pytest.mark.terraform
 

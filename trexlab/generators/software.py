@@ -342,6 +342,14 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             frames_received=d["received"], frames_late=d["late"], tester_drops=d["tester_drops"],
             duplicates=d["duplicates"], reordered=d["reordered"], send_duration=d["send_duration"],
             latency=latency, **tags, **pacing_fields(d))
+        if d["tester_drops"]:  # swtester.c RX_RING_BYTES: a full receive ring drops frames before any count
+            notes.append(f"{name}: swtester's receive ring dropped {d['tester_drops']:,} frame(s) (PACKET_STATISTICS "
+                         "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial's loss is an "
+                         "upper bound")
+        if d.get("fragments"):  # swtester.c receive_frame: a fragment is not the frame sent
+            notes.append(f"{name}: {d['fragments']:,} test frame(s) arrived fragmented (their first fragment counted "
+                         "by swtester): not received whole, so counted as lost (RFC 2544 counts the frames a DUT "
+                         "forwards)")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if before is not None and after is not None:
@@ -369,6 +377,8 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
 #: The counts of each direction in swtester's report that the trial's figures are made of.
 REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
 REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
+#: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one).
+REPORT_NEWER_COUNTS = ("fragments",)
 
 
 def check_report(spec: TrialSpec, report: object) -> None:
@@ -382,7 +392,8 @@ def check_report(spec: TrialSpec, report: object) -> None:
         raise GeneratorError(f"swtester's report has the directions {found}, the trial ran "
                              f"{list(spec.active_directions)}")
     for name, d in directions.items():
-        keys = (*REPORT_COUNTS, *(REPORT_TAGS if spec.latency_mode != "none" else ()))
+        keys = (*REPORT_COUNTS, *(REPORT_TAGS if spec.latency_mode != "none" else ()),
+                *(key for key in REPORT_NEWER_COUNTS if isinstance(d, dict) and key in d))
         for key in keys:
             value = d.get(key) if isinstance(d, dict) else None
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
