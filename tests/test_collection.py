@@ -138,6 +138,21 @@ def test_absent_removes_the_state_directories_it_leaves_empty_and_no_other(tmp_p
     assert remove(mine) == [] and mine.exists()  # not below the root: someone's own directory
 
 
+def test_netem_refuses_to_replace_a_root_qdisc_of_the_nodes_own():
+    """roles/netem's check before any change: a port's root of handle 0: is the kernel's default (absent's delete
+    gives it back), one of the role's record with a netem or htb root is its own; any other root (a tbf the user
+    set, or a tbf on a port of the record) is refused, naming the port and the qdisc."""
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import root_qdisc_error
+
+    probe = ["#table inet filter", "#root eth0 mq 0:", "#root eth1 tbf 8003:", "#root eth2 netem 8001:"]
+    assert root_qdisc_error(["eth0", "eth2"], probe, ["eth2"]) == ""
+    assert root_qdisc_error([], probe, []) == ""  # nothing replaced (nftables loss, absent)
+    for devices, recorded in ((["eth0", "eth1"], []), (["eth1"], ["eth1"])):
+        error = root_qdisc_error(devices, probe, recorded)
+        assert error.startswith("test port eth1 has a root qdisc of its own (tbf 8003:)") and "\n" not in error
+    assert root_qdisc_error(["eth2"], probe, []).startswith("test port eth2 "), "netem of someone else's"
+
+
 def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():
     """ansible-doc -t role shows a role's options from meta/argument_specs.yml only: each variable of
     defaults/main.yml is an option there, and a literal default (not a template, not null) is its default."""

@@ -47,6 +47,14 @@ def apply(lab, *extra):
     return changed_count(result.stdout)
 
 
+def own_root_qdisc(dut) -> str:
+    """A tbf root qdisc, as a user may have set, on the DUT's forward egress port (far above any trial's rate)."""
+    port = dut.port(1).name
+    run(*dut.command(["tc", "qdisc", "replace", "dev", port, "root", "tbf", "rate", "10gbit", "burst", "1mb",
+                      "latency", "100ms"]))
+    return port
+
+
 def forward_trial(generator, frames=20_000, rate=10_000):
     spec = TrialSpec(offered_load=rate, duration=frames / rate, receive_tail=0.5)
     return generator.run_trial(spec)
@@ -56,21 +64,45 @@ def test_every_hundredth_frame_is_lost_forward_only_idempotent_and_fully_reverse
     if lab.kind == "vm":
         pytest.skip("every-Nth loss is the same nftables ruleset on every kernel: the local lab shows it")
     dut = lab.duts[0]
-    before = node_state(dut)
+    # A root qdisc of the DUT's own on the impaired port (far above the trial's rate): nftables drops in the
+    # forward hook and leaves it, and absent must too (node_state holds the qdiscs).
+    port = own_root_qdisc(dut)
     try:
-        assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
-        assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') == 0
-        # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied again,
-        # which the trial below measures.
-        run(*dut.command(["nft", "delete", "table", "inet", "trexlab_impairment"]))
-        assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
-        result = forward_trial(generator)
-        assert result.directions["forward"].frames_lost == 200, "exactly 1 in 100 of 20000 frames"
-        assert result.directions["reverse"].frames_lost == 0, "the reverse direction is not impaired"
+        before = node_state(dut)
+        try:
+            assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
+            assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') == 0
+            # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied
+            # again, which the trial below measures.
+            run(*dut.command(["nft", "delete", "table", "inet", "trexlab_impairment"]))
+            assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
+            result = forward_trial(generator)
+            assert result.directions["forward"].frames_lost == 200, "exactly 1 in 100 of 20000 frames"
+            assert result.directions["reverse"].frames_lost == 0, "the reverse direction is not impaired"
+        finally:
+            assert apply(lab, "-e", "netem_state=absent") > 0
+        assert node_state(dut) == before, "absent leaves the DUT as it was"
+        assert apply(lab, "-e", "netem_state=absent") == 0
     finally:
-        assert apply(lab, "-e", "netem_state=absent") > 0
-    assert node_state(dut) == before, "absent leaves the DUT as it was"
-    assert apply(lab, "-e", "netem_state=absent") == 0
+        run(*dut.command(["tc", "qdisc", "del", "dev", port, "root"]))
+
+
+def test_a_root_qdisc_of_the_duts_own_is_refused_before_any_change(lab, has_netem):
+    """netem replaces the root qdisc of the port it impairs and absent deletes it, which gives back the kernel's
+    default: a tbf the user set was gone for good. Refused before any change instead, naming port and qdisc."""
+    if not has_netem:
+        pytest.skip("this DUT's kernel has no sch_netem (the local lab here): the role replaces no root qdisc "
+                    "(nftables loss; the local every-Nth test keeps a tbf root), the VM lab runs this test")
+    dut = lab.duts[0]
+    port = own_root_qdisc(dut)
+    try:
+        before = node_state(dut)
+        result = playbook(lab, PLAY, "-e", "netem_loss_percent=1", "-e", '{"netem_directions": ["forward"]}')
+        assert result.returncode != 0, result.stdout[-2000:]
+        assert f"test port {port} has a root qdisc of its own (tbf " in result.stdout, result.stdout[-2000:]
+        assert node_state(dut) == before
+    finally:
+        run(*dut.command(["tc", "qdisc", "del", "dev", port, "root"]))
 
 
 def test_one_percent_random_loss_measures_as_such(lab, generator):

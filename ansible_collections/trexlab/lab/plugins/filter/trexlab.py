@@ -166,6 +166,32 @@ def impairment_plan(settings: dict, ports: list[dict], kernel_has_netem: bool, s
     return {**result, **plan, "applied": applied}
 
 
+#: The root qdiscs roles/netem puts on a port it impairs (netem; htb for a selective delay).
+NETEM_ROOTS = ("netem", "htb")
+
+
+def root_qdisc_error(devices: list, probe_lines: list, recorded: list) -> str:
+    """'' where roles/netem may replace the root qdisc of each of these devices, else the one-line refusal.
+
+    probe_lines hold the netem probe's '#root <dev> <kind> <handle>' lines. netem puts its own root qdisc on a port
+    and absent deletes it, which gives the port the kernel's default root back (the one of handle 0:). A root the
+    node's user set (fq, a tbf, an htb tree) would be gone for good: tc dumps no arguments that make it again
+    (options in other units, child classes and filters), so it is refused before any change, unless it is this
+    role's own from an earlier run (a device of its record with a netem or htb root)."""
+    roots = {}
+    for line in probe_lines:
+        parts = str(line).split()
+        if len(parts) == 4 and parts[0] == "#root":
+            roots[parts[1]] = (parts[2], parts[3])
+    for dev in devices:
+        kind, handle = roots.get(dev, ("", "0:"))
+        if handle != "0:" and not (dev in recorded and kind in NETEM_ROOTS):
+            return (f"test port {dev} has a root qdisc of its own ({kind} {handle}), which netem would replace and "
+                    f"absent could not put back: allowed only the kernel's default root qdisc there (remove it: tc "
+                    f"qdisc del dev {dev} root, or leave its direction out of netem_directions)")
+    return ""
+
+
 def reference_plan(settings: dict, ports: list[dict], state: str = "present") -> dict:
     """roles/dut_reference's plan: trexlab.reference_dut.plan, with a bad request as 'error' (one line)."""
     result = {"error": None, "table": reference_dut.TABLE, "nft": "", "applied": {"nft": ""}}
@@ -270,6 +296,7 @@ class FilterModule:
             "probed_host_facts": probed_host_facts,
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
+            "root_qdisc_error": root_qdisc_error,
             "empty_state_dirs": empty_state_dirs,
             "reference_plan": reference_plan,
             "eamt_entries": eamt_entries,
