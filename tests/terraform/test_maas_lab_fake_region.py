@@ -109,3 +109,25 @@ def test_a_machine_without_the_declared_test_port_fails_lab_up_and_lab_down_stil
             down = lab("down", {**env, "TFVARS": ""})
         assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
         assert {m["status"] for m in maas.machines.values()} == {"Ready"}, "nothing stays allocated"
+
+
+
+def test_a_hostname_no_machine_can_have_is_refused_before_any_machine_is_allocated(tmp_path):
+    # A typo (a blank) in dut1's hostname: its allocation could only fail, after the tester's had succeeded,
+    # and the tester stayed allocated until lab-down.
+    key = random_api_key()
+    tfvars = tmp_path / "lab.tfvars"
+    tfvars.write_text(EXAMPLE.read_text().replace('hostname   = "dut-r640-1"', 'hostname   = "dut r640-1"', 1))
+    assert tfvars.read_text() != EXAMPLE.read_text()
+    with FakeMaas(key, region_machines()) as maas:
+        env = {"LAB": "maas", "LAB_NAME": "s8fr", "TOPOLOGY": "single", "TFVARS": str(tfvars),
+               "MAAS_API_URL": maas.url, "MAAS_API_KEY": key}
+        try:
+            up = lab("up", env)
+            assert up.returncode != 0
+            assert "dut1: hostname 'dut r640-1' is not a host name" in " ".join(up.stderr.split()), up.stderr[-3000:]
+            assert maas.calls("allocate") == [], "a refused declaration allocated machines"
+        finally:
+            down = lab("down", {**env, "TFVARS": ""})
+        assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
+    assert not (REPO / ".cache/labs/s8fr").exists()

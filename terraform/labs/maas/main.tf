@@ -37,11 +37,16 @@ locals {
     if m.hostname == null && length(m.tags) == 0 && m.pool == null],
     [for h in distinct(local.hostnames) : "hostname ${h} is declared for more than one node"
     if length([for x in local.hostnames : x if x == h]) > 1],
+    # RFC 1123 host names, which is all a MAAS machine can be called: another one could only fail its own
+    # allocation, after the other nodes' had succeeded and while they stay allocated (until lab-down).
+    [for name, m in var.machines : "${name}: hostname '${m.hostname}' is not a host name (dot-separated labels of 1-63 characters A-Z a-z 0-9 -, no - first or last; at most 253 characters)"
+    if m.hostname != null && !(length(coalesce(m.hostname, "-")) <= 253 && can(regex("^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$", coalesce(m.hostname, "-"))))],
   )
 }
 
 resource "maas_instance" "node" {
-  # Nothing is allocated for a declaration with problems (the output's precondition names them).
+  # Nothing is allocated for a declaration with problems (the output's precondition names them when Terraform
+  # plans, so before any allocation).
   for_each = length(local.problems) == 0 ? var.machines : {}
 
   allocate_params {

@@ -196,3 +196,14 @@ run "rejects_a_machine_selected_by_nothing" {
   }
   expect_failures = [output.inventory_yaml]
 }
+
+run "rejects_a_hostname_no_machine_can_have" {
+  command = plan
+  variables {
+    machines = {
+      tester = { hostname = "trex-01.lab.example", cpus = [0], test_ports = [{ name = "p0", mac = "02:00:00:00:00:01" }, { name = "p1", mac = "02:00:00:00:00:02" }] }
+      dut1   = { hostname = "-oProxyCommand=x", cpus = [1], test_ports = [{ name = "l", mac = "02:00:00:00:01:01" }, { name = "r", mac = "02:00:00:00:01:02" }] }
+    }
+  }
+  expect_failures = [output.inventory_yaml]
+}
