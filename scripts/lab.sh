@@ -134,7 +134,7 @@ lab_up() {
   if [ -f "$STATE_DIR/terraform.tfstate" ] && terraform -chdir="$MODULE" state list 2>/dev/null | grep -q terraform_data.lab; then
     plan=$(terraform -chdir="$MODULE" output -json plan)
     if ! NSLAB_PLAN=$plan VMLAB_PLAN=$plan python3 "$MODULE/scripts/$REALISER" status 2>/dev/null; then
-      replace=(-replace=terraform_data.lab)
+      replace=(-replace=module.realiser.terraform_data.lab)
     fi
   fi
   tf_vars

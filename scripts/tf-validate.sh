@@ -12,7 +12,7 @@ have terraform || { say "terraform validate: skipped, terraform not found"; exit
 [ -z "${TREXLAB_PROVIDERS_LOCK:-}" ] || flock -s "$TREXLAB_PROVIDERS_LOCK" true
 # Validate the root modules that need no provider download, and those that need a provider where the
 # mirror of make providers has it (a user with registry access validates them with plain terraform).
-dirs=(labs/local labs/static labs/vm modules/inventory modules/management modules/topology)
+dirs=(labs/local labs/static labs/vm modules/inventory modules/management modules/realiser modules/topology)
 if [ -f terraform/providers/terraformrc ] && [ -d terraform/providers/mirror ]; then
   dirs+=(labs/maas)
 else

@@ -6,6 +6,9 @@ applies and destroys of the real main.tf, in seconds, with no root and no lab. C
 - an `up` that failed halfway is still taken down by lab-down (Terraform runs no destroy-time provisioner
   of a tainted resource);
 - another topology takes the old lab down, with the old plan, before the new one comes up;
+- a lab made before the realiser's resources moved into terraform/modules/realiser (its state holds them at
+  the root: terraform_data.lab, terraform_data.teardown) is neither replaced nor touched by the next apply:
+  the labs' moved blocks carry its state over;
 - the checkout's path reaches no shell.
 """
 
@@ -55,7 +58,8 @@ def test_failed_up_is_taken_down_and_a_new_topology_replaces_the_old_lab(tmp_pat
     assert init.returncode == 0, init.stdout[-2000:] + init.stderr[-2000:]
 
     def tf(command: str, topology: str) -> str:
-        result = terraform(str(module), command, "-auto-approve", "-input=false", "-var=lab_name=rlc",
+        approve = [] if command == "plan" else ["-auto-approve"]
+        result = terraform(str(module), command, *approve, "-input=false", "-var=lab_name=rlc",
                            f"-var=topology={topology}", f"-var=state_dir={state}", "-var=cpu_count=2", *extra,
                            env=env)
         return result.stdout + result.stderr if result.returncode == 0 else f"failed: {result.stderr[-1500:]}"
@@ -75,12 +79,29 @@ def test_failed_up_is_taken_down_and_a_new_topology_replaces_the_old_lab(tmp_pat
     assert not out.startswith("failed:"), out
     assert calls() == ["['down'] rlc single"], "lab-down of a lab whose up failed left it up"
 
+    out = tf("apply", "single")
+    assert not out.startswith("failed:"), out
+    assert calls() == ["['up'] rlc single"]
+
+    # The state a lab-up before the module wrote: the same resources, at the root's addresses.
+    for resource in ("lab", "teardown"):
+        moved = terraform(str(module), "state", "mv", f"module.realiser.terraform_data.{resource}",
+                          f"terraform_data.{resource}", env=env)
+        assert moved.returncode == 0, moved.stderr[-1500:]
+    out = tf("plan", "single")
+    assert "0 to add, 0 to change, 0 to destroy" in out or "No changes." in out, out
+    assert "must be replaced" not in out and "will be destroyed" not in out, out
+    out = tf("apply", "single")
+    assert not out.startswith("failed:"), out
+    assert calls() == [], "the lab made before the realiser module was taken down or made again"
+    listed = terraform(str(module), "state", "list", env=env).stdout.split()
+    assert {"module.realiser.terraform_data.lab", "module.realiser.terraform_data.teardown"} <= set(listed), listed
+
     # Another topology: the old lab down with its own plan, then the new one up; lab-down takes that one down.
-    for topology in ("single", "dual"):
-        out = tf("apply", topology)
-        assert not out.startswith("failed:"), out
-    # (`down` runs twice where the lab is not tainted: once for the lab, once for terraform_data.teardown.)
-    assert calls() == ["['up'] rlc single", *["['down'] rlc single"] * 2, "['up'] rlc dual"]
+    out = tf("apply", "dual")
+    assert not out.startswith("failed:"), out
+    # (`down` runs twice where the lab is not tainted: once for the lab, once for the realiser's teardown.)
+    assert calls() == [*["['down'] rlc single"] * 2, "['up'] rlc dual"]
     out = tf("destroy", "dual")
     assert not out.startswith("failed:"), out
     assert calls() == ["['down'] rlc dual"] * 2

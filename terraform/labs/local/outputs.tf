@@ -1,7 +1,7 @@
 output "inventory_yaml" {
   description = "The Ansible inventory of this lab."
   value       = module.inventory.inventory_yaml
-  depends_on  = [terraform_data.lab]
+  depends_on  = [module.realiser]
 }
 
 output "plan" {

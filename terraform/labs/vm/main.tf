@@ -85,65 +85,22 @@ locals {
   }
 }
 
-# The realiser's `down` also on a resource of its own that nothing can taint. Terraform runs no destroy-time
-# provisioner of a tainted resource, and terraform_data.lab is tainted whenever its `up` failed halfway (a
-# node whose sshd never answered, Ctrl-C): with `down` only there, lab-down of such a lab destroyed the state
-# and left its namespaces, links and processes running. The lab depends on this one, so this one is destroyed
-# after it: on lab-down, and on a replacement (another plan) with the old plan, before the new lab's `up`.
-# (`down` is idempotent; the lab's own destroy provisioner stays for a lab made before this resource existed.)
-resource "terraform_data" "teardown" {
-  input = {
-    plan   = jsonencode(local.plan)
-    script = abspath("${path.module}/scripts/vmlab.py")
-  }
-  triggers_replace = jsonencode(local.plan)
-
-  provisioner "local-exec" {
-    when = destroy
-    # The script as an argument of its own, through no shell: a checkout path with a blank or a $( ) in it
-    # stays one word and runs nothing.
-    interpreter = ["python3", self.input.script]
-    command     = "down"
-    environment = {
-      VMLAB_PLAN = self.input.plan
-    }
-  }
+# The lab made and removed by scripts/vmlab.py (up, down), with terraform/modules/realiser (shared with the other lab this machine realises).
+module "realiser" {
+  source = "../../modules/realiser"
+  plan   = jsonencode(local.plan)
+  script = abspath("${path.module}/scripts/vmlab.py")
 }
 
-resource "terraform_data" "lab" {
-  input = {
-    plan   = jsonencode(local.plan)
-    script = abspath("${path.module}/scripts/vmlab.py")
-  }
-  # The lab is realised by the create provisioner only: another plan (make lab-up TOPOLOGY=dual on a single lab)
-  # replaces it, the old plan's lab torn down first (terraform_data.teardown). An input change alone is an
-  # in-place update that runs no provisioner: the inventory named the new plan's nodes while the old lab stayed up.
-  triggers_replace = jsonencode(local.plan)
-  depends_on       = [terraform_data.teardown]
+# A lab made before the realiser was a module keeps its state: its resources move, nothing is made again.
+moved {
+  from = terraform_data.teardown
+  to   = module.realiser.terraform_data.teardown
+}
 
-  lifecycle {
-    precondition {
-      condition     = length(module.topology.problems) == 0 && var.image_dir != ""
-      error_message = "No guest image (run through scripts/lab.sh, which prepares it) or a broken topology: ${join("; ", module.topology.problems)}"
-    }
-  }
-
-  provisioner "local-exec" {
-    interpreter = ["python3", self.input.script]
-    command     = "up"
-    environment = {
-      VMLAB_PLAN = self.input.plan
-    }
-  }
-
-  provisioner "local-exec" {
-    when        = destroy
-    interpreter = ["python3", self.input.script]
-    command     = "down"
-    environment = {
-      VMLAB_PLAN = self.input.plan
-    }
-  }
+moved {
+  from = terraform_data.lab
+  to   = module.realiser.terraform_data.lab
 }
 
 module "inventory" {

@@ -47,7 +47,7 @@ run "needs_a_prepared_image" {
   variables {
     image_dir = ""
   }
-  expect_failures = [terraform_data.lab]
+  expect_failures = [output.plan]
 }
 
 run "dual_plan_has_the_shape_of_every_lab" {
