@@ -186,6 +186,19 @@ def changed_count(output: str) -> int:
     return sum(int(r["changed"]) for r in recap)
 
 
+def changed_tasks(output: str) -> list[str]:
+    """'<task> <host>' for each task and host an ansible-playbook output reports changed: a check-mode
+    run must report each change the real run then makes, task by task (a skipped command reports none); sorted,
+    as hosts finish a task in any order."""
+    changed, task = [], ""
+    for line in output.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:line.index("]")]
+        elif m := re.match(r"changed: \[([^]]+)\]", line):
+            changed.append(f"{task} {m.group(1)}")
+    return sorted(changed)
+
+
 #: What node_state reads, by key: the commands whose output a role may change.
 NODE_STATE = {"addr": ["ip", "-j", "addr"], "route4": ["ip", "-4", "route"], "route6": ["ip", "-6", "route"],
               "neigh": ["ip", "neigh", "show", "nud", "permanent"], "tc": ["tc", "qdisc", "show"],

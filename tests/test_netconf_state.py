@@ -135,3 +135,16 @@ def test_absent_puts_back_the_route_and_neighbour_the_node_had_for_the_same_dest
     assert less["state"]["neighbours"] == before["state"]["neighbours"], less
     assert absent["state"] == before["state"], absent
     assert not (tmp_path / "netconf.json").exists()
+
+
+def test_absent_puts_back_a_route_of_the_nodes_own_that_pruning_removed(tmp_path):
+    """prune_routes_within deletes undeclared routes in the benchmarking range (dut_routing: a run with fewer
+    networks), also one the node had before the first run: absent must put it back."""
+    setup = ("ip addr add 198.18.0.1/24 dev d0; ip route add 198.19.5.0/24 via 198.18.0.9 dev d0 proto static metric 7")
+    declared = {"addresses": [{"dev": "d0", "address": "198.18.0.1/24"}],
+                "routes": [{"dst": "198.19.0.0/24", "via": "198.18.0.2", "dev": "d0"}],
+                "prune_routes_within": ["198.18.0.0/15"]}
+    before, present, again, absent = runs(tmp_path, setup, declared, declared, {**declared, "state": "absent"})
+    assert "198.19.5.0/24" not in present["state"]["routes"], "pruned while the declaration is applied"
+    assert again["result"]["changed"] is False, again["result"]
+    assert absent["state"] == before["state"], absent

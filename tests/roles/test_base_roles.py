@@ -3,7 +3,6 @@ RPS on the DUT's CPUs, facts reported for provenance, idempotent, and absent res
 
 
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from trexlab.results.provenance import host_facts
 from trexlab.rolevalues import STATE_ROOT
 from trexlab.testbed.inventory import load_lab
 
-from labtools import changed_count, lab_env, node_state, playbook, run
+from labtools import changed_count, changed_tasks, lab_env, node_state, playbook, run
 
 # Configuration and frame counts at low rates, nothing that a busy CPU changes: make test runs it beside
 # other such tests (the `unmeasured` marker).
@@ -37,19 +36,6 @@ def sysctls(netns: str, ports: list[str]) -> dict:
     values = {k: read(f"/proc/sys/net/{k}") for k in ("ipv4/ip_forward", "ipv6/conf/all/forwarding")}
     values |= {f"rps {p}": read(f"/sys/class/net/{p}/queues/rx-0/rps_cpus") for p in ports}
     return values
-
-
-def changed_tasks(output: str) -> list[str]:
-    """'<task> <host>' for each task and host an ansible-playbook output reports changed: a check-mode
-    run must report each change the real run then makes, task by task (a skipped command reports none); sorted,
-    as hosts finish a task in any order."""
-    changed, task = [], ""
-    for line in output.splitlines():
-        if line.startswith("TASK ["):
-            task = line[6:line.index("]")]
-        elif m := re.match(r"changed: \[([^]]+)\]", line):
-            changed.append(f"{task} {m.group(1)}")
-    return sorted(changed)
 
 
 def state(lab) -> dict:

@@ -10,7 +10,7 @@ from trexlab.generators import create_generator
 from trexlab.reference_dut import ReferenceDut
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, node_state, playbook, run
+from labtools import changed_count, changed_tasks, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-reference.yml"
@@ -23,9 +23,15 @@ def lab(lab_factory):
     return lab_factory("ex1", "single", 1)  # the shared lab of the end-to-end tests (tests/e2e)
 
 
-def apply(lab, **settings) -> int:
-    result = playbook(lab, PLAY, "-e", json.dumps({f"dut_reference_{k}": v for k, v in settings.items()}))
+def apply(lab, check_first: bool = False, **settings) -> int:
+    """The role applied with these settings; check_first: a --check run before, which must report each change the
+    real run then makes."""
+    argv = ("-e", json.dumps({f"dut_reference_{k}": v for k, v in settings.items()}))
+    check = playbook(lab, PLAY, *argv, "--check") if check_first else None
+    result = playbook(lab, PLAY, *argv)
     assert result.returncode == 0, result.stdout[-3000:]
+    if check is not None:
+        assert changed_tasks(check.stdout) == changed_tasks(result.stdout), check.stdout[-3000:]
     return changed_count(result.stdout)
 
 
@@ -42,7 +48,7 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
     before = node_state(dut.netns)
     declared = {"rate_fps": DUT.rate_fps, "burst_frames": DUT.burst_frames, "loss_every_nth": DUT.loss_every_nth}
     try:
-        assert apply(lab, **declared) > 0
+        assert apply(lab, check_first=True, **declared) > 0
         assert apply(lab, **declared) == 0, "idempotent"
         # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied again.
         run("ip", "netns", "exec", dut.netns, "nft", "delete", "table", "inet", "trexlab_reference")
@@ -62,7 +68,7 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
         for name, direction in under.directions.items():
             assert (direction.frames_sent, direction.frames_lost) == (8_000, 8), (name, direction)
     finally:
-        assert apply(lab, state="absent") > 0
+        assert apply(lab, check_first=True, state="absent") > 0
     assert node_state(dut.netns) == before, "absent leaves the DUT as it was"
     assert apply(lab, state="absent") == 0
 

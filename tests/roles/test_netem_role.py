@@ -15,7 +15,7 @@ from trexlab.generators import create_generator
 from trexlab.plan.campaign import NETEM_PROBE, dut_passes
 from trexlab.trial import TrialSpec
 
-from labtools import VENV, changed_count, node_state, playbook, run
+from labtools import VENV, changed_count, changed_tasks, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-impairment.yml"
@@ -41,9 +41,13 @@ def has_netem(lab):
     return all(dut_passes(dut, NETEM_PROBE) for dut in lab.duts)
 
 
-def apply(lab, *extra):
+def apply(lab, *extra, check_first: bool = False):
+    """The role applied; check_first: a --check run before, which must report each change the real run then makes."""
+    check = playbook(lab, PLAY, *extra, "--check") if check_first else None
     result = playbook(lab, PLAY, *extra)
     assert result.returncode == 0, result.stdout[-3000:]
+    if check is not None:
+        assert changed_tasks(check.stdout) == changed_tasks(result.stdout), check.stdout[-3000:]
     return changed_count(result.stdout)
 
 
@@ -70,7 +74,8 @@ def test_every_hundredth_frame_is_lost_forward_only_idempotent_and_fully_reverse
     try:
         before = node_state(dut)
         try:
-            assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') > 0
+            assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}',
+                         check_first=True) > 0
             assert apply(lab, "-e", "netem_loss_every_nth=100", "-e", '{"netem_directions": ["forward"]}') == 0
             # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied
             # again, which the trial below measures.
@@ -80,7 +85,7 @@ def test_every_hundredth_frame_is_lost_forward_only_idempotent_and_fully_reverse
             assert result.directions["forward"].frames_lost == 200, "exactly 1 in 100 of 20000 frames"
             assert result.directions["reverse"].frames_lost == 0, "the reverse direction is not impaired"
         finally:
-            assert apply(lab, "-e", "netem_state=absent") > 0
+            assert apply(lab, "-e", "netem_state=absent", check_first=True) > 0
         assert node_state(dut) == before, "absent leaves the DUT as it was"
         assert apply(lab, "-e", "netem_state=absent") == 0
     finally:

@@ -116,7 +116,8 @@ options:
   prune_routes_within:
     description:
       - With O(state=present), routes through a gateway whose destination lies inside one of these prefixes but
-        which are not declared are deleted (a run with fewer networks than the last one).
+        which are not declared are deleted (a run with fewer networks than the last one). One the node had before
+        (not added by this module) is recorded and put back by O(state=absent).
     type: list
     elements: str
     default: []
@@ -368,8 +369,9 @@ REPLACING = ("routes", "neighbours")
 def read_state(path: str) -> tuple[dict, dict | None, dict]:
     """state_file: each setting's value from before the first run, per kind of item the items this module
     added (None for a file of an earlier version, which recorded the settings only), and per item of REPLACING
-    the node's entries its adding took the place of (a list of routes_to entries; a neighbour's MAC)."""
-    replaced: dict = {kind: {} for kind in REPLACING}
+    the node's entries its adding took the place of (a list of routes_to entries; a neighbour's MAC), with under
+    "pruned" the node's routes that prune_routes_within deleted (routes_to entries)."""
+    replaced: dict = {kind: {} for kind in REPLACING} | {"pruned": []}
     if not os.path.exists(path):
         return {}, {kind: set() for kind in ITEMS}, replaced
     with open(path) as f:
@@ -377,6 +379,7 @@ def read_state(path: str) -> tuple[dict, dict | None, dict]:
     if isinstance(saved.get("settings"), dict) and isinstance(saved.get("added"), dict):
         for kind in REPLACING:
             replaced[kind] = {tuple(item): previous for item, previous in saved.get("replaced", {}).get(kind, [])}
+        replaced["pruned"] = saved.get("replaced", {}).get("pruned", [])
         return (saved["settings"], {kind: {tuple(item) for item in saved["added"].get(kind, [])} for kind in ITEMS},
                 replaced)
     return saved, None, replaced
@@ -390,7 +393,8 @@ def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS},
-                   "replaced": {kind: sorted(map(list, replaced[kind].items())) for kind in REPLACING}}, f)
+                   "replaced": {**{kind: sorted(map(list, replaced[kind].items())) for kind in REPLACING},
+                                "pruned": replaced["pruned"]}}, f)
 
 
 def setting_io(key: str):
@@ -508,6 +512,9 @@ def main() -> None:
         for dst, via, dev in sorted(current_routes()):
             net = ipaddress.ip_network(dst)
             if dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
+                if (dst, via, dev) not in added["routes"] and not module.check_mode:
+                    # The node's own (not one an earlier run added): kept, for absent to put back.
+                    replaced["pruned"] += [r for r in routes_to(dst) if r.get("gateway") == via and r.get("dev") == dev]
                 apply("routes", (dst, via, dev), False, " undeclared")
 
     try:
@@ -539,6 +546,11 @@ def main() -> None:
                         apply(kind, item, False)
                     added[kind].clear()
                     orphans(kind)
+                    if kind == "routes":
+                        for entry in replaced["pruned"]:
+                            changes.append(f"put back pruned route {' '.join(route_argv(entry))}")
+                            if not module.check_mode and entry not in routes_to(entry["dst"]):
+                                ip(family(entry["dst"]), "route", "add", *route_argv(entry), "table", "main")
             for key in sorted(set(declared) | set(saved)):
                 read, write = setting_io(key)
                 if present and key in declared:
