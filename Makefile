@@ -59,7 +59,7 @@ $(call _refuse,NETWORKS,allowed 1..256)
 endif
 export LAB TOPOLOGY NETWORKS
 
-.PHONY: help setup providers swtester lab-up configure lab-down run report demo lint test test-unit test-lab bench clean
+.PHONY: help setup providers swtester lab-up configure lab-down lab-status run report demo lint test test-unit test-lab bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 24
@@ -81,6 +81,9 @@ configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; L
 
 lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
 	@scripts/lab.sh down
+
+lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only); exit 1 if one is down
+	@scripts/lab.sh status
 
 run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results]
 	@scripts/run-experiment.sh '$(EXP)'

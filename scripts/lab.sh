@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make lab-up / configure / lab-down.
+# make lab-up / configure / lab-down / lab-status.
 #   LAB=local|vm|static|maas  TOPOLOGY=single|dual|loopback  NETWORKS=1..256  LAB_NAME=[a-z0-9]{1,6}
 #   TFVARS=file.tfvars (static and maas labs: the machines you declare)
 # Every lab kind writes the same inventory: inventory/generated/<LAB_NAME>/hosts.yml.
@@ -8,6 +8,7 @@ source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
 action=${1:-}
+NAMED=${LAB_NAME:-}  # lab-status: that lab only; without it, every lab of this checkout
 LAB=${LAB:-local}
 LAB_NAME=${LAB_NAME:-$LAB}
 TOPOLOGY=${TOPOLOGY:-single}
@@ -15,11 +16,9 @@ NETWORKS=${NETWORKS:-1}
 STATE_DIR="$TREXLAB_ROOT/.cache/labs/$LAB_NAME"
 INVENTORY_DIR="$TREXLAB_ROOT/inventory/generated/$LAB_NAME"
 MODULE="terraform/labs/$LAB"
-REALISER=nslab.py  # the script of the module that realises its plan (status: is the lab still there?)
-[ "$LAB" = vm ] && REALISER=vmlab.py
 
 # Validate everything before anything changes.
-case "$action" in up|configure|down) ;; *) refuse "action=$action: usage: scripts/lab.sh up|configure|down";; esac
+case "$action" in up|configure|down|status) ;; *) refuse "action=$action: usage: scripts/lab.sh up|configure|down|status";; esac
 case "$LAB" in local|vm|static|maas) ;; *) refuse "LAB=$LAB: allowed local, vm, static, maas";; esac
 case "$TOPOLOGY" in single|dual|loopback) ;; *) refuse "TOPOLOGY=$TOPOLOGY: allowed single, dual, loopback";; esac
 check_lab_name "$LAB_NAME"
@@ -32,9 +31,10 @@ check_lab_name "$LAB_NAME"
 # lab ended in a traceback. Labs made before lab-up recorded it ($STATE_DIR/kind) tell by their state; without
 # a state nothing of the lab is up (a lab-up that failed before Terraform ran), and any kind may make it.
 made_as() {
-  local state="$STATE_DIR/terraform.tfstate"
+  local dir=${1:-$STATE_DIR}
+  local state="$dir/terraform.tfstate"
   [ -f "$state" ] || return 0
-  if [ -f "$STATE_DIR/kind" ]; then cat "$STATE_DIR/kind"
+  if [ -f "$dir/kind" ]; then cat "$dir/kind"
   else
     if grep -q '"maas_instance"' "$state"; then echo maas
     elif grep -q 'scripts/vmlab\.py' "$state"; then echo vm
@@ -42,6 +42,50 @@ made_as() {
     fi
   fi
 }
+# make lab-status: each lab of this checkout (LAB_NAME given: that one) with its kind, topology and state
+# directory, and whether it is up; a local or VM lab's realiser names what of it is down (a node's sshd that
+# died, a VM, a namespace). Bare-metal machines are not probed (make configure reaches them). Exit 1 when a
+# lab is down, so that a script can tell.
+lab_status() {
+  local dir name kind plan topology found rc=0
+  local dirs=("$TREXLAB_ROOT/.cache/labs/$NAMED")
+  [ -n "$NAMED" ] || dirs=("$TREXLAB_ROOT"/.cache/labs/*/)
+  [ -e "${dirs[0]}" ] || [ -n "$NAMED" ] || { printf '%s\n' "no lab in this checkout (.cache/labs/ is empty)"; return 0; }
+  for dir in "${dirs[@]}"; do
+    dir=${dir%/}
+    name=${dir##*/}
+    if [ ! -f "$dir/terraform.tfstate" ]; then
+      printf '%s\n' "lab $name: not up (no Terraform state)"
+      continue
+    fi
+    kind=$(made_as "$dir")
+    case "$kind" in
+      local|vm)
+        plan=$(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["outputs"]["plan"]["value"]))' \
+          "$dir/terraform.tfstate" 2>/dev/null) || { printf '%s\n' "lab $name ($kind, $dir): down: its Terraform state has no plan"; rc=1; continue; }
+        topology=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["topology"])' "$plan")
+        if found=$(run_realiser "$kind" "$plan" status); then
+          printf '%s\n' "lab $name ($kind, $topology, $dir): up"
+        else
+          printf '%s\n' "lab $name ($kind, $topology, $dir): down: ${found//$'\n'/; }; make lab-up LAB=$kind LAB_NAME=$name makes it again"
+          rc=1
+        fi;;
+      *)
+        topology=$(sed -n 's/^topology = "\(.*\)"$/\1/p' "$dir/lab.tfvars" 2>/dev/null)
+        printf '%s\n' "lab $name (${kind:-unknown kind}, ${topology:-unknown topology}, $dir): in its Terraform state (bare-metal machines are not probed here)";;
+    esac
+  done
+  return "$rc"
+}
+
+# The realiser of a local or VM lab ($1) on the plan $2: up, down or status ($3).
+run_realiser() {
+  local script=terraform/labs/local/scripts/nslab.py
+  [ "$1" = vm ] && script=terraform/labs/vm/scripts/vmlab.py
+  NSLAB_PLAN=$2 VMLAB_PLAN=$2 python3 "$script" "$3"
+}
+
+if [ "$action" = status ]; then lab_status; exit; fi
 if [ "$action" != configure ]; then
   kind=$(made_as)
   if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
@@ -125,7 +169,7 @@ vm_prepare() {
 }
 
 lab_up() {
-  local start=$SECONDS replace=() plan
+  local start=$SECONDS replace=() plan found
   mkdir -p "$STATE_DIR"
   printf '%s\n' "$LAB" >"$STATE_DIR/kind"  # what made_as reads
   case "$LAB" in static|maas) keep_declaration;; vm) vm_prepare;; esac
@@ -133,7 +177,8 @@ lab_up() {
   # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated.
   if [ -f "$STATE_DIR/terraform.tfstate" ] && terraform -chdir="$MODULE" state list 2>/dev/null | grep -q terraform_data.lab; then
     plan=$(terraform -chdir="$MODULE" output -json plan)
-    if ! NSLAB_PLAN=$plan VMLAB_PLAN=$plan python3 "$MODULE/scripts/$REALISER" status 2>/dev/null; then
+    if ! found=$(run_realiser "$LAB" "$plan" status); then
+      say "lab $LAB_NAME is down (${found//$'\n'/; }): making it again"
       replace=(-replace=module.realiser.terraform_data.lab)
     fi
   fi

@@ -3,7 +3,8 @@
 
     NSLAB_PLAN='<json>' nslab.py up      create namespaces, links, management and sshd (idempotent)
     NSLAB_PLAN='<json>' nslab.py down    kill the lab's processes, remove its namespaces and links
-    NSLAB_PLAN='<json>' nslab.py status  exit 0 when every piece of the lab is in place
+    NSLAB_PLAN='<json>' nslab.py status  exit 0 when every piece of the lab is in place, else 1, naming
+                                         what is not (one line each)
 
 ``up`` first removes whatever an interrupted run of the same lab left, so it
 always recovers. Only names of this lab (tl-<lab>-*, tl<lab>m*) are touched,
@@ -484,38 +485,53 @@ def ssh_answers(address: str) -> bool:
         return False
 
 
-def status(plan: dict) -> bool:
+def problems(plan: dict) -> list[str]:
+    """What of the lab is not in place, one phrase each naming the node: empty when the lab is up."""
     present = namespaces()
+    found = [p for name, node in plan["nodes"].items() if (p := namespace_node_problem(plan, name, node, present))]
     # A lab made before its inventory named a known_hosts has none: it is made again (lab-up), keys and all.
-    return (Path(plan["state_dir"]) / "known_hosts").is_file() \
-        and all(namespace_node_ok(plan, name, node, present) for name, node in plan["nodes"].items())
+    if not (Path(plan["state_dir"]) / "known_hosts").is_file():
+        found.append(f"no known_hosts in {plan['state_dir']}")
+    return found
 
 
-def namespace_node_ok(plan: dict, name: str, node: dict, present: set[str]) -> bool:
-    if node["netns"] not in present or not link_exists(node["mgmt_root_if"]):
-        return False
+def namespace_node_problem(plan: dict, name: str, node: dict, present: set[str]) -> str | None:
+    """Why the namespace node is not up (its namespace, management link or sshd gone), or None."""
+    if node["netns"] not in present:
+        return f"{name}: namespace {node['netns']} is gone"
+    if not link_exists(node["mgmt_root_if"]):
+        return f"{name}: management link {node['mgmt_root_if']} is gone"
     pid_file = Path(plan["state_dir"]) / name / "sshd.pid"
     try:
-        os.kill(int(pid_file.read_text()), 0)
+        pid = int(pid_file.read_text())
     except (OSError, ValueError):
-        return False
-    return True
+        return f"{name}: sshd is down (no pid in {pid_file})"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f"{name}: sshd is down (pid {pid} of {pid_file} is not running)"
+    except PermissionError:  # running, as another user (root's sshd seen by a user's lab-status)
+        pass
+    return None
 
 
-def realise(argv: list[str], plan_variable: str, up, down, status, usage: str) -> int:
-    """The command line of a lab's realiser: up, down or status of the plan Terraform passed in plan_variable."""
+def realise(argv: list[str], plan_variable: str, up, down, problems, usage: str) -> int:
+    """The command line of a lab's realiser: up, down or status of the plan Terraform passed in plan_variable.
+    status prints what of the lab is down, one line each, and exits 1 if anything is."""
     if len(argv) != 1 or argv[0] not in ("up", "down", "status"):
         print(f"usage: {usage}", file=sys.stderr)
         return 2
     plan = json.loads(os.environ[plan_variable])
     if argv[0] == "status":
-        return 0 if status(plan) else 1
+        found = problems(plan)
+        print(*found, sep="\n")
+        return 1 if found else 0
     (up if argv[0] == "up" else down)(plan)
     return 0
 
 
 def main() -> int:
-    return realise(sys.argv[1:], "NSLAB_PLAN", up, down, status, "NSLAB_PLAN=<json> nslab.py up|down|status")
+    return realise(sys.argv[1:], "NSLAB_PLAN", up, down, problems, "NSLAB_PLAN=<json> nslab.py up|down|status")
 
 
 if __name__ == "__main__":

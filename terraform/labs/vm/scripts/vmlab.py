@@ -346,25 +346,30 @@ def down(plan: dict) -> None:
     nslab.remove_lab_files(Path(plan["state_dir"]))
 
 
-def status(plan: dict) -> bool:
+def problems(plan: dict) -> list[str]:
+    """What of the lab is not in place, one phrase each naming the node: empty when the lab is up."""
     present = nslab.namespaces()
-    if not all(nslab.namespace_node_ok(plan, name, node, present) for name, node in namespace_nodes(plan).items()):
-        return False
+    found = [p for name, node in namespace_nodes(plan).items()
+             if (p := nslab.namespace_node_problem(plan, name, node, present))]
     for name, node in vm_nodes(plan).items():
+        pid_file = home(plan, name) / "qemu.pid"
         try:
-            pid = int((home(plan, name) / "qemu.pid").read_text())
+            pid = int(pid_file.read_text())
         except (OSError, ValueError):
-            return False
-        if not alive(pid) or pid not in qemu_pids(home(plan, name)) or not link_exists(node["mgmt_root_if"]):
-            return False
-    return True
+            found.append(f"{name}: its VM is down (no pid in {pid_file})")
+            continue
+        if not alive(pid) or pid not in qemu_pids(home(plan, name)):
+            found.append(f"{name}: its VM is down (pid {pid} of {pid_file} is no QEMU of it)")
+        elif not link_exists(node["mgmt_root_if"]):
+            found.append(f"{name}: management link {node['mgmt_root_if']} is gone")
+    return found
 
 
 def main() -> int:
     if sys.argv[1:2] == ["prepare"] and len(sys.argv) == 4:
         prepare(Path(sys.argv[2]), Path(sys.argv[3]))
         return 0
-    return nslab.realise(sys.argv[1:], "VMLAB_PLAN", up, down, status,
+    return nslab.realise(sys.argv[1:], "VMLAB_PLAN", up, down, problems,
                          "vmlab.py prepare <cache dir> <tfvars.json> | VMLAB_PLAN=<json> vmlab.py up|down|status")
 
 
