@@ -44,13 +44,13 @@ made_as() {
 }
 # make lab-status: each lab of this checkout (LAB_NAME given: that one) with its kind, topology and state
 # directory, and whether it is up; a local or VM lab's realiser names what of it is down (a node's sshd that
-# died, a VM, a namespace). Bare-metal machines are not probed (make configure reaches them). Exit 1 when a
-# lab is down, so that a script can tell.
+# died, a VM, a namespace). Bare-metal machines are not probed (make configure reaches them). Without LAB_NAME,
+# also the labs on this host that are not this checkout's. Exit 1 when a lab of this checkout is down.
 lab_status() {
-  local dir name kind plan topology found rc=0
+  local dir name kind plan topology found rc=0 lab owners
   local dirs=("$TREXLAB_ROOT/.cache/labs/$NAMED")
   [ -n "$NAMED" ] || dirs=("$TREXLAB_ROOT"/.cache/labs/*/)
-  [ -e "${dirs[0]}" ] || [ -n "$NAMED" ] || { printf '%s\n' "no lab in this checkout (.cache/labs/ is empty)"; return 0; }
+  [ -e "${dirs[0]}" ] || [ -n "$NAMED" ] || { printf '%s\n' "no lab in this checkout (.cache/labs/ is empty)"; dirs=(); }
   for dir in "${dirs[@]}"; do
     dir=${dir%/}
     name=${dir##*/}
@@ -75,6 +75,18 @@ lab_status() {
         printf '%s\n' "lab $name (${kind:-unknown kind}, ${topology:-unknown topology}, $dir): in its Terraform state (bare-metal machines are not probed here)";;
     esac
   done
+  # Labs with namespaces on this host that are not this checkout's: another checkout's (its sshd names its state
+  # directory), or one no sshd tells the owner of (its sshd is down, or it was left over), which another
+  # checkout's lab-up of that name would take for its own leftovers.
+  [ -z "$NAMED" ] || return "$rc"
+  while IFS=$'\t' read -r lab owners; do
+    [ ! -d "$TREXLAB_ROOT/.cache/labs/$lab" ] || continue
+    if [ -n "$owners" ]; then
+      printf '%s\n' "lab $lab (another checkout's: ${owners//$'\t'/, }): its namespaces are up on this host"
+    else
+      printf '%s\n' "lab $lab (owner unknown: no sshd runs in its namespaces tl-$lab-*): down or left over; the make lab-down of its own checkout removes it"
+    fi
+  done < <(python3 terraform/labs/local/scripts/nslab.py owners)
   return "$rc"
 }
 

@@ -5,6 +5,8 @@
     NSLAB_PLAN='<json>' nslab.py down    kill the lab's processes, remove its namespaces and links
     NSLAB_PLAN='<json>' nslab.py status  exit 0 when every piece of the lab is in place, else 1, naming
                                          what is not (one line each)
+    nslab.py owners                      every lab with a namespace on this host and the state directories
+                                         whose sshd runs in it (a tab between each)
 
 ``up`` first removes whatever an interrupted run of the same lab left, so it
 always recovers. Only names of this lab (tl-<lab>-*, tl<lab>m*) are touched,
@@ -530,8 +532,29 @@ def realise(argv: list[str], plan_variable: str, up, down, problems, usage: str)
     return 0
 
 
+#: A lab's namespaces on this host: tl-<lab>-<node>, the lab name as make lab-up allows it (scripts/common.sh).
+LAB_NAMESPACE = re.compile(r"tl-([a-z0-9]{1,6})-[a-z0-9]+")
+
+
+def owners() -> dict[str, set[str]]:
+    """Lab name -> the state directories whose node sshd runs in one of its namespaces, for every lab with a
+    namespace on this host (of any checkout). The sshd is how a lab is told from another checkout's: a lab whose
+    sshd is down has an empty set."""
+    found: dict[str, set[str]] = {}
+    for netns in sorted(namespaces()):
+        match = LAB_NAMESPACE.fullmatch(netns)
+        if match:
+            found.setdefault(match.group(1), set()).update(sshd_state_dirs(netns))
+    return found
+
+
 def main() -> int:
-    return realise(sys.argv[1:], "NSLAB_PLAN", up, down, problems, "NSLAB_PLAN=<json> nslab.py up|down|status")
+    if sys.argv[1:] == ["owners"]:  # make lab-status: one line per lab, its name and its state directories
+        for lab, dirs in owners().items():
+            print(lab, *sorted(dirs), sep="\t")
+        return 0
+    return realise(sys.argv[1:], "NSLAB_PLAN", up, down, problems,
+                   "nslab.py owners | NSLAB_PLAN=<json> nslab.py up|down|status")
 
 
 if __name__ == "__main__":
