@@ -75,16 +75,16 @@ lab_status() {
         printf '%s\n' "lab $name (${kind:-unknown kind}, ${topology:-unknown topology}, $dir): in its Terraform state (bare-metal machines are not probed here)";;
     esac
   done
-  # Labs with namespaces on this host that are not this checkout's: another checkout's (its sshd names its state
-  # directory), or one no sshd tells the owner of (its sshd is down, or it was left over), which another
-  # checkout's lab-up of that name would take for its own leftovers.
+  # Labs with namespaces on this host that are not this checkout's: another checkout's (its sshd or its recorded
+  # owner names its state directory), or one nothing names the owner of (made before owners were recorded, with
+  # its sshd down; or left over).
   [ -z "$NAMED" ] || return "$rc"
   while IFS=$'\t' read -r lab owners; do
     [ ! -d "$TREXLAB_ROOT/.cache/labs/$lab" ] || continue
     if [ -n "$owners" ]; then
       printf '%s\n' "lab $lab (another checkout's: ${owners//$'\t'/, }): its namespaces are up on this host"
     else
-      printf '%s\n' "lab $lab (owner unknown: no sshd runs in its namespaces tl-$lab-*): down or left over; the make lab-down of its own checkout removes it"
+      printf '%s\n' "lab $lab (owner unknown: no sshd runs in its namespaces tl-$lab-* and none is recorded): down or left over; the make lab-down of its own checkout removes it"
     fi
   done < <(python3 terraform/labs/local/scripts/nslab.py owners)
   return "$rc"

@@ -1,17 +1,21 @@
 """make lab-status names each lab and says what of it is down: a local lab whose node sshd died (killed, OOM)
 kept its namespaces and state, and nothing told the user which lab it was or that it was broken; lab-up's own
-check of it printed nothing. Another checkout's lab-status lists it too, with its owner while its sshd tells it
-and as one of unknown owner once no sshd does. Also: lab-up makes such a lab again (scripts/lab.sh replaces the
-realiser's lab)."""
+check of it printed nothing. The lab's owner (its state directory) was told by that sshd alone: once it died,
+another checkout's lab-up of the same name took the lab for its own leftovers and removed it. Now the owner is
+recorded (nslab.py record_owner): that lab-up is refused, and another checkout's lab-status names the owner, or
+says it is unknown (a lab made before the record). Also: lab-up makes such a lab again (scripts/lab.sh
+replaces the realiser's lab)."""
 
+import json
 import os
 import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
-from labtools import REPO, lab_env, lab_leftovers, run
+from labtools import NSLAB_DIR, REPO, lab_env, lab_leftovers, run
 
 pytestmark = [pytest.mark.lab, pytest.mark.unmeasured]
 
@@ -50,7 +54,22 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
         broken = status(env)
         assert broken.returncode == 1, broken
         assert broken.stdout.startswith(f"lab {NAME} (local, loopback, {state}): down: tester: sshd is down"), broken
-        assert f"lab {NAME} (owner unknown: no sshd runs in its namespaces tl-{NAME}-*)" in elsewhere().stdout
+        owner = f"lab {NAME} (another checkout's: {os.path.realpath(state)}): its namespaces are up"
+        assert owner in elsewhere().stdout, "the owner of a lab whose sshd is down is not named"
+        # Another checkout's lab of this name: refused, naming this one, instead of taking this lab for leftovers.
+        plan = json.loads((state / "terraform.tfstate").read_text())["outputs"]["plan"]["value"]
+        other = {**plan, "state_dir": str(tmp_path / "other-checkout")}
+        refused = run("python3", str(NSLAB_DIR / "nslab.py"), "up", env={"NSLAB_PLAN": json.dumps(other)},
+                      check=False, timeout=60)
+        assert refused.returncode != 0 and f"a lab of that name is up for another state directory ({state}" \
+            in refused.stderr, refused
+        assert status(env).returncode == 1 and (state / "tester" / "sshd_config").exists(), "the lab was taken"
+        # A lab made before owners were recorded (its record removed here): no sshd and no record tell its owner.
+        record = Path("/run/trexlab/owners") / NAME
+        assert record.read_text() == f"{os.path.realpath(state)}\n"
+        record.unlink()
+        unknown = f"lab {NAME} (owner unknown: no sshd runs in its namespaces tl-{NAME}-* and none is recorded)"
+        assert unknown in elsewhere().stdout
 
         again = run("scripts/lab.sh", "up", env=env, check=False, timeout=300)
         assert again.returncode == 0, again.stdout + again.stderr
@@ -59,5 +78,6 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
     finally:
         run("scripts/lab.sh", "down", env=env, check=False, timeout=300)
     assert lab_leftovers(NAME) == []
+    assert not (Path("/run/trexlab/owners") / NAME).exists(), "lab-down left the lab's owner recorded"
     gone = status(env)
     assert (gone.returncode, gone.stdout.strip()) == (0, f"lab {NAME}: not up (no Terraform state)"), gone

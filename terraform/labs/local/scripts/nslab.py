@@ -92,6 +92,7 @@ def down(plan: dict) -> None:
     else:
         teardown(plan)
         release_backlog(plan["lab"])
+        forget_owner(plan)
     remove_lab_files(Path(plan["state_dir"]))
 
 
@@ -110,13 +111,44 @@ def sshd_state_dirs(netns: str) -> set[str]:
     return dirs
 
 
+#: The state directory each lab up on this host was made from, a file per lab name: its sshd tells it too, but
+#: not once that sshd has died. On /run, which a reboot empties along with every namespace.
+OWNERS = Path("/run/trexlab/owners")
+
+
+def recorded_owner(lab: str, owners: Path = OWNERS) -> str | None:
+    try:
+        return (owners / lab).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def record_owner(plan: dict, owners: Path = OWNERS) -> None:
+    """This state directory makes the lab (up, once refuse_foreign let it): written whole, then renamed."""
+    owners.mkdir(parents=True, exist_ok=True)
+    part = owners / f".{plan['lab']}.{os.getpid()}"
+    part.write_text(os.path.realpath(plan["state_dir"]) + "\n")
+    part.replace(owners / plan["lab"])
+
+
+def forget_owner(plan: dict, owners: Path = OWNERS) -> None:
+    """The lab is down (this state directory's: another's record stays)."""
+    if recorded_owner(plan["lab"], owners) == os.path.realpath(plan["state_dir"]):
+        (owners / plan["lab"]).unlink(missing_ok=True)
+
+
 def foreign_state_dirs(plan: dict) -> set[str]:
-    """The other state directories whose sshd runs in one of this lab's namespaces: a lab of the same name made
-    from another checkout (each has its own .cache/labs/<name>), whose namespaces and links bear the same names."""
+    """The other state directories whose lab has one of this lab's namespaces: a lab of the same name made from
+    another checkout (each has its own .cache/labs/<name>), whose namespaces and links bear the same names. Told
+    by the sshd running in them, and by the lab's recorded owner (record_owner), which outlives a dead sshd."""
     present = namespaces()
     ours = os.path.realpath(plan["state_dir"])
-    return {d for node in plan["nodes"].values() if node.get("netns") in present
-            for d in sshd_state_dirs(node["netns"]) if d != ours}
+    spaces = [node["netns"] for node in plan["nodes"].values() if node.get("netns") in present]
+    dirs = {d for netns in spaces for d in sshd_state_dirs(netns)}
+    owner = recorded_owner(plan["lab"])
+    if spaces and owner:
+        dirs.add(owner)
+    return dirs - {ours}
 
 
 def refuse_foreign(plan: dict) -> None:
@@ -392,6 +424,7 @@ def up(plan: dict) -> None:
     refuse_foreign(plan)
     teardown(plan)  # whatever an interrupted run left of this lab
     refuse_taken_management(plan)
+    record_owner(plan)
     try:
         make(plan)
     except BaseException:
@@ -537,14 +570,18 @@ LAB_NAMESPACE = re.compile(r"tl-([a-z0-9]{1,6})-[a-z0-9]+")
 
 
 def owners() -> dict[str, set[str]]:
-    """Lab name -> the state directories whose node sshd runs in one of its namespaces, for every lab with a
-    namespace on this host (of any checkout). The sshd is how a lab is told from another checkout's: a lab whose
-    sshd is down has an empty set."""
+    """Lab name -> the state directories it was made from (its recorded owner, and any whose node sshd runs in one
+    of its namespaces), for every lab with a namespace on this host, of any checkout. Empty: a lab made before
+    owners were recorded whose sshd is down, or namespaces left over."""
     found: dict[str, set[str]] = {}
     for netns in sorted(namespaces()):
         match = LAB_NAMESPACE.fullmatch(netns)
         if match:
             found.setdefault(match.group(1), set()).update(sshd_state_dirs(netns))
+    for lab, dirs in found.items():
+        owner = recorded_owner(lab)
+        if owner:
+            dirs.add(owner)
     return found
 
 

@@ -288,6 +288,7 @@ def up(plan: dict) -> None:
     nslab.refuse_foreign(plan)
     down(plan)  # whatever an interrupted run left of this lab
     nslab.refuse_taken_management(plan)
+    nslab.record_owner(plan)
     state = Path(plan["state_dir"])
     for path in (plan["vm"]["kernel"], plan["vm"]["initrd"]):
         if not Path(path).is_file():
@@ -343,6 +344,8 @@ def down(plan: dict) -> None:
     for link in plan["links"]:
         if not others and link["tap"] and link_exists(link["tap"]):  # a tap not yet moved into the namespace
             sh("ip", "link", "delete", link["tap"], check=False)
+    if not others:
+        nslab.forget_owner(plan)
     nslab.remove_lab_files(Path(plan["state_dir"]))
 
 
