@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import trexlab
-from trexlab import addressing, reference_dut, rolevalues, trial
+from trexlab import addressing, params, reference_dut, rolevalues, trial
 from trexlab.procedures import http_download, latency, mlrsearch
 from trexlab.spec import schema
 from trexlab.tcp import iperf
@@ -30,7 +30,7 @@ NAMED = {"addressing.MAX_NETWORKS": addressing.MAX_NETWORKS, "trial.MIN_FRAME_SI
          "iperf.MAX_TEST_DURATION": iperf.MAX_TEST_DURATION, "iperf.MAX_OMIT": iperf.MAX_OMIT,
          "iperf.MAX_DSCP": iperf.MAX_DSCP, "iperf.MAX_INTERVAL": iperf.MAX_INTERVAL,
          "http_download.MAX_TIMEOUT": http_download.MAX_TIMEOUT,
-         "latency.MAX_RFC2544_TRIALS": latency.MAX_RFC2544_TRIALS}
+         "latency.MAX_RFC2544_TRIALS": latency.MAX_RFC2544_TRIALS, "params.MAX_PORT": params.MAX_PORT}
 _BOUND_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
 

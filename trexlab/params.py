@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+#: The largest TCP or UDP port number (the headers' port fields are 16 bits).
+MAX_PORT = 2**16 - 1
+
 
 class InvalidParameter(ValueError):
     """A parameter is outside its allowed range; str(exc) is a one-line message."""

@@ -14,7 +14,7 @@ import posixpath
 import re
 
 from .addressing import MAX_NETWORKS
-from .params import InvalidParameter
+from .params import MAX_PORT, InvalidParameter
 
 #: RFC 2544 (IPv4) and RFC 5180 (IPv6) address ranges for benchmarking.
 BENCHMARKING_NETWORKS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:2::/48"))
@@ -165,11 +165,11 @@ def check_endpoints_block(settings: dict) -> None:
         raise InvalidParameter("http_file_mib", settings["http_file_mib"], f"1..{HTTP_FILE_MIB_MAX} MiB")
     for key in ("http_port",):
         if key in settings and (isinstance(settings[key], bool) or not isinstance(settings[key], int)
-                                or not 1 <= settings[key] <= 65535):
-            raise InvalidParameter(key, settings[key], "a TCP port 1..65535")
+                                or not 1 <= settings[key] <= MAX_PORT):
+            raise InvalidParameter(key, settings[key], f"a TCP port 1..{MAX_PORT}")
     for i, port in enumerate(settings.get("iperf3_ports") or ()):
-        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-            raise InvalidParameter(f"iperf3_ports[{i}]", port, "a TCP port 1..65535")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= MAX_PORT:
+            raise InvalidParameter(f"iperf3_ports[{i}]", port, f"a TCP port 1..{MAX_PORT}")
 
 
 def check_lab(lab) -> None:

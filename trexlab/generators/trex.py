@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from trexlab import __version__
-from trexlab.params import InvalidParameter, check_range
+from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.paths import paths
 from trexlab.testbed.inventory import Lab, Node, load_lab
 from trexlab.trial import (
@@ -633,7 +633,7 @@ def create(lab: Lab | None = None, inventory: str | None = None, server: str | N
     client/api: an STLClient-like object and its API module (tests pass fakes).
     """
     sync_port = int(sync_port)
-    check_range("sync_port", sync_port, 2, 65535, integer=True)
+    check_range("sync_port", sync_port, 2, MAX_PORT, integer=True)
     warmup = _flag("warmup", warmup)
     tunnel_node = None
     if server is None:

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trexlab.media import media_speed
-from trexlab.params import InvalidParameter, check_choice, check_range
+from trexlab.params import MAX_PORT, InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
 from trexlab.procedures.common import MEDIA_FIELD, RunContext, TrialRunner
 from trexlab.spec.schema import HOST_PATTERN, doc
@@ -134,10 +134,10 @@ class Params:
         "engine trex: the ASTF server's host name or address; none: the tester's (roles/trex)",
         pattern=HOST_PATTERN))
     trex_sync_port: int = field(default=4501, metadata=doc(
-        "engine trex: the server's RPC port (its publisher's is one below)", minimum=2, maximum=65535))
+        "engine trex: the server's RPC port (its publisher's is one below)", minimum=2, maximum=MAX_PORT))
     trex_server_port: int = field(default=5201, metadata=doc(
         "engine trex: TCP port of the first concurrent test's server, one more per test", minimum=1,
-        maximum=65535))
+        maximum=MAX_PORT))
 
     def __post_init__(self) -> None:
         if self.mtu is not None:
@@ -186,8 +186,8 @@ class Params:
         if self.trex_server is not None and not (isinstance(self.trex_server, str)
                                                  and re.match(HOST_PATTERN, self.trex_server)):
             raise InvalidParameter("trex_server", self.trex_server, "a host name or address")
-        check_range("trex_sync_port", self.trex_sync_port, 2, 65535, integer=True)
-        check_range("trex_server_port", self.trex_server_port, 1, 65535 - len(self.dscp), integer=True)
+        check_range("trex_sync_port", self.trex_sync_port, 2, MAX_PORT, integer=True)
+        check_range("trex_server_port", self.trex_server_port, 1, MAX_PORT - len(self.dscp), integer=True)
 
 
 def needs_tcp_endpoints(params: Mapping) -> bool:

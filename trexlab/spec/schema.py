@@ -21,7 +21,7 @@ from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import MAX_NETWORKS
-from trexlab.params import InvalidParameter, check_range
+from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MAX_RECEIVE_TAIL,
@@ -183,13 +183,13 @@ class TRexOptions:
         "the TRex host name or address (default: the tester's trexlab_trex_server, else through SSH to the tester); "
         "in an experiment only the lab's own (one of those two)",
         pattern=HOST_PATTERN))
-    sync_port: int = field(default=4501, metadata=doc("TRex's RPC port", minimum=2, maximum=65535))
+    sync_port: int = field(default=4501, metadata=doc("TRex's RPC port", minimum=2, maximum=MAX_PORT))
     warmup: bool = field(default=True, metadata=doc("a short warm-up trial before the first measured one"))
 
     def __post_init__(self) -> None:
         if self.server is not None and not re.match(HOST_PATTERN, self.server):
             raise InvalidParameter("server", self.server, "a host name or address")
-        check_range("sync_port", self.sync_port, 2, 65535, integer=True)
+        check_range("sync_port", self.sync_port, 2, MAX_PORT, integer=True)
 
 
 @functools.cache
@@ -494,8 +494,8 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
     "siit_tayga": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
-                      "http_port": {"minimum": 1, "maximum": 65535},
-                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": 65535}}},
+                      "http_port": {"minimum": 1, "maximum": MAX_PORT},
+                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": MAX_PORT}}},
 }
 
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},

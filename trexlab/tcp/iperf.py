@@ -18,7 +18,7 @@ import math
 import subprocess
 from dataclasses import asdict, dataclass, field
 
-from trexlab.params import InvalidParameter, check_choice, check_range
+from trexlab.params import MAX_PORT, InvalidParameter, check_choice, check_range
 from trexlab.trial import GeneratorError
 
 TEST_DIRECTIONS = ("download", "upload", "bidirectional")
@@ -67,7 +67,7 @@ class TcpTest:
             check_range("bitrate_bps", self.bitrate_bps, 0, low_open=True)
         if self.mss is not None:
             check_range("mss", self.mss, 88, 9000, integer=True)
-        check_range("port", self.port, 1, 65535, integer=True)
+        check_range("port", self.port, 1, MAX_PORT, integer=True)
         check_choice("ip_version", self.ip_version, (4, 6))
         check_range("interval", self.interval, 0.1, MAX_INTERVAL)
 

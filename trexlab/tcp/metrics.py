@@ -25,6 +25,9 @@ ETHERNET_FRAME_OVERHEAD_BYTES = 18
 FRAME_OVERHEAD_BYTES = WIRE_OVERHEAD_BYTES + ETHERNET_FRAME_OVERHEAD_BYTES
 #: IP and TCP headers without options, per IP version: MSS = MTU - 40 (IPv4) or MTU - 60 (IPv6).
 TCP_IP_HEADER_BYTES = {4: 40, 6: 60}
+#: The MTU's range: the smallest an IPv4 link must carry (RFC 791: 68 bytes) up to the largest IPv4 packet (its
+#: 16-bit Total Length). The same number as params.MAX_PORT, not the same bound.
+MIN_MTU, MAX_MTU = 68, 2**16 - 1
 
 
 def bdp_bytes(bottleneck_bps: float, rtt_s: float) -> float:
@@ -60,7 +63,7 @@ def max_achievable_tcp_throughput(bottleneck_bps: float, mtu: int, ip_version: i
     prints 94,928,478.4, rounding the frame rate on the way).
     """
     check_range("bottleneck_bandwidth_bps", bottleneck_bps, 0, low_open=True)
-    check_range("mtu", mtu, 68, 65535, integer=True)
+    check_range("mtu", mtu, MIN_MTU, MAX_MTU, integer=True)
     return max_frame_rate(bottleneck_bps, mtu) * mss_bytes(mtu, ip_version) * 8
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trexlab.params import MAX_PORT
+
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
 
 #: The lab kinds whose lab is, by default, named after the kind (scripts/lab.sh: LAB_NAME defaults to LAB).
@@ -232,8 +234,8 @@ def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
             hv = _mapping(hv, here)
             port = hv.get("ansible_port", 22)
             if isinstance(port, bool) or not isinstance(port, int | str) or not str(port).isdigit() \
-                    or not 1 <= int(port) <= 65535:
-                raise LabError(f"{here}.ansible_port: {port!r}: allowed 1..65535")
+                    or not 1 <= int(port) <= MAX_PORT:
+                raise LabError(f"{here}.ansible_port: {port!r}: allowed 1..{MAX_PORT}")
             cpus = hv.get("trexlab_cpus") or ()
             if not isinstance(cpus, list | tuple) or not all(isinstance(c, int) and not isinstance(c, bool)
                                                              for c in cpus):
