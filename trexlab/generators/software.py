@@ -54,8 +54,10 @@ from trexlab.trial import (
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
 BUILDS = ("swtester", "swtester-asan")
-#: Seconds a trial may take beyond duration + receive tail before it is ended as hung.
-GRACE = 30.0
+#: Seconds a trial may take beyond duration + receive tail before it is ended as hung (and the longest a swtester
+#: --probe or the identity login may take). Its own choice, not iperf3's (tcp.iperf.IPERF3_GRACE): another program
+#: with other start-up work (sockets, rings, the SSH login to the tester), so either may change without the other.
+SWTESTER_GRACE = 30.0
 #: swtester --send-method: auto takes the transmit ring where the kernel grants one, else sendmmsg.
 SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
 #: The host kernel's per-CPU receive statistics: one line per CPU, its second column (hex) the frames that CPU's
@@ -190,7 +192,7 @@ class SoftwareGenerator:
                   'echo "kernel $(uname -r)"; echo "cpu $(sed -n "s/^model name[^:]*: //p" /proc/cpuinfo | head -n1)"')
         try:
             result = subprocess.run(self.tester.command(["sh", "-c", script]), capture_output=True, text=True,
-                                    timeout=GRACE)
+                                    timeout=SWTESTER_GRACE)
             lines = result.stdout.splitlines() if result.returncode == 0 else []
         except (subprocess.TimeoutExpired, OSError):
             lines = []
@@ -205,7 +207,7 @@ class SoftwareGenerator:
         reason where auto fell back), from swtester --probe: it sets up the sockets as for a trial, sends nothing."""
         argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=GRACE)
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=SWTESTER_GRACE)
             answer = json.loads(result.stdout) if result.returncode == 0 else None
         except (subprocess.TimeoutExpired, json.JSONDecodeError, OSError):
             answer = None
@@ -283,7 +285,7 @@ class SoftwareGenerator:
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         argv = self.tester.command([*self.argv(spec), "--trial-id", str(next(TRIAL_IDS) % 65536)])
-        limit = spec.duration + spec.receive_tail + GRACE
+        limit = spec.duration + spec.receive_tail + SWTESTER_GRACE
         before = self.counters() if self.cross_check else None
         backlog_before = backlog_drops(self.softnet_stat) if self.softnet_stat else None
         steal_before = cpu_steal(self.proc_stat) if self.proc_stat else None

@@ -22,10 +22,7 @@ import math
 from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
-from trexlab.spec.schema import DEFAULT_REPETITIONS, REPETITIONS_MAX
-
-#: The confidence of the median's interval.
-CONFIDENCE = 0.95
+from trexlab.spec.schema import DEFAULT_REPETITIONS, MEDIAN_CI_CONFIDENCE, REPETITIONS_MAX
 
 
 def binomial_cdf(k: int, n: int) -> float:
@@ -35,7 +32,7 @@ def binomial_cdf(k: int, n: int) -> float:
     return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2 ** n
 
 
-def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] | None:
+def median_ci_ranks(n: int, confidence: float = MEDIAN_CI_CONFIDENCE) -> tuple[int, int] | None:
     """The 1-based ranks (l, n + 1 - l) of the order-statistics interval of the median, or None when n values
     are too few for that confidence."""
     tail = (1 - confidence) / 2
@@ -48,7 +45,7 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] |
     return None if best is None else (best, n + 1 - best)
 
 
-def median_ci(values: list[float], confidence: float = CONFIDENCE) -> dict | None:
+def median_ci(values: list[float], confidence: float = MEDIAN_CI_CONFIDENCE) -> dict | None:
     """{low, high, ranks, confidence (exact coverage)} of the median of values, or None (too few)."""
     ranks = median_ci_ranks(len(values), confidence)
     if ranks is None:
@@ -74,12 +71,12 @@ class RepetitionRule:
         if not self.adaptive:
             return f"{self.maximum} repetition(s)"
         which = f" of {', '.join(self.figures)}" if self.figures else ""
-        return (f"{self.minimum} to {self.maximum} repetitions, until the {CONFIDENCE:.0%} CI of the median{which} "
-                f"is narrower than {self.median_ci_percent:g} % of it")
+        return (f"{self.minimum} to {self.maximum} repetitions, until the {MEDIAN_CI_CONFIDENCE:.0%} CI of the "
+                f"median{which} is narrower than {self.median_ci_percent:g} % of it")
 
     def to_dict(self) -> dict:
         return {"min": self.minimum, "max": self.maximum, "median_ci_percent": self.median_ci_percent,
-                "figures": list(self.figures), "confidence": CONFIDENCE}
+                "figures": list(self.figures), "confidence": MEDIAN_CI_CONFIDENCE}
 
     def intervals(self, results: list[dict]) -> dict[str, dict]:
         """Per figure the rule looks at: its interval (or why there is none) and whether it is narrow enough."""
@@ -92,7 +89,7 @@ class RepetitionRule:
             if len(numbers) < len(values):
                 entry["why"] = f"{len(values) - len(numbers)} repetition(s) without a figure (missing or censored)"
             elif (ci := median_ci(numbers)) is None:
-                entry["why"] = f"{len(numbers)} repetitions: too few for a {CONFIDENCE:.0%} interval"
+                entry["why"] = f"{len(numbers)} repetitions: too few for a {MEDIAN_CI_CONFIDENCE:.0%} interval"
             else:
                 median = _median(numbers)
                 width = ci["high"] - ci["low"]

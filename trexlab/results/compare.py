@@ -38,7 +38,9 @@ from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
 from trexlab.results.stats import held_down_by_tester, is_censored, numeric, summarize
 
-CONFIDENCE = 0.95
+#: The level of the shift's interval a verdict rests on. Its own choice, not the adaptive stop rule's
+#: (spec.schema.MEDIAN_CI_CONFIDENCE, part of what a spec means): it is chosen when campaigns are compared.
+SHIFT_CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
 EXACT_LIMIT = 2_500
 VERDICTS = ("lower", "higher", "no significant difference", "too few repetitions", "only in A", "only in B")
@@ -69,7 +71,7 @@ def u_distribution(m: int, n: int) -> np.ndarray:
     return rows[n]
 
 
-def critical_count(m: int, n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+def critical_count(m: int, n: int, confidence: float = SHIFT_CONFIDENCE) -> tuple[int, float]:
     """c, the order of the differences that bound the interval, and the confidence it reaches; (0, nan)
     when no interval reaches the confidence with m and n values."""
     tail = (1 - confidence) / 2
@@ -85,7 +87,7 @@ def critical_count(m: int, n: int, confidence: float = CONFIDENCE) -> tuple[int,
     return c, 1 - 2 * NormalDist(mean, sd).cdf(c - 0.5)
 
 
-def shift_interval(a: list[float], b: list[float], confidence: float = CONFIDENCE) -> dict:
+def shift_interval(a: list[float], b: list[float], confidence: float = SHIFT_CONFIDENCE) -> dict:
     """Hodges-Lehmann shift of b against a and its Mann-Whitney confidence interval (module docstring)."""
     first, second = np.asarray(a, float), np.asarray(b, float)
     m, n = len(first), len(second)
@@ -143,7 +145,7 @@ def resolve(campaign: str | Path, results: str | Path = "results") -> Path:
 
 
 def compare_campaigns(a: str | Path, b: str | Path, figures: list[str] | None = None,
-                      confidence: float = CONFIDENCE) -> pd.DataFrame:
+                      confidence: float = SHIFT_CONFIDENCE) -> pd.DataFrame:
     """B against A per matching sweep point and headline figure (module docstring); one row each."""
     runs_a, runs_b = analysis.load_campaigns(a), analysis.load_campaigns(b)
     for label, path, runs in (("A", a, runs_a), ("B", b, runs_b)):
@@ -239,7 +241,7 @@ COLUMNS_SHOWN = ("a_median", "b_median", "difference_percent", "shift", "ci_low"
 def text_lines(table: pd.DataFrame, a: Path, b: Path) -> list[str]:
     """The comparison as a text table (what `trexlab compare` prints)."""
     sweep = [c for c in table.columns if c not in _ROW_FIELDS]
-    lines = [f"A: {a}", f"B: {b}", f"B against A: {METHOD}, {CONFIDENCE:.0%} confidence", ""]
+    lines = [f"A: {a}", f"B: {b}", f"B against A: {METHOD}, {SHIFT_CONFIDENCE:.0%} confidence", ""]
     header = (f"{'point':24} {'figure':18} {'A median':>14} {'B median':>14} {'diff %':>8} {'shift':>12} "
               f"{'interval':>27} {'conf.':>6}  verdict")
     lines += [header, "-" * len(header)]
@@ -264,7 +266,7 @@ def as_json(table: pd.DataFrame, a: Path, b: Path) -> dict:
     """The comparison for --json: both campaigns, the method, one object per point and figure (NaN: null)."""
     rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v.item() if hasattr(v, "item") else v)
              for k, v in row.items()} for row in table.to_dict(orient="records")]
-    return {"a": str(a), "b": str(b), "method": METHOD, "confidence": CONFIDENCE, "rows": rows}
+    return {"a": str(a), "b": str(b), "method": METHOD, "confidence": SHIFT_CONFIDENCE, "rows": rows}
 
 
 def difference_plot(table: pd.DataFrame, figure: str, ax=None):
@@ -310,7 +312,7 @@ def styled(table: pd.DataFrame):
                      "repetitions A / B": f"{row['a_count']} / {row['b_count']}",
                      "B − A (% of A)": analysis.shown(row["difference_percent"], "{:+.2f}"),
                      "shift (%)": analysis.shown(row["shift_percent"], "{:+.2f}"),
-                     f"{CONFIDENCE:.0%} interval (%)": interval,
+                     f"{SHIFT_CONFIDENCE:.0%} interval (%)": interval,
                      "confidence": analysis.shown(row["confidence"], "{:.1%}"),
                      "verdict": row["verdict"], "notes": row["notes"]})
     colours = {"lower": "#C44E52", "higher": "#55A868"}

@@ -41,6 +41,11 @@ SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
 #: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
 DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
+#: The confidence of the median's interval in adaptive repetitions' stop rule (trexlab.plan.adaptive): part of what a
+#: spec's until: {median_ci_percent} means, so it is the spec's, and its own choice, not the comparison's
+#: (results.compare.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
+#: change when the campaigns of existing specs stop.
+MEDIAN_CI_CONFIDENCE = 0.95
 #: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
 #: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
 #: run busy for minutes).
@@ -148,7 +153,8 @@ class ExperimentSpec:
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
     repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
-        "{median_ci_percent}} stops a point once the 95 % CI of its median is that narrow (trexlab.plan.adaptive)",
+        f"{{median_ci_percent}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its median is that "
+        "narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
     scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
 

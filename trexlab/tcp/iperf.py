@@ -33,8 +33,10 @@ MAX_OMIT = 600
 MAX_DSCP = 63
 #: iperf3's longest reporting interval, s (it refuses --interval above 60).
 MAX_INTERVAL = 60.0
-#: Seconds a test may take beyond its duration (connection set-up, result exchange) before it is ended.
-GRACE = 30.0
+#: Seconds a test may take beyond its duration (connection set-up, result exchange) before it is ended. Its own
+#: choice, not swtester's (generators.software.SWTESTER_GRACE): another program, other overheads (an iperf3 connects
+#: and exchanges its results over the network under test), so either may change without the other.
+IPERF3_GRACE = 30.0
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
 def run_tests(client, server_address: str, tests: list[TcpTest]) -> list[dict]:
     """Run the tests at the same time (one iperf3 client each, on its own server port); their JSON reports.
 
-    Every test is bounded in time: an iperf3 that outlives its duration plus GRACE is ended.
+    Every test is bounded in time: an iperf3 that outlives its duration plus IPERF3_GRACE is ended.
     """
     if len({t.port for t in tests}) != len(tests):
         raise InvalidParameter("port", [t.port for t in tests], "one server port per concurrent test")
@@ -189,7 +191,7 @@ def run_tests(client, server_address: str, tests: list[TcpTest]) -> list[dict]:
     reports = []
     try:
         for test, proc in zip(tests, procs, strict=True):
-            limit = test.duration + test.omit + GRACE
+            limit = test.duration + test.omit + IPERF3_GRACE
             try:
                 out, err = proc.communicate(timeout=limit)
             except subprocess.TimeoutExpired:
