@@ -175,13 +175,28 @@ def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> tuple[Path, str]:
+def rendered(tmp_path_factory) -> tuple[Path, str, dict]:
     """SPEC's campaign and its HTML report, made once for the tests that read it (the notebook's run is 5-10 s of
-    CPU and the report the same each time), with what the render wrote to stderr, its kernel's lines included."""
+    CPU and the report the same each time), with what the render wrote to stderr, its kernel's lines included, and
+    the kernel's connection as its manager wrote it (with the mode and owner of the directory of an ipc kernel's
+    sockets, taken while they exist)."""
+    from jupyter_client.manager import KernelManager
+
     from trexlab.results.report import render
 
     outcome = Campaign(experiment.validate(json.loads(json.dumps(SPEC))), tmp_path_factory.mktemp("report")).run()
-    with tempfile.TemporaryFile() as stderr:
+    connection: dict = {}
+    write = KernelManager.write_connection_file
+
+    def recorded(manager, **kwargs):
+        write(manager, **kwargs)
+        connection.update(manager.get_connection_info(session=False))
+        if manager.transport == "ipc":
+            where = os.stat(os.path.dirname(os.path.abspath(manager.ip)))
+            connection.update(directory_mode=where.st_mode & 0o777, directory_uid=where.st_uid)
+
+    with tempfile.TemporaryFile() as stderr, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KernelManager, "write_connection_file", recorded)
         saved = os.dup(2)  # the kernel inherits file descriptor 2
         os.dup2(stderr.fileno(), 2)
         try:
@@ -190,7 +205,7 @@ def rendered(tmp_path_factory) -> tuple[Path, str]:
             os.dup2(saved, 2)
             os.close(saved)
         stderr.seek(0)
-        return html, stderr.read().decode(errors="replace")
+        return html, stderr.read().decode(errors="replace"), connection
 
 
 @pytest.fixture(scope="module")
@@ -199,10 +214,17 @@ def report(rendered) -> Path:
 
 
 def test_a_report_runs_its_kernel_with_encrypted_channels(rendered):
-    """The kernel's sockets are TCP on localhost: without the kernel manager's CurveZMQ keys the notebook's code
-    and outputs crossed them in plain text, and the kernel warned so on every `make report`."""
-    _, stderr = rendered
+    """The kernel's sockets were TCP on localhost: without the kernel manager's CurveZMQ keys the notebook's code
+    and outputs crossed them in plain text, and the kernel warned so on every `make report`. TCP ports are also
+    found by binding port 0 and closing it before the kernel binds, so another process could take one in between:
+    the kernel's channels are unix sockets (transport ipc) in a directory of this user's only, at an absolute path
+    (a relative one is the manager's cwd for the client and the notebook's for the kernel), still with CurveZMQ keys."""
+    _, stderr, connection = rendered
     assert "without encryption" not in stderr, stderr
+    assert connection.get("transport") == "ipc", connection
+    assert os.path.isabs(connection["ip"]), connection["ip"]
+    assert connection["directory_mode"] == 0o700 and connection["directory_uid"] == os.getuid(), connection
+    assert connection.get("curve_secretkey"), "the manager gave the kernel no CurveZMQ keys"
 
 
 def test_report_of_a_campaign_is_html_with_its_table_and_plots(report):

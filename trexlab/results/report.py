@@ -11,7 +11,9 @@ The executed notebook is kept beside it, so a reader can open and rerun it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 
 from trexlab.paths import paths
@@ -55,17 +57,22 @@ def _execute(notebook: Path, campaigns: list[Path], html: Path) -> Path:
     from traitlets.config import Config
 
     executed = html.with_suffix(".ipynb")
-    # The kernel's channels are TCP sockets on localhost: without keys of the kernel manager's own, their traffic
-    # (the notebook's code and outputs) is plain text, and the kernel says so in a warning on every report.
-    # "auto" gives the kernel CurveZMQ keys when its kernelspec declares it supports them (ipykernel 7 does).
-    encrypted = Config({"KernelManager": {"transport_encryption": "auto"}})
-    try:
-        papermill.execute_notebook(str(notebook), str(executed), parameters={"campaigns": [str(c) for c in campaigns]},
-                                   kernel_name="python3", cwd=str(paths().root), progress_bar=False,
-                                   config=encrypted)
-    except papermill.PapermillExecutionError as exc:
-        raise ReportError(f"{notebook.name} failed on {', '.join(map(str, campaigns))}: {exc.ename}: "
-                          f"{exc.evalue}") from None
+    # The kernel's channels are unix sockets (transport ipc) in a directory of this user's only, made for this run.
+    # Over TCP, jupyter_client finds each port by binding port 0 and closing it before the kernel binds it, so another
+    # process could take it in between; ipc names the sockets in that directory, where nothing else creates files.
+    # The path is absolute: ipc's default (kernel-ipc-N) is relative, the manager's cwd for its client and the
+    # notebook's (the checkout) for the kernel. "auto" still gives the kernel CurveZMQ keys when its kernelspec
+    # declares it supports them (ipykernel 7 does), as it needs over TCP, where the kernel would warn without them.
+    with tempfile.TemporaryDirectory(prefix="trexlab-kernel-") as sockets:  # mkdtemp: mode 0700
+        kernel = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel"),
+                                           "transport_encryption": "auto"}})
+        try:
+            papermill.execute_notebook(str(notebook), str(executed),
+                                       parameters={"campaigns": [str(c) for c in campaigns]}, kernel_name="python3",
+                                       cwd=str(paths().root), progress_bar=False, config=kernel)
+        except papermill.PapermillExecutionError as exc:
+            raise ReportError(f"{notebook.name} failed on {', '.join(map(str, campaigns))}: {exc.ename}: "
+                              f"{exc.evalue}") from None
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
     html.write_text(body)
