@@ -50,6 +50,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,7 @@ struct direction {
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
     uint64_t fragments; /* this trial's test frames that arrived as fragments (their first fragment): not received */
+    uint64_t wrong_length; /* this trial's test frames of another length than the receiving port's: not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
@@ -634,6 +636,10 @@ static int open_counting(struct direction *d) {
         emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R9, 0, 0, 32); /* network to host order, upper half zero */
         load64(&a, R1, 0, d->intended);
         jump(&a, BPF_JMP | BPF_JGE | BPF_X, R9, R1, 0, L_PASS); /* beyond the trial: foreign, the receiver says */
+        /* Of another length than the receiving port's frames (padded or cut by the DUT): to the ring, whose receiver
+         * counts it among the wrong_length (receive_frame). skb->len: the frame from its MAC header, no FCS. */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R0, R6, offsetof(struct __sk_buff, len), 0);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, d->rx->frame_size - FCS_LEN, L_PASS);
         /* A test frame of this direction: R7 = the counters. */
         emit(&a, BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, 0);
         lookup(&a, d->bpf_state_fd, -4);
@@ -884,10 +890,11 @@ static void *sender(void *arg) {
     return NULL;
 }
 
-/* Count one received frame of direction d (rx_ns: kernel receive time, CLOCK_REALTIME). A frame is reordered when
- * a later frame of the same sender thread (seq modulo threads: its flow) arrived before it. */
-static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uint64_t rx_ns, uint64_t *max_seqs,
-                          int *anys) {
+/* Count one received frame of direction d (f: its first len bytes of frame_len, the length it arrived with; rx_ns:
+ * kernel receive time, CLOCK_REALTIME). A frame is reordered when a later frame of the same sender thread (seq
+ * modulo threads: its flow) arrived before it. */
+static void receive_frame(struct direction *d, const uint8_t *f, size_t len, size_t frame_len, uint64_t rx_ns,
+                          uint64_t *max_seqs, int *anys) {
     struct config *c = d->cfg;
     int udp, fragment = 0;
     /* A fragment is not the frame sent: RFC 2544 counts the frames the DUT forwards (and its tester checks each one's
@@ -918,6 +925,9 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, uin
     uint64_t seq = ntohl(s32);
     if (seq >= d->intended) { d->foreign++; return; }
     if (fragment) { d->fragments++; return; }
+    /* RFC 2544 section 10: the tester checks each received frame's length. A test frame the DUT padded or cut (its
+     * headers and test payload whole) is not the frame sent: counted among the wrong_length, disclosed, and as lost. */
+    if (frame_len != (size_t)(d->rx->frame_size - FCS_LEN)) { d->wrong_length++; return; }
     if (d->receive_method != RECEIVE_BPF) { /* else the filter has: this frame is the first of its seq */
         if (d->seen[seq >> 3] & (1u << (seq & 7))) { d->duplicates++; return; }
         d->seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
@@ -971,7 +981,7 @@ static void *receiver(void *arg) {
         for (uint32_t i = 0; i < bd->hdr.bh1.num_pkts; i++) {
             const struct tpacket3_hdr *ph = (const struct tpacket3_hdr *)h;
             uint64_t rx = (uint64_t)ph->tp_sec * 1000000000ull + ph->tp_nsec;
-            if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, rx, max_seq, any);
+            if (rx <= stop_rt) receive_frame(d, h + ph->tp_mac, ph->tp_snaplen, ph->tp_len, rx, max_seq, any);
             else past_tail = 1;
             d->ring_frames++;
             h += ph->tp_next_offset;
@@ -1326,7 +1336,7 @@ int main(int argc, char **argv) {
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
-               "\"latency\": ",
+               "\"wrong_length\": %llu, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1338,7 +1348,8 @@ int main(int argc, char **argv) {
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
-               d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments);
+               d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments,
+               (unsigned long long)d->wrong_length);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -146,18 +146,24 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
         trial_from_report(TAGGED, report(forward=direction(tags_sent=1, tags_received=1, latency=histogram)))
 
 
-def test_test_frames_that_arrived_fragmented_are_said_lost_as_fragments():
-    """swtester counts a test frame whose first fragment arrived in `fragments`, not as received (the DUT did not
-    forward the frame whole): the trial's notes say so, the loss stands."""
-    trial = trial_from_report(BOTH, report(forward=direction(received=0, fragments=1_000), reverse=direction()))
+@pytest.mark.parametrize(("count", "note"), [
+    ("fragments", "forward: 1,000 test frame(s) arrived fragmented (their first fragment counted by swtester): not "
+                  "received whole, so counted as lost (RFC 2544 counts the frames a DUT forwards)"),
+    ("wrong_length", "forward: 1,000 test frame(s) arrived with another length than the receiving port's frames "
+                     "(padded or cut by the DUT; RFC 2544 section 10: the tester checks each frame's length): not the "
+                     "frames sent, so counted as lost"),
+])
+def test_test_frames_that_arrived_fragmented_or_of_another_length_are_said_lost(count, note):
+    """swtester counts a test frame whose first fragment arrived in `fragments`, one that arrived padded or cut in
+    `wrong_length`, not as received (the DUT did not forward the frame as sent): the trial's notes say so, the loss
+    stands."""
+    trial = trial_from_report(BOTH, report(forward=direction(received=0, **{count: 1_000}), reverse=direction()))
     assert trial.directions["forward"].frames_lost == 1_000
-    assert [n for n in trial.notes if "fragment" in n] == [
-        "forward: 1,000 test frame(s) arrived fragmented (their first fragment counted by swtester): not received "
-        "whole, so counted as lost (RFC 2544 counts the frames a DUT forwards)"]
-    assert not any("fragment" in n for n in trial_from_report(BOTH, report(forward=direction(),
-                                                                           reverse=direction())).notes)
-    with pytest.raises(GeneratorError, match="forward.fragments is -1, not a count"):
-        trial_from_report(BOTH, report(forward=direction(fragments=-1), reverse=direction()))
+    assert [n for n in trial.notes if n.startswith("forward: 1,000 test frame(s) arrived")] == [note]
+    assert not any("arrived" in n for n in trial_from_report(BOTH, report(forward=direction(),
+                                                                          reverse=direction())).notes)
+    with pytest.raises(GeneratorError, match=f"forward.{count} is -1, not a count"):
+        trial_from_report(BOTH, report(forward=direction(**{count: -1}), reverse=direction()))
 
 
 def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():

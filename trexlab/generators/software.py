@@ -352,6 +352,10 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             notes.append(f"{name}: {d['fragments']:,} test frame(s) arrived fragmented (their first fragment counted "
                          "by swtester): not received whole, so counted as lost (RFC 2544 counts the frames a DUT "
                          "forwards)")
+        if d.get("wrong_length"):  # swtester.c receive_frame: a frame of another length is not the frame sent
+            notes.append(f"{name}: {d['wrong_length']:,} test frame(s) arrived with another length than the receiving "
+                         "port's frames (padded or cut by the DUT; RFC 2544 section 10: the tester checks each "
+                         "frame's length): not the frames sent, so counted as lost")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if before is not None and after is not None:
@@ -380,7 +384,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
 REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
 REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
 #: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one).
-REPORT_NEWER_COUNTS = ("fragments",)
+REPORT_NEWER_COUNTS = ("fragments", "wrong_length")
 
 
 def check_report(spec: TrialSpec, report: object) -> None:
