@@ -287,7 +287,7 @@ def test_pdv_histogram_holds_every_frame(generator):
 
 def test_bad_input_is_named(lab):
     generator = create_generator("software", lab=lab)
-    with pytest.raises(InvalidParameter, match=r"frame_size\[0\]=64: allowed 84\.\.9018 bytes for IPv6"):
+    with pytest.raises(InvalidParameter, match=r"frame_size\[0\]=64: allowed 82\.\.9018 bytes for IPv6"):
         generator.run_trial(TrialSpec(offered_load=1000, duration=0.1, ip_version=(6, 6)))
     broken = create_generator("software", lab=lab)
     broken.tester = broken.tester.__class__(**{**broken.tester.__dict__, "test_ports": tuple(

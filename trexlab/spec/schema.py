@@ -27,6 +27,7 @@ from trexlab.trial import (
     MAX_RECEIVE_TAIL,
     MIN_FRAME_SIZE,
     MIN_FRAME_SIZE_BY_VERSION,
+    MIN_SIIT_IPV6_FRAME_SIZE,
     RFC2544_RECEIVE_TAIL,
 )
 
@@ -78,7 +79,8 @@ class Traffic:
 
     frame_size: tuple[int, int] | int = field(default=(64, 64), metadata=doc(
         f"bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for "
-        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]})",
+        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]}, the IPv6 side of "
+        f"SIIT from {MIN_SIIT_IPV6_FRAME_SIZE})",
         minimum=MIN_FRAME_SIZE, maximum=MAX_FRAME_SIZE,
         items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE}))
     ip_version: tuple[int, int] | int = field(default=(4, 4), metadata=doc(
