@@ -273,3 +273,16 @@ def test_the_fake_flow_dump_takes_only_whole_millisecond_rtts():
     # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds.
     with pytest.raises(ValueError, match=r"rtt_s=0\.0002: allowed whole milliseconds"):
         fake_astf.FakeAstfClient(rtt_s=200e-6)
+
+
+def test_the_baseline_rtt_carries_the_engines_resolution_and_the_interval_it_allows():
+    # Each of TRex's RTT samples counts whole ticks of its 1 ms TCP clock between a segment and its ACK: by where in a
+    # tick the segment left, a path of r ms reads floor(r) or floor(r) + 1 ticks, so a sample (and the smoothed RTT,
+    # a weighted mean of samples) lies within one tick of the true RTT either way. A 20 ms path gets no note (enough
+    # steps), yet its figure is 20 +- 1 ms: the result must say so, not give a bare 0.020 s.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=20e-3)), tests=("download",))
+    assert result["baseline_rtt_s"] == pytest.approx(20e-3)
+    assert result["baseline_rtt_resolution_s"] == pytest.approx(1e-3)
+    low, high = result["baseline_rtt_interval_s"]
+    assert (low, high) == (pytest.approx(19e-3), pytest.approx(21e-3))
+    assert "whole ticks" in result["baseline_rtt_method"] and "1 ms" in result["baseline_rtt_method"]

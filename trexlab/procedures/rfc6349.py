@@ -230,6 +230,8 @@ class Rfc6349Result:
     bottleneck_bandwidth_bps: float
     bb_source: str  # declared | RFC 2544 throughput
     baseline_rtt_s: float
+    baseline_rtt_resolution_s: float  # the engine's RTT step: the figure is within one of the true RTT either way
+    baseline_rtt_method: str  # how the engine samples RTTs and which of them is the baseline
     bdp_bytes: float
     window_per_connection: int
     window_limit: tuple[int | None, str]  # None: no cap known
@@ -264,7 +266,10 @@ class Rfc6349Result:
             "procedure": NAME, "method": METHOD.format(engine=self.engine_method), "engine": self.engine,
             "path_mtu": self.path_mtu, "mtu_source": self.mtu_source, "mtu_search": self.mtu_search,
             "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps, "bb_source": self.bb_source,
-            "bb_search": self.bb_search, "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes,
+            "bb_search": self.bb_search, "baseline_rtt_s": self.baseline_rtt_s,
+            "baseline_rtt_resolution_s": self.baseline_rtt_resolution_s,
+            "baseline_rtt_interval_s": baseline_rtt_interval(self.baseline_rtt_s, self.baseline_rtt_resolution_s),
+            "baseline_rtt_method": self.baseline_rtt_method, "bdp_bytes": self.bdp_bytes,
             "window_per_connection": self.window_per_connection,
             "window_limit": {"bytes": self.window_limit[0], "set_by": self.window_limit[1]},
             "max_achievable_tcp_throughput_bps": self.max_achievable_bps, "ip_version": self.ip_version,
@@ -402,7 +407,10 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests))
-    return Rfc6349Result(params, mtu, mtu_source, bb, bb_source, baseline_rtt, bdp, window, limit, link_max,
+    rtt_method = (f"the smallest of {engine.rtt_sampling}, sampled every {rtt_test.interval:g} s of one connection "
+                  f"paced to {params.rtt_load_percent:g} % of the bottleneck bandwidth")
+    return Rfc6349Result(params, mtu, mtu_source, bb, bb_source, baseline_rtt, engine.rtt_resolution_s, rtt_method,
+                         bdp, window, limit, link_max,
                          ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
                          bb_search, tests, notes,
                          len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count)
@@ -532,6 +540,13 @@ def _groups(plan: list[TcpTest]) -> list[list[TcpTest]]:
         else:
             groups.append([test])
     return groups
+
+
+def baseline_rtt_interval(rtt: float, resolution: float) -> list[float]:
+    """[low, high] s the true RTT lies in: an engine's RTT sample counts its clock's steps between a segment and its
+    ACK, floor(r) or floor(r) + 1 steps of a path of r steps by where in a step the segment left, so a sample (and a
+    smoothed RTT, a weighted mean of samples) is within one step of the truth either way; never below 0."""
+    return [max(0.0, rtt - resolution), rtt + resolution]
 
 
 def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: float) -> None:

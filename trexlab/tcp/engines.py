@@ -75,6 +75,9 @@ class TcpEngine(Protocol):
     congestion_control: str | None
     ports: list[int]  # server ports, one per concurrent test
     rtt_resolution_s: float  # the smallest RTT step the engine reports
+    #: How the engine's RTT samples are taken, for the result's baseline RTT method (its figure is within one
+    #: rtt_resolution_s of the true smoothed RTT either way, rfc6349.baseline_rtt_interval).
+    rtt_sampling: str
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -95,6 +98,7 @@ class Iperf3Engine:
     name = "iperf3"
     method = "iperf3"
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
+    rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
 
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
@@ -129,6 +133,10 @@ class TRexAstfEngine(TRexSession):
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms. The flow dump's 1/32 ms steps are only the smoothing's (TCP_RTT_SHIFT).
     rtt_resolution_s = TCP_CLOCK_TICK_S
+    # A sample counts the clock's tick boundaries between a segment and its ACK: a path of r ticks reads floor(r) or
+    # floor(r) + 1 by where in a tick the segment left, so neither truncated nor rounded but within one tick.
+    rtt_sampling = (f"TRex's smoothed RTT (flow dump), its samples whole ticks of its "
+                    f"{TCP_CLOCK_TICK_S * 1e3:g} ms TCP clock")
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
