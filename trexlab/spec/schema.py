@@ -517,6 +517,16 @@ def _valid(schema: dict, value: typing.Any) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(value)
 
 
+def role_defaults(role: str) -> dict:
+    """What a block of this role (a dut.<block>, endpoints) takes for a key it leaves out, as `trexlab schema` shows
+    it: the role's default (its meta/argument_specs.yml, the one source), not a template nor a placeholder the role
+    refuses (those a block must give, or the role resolves)."""
+    from trexlab.spec.experiment import role_options
+
+    properties = _role_schema(role, role_options(role))["properties"]
+    return {key: prop["default"] for key, prop in properties.items() if "default" in prop}
+
+
 def _role_schema(role: str, options: dict) -> dict:
     """A spec block's schema from its role's argument specs (state and state_dir are the campaign's own)."""
     properties = {}
