@@ -1,7 +1,7 @@
 """RFC 2544 throughput and MLRsearch against the known answer of a reference DUT (roles/dut_reference).
 
     .venv/bin/python benchmarks/reference_dut.py [--inventory inventory/generated/<single-DUT lab>/hosts.yml] \
-        [--rate 40000] [--burst 1000] [--trial-duration 1] [--repetitions 20] \
+        [--rate 40000] [--burst B] [--trial-duration 1] [--repetitions 20] \
         [--every-nth N | --loss-percent P] [--no-mlrsearch]
 
 Makes the lab's DUT a reference DUT (each direction policed to --rate frames/s plus a --burst-frame bucket,
@@ -29,8 +29,9 @@ from trexlab.generators.software import PROC_STAT, SOFTNET_STAT, backlog_drops, 
 from trexlab.plan.repetition import cell
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import RunContext
-from trexlab.reference_dut import ReferenceDut
+from trexlab.reference_dut import ReferenceDut, from_settings
 from trexlab.results.stats import Observation, summarize
+from trexlab.spec.experiment import with_role_defaults
 from trexlab.testbed.inventory import load_lab
 from trexlab.trial import TrialSpec
 
@@ -56,7 +57,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inventory", help="generated inventory of a single-DUT lab (default: a local lab of its own)")
     parser.add_argument("--rate", type=int, default=40_000, help="policer rate, frames/s per direction")
-    parser.add_argument("--burst", type=int, default=1_000, help="policer bucket, frames")
+    parser.add_argument("--burst", type=int, help="policer bucket, frames (default: roles/dut_reference's)")
     parser.add_argument("--trial-duration", type=float, default=1.0, help="s (default 1)")
     parser.add_argument("--repetitions", type=int, default=20)
     parser.add_argument("--every-nth", type=int, default=0, help="exactly every Nth policed frame lost (0: off)")
@@ -90,8 +91,10 @@ def measure(inventory: str, args) -> int:
     if lab.topology != "single":
         print(f"reference_dut: --inventory {inventory}: topology {lab.topology}, needs single", file=sys.stderr)
         return 2
-    dut = ReferenceDut(rate_fps=args.rate, burst_frames=args.burst, loss_every_nth=args.every_nth,
-                       loss_percent=args.loss_percent)
+    given = {"rate_fps": args.rate, "loss_every_nth": args.every_nth, "loss_percent": args.loss_percent}
+    if args.burst is not None:
+        given["burst_frames"] = args.burst
+    dut = from_settings(with_role_defaults("reference", given))
     duration = args.trial_duration
     declared = dut.loss_free_rate(duration)
     traffic = TrialSpec(offered_load=1.0, duration=1.0, frame_size=(64, 64), ip_version=(4, 4),

@@ -74,9 +74,12 @@
  * is a fragment. IPv6 marks one with a Fragment header (next header 44), whose More flag is bit 0 of its offset. */
 #define IPV4_FRAGMENT 0x3fff
 #define IPV6_FRAGMENT_HEADER 44
-/* Smallest IPv6 test frame: 84 B, the IPv6 minimum RFC 8219 and siitperf use in SIIT tests (a 64 B IPv4 frame
- * translated); trexlab's trial spec refuses smaller too (trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION). */
-#define MIN_FRAME_IPV6 84
+/* Ethernet's smallest frame, FCS included; an IPv6 header is SIIT_DELTA bytes longer than an IPv4 one. A test frame
+ * holds its headers and PAYLOAD_LEN (IPv6: 82 B); the IPv6 side of a SIIT trial (ports of different versions) starts
+ * at MIN_FRAME + SIIT_DELTA, as translated it must still be a whole Ethernet frame, not one the DUT pads (trexlab's
+ * trial spec: trexlab/trial.py MIN_FRAME_SIZE_BY_VERSION, MIN_SIIT_IPV6_FRAME_SIZE, where the reasons are). */
+#define MIN_FRAME 64
+#define SIIT_DELTA 20
 #define MAX_OVERRUN 0.1 /* sending stops at 110 % of the duration */
 #define MAX_THREADS 8   /* sender threads per direction */
 /* Receive ring (TPACKET_V3): the kernel copies each frame's first SNAP_LEN bytes into
@@ -1110,8 +1113,8 @@ int main(int argc, char **argv) {
          * (a min_rate > 0), and a lower bound of 1 fps refused such a trial in the middle of a search. */
         case 'r': c.rate = parse_number(optarg, "rate", 0.001, 1e9); break;
         case 't': c.duration = parse_number(optarg, "duration", 0.001, 3600); break;
-        case 'k': c.port[0].frame_size = (int)parse_integer(optarg, "size0", 64, MAX_FRAME); break;
-        case 'l': c.port[1].frame_size = (int)parse_integer(optarg, "size1", 64, MAX_FRAME); break;
+        case 'k': c.port[0].frame_size = (int)parse_integer(optarg, "size0", MIN_FRAME, MAX_FRAME); break;
+        case 'l': c.port[1].frame_size = (int)parse_integer(optarg, "size1", MIN_FRAME, MAX_FRAME); break;
         case 'm': c.port[0].ip_version = (int)parse_integer(optarg, "version0", 4, 6); break;
         case 'n': c.port[1].ip_version = (int)parse_integer(optarg, "version1", 4, 6); break;
         case 'o':
@@ -1177,11 +1180,12 @@ int main(int argc, char **argv) {
     if (c.port[1].ip_version != 4 && c.port[1].ip_version != 6) die("version1: allowed 4 or 6");
     for (int p = 0; p < 2; p++) {
         int min = 14 + (c.port[p].ip_version == 4 ? 20 : 40) + 8 + PAYLOAD_LEN + FCS_LEN;
-        if (c.port[p].ip_version == 6 && min < MIN_FRAME_IPV6) min = MIN_FRAME_IPV6;
+        int siit = c.port[p].ip_version == 6 && c.port[1 - p].ip_version == 4;
+        if (siit && min < MIN_FRAME + SIIT_DELTA) min = MIN_FRAME + SIIT_DELTA;
         if (c.port[p].frame_size < min) {
             char msg[128];
-            snprintf(msg, sizeof msg, "size%d=%d: IPv%d test frames need at least %d bytes", p,
-                     c.port[p].frame_size, c.port[p].ip_version, min);
+            snprintf(msg, sizeof msg, "size%d=%d: IPv%d test frames%s need at least %d bytes", p,
+                     c.port[p].frame_size, c.port[p].ip_version, siit ? " of SIIT" : "", min);
             die(msg);
         }
     }

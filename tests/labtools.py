@@ -7,6 +7,7 @@ it proves that the lab forwards; measuring is the software tester's job.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -226,6 +227,23 @@ def node_state(where) -> dict[str, str]:
     # of entries is the state, so compare them sorted.
     state["neigh"] = "\n".join(sorted(state["neigh"].splitlines()))
     return state
+
+
+def role_defaults_changed(monkeypatch, role: str, **defaults) -> None:
+    """Make these a role's defaults, as if its meta/argument_specs.yml said so (trexlab.spec.experiment.role_options),
+    for the rest of a test: what takes a role's default then shows these, and a copy of the real ones shows itself."""
+    from trexlab.spec import experiment
+
+    real = experiment.role_options
+
+    def changed(name: str) -> dict:
+        options = copy.deepcopy(real(name))
+        if name == role:
+            for key, value in defaults.items():
+                options[f"{role}_{key}"]["default"] = value
+        return options
+
+    monkeypatch.setattr(experiment, "role_options", changed)
 
 
 def static_inventory(name: str) -> str:

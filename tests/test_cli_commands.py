@@ -91,6 +91,15 @@ def test_every_help_page_reads_as_written_and_names_the_inventory_default():
             assert "$TREXLAB_INVENTORY" in inventory and "inventory/generated/local/hosts.yml" in inventory, inventory
 
 
+def test_compare_help_states_the_comparisons_confidence_from_its_constant(monkeypatch):
+    """trexlab compare --help wrote "95 %" beside compare.SHIFT_CONFIDENCE: a changed level would be misstated."""
+    from trexlab.results import compare
+
+    monkeypatch.setattr(compare, "SHIFT_CONFIDENCE", 0.9)
+    text = " ".join(cli.build_parser()._subparsers._group_actions[0].choices["compare"].format_help().split())  # noqa: SLF001
+    assert "distribution-free 90 % (Mann-Whitney) confidence interval" in text, text
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["throughput", "--max-rate", "abc"], "argument --max-rate: 'abc' is not a number; allowed > 0 and <= 1e+09"),
     (["latency", "--tagged-frames", "1000.5"],

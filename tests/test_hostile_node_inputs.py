@@ -18,6 +18,7 @@ from test_hostile_front_door import machine_state
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.generators.software import SoftwareGenerator
 from trexlab.params import InvalidParameter
+from trexlab.spec.experiment import with_role_defaults
 from trexlab.testbed.inventory import LabError, load_lab
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,9 +28,9 @@ VENV = Path(os.environ.get("VENV", REPO / ".venv"))
 def test_impairment_and_reference_rules_refuse_a_port_name_that_is_not_an_interface(name):
     ports = [{"index": 0, "name": "left"}, {"index": 1, "name": name}]
     with pytest.raises(InvalidParameter, match=r"^test_ports\[1\]\.name="):
-        impairment.plan({"loss_every_nth": 10}, ports, kernel_has_netem=False)
+        impairment.plan(with_role_defaults("impairment", {"loss_every_nth": 10}), ports, kernel_has_netem=False)
     with pytest.raises(InvalidParameter, match=r"^test_ports\[1\]\.name="):
-        reference_dut.plan({"rate_fps": 100_000}, ports)
+        reference_dut.plan(with_role_defaults("reference", {"rate_fps": 100_000}), ports)
 
 
 def write_inventory(tmp_path: Path, data: object) -> Path:

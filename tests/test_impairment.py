@@ -2,14 +2,21 @@
 
 import pytest
 
-from trexlab.impairment import MARK, plan
+from trexlab import impairment
+from trexlab.impairment import MARK
 from trexlab.params import InvalidParameter
 from trexlab.plan.runplan import plan_campaign
-from trexlab.spec.experiment import load
+from trexlab.spec.experiment import load, with_role_defaults
 
-from labtools import REPO, static_inventory
+from labtools import REPO, role_defaults_changed, static_inventory
 
 PORTS = [{"index": 0, "name": "left"}, {"index": 1, "name": "right"}]
+
+
+def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
+    """impairment.plan of a block's settings with the rest as roles/netem has them (its argument specs' defaults),
+    as the role hands them over."""
+    return impairment.plan(with_role_defaults("impairment", settings), ports, kernel_has_netem)
 
 
 def test_delay_with_jitter_and_loss_is_one_netem_qdisc_per_egress_port_with_a_large_limit():
@@ -84,15 +91,17 @@ def test_selection_without_delay_is_the_loss_free_control_and_plans_nothing(sele
             "backend": "none", "devices": [], "nft": "", "tc": []}
 
 
-def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenance(tmp_path):
+def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenance(tmp_path, monkeypatch):
     """A spec's dut.impairment block names what it sets; netem's queue limit and the queues frames wait in are
     defaults it leaves out, yet they decide what the DUT drops (netem's own default limit, 1000 frames, would
-    drop the late frames of every 10th at 10 kfps): every run's provenance records them all."""
+    drop the late frames of every 10th at 10 kfps): every run's provenance records them all, as the role has them
+    (its meta/argument_specs.yml: here changed, to tell them from any copy; trexlab.impairment had its own)."""
+    role_defaults_changed(monkeypatch, "netem", limit=123_456, directions=["forward"])
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(static_inventory("imp"))
     experiment = load(REPO / "experiments" / "gaming-selective-throughput").scaled("ci")
     plans = plan_campaign(experiment, tmp_path / "results", inventory=str(inventory), ceilings=tmp_path / "c.json")
     emulator = {p.facts["sweep"]["dut.impairment.delay_ms"]: p.facts["impairment_emulator"] for p in plans}
-    assert emulator[1000]["limit"] == 100_000 and emulator[1000]["directions"] == ["forward", "reverse"]
-    assert "netem of limit 100000 frames" in emulator[1000]["queues"] and "htb" in emulator[1000]["queues"]
+    assert emulator[1000]["limit"] == 123_456 and emulator[1000]["directions"] == ["forward"]
+    assert "netem of limit 123456 frames" in emulator[1000]["queues"] and "htb" in emulator[1000]["queues"]
     assert emulator[0]["queues"].startswith("none"), "delay 0: nothing configured, the loss-free control"

@@ -7,24 +7,40 @@ from ansible_collections.trexlab.lab.plugins.filter.trexlab import reference_pla
 from trexlab import impairment, reference_dut
 from trexlab.params import InvalidParameter
 from trexlab.plan.campaign import Campaign
-from trexlab.reference_dut import PRIORITY, TABLE, ReferenceDut, plan
+from trexlab.reference_dut import PRIORITY, TABLE, ReferenceDut
 from trexlab.spec import experiment
-from trexlab.spec.experiment import InvalidExperiment
+from trexlab.spec.experiment import InvalidExperiment, with_role_defaults
+
+from labtools import role_defaults_changed
 
 PORTS = [{"index": 0, "name": "left"}, {"index": 1, "name": "right"}]
 
 
+def role(**given) -> dict:
+    """A block's settings with the rest as roles/dut_reference has them (its argument specs' defaults), as the role
+    hands them over."""
+    return with_role_defaults("reference", given)
+
+
+def reference(**given) -> ReferenceDut:
+    return reference_dut.from_settings(role(**given))
+
+
+def plan(settings: dict, ports: list[dict]) -> dict:
+    return reference_dut.plan(role(**settings), ports)
+
+
 def test_loss_free_rate_is_rate_plus_burst_over_trial_duration_at_the_kernels_token_cost():
-    dut = ReferenceDut(rate_fps=40_000, burst_frames=1_000)
+    dut = reference(rate_fps=40_000, burst_frames=1_000)
     assert dut.loss_free_rate(3) == pytest.approx(40_000 + 1_000 / 3, abs=1e-9)  # 1e9 / 40000 is whole: exact
     # A rate that does not divide 1e9 ns: a frame costs floor(1e9 / R) ns, so the bucket refills slightly faster.
-    assert ReferenceDut(rate_fps=30_000).effective_rate == pytest.approx(1e9 / 33_333)
-    assert ReferenceDut(rate_fps=30_000).loss_free_rate(5) == pytest.approx(1e9 / 33_333 + 200)
+    assert reference(rate_fps=30_000).effective_rate == pytest.approx(1e9 / 33_333)
+    assert reference(rate_fps=30_000, burst_frames=1_000).loss_free_rate(5) == pytest.approx(1e9 / 33_333 + 200)
 
 
 def test_loss_ratio_of_every_nth_and_random_loss():
-    assert ReferenceDut(rate_fps=1000, burst_frames=100, loss_every_nth=10_000).loss_ratio == pytest.approx(1e-4)
-    assert ReferenceDut(rate_fps=1000, burst_frames=100, loss_percent=0.01).loss_ratio == pytest.approx(1e-4)
+    assert reference(rate_fps=1000, burst_frames=100, loss_every_nth=10_000).loss_ratio == pytest.approx(1e-4)
+    assert reference(rate_fps=1000, burst_frames=100, loss_percent=0.01).loss_ratio == pytest.approx(1e-4)
 
 
 def nft_lines(text: str) -> list[str]:
@@ -41,7 +57,8 @@ def test_each_direction_is_one_named_bucket_shared_by_both_families_then_the_los
         f'oifname "right" {v4} limit name "police_forward" counter drop comment "forward policer ipv4"',
         f'oifname "right" {v6} limit name "police_forward" counter drop comment "forward policer ipv6"',
         # Loss after the policer, the very rules roles/netem's nftables backend loads.
-        *impairment.nft_rules(impairment.Impairment(loss_every_nth=10_000), "nftables", "right"),
+        *impairment.nft_rules(impairment.from_settings(with_role_defaults("impairment", {"loss_every_nth": 10_000})),
+                              "nftables", "right"),
     ]
     assert f"type filter hook forward priority {PRIORITY}; policy accept;" in lines and PRIORITY < 0, \
         "before roles/netem's table (priority 0): the capacity applies first"
@@ -73,12 +90,12 @@ def test_bad_declarations_are_refused_naming_the_setting(settings, message):
         plan(settings, PORTS)
     assert str(error.value).startswith(message), str(error.value)
     # The role's filter reports the same line as its error, and plans nothing to load.
-    planned = reference_plan(settings, PORTS)
+    planned = reference_plan(role(**settings), PORTS)
     assert planned["error"] == str(error.value) and planned["nft"] == ""
 
 
 def test_role_filter_reads_extra_vars_as_numbers_and_absent_plans_nothing():
-    planned = reference_plan({"rate_fps": "20000", "burst_frames": "1000"}, PORTS)
+    planned = reference_plan(role(rate_fps="20000", burst_frames="1000"), PORTS)
     assert planned["error"] is None and "rate over 20000/second burst 1000 packets" in planned["nft"]
     assert planned["applied"] == {"nft": planned["nft"]}
     assert reference_plan({"rate_fps": 0}, PORTS, "absent") == {"error": None, "table": TABLE, "nft": "",
@@ -96,11 +113,33 @@ def spec_with(**reference):
 
 def test_an_experiment_declares_the_reference_dut_and_its_answer_follows_from_the_spec():
     exp = experiment.validate(SPEC)
-    dut, capacity = reference_dut.declared(exp.spec)
-    assert dut == ReferenceDut(40_000, 1_000, loss_every_nth=10_000) and capacity == pytest.approx(40_333.33, 1e-6)
-    assert reference_dut.declared({"procedure": {"name": "throughput"}}) is None
+    dut, capacity = experiment.reference_declared(exp.spec)
+    assert dut == ReferenceDut(40_000, 1_000, 0, 10_000, ("forward", "reverse")) and capacity == pytest.approx(
+        40_333.33, 1e-6)
+    assert experiment.reference_declared({"procedure": {"name": "throughput"}}) is None
     assert experiment.dut_role_vars("reference", SPEC["dut"]["reference"]) == {
         "dut_reference_rate_fps": 40_000, "dut_reference_burst_frames": 1_000, "dut_reference_loss_every_nth": 10_000}
+
+
+def test_what_a_reference_block_leaves_out_is_its_role_s_default(monkeypatch):
+    """A dut.reference block without burst_frames (or directions) is checked and answered with the role's (its
+    meta/argument_specs.yml; here changed, to tell it from a copy): ReferenceDut had defaults of its own, so the
+    checks refused a spec the role would run, and the declared answer was another DUT's."""
+    role_defaults_changed(monkeypatch, "dut_reference", burst_frames=100, directions=["reverse"])
+    spec = spec_with(rate_fps=1_000)
+    experiment.validate(spec)  # 100 frames refill in 0.1 s; 1000 would not (<= 0.25 s x 1000 fps)
+    dut, capacity = experiment.reference_declared(spec)
+    assert (dut.burst_frames, dut.directions) == (100, ("reverse",)) and capacity == pytest.approx(1_000 + 100 / 3)
+
+
+def test_the_answer_of_a_procedure_without_a_trial_duration_is_for_its_own_default_trials():
+    """latency's trials are 120 s by default (RFC 8219's minimum), not throughput's 60 s: declared() took 60 s
+    for any spec that gave none."""
+    from trexlab.procedures import latency
+
+    spec = {**spec_with(rate_fps=40_000, burst_frames=1_000), "procedure": {"name": "latency"}}
+    _, capacity = experiment.reference_declared(spec)
+    assert capacity == pytest.approx(40_000 + 1_000 / latency.TRIAL_DURATION) and latency.TRIAL_DURATION != 60
 
 
 @pytest.mark.parametrize(("spec", "message"), [

@@ -51,6 +51,20 @@ def test_every_tenth_frame_delayed_1s_with_a_10ms_timeout_is_more_than_10ms_lost
     assert result["params"]["tag_delay"] == 60.0 and result["params"]["trial_duration"] == 120.0
 
 
+def test_the_typical_latency_ranks_every_tag_sent_so_a_lost_middle_tag_makes_it_lost_tags():
+    # RFC 8219 section 7.2: TL = Median(Li) over the tagged frames, a lost or late one an infinite delay (siitperf
+    # gives a lost tag a penalty delay for the same reason). With ~60 % of the tags lost the middle ranks 500 and 501
+    # of 1000 fall among them: the typical latency is "> receive tail (lost tags)", where a median over the ~400
+    # received tags alone would have been a finite delay, biased low.
+    result = latency.run(RunContext(sim(random_loss=0.6, seed=5, latency_base=10e-6, latency_spread=1e-6), ONE_WAY),
+                         latency.Params(rate=100_000)).to_dict()
+    forward = result["directions"]["forward"]
+    assert 500 < forward["tags_lost_or_late"] < 700 and forward["tags_sent"] == 1000
+    assert forward["typical"] == "> receive tail (lost tags)" and result["headline"]["forward_typical_s"] == math.inf
+    assert isinstance(forward["min"], float) and forward["min"] < 20e-6, "the received tags' delays were finite"
+    assert result["lost_tags"] == "> receive tail (lost tags)"
+
+
 def test_one_percent_random_loss_counts_and_shows_the_lost_tags():
     result = latency.run(RunContext(sim(random_loss=0.01, seed=3), ONE_WAY), latency.Params(rate=100_000)).to_dict()
     forward = result["directions"]["forward"]

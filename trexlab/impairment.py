@@ -14,14 +14,19 @@ forward direction leaves through the DUT's port 1, the reverse through port 0):
   ``delay_ms`` 0 nothing is delayed and nothing is configured (a sweep's
   loss-free point).
 
-Two backends. ``netem`` needs the kernel's sch_netem; its queue ``limit`` is set
-to 100000 frames because netem's default of 1000 silently drops frames at
-benchmark rates (the seed paper's finding). ``nftables`` gives loss only
+Two backends. ``netem`` needs the kernel's sch_netem; its queue ``limit`` is the
+role's netem_limit, far above netem's own default of 1000 frames, which silently
+drops frames at benchmark rates (the seed paper's finding). ``nftables`` gives loss only
 (numgen random / numgen inc in the forward hook) and is what a kernel without
 sch_netem can do. Selection and marking use nftables in both cases, matching
 test traffic only: the tester's UDP test frames and the TCP of the lab's client
 and server nodes (roles/tcp_endpoints) to 198.18.0.0/15 or 2001:2::/48, so an
 HTTP download or an RFC 6349 test meets the same impairment as the test frames.
+
+The settings have no defaults here: roles/netem's meta/argument_specs.yml has them
+(the one source). The role hands every variable to this module (the collection's
+plugin_utils, which cannot read the role's files); trexlab fills what a spec's
+block leaves out from the role's specs first (trexlab.spec.experiment.with_role_defaults).
 """
 
 from __future__ import annotations
@@ -34,8 +39,6 @@ from .params import InvalidParameter, check_choice, check_range
 TABLE = "trexlab_impairment"
 #: The firewall mark of frames chosen for the selective netem class.
 MARK = 0x7E1
-#: netem's own queue limit: above the maximum frame rate of the media times the delay (see module doc).
-DEFAULT_LIMIT = 100_000
 DIRECTION_EGRESS_PORT = {"forward": 1, "reverse": 0}
 #: nftables' numgen modulus and netem's queue limit are 32-bit: a larger value fails on the DUT (nft: "Numerical
 #: result out of range"), after the campaign has begun, so it is refused with the spec.
@@ -46,15 +49,18 @@ TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
 
 @dataclass(frozen=True)
 class Impairment:
-    loss_percent: float = 0.0
-    loss_every_nth: int = 0
-    delay_ms: float = 0.0
-    jitter_ms: float = 0.0
-    selective_every_nth: int = 0
-    selective_percent: float = 0.0
-    limit: int = DEFAULT_LIMIT
-    directions: tuple[str, ...] = ("forward", "reverse")
-    backend: str = "auto"
+    """The settings of roles/netem (its variables without the netem_ prefix), each given (see module doc). limit is
+    None only with the nftables backend, which has no netem queue (a reference DUT's loss)."""
+
+    loss_percent: float
+    loss_every_nth: int
+    delay_ms: float
+    jitter_ms: float
+    selective_every_nth: int
+    selective_percent: float
+    limit: int | None
+    directions: tuple[str, ...]
+    backend: str
 
     def __post_init__(self) -> None:
         check_range("loss_percent", self.loss_percent, 0, 100)
@@ -63,7 +69,10 @@ class Impairment:
         check_range("jitter_ms", self.jitter_ms, 0)
         check_range("selective_every_nth", self.selective_every_nth, 0, U32_MAX, integer=True)
         check_range("selective_percent", self.selective_percent, 0, 100)
-        check_range("limit", self.limit, 1, U32_MAX, integer=True)
+        if self.limit is not None:
+            check_range("limit", self.limit, 1, U32_MAX, integer=True)
+        elif self.backend != "nftables":
+            raise InvalidParameter("limit", None, f"an integer 1..{U32_MAX} (none only with backend nftables)")
         check_choice("backend", self.backend, ("auto", "netem", "nftables"))
         for direction in self.directions:
             check_choice("directions", direction, tuple(DIRECTION_EGRESS_PORT))
@@ -149,12 +158,14 @@ def _tc_commands(imp: Impairment, port: str) -> list[str]:
     return commands
 
 
-def _from_block(settings: dict) -> Impairment:
-    """The Impairment of a spec's dut.impairment block (its keys that are Impairment's fields; directions as a
-    tuple, both by default)."""
+def from_settings(settings: dict) -> Impairment:
+    """The Impairment of roles/netem's variables without prefix, or of a spec's dut.impairment block with its
+    role's defaults filled (its keys that are Impairment's fields; directions as a tuple)."""
     known = {f.name for f in fields(Impairment)}
+    if missing := sorted(known - set(settings)):  # a block whose role defaults were not filled in: a bug, not input
+        raise KeyError(f"impairment settings without {', '.join(missing)} (trexlab.spec.experiment.with_role_defaults)")
     return Impairment(**{k: v for k, v in settings.items() if k in known and k != "directions"},
-                      directions=tuple(settings.get("directions", ("forward", "reverse"))))
+                      directions=tuple(settings["directions"]))
 
 
 def configures_nothing(settings: dict) -> bool:
@@ -162,7 +173,7 @@ def configures_nothing(settings: dict) -> bool:
     point with them need not run the role (seconds per run on an emulated DUT). Settings the role would refuse:
     False, so that the role runs and names them."""
     try:
-        imp = _from_block(settings)
+        imp = from_settings(settings)
     except (InvalidParameter, TypeError):
         return False
     return not imp.active
@@ -171,8 +182,9 @@ def configures_nothing(settings: dict) -> bool:
 def disclosure(settings: dict) -> dict:
     """Every setting of the impairment emulator that shapes a run's figures, the defaults included (a spec's
     dut.impairment block names only what it sets: not netem's queue limit, nor the queues the frames wait in),
-    for the run's provenance. InvalidParameter for settings the role would refuse."""
-    imp = _from_block(settings)
+    for the run's provenance (settings: the block with its role's defaults filled). InvalidParameter for settings the
+    role would refuse."""
+    imp = from_settings(settings)
     found = {**asdict(imp), "directions": list(imp.directions)}
     if not imp.active:
         queues = "none: the DUT's own egress queues, untouched"
@@ -195,7 +207,7 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
 
     Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands]}.
     """
-    imp = Impairment(**{**settings, "directions": tuple(settings.get("directions", ("forward", "reverse")))})
+    imp = from_settings(settings)
     # The port names go into nft strings and tc command lines: only interface names, nothing to interpret.
     by_index = {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
                 for i, p in enumerate(ports)}

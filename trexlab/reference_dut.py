@@ -28,6 +28,9 @@ policer passed. The policer of a direction is one named limit shared by the
 IPv4 and IPv6 rules of that direction, so mixed traffic meets one capacity.
 Only test traffic is matched (trexlab.impairment.TEST_TRAFFIC).
 
+The settings have no defaults here: roles/dut_reference's meta/argument_specs.yml
+has them (the one source), as trexlab.impairment's are roles/netem's.
+
 The table runs in the forward hook at priority -10, before roles/netem's
 impairment table (priority 0): the capacity comes first, as a bottleneck
 in front of an impaired link would.
@@ -35,7 +38,7 @@ in front of an impaired link would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from . import impairment, rolevalues
 from .params import InvalidParameter, check_choice, check_range
@@ -52,10 +55,10 @@ MAX_RATE_FPS = 100_000_000
 @dataclass(frozen=True)
 class ReferenceDut:
     rate_fps: int  # frames/s per direction: the token bucket's refill rate
-    burst_frames: int = 1000  # frames: the bucket's depth (full when a trial starts)
-    loss_percent: float = 0.0  # % of the policed frames lost at random
-    loss_every_nth: int = 0  # exactly every Nth policed frame lost; 0: off
-    directions: tuple[str, ...] = ("forward", "reverse")
+    burst_frames: int  # frames: the bucket's depth (full when a trial starts)
+    loss_percent: float  # % of the policed frames lost at random
+    loss_every_nth: int  # exactly every Nth policed frame lost; 0: off
+    directions: tuple[str, ...]
 
     def __post_init__(self) -> None:
         check_range("rate_fps", self.rate_fps, 1, MAX_RATE_FPS, integer=True)
@@ -72,8 +75,10 @@ class ReferenceDut:
         self.loss()
 
     def loss(self) -> impairment.Impairment:
-        """The optional loss as roles/netem's nftables backend would apply it (directions as the policer's)."""
-        return impairment.Impairment(loss_percent=self.loss_percent, loss_every_nth=self.loss_every_nth,
+        """The optional loss as roles/netem's nftables backend would apply it (directions as the policer's): no delay,
+        no selection, no netem queue."""
+        return impairment.Impairment(loss_percent=self.loss_percent, loss_every_nth=self.loss_every_nth, delay_ms=0,
+                                     jitter_ms=0, selective_every_nth=0, selective_percent=0, limit=None,
                                      directions=self.directions, backend="nftables")
 
     @property
@@ -106,25 +111,18 @@ class ReferenceDut:
 
 
 def from_settings(settings: dict) -> ReferenceDut:
-    """A spec's dut.reference block (or the role's variables without prefix) as a ReferenceDut."""
-    known = {"rate_fps", "burst_frames", "loss_percent", "loss_every_nth", "directions"}
+    """The role's variables without prefix, or a spec's dut.reference block with its role's defaults filled, as a
+    ReferenceDut."""
+    known = {f.name for f in fields(ReferenceDut)}
     values = {k: v for k, v in settings.items() if k in known}
     if "directions" in values:
         values["directions"] = tuple(values["directions"])
     if not values.get("rate_fps"):
         raise InvalidParameter("rate_fps", values.get("rate_fps"),
                                "an integer >= 1 (the declared capacity, frames/s per direction)")
+    if missing := sorted(known - set(values)):  # a block whose role defaults were not filled in: a bug, not input
+        raise KeyError(f"reference settings without {', '.join(missing)} (trexlab.spec.experiment.with_role_defaults)")
     return ReferenceDut(**values)
-
-
-def declared(spec: dict) -> tuple[ReferenceDut, float] | None:
-    """(the reference DUT, its loss-free rate for the spec's trial duration) of an experiment spec, or None."""
-    settings = (spec.get("dut") or {}).get("reference")
-    if settings is None:
-        return None
-    dut = from_settings(settings)
-    duration = float((spec.get("procedure") or {}).get("params", {}).get("trial_duration", 60.0))
-    return dut, dut.loss_free_rate(duration)
 
 
 def plan(settings: dict, ports: list[dict]) -> dict:

@@ -36,11 +36,28 @@ TrafficDirections = Literal["bidirectional", "forward", "reverse"]
 PortMode = Literal["fixed", "rfc4814"]
 LatencyMode = Literal["none", "tagged", "all"]
 
-MIN_FRAME_SIZE = 64
-#: Smallest test frame per IP version (bytes, FCS included). IPv6: 84 B, the IPv6 minimum RFC 8219 and siitperf
-#: use in SIIT tests (an IPv4 64 B frame translated grows by SIIT_SIZE_DELTA); IPv6/UDP with the testers' payload
-#: (sequence number, timestamp) does not fit in 64 B.
-MIN_FRAME_SIZE_BY_VERSION = {4: MIN_FRAME_SIZE, 6: 84}
+MIN_FRAME_SIZE = 64  # Ethernet's minimum frame, FCS included
+#: Bytes of a test frame around its IP header: Ethernet header 14 + FCS 4, and the UDP header 8.
+ETHERNET_HEADER_AND_FCS = 18
+UDP_HEADER = 8
+#: IP header bytes per version (no options, no extension headers).
+IP_HEADER_BYTES = {4: 20, 6: 40}
+#: The testers' tag in every test frame's UDP payload: swtester's payload (sequence number, send time, trial id,
+#: flags, magic; swtester.c PAYLOAD_LEN) and TRex's latency signature (trex-profiles LATENCY_SIGNATURE) are 16 B.
+TEST_TAG_BYTES = 16
+#: Smallest test frame per IP version (bytes, FCS included): headers plus the testers' tag, and never below
+#: Ethernet's 64 B. IPv6: 82 B. RFC 5180 section 5 lists 78 B as IPv6's smallest, which leaves 12 B after the UDP
+#: header, too few for the tag; siitperf's 84 B is its SIIT bound (MIN_SIIT_IPV6_FRAME_SIZE), which it applies to
+#: every IPv6 frame only because its one size parameter is the IPv6 side's.
+MIN_FRAME_SIZE_BY_VERSION = {
+    version: max(MIN_FRAME_SIZE, ETHERNET_HEADER_AND_FCS + header + UDP_HEADER + TEST_TAG_BYTES)
+    for version, header in IP_HEADER_BYTES.items()}
+#: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
+SIIT_SIZE_DELTA = IP_HEADER_BYTES[6] - IP_HEADER_BYTES[4]
+#: The smallest IPv6 frame of a SIIT trial (ports of different IP versions): translated, it is SIIT_SIZE_DELTA
+#: shorter, and an IPv4 frame below Ethernet's 64 B would be padded by the DUT, not translated to its size (RFC 8219
+#: section 5.1's IPv6 sizes are the IPv4 ones + 20 B; siitperf takes 84..1538 B IPv6 frames, IPv4 = IPv6 - 20).
+MIN_SIIT_IPV6_FRAME_SIZE = MIN_FRAME_SIZE + SIIT_SIZE_DELTA
 MAX_FRAME_SIZE = 9018  # jumbo frames; media limits say what a link can carry
 #: RFC 2544 section 24: the test portion of a trial SHOULD last at least 60 s; section 23: after sending stops, the
 #: tester waits 2 s for frames still in the DUT (Lencse 2021 restates both for RFC 8219's throughput). The defaults
@@ -58,8 +75,6 @@ MAX_OFFERED_LOAD = 1e9
 #: would arrive as frame k, a duplicate, and count the trial lost), and swtester refuses more, or none, at the trial.
 #: Every load a procedure may offer is checked against it when its plan is made (check_trial_frames), not mid-run.
 MAX_FRAMES_PER_DIRECTION = 2**32
-#: An IPv6 header is 20 bytes longer than an IPv4 header: SIIT frames grow or shrink by this.
-SIIT_SIZE_DELTA = 20
 #: The longest frame timeout, s: the software tester's own bound (swtester --timeout), so that a longer one is refused
 #: with the spec, before a run makes its directory, not by swtester at the run's first trial.
 MAX_FRAME_TIMEOUT = 3600.0
@@ -99,7 +114,9 @@ class TrialSpec:
     ``ip_version`` and ``frame_size`` are given per tester port: frames *sent*
     from port ``i`` are IPv``ip_version[i]`` frames of ``frame_size[i]`` bytes.
     For SIIT (e.g. NAT64 with IPv6 on port 0) that is ``(6, 4)`` and
-    ``(84, 64)``: each side sends and expects its own version and size.
+    ``(84, 64)``: each side sends and expects its own version and size, the
+    IPv6 side from MIN_SIIT_IPV6_FRAME_SIZE; plain IPv6 from
+    MIN_FRAME_SIZE_BY_VERSION[6].
     """
 
     offered_load: float  # frames/s per direction
@@ -147,10 +164,16 @@ class TrialSpec:
                 raise bad(f"ip_version[{i}]", "4 or 6", version)
         if len(self.frame_size) != 2 or len(self.ip_version) != 2:
             raise bad("frame_size/ip_version", "one value per tester port (2)", self.frame_size)
+        siit = self.ip_version[0] != self.ip_version[1]
         for i, (size, version) in enumerate(zip(self.frame_size, self.ip_version, strict=True)):
+            if version == 6 and siit and size < MIN_SIIT_IPV6_FRAME_SIZE:
+                raise bad(f"frame_size[{i}]", f"{MIN_SIIT_IPV6_FRAME_SIZE}..{MAX_FRAME_SIZE} bytes for IPv6 test "
+                          f"frames of SIIT (translated they are {SIIT_SIZE_DELTA} B shorter, and Ethernet's minimum "
+                          f"is {MIN_FRAME_SIZE} B)", size)
             if size < MIN_FRAME_SIZE_BY_VERSION[version]:
                 raise bad(f"frame_size[{i}]", f"{MIN_FRAME_SIZE_BY_VERSION[version]}..{MAX_FRAME_SIZE} bytes for "
-                          f"IPv{version} test frames", size)
+                          f"IPv{version} test frames (IPv{version}/UDP headers and the testers' {TEST_TAG_BYTES} B "
+                          "tag)", size)
         if self.directions not in ("bidirectional", "forward", "reverse"):
             raise bad("directions", "bidirectional, forward, reverse", self.directions)
         if self.port_mode not in ("fixed", "rfc4814"):

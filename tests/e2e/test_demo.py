@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trexlab import reference_dut
+from trexlab.spec.experiment import reference_declared
 
 import browser
 from labtools import REPO, lab_leftovers, run
@@ -77,7 +77,7 @@ def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_
 
     campaign = html.parent
     spec = json.loads((campaign / "campaign.json").read_text())["spec"]
-    dut, capacity = reference_dut.declared(spec)
+    dut, capacity = reference_declared(spec)
     found = points(campaign)
     assert set(found) == {0, 0.011}, found
     assert [f["tester_bound"] for f in found.values()] == [0, 0], "no repetition tester-bound: the demo's premise"

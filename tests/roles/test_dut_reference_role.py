@@ -7,14 +7,15 @@ import json
 import pytest
 
 from trexlab.generators import create_generator
-from trexlab.reference_dut import ReferenceDut
+from trexlab.reference_dut import from_settings
+from trexlab.spec.experiment import with_role_defaults
 from trexlab.trial import TrialSpec
 
 from labtools import changed_count, changed_tasks, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-reference.yml"
-DUT = ReferenceDut(rate_fps=5_000, burst_frames=500, loss_every_nth=1_000)
+DUT = from_settings(with_role_defaults("reference", {"rate_fps": 5_000, "burst_frames": 500, "loss_every_nth": 1_000}))
 SECONDS = 2.0
 
 

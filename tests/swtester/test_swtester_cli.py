@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION
+from trexlab.trial import MAX_FRAME_SIZE, MIN_FRAME_SIZE_BY_VERSION, MIN_SIIT_IPV6_FRAME_SIZE
 
 from labtools import REPO, run
 
@@ -37,8 +37,10 @@ def replace(argv: list[str], flag: str, value: str) -> list[str]:
     ([*PORTS, "--directions", "up"], "directions: allowed bi, forward, reverse"),
     ([*PORTS, "--send-method", "xdp"], "send-method: allowed auto, tx_ring, sendmmsg"),
     ([*PORTS, "--receive-method", "xdp"], "receive-method: allowed auto, bpf, ring"),
-    ([*PORTS, "--version0", "6", "--size0", str(MIN_FRAME_SIZE_BY_VERSION[6] - 1)],
+    ([*PORTS, "--version0", "6", "--version1", "6", "--size0", str(MIN_FRAME_SIZE_BY_VERSION[6] - 1)],
      f"size0={MIN_FRAME_SIZE_BY_VERSION[6] - 1}: IPv6 test frames need at least {MIN_FRAME_SIZE_BY_VERSION[6]} bytes"),
+    ([*PORTS, "--version0", "6", "--version1", "4", "--size0", str(MIN_SIIT_IPV6_FRAME_SIZE - 1)],
+     f"size0={MIN_SIIT_IPV6_FRAME_SIZE - 1}: IPv6 test frames of SIIT need at least {MIN_SIIT_IPV6_FRAME_SIZE} bytes"),
     ([*PORTS, "--version1", "4", "--size1", str(MIN_FRAME_SIZE_BY_VERSION[4] - 1)],
      f"size1={MIN_FRAME_SIZE_BY_VERSION[4] - 1}: allowed {MIN_FRAME_SIZE_BY_VERSION[4]}..{MAX_FRAME_SIZE}"),
     ([*PORTS, "--latency", "tagged"], "tagged: >= 1 with --latency tagged"),

@@ -65,7 +65,8 @@ import pytest
 
 from trexlab.generators import create_generator
 from trexlab.generators.trex import profile_module
-from trexlab.reference_dut import ReferenceDut
+from trexlab.reference_dut import from_settings
+from trexlab.spec.experiment import with_role_defaults
 from trexlab.testbed.inventory import load_lab
 from trexlab.trial import SEND_OVERRUN_TOLERANCE, TrialSpec
 
@@ -84,7 +85,7 @@ pytestmark = [
 DUT_LIMIT = 5_000
 LIMIT_BURST = 1_000
 TRIAL_DURATION = 5.0
-REFERENCE = ReferenceDut(rate_fps=DUT_LIMIT, burst_frames=LIMIT_BURST)
+REFERENCE = from_settings(with_role_defaults("reference", {"rate_fps": DUT_LIMIT, "burst_frames": LIMIT_BURST}))
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,7 @@ from trexlab.spec.experiment import (
     dut_role_vars,
     procedure_needs_endpoints,
     role_vars,
+    with_role_defaults,
 )
 from trexlab.testbed.endpoints import LabView
 from trexlab.testbed.inventory import Lab, LabError, load_lab
@@ -242,8 +243,8 @@ def configured_blocks(spec: dict) -> tuple[str, ...]:
     """The DUT blocks a point applies, in order: an impairment block that impairs nothing (delay_ms 0 with
     selective_every_nth: a sweep's loss-free point) is left out, as if absent: its role run would apply nothing."""
     dut = spec.get("dut") or {}
-    return tuple(block for block in DUT_CONFIG if dut.get(block) is not None
-                 and not (block == "impairment" and impairment.configures_nothing(dut[block])))
+    return tuple(block for block in DUT_CONFIG if dut.get(block) is not None and not (
+        block == "impairment" and impairment.configures_nothing(with_role_defaults(block, dut[block]))))
 
 
 def dut_config_key(spec: dict) -> tuple | None:

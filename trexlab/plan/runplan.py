@@ -301,7 +301,7 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
     """One sweep point's RunPlan (see plan_campaign)."""
     from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
     from trexlab.plan.rate_from import SUBDIR as RATE_SUBDIR
-    from trexlab.spec.experiment import DUT_CONFIG, InvalidExperiment
+    from trexlab.spec.experiment import DUT_CONFIG, InvalidExperiment, with_role_defaults
 
     source = str(experiment.path) if experiment.path else "<spec>"
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
@@ -338,7 +338,7 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                     raise InvalidParameter(f"dut.{block}.{exc.name}", exc.value, exc.allowed) from None
                 dut.append((block, dict(settings)))
                 if block == "impairment":  # the emulator's settings its block leaves at their defaults, disclosed
-                    facts = {**facts, "impairment_emulator": impairment.disclosure(settings)}
+                    facts = {**facts, "impairment_emulator": impairment.disclosure(with_role_defaults(block, settings))}
         if spec.get("endpoints"):
             try:
                 rolevalues.check_endpoints_block(spec["endpoints"])

@@ -14,6 +14,7 @@ naming the key and what is allowed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -32,7 +33,7 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.spec import safeyaml
-from trexlab.spec.schema import SWEEP_POINTS_MAX, experiment_schema
+from trexlab.spec.schema import SWEEP_POINTS_MAX, experiment_schema, role_defaults
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -335,6 +336,32 @@ def role_options(role: str) -> dict:
     return specs["argument_specs"]["main"]["options"]
 
 
+def with_role_defaults(block: str, settings: dict) -> dict:
+    """A spec's dut.<block> settings with what they leave out as the block's role takes it (schema.role_defaults,
+    from the role's meta/argument_specs.yml). trexlab.impairment and trexlab.reference_dut have no defaults of their
+    own: they are also the collection's plugin_utils, where the role hands them every variable and they cannot read
+    the role's files; here, before a role runs (checks, disclosure, the campaign's plan), this fills them."""
+    return {**copy.deepcopy(role_defaults(DUT_CONFIG[block][1])), **settings}
+
+
+def reference_declared(spec: dict) -> tuple[reference_dut.ReferenceDut, float] | None:
+    """(the reference DUT, its loss-free rate for the spec's trial duration) of an experiment spec, or None. The
+    trial duration is the spec's, else its procedure's default (latency's is not throughput's)."""
+    from trexlab.procedures import procedure
+
+    settings = (spec.get("dut") or {}).get("reference")
+    if settings is None:
+        return None
+    dut = reference_dut.from_settings(with_role_defaults("reference", settings))
+    name = spec["procedure"]["name"]
+    duration = (spec["procedure"].get("params") or {}).get("trial_duration")
+    if duration is None:
+        duration = {f.name: f.default for f in dataclasses.fields(procedure(name).Params)}.get("trial_duration")
+    if not isinstance(duration, int | float):
+        raise InvalidExperiment(f"procedure {name}: no trial_duration, which a reference DUT's loss-free rate needs")
+    return dut, dut.loss_free_rate(float(duration))
+
+
 def dut_role_vars(block: str, settings: dict) -> dict:
     """A spec's dut.<block> settings as the variables of the role that applies them."""
     return role_vars(DUT_CONFIG[block][1], settings)
@@ -357,13 +384,13 @@ def _check_dut(point: SweepPoint, source: str) -> None:
     reference = (point.spec.get("dut") or {}).get("reference")
     if reference is not None:  # its values' ranges, as the role would refuse them (before any host is touched)
         try:
-            reference_dut.from_settings(reference)
+            reference_dut.from_settings(with_role_defaults("reference", reference))
         except InvalidParameter as exc:
             raise InvalidExperiment(f"{where}: dut.reference.{exc}") from None
     impaired = (point.spec.get("dut") or {}).get("impairment")
     if impaired is not None:  # the same for roles/netem's values (trexlab.impairment.Impairment)
         try:
-            impairment.disclosure(impaired)
+            impairment.disclosure(with_role_defaults("impairment", impaired))
         except InvalidParameter as exc:
             raise InvalidExperiment(f"{where}: dut.impairment.{exc}") from None
 

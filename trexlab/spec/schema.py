@@ -27,6 +27,7 @@ from trexlab.trial import (
     MAX_RECEIVE_TAIL,
     MIN_FRAME_SIZE,
     MIN_FRAME_SIZE_BY_VERSION,
+    MIN_SIIT_IPV6_FRAME_SIZE,
     RFC2544_RECEIVE_TAIL,
 )
 
@@ -78,7 +79,8 @@ class Traffic:
 
     frame_size: tuple[int, int] | int = field(default=(64, 64), metadata=doc(
         f"bytes per frame with FCS, one value per tester port [port0, port1] (SIIT: e.g. [84, 64]), or one for "
-        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]})",
+        f"both; {MIN_FRAME_SIZE}..{MAX_FRAME_SIZE} (IPv6: from {MIN_FRAME_SIZE_BY_VERSION[6]}, the IPv6 side of "
+        f"SIIT from {MIN_SIIT_IPV6_FRAME_SIZE})",
         minimum=MIN_FRAME_SIZE, maximum=MAX_FRAME_SIZE,
         items={"minimum": MIN_FRAME_SIZE, "maximum": MAX_FRAME_SIZE}))
     ip_version: tuple[int, int] | int = field(default=(4, 4), metadata=doc(
@@ -513,6 +515,16 @@ def _valid(schema: dict, value: typing.Any) -> bool:
     import jsonschema
 
     return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+def role_defaults(role: str) -> dict:
+    """What a block of this role (a dut.<block>, endpoints) takes for a key it leaves out, as `trexlab schema` shows
+    it: the role's default (its meta/argument_specs.yml, the one source), not a template nor a placeholder the role
+    refuses (those a block must give, or the role resolves)."""
+    from trexlab.spec.experiment import role_options
+
+    properties = _role_schema(role, role_options(role))["properties"]
+    return {key: prop["default"] for key, prop in properties.items() if "default" in prop}
 
 
 def _role_schema(role: str, options: dict) -> dict:

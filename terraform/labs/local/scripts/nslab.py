@@ -124,17 +124,32 @@ def recorded_owner(lab: str, owners: Path = OWNERS) -> str | None:
 
 
 def record_owner(plan: dict, owners: Path = OWNERS) -> None:
-    """This state directory makes the lab (up, once refuse_foreign let it): written whole, then renamed."""
-    owners.mkdir(parents=True, exist_ok=True)
+    """This state directory makes the lab (up, once refuse_foreign let it): written whole, then renamed. The last
+    lab down removes the directory (forget_owner): one that went between this mkdir and the write is made again."""
     part = owners / f".{plan['lab']}.{os.getpid()}"
-    part.write_text(os.path.realpath(plan["state_dir"]) + "\n")
-    part.replace(owners / plan["lab"])
+    while True:
+        try:
+            owners.mkdir(parents=True, exist_ok=True)
+            part.write_text(os.path.realpath(plan["state_dir"]) + "\n")
+            part.replace(owners / plan["lab"])
+            return
+        except FileNotFoundError:
+            continue
+        except FileExistsError:  # there for mkdir, gone when it checked it is a directory (see _locked)
+            if owners.is_symlink() or (owners.exists() and not owners.is_dir()):
+                raise
+            continue
 
 
 def forget_owner(plan: dict, owners: Path = OWNERS) -> None:
-    """The lab is down (this state directory's: another's record stays)."""
+    """The lab is down (this state directory's: another's record stays). The last record's going takes the
+    directories it made with it, each only while empty (the backlog's state shares /run/trexlab): lab-down leaves
+    the host as it was."""
     if recorded_owner(plan["lab"], owners) == os.path.realpath(plan["state_dir"]):
         (owners / plan["lab"]).unlink(missing_ok=True)
+    for directory in (owners, owners.parent):
+        with contextlib.suppress(OSError):  # not empty (another lab's record, the backlog's state), or gone
+            directory.rmdir()
 
 
 def foreign_state_dirs(plan: dict) -> set[str]:
