@@ -171,4 +171,5 @@ def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():
     assert trial.directions["forward"].tester_drops == 10 and trial.directions["forward"].frames_lost == 10
     assert [n for n in trial.notes if "tp_drops" in n] == [
         "forward: swtester's receive ring dropped 10 frame(s) (PACKET_STATISTICS tp_drops): the tester's loss, not "
-        "the DUT's, counted as lost, so the trial's loss is an upper bound"]
+        "the DUT's, counted as lost, so the trial is invalid"]
+    assert not trial.valid and trial.tester_drops == 10

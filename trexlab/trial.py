@@ -516,6 +516,12 @@ class TrialResult:
         return self.frames_lost / intended if intended else 0.0
 
     @property
+    def tester_drops(self) -> int:
+        """Frames the tester's own receivers dropped, over all directions (DirectionResult.tester_drops): the
+        tester's loss, not the DUT's, so a trial with any is invalid."""
+        return sum(d.tester_drops for d in self.directions.values())
+
+    @property
     def stretched(self) -> bool:
         """The tester did not send at the offered load: sending overran (a sender too slow, or one whose schedule
         slipped after a stall: send_slip), frames went unsent, or frames went ahead of the paced schedule (a burst
@@ -549,9 +555,9 @@ class TrialResult:
     @property
     def valid(self) -> bool:
         """Whether the trial measured the DUT at the offered load: not stretched, and no frame dropped by the
-        host's receive backlog (its loss would count as the DUT's). Procedures never count an invalid trial as a
-        pass (trexlab.procedures.common.TrialRunner runs it again first)."""
-        return not self.stretched and not self.host_drops
+        host's receive backlog or by the tester's own receivers (their loss would count as the DUT's). Procedures
+        never count an invalid trial as a pass (trexlab.procedures.common.TrialRunner runs it again first)."""
+        return not self.stretched and not self.host_drops and not self.tester_drops
 
     def passes(self, loss_tolerance: float | Fraction) -> bool:
         """RFC 2544 pass/fail with a disclosed loss tolerance (a ratio, 0 = zero loss): every direction's frames lost

@@ -346,8 +346,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             latency=latency, **tags, **pacing_fields(d))
         if d["tester_drops"]:  # swtester.c RX_RING_BYTES: a full receive ring drops frames before any count
             notes.append(f"{name}: swtester's receive ring dropped {d['tester_drops']:,} frame(s) (PACKET_STATISTICS "
-                         "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial's loss is an "
-                         "upper bound")
+                         "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial is invalid")
         if d.get("fragments"):  # swtester.c receive_frame: a fragment is not the frame sent
             notes.append(f"{name}: {d['fragments']:,} test frame(s) arrived fragmented (their first fragment counted "
                          "by swtester): not received whole, so counted as lost (RFC 2544 counts the frames a DUT "

@@ -59,8 +59,9 @@ CEILING_MARGIN = 0.10
 #: transient of a shared machine: such a trial is run again, up to this many times, and the last run is the
 #: one the procedure sees (every run is logged). A trial with unsent frames (a tester well below the load) is not:
 #: it would stretch again. Whatever run is last, procedures never count a stretched trial as a pass. A trial in
-#: which the host's receive backlog dropped frames (TrialResult.host_drops: a stall of the shared host) is invalid
-#: in the same way and run again the same way.
+#: which the host's receive backlog dropped frames (TrialResult.host_drops: a stall of the shared host), or the
+#: tester's own receivers did (TrialResult.tester_drops: a receiver held up, its ring full), is invalid in the same
+#: way and run again the same way.
 STRETCHED_RETRIES = 1
 #: A stretched trial during which the hypervisor took the tester's CPU (TrialResult.stolen: a host disturbance, not
 #: the tester's limit) is run up to this many times in all, the last run the one the procedure sees. Steal comes
@@ -170,6 +171,7 @@ class TrialRunner:
         self.seen: list[TrialResult] = []  # the trials the procedure saw (each run again replaced by its repeat)
         self.run_again = 0  # stretched trials run again (STRETCHED_RETRIES): in the log, not seen by the procedure
         self.run_again_host_drops = 0  # trials with host backlog drops (and not stretched) run again
+        self.run_again_tester_drops = 0  # trials with tester drops (and neither of the above) run again
         self.run_again_steal = 0  # trials stretched by the hypervisor's steal run again (HOST_DISTURBANCE_RUNS)
         self.steal_run_again = 0.0  # s the hypervisor took from the tester's CPUs in the trials run again for it
         self.trial_seconds = 0.0  # sum of trial durations: the cost of the procedure
@@ -189,10 +191,14 @@ class TrialRunner:
                 retries += 1
                 self.run_again += 1
                 again = "again: the tester stalled"
-            elif retries < STRETCHED_RETRIES and retry_host_drops(result):
+            elif retries < STRETCHED_RETRIES and retry_drops(result.host_drops, result):
                 retries += 1
                 self.run_again_host_drops += 1
                 again = "again: the host's receive backlog dropped frames"
+            elif retries < STRETCHED_RETRIES and retry_drops(result.tester_drops, result):
+                retries += 1
+                self.run_again_tester_drops += 1
+                again = "again: the tester's receivers dropped frames"
             else:
                 break
             runs += 1
@@ -240,8 +246,8 @@ class TrialRunner:
 
     @property
     def tester_drops(self) -> int:
-        """Frames the tester's own receivers dropped, over all trials (counted as loss)."""
-        return sum(d.tester_drops for r in self.log for d in r.directions.values())
+        """Frames the tester's own receivers dropped in the trials the procedure saw (TrialResult.tester_drops)."""
+        return sum(r.tester_drops for r in self.seen)
 
     def notes(self, stretched_bearing: int | None = None) -> list[str]:
         """What the reader must know about the tester; `stretched_bearing`: how many stretched trials can hold
@@ -258,8 +264,10 @@ class TrialRunner:
                          f"hypervisor taking {self.stolen_steal * 1000:.0f} ms of the tester's CPU in their last runs: "
                          "counted as failed, so the result may be a lower bound")
         if self.tester_drops:
-            notes.append(f"{self.tester_drops} frame(s) dropped by the tester's own receivers: counted as loss, "
-                         "so the result is a lower bound")
+            trials = sum(1 for r in self.seen if r.tester_drops)
+            notes.append(f"{self.tester_drops} frame(s) dropped by the tester's own receivers in {trials} trial(s): "
+                         "the tester's loss, counted as loss, and those trials as failed, so the result may be a "
+                         "lower bound")
         if self.host_drops:
             trials = sum(1 for r in self.seen if r.host_drops)
             notes.append(f"{self.host_drops} frame(s) dropped by the host's receive backlog (net.core."
@@ -271,6 +279,9 @@ class TrialRunner:
         if self.run_again_host_drops:
             notes.append(f"{self.run_again_host_drops} trial(s) in which the host's receive backlog dropped frames "
                          "were run again; only the repeat counts, both are logged")
+        if self.run_again_tester_drops:
+            notes.append(f"{self.run_again_tester_drops} trial(s) in which the tester's own receivers dropped frames "
+                         "were run again; only the repeat counts, both are logged")
         if self.run_again_steal:
             notes.append(f"{self.run_again_steal} trial(s) stretched while the hypervisor took "
                          f"{self.steal_run_again * 1000:.0f} ms of the tester's CPU (a host disturbance, not the "
@@ -279,11 +290,13 @@ class TrialRunner:
         return notes
 
     def tester_limits(self, ceiling: float | None, *rates: float | None, stretched_bearing: int | None = None,
-                      host_drops_bearing: int | None = None, steal_bearing: float | None = None) -> list[str]:
+                      host_drops_bearing: int | None = None, steal_bearing: float | None = None,
+                      tester_drops_bearing: int | None = None) -> list[str]:
         """Why the procedure's result may be the tester's limit rather than the DUT's (empty: it is not), in a
         table's words: a stretched trial (those that can hold the result down, `stretched_bearing`; None: any),
-        any tester drop, frames the host's receive backlog dropped (their count; those in trials that can hold the
-        result down, `host_drops_bearing`; None: all), or one of `rates` (the result, or the load it was measured
+        tester drops (those in trials that can hold the result down, `tester_drops_bearing`; None: all), frames the
+        host's receive backlog dropped (their count; those in trials that can hold the result down,
+        `host_drops_bearing`; None: all), or one of `rates` (the result, or the load it was measured
         at) within CEILING_MARGIN of the tester's ceiling. Trials the hypervisor stretched (TrialResult.stolen)
         are named by the steal in them (s; those that can hold the result down, `steal_bearing`; None: all), not as
         stretched trials (`stretched_bearing` counts the others)."""
@@ -292,7 +305,7 @@ class TrialRunner:
             reasons.append("stretched trials")
         if steal := self.stolen_steal if steal_bearing is None else steal_bearing:
             reasons.append(f"hypervisor steal ({steal * 1000:.0f} ms)")
-        if self.tester_drops:
+        if self.tester_drops if tester_drops_bearing is None else tester_drops_bearing:
             reasons.append("tester drops")
         if host_drops := self.host_drops if host_drops_bearing is None else host_drops_bearing:
             reasons.append(f"host backlog drops ({host_drops:,} frames)")
@@ -306,10 +319,11 @@ def retry_stretched(result: TrialResult) -> bool:
     return result.stretched and result.all_sent
 
 
-def retry_host_drops(result: TrialResult) -> bool:
-    """Whether a trial is run again (STRETCHED_RETRIES) for frames the host's receive backlog dropped: a stall of
-    the shared host is a transient, as a stretched trial's is."""
-    return result.host_drops > 0 and result.all_sent
+def retry_drops(drops: int, result: TrialResult) -> bool:
+    """Whether a trial is run again (STRETCHED_RETRIES) for `drops`, frames the host's receive backlog or the
+    tester's own receivers dropped: a stall of the shared host or of a receiver is a transient, as a stretched
+    trial's is."""
+    return drops > 0 and result.all_sent
 
 
 #: A delay figure of fewer steps of the generator's delay resolution than this is flagged (10 steps: 10 % error).

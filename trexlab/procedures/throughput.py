@@ -213,6 +213,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
         passed = result.passes(tolerance) and result.valid
         search.append({"offered_load": load, "loss_ratio": result.loss_ratio, "passed": passed,
                        "stretched": result.stretched, "host_drops": result.host_drops,
+                       "tester_drops": result.tester_drops,
                        "host_steal": result.host_steal, "stolen": result.stolen})
         return passed
 
@@ -236,14 +237,16 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
             best = params.min_rate
         else:
             below_minimum = True
-    # An invalid trial (stretched, or with host backlog drops) counts as failed; it holds the result down unless
-    # the DUT failed a lower load in a valid trial: a DUT that loses frames at a lower load loses them at this one
-    # too, so its verdict stands.
+    # An invalid trial (stretched, or with host backlog or tester drops) counts as failed; it holds the result down
+    # unless the DUT failed a lower load in a valid trial: a DUT that loses frames at a lower load loses them at this
+    # one too, so its verdict stands.
     own_failure = min((t["offered_load"] for t in search
-                       if not t["passed"] and not t["stretched"] and not t["host_drops"]), default=float("inf"))
+                       if not t["passed"] and not (t["stretched"] or t["host_drops"] or t["tester_drops"])),
+                      default=float("inf"))
     bearing = sum(1 for t in search if t["stretched"] and not t["stolen"] and t["offered_load"] < own_failure)
     steal_bearing = sum(t["host_steal"] for t in search if t["stolen"] and t["offered_load"] < own_failure)
     host_bearing = int(sum(t["host_drops"] for t in search if t["offered_load"] < own_failure))
+    tester_bearing = int(sum(t["tester_drops"] for t in search if t["offered_load"] < own_failure))
     notes = runner.notes(bearing)
     if below_minimum:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
@@ -260,7 +263,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
-                                                 host_drops_bearing=host_bearing, steal_bearing=steal_bearing),
+                                                 host_drops_bearing=host_bearing, steal_bearing=steal_bearing,
+                                                 tester_drops_bearing=tester_bearing),
                             rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout),
                             at_least)
 

@@ -1,0 +1,53 @@
+"""Frames the tester's own receivers dropped (DirectionResult.tester_drops: swtester's receive ring full,
+PACKET_STATISTICS tp_drops; TRex's port ierrors, its NIC's missed frames among them) are the tester's loss, not the
+DUT's: a trial with them is invalid and run again, as one with host backlog drops (tests/test_host_backlog.py); if
+they persist the load fails and the result names the tester. No lab: the simulated SUT, its tester dropping."""
+
+import dataclasses
+
+from test_tester_stalls import Stalling
+
+from trexlab.generators import create_generator
+from trexlab.procedures import mlrsearch, throughput
+from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
+from trexlab.trial import TrialSpec
+
+SPEC = TrialSpec(offered_load=40_000, duration=1.0, directions="forward", receive_tail=0.5)
+DROPS = 300  # frames per trial: 0.6 % of 50 kfps, within the 5 % tolerance below
+
+
+class DroppingTester(Stalling):
+    """The simulated SUT behind a tester whose receiver drops DROPS frames in the first `stalls` trials at each
+    load (or always): frames it never counted, so lost, the tester on its schedule."""
+
+    def disturb(self, result, spec):
+        directions = {k: dataclasses.replace(d, frames_received=d.frames_received - DROPS, tester_drops=DROPS)
+                      for k, d in result.directions.items()}
+        return dataclasses.replace(result, directions=directions)
+
+
+def test_a_trial_with_tester_drops_is_invalid_run_again_and_only_the_repeat_counts():
+    runner = TrialRunner(DroppingTester(capacity=100_000), SPEC)
+    result = runner.run(50_000, 1.0, "binary search")
+    assert not runner.log[0].valid, "the tester's loss made the trial no measure of the DUT"
+    assert len(runner.log) == 1 + STRETCHED_RETRIES and result is runner.log[-1] and result.valid
+    assert runner.tester_drops == 0 and runner.notes() == [
+        "1 trial(s) in which the tester's own receivers dropped frames were run again; only the repeat counts, both "
+        "are logged"]
+
+
+def test_tester_drops_that_persist_fail_the_load_and_mark_the_result_tester_bound():
+    """Within the 5 % loss tolerance the drops would pass: the tester's loss is never the DUT's pass."""
+    params = throughput.Params(max_rate=200_000, resolution=500, trial_duration=1, loss_tolerance_percent=5)
+    data = throughput.run(RunContext(DroppingTester(capacity=100_000, stalls=None), SPEC), params).to_dict()
+    assert data["below_minimum_load"] and all(not t["passed"] for t in data["search"])
+    assert data["tester_bound"] and data["tester_bound_reasons"] == ["tester drops"]
+    trials = len(data["search"])
+    assert (f"{DROPS * trials} frame(s) dropped by the tester's own receivers in {trials} trial(s): the tester's "
+            "loss, counted as loss, and those trials as failed, so the result may be a lower bound") in data["notes"]
+    found = mlrsearch.run(RunContext(DroppingTester(capacity=100_000, stalls=None), SPEC),
+                          mlrsearch.Params(max_rate=200_000, min_rate=10_000, goals=(mlrsearch.PDR,)))
+    assert found.goals[0]["below_minimum_load"] and found.tester_bound_reasons == ["tester drops"]
+    clean = throughput.run(RunContext(create_generator("sim", capacity=100_000), SPEC), params)
+    recovered = throughput.run(RunContext(DroppingTester(capacity=100_000), SPEC), params)
+    assert recovered.throughput == clean.throughput and recovered.tester_bound_reasons == []
