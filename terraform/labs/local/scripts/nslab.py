@@ -123,21 +123,33 @@ def recorded_owner(lab: str, owners: Path = OWNERS) -> str | None:
         return None
 
 
+def make_directory(path: Path) -> None:
+    """path, made with its parents where missing, while the last lab down may remove it (the owners' records, the
+    backlog's state): mkdir(exist_ok=True) raises FileExistsError when the directory was there for its mkdir and
+    gone when it then checked that it is one, and FileNotFoundError when a parent went between its mkdirs. Either
+    way it is made again; a file or link where the directory goes is raised (no lab could use it)."""
+    while True:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return
+        except FileNotFoundError:
+            continue
+        except FileExistsError:
+            if path.is_symlink() or (path.exists() and not path.is_dir()):
+                raise
+
+
 def record_owner(plan: dict, owners: Path = OWNERS) -> None:
     """This state directory makes the lab (up, once refuse_foreign let it): written whole, then renamed. The last
     lab down removes the directory (forget_owner): one that went between this mkdir and the write is made again."""
     part = owners / f".{plan['lab']}.{os.getpid()}"
     while True:
+        make_directory(owners)
         try:
-            owners.mkdir(parents=True, exist_ok=True)
             part.write_text(os.path.realpath(plan["state_dir"]) + "\n")
             part.replace(owners / plan["lab"])
             return
         except FileNotFoundError:
-            continue
-        except FileExistsError:  # there for mkdir, gone when it checked it is a directory (see _locked)
-            if owners.is_symlink() or (owners.exists() and not owners.is_dir()):
-                raise
             continue
 
 
@@ -202,16 +214,11 @@ def _locked(state: Path):
     """The state file's lock (flock on state.lock), held while the state is read and written.
 
     The last lab down removes the lock file and its directory: a process that locked a file since unlinked locks
-    again, and one whose directory went between its mkdir and its open makes it again, as one whose directory was
-    there for its mkdir and gone when mkdir then checked that it is a directory (pathlib's FileExistsError)."""
+    again, and one whose directory went between its mkdir and its open makes it again (make_directory: also during
+    the mkdir)."""
     lock = state.with_suffix(".lock")
     while True:
-        try:
-            lock.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            if lock.parent.is_symlink() or (lock.parent.exists() and not lock.parent.is_dir()):
-                raise  # a file where the directory goes: no lab can lock, and it says so
-            continue
+        make_directory(lock.parent)
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:
