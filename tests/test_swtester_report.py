@@ -129,6 +129,17 @@ def test_counters_not_read_after_the_trial_are_said_not_cross_checked():
                              after=agreed).notes == ()
 
 
+@pytest.mark.parametrize("count", ["wrong_length", "zero_checksum"])
+def test_frames_the_dut_changed_are_in_the_nftables_cross_check(count):
+    """nftables counts every test frame that reaches the port, also one the receiver counts as lost because the DUT
+    padded or cut it or wrote a UDP checksum of zero over IPv6: the cross-check compared nftables' count with the
+    frames received alone and said that nftables and the receiver disagreed."""
+    before, after = {"port1_ipv4": 5, "port0_ipv4": 5}, {"port1_ipv4": 1_005, "port0_ipv4": 1_005}
+    changed = direction(received=997, **{count: 3})
+    notes = trial_from_report(BOTH, report(forward=changed, reverse=direction()), before=before, after=after).notes
+    assert not any("nftables counted" in n for n in notes), notes
+
+
 @pytest.mark.parametrize("answer", ["not json", "[]", '{"nftables": [{"counter": {}}]}'])
 def test_counters_that_are_not_nfts_json_are_no_counters(tmp_path, monkeypatch, answer):
     """They raised out of the trial (JSONDecodeError, TypeError, KeyError)."""
@@ -152,11 +163,14 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
     ("wrong_length", "forward: 1,000 test frame(s) arrived with another length than the receiving port's frames "
                      "(padded or cut by the DUT; RFC 2544 section 10: the tester checks each frame's length): not the "
                      "frames sent, so counted as lost"),
+    ("zero_checksum", "forward: 1,000 test frame(s) arrived with a UDP checksum of zero over IPv6, which an IPv6 "
+                      "receiver discards (RFC 8200 section 8.1; a translator that updates the checksum incrementally "
+                      "may write 0 for 0xffff): not frames a host would take, so counted as lost"),
 ])
 def test_test_frames_that_arrived_fragmented_or_of_another_length_are_said_lost(count, note):
     """swtester counts a test frame whose first fragment arrived in `fragments`, one that arrived padded or cut in
-    `wrong_length`, not as received (the DUT did not forward the frame as sent): the trial's notes say so, the loss
-    stands."""
+    `wrong_length`, an IPv6 one with a UDP checksum of zero in `zero_checksum`, not as received (the DUT did not
+    forward the frame as sent, or not as a host would take it): the trial's notes say so, the loss stands."""
     trial = trial_from_report(BOTH, report(forward=direction(received=0, **{count: 1_000}), reverse=direction()))
     assert trial.directions["forward"].frames_lost == 1_000
     assert [n for n in trial.notes if n.startswith("forward: 1,000 test frame(s) arrived")] == [note]

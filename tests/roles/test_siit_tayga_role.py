@@ -43,6 +43,25 @@ def tun_packets(netns: str) -> int:
     return stats["stats64"]["rx"]["packets"] + stats["stats64"]["tx"]["packets"]
 
 
+#: The nftables table that counts, where a translator's IPv6 output arrives, the frames with a UDP checksum of zero.
+ZERO_CHECKSUM_TABLE = "trexlab_test_zero_checksum"
+
+
+def count_zero_checksums(netns: str, port: str) -> None:
+    """Count the IPv6 UDP frames with a UDP checksum of zero that arrive on port (before the tester's own counters,
+    which drop the test frames they count: priority -1)."""
+    run("ip", "netns", "exec", netns, "nft", f"add table netdev {ZERO_CHECKSUM_TABLE}; "
+        f"add chain netdev {ZERO_CHECKSUM_TABLE} c {{ type filter hook ingress device {port} priority -1; }}; "
+        f"add rule netdev {ZERO_CHECKSUM_TABLE} c ip6 nexthdr udp udp checksum 0 counter")
+
+
+def zero_checksums(netns: str) -> int:
+    listing = json.loads(run("ip", "netns", "exec", netns, "nft", "-j", "list", "table", "netdev",
+                             ZERO_CHECKSUM_TABLE).stdout)
+    return next(e["counter"]["packets"] for item in listing["nftables"] if "rule" in item
+                for e in item["rule"]["expr"] if "counter" in e)
+
+
 def trial(lab, ip_version, frame_size, networks):
     # A low rate: this proves translation, frame by frame; TAYGA's capacity is the experiments' business.
     generator = create_generator("software", lab=lab)
@@ -54,6 +73,17 @@ def trial(lab, ip_version, frame_size, networks):
         generator.close()
 
 
+# Where each direction's frames arrive as a translator made them IPv6 (a node's test port by its index): TAYGA 0.9.2
+# updates the UDP checksum incrementally and writes 0 where RFC 768 wants 0xffff, about once in 65,536 frames it
+# translates to IPv6 (measured: 14 of 752,000), a UDP datagram every IPv6 receiver discards (RFC 8200 section 8.1):
+# the next TAYGA dropped it, swtester counts it as lost. That is the DUT's loss, not a frame left untranslated: the
+# test counts those frames there and takes exactly them as lost (a make test in CI lost one and failed).
+TRANSLATED_TO_IPV6_AT = {
+    "single": {"reverse": ("tester", 0)},
+    "dual": {"forward": ("dut2", 0), "reverse": ("dut1", 1)},
+}
+
+
 @pytest.mark.parametrize(("name", "topology", "ip_version", "frame_size"), [
     ("sw", "single", (6, 4), (84, 64)),   # IPv6 tester port 0 -> NAT64 DUT -> IPv4 port 1, and back
     ("td", "dual", (4, 4), (64, 64)),     # IPv4 -> NAT46 DUT -> IPv6 -> NAT64 DUT -> IPv4, and back
@@ -63,19 +93,26 @@ def test_frames_are_translated_both_ways_for_every_network_and_absent_restores_t
     networks = 4
     lab = lab_factory(name, topology, networks)
     before = {dut.name: node_state(dut.netns) for dut in lab.duts}
+    counted_at = {direction: (lab.nodes[node].netns, lab.nodes[node].test_ports[port].name)
+                  for direction, (node, port) in TRANSLATED_TO_IPV6_AT[topology].items()}
     try:
         assert apply(lab, "-e", f"siit_tayga_networks={networks}") > 0
         assert apply(lab, "-e", f"siit_tayga_networks={networks}", installed=True) == 0, "idempotent"
         # Without translation nothing of this arrives: port 0 speaks IPv6 on a single DUT, or the DUTs
         # forward IPv4 only through the translators' IPv6 link on a dual one.
         tun_before = {dut.name: tun_packets(dut.netns) for dut in lab.duts}
+        for netns, port in counted_at.values():
+            count_zero_checksums(netns, port)
         result = trial(lab, ip_version, frame_size, networks)
+        zero = {direction: zero_checksums(netns) for direction, (netns, _) in counted_at.items()}
         for direction, d in result.directions.items():
-            assert d.frames_sent == 2_000 and d.frames_received == 2_000, (direction, d)
-        assert notes_but_steal(result) == [], result.notes
+            assert d.frames_sent == 2_000 and d.frames_received + zero.get(direction, 0) == 2_000, (direction, d, zero)
+        assert [n for n in notes_but_steal(result) if "a UDP checksum of zero over IPv6" not in n] == [], result.notes
         for dut in lab.duts:
             assert tun_packets(dut.netns) - tun_before[dut.name] >= 2 * 4_000, f"{dut.name} translated every frame"
     finally:
+        for netns, _ in counted_at.values():
+            run("ip", "netns", "exec", netns, "nft", "delete", "table", "netdev", ZERO_CHECKSUM_TABLE, check=False)
         assert apply(lab, "-e", f"siit_tayga_networks={networks}", "-e", "siit_tayga_state=absent") > 0
     for dut in lab.duts:
         assert node_state(dut.netns) == before[dut.name], f"{dut.name} is as it was"

@@ -355,13 +355,21 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             notes.append(f"{name}: {d['wrong_length']:,} test frame(s) arrived with another length than the receiving "
                          "port's frames (padded or cut by the DUT; RFC 2544 section 10: the tester checks each "
                          "frame's length): not the frames sent, so counted as lost")
+        if d.get("zero_checksum"):  # swtester.c receive_frame: IPv6 forbids a UDP checksum of zero
+            notes.append(f"{name}: {d['zero_checksum']:,} test frame(s) arrived with a UDP checksum of zero over "
+                         "IPv6, which an IPv6 receiver discards (RFC 8200 section 8.1; a translator that updates the "
+                         "checksum incrementally may write 0 for 0xffff): not frames a host would take, so counted as "
+                         "lost")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if before is not None and after is not None:
             port = 1 if name == "forward" else 0
             key = f"port{port}_ipv{spec.ip_version[port]}"
             counted = after.get(key, 0) - before.get(key, 0)
-            arrived = d["received"] + d["late"] + d["duplicates"]
+            # Every whole test frame that reached the port, counted by nftables once: also those the receiver took
+            # for lost because the DUT changed them (not the fragments: nftables counts each fragment).
+            arrived = (d["received"] + d["late"] + d["duplicates"] + d.get("wrong_length", 0)
+                       + d.get("zero_checksum", 0))
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
@@ -383,7 +391,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
 REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
 REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
 #: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one).
-REPORT_NEWER_COUNTS = ("fragments", "wrong_length")
+REPORT_NEWER_COUNTS = ("fragments", "wrong_length", "zero_checksum")
 
 
 def check_report(spec: TrialSpec, report: object) -> None:
