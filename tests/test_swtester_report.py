@@ -129,7 +129,7 @@ def test_counters_not_read_after_the_trial_are_said_not_cross_checked():
                              after=agreed).notes == ()
 
 
-@pytest.mark.parametrize("count", ["wrong_length", "zero_checksum"])
+@pytest.mark.parametrize("count", ["wrong_length", "zero_checksum", "atomic_fragments"])
 def test_frames_the_dut_changed_are_in_the_nftables_cross_check(count):
     """nftables counts every test frame that reaches the port, also one the receiver counts as lost because the DUT
     padded or cut it or wrote a UDP checksum of zero over IPv6: the cross-check compared nftables' count with the
@@ -166,6 +166,10 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
     ("zero_checksum", "forward: 1,000 test frame(s) arrived with a UDP checksum of zero over IPv6, which an IPv6 "
                       "receiver discards (RFC 8200 section 8.1; a translator that updates the checksum incrementally "
                       "may write 0 for 0xffff): not frames a host would take, so counted as lost"),
+    ("atomic_fragments", "forward: 1,000 test frame(s) arrived as IPv6 atomic fragments (a Fragment header, offset 0 "
+                         "and More clear, 8 bytes longer than the frames sent; RFC 6145 translators added one where "
+                         "Don't Fragment was clear, RFC 8021 deprecates them): not the frames sent, so counted as "
+                         "lost"),
 ])
 def test_test_frames_that_arrived_fragmented_or_of_another_length_are_said_lost(count, note):
     """swtester counts a test frame whose first fragment arrived in `fragments`, one that arrived padded or cut in

@@ -3,12 +3,14 @@ RFC 2544 (section 10) asks the tester to check each received frame's length: swt
 headers and the test payload alone, so a DUT that pads or truncates every frame showed no loss. They now count such a
 frame in `wrong_length`, disclosed, and not as received. Over IPv6 a UDP checksum of zero makes a datagram every
 receiver discards (RFC 8200 section 8.1): TAYGA writes one for about one frame in 65,536 it translates to IPv6, and
-swtester counted those as received; they now count in `zero_checksum`.
+swtester counted those as received; they now count in `zero_checksum`. An IPv6 atomic fragment (a Fragment header,
+offset 0 and More clear: what RFC 6145 translators sent, RFC 8021 deprecates) was neither received nor said: it
+counts in `atomic_fragments`.
 
 The DUT is a forwarder of the test's own (FORWARDER, in the DUT's namespace): each forward frame that arrives on q0
 leaves q1 (towards p1) changed: IPv4 frames padded by PAD bytes or, every other frame, cut to TRUNCATED bytes
-(headers and test payload kept); IPv6 frames with their UDP checksum set to zero. Both receive methods (the eBPF
-filter counting in the kernel, the ring). ~1 s per build and change."""
+(headers and test payload kept); IPv6 frames with their UDP checksum set to zero, or behind a Fragment header. Both
+receive methods (the eBPF filter counting in the kernel, the ring). ~1 s per build and change."""
 
 import json
 import os
@@ -49,6 +51,10 @@ CHANGE = {
     "wrong_length": (4, f"lambda f, n: f + bytes({PAD}) if n % 2 else f[:{TRUNCATED - 12}]"),
     # The UDP checksum: bytes 6-7 of the UDP header, after the EtherType (2) and the IPv6 header (40).
     "zero_checksum": (6, "lambda f, n: f[:48] + bytes(2) + f[50:]"),
+    # A Fragment header (next header UDP, offset 0, More clear, identification n) after the IPv6 header, whose
+    # payload length grows by its 8 bytes and whose next header becomes 44.
+    "atomic_fragments": (6, "lambda f, n: f[:6] + (int.from_bytes(f[6:8], 'big') + 8).to_bytes(2, 'big') + bytes([44])"
+                            " + f[9:42] + bytes([17, 0, 0, 0]) + n.to_bytes(4, 'big') + f[42:]"),
 }
 
 

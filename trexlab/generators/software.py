@@ -360,6 +360,11 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
                          "IPv6, which an IPv6 receiver discards (RFC 8200 section 8.1; a translator that updates the "
                          "checksum incrementally may write 0 for 0xffff): not frames a host would take, so counted as "
                          "lost")
+        if d.get("atomic_fragments"):  # swtester.c receive_frame: a Fragment header the frame sent had not
+            notes.append(f"{name}: {d['atomic_fragments']:,} test frame(s) arrived as IPv6 atomic fragments (a "
+                         "Fragment header, offset 0 and More clear, 8 bytes longer than the frames sent; RFC 6145 "
+                         "translators added one where Don't Fragment was clear, RFC 8021 deprecates them): not the "
+                         "frames sent, so counted as lost")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if before is not None and after is not None:
@@ -369,7 +374,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             # Every whole test frame that reached the port, counted by nftables once: also those the receiver took
             # for lost because the DUT changed them (not the fragments: nftables counts each fragment).
             arrived = (d["received"] + d["late"] + d["duplicates"] + d.get("wrong_length", 0)
-                       + d.get("zero_checksum", 0))
+                       + d.get("zero_checksum", 0) + d.get("atomic_fragments", 0))
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
@@ -391,7 +396,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
 REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
 REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
 #: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one).
-REPORT_NEWER_COUNTS = ("fragments", "wrong_length", "zero_checksum")
+REPORT_NEWER_COUNTS = ("fragments", "wrong_length", "zero_checksum", "atomic_fragments")
 
 
 def check_report(spec: TrialSpec, report: object) -> None:
