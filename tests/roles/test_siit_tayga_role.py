@@ -169,3 +169,23 @@ def test_absent_removes_the_device_it_made_whatever_device_absent_names(lab_fact
     finally:
         run("ip", "netns", "exec", netns, "ip", "link", "del", "siit7", check=False)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_route_of_the_nodes_own_to_a_mapped_destination_is_neither_taken_over_nor_removed(lab_factory):
+    """The role routes the mapped destinations into TAYGA's device: with `ip route replace` it took over a route the
+    node had to one of them, and absent (the device going) deleted it. Now the role refuses before any change,
+    naming the route, and absent leaves it (here a blackhole route to one of the single DUT's /25s)."""
+    lab = lab_factory("sw", "single", 4)
+    netns = lab.duts[0].netns
+    run("ip", "netns", "exec", netns, "ip", "route", "add", "blackhole", "198.18.1.128/25")
+    try:
+        before = node_state(netns)
+        result = playbook(lab, PLAY, "-e", "siit_tayga_networks=4")
+        assert result.returncode != 0, result.stdout[-3000:]
+        assert ("siit_tayga_networks=4: the DUT has a route of its own to a mapped destination (blackhole "
+                "198.18.1.128/25") in result.stdout, result.stdout[-3000:]
+        assert node_state(netns) == before, "nothing changed"
+        assert apply(lab, "-e", "siit_tayga_state=absent") == 0
+        assert node_state(netns) == before, "absent removed nothing the role did not make"
+    finally:
+        run("ip", "netns", "exec", netns, "ip", "route", "del", "blackhole", "198.18.1.128/25", check=False)
