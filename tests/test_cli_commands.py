@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,10 +93,10 @@ def test_every_help_page_reads_as_written_and_names_the_inventory_default():
 
 
 def test_compare_help_states_the_comparisons_confidence_from_its_constant(monkeypatch):
-    """trexlab compare --help wrote "95 %" beside compare.SHIFT_CONFIDENCE: a changed level would be misstated."""
-    from trexlab.results import compare
+    """trexlab compare --help wrote "95 %" beside stats.SHIFT_CONFIDENCE: a changed level would be misstated."""
+    from trexlab.results import stats
 
-    monkeypatch.setattr(compare, "SHIFT_CONFIDENCE", 0.9)
+    monkeypatch.setattr(stats, "SHIFT_CONFIDENCE", 0.9)
     text = " ".join(cli.build_parser()._subparsers._group_actions[0].choices["compare"].format_help().split())  # noqa: SLF001
     assert "distribution-free 90 % (Mann-Whitney) confidence interval" in text, text
 
@@ -118,3 +119,18 @@ def test_a_mistyped_number_is_one_line_naming_the_flag_and_its_range(argv, messa
 
 def test_an_integer_flag_takes_a_count_written_as_1e3_as_a_spec_does():
     assert cli.build_parser().parse_args(["latency", "--tagged-frames", "1e3"]).param_tagged_frames == 1000
+
+
+#: Modules a command that reads or writes no table has no use for: they took half a second of every trexlab command's
+#: start (results.store imported pandas and pyarrow at its top; the argument parser imported generators.sim, which
+#: imported numpy, and results.compare, which imported pandas, for a constant).
+TABLE_MODULES = ("numpy", "pandas", "pyarrow")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["schema"], ["throughput", "--max-rate", "abc"], ["compare", "--help"]])
+def test_a_command_that_reads_no_table_imports_no_table_library(argv):
+    script = ("import sys\nfrom trexlab.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+              f"print(sorted(m for m in {TABLE_MODULES!r} if m in sys.modules), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60,
+                            cwd=Path(__file__).parents[1])
+    assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr[-2000:]

@@ -76,7 +76,7 @@ def test_no_constant_is_defined_again_in_another_module():
     spec's own default (schema.ExperimentSpec.repetitions): one of them changed, and a spec without repetitions
     would run one count, print another and show a third in the schema. Two choices that happen to share a value
     take names that say which each is (iperf.IPERF3_GRACE and software.SWTESTER_GRACE; the stop rule's
-    schema.MEDIAN_CI_CONFIDENCE and compare.SHIFT_CONFIDENCE), so one name is one choice: no exceptions."""
+    schema.MEDIAN_CI_CONFIDENCE and stats.SHIFT_CONFIDENCE), so one name is one choice: no exceptions."""
     package = Path(trexlab.__file__).parent
     defined: dict[tuple[str, object], list[str]] = {}
     for path in sorted(package.rglob("*.py")):

@@ -347,7 +347,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 def add_compare_parser(subparsers) -> None:
     """trexlab compare A B [--figure NAME] [--json] [--html FILE] [--results DIR]"""
-    from trexlab.results.compare import SHIFT_CONFIDENCE  # ~10 ms: the rest of what it needs is imported already
+    from trexlab.results.stats import SHIFT_CONFIDENCE
 
     parser = subparsers.add_parser(
         "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",

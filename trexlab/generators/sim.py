@@ -42,8 +42,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from trexlab import __version__
 from trexlab.params import InvalidParameter, check_range
@@ -58,6 +57,11 @@ from trexlab.trial import (
     TrialSpec,
     encode_histogram,
 )
+
+# numpy is imported where the model draws, not here: building trexlab's argument parser reads this module's options
+# (every command, trexlab --help and a one-line refusal too), and numpy took a tenth of a second of that.
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class SimGenerator:
     lab = None
 
     def __init__(self, sut: SimulatedSUT, wall_clock_factor: float = 0.0):
+        import numpy as np
         self.sut = sut
         # Wall seconds actually waited per simulated second of trial (0: none). Lets a test or a
         # demonstration watch a campaign progress, or interrupt it mid-trial, as with a real lab.
@@ -134,6 +139,7 @@ class SimGenerator:
         self.trials += count
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
+        import numpy as np
         sut = self.sut
         # Each trial's random numbers come from (seed, its number in the run), not from one stream: a run resumed
         # mid-search, whose earlier trials are replayed from the log, goes on exactly as an uninterrupted one.
@@ -215,6 +221,7 @@ class SimGenerator:
     def _tagged(self, spec: TrialSpec, direction: Direction, sent: int,
                 drop_probability: float) -> tuple[Latency, dict]:
         """Each tag followed through the DUT: dropped, held, past the tail, late, or received in time."""
+        import numpy as np
         sut, rng = self.sut, self.rng
         n = spec.latency_frames
         slot = (spec.duration - spec.tag_delay) / n
@@ -248,6 +255,7 @@ class SimGenerator:
 
     def _record(self, histogram, frames: int, low: float, cutoff: float | None) -> None:
         """Record `frames` delays of low + Exp(latency_spread) conditioned on <= cutoff (s), as counts per bucket."""
+        import numpy as np
         if frames <= 0:
             return
         spread = self.sut.latency_spread

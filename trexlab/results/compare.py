@@ -36,11 +36,8 @@ import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
-from trexlab.results.stats import held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.stats import SHIFT_CONFIDENCE, held_down_by_tester, is_censored, numeric, summarize
 
-#: The level of the shift's interval a verdict rests on. Its own choice, not the adaptive stop rule's
-#: (spec.schema.MEDIAN_CI_CONFIDENCE, part of what a spec means): it is chosen when campaigns are compared.
-SHIFT_CONFIDENCE = 0.95
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
 EXACT_LIMIT = 2_500
 VERDICTS = ("lower", "higher", "no significant difference", "too few repetitions", "only in A", "only in B")

@@ -42,6 +42,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+#: The level of the shift's interval a verdict of trexlab compare (results.compare) rests on. Its own choice, not the
+#: adaptive stop rule's (spec.schema.MEDIAN_CI_CONFIDENCE, part of what a spec means): it is chosen when campaigns
+#: are compared. Here, not in results.compare, so that trexlab's argument parser states it without importing pandas.
+SHIFT_CONFIDENCE = 0.95
 #: What a censored statistic starts with: "< 100" reads "below 100".
 BELOW = "<"
 #: What a lower bound of the dispersion starts with.

@@ -28,14 +28,16 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from trexlab.trial import TrialResult
+
+# numpy, pandas and pyarrow are imported where a table is made or read, not here: every trexlab command imports
+# this module (its JSON helpers), and they took half a second of each command's start (trexlab --help, a one-line
+# refusal, each trial's CLI call in a campaign).
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 PROVENANCE = "provenance.json"
 TRIALS = "trials.jsonl"
@@ -253,6 +255,7 @@ def _flatten(prefix: str, data, out: dict) -> None:
 
 def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.DataFrame:
     """One row per run: run dir, finished flag, flattened provenance and result (lists kept whole)."""
+    import pandas as pd
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     rows = []
@@ -303,6 +306,7 @@ def trials_table(records: Sequence[dict]) -> pa.Table:
     """Trial records as an Arrow table: one column per flattened field, in first-seen order. A column whose
     values have no one Arrow type is stored as JSON text and named in the schema metadata, so that
     reading it back gives the values the log holds."""
+    import pyarrow as pa
     rows = flat_trials(records)
     names: dict[str, None] = {}
     for row in rows:
@@ -324,6 +328,7 @@ def trials_table(records: Sequence[dict]) -> pa.Table:
 
 def write_columnar(run: str | os.PathLike) -> Path:
     """Write <run>/trials.parquet from the run's trial log (atomically: a reader never sees half a file)."""
+    import pyarrow.parquet as pq
     path = Path(run) / TRIALS_COLUMNAR
     tmp = path.with_suffix(".parquet.tmp")
     pq.write_table(trials_table(read_trials(run)), tmp)
@@ -345,6 +350,8 @@ def _combine(tables: list[pa.Table], runs: list[str], columns: list[str] | None 
     column missing from a run is null there. A column stored as JSON text in one run is JSON text in all
     (one column, one type). Raises pa.ArrowInvalid when a column has types that cannot be one (a number in
     one run, text in another)."""
+    import numpy as np
+    import pyarrow as pa
     as_json = sorted({name for t in tables for name in _json_columns(t.schema)})
     for i, table in enumerate(tables):
         for name in as_json:  # encode this run's native column as the JSON text the others hold
@@ -384,6 +391,8 @@ def _read_file(path: Path, columns: list[str] | None = None, threads: bool = Fal
     runs of a few thousand trials). threads, for one large file: its columns decoded in parallel, and its
     text columns (a few labels repeated: phase, directions, generator) kept dictionary-encoded, categorical
     in pandas: a million rows read in a sixth of the time it takes to make a million strings per column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     schema = pq.read_schema(path)
     labels = None
     if threads:
@@ -396,6 +405,8 @@ def _read_file(path: Path, columns: list[str] | None = None, threads: bool = Fal
 
 
 def _list_dtype(arrow_type: pa.DataType):
+    import pandas as pd
+    import pyarrow as pa
     return pd.ArrowDtype(arrow_type) if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) else None
 
 
@@ -416,6 +427,8 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 
 def _read_runs(files: list[Path], columns: list[str] | None) -> pd.DataFrame:
     """Runs' Parquet trials as one DataFrame (the union of their columns), with a categorical "run" column."""
+    import pandas as pd
+    import pyarrow as pa
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         tables = list(pool.map(lambda f: _read_file(f, columns), files))
     try:
@@ -441,6 +454,8 @@ def write_columnar_tree(directory: str | os.PathLike) -> Path | None:
     column relative to the directory (e.g. "<point>/rep-001"). A campaign's export, and what
     load_trials reads for those runs: a thousand runs' own files cost about 10 ms of CPU each, one file
     of a million rows about a second in all (benchmarks/results_loading.py). None when no finished run is there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     directory = Path(directory)
     runs = [run for run in run_dirs([directory]) if is_finished(run) and run != directory]
     if not runs:
@@ -478,6 +493,10 @@ def _trees(paths: Iterable[Path]) -> list[Path]:
 
 def _read_tree(directory: Path, runs: set[Path], columns: list[str] | None) -> tuple[pd.DataFrame, set[Path]]:
     """The trials of those of the runs a tree's file holds as they are now; and which runs those are."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     path = directory / TRIALS_COLUMNAR
     metadata = pq.read_schema(path).metadata or {}
     stamps = json.loads(metadata.get(RUNS_KEY, b"{}"))
@@ -509,6 +528,7 @@ def load_trials(paths: Iterable[str | os.PathLike] | str | os.PathLike,
     run's own), the others (unfinished, or written before trexlab kept Parquet) from their log;
     ``columnar=False`` reads every log. ``columns`` (flattened names) reads only those: far less to read
     from Parquet. Rows come grouped by where they were read from."""
+    import pandas as pd
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     roots = [Path(p) for p in paths]

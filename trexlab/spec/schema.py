@@ -44,7 +44,7 @@ DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
 #: The confidence of the median's interval in adaptive repetitions' stop rule (trexlab.plan.adaptive): part of what a
 #: spec's until: {median_ci_percent} means, so it is the spec's, and its own choice, not the comparison's
-#: (results.compare.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
+#: (results.stats.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
 #: change when the campaigns of existing specs stop.
 MEDIAN_CI_CONFIDENCE = 0.95
 #: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
