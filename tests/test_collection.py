@@ -153,6 +153,15 @@ def test_netem_refuses_to_replace_a_root_qdisc_of_the_nodes_own():
     assert root_qdisc_error(["eth2"], probe, []).startswith("test port eth2 "), "netem of someone else's"
 
 
+def test_netem_deletes_only_the_recorded_roots_that_are_still_its_own():
+    """Absent and a new plan delete the root qdisc of each recorded port where it is still netem's (netem, htb):
+    a recorded port whose root someone replaced since keeps it, as does one with the kernel's default."""
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import own_roots
+
+    probe = ["#root eth0 mq 0:", "#root eth1 tbf 8003:", "#root eth2 netem 8001:", "#root eth3 htb 1:"]
+    assert own_roots(["eth0", "eth1", "eth2", "eth3", "eth4"], probe) == ["eth2", "eth3"]
+
+
 def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():
     """ansible-doc -t role shows a role's options from meta/argument_specs.yml only: each variable of
     defaults/main.yml is an option there, and a literal default (not a template, not null) is its default."""

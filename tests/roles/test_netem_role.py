@@ -110,6 +110,28 @@ def test_a_root_qdisc_of_the_duts_own_is_refused_before_any_change(lab, has_nete
         run(*dut.command(["tc", "qdisc", "del", "dev", port, "root"]))
 
 
+def test_absent_leaves_a_root_qdisc_that_replaced_the_roles_own(lab, has_netem):
+    """netem's record names each port whose root qdisc it replaced, and absent deleted the root of each, whatever it
+    was by then: a tbf someone put there since went with it. Absent deletes only a root that is still the role's
+    (netem, htb) and says which it left."""
+    if not has_netem:
+        pytest.skip("this DUT's kernel has no sch_netem (the local lab here): the role replaces no root qdisc "
+                    "(nftables loss), the VM lab runs this test")
+    dut = lab.duts[0]
+    before = node_state(dut)
+    apply(lab, "-e", "netem_loss_percent=1", "-e", '{"netem_directions": ["forward"]}')
+    port = own_root_qdisc(dut)  # over the role's netem root
+    try:
+        result = playbook(lab, PLAY, "-e", "netem_state=absent")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert f"netem: left the root qdisc of {port}: not the one netem put there" in result.stdout
+        roots = [q["kind"] for q in dut_json(dut, "tc", "-j", "qdisc", "show", "dev", port) if q.get("root")]
+        assert roots == ["tbf"], roots
+    finally:
+        run(*dut.command(["tc", "qdisc", "del", "dev", port, "root"]))
+    assert node_state(dut) == before
+
+
 def test_one_percent_random_loss_measures_as_such(lab, generator):
     """nftables numgen random on the local lab here, netem loss on the VM lab's kernel."""
     dut = lab.duts[0]

@@ -170,6 +170,24 @@ def impairment_plan(settings: dict, ports: list[dict], kernel_has_netem: bool, s
 NETEM_ROOTS = ("netem", "htb")
 
 
+def _probed_roots(probe_lines: list) -> dict[str, tuple[str, str]]:
+    """Each port's root qdisc (kind, handle) from the netem probe's '#root <dev> <kind> <handle>' lines."""
+    roots = {}
+    for line in probe_lines:
+        parts = str(line).split()
+        if len(parts) == 4 and parts[0] == "#root":
+            roots[parts[1]] = (parts[2], parts[3])
+    return roots
+
+
+def own_roots(recorded: list, probe_lines: list) -> list:
+    """The devices of roles/netem's record whose root qdisc is still one the role puts there (NETEM_ROOTS): the only
+    roots absent or a new plan may delete. A recorded port whose root someone replaced since (a tbf, fq) keeps it:
+    deleting it there took the node's own root away."""
+    roots = _probed_roots(probe_lines)
+    return [dev for dev in recorded if roots.get(dev, ("", ""))[0] in NETEM_ROOTS]
+
+
 def root_qdisc_error(devices: list, probe_lines: list, recorded: list) -> str:
     """'' where roles/netem may replace the root qdisc of each of these devices, else the one-line refusal.
 
@@ -178,14 +196,10 @@ def root_qdisc_error(devices: list, probe_lines: list, recorded: list) -> str:
     node's user set (fq, a tbf, an htb tree) would be gone for good: tc dumps no arguments that make it again
     (options in other units, child classes and filters), so it is refused before any change, unless it is this
     role's own from an earlier run (a device of its record with a netem or htb root)."""
-    roots = {}
-    for line in probe_lines:
-        parts = str(line).split()
-        if len(parts) == 4 and parts[0] == "#root":
-            roots[parts[1]] = (parts[2], parts[3])
+    roots, ours = _probed_roots(probe_lines), own_roots(recorded, probe_lines)
     for dev in devices:
         kind, handle = roots.get(dev, ("", "0:"))
-        if handle != "0:" and not (dev in recorded and kind in NETEM_ROOTS):
+        if handle != "0:" and dev not in ours:
             return (f"test port {dev} has a root qdisc of its own ({kind} {handle}), which netem would replace and "
                     f"absent could not put back: allowed only the kernel's default root qdisc there (remove it: tc "
                     f"qdisc del dev {dev} root, or leave its direction out of netem_directions)")
@@ -297,6 +311,7 @@ class FilterModule:
             "cpufreq_settings": cpufreq_settings,
             "impairment_plan": impairment_plan,
             "root_qdisc_error": root_qdisc_error,
+            "own_roots": own_roots,
             "empty_state_dirs": empty_state_dirs,
             "reference_plan": reference_plan,
             "eamt_entries": eamt_entries,
