@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from trexlab.generators.software import SoftwareGenerator, trial_from_report
+from trexlab.generators.software import TRIAL_ID_SPACE, SoftwareGenerator, trial_from_report
 from trexlab.testbed.inventory import load_lab
 from trexlab.trial import GeneratorError, TrialSpec
 
@@ -113,7 +113,7 @@ def test_consecutive_trials_never_share_a_trial_id(tmp_path, monkeypatch):
         generator = SoftwareGenerator(lab, cross_check=False, softnet_stat=None, proc_stat=None)
         for _ in range(3):
             generator.run_trial(spec)
-    assert len(ids) == 6 and all(0 <= int(i) <= 65535 for i in ids)
+    assert len(ids) == 6 and all(0 <= int(i) < TRIAL_ID_SPACE for i in ids)
     assert all(a != b for a, b in zip(ids, ids[1:], strict=False)), ids
 
 

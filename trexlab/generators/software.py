@@ -63,12 +63,14 @@ SEND_METHODS = ("auto", "tx_ring", "sendmmsg")
 #: The host kernel's per-CPU receive statistics: one line per CPU, its second column (hex) the frames that CPU's
 #: receive backlog dropped because it was full (net.core.netdev_max_backlog).
 SOFTNET_STAT = Path("/proc/net/softnet_stat")
+#: How many trial ids swtester tells apart: the id is the test payload's 16-bit field (swtester.c, bytes 12-13).
+TRIAL_ID_SPACE = 1 << 16
 #: swtester --trial-id of each trial this process runs, whatever generator runs it (a campaign makes one per point).
 #: swtester tells its own trial's frames from any other's by this 16-bit id, and without one takes its clock and
 #: pid: two trials in a row then share an id about once in 65,536, and frames of the one before (drained from a
 #: DUT's queue after its tail) count as this trial's, a stale copy standing in for a frame the DUT lost. Counted up
 #: from a random start, no two consecutive trials share one.
-TRIAL_IDS = itertools.count(random.randrange(65536))
+TRIAL_IDS = itertools.count(random.randrange(TRIAL_ID_SPACE))
 
 
 def backlog_drops(path: Path) -> list[int] | None:
@@ -284,7 +286,7 @@ class SoftwareGenerator:
             return None
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
-        argv = self.tester.command([*self.argv(spec), "--trial-id", str(next(TRIAL_IDS) % 65536)])
+        argv = self.tester.command([*self.argv(spec), "--trial-id", str(next(TRIAL_IDS) % TRIAL_ID_SPACE)])
         limit = spec.duration + spec.receive_tail + SWTESTER_GRACE
         before = self.counters() if self.cross_check else None
         backlog_before = backlog_drops(self.softnet_stat) if self.softnet_stat else None
