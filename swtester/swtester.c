@@ -177,7 +177,7 @@ struct direction {
     struct port *tx, *rx;
     uint64_t intended, sent, received, late, duplicates, reordered, tester_drops, foreign;
     uint64_t fragments; /* this trial's test frames that arrived as fragments (their first fragment): not received */
-    uint64_t wrong_length; /* this trial's test frames of another length than the receiving port's: not received */
+    uint64_t wrong_length; /* this trial's test frames of another length than they were sent (arriving_size) */
     uint64_t zero_checksum; /* this trial's IPv6 test frames whose UDP checksum field is zero: not received */
     uint64_t atomic_fragments; /* this trial's test frames that arrived as IPv6 atomic fragments: not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
@@ -379,17 +379,25 @@ static void bind_to(int fd, int ifindex, uint16_t protocol) {
  * sendmmsg, but not one in a transmit ring that starts with a virtio_net_hdr (the receiving veth would drop it).
  * The same holds for the frames a port receives (`verb` "receives"): a veth, and a NIC's receive buffers, drop a
  * frame above the MTU before any socket sees it, and every frame of the trial would count as the DUT's loss. */
-static void check_mtu(int fd, const char *ifname, int port, int frame_size, const char *verb) {
+static void check_mtu(int fd, const char *ifname, int port, int frame_size, int on_port, const char *verb) {
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
     snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
     if (ioctl(fd, SIOCGIFMTU, &ifr) < 0) return;
-    if (frame_size - FCS_LEN - 14 > ifr.ifr_mtu) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "size%d=%d: port %s's MTU is %d, it %s frames up to %d bytes", port, frame_size,
-                 ifname, ifr.ifr_mtu, verb, ifr.ifr_mtu + 14 + FCS_LEN);
+    if (on_port - FCS_LEN - 14 > ifr.ifr_mtu) {
+        char msg[192], translated[48] = "";
+        if (on_port != frame_size) snprintf(translated, sizeof translated, " (%d bytes translated)", on_port);
+        snprintf(msg, sizeof msg, "size%d=%d%s: port %s's MTU is %d, it %s frames up to %d bytes", port, frame_size,
+                 translated, ifname, ifr.ifr_mtu, verb, ifr.ifr_mtu + 14 + FCS_LEN);
         die(msg);
     }
+}
+
+/* The length (FCS included) at which direction d's frames arrive: the sender's, in the receiving port's IP version
+ * (a SIIT DUT translates them; an IPv6 header is SIIT_DELTA bytes longer than an IPv4 one). Not the receiving port's
+ * own frame size: a trial may send frames of another size each way. */
+static int arriving_size(const struct direction *d) {
+    return d->tx->frame_size + ((d->rx->ip_version == 6) - (d->tx->ip_version == 6)) * SIIT_DELTA;
 }
 
 static int open_sender(const char *ifname) {
@@ -643,10 +651,10 @@ static int open_counting(struct direction *d) {
         emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R9, 0, 0, 32); /* network to host order, upper half zero */
         load64(&a, R1, 0, d->intended);
         jump(&a, BPF_JMP | BPF_JGE | BPF_X, R9, R1, 0, L_PASS); /* beyond the trial: foreign, the receiver says */
-        /* Of another length than the receiving port's frames (padded or cut by the DUT): to the ring, whose receiver
+        /* Of another length than sent (arriving_size; padded or cut by the DUT): to the ring, whose receiver
          * counts it among the wrong_length (receive_frame). skb->len: the frame from its MAC header, no FCS. */
         emit(&a, BPF_LDX | BPF_MEM | BPF_W, R0, R6, offsetof(struct __sk_buff, len), 0);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, d->rx->frame_size - FCS_LEN, L_PASS);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, arriving_size(d) - FCS_LEN, L_PASS);
         /* An IPv6 one whose UDP checksum field is zero: to the ring, whose receiver counts it among the zero_checksum
          * (receive_frame says why). */
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 12, 0);
@@ -949,7 +957,7 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
     if (atomic) { d->atomic_fragments++; return; }
     /* RFC 2544 section 10: the tester checks each received frame's length. A test frame the DUT padded or cut (its
      * headers and test payload whole) is not the frame sent: counted among the wrong_length, disclosed, and as lost. */
-    if (frame_len != (size_t)(d->rx->frame_size - FCS_LEN)) { d->wrong_length++; return; }
+    if (frame_len != (size_t)(arriving_size(d) - FCS_LEN)) { d->wrong_length++; return; }
     /* A UDP checksum field of zero means "no checksum" over IPv4 (RFC 768), but over IPv6 the checksum is mandatory
      * and a receiver discards such a datagram (RFC 8200 section 8.1): not a frame any host would take, so counted
      * among the zero_checksum, disclosed, and as lost. A translator that updates the checksum incrementally makes one
@@ -1282,10 +1290,9 @@ int main(int argc, char **argv) {
                               .frames = intended > (uint64_t)j ? (intended - 1 - (uint64_t)j) / (uint64_t)c.threads + 1 : 0,
                               .rng = d->rng ^ ((uint64_t)j * 0xBF58476D1CE4E5B9ull)};
             if (j == 0) {
-                check_mtu(q->fd, d->tx->name, i, d->tx->frame_size, "sends");
-                /* Port 1 - i receives frames of its own size and version (a SIIT DUT translates them to those):
-                 * checked here too for a trial in one direction, where port 1 - i sends none. */
-                check_mtu(q->fd, d->rx->name, 1 - i, d->rx->frame_size, "receives");
+                check_mtu(q->fd, d->tx->name, i, d->tx->frame_size, d->tx->frame_size, "sends");
+                /* Port 1 - i receives this direction's frames, translated to its IP version by a SIIT DUT. */
+                check_mtu(q->fd, d->rx->name, i, d->tx->frame_size, arriving_size(d), "receives");
             }
             if (d->send_method == SEND_TX_RING && open_tx_ring(q, d->tx->frame_size - FCS_LEN) < 0) {
                 if (c.send_method == SEND_TX_RING) die(d->send_fallback);

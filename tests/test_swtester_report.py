@@ -160,9 +160,9 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
 @pytest.mark.parametrize(("count", "note"), [
     ("fragments", "forward: 1,000 test frame(s) arrived fragmented (their first fragment counted by swtester): not "
                   "received whole, so counted as lost (RFC 2544 counts the frames a DUT forwards)"),
-    ("wrong_length", "forward: 1,000 test frame(s) arrived with another length than the receiving port's frames "
-                     "(padded or cut by the DUT; RFC 2544 section 10: the tester checks each frame's length): not the "
-                     "frames sent, so counted as lost"),
+    ("wrong_length", "forward: 1,000 test frame(s) arrived with another length than they were sent with (translated, "
+                     "where a SIIT DUT changes the IP version): padded or cut by the DUT (RFC 2544 section 10: the "
+                     "tester checks each frame's length), not the frames sent, so counted as lost"),
     ("zero_checksum", "forward: 1,000 test frame(s) arrived with a UDP checksum of zero over IPv6, which an IPv6 "
                       "receiver discards (RFC 8200 section 8.1; a translator that updates the checksum incrementally "
                       "may write 0 for 0xffff): not frames a host would take, so counted as lost"),

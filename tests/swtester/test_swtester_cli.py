@@ -175,12 +175,21 @@ def test_a_receiving_port_whose_mtu_is_below_its_frames_is_refused(binary):
              "for port in x0 x1 y0 y1; do ip link set dev $port up; done && exec \"$@\"")
     ports = replace(replace(PORTS, "--port0", "x0"), "--port1", "y0")
     argv = [*ports, "--directions", "forward", "--tail", "0"]
-    result = swtester(binary, *argv, "--size0", "9018", "--size1", "9018",
+    # The forward frames are port 0's (size0), whatever size port 1 sends: it checked size1, so port 0's 9018 B
+    # frames passed beside a size1 of 1518 and y0 dropped every one.
+    for size1 in ("9018", "1518"):
+        result = swtester(binary, *argv, "--size0", "9018", "--size1", size1,
+                          prefix=("unshare", "-n", "sh", "-c", setup, "sh"))
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.strip() == ("swtester: size0=9018: port y0's MTU is 1500, it receives frames up to 1518 "
+                                         "bytes")
+    # Translated by a SIIT DUT, port 0's IPv6 frames arrive 20 B shorter as IPv4: the message says so.
+    result = swtester(binary, *argv, "--size0", "1558", "--size1", "1518", "--version0", "6",
                       prefix=("unshare", "-n", "sh", "-c", setup, "sh"))
-    assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip() == "swtester: size1=9018: port y0's MTU is 1500, it receives frames up to 1518 bytes"
+    assert result.stderr.strip() == ("swtester: size0=1558 (1538 bytes translated): port y0's MTU is 1500, it receives "
+                                     "frames up to 1518 bytes")
     # Frames y0 takes pass (--probe: the same checks, nothing sent).
-    result = swtester(binary, *argv, "--size0", "9018", "--size1", "1518", "--probe",
+    result = swtester(binary, *argv, "--size0", "1518", "--size1", "9018", "--probe",
                       prefix=("unshare", "-n", "sh", "-c", setup, "sh"))
     assert result.returncode == 0, result.stderr
 

@@ -82,3 +82,25 @@ def test_a_frame_the_dut_changed_counts_as_such_not_as_received(binary, tester_a
     assert forward["receive_method"] == method and forward["sent"] == intended
     assert forward["received"] == 0, f"{forward['received']} changed frames counted as received"
     assert forward[count] == intended and forward["foreign"] == 0
+
+
+@pytest.mark.parametrize("method", ["bpf", "ring"])
+def test_frames_of_another_size_each_way_arrive_whole(binary, tester_and_dut, method):
+    """A trial may send frames of another size each way (TrialSpec.frame_size per port): the receivers compared a
+    frame's length with the receiving port's own frame size, not with the size it was sent with, so every frame of
+    such a trial counted as wrong_length and lost. Here the DUT forwards each frame unchanged."""
+    tester, dut = tester_and_dut
+    forwarder = subprocess.Popen(["timeout", "30", "ip", "netns", "exec", dut, sys.executable, "-c", FORWARDER,
+                                  "0800", "lambda f, n: f"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert forwarder.stdout.readline() == "ready\n"
+        result = run("timeout", "30", "ip", "netns", "exec", tester, binary, "--port0", "p0", "--port1", "p1",
+                     "--mac0", TESTER_MAC[0], "--mac1", TESTER_MAC[1], "--peer0", DUT_MAC[0], "--peer1", DUT_MAC[1],
+                     "--size0", str(FRAME), "--size1", str(2 * FRAME), "--rate", str(RATE), "--duration",
+                     str(DURATION), "--tail", str(TAIL), "--directions", "forward", "--receive-method", method,
+                     "--cpus", str(min(os.sched_getaffinity(0))))
+    finally:
+        forwarder.terminate()
+        forwarder.wait()
+    forward = json.loads(result.stdout)["directions"]["forward"]
+    assert forward["wrong_length"] == 0 and forward["received"] == forward["sent"] == round(RATE * DURATION), forward

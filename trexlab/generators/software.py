@@ -354,9 +354,10 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
                          "by swtester): not received whole, so counted as lost (RFC 2544 counts the frames a DUT "
                          "forwards)")
         if d.get("wrong_length"):  # swtester.c receive_frame: a frame of another length is not the frame sent
-            notes.append(f"{name}: {d['wrong_length']:,} test frame(s) arrived with another length than the receiving "
-                         "port's frames (padded or cut by the DUT; RFC 2544 section 10: the tester checks each "
-                         "frame's length): not the frames sent, so counted as lost")
+            notes.append(f"{name}: {d['wrong_length']:,} test frame(s) arrived with another length than they were "
+                         "sent with (translated, where a SIIT DUT changes the IP version): padded or cut by the DUT "
+                         "(RFC 2544 section 10: the tester checks each frame's length), not the frames sent, so "
+                         "counted as lost")
         if d.get("zero_checksum"):  # swtester.c receive_frame: IPv6 forbids a UDP checksum of zero
             notes.append(f"{name}: {d['zero_checksum']:,} test frame(s) arrived with a UDP checksum of zero over "
                          "IPv6, which an IPv6 receiver discards (RFC 8200 section 8.1; a translator that updates the "
