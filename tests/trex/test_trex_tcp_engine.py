@@ -285,4 +285,7 @@ def test_the_baseline_rtt_carries_the_engines_resolution_and_the_interval_it_all
     assert result["baseline_rtt_resolution_s"] == pytest.approx(1e-3)
     low, high = result["baseline_rtt_interval_s"]
     assert (low, high) == (pytest.approx(19e-3), pytest.approx(21e-3))
+    # The BDP from it is an interval too: the bottleneck bandwidth times each end (it was one number).
+    bb = result["bottleneck_bandwidth_bps"]
+    assert result["bdp_interval_bytes"] == [pytest.approx(bb * 19e-3 / 8), pytest.approx(bb * 21e-3 / 8)]
     assert "whole ticks" in result["baseline_rtt_method"] and "1 ms" in result["baseline_rtt_method"]

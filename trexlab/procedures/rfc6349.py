@@ -270,6 +270,8 @@ class Rfc6349Result:
             "baseline_rtt_resolution_s": self.baseline_rtt_resolution_s,
             "baseline_rtt_interval_s": baseline_rtt_interval(self.baseline_rtt_s, self.baseline_rtt_resolution_s),
             "baseline_rtt_method": self.baseline_rtt_method, "bdp_bytes": self.bdp_bytes,
+            "bdp_interval_bytes": bdp_interval(self.bottleneck_bandwidth_bps, self.baseline_rtt_s,
+                                               self.baseline_rtt_resolution_s),
             "window_per_connection": self.window_per_connection,
             "window_limit": {"bytes": self.window_limit[0], "set_by": self.window_limit[1]},
             "max_achievable_tcp_throughput_bps": self.max_achievable_bps, "ip_version": self.ip_version,
@@ -547,6 +549,13 @@ def baseline_rtt_interval(rtt: float, resolution: float) -> list[float]:
     ACK, floor(r) or floor(r) + 1 steps of a path of r steps by where in a step the segment left, so a sample (and a
     smoothed RTT, a weighted mean of samples) is within one step of the truth either way; never below 0."""
     return [max(0.0, rtt - resolution), rtt + resolution]
+
+
+def bdp_interval(bottleneck_bps: float, rtt: float, resolution: float) -> list[float]:
+    """[low, high] bytes the true BDP lies in: the bottleneck bandwidth times each end of the baseline RTT's interval
+    (baseline_rtt_interval; the bandwidth is the RFC 2544 throughput found, or declared, not sampled in steps)."""
+    return [tcp_metrics.bdp_bytes(bottleneck_bps, t) if t > 0 else 0.0
+            for t in baseline_rtt_interval(rtt, resolution)]
 
 
 def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: float) -> None:
