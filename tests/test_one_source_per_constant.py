@@ -109,3 +109,21 @@ def test_the_standard_s_trial_duration_and_receive_tail_are_defaults_by_name():
             if isinstance(value, ast.Constant) and value.value == standard[node.target.id]:
                 copies.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.target.id} = {value.value!r}")
     assert not copies, "the standard's value written as a number:\n" + "\n".join(copies)
+
+
+def test_no_role_writes_a_named_bound_as_its_number():
+    """The roles' checks are Jinja, out of the scan above: roles/tcp_endpoints compared with 65535 and 1048576 of
+    its own (params.MAX_PORT, rolevalues.HTTP_FILE_MIB_MAX) and said '1..65535' in its message, three roles 256
+    (addressing.MAX_NETWORKS). A number equal to a named bound after a comparison or in an 'a..b' of a role's tasks
+    or templates is a copy. (Argument specs are documentation that ansible-doc shows as written: out of scope.)"""
+    values = {value: name for name, value in NAMED.items() if value not in (0, 1)}
+    roles = Path(trexlab.__file__).parent.parent / "ansible_collections" / "trexlab" / "lab" / "roles"
+    bound = re.compile(r"(?:(?<=\s)[<>]=?\s*|\b\d+\.\.)(\d+(?:\.\d+)?)\b|\b(\d+(?:\.\d+)?)\.\.\d")
+    copies = []
+    for path in sorted(p for p in roles.rglob("*") if p.suffix in (".yml", ".j2") and p.is_file()
+                       and p.parent.name in ("tasks", "templates", "handlers")):
+        for number, line in ((n, i) for i, text in enumerate(path.read_text().splitlines(), 1)
+                             for m in bound.finditer(text) for n in m.groups() if n):
+            if float(number) in values:
+                copies.append(f"{path.relative_to(roles)}:{line}: {number} ({values[float(number)]})")
+    assert not copies, "a named bound written as its number in a role:\n" + "\n".join(copies)
