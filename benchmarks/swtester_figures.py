@@ -31,7 +31,9 @@ receive queue would take them off the sending core: what sending alone costs eac
 counted for neither).
 Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / the sender's CPU time (swtester's
 sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
-by other jobs on a shared CPU.
+by other jobs on a shared CPU. trafgen's CPU time is its whole process's, start-up and ring set-up included (a few
+ms, against trafgen), swtester's its sender thread's from the trial's start; trafgen runs in the normal scheduling
+class, swtester's sender in the realtime one, as each does by itself.
 
 Pacing (64 B, forward): swtester (auto, and sendmmsg; and the --baseline build) at 100k, 500k and 1M fps;
 trafgen -b at the same rate for the same frame count. achieved = frames on the wire / the tool's sending time,
