@@ -168,6 +168,7 @@ struct txq {
     unsigned slots, slot, head;            /* head: the next slot to fill */
     unsigned frame;                        /* offset of the frame in a slot */
     uint32_t len;                          /* tp_len of every slot */
+    struct sockaddr_ll to;                 /* the transmit ring's send(): the port and the frames' EtherType */
     struct pacing pacing;                  /* its schedule (of its frames) and how far it fell behind it */
 };
 
@@ -457,6 +458,13 @@ static int open_tx_ring(struct txq *q, int len) {
         build_frame(d, f + hdr, len);
     }
     q->len = (uint32_t)(hdr + (unsigned)len);
+    /* Each send names the frames' EtherType: a socket bound to protocol 0 (it receives nothing) has the kernel
+     * read it from each frame's Ethernet header instead, an indirect call per frame (1.3 % of the sending core at
+     * 64 B, perf record on this project's Intel VM). */
+    q->to = (struct sockaddr_ll){.sll_family = AF_PACKET, .sll_ifindex = interface_index(d->tx->name),
+                                 .sll_protocol = htons(d->tx->ip_version == 4 ? ETH_P_IP : ETH_P_IPV6),
+                                 .sll_halen = 6};
+    memcpy(q->to.sll_addr, d->tx->peer, 6);
     return 0;
 }
 
@@ -489,7 +497,7 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t giv
     /* The kernel sends slots in order from its own head, which follows ours, and stops at the first slot not
      * requested; the batch is out when its last slot is no longer requested. */
     for (;;) {
-        ssize_t r = send(q->fd, NULL, 0, MSG_DONTWAIT);
+        ssize_t r = sendto(q->fd, NULL, 0, MSG_DONTWAIT, (const struct sockaddr *)&q->to, sizeof q->to);
         if (r < 0 && errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
             char msg[160];
             snprintf(msg, sizeof msg, "send on the transmit ring failed: %s", strerror(errno));

@@ -229,7 +229,8 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets and network namespaces")
 @pytest.mark.parametrize(("method", "call"), [
     ("sendmmsg", "int sendmmsg(int fd, struct mmsghdr *m, unsigned n, int f)"),
-    ("tx_ring", "ssize_t send(int fd, const void *b, size_t n, int f)"),  # the ring's send(fd, NULL, 0)
+    # the ring's sendto(fd, NULL, 0, flags, the port)
+    ("tx_ring", "ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a, socklen_t l)"),
 ])
 def test_a_port_that_takes_no_frame_ends_the_trial_with_the_frames_unsent(tmp_path, method, call):
     """A port whose queue never takes a frame (ENOBUFS on every send: its link down, say) kept the sender retrying
