@@ -127,3 +127,33 @@ def test_no_role_writes_a_named_bound_as_its_number():
             if float(number) in values:
                 copies.append(f"{path.relative_to(roles)}:{line}: {number} ({values[float(number)]})")
     assert not copies, "a named bound written as its number in a role:\n" + "\n".join(copies)
+
+
+def test_no_text_restates_a_named_confidence_level():
+    """plan/adaptive.py's and results/compare.py's module docstrings said "95 %" (and "5 %", its tail) where the
+    level is a name (schema.MEDIAN_CI_CONFIDENCE, stats.SHIFT_CONFIDENCE): a changed level would leave them stating
+    the old one. No string of the package (docstring, message, help) writes a named level as a number (95 %, 95%,
+    0.95); a module that uses the name does not write its tail (5 %, 0.05) either (elsewhere 5 % may mean another
+    thing: a noise, a share of a test)."""
+    package = Path(trexlab.__file__).parent
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in sorted(package.rglob("*.py"))}
+    levels = {node.targets[0].id: node.value.value for tree in trees.values() for node in tree.body
+              if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+              and node.targets[0].id.endswith("CONFIDENCE") and isinstance(node.value, ast.Constant)}
+    assert set(levels) >= {"MEDIAN_CI_CONFIDENCE", "SHIFT_CONFIDENCE"}  # the scan finds the levels it is about
+
+    def written(value: float) -> re.Pattern:
+        return re.compile(rf"(?<![\d.])(?:{re.escape(f'{value * 100:g}')}\s?%|{re.escape(repr(value))}(?!\d))")
+
+    names: dict[float, list[str]] = {}
+    for name, value in levels.items():
+        names.setdefault(value, []).append(name)
+    copies = []
+    for path, tree in trees.items():
+        used = {value for name, value in levels.items() if name in path.read_text()}
+        forms = [(" or ".join(these), written(value)) for value, these in names.items()]
+        forms += [(f"1 - {' or '.join(names[value])}", written(round(1 - value, 12))) for value in used]
+        copies += [f"{path.relative_to(package.parent)}:{node.lineno}: {m.group()!r} ({name})"
+                   for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   for name, form in forms for m in form.finditer(node.value)]
+    assert not copies, "a named confidence level written as its number:\n" + "\n".join(sorted(set(copies)))
