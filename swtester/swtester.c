@@ -311,12 +311,12 @@ static uint32_t word_sum(uint64_t v, int words) {
     return sum;
 }
 
-/* Write the per-frame fields of frame seq (network, ports, sequence number, send time, tag) and its checksums. */
-static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint64_t t) {
+/* Write the per-frame fields of frame seq (network x = seq % networks, ports, sequence number, send time, tag) and
+ * its checksums. The caller keeps x (next_network): no division per frame. */
+static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint32_t x, uint64_t t) {
     struct direction *d = q->d;
     struct config *c = d->cfg;
     int udp = d->udp;
-    uint32_t x = (uint32_t)(seq % (uint64_t)c->networks);
     f[d->dst_var] = (uint8_t)x;
     /* The network byte is the high byte of its 16-bit word when it sits at an even offset. */
     uint32_t x_word = d->dst_var % 2 == 0 ? x << 8 : x;
@@ -344,6 +344,13 @@ static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint64_t t) {
     uint16_t uc = fold(sum);
     if (uc == 0) uc = 0xffff;
     f[udp + 6] = (uint8_t)(uc >> 8); f[udp + 7] = (uint8_t)uc;
+}
+
+/* A thread's frames seq, seq + threads, ...: the network of each next one from this one's (x), step = threads %
+ * networks. */
+static uint32_t next_network(uint32_t x, uint32_t step, uint32_t networks) {
+    x += step;
+    return x >= networks ? x - networks : x;
 }
 
 static void pin(int cpu) {
@@ -463,10 +470,15 @@ static struct tpacket2_hdr *tx_slot(struct txq *q, unsigned i) {
 static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t give_up) {
     int k = 0, threads = q->d->cfg->threads;
     unsigned first = q->head, last = q->head;
+    uint64_t seq = (uint64_t)q->j + k0 * (uint64_t)threads;
+    uint32_t networks = (uint32_t)q->d->cfg->networks, step = (uint32_t)threads % networks;
+    uint32_t x = (uint32_t)(seq % networks);
     while (k < n) {
         struct tpacket2_hdr *h = tx_slot(q, q->head);
         if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break;
-        stamp_frame(q, (uint8_t *)h + q->frame, (uint64_t)q->j + (k0 + (uint64_t)k) * (uint64_t)threads, t);
+        stamp_frame(q, (uint8_t *)h + q->frame, seq, x, t);
+        seq += (uint64_t)threads;
+        x = next_network(x, step, networks);
         h->tp_len = q->len;
         __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
         last = q->head;
@@ -522,10 +534,12 @@ struct bpf_asm {
     int label[16];   /* instruction index of each label */
     int n;
 };
-enum { L_V4, L_PAYLOAD, L_CHECKSUM_KEPT, L_LISTENING, L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
+enum { L_SHORT, L_PARSE, L_V4, L_PAYLOAD, L_UDP_COPIED, L_CHECKSUM_KEPT, L_LISTENING, L_NOT_REORDERED, L_COUNT,
+       L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
     a->target[a->n] = -1;
+    if (a->n == (int)(sizeof a->insn / sizeof a->insn[0])) die("the counting filter outgrew its instruction array");
     a->insn[a->n++] = (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
 }
 static void jump(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int32_t imm, int label) {
@@ -544,8 +558,8 @@ static void add_one(struct bpf_asm *a, int word) { /* state[word] += 1, atomical
 }
 
 /* Copy len bytes of the frame (R6) from offset (from register base, or from 0 with base < 0) to the stack at
- * stack; a frame shorter than that ends the program with 0 (dropped). Clobbers R0-R5 (a helper call). */
-static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stack, int32_t len) {
+ * stack; a frame shorter than that jumps to label short_frame. Clobbers R0-R5 (a helper call). */
+static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stack, int32_t len, int short_frame) {
     emit(a, BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_6, 0, 0);
     if (base >= 0) emit(a, BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, (uint8_t)base, 0, 0);
     else emit(a, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, 0);
@@ -554,7 +568,7 @@ static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stac
     emit(a, BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, stack);
     emit(a, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, len);
     emit(a, BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_skb_load_bytes);
-    jump(a, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, L_DROP);
+    jump(a, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, short_frame);
 }
 
 /* R0 = the value of key (a u32 on the stack at key) in map fd; the program passes the frame to the ring when
@@ -612,12 +626,24 @@ static int open_counting(struct direction *d) {
         memcpy(&fragment, (const uint8_t[]){IPV4_FRAGMENT >> 8, IPV4_FRAGMENT & 0xff}, 2);
         memcpy(&ipv6, (const uint8_t[]){0x86, 0xdd}, 2);
         memcpy(&trial, (const uint8_t[]){(uint8_t)(c->trial_id >> 8), (uint8_t)c->trial_id}, 2);
-        /* Stack copies of the frame's bytes 0..23, and of its UDP header and payload. */
-        enum { HEAD = -32, HEAD_LEN = 24, PAYLOAD = -48, UDP = PAYLOAD - 8 };
+        /* Stack copies of the frame's bytes 0..23 at HEAD, and of its UDP header and payload at UDP, where they
+         * sit in an IPv4 frame without options: one copy of its first IPV4_TEST_LEN bytes fills both. HEAD is such
+         * that the payload is 8-byte aligned (the verifier refuses a misaligned stack load). */
+        enum { HEAD = -98, HEAD_LEN = 24, IPV4_UDP = 14 + 20, IPV4_TEST_LEN = IPV4_UDP + 8 + PAYLOAD_LEN,
+               UDP = HEAD + IPV4_UDP, PAYLOAD = UDP + 8 };
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0);
-        /* Parse as receive_frame() does, from two copies (bpf_skb_load_bytes: cheaper than a load per field). A
-         * frame too short for either ends with 0 (dropped): one the receiver would ignore too. */
-        copy_frame(&a, -1, 0, HEAD, HEAD_LEN);
+        /* Parse as receive_frame() does, from copies (bpf_skb_load_bytes: cheaper than a load per field). A copy
+         * is a helper call on the sending core (on a veth) per frame: an IPv4 frame without options takes one (R9 = 1
+         * until the sequence number: that copy is there), any other frame two, the HEAD_LEN bytes first when it is
+         * shorter than IPV4_TEST_LEN. A frame too short for either ends with 0 (dropped): one the receiver would
+         * ignore too. */
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R9, 0, 0, 1);
+        copy_frame(&a, -1, 0, HEAD, IPV4_TEST_LEN, L_SHORT);
+        jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_PARSE);
+        place(&a, L_SHORT);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R9, 0, 0, 0);
+        copy_frame(&a, -1, 0, HEAD, HEAD_LEN, L_DROP);
+        place(&a, L_PARSE);
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 12, 0);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, ipv4, L_V4);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, ipv6, L_PASS);
@@ -636,9 +662,12 @@ static int open_counting(struct direction *d) {
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
         emit(&a, BPF_ALU64 | BPF_ADD | BPF_K, R7, 0, 0, 14);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R7, 0, IPV4_UDP, L_PAYLOAD);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R9, 0, 1, L_UDP_COPIED);
         /* The UDP header at R7 (its checksum), then the payload: seq, send time, trial id, flags, magic. */
         place(&a, L_PAYLOAD);
-        copy_frame(&a, R7, 0, UDP, 8 + PAYLOAD_LEN);
+        copy_frame(&a, R7, 0, UDP, 8 + PAYLOAD_LEN, L_DROP);
+        place(&a, L_UDP_COPIED);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, PAYLOAD + 15, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, MAGIC, L_PASS);
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, PAYLOAD + 12, 0);
@@ -869,7 +898,10 @@ static void *sender(void *arg) {
             if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
             continue;
         }
-        for (int i = 0; i < n; i++) stamp_frame(q, frames[i], j + (k + (uint64_t)i) * threads, t);
+        uint64_t seq = j + k * threads;
+        uint32_t networks = (uint32_t)c->networks, step = (uint32_t)threads % networks, x = (uint32_t)(seq % networks);
+        for (int i = 0; i < n; i++, seq += threads, x = next_network(x, step, networks))
+            stamp_frame(q, frames[i], seq, x, t);
         int done = 0;
         while (done < n) {
             int r = sendmmsg(q->fd, msgs + done, (unsigned)(n - done), 0);

@@ -109,3 +109,51 @@ def test_the_standard_s_trial_duration_and_receive_tail_are_defaults_by_name():
             if isinstance(value, ast.Constant) and value.value == standard[node.target.id]:
                 copies.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.target.id} = {value.value!r}")
     assert not copies, "the standard's value written as a number:\n" + "\n".join(copies)
+
+
+def test_no_role_writes_a_named_bound_as_its_number():
+    """The roles' checks are Jinja, out of the scan above: roles/tcp_endpoints compared with 65535 and 1048576 of
+    its own (params.MAX_PORT, rolevalues.HTTP_FILE_MIB_MAX) and said '1..65535' in its message, three roles 256
+    (addressing.MAX_NETWORKS). A number equal to a named bound after a comparison or in an 'a..b' of a role's tasks
+    or templates is a copy. (Argument specs are documentation that ansible-doc shows as written: out of scope.)"""
+    values = {value: name for name, value in NAMED.items() if value not in (0, 1)}
+    roles = Path(trexlab.__file__).parent.parent / "ansible_collections" / "trexlab" / "lab" / "roles"
+    bound = re.compile(r"(?:(?<=\s)[<>]=?\s*|\b\d+\.\.)(\d+(?:\.\d+)?)\b|\b(\d+(?:\.\d+)?)\.\.\d")
+    copies = []
+    for path in sorted(p for p in roles.rglob("*") if p.suffix in (".yml", ".j2") and p.is_file()
+                       and p.parent.name in ("tasks", "templates", "handlers")):
+        for number, line in ((n, i) for i, text in enumerate(path.read_text().splitlines(), 1)
+                             for m in bound.finditer(text) for n in m.groups() if n):
+            if float(number) in values:
+                copies.append(f"{path.relative_to(roles)}:{line}: {number} ({values[float(number)]})")
+    assert not copies, "a named bound written as its number in a role:\n" + "\n".join(copies)
+
+
+def test_no_text_restates_a_named_confidence_level():
+    """plan/adaptive.py's and results/compare.py's module docstrings said "95 %" (and "5 %", its tail) where the
+    level is a name (schema.MEDIAN_CI_CONFIDENCE, stats.SHIFT_CONFIDENCE): a changed level would leave them stating
+    the old one. No string of the package (docstring, message, help) writes a named level as a number (95 %, 95%,
+    0.95); a module that uses the name does not write its tail (5 %, 0.05) either (elsewhere 5 % may mean another
+    thing: a noise, a share of a test)."""
+    package = Path(trexlab.__file__).parent
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in sorted(package.rglob("*.py"))}
+    levels = {node.targets[0].id: node.value.value for tree in trees.values() for node in tree.body
+              if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+              and node.targets[0].id.endswith("CONFIDENCE") and isinstance(node.value, ast.Constant)}
+    assert set(levels) >= {"MEDIAN_CI_CONFIDENCE", "SHIFT_CONFIDENCE"}  # the scan finds the levels it is about
+
+    def written(value: float) -> re.Pattern:
+        return re.compile(rf"(?<![\d.])(?:{re.escape(f'{value * 100:g}')}\s?%|{re.escape(repr(value))}(?!\d))")
+
+    names: dict[float, list[str]] = {}
+    for name, value in levels.items():
+        names.setdefault(value, []).append(name)
+    copies = []
+    for path, tree in trees.items():
+        used = {value for name, value in levels.items() if name in path.read_text()}
+        forms = [(" or ".join(these), written(value)) for value, these in names.items()]
+        forms += [(f"1 - {' or '.join(names[value])}", written(round(1 - value, 12))) for value in used]
+        copies += [f"{path.relative_to(package.parent)}:{node.lineno}: {m.group()!r} ({name})"
+                   for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   for name, form in forms for m in form.finditer(node.value)]
+    assert not copies, "a named confidence level written as its number:\n" + "\n".join(sorted(set(copies)))

@@ -118,14 +118,34 @@ def check_prefix(name: str, value: object, allow_other: bool = False) -> str:
 
 #: The largest HTTP file roles/tcp_endpoints makes on the server node, MiB (the role's own assertion).
 HTTP_FILE_MIB_MAX = 1048576
+#: Bytes in a MiB, the unit the HTTP file's size is declared in.
+MIB = 1 << 20
+
+
+def http_file_bytes(mib: int) -> int:
+    """The served file's size in bytes (roles/tcp_endpoints makes it, campaigns plan the endpoint facts with it)."""
+    return int(mib) * MIB
+
+
+def check_networks(name: str, networks) -> None:
+    """A number of destination networks: a whole number 1..MAX_NETWORKS (a spec's dut block, a role's variable)."""
+    if isinstance(networks, bool) or not isinstance(networks, int) or not 1 <= networks <= MAX_NETWORKS:
+        raise InvalidParameter(name, networks, f"1..{MAX_NETWORKS}")
+
+
+def networks_error(networks, name: str) -> str:
+    """check_networks' refusal as one line (a role's assert), or ''."""
+    try:
+        check_networks(name, networks)
+    except InvalidParameter as exc:
+        return str(exc)
+    return ""
 
 
 def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = False) -> None:
     """The values of a spec's dut.<block> that reach a DUT (types are checked against the role's spec)."""
     if block in ("siit", "siit_jool") and "networks" in settings:  # else the role refuses it, on the DUT
-        networks = settings["networks"]
-        if isinstance(networks, bool) or not isinstance(networks, int) or not 1 <= networks <= MAX_NETWORKS:
-            raise InvalidParameter("networks", networks, f"1..{MAX_NETWORKS}")
+        check_networks("networks", settings["networks"])
     if block == "siit":
         if "device" in settings:
             check_interface("device", settings["device"])
@@ -148,6 +168,15 @@ def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = Fa
         for i, package in enumerate(settings.get("packages") or ()):
             if not isinstance(package, str) or not re.match(r"^[a-z0-9][a-z0-9+.-]{0,63}$", package):
                 raise InvalidParameter(f"packages[{i}]", package, "a Debian package name")
+
+
+def endpoints_error(settings: dict, prefix: str = "") -> str:
+    """check_endpoints_block's refusal as one line, its parameter named with prefix (a role's variables), or ''."""
+    try:
+        check_endpoints_block(settings)
+    except InvalidParameter as exc:
+        return str(InvalidParameter(prefix + exc.name, exc.value, exc.allowed))
+    return ""
 
 
 def check_endpoints_block(settings: dict) -> None:

@@ -187,6 +187,17 @@ def test_fewer_iperf3_ports_stop_the_servers_of_the_others(lab):
         "iperf3-5201.pid", "iperf3-5202.pid"]
 
 
+def test_a_port_out_of_range_is_refused_before_any_change(lab):
+    """The role checked the iperf3 ports and the file's size against numbers of its own, and the HTTP port not at
+    all: nginx failed on it after the addresses, routes and servers were set up. One check now, trexlab's own (as a
+    spec's endpoints block is checked), naming the role's variable."""
+    before = endpoint_state(lab)
+    result = playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_http_port=70000")
+    assert result.returncode != 0 and "tcp_endpoints_http_port=70000: allowed a TCP port 1..65535" in result.stdout, \
+        result.stdout[-3000:]
+    assert endpoint_state(lab) == before
+
+
 def test_role_absent_gives_the_nodes_back(lab, pristine):
     # Declaring one port only: absent still stops the server of every port a run started.
     result = playbook(lab, PLAYBOOK, "-e", "tcp_endpoints_state=absent", "-e", '{"tcp_endpoints_iperf3_ports": [5201]}')

@@ -2,11 +2,14 @@
 
 **Adaptive repetitions.** ``repetitions: {min: 5, max: 50, until: {median_ci_percent: 1}}`` runs at least
 ``min`` and at most ``max`` repetitions of a point, and stops as soon as, for every headline figure (or those
-listed in ``until.figures``), the distribution-free 95 % confidence interval of the median is narrower than
+listed in ``until.figures``), the distribution-free confidence interval of the median at the level
+MEDIAN_CI_CONFIDENCE (spec.schema: part of what ``median_ci_percent`` means) is narrower than
 ``median_ci_percent`` of the median. The interval is that of order statistics: the number of repetitions
 below the true median is binomial (n, 1/2) whatever the distribution, so the values of ranks l and
 n + 1 - l bracket the median with probability 1 - 2 P(B <= l - 1); l is the largest rank keeping that at
-least 95 %. Fewer than 6 repetitions have no such interval (2 / 2^5 > 5 %), so a point never stops before 6.
+least MEDIAN_CI_CONFIDENCE. Too few repetitions have no such interval: the widest (ranks 1 and n) misses
+with probability 2 / 2^n, so a point never stops before the least n with 2 / 2^n <= 1 - MEDIAN_CI_CONFIDENCE
+(below it median_ci_ranks gives None).
 A figure with a missing or censored repetition (below the minimum load) never counts as narrow. The rule,
 the count reached and each interval go into summary.json and the summary table.
 

@@ -212,7 +212,7 @@ def planned_endpoint_facts(lab: Lab, endpoints: dict) -> dict[str, dict]:
     want = {key: endpoints.get(key, defaults.get(f"{ENDPOINTS_CONFIG[1]}_{key}"))
             for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control")}
     congestion = want["congestion_control"] or None
-    return {lab.server.name: {"role": "server", "http_file_bytes": int(want["http_file_mib"]) * 1048576,
+    return {lab.server.name: {"role": "server", "http_file_bytes": rolevalues.http_file_bytes(want["http_file_mib"]),
                               "http_port": int(want["http_port"]), "http_path": "/" + str(want["http_file"]),
                               "iperf3_ports": [int(p) for p in want["iperf3_ports"]],
                               "congestion_control": congestion},

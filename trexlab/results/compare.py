@@ -4,7 +4,8 @@
 
 For each sweep point the two campaigns share, and each headline figure both measured: the median of each
 (trexlab.results.stats, as every table shows it), their difference, and the shift of B against A with a
-distribution-free confidence interval, from which the verdict follows:
+distribution-free confidence interval at the level SHIFT_CONFIDENCE (trexlab.results.stats), from which the
+verdict follows:
 
 * **shift**: the Hodges-Lehmann estimate, the median of the m x n differences b_j - a_i between
   every repetition of B and every repetition of A;
@@ -14,11 +15,13 @@ distribution-free confidence interval, from which the verdict follows:
   repetitions (no normality assumed), only that B's differ from A's by a shift. U's distribution is
   exact (computed) up to EXACT_LIMIT pairs, beyond that its normal approximation. With ties, as the
   discrete loads of binary searches give, the closed interval covers at least as often as stated. The
-  confidence reached (exactly, not just "at least 95 %") is reported beside it;
+  confidence reached (exactly, not just "at least SHIFT_CONFIDENCE") is reported beside it;
 * **verdict**: "lower" when the whole interval is below 0 (B's figure is lower than A's), "higher"
   when it is above, else "no significant difference"; "too few repetitions" when m and n are too few for
-  any interval at that confidence (4 and 4 at least for 95 %), and "only in A" / "only in B" for a
-  point one campaign lacks.
+  any interval at that confidence: the widest (c = 1) misses with probability 2 / C(m + n, m), so there is
+  none while that exceeds 1 - confidence (a bound on m and n together, not on each side alone: fewer
+  repetitions on one side can be made up for by more on the other); "only in A" / "only in B" for a point
+  one campaign lacks.
 
 Repetitions without a figure (below min_rate: censored, or failed) take no part in the interval; the
 notes column counts them, and tester-bound repetitions (a lower bound of the DUT's figure), per side.

@@ -323,4 +323,7 @@ class FilterModule:
             "state_path_error": state_path_error,
             "address_error": address_error,
             "missing_packages": missing_packages,
+            "endpoints_error": rolevalues.endpoints_error,
+            "networks_error": rolevalues.networks_error,
+            "http_file_bytes": rolevalues.http_file_bytes,
         }
