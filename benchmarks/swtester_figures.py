@@ -1,7 +1,7 @@
 """swtester figures (issue 4): send rate per core and pacing beside Debian's trafgen; latency through a DUT.
 
     .venv/bin/python benchmarks/swtester_figures.py [--repeat 3] [--seconds 3] [--only send-rate,pacing,latency]
-        [--baseline PATH]  (another swtester build, e.g. main's, measured beside this one in the pacing runs)
+        [--baseline PATH]  (another swtester build, e.g. main's, measured beside this one in every round)
 
 It brings up its own local labs with scripts/lab.sh (LAB_NAME bsl: loopback, tester port 0 wired to port 1;
 LAB_NAME bsw: one idle DUT namespace), takes them down at the end, prints every figure as it is measured and
@@ -17,6 +17,7 @@ Send rate per core (64 and 1518 B): each tool sends as fast as it can from one s
   swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
   swtester-ring      the same with --receive-method ring (swtester before its counting filter: every frame into
                      its receive ring), side by side;
+  swtester-baseline  the --baseline build, the same way, in the same rounds (before and after a change, side by side);
   swtester-Nthreads  N sender threads (--threads N, thread j on CPU j: CPU 1 also runs the receiver), for each
                      N up to the CPU count: the scaling; per CPU-s counts every sender thread and each CPU's
                      ksoftirqd;
@@ -30,7 +31,9 @@ receive queue would take them off the sending core: what sending alone costs eac
 counted for neither).
 Rate = frames on the wire / the tool's own sending time; per CPU-s = frames / the sender's CPU time (swtester's
 sender thread, trafgen's processes), which includes the receive work done in its context and is less disturbed
-by other jobs on a shared CPU.
+by other jobs on a shared CPU. trafgen's CPU time is its whole process's, start-up and ring set-up included (a few
+ms, against trafgen), swtester's its sender thread's from the trial's start; trafgen runs in the normal scheduling
+class, swtester's sender in the realtime one, as each does by itself.
 
 Pacing (64 B, forward): swtester (auto, and sendmmsg; and the --baseline build) at 100k, 500k and 1M fps;
 trafgen -b at the same rate for the same frame count. achieved = frames on the wire / the tool's sending time,
@@ -289,6 +292,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
         for k in range(1, args.repeat + 1):
             runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg"),
                     "swtester-ring": bench.swtester(spec, receive="ring")}
+            if args.baseline:
+                runs["swtester-baseline"] = bench.swtester(spec, binary=args.baseline)
             for threads in range(2, min(os.cpu_count() or 1, 8) + 1):
                 runs[f"swtester-{threads}threads"] = bench.swtester(spec, threads=threads)
             if args.trafgen:
@@ -314,7 +319,9 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
         for figure, label in (("fps", "Mfps"), ("fps_per_cpu", "Mfps/CPU-s")):
             median = {tool: statistics.median(r[figure] for r in rows if r["size"] == size and r["tool"] == tool)
                       for tool in {r["tool"] for r in rows}}
-            pairs = [("swtester", t) for t in median if t.startswith("trafgen") and "CPU 1" not in t]
+            pairs = [(s, t) for s in ("swtester", "swtester-baseline") for t in median
+                     if t.startswith("trafgen") and "CPU 1" not in t]
+            pairs += [("swtester", "swtester-baseline")]
             pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg"),
                       ("swtester", "swtester-ring")]
             pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]
@@ -437,7 +444,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
     parser.add_argument("--only", default="send-rate,pacing,latency", help="comma-separated parts to run")
     parser.add_argument("--baseline", help="another swtester build (e.g. main's), measured beside this one in the "
-                                           "pacing runs as swtester-baseline")
+                                           "send-rate and pacing rounds as swtester-baseline")
     args = parser.parse_args()
     if args.baseline and not os.access(args.baseline, os.X_OK):
         parser.error(f"--baseline {args.baseline}: not an executable file")

@@ -145,6 +145,7 @@ struct config {
     int threads;                  /* sender threads per direction */
     int normal_priority; /* --no-realtime: the threads stay in the normal scheduling class */
     int realtime;        /* the threads run SCHED_FIFO (see main) */
+    long rt_runtime_us, rt_period_us; /* the kernel's realtime throttle (see main); -2: unreadable */
     uint64_t start;               /* CLOCK_MONOTONIC ns at which frame 0 of every direction is due */
 };
 
@@ -163,6 +164,7 @@ struct txq {
     uint64_t frames, sent, tags_sent, rng; /* frames: those of its sequence space */
     uint64_t end;                          /* CLOCK_MONOTONIC ns when it stopped sending */
     double cpu;                            /* s of its CPU time */
+    int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
     size_t ring_len;
     unsigned slots, slot, head;            /* head: the next slot to fill */
@@ -181,6 +183,7 @@ struct direction {
     uint64_t zero_checksum; /* this trial's IPv6 test frames whose UDP checksum field is zero: not received */
     uint64_t atomic_fragments; /* this trial's test frames that arrived as IPv6 atomic fragments: not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
+    int64_t send_waited_ns;         /* the most ns any of its senders waited runnable (-1: not measured) */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
     uint8_t *seen;        /* one bit per intended frame */
@@ -311,12 +314,12 @@ static uint32_t word_sum(uint64_t v, int words) {
     return sum;
 }
 
-/* Write the per-frame fields of frame seq (network, ports, sequence number, send time, tag) and its checksums. */
-static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint64_t t) {
+/* Write the per-frame fields of frame seq (network x = seq % networks, ports, sequence number, send time, tag) and
+ * its checksums. The caller keeps x (next_network): no division per frame. */
+static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint32_t x, uint64_t t) {
     struct direction *d = q->d;
     struct config *c = d->cfg;
     int udp = d->udp;
-    uint32_t x = (uint32_t)(seq % (uint64_t)c->networks);
     f[d->dst_var] = (uint8_t)x;
     /* The network byte is the high byte of its 16-bit word when it sits at an even offset. */
     uint32_t x_word = d->dst_var % 2 == 0 ? x << 8 : x;
@@ -344,6 +347,13 @@ static void stamp_frame(struct txq *q, uint8_t *f, uint64_t seq, uint64_t t) {
     uint16_t uc = fold(sum);
     if (uc == 0) uc = 0xffff;
     f[udp + 6] = (uint8_t)(uc >> 8); f[udp + 7] = (uint8_t)uc;
+}
+
+/* A thread's frames seq, seq + threads, ...: the network of each next one from this one's (x), step = threads %
+ * networks. */
+static uint32_t next_network(uint32_t x, uint32_t step, uint32_t networks) {
+    x += step;
+    return x >= networks ? x - networks : x;
 }
 
 static void pin(int cpu) {
@@ -463,10 +473,15 @@ static struct tpacket2_hdr *tx_slot(struct txq *q, unsigned i) {
 static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t give_up) {
     int k = 0, threads = q->d->cfg->threads;
     unsigned first = q->head, last = q->head;
+    uint64_t seq = (uint64_t)q->j + k0 * (uint64_t)threads;
+    uint32_t networks = (uint32_t)q->d->cfg->networks, step = (uint32_t)threads % networks;
+    uint32_t x = (uint32_t)(seq % networks);
     while (k < n) {
         struct tpacket2_hdr *h = tx_slot(q, q->head);
         if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break;
-        stamp_frame(q, (uint8_t *)h + q->frame, (uint64_t)q->j + (k0 + (uint64_t)k) * (uint64_t)threads, t);
+        stamp_frame(q, (uint8_t *)h + q->frame, seq, x, t);
+        seq += (uint64_t)threads;
+        x = next_network(x, step, networks);
         h->tp_len = q->len;
         __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
         last = q->head;
@@ -522,10 +537,12 @@ struct bpf_asm {
     int label[16];   /* instruction index of each label */
     int n;
 };
-enum { L_V4, L_PAYLOAD, L_CHECKSUM_KEPT, L_LISTENING, L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
+enum { L_SHORT, L_PARSE, L_V4, L_PAYLOAD, L_UDP_COPIED, L_CHECKSUM_KEPT, L_LISTENING, L_NOT_REORDERED, L_COUNT,
+       L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
     a->target[a->n] = -1;
+    if (a->n == (int)(sizeof a->insn / sizeof a->insn[0])) die("the counting filter outgrew its instruction array");
     a->insn[a->n++] = (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
 }
 static void jump(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int32_t imm, int label) {
@@ -544,8 +561,8 @@ static void add_one(struct bpf_asm *a, int word) { /* state[word] += 1, atomical
 }
 
 /* Copy len bytes of the frame (R6) from offset (from register base, or from 0 with base < 0) to the stack at
- * stack; a frame shorter than that ends the program with 0 (dropped). Clobbers R0-R5 (a helper call). */
-static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stack, int32_t len) {
+ * stack; a frame shorter than that jumps to label short_frame. Clobbers R0-R5 (a helper call). */
+static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stack, int32_t len, int short_frame) {
     emit(a, BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_6, 0, 0);
     if (base >= 0) emit(a, BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, (uint8_t)base, 0, 0);
     else emit(a, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, 0);
@@ -554,7 +571,7 @@ static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stac
     emit(a, BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_3, 0, 0, stack);
     emit(a, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, len);
     emit(a, BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_skb_load_bytes);
-    jump(a, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, L_DROP);
+    jump(a, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, short_frame);
 }
 
 /* R0 = the value of key (a u32 on the stack at key) in map fd; the program passes the frame to the ring when
@@ -612,12 +629,24 @@ static int open_counting(struct direction *d) {
         memcpy(&fragment, (const uint8_t[]){IPV4_FRAGMENT >> 8, IPV4_FRAGMENT & 0xff}, 2);
         memcpy(&ipv6, (const uint8_t[]){0x86, 0xdd}, 2);
         memcpy(&trial, (const uint8_t[]){(uint8_t)(c->trial_id >> 8), (uint8_t)c->trial_id}, 2);
-        /* Stack copies of the frame's bytes 0..23, and of its UDP header and payload. */
-        enum { HEAD = -32, HEAD_LEN = 24, PAYLOAD = -48, UDP = PAYLOAD - 8 };
+        /* Stack copies of the frame's bytes 0..23 at HEAD, and of its UDP header and payload at UDP, where they
+         * sit in an IPv4 frame without options: one copy of its first IPV4_TEST_LEN bytes fills both. HEAD is such
+         * that the payload is 8-byte aligned (the verifier refuses a misaligned stack load). */
+        enum { HEAD = -98, HEAD_LEN = 24, IPV4_UDP = 14 + 20, IPV4_TEST_LEN = IPV4_UDP + 8 + PAYLOAD_LEN,
+               UDP = HEAD + IPV4_UDP, PAYLOAD = UDP + 8 };
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0);
-        /* Parse as receive_frame() does, from two copies (bpf_skb_load_bytes: cheaper than a load per field). A
-         * frame too short for either ends with 0 (dropped): one the receiver would ignore too. */
-        copy_frame(&a, -1, 0, HEAD, HEAD_LEN);
+        /* Parse as receive_frame() does, from copies (bpf_skb_load_bytes: cheaper than a load per field). A copy
+         * is a helper call on the sending core (on a veth) per frame: an IPv4 frame without options takes one (R9 = 1
+         * until the sequence number: that copy is there), any other frame two, the HEAD_LEN bytes first when it is
+         * shorter than IPV4_TEST_LEN. A frame too short for either ends with 0 (dropped): one the receiver would
+         * ignore too. */
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R9, 0, 0, 1);
+        copy_frame(&a, -1, 0, HEAD, IPV4_TEST_LEN, L_SHORT);
+        jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_PARSE);
+        place(&a, L_SHORT);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R9, 0, 0, 0);
+        copy_frame(&a, -1, 0, HEAD, HEAD_LEN, L_DROP);
+        place(&a, L_PARSE);
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 12, 0);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, ipv4, L_V4);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, ipv6, L_PASS);
@@ -636,9 +665,12 @@ static int open_counting(struct direction *d) {
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
         emit(&a, BPF_ALU64 | BPF_ADD | BPF_K, R7, 0, 0, 14);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R7, 0, IPV4_UDP, L_PAYLOAD);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R9, 0, 1, L_UDP_COPIED);
         /* The UDP header at R7 (its checksum), then the payload: seq, send time, trial id, flags, magic. */
         place(&a, L_PAYLOAD);
-        copy_frame(&a, R7, 0, UDP, 8 + PAYLOAD_LEN);
+        copy_frame(&a, R7, 0, UDP, 8 + PAYLOAD_LEN, L_DROP);
+        place(&a, L_UDP_COPIED);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, PAYLOAD + 15, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, MAGIC, L_PASS);
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, PAYLOAD + 12, 0);
@@ -811,6 +843,30 @@ static int open_receiver(struct direction *d) {
     return fd;
 }
 
+/* The number in a /proc/sys file (the kernel's realtime throttle, main), -2 where it cannot be read (-1 is the
+ * kernel's own "no throttle"). */
+static long sysctl_long(const char *path) {
+    FILE *f = fopen(path, "r");
+    long value = -2;
+    if (f && fscanf(f, "%ld", &value) != 1) value = -2;
+    if (f) fclose(f);
+    return value;
+}
+
+/* ns the calling thread has waited runnable but not running since it started (the second figure of
+ * /proc/thread-self/schedstat, the scheduler's run_delay), -1 where the kernel does not keep it. A realtime sender
+ * waits so only behind the kernel's realtime throttle (its whole CPU's realtime work stopped for the rest of a
+ * period, main), behind another realtime thread (swtester's receivers after a yield: microseconds) or a higher
+ * class: stalls its pacing alone cannot tell from a hypervisor's, which the guest counts as running time (steal),
+ * or from a stop (SIGSTOP), which is not runnable. Read at the start and end of sending: never in the sending loop. */
+static int64_t waited_ns(void) {
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    unsigned long long run = 0, wait = 0;
+    int got = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+    if (f) fclose(f);
+    return got == 2 ? (int64_t)wait : -1;
+}
+
 static void *sender(void *arg) {
     struct txq *q = arg;
     struct direction *d = q->d;
@@ -832,6 +888,7 @@ static void *sender(void *arg) {
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
     uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0;
+    int64_t waited_start = waited_ns();
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
@@ -869,7 +926,10 @@ static void *sender(void *arg) {
             if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
             continue;
         }
-        for (int i = 0; i < n; i++) stamp_frame(q, frames[i], j + (k + (uint64_t)i) * threads, t);
+        uint64_t seq = j + k * threads;
+        uint32_t networks = (uint32_t)c->networks, step = (uint32_t)threads % networks, x = (uint32_t)(seq % networks);
+        for (int i = 0; i < n; i++, seq += threads, x = next_network(x, step, networks))
+            stamp_frame(q, frames[i], seq, x, t);
         int done = 0;
         while (done < n) {
             int r = sendmmsg(q->fd, msgs + done, (unsigned)(n - done), 0);
@@ -893,12 +953,17 @@ static void *sender(void *arg) {
     q->sent = k;
     q->end = now_ns(CLOCK_MONOTONIC);
     q->cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
+    int64_t waited_end = waited_ns();
+    q->waited_ns = waited_start < 0 || waited_end < 0 ? -1 : waited_end - waited_start;
     if (atomic_fetch_sub(&d->senders, 1) == 1) { /* the last sender of the direction: sum up */
         for (int i = 0; i < c->threads; i++) {
             struct txq *o = &d->txq[i];
             d->sent += o->sent;
             d->tags_sent += o->tags_sent;
             d->send_cpu += o->cpu;
+            /* The most any one sender waited: each thread's schedule moved on its own, as slip_ns. */
+            if (i == 0 || o->waited_ns < 0 || (d->send_waited_ns >= 0 && o->waited_ns > d->send_waited_ns))
+                d->send_waited_ns = o->waited_ns;
             struct pacing *a = &d->pacing, *b = &o->pacing;
             if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
             if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
@@ -1345,6 +1410,12 @@ int main(int argc, char **argv) {
         struct sched_param sp = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
         c.realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
     }
+    /* The realtime throttle: realtime threads that keep a CPU busy beyond sched_rt_runtime_us of each
+     * sched_rt_period_us are all stopped on it for the rest of the period (50 ms of 1 s by default). A sender near
+     * its ceiling reaches it; its stall then slips the schedule. Reported, with each sender's wait (waited_ns), so
+     * that the trial's notes can name the cause (trexlab/generators/software.py, throttle_note). */
+    c.rt_runtime_us = sysctl_long("/proc/sys/kernel/sched_rt_runtime_us");
+    c.rt_period_us = sysctl_long("/proc/sys/kernel/sched_rt_period_us");
     pthread_t threads[2 * (MAX_THREADS + 1)];
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
@@ -1359,8 +1430,9 @@ int main(int argc, char **argv) {
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
            "\"overrun_tolerance\": %g, \"catch_up_limit\": %d, \"pacing_quantum_ns\": %d, \"realtime\": %s, "
-           "\"send_method\": \"%s\", \"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance,
-           CATCH_UP, PACING_QUANTUM_NS, c.realtime ? "true" : "false", method);
+           "\"send_method\": \"%s\", \"rt_runtime_us\": %ld, \"rt_period_us\": %ld, \"directions\": {",
+           c.trial_id, c.rate, c.duration, c.overrun_tolerance, CATCH_UP, PACING_QUANTUM_NS,
+           c.realtime ? "true" : "false", method, c.rt_runtime_us, c.rt_period_us);
     int first = 1;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
@@ -1373,7 +1445,8 @@ int main(int argc, char **argv) {
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
-               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"latency\": ",
+               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"send_waited_ns\": %lld, "
+               "\"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1387,7 +1460,7 @@ int main(int argc, char **argv) {
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
                d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments,
                (unsigned long long)d->wrong_length, (unsigned long long)d->zero_checksum,
-               (unsigned long long)d->atomic_fragments);
+               (unsigned long long)d->atomic_fragments, (long long)d->send_waited_ns);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");
