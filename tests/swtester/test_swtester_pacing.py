@@ -85,6 +85,9 @@ def test_a_stalled_sender_reports_its_lag_bursts_its_limit_and_slips_the_rest(bi
                                          receive_tail=0.2), report)
     assert result.stretched and result.directions["forward"].send_slip >= 0.9 * STALL - caught_up
     assert any("moved its schedule" in note and "the trial is stretched" in note for note in result.notes)
+    # Stopped, the sender did not wait runnable: its stall is not the realtime throttle's, and no note says it is.
+    assert 0 <= forward["send_waited_ns"] < STALL * 1e9 / 2
+    assert not any("realtime throttling" in note for note in result.notes), result.notes
 
 
 def test_the_receiver_counts_untagged_frames_in_the_kernel_and_reads_only_the_tagged_ones(binary, netns):
