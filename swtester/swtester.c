@@ -145,6 +145,7 @@ struct config {
     int threads;                  /* sender threads per direction */
     int normal_priority; /* --no-realtime: the threads stay in the normal scheduling class */
     int realtime;        /* the threads run SCHED_FIFO (see main) */
+    long rt_runtime_us, rt_period_us; /* the kernel's realtime throttle (see main); -2: unreadable */
     uint64_t start;               /* CLOCK_MONOTONIC ns at which frame 0 of every direction is due */
 };
 
@@ -163,6 +164,7 @@ struct txq {
     uint64_t frames, sent, tags_sent, rng; /* frames: those of its sequence space */
     uint64_t end;                          /* CLOCK_MONOTONIC ns when it stopped sending */
     double cpu;                            /* s of its CPU time */
+    int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
     size_t ring_len;
     unsigned slots, slot, head;            /* head: the next slot to fill */
@@ -182,6 +184,7 @@ struct direction {
     uint64_t zero_checksum; /* this trial's IPv6 test frames whose UDP checksum field is zero: not received */
     uint64_t atomic_fragments; /* this trial's test frames that arrived as IPv6 atomic fragments: not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
+    int64_t send_waited_ns;         /* the most ns any of its senders waited runnable (-1: not measured) */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
     uint32_t ip_sum, udp_sum;         /* checksum sums of the frame's constant fields */
     uint8_t *seen;        /* one bit per intended frame */
@@ -848,6 +851,30 @@ static int open_receiver(struct direction *d) {
     return fd;
 }
 
+/* The number in a /proc/sys file (the kernel's realtime throttle, main), -2 where it cannot be read (-1 is the
+ * kernel's own "no throttle"). */
+static long sysctl_long(const char *path) {
+    FILE *f = fopen(path, "r");
+    long value = -2;
+    if (f && fscanf(f, "%ld", &value) != 1) value = -2;
+    if (f) fclose(f);
+    return value;
+}
+
+/* ns the calling thread has waited runnable but not running since it started (the second figure of
+ * /proc/thread-self/schedstat, the scheduler's run_delay), -1 where the kernel does not keep it. A realtime sender
+ * waits so only behind the kernel's realtime throttle (its whole CPU's realtime work stopped for the rest of a
+ * period, main), behind another realtime thread (swtester's receivers after a yield: microseconds) or a higher
+ * class: stalls its pacing alone cannot tell from a hypervisor's, which the guest counts as running time (steal),
+ * or from a stop (SIGSTOP), which is not runnable. Read at the start and end of sending: never in the sending loop. */
+static int64_t waited_ns(void) {
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    unsigned long long run = 0, wait = 0;
+    int got = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+    if (f) fclose(f);
+    return got == 2 ? (int64_t)wait : -1;
+}
+
 static void *sender(void *arg) {
     struct txq *q = arg;
     struct direction *d = q->d;
@@ -869,6 +896,7 @@ static void *sender(void *arg) {
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
     uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0;
+    int64_t waited_start = waited_ns();
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
@@ -933,12 +961,17 @@ static void *sender(void *arg) {
     q->sent = k;
     q->end = now_ns(CLOCK_MONOTONIC);
     q->cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
+    int64_t waited_end = waited_ns();
+    q->waited_ns = waited_start < 0 || waited_end < 0 ? -1 : waited_end - waited_start;
     if (atomic_fetch_sub(&d->senders, 1) == 1) { /* the last sender of the direction: sum up */
         for (int i = 0; i < c->threads; i++) {
             struct txq *o = &d->txq[i];
             d->sent += o->sent;
             d->tags_sent += o->tags_sent;
             d->send_cpu += o->cpu;
+            /* The most any one sender waited: each thread's schedule moved on its own, as slip_ns. */
+            if (i == 0 || o->waited_ns < 0 || (d->send_waited_ns >= 0 && o->waited_ns > d->send_waited_ns))
+                d->send_waited_ns = o->waited_ns;
             struct pacing *a = &d->pacing, *b = &o->pacing;
             if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
             if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
@@ -1385,6 +1418,12 @@ int main(int argc, char **argv) {
         struct sched_param sp = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
         c.realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
     }
+    /* The realtime throttle: realtime threads that keep a CPU busy beyond sched_rt_runtime_us of each
+     * sched_rt_period_us are all stopped on it for the rest of the period (50 ms of 1 s by default). A sender near
+     * its ceiling reaches it; its stall then slips the schedule. Reported, with each sender's wait (waited_ns), so
+     * that the trial's notes can name the cause (trexlab/generators/software.py, throttle_note). */
+    c.rt_runtime_us = sysctl_long("/proc/sys/kernel/sched_rt_runtime_us");
+    c.rt_period_us = sysctl_long("/proc/sys/kernel/sched_rt_period_us");
     pthread_t threads[2 * (MAX_THREADS + 1)];
     int nthreads = 0;
     for (int i = 0; i < 2; i++)
@@ -1399,8 +1438,9 @@ int main(int argc, char **argv) {
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
            "\"overrun_tolerance\": %g, \"catch_up_limit\": %d, \"pacing_quantum_ns\": %d, \"realtime\": %s, "
-           "\"send_method\": \"%s\", \"directions\": {", c.trial_id, c.rate, c.duration, c.overrun_tolerance,
-           CATCH_UP, PACING_QUANTUM_NS, c.realtime ? "true" : "false", method);
+           "\"send_method\": \"%s\", \"rt_runtime_us\": %ld, \"rt_period_us\": %ld, \"directions\": {",
+           c.trial_id, c.rate, c.duration, c.overrun_tolerance, CATCH_UP, PACING_QUANTUM_NS,
+           c.realtime ? "true" : "false", method, c.rt_runtime_us, c.rt_period_us);
     int first = 1;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &dirs[i];
@@ -1413,7 +1453,8 @@ int main(int argc, char **argv) {
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
-               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"latency\": ",
+               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"send_waited_ns\": %lld, "
+               "\"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1427,7 +1468,7 @@ int main(int argc, char **argv) {
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
                d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments,
                (unsigned long long)d->wrong_length, (unsigned long long)d->zero_checksum,
-               (unsigned long long)d->atomic_fragments);
+               (unsigned long long)d->atomic_fragments, (long long)d->send_waited_ns);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -58,6 +58,41 @@ def test_a_slip_stretches_the_trial_even_when_the_send_time_hides_it():
     assert hidden.stretched
 
 
+def throttled_report(waited_ns: int, realtime: bool = True, runtime_us: int = 950_000) -> dict:
+    """A 1 s trial whose sender lagged 48 ms once (as the kernel's realtime throttle stalls one: measured at 1 Mfps)
+    and waited runnable waited_ns in all, under a realtime throttle of runtime_us of each 1 s period."""
+    throttled = report(slip_ns=35_000_000, max_lag_ns=48_000_000, slips=1, max_burst=512)
+    throttled["directions"]["forward"]["send_waited_ns"] = waited_ns
+    return {**throttled, "realtime": realtime, "rt_runtime_us": runtime_us, "rt_period_us": 1_000_000}
+
+
+def test_a_stall_of_the_realtime_throttle_is_named_with_its_numbers():
+    result = trial_from_report(SPEC, throttled_report(waited_ns=49_000_000))
+    assert result.stretched and len(result.notes) == 2 and "moved its schedule 35 ms later" in result.notes[0]
+    assert result.notes[1] == (
+        "forward: the kernel's realtime throttling stalled the sender (sched_rt_runtime_us 950000 of "
+        "sched_rt_period_us 1000000: realtime threads that keep a CPU busy longer are stopped for the rest of the "
+        "period, up to 50 ms): it lagged its schedule by up to 48 ms and waited runnable 49 ms in all (schedstat "
+        "run_delay); its schedule slipped 35 ms. The tester's realtime threads kept that CPU busy: the stall is the "
+        "tester's, not the DUT's")
+    caught_up = throttled_report(waited_ns=49_000_000)
+    caught_up["directions"]["forward"].update(slip_ns=0, slips=0)
+    assert trial_from_report(SPEC, caught_up).notes[-1].endswith(
+        "; it caught up in bursts of up to 512 frames. The tester's realtime threads kept that CPU busy: the stall "
+        "is the tester's, not the DUT's")
+
+
+@pytest.mark.parametrize("case", [
+    {"waited_ns": 300_000},  # a stall it did not wait through runnable: stopped (SIGSTOP) or the hypervisor's
+    {"waited_ns": -1},  # a kernel without schedstat: not measured
+    {"waited_ns": 49_000_000, "realtime": False},  # the normal class: no realtime throttle applies
+    {"waited_ns": 49_000_000, "runtime_us": -1},  # the throttle is off
+])
+def test_a_stall_the_realtime_throttle_did_not_cause_is_not_blamed_on_it(case):
+    notes = trial_from_report(SPEC, throttled_report(**case)).notes
+    assert len(notes) == 1 and "moved its schedule" in notes[0], notes
+
+
 class Stalling:
     """The simulated SUT behind a tester that stalls in the first `stalls` trials at each load (or always) and then
     catches up with a burst, as the old swtester did: the burst overflows the DUT, which loses frames."""

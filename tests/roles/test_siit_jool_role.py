@@ -11,6 +11,7 @@ from trexlab.trial import TrialSpec
 
 from labtools import (
     changed_count,
+    changed_tasks,
     lab_env,
     lab_leftovers,
     node_state,
@@ -39,9 +40,19 @@ def test_refuses_before_any_change_where_modules_cannot_load(lab_factory):
     assert node_state(lab.duts[0]) == before
 
 
-def apply(lab, *extra):
-    result = playbook(lab, PLAY, "-e", f"siit_jool_networks={NETWORKS}", *extra)
+def apply(lab, *extra, check_first: bool = False):
+    """The role applied; check_first: a --check run before, which must change nothing on the DUTs and report,
+    task by task, each change the real run then makes (the apply script is raw, which check mode skipped)."""
+    argv = ("-e", f"siit_jool_networks={NETWORKS}", *extra)
+    if check_first:
+        state = {dut.name: (node_state(dut), jool_modules(dut)) for dut in lab.duts}
+        check = playbook(lab, PLAY, *argv, "--check")
+        assert check.returncode == 0, check.stdout[-3000:]
+        assert {dut.name: (node_state(dut), jool_modules(dut)) for dut in lab.duts} == state, "--check changed nothing"
+    result = playbook(lab, PLAY, *argv)
     assert result.returncode == 0, result.stdout[-3000:]
+    if check_first:
+        assert changed_tasks(check.stdout) == changed_tasks(result.stdout), check.stdout[-3000:]
     return changed_count(result.stdout)
 
 
@@ -72,7 +83,7 @@ def test_jool_translates_every_frame_both_ways_and_absent_restores_the_duts(
     tester = lab.tester.netns
     before = {dut.name: (node_state(dut), jool_modules(dut)) for dut in lab.duts}
     try:
-        assert apply(lab) > 0
+        assert apply(lab, check_first=True) > 0
         if topology == "single":
             assert apply(lab) == 0, "idempotent"
         counters = read_tester_counters(tester)
@@ -96,7 +107,7 @@ def test_jool_translates_every_frame_both_ways_and_absent_restores_the_duts(
         for dut in lab.duts:
             assert translated(dut) - jool_before[dut.name] == 2_000, f"{dut.name}: Jool translated every frame"
     finally:
-        assert apply(lab, "-e", "siit_jool_state=absent") > 0
+        assert apply(lab, "-e", "siit_jool_state=absent", check_first=True) > 0
     for dut in lab.duts:
         assert (node_state(dut), jool_modules(dut)) == before[dut.name], f"{dut.name} is as it was, module unloaded"
     if topology == "dual":  # this lab serves this test only: down now, and nothing of it is left

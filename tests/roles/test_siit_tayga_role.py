@@ -9,7 +9,7 @@ import pytest
 from trexlab.generators import create_generator
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, node_state, notes_but_steal, playbook, run
+from labtools import changed_count, changed_tasks, node_state, notes_but_steal, playbook, run
 
 # Translation proven frame by frame at a low rate (2,000 fps, TUN queues of 500 frames) and configuration
 # reversed. Not among make test's unmeasured tests: TAYGA is a user-space daemon in the normal scheduling class,
@@ -189,3 +189,26 @@ def test_a_route_of_the_nodes_own_to_a_mapped_destination_is_neither_taken_over_
         assert node_state(netns) == before, "absent removed nothing the role did not make"
     finally:
         run("ip", "netns", "exec", netns, "ip", "route", "del", "blackhole", "198.18.1.128/25", check=False)
+
+
+def test_check_mode_reports_each_change_the_real_run_makes(lab_factory):
+    """The role's commands (stop TAYGA, remove the old device, make the device, route into it, start TAYGA; on
+    absent stop it and remove the device) were skipped by --check, which reported fewer changes than the real run
+    then made. --check must change nothing and report, task by task, what the real run changes: a first apply, a
+    new configuration over it (another network count: TAYGA stopped, its device made again) and absent."""
+    lab = lab_factory("sw", "single", 4)
+    netns = lab.duts[0].netns
+    before = node_state(netns)
+    try:
+        for extra in ("siit_tayga_networks=2", "siit_tayga_networks=4", "siit_tayga_state=absent"):
+            state = node_state(netns)
+            check = playbook(lab, PLAY, "-e", extra, "--check")
+            assert check.returncode == 0, check.stdout[-3000:]
+            assert node_state(netns) == state, f"--check with {extra} changed nothing"
+            result = playbook(lab, PLAY, "-e", extra)
+            assert result.returncode == 0, result.stdout[-3000:]
+            assert changed_tasks(check.stdout) == changed_tasks(result.stdout), (extra, check.stdout[-3000:])
+    except BaseException:  # the last step is absent: only a failure before it leaves TAYGA to remove
+        playbook(lab, PLAY, "-e", "siit_tayga_state=absent")
+        raise
+    assert node_state(netns) == before

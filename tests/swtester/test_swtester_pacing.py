@@ -8,14 +8,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from trexlab.generators.software import trial_from_report
 from trexlab.trial import TrialSpec
 
-from labtools import run
+from labtools import REPO, run
 
 pytestmark = pytest.mark.lab
 
@@ -85,6 +87,53 @@ def test_a_stalled_sender_reports_its_lag_bursts_its_limit_and_slips_the_rest(bi
                                          receive_tail=0.2), report)
     assert result.stretched and result.directions["forward"].send_slip >= 0.9 * STALL - caught_up
     assert any("moved its schedule" in note and "the trial is stretched" in note for note in result.notes)
+    # Stopped, the sender did not wait runnable: its stall is not the realtime throttle's, and no note says it is.
+    assert 0 <= forward["send_waited_ns"] < STALL * 1e9 / 2
+    assert not any("realtime throttling" in note for note in result.notes), result.notes
+
+
+#: A thread that keeps its CPU busy until its deadline (argv[1], CLOCK_MONOTONIC s), bounded by itself: realtime
+#: (argv[2] "fifo"), yielding to swtester's threads of its priority whenever they are due, or in the normal class.
+HOG = """import os, sys, time
+if sys.argv[2] == "fifo":
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(os.sched_get_priority_min(os.SCHED_FIFO)))
+while time.monotonic() < float(sys.argv[1]):
+    os.sched_yield()
+"""
+
+
+def test_a_sender_the_realtime_throttle_stalls_says_so(netns):
+    """A realtime thread beside swtester keeps its CPU's realtime work above the throttle's runtime: the kernel
+    stops them all for the rest of each period (whether by the realtime bandwidth or by its fair server, which runs
+    the normal class's waiting work, here a busy loop), the sender's schedule slips, and the trial's notes name the
+    throttle with the sender's wait. The release build only (the cause is the kernel's, not swtester's memory); the
+    trial spans two throttle periods so that one falls inside it. ~3.5 s."""
+    runtime, period = (int(Path(f"/proc/sys/kernel/sched_rt_{key}_us").read_text()) for key in ("runtime", "period"))
+    if not 0 <= runtime < period:
+        pytest.skip(f"no realtime throttle here (sched_rt_runtime_us {runtime} of {period})")
+    run("make", "-s", "-C", "swtester", "swtester")
+    cpu = str(max(os.sched_getaffinity(0)))
+    duration = 2 * period * 1e-6
+    deadline = time.monotonic() + duration + 1.5
+    hogs = [subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", HOG, str(deadline), policy])
+            for policy in ("fifo", "normal")]
+    try:
+        report = json.loads(run("ip", "netns", "exec", netns, str(REPO / "swtester" / "swtester"), "--cpus", cpu,
+                                "--port0", "p0", "--port1", "p1", "--mac0", "02:00:00:00:00:01", "--mac1",
+                                "02:00:00:00:00:02", "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01",
+                                "--directions", "forward", "--rate", str(RATE), "--duration", str(duration),
+                                "--tail", "0.2").stdout)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    forward, window_ns = report["directions"]["forward"], (period - runtime) * 1000
+    assert report["realtime"] is True and (report["rt_runtime_us"], report["rt_period_us"]) == (runtime, period)
+    assert forward["max_lag_ns"] >= window_ns / 2 and forward["send_waited_ns"] >= window_ns / 2, forward
+    result = trial_from_report(TrialSpec(offered_load=RATE, duration=duration, directions="forward",
+                                         receive_tail=0.2), report)
+    throttled = [note for note in result.notes if "the kernel's realtime throttling stalled the sender" in note]
+    assert len(throttled) == 1 and f"sched_rt_runtime_us {runtime} of sched_rt_period_us {period}" in throttled[0]
 
 
 def test_the_receiver_counts_untagged_frames_in_the_kernel_and_reads_only_the_tagged_ones(binary, netns):

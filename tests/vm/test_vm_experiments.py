@@ -103,6 +103,29 @@ def test_gaming_delay_produces_its_table_on_the_vm_lab(lab, gaming_delay):
         assert "emulator, not a device" in result.stderr
 
 
+def test_gaming_selective_delay_the_median_hides_it_the_999th_percentile_shows_it(lab, results):
+    """experiments/gaming-selective-delay at CI scale (Lencse, Kovacs & Shima 2020, Section V, Figs. 4-6): every
+    1000th or 100th frame 1000 ms late. RFC 8219's typical latency (the median of the tags) stays the DUT's own in
+    both; its worst case (the 99.9th percentile) shows the delay once 1 in 100 frames is late."""
+    result = campaign("gaming-selective-delay", lab, results)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout)
+    ci = load(REPO / "experiments" / "gaming-selective-delay").scaled("ci")
+    assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == len(ci.points())
+    runs = load_runs(outcome["campaign"])
+    for _, run in runs.iterrows():
+        nth = run["provenance.sweep.dut.impairment.selective_every_nth"]
+        delay = run["provenance.sweep.dut.impairment.delay_ms"] / 1000
+        for direction in ("forward", "reverse"):
+            typical, worst = (run[f"result.headline.{direction}_{figure}_s"] for figure in ("typical", "worst_case"))
+            print(f"every {nth}th frame {delay} s late, {direction}: typical {typical} s, worst case {worst} s")
+            assert typical < delay / 10, (nth, direction, typical)
+            if nth <= 100:
+                assert worst >= delay, (nth, direction, worst)
+    html = render(outcome["campaign"]).read_text()
+    assert "Traceback" not in re.sub(r"<[^>]+>", " ", html)
+
+
 #: Linux's initial congestion window (segments) and the most payload a segment carries in a 1500-byte MTU.
 INITIAL_WINDOW, MAX_SEGMENT = 10, 1460
 

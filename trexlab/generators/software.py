@@ -370,6 +370,8 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
                          "frames sent, so counted as lost")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
+        if throttled := throttle_note(name, d, report):
+            notes.append(throttled)
         if before is not None and after is not None:
             port = 1 if name == "forward" else 0
             key = f"port{port}_ipv{spec.ip_version[port]}"
@@ -443,6 +445,37 @@ def slip_note(name: str, direction: dict, limit: int | None) -> str:
             f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a catch-up burst above {behind} it "
             f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
             "tolerance: the trial is stretched")
+
+
+def throttle_note(name: str, direction: dict, report: dict) -> str | None:
+    """What the trial's notes say when the kernel's realtime throttle stalled swtester's sender, else None.
+
+    A realtime thread (swtester's, report["realtime"]) that keeps its CPU busy beyond sched_rt_runtime_us of each
+    sched_rt_period_us (a sender near its ceiling does) is stopped with every realtime thread on that CPU for the
+    rest of the period: a stall of up to period - runtime (50 ms of 1 s by default), the sender's pacing lag, which
+    then slips its schedule. (Kernels from 6.12 on may instead run the normal class's waiting work on that CPU for
+    its share by their fair server, 50 ms of 1 s by default: the same stall, from the same cause.) Named when the sender lagged at least half that window (a throttled thread resumes at
+    the next period, so its stall is anything up to the window; the hypervisor's stalls of this project's VMs,
+    5-7 ms, are far shorter) and waited runnable at least as long (send_waited_ns, the scheduler's run_delay: a
+    hypervisor's stall the guest counts as running, not waiting). An swtester without these figures, a kernel
+    without the throttle (-1) or without schedstat (-1 waited): no note."""
+    runtime, period, waited = report.get("rt_runtime_us"), report.get("rt_period_us"), direction.get("send_waited_ns")
+    if not report.get("realtime") or not isinstance(runtime, int) or not isinstance(period, int) or not (
+            0 <= runtime < period) or not isinstance(waited, int) or waited < 0:
+        return None
+    window_ns = (period - runtime) * 1000
+    lag_ns = direction.get("max_lag_ns", 0)
+    if lag_ns < window_ns / 2 or waited < window_ns / 2:
+        return None
+    slip_ns = direction.get("slip_ns", 0)
+    caught = (f"its schedule slipped {format_seconds(slip_ns * 1e-9)}" if slip_ns else
+              f"it caught up in bursts of up to {direction.get('max_burst', 0)} frames")
+    return (f"{name}: the kernel's realtime throttling stalled the sender (sched_rt_runtime_us {runtime} of "
+            f"sched_rt_period_us {period}: realtime threads that keep a CPU busy longer are stopped for the rest of "
+            f"the period, up to {format_seconds(window_ns * 1e-9)}): it lagged its schedule by up to "
+            f"{format_seconds(lag_ns * 1e-9)} and waited runnable {format_seconds(waited * 1e-9)} in all "
+            f"(schedstat run_delay); {caught}. The tester's realtime threads kept that CPU busy: the stall is the "
+            "tester's, not the DUT's")
 
 
 def latency_from_swtester(histogram: dict, lost_or_late: int, timeout: float | None) -> Latency:
