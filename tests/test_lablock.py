@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from trexlab.testbed.inventory import LabError
-from trexlab.testbed.lock import LabLock, _stat, stop_leftovers
+from trexlab.testbed.lock import LabLock, _cmdline, _stat, stop_leftovers
 
 from labtools import static_inventory
 
@@ -69,6 +69,28 @@ def test_a_second_campaign_is_refused_and_a_killed_ones_leftovers_are_stopped_be
     with LabLock(lab(tmp_path), "campaign demo/c-next", lines.append):
         pass
     assert lines == [] and not (tmp_path / "lab.procs.json").exists()
+
+
+# A leftover whose way out takes a while: a gibibyte of its own memory, touched, which the kernel frees after the
+# process has let go of it (its command line is empty from then on) and before it ends.
+LARGE = ("import mmap, time\nm = mmap.mmap(-1, 1 << 30)\nfor i in range(0, len(m), 4096):\n    m[i] = 1\n"
+         "print('ready', flush=True)\ntime.sleep(300)")
+
+
+def test_leftovers_are_stopped_once_they_have_ended_not_when_their_command_line_goes():
+    """stop_leftovers waited until a process was no longer 'the same' (its start time and command line), and a
+    process's command line is gone as soon as it has let its memory go, before the kernel has freed it, closed its
+    sockets and files and ended it: a fresh clone's make test saw a killed campaign's child still running after the
+    next campaign had taken the lock over."""
+    large = subprocess.Popen([sys.executable, "-c", LARGE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert large.stdout.readline() == "ready\n"
+        record = {"pid": large.pid, "start": _stat(large.pid)[1], "cmdline": _cmdline(large.pid)}
+        assert stop_leftovers([record]) == [record]
+        assert not running(large.pid), "stop_leftovers returned while the process was still ending"
+    finally:
+        large.kill()
+        large.wait()
 
 
 def test_a_recorded_pid_now_belonging_to_another_process_is_left_alone():

@@ -32,6 +32,8 @@ from trexlab.testbed.inventory import Lab, LabError
 SCAN_INTERVAL = 0.2
 #: Seconds a leftover process gets to end on SIGTERM before SIGKILL.
 TERM_GRACE = 3.0
+#: Seconds to wait, after SIGKILL, for the kernel to end them.
+KILL_WAIT = 5.0
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -73,6 +75,18 @@ def _same_process(recorded: dict) -> bool:
     return stat is not None and stat[1] == recorded["start"] and _cmdline(recorded["pid"]) == recorded["cmdline"]
 
 
+def _ended(recorded: dict) -> bool:
+    """The recorded process has ended: its PID gone, a zombie, or another process's. Not yet while it exits: its
+    command line is empty as soon as it has let its memory go, which takes a while for a large process, and it still
+    holds its sockets and files then (the kernel closes them after): _same_process says 'not the same' that early."""
+    try:
+        text = Path(f"/proc/{recorded['pid']}/stat").read_text()
+    except OSError:
+        return True
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0] in ("Z", "X") or int(fields[19]) != recorded["start"]
+
+
 def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
     """SIGTERM, then after grace SIGKILL, each recorded process that is still the same process; returns them."""
     alive = [p for p in recorded if _same_process(p)]
@@ -82,14 +96,18 @@ def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_same_process(p) for p in alive):
+    while time.monotonic() < deadline and not all(_ended(p) for p in alive):
         time.sleep(0.05)
     for p in alive:
-        if _same_process(p):
+        if not _ended(p):  # still exiting, or it ignored SIGTERM: its PID is still its own (start time)
             try:
                 os.kill(p["pid"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    # The next run starts once they have ended, not while the kernel still tears them down.
+    deadline = time.monotonic() + KILL_WAIT
+    while time.monotonic() < deadline and not all(_ended(p) for p in alive):
+        time.sleep(0.05)
     return alive
 
 
