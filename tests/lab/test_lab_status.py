@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
     env = {**lab_env(NAME, "loopback"), "LAB": "local"}
     state = REPO / ".cache/labs" / NAME
     elsewhere = other_checkout(tmp_path)
+    decoy = None
     try:
         up = run("scripts/lab.sh", "up", env=env, check=False, timeout=300)
         assert up.returncode == 0, up.stdout + up.stderr
@@ -51,6 +53,11 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
         deadline = time.monotonic() + 5
         while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
             time.sleep(0.02)
+        # Its number handed to another process, as the kernel does (pid_max 32768 here: make test wraps it): a
+        # living process under the pid file's number is no sshd of the node (a fresh clone's lab-up took the lab
+        # for up, "up in 0 s", and remade nothing).
+        decoy = subprocess.Popen(["sleep", "300"])
+        (state / "tester" / "sshd.pid").write_text(f"{decoy.pid}\n")
         broken = status(env)
         assert broken.returncode == 1, broken
         assert broken.stdout.startswith(f"lab {NAME} (local, loopback, {state}): down: tester: sshd is down"), broken
@@ -77,6 +84,9 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
         assert status(env).returncode == 0
     finally:
         run("scripts/lab.sh", "down", env=env, check=False, timeout=300)
+        if decoy is not None:
+            decoy.kill()
+            decoy.wait()
     assert lab_leftovers(NAME) == []
     assert not (Path("/run/trexlab/owners") / NAME).exists(), "lab-down left the lab's owner recorded"
     gone = status(env)
