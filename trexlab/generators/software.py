@@ -454,11 +454,12 @@ def throttle_note(name: str, direction: dict, report: dict) -> str | None:
     sched_rt_period_us (a sender near its ceiling does) is stopped with every realtime thread on that CPU for the
     rest of the period: a stall of up to period - runtime (50 ms of 1 s by default), the sender's pacing lag, which
     then slips its schedule. (Kernels from 6.12 on may instead run the normal class's waiting work on that CPU for
-    its share by their fair server, 50 ms of 1 s by default: the same stall, from the same cause.) Named when the sender lagged at least half that window (a throttled thread resumes at
-    the next period, so its stall is anything up to the window; the hypervisor's stalls of this project's VMs,
-    5-7 ms, are far shorter) and waited runnable at least as long (send_waited_ns, the scheduler's run_delay: a
-    hypervisor's stall the guest counts as running, not waiting). An swtester without these figures, a kernel
-    without the throttle (-1) or without schedstat (-1 waited): no note."""
+    its share by their fair server, 50 ms of 1 s by default: the same stall, from the same cause.) Named when the
+    sender lagged at least half that window (a throttled thread resumes at the next period, so its stall is
+    anything up to the window; the hypervisor's stalls of this project's VMs, 5-7 ms, are far shorter) and waited
+    runnable at least as long (send_waited_ns, the scheduler's run_delay: a hypervisor's stall the guest counts as
+    running, not waiting). An swtester without these figures, a kernel without the throttle (-1) or without
+    schedstat (-1 waited): no note."""
     runtime, period, waited = report.get("rt_runtime_us"), report.get("rt_period_us"), direction.get("send_waited_ns")
     if not report.get("realtime") or not isinstance(runtime, int) or not isinstance(period, int) or not (
             0 <= runtime < period) or not isinstance(waited, int) or waited < 0:
