@@ -186,8 +186,14 @@ lab_up() {
   printf '%s\n' "$LAB" >"$STATE_DIR/kind"  # what made_as reads
   case "$LAB" in static|maas) keep_declaration;; vm) vm_prepare;; esac
   tf_init
-  # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated.
-  if [ -f "$STATE_DIR/terraform.tfstate" ] && terraform -chdir="$MODULE" state list 2>/dev/null | grep -q terraform_data.lab; then
+  # A lab whose state says 'created' but whose pieces are gone (interrupted lab-down, reboot) is recreated. The
+  # state's list is read whole before grep looks at it: piped, grep -q ended at its match and terraform's next line
+  # died of SIGPIPE, which pipefail made a "no": a lab whose sshd was down passed for up ("up in 0 s").
+  local resources=""
+  if [ -f "$STATE_DIR/terraform.tfstate" ]; then
+    resources=$(terraform -chdir="$MODULE" state list 2>/dev/null || true)
+  fi
+  if grep -q terraform_data.lab <<<"$resources"; then
     plan=$(terraform -chdir="$MODULE" output -json plan)
     if ! found=$(run_realiser "$LAB" "$plan" status); then
       say "lab $LAB_NAME is down (${found//$'\n'/; }): making it again"
