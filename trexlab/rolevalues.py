@@ -133,15 +133,6 @@ def check_networks(name: str, networks) -> None:
         raise InvalidParameter(name, networks, f"1..{MAX_NETWORKS}")
 
 
-def networks_error(networks, name: str) -> str:
-    """check_networks' refusal as one line (a role's assert), or ''."""
-    try:
-        check_networks(name, networks)
-    except InvalidParameter as exc:
-        return str(exc)
-    return ""
-
-
 def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = False) -> None:
     """The values of a spec's dut.<block> that reach a DUT (types are checked against the role's spec)."""
     if block in ("siit", "siit_jool") and "networks" in settings:  # else the role refuses it, on the DUT
@@ -168,15 +159,6 @@ def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = Fa
         for i, package in enumerate(settings.get("packages") or ()):
             if not isinstance(package, str) or not re.match(r"^[a-z0-9][a-z0-9+.-]{0,63}$", package):
                 raise InvalidParameter(f"packages[{i}]", package, "a Debian package name")
-
-
-def endpoints_error(settings: dict, prefix: str = "") -> str:
-    """check_endpoints_block's refusal as one line, its parameter named with prefix (a role's variables), or ''."""
-    try:
-        check_endpoints_block(settings)
-    except InvalidParameter as exc:
-        return str(InvalidParameter(prefix + exc.name, exc.value, exc.allowed))
-    return ""
 
 
 def check_endpoints_block(settings: dict) -> None:

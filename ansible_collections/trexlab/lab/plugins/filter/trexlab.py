@@ -249,6 +249,21 @@ def ifnames_error(ports: list, name: str) -> str:
     return next((e for e in (ifname_error(p.get("name"), f"{name}[{i}].name") for i, p in enumerate(ports)) if e), "")
 
 
+def networks_error(value, name: str) -> str:
+    """'' for a number of destination networks the roles take (1..MAX_NETWORKS), else the one-line refusal."""
+    return _refusal(rolevalues.check_networks, name, value)
+
+
+def endpoints_error(settings: dict, prefix: str) -> str:
+    """'' for roles/tcp_endpoints' values (the spec's endpoints check), else its refusal naming the role's variable
+    (prefix + the spec's key)."""
+    try:
+        rolevalues.check_endpoints_block(settings)
+    except InvalidParameter as exc:
+        return str(InvalidParameter(prefix + exc.name, exc.value, exc.allowed))
+    return ""
+
+
 def state_path_error(value, name: str, lab: str, node: str) -> str:
     """'' for a directory strictly inside this node's state directory, else the one-line refusal."""
     own = rolevalues.node_state_dir(lab, node)
@@ -323,7 +338,7 @@ class FilterModule:
             "state_path_error": state_path_error,
             "address_error": address_error,
             "missing_packages": missing_packages,
-            "endpoints_error": rolevalues.endpoints_error,
-            "networks_error": rolevalues.networks_error,
+            "endpoints_error": endpoints_error,
+            "networks_error": networks_error,
             "http_file_bytes": rolevalues.http_file_bytes,
         }
