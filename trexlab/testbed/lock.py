@@ -36,14 +36,19 @@ TERM_GRACE = 3.0
 KILL_WAIT = 5.0
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent PID, start time in clock ticks since boot) of a process, or None when it is gone."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after "pid (comm) " (state first), or None when the process is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ", which may itself contain spaces
-    return int(fields[1]), int(fields[19])
+    return text[text.rindex(")") + 2:].split()  # comm may itself contain spaces and parentheses
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent PID, start time in clock ticks since boot) of a process, or None when it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else (int(fields[1]), int(fields[19]))
 
 
 def _cmdline(pid: int) -> list[str] | None:
@@ -79,12 +84,8 @@ def _ended(recorded: dict) -> bool:
     """The recorded process has ended: its PID gone, a zombie, or another process's. Not yet while it exits: its
     command line is empty as soon as it has let its memory go, which takes a while for a large process, and it still
     holds its sockets and files then (the kernel closes them after): _same_process says 'not the same' that early."""
-    try:
-        text = Path(f"/proc/{recorded['pid']}/stat").read_text()
-    except OSError:
-        return True
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0] in ("Z", "X") or int(fields[19]) != recorded["start"]
+    fields = _stat_fields(recorded["pid"])
+    return fields is None or fields[0] in ("Z", "X") or int(fields[19]) != recorded["start"]
 
 
 def stop_leftovers(recorded: list[dict], grace: float = TERM_GRACE) -> list[dict]:
