@@ -13,7 +13,7 @@ and stops, without trafgen it measures swtester alone.
 
 Send rate per core (64 and 1518 B): each tool sends as fast as it can from one sender pinned to CPU 0.
   swtester           sender on CPU 0, its receiver on CPU 1, send and receive method auto (the ones it took are
-                     printed: tx_ring and bpf where the kernel allows);
+                     printed: tx_ring and tcx where the kernel allows);
   swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
   swtester-ring      the same with --receive-method ring (swtester before its counting filter: every frame into
                      its receive ring), side by side;

@@ -6,7 +6,8 @@
  * batches, bypassing the qdisc: through a PACKET_TX_RING where the kernel
  * grants one, else with sendmmsg; --send-method, reported as send_method), a
  * receiver per direction counts them by sequence number (the frames it need not
- * time in the kernel, with an eBPF socket filter, where allowed: open_counting;
+ * time in the kernel, where allowed: at the port's tc ingress in a trial that
+ * times no frame, else in its receive socket's filter; open_counting;
  * --receive-method, reported as receive_method), reads the others from a
  * TPACKET_V3 ring and takes one-way delays from kernel receive timestamps
  * against the send timestamp carried in the frame (both CLOCK_REALTIME on the
@@ -71,9 +72,14 @@
 #define MAX_FRAME 9018
 #define FCS_LEN 4
 /* IPv4 flags and fragment offset (header bytes 6-7): More Fragments and the 13-bit offset. A datagram with either
- * is a fragment. IPv6 marks one with a Fragment header (next header 44), whose More flag is bit 0 of its offset. */
-#define IPV4_FRAGMENT 0x3fff
+ * is a fragment. IPv6 marks one with a Fragment header (next header 44), whose bytes 2-3 hold its 13-bit offset
+ * (IPV6_FRAGMENT_OFFSET), two reserved bits and its More flag (bit 0). */
+#define IPV4_MORE_FRAGMENTS 0x2000
+#define IPV4_FRAGMENT_OFFSET 0x1fff
+#define IPV4_FRAGMENT (IPV4_MORE_FRAGMENTS | IPV4_FRAGMENT_OFFSET)
 #define IPV6_FRAGMENT_HEADER 44
+#define IPV6_FRAGMENT_OFFSET 0xfff8
+#define IPV6_MORE_FRAGMENTS 1
 /* Ethernet's smallest frame, FCS included; an IPv6 header is SIIT_DELTA bytes longer than an IPv4 one. A test frame
  * holds its headers and PAYLOAD_LEN (IPv6: 82 B); the IPv6 side of a SIIT trial (ports of different versions) starts
  * at MIN_FRAME + SIIT_DELTA, as translated it must still be a whole Ethernet frame, not one the DUT pads (trexlab's
@@ -115,10 +121,12 @@
 
 enum send_method { SEND_AUTO, SEND_TX_RING, SEND_SENDMMSG, SEND_METHODS /* how many */ };
 static const char *const send_method_names[] = {"auto", "tx_ring", "sendmmsg"};
-/* How a direction's receiver counts its frames (see open_counting): RECEIVE_BPF counts the test frames it need not
- * look at in the kernel, RECEIVE_RING reads every frame from the receive ring; RECEIVE_AUTO: BPF, else the ring. */
-enum receive_method { RECEIVE_AUTO, RECEIVE_BPF, RECEIVE_RING, RECEIVE_METHODS /* how many */ };
-static const char *const receive_method_names[] = {"auto", "bpf", "ring"};
+/* How a direction's receiver counts its frames (see open_counting): RECEIVE_TCX counts every test frame in the kernel
+ * at the port's tc ingress, no socket (trials that time no frame); RECEIVE_BPF counts the test frames it need not
+ * look at in the kernel, in its receive socket's filter; RECEIVE_RING reads every frame from the receive ring;
+ * RECEIVE_AUTO: TCX where the trial times no frame, else (or where refused) BPF, else the ring. */
+enum receive_method { RECEIVE_AUTO, RECEIVE_BPF, RECEIVE_RING, RECEIVE_TCX, RECEIVE_METHODS /* how many */ };
+static const char *const receive_method_names[] = {"auto", "bpf", "ring", "tcx"};
 
 struct port {
     const char *name;
@@ -141,7 +149,7 @@ struct config {
     double overrun_tolerance;
     int dont_fragment; /* IPv4 DF bit: a router must drop, not fragment, a frame too big for its next link */
     enum send_method send_method; /* asked for; SEND_AUTO: the TX ring, else sendmmsg */
-    enum receive_method receive_method; /* asked for; RECEIVE_AUTO: the eBPF filter, else the ring */
+    enum receive_method receive_method; /* asked for; RECEIVE_AUTO: tcx or the eBPF filter, else the ring */
     int threads;                  /* sender threads per direction */
     int normal_priority; /* --no-realtime: the threads stay in the normal scheduling class */
     int realtime;        /* the threads run SCHED_FIFO (see main) */
@@ -192,16 +200,16 @@ struct direction {
     struct hdr delays;    /* one-way delays (ns) of the measured frames received within the frame timeout */
     uint64_t tags_sent, tags_received; /* measured frames: tagged ones, or every frame with --latency all */
     atomic_int send_done, senders;
-    int rx_fd;
+    int rx_fd; /* -1 with RECEIVE_TCX */
     enum send_method send_method; /* the one this direction's senders use */
     char send_fallback[160];      /* why SEND_AUTO fell back to sendmmsg ("" if it did not) */
     struct txq txq[MAX_THREADS];
     uint8_t *ring; /* receive ring: rx_blocks blocks of rx_block_size bytes (rx_ring_geometry) */
     uint32_t rx_blocks, rx_block_size;
     enum receive_method receive_method; /* the one this direction's receiver uses */
-    char receive_fallback[200];         /* why RECEIVE_AUTO fell back to the ring ("" if it did not) */
-    int bpf_prog, bpf_state_fd, bpf_seen_fd; /* RECEIVE_BPF: the filter and its maps (-1: none) */
-    uint64_t *bpf_state;                /* RECEIVE_BPF: the filter's counters, mapped (BPF_WORDS words) */
+    char receive_fallback[400];         /* why RECEIVE_AUTO fell back from tcx or to the ring ("" if it did not) */
+    int bpf_link, bpf_prog, bpf_state_fd, bpf_seen_fd; /* TCX, BPF: the program and its maps, TCX its link (-1: none) */
+    uint64_t *bpf_state;                /* TCX, BPF: the program's counters, mapped (BPF_WORDS words) */
     uint64_t ring_frames;               /* frames the receiver read from its ring */
     struct pacing pacing; /* its senders' figures: the largest lag, burst and slip_ns of any, slips of all */
     uint64_t rng;
@@ -522,35 +530,51 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t giv
     }
 }
 
-/* In-kernel counting (--receive-method bpf, the default where the kernel allows it). On a veth, and on any port
- * whose receive runs on the sending CPU, each frame the receive ring takes costs the sender a lock, a 128-byte
+/* In-kernel counting (--receive-method tcx or bpf, the default where the kernel allows one). On a veth, and on any
+ * port whose receive runs on the sending CPU, each frame the receive ring takes costs the sender a lock, a 128-byte
  * copy, a timestamp and a slot: measured, 14 % of the sending core, and 22 % more frames per CPU-second when the
- * ring takes none. So an eBPF socket filter on the receive socket does the receiver's bookkeeping of the frames
- * it needs no delay of (its own trial's untagged test frames, no --timeout) and keeps them out of the ring: it
- * marks the frame's sequence number in a seen bitmap (an atomic fetch-or: a bit already set is a duplicate),
- * counts a frame of a thread's flow that comes after a later one as reordered, and counts the rest as received,
- * in a map the receiver reads at the end. Every other frame goes to the ring as before: frames the receiver must
- * time (tagged ones, or all with --timeout) after the filter's seen and reordering checks, which the receiver then
- * skips for them; frames not of this trial and direction untouched, for the receiver's own checks (foreign).
- * The counts stay those of the ring: the same frames are counted, each once. A frame that reaches the filter
- * after the receiver stopped listening (the tail's end on CLOCK_MONOTONIC, which the receiver writes into the
- * map) is dropped uncounted, as the receiver drops one stamped after it.
+ * ring takes none. So an eBPF program does the receiver's bookkeeping of the frames it needs no delay of (its own
+ * trial's untagged test frames, no --timeout): it marks the frame's sequence number in a seen bitmap (an atomic
+ * fetch-or: a bit already set is a duplicate), counts a frame of a thread's flow that comes after a later one as
+ * reordered, and counts the rest as received, in a map the receiver reads at the end; a test frame that is no frame
+ * received (foreign, a fragment, an atomic fragment, of the wrong length, an IPv6 one with a zero UDP checksum:
+ * receive_frame says why each) it counts as receive_frame does, in the same order. The counts stay those of the
+ * ring: the same frames are counted, each once. A frame that reaches the program after the receiver stopped
+ * listening (the tail's end on CLOCK_MONOTONIC, which the receiver writes into the map) is left uncounted, as the
+ * receiver leaves one stamped after it.
+ *
+ * The one program runs in one of two places (enum receive_method):
+ * - tcx: the port's tc ingress hook (a BPF_PROG_TYPE_SCHED_CLS program on a BPF link: Linux 6.6 and later, gone
+ *   with the link's file descriptor, so with swtester). Taken only where the trial times no frame: then no packet
+ *   socket listens on the port at all. A packet socket's tap (ETH_P_ALL) gets every frame before tc ingress does,
+ *   and cost the sending core 3 % of it at 64 B besides its filter (tpacket_rcv, the skb's reference). It passes
+ *   every frame on (TCX_NEXT): the tester's nftables counter, which cross-checks the counts, comes after it.
+ * - bpf: a socket filter on the receive socket, which keeps the frames it counted out of the ring and passes the
+ *   others to it: frames the receiver must time (tagged ones, or all with --timeout) after the program's seen and
+ *   reordering checks, which the receiver then skips for them, and frames that are no test frame, which the
+ *   receiver ignores.
  *
  * No libbpf or compiler: the program is a few dozen instructions, assembled below and loaded with bpf(2). */
-enum { BPF_RECEIVED, BPF_DUPLICATES, BPF_REORDERED, BPF_STOP, BPF_FLOW0, BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
+enum { BPF_RECEIVED, BPF_DUPLICATES, BPF_REORDERED, BPF_STOP, BPF_FOREIGN, BPF_FRAGMENTS, BPF_ATOMIC_FRAGMENTS,
+       BPF_WRONG_LENGTH, BPF_ZERO_CHECKSUM, BPF_FLOW0, BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
+/* Linux 6.6's enum bpf_attach_type BPF_TCX_INGRESS and enum tcx_action_base TCX_NEXT, which Debian 12's headers
+ * (Linux 6.1) lack: enumerators, so no #ifdef can ask for them. */
+#define TCX_INGRESS_ATTACH 46
+#define TCX_NEXT_ACTION (-1)
 
 struct bpf_asm {
-    struct bpf_insn insn[128];
-    int target[128]; /* label an instruction jumps to, -1 none */
-    int label[16];   /* instruction index of each label */
+    struct bpf_insn insn[160];
+    int target[160]; /* label an instruction jumps to, -1 none */
+    int label[24];   /* instruction index of each label */
     int n;
 };
-enum { L_SHORT, L_PARSE, L_V4, L_PAYLOAD, L_UDP_COPIED, L_CHECKSUM_KEPT, L_LISTENING, L_NOT_REORDERED, L_COUNT,
-       L_DUPLICATE, L_DROP, L_PASS, L_LABELS };
+enum { L_SHORT, L_PARSE, L_V6_FRAGMENT, L_V4, L_PAYLOAD, L_UDP_COPIED, L_LISTENING, L_CHECKSUM_KEPT,
+       L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_FOREIGN, L_FRAGMENT, L_ATOMIC_FRAGMENT, L_WRONG_LENGTH,
+       L_ZERO_CHECKSUM, L_DROP, L_PASS, L_LABELS };
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
+    if (a->n == (int)(sizeof a->insn / sizeof a->insn[0])) die("the counting program outgrew its instruction array");
     a->target[a->n] = -1;
-    if (a->n == (int)(sizeof a->insn / sizeof a->insn[0])) die("the counting filter outgrew its instruction array");
     a->insn[a->n++] = (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
 }
 static void jump(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int32_t imm, int label) {
@@ -567,6 +591,12 @@ static void add_one(struct bpf_asm *a, int word) { /* state[word] += 1, atomical
     emit(a, BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_4, 0, 0, 1);
     emit(a, BPF_STX | BPF_DW | BPF_ATOMIC, BPF_REG_7, BPF_REG_4, (int16_t)(word * 8), BPF_ADD);
 }
+/* At label: count the frame in state[word] and end as a frame counted (L_DROP). */
+static void count_at(struct bpf_asm *a, int label, int word) { /* label < 0: here, unlabelled */
+    if (label >= 0) place(a, label);
+    add_one(a, word);
+    jump(a, BPF_JMP | BPF_JA, 0, 0, 0, L_DROP);
+}
 
 /* Copy len bytes of the frame (R6) from offset (from register base, or from 0 with base < 0) to the stack at
  * stack; a frame shorter than that jumps to label short_frame. Clobbers R0-R5 (a helper call). */
@@ -582,8 +612,8 @@ static void copy_frame(struct bpf_asm *a, int base, int32_t offset, int16_t stac
     jump(a, BPF_JMP | BPF_JNE | BPF_K, BPF_REG_0, 0, 0, short_frame);
 }
 
-/* R0 = the value of key (a u32 on the stack at key) in map fd; the program passes the frame to the ring when
- * there is none (cannot happen: an array's keys are all there). Clobbers R1-R5. */
+/* R0 = the value of key (a u32 on the stack at key) in map fd; the program passes the frame on when there is none
+ * (cannot happen: an array's keys are all there). Clobbers R1-R5. */
 static void lookup(struct bpf_asm *a, int fd, int16_t key) {
     load64(a, BPF_REG_1, BPF_PSEUDO_MAP_FD, (uint64_t)fd);
     emit(a, BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
@@ -594,13 +624,14 @@ static void lookup(struct bpf_asm *a, int fd, int16_t key) {
 
 static long bpf_call(int cmd, union bpf_attr *attr) { return syscall(__NR_bpf, cmd, attr, sizeof *attr); }
 
-/* The filter of direction d's receive socket (registers: R6 the frame, R7 the UDP header's offset, then the state
- * map's value; R8 the payload's flags; R9 the sequence number; the stack: copies of the frame's bytes, map keys). Returns 0, or -1 with the reason in
- * d->receive_fallback. */
-static int open_counting(struct direction *d) {
+/* Direction d's counting program, for method (RECEIVE_TCX or RECEIVE_BPF), with its maps (registers: R6 the frame,
+ * R7 the UDP header's offset, then the state map's value; R8 the payload's flags; R9 the sequence number; the stack:
+ * copies of the frame's bytes, the frame's kind, map keys). Returns 0, or -1 with the reason in d->receive_fallback. */
+static int open_counting(struct direction *d, enum receive_method method) {
     struct config *c = d->cfg;
     union bpf_attr attr;
     const char *what = NULL;
+    int tc = method == RECEIVE_TCX;
     d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
     uint64_t words = d->intended / 64 + 1;
     memset(&attr, 0, sizeof attr);
@@ -632,21 +663,24 @@ static int open_counting(struct direction *d) {
         const uint8_t R0 = BPF_REG_0, R1 = BPF_REG_1, R2 = BPF_REG_2, R3 = BPF_REG_3, R6 = BPF_REG_6,
                       R7 = BPF_REG_7, R8 = BPF_REG_8, R9 = BPF_REG_9, FP = BPF_REG_10;
         /* Network-order fields compare as loaded (each constant as its bytes in the frame would load). */
-        uint16_t ipv4, ipv6, trial, fragment;
+        uint16_t ipv4, ipv6, trial;
         memcpy(&ipv4, (const uint8_t[]){0x08, 0x00}, 2);
-        memcpy(&fragment, (const uint8_t[]){IPV4_FRAGMENT >> 8, IPV4_FRAGMENT & 0xff}, 2);
         memcpy(&ipv6, (const uint8_t[]){0x86, 0xdd}, 2);
         memcpy(&trial, (const uint8_t[]){(uint8_t)(c->trial_id >> 8), (uint8_t)c->trial_id}, 2);
         /* Stack copies of the frame's bytes 0..23 at HEAD, and of its UDP header and payload at UDP, where they
          * sit in an IPv4 frame without options: one copy of its first IPV4_TEST_LEN bytes fills both. HEAD is such
-         * that the payload is 8-byte aligned (the verifier refuses a misaligned stack load). */
+         * that the payload is 8-byte aligned (the verifier refuses a misaligned stack load). KIND: the frame's
+         * kind, 0 a whole datagram, KIND_FRAGMENT a first fragment, KIND_ATOMIC an IPv6 atomic fragment; FRAGMENT:
+         * a copy of an IPv6 Fragment header. */
         enum { HEAD = -98, HEAD_LEN = 24, IPV4_UDP = 14 + 20, IPV4_TEST_LEN = IPV4_UDP + 8 + PAYLOAD_LEN,
-               UDP = HEAD + IPV4_UDP, PAYLOAD = UDP + 8 };
+               UDP = HEAD + IPV4_UDP, PAYLOAD = UDP + 8, KIND = -16, FRAGMENT = -24, KIND_FRAGMENT = 1,
+               KIND_ATOMIC = 2 };
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0);
+        emit(&a, BPF_ST | BPF_MEM | BPF_DW, FP, 0, KIND, 0);
         /* Parse as receive_frame() does, from copies (bpf_skb_load_bytes: cheaper than a load per field). A copy
          * is a helper call on the sending core (on a veth) per frame: an IPv4 frame without options takes one (R9 = 1
          * until the sequence number: that copy is there), any other frame two, the HEAD_LEN bytes first when it is
-         * shorter than IPV4_TEST_LEN. A frame too short for either ends with 0 (dropped): one the receiver would
+         * shorter than IPV4_TEST_LEN. A frame too short for either is dropped (bpf): one the receiver would
          * ignore too. */
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R9, 0, 0, 1);
         copy_frame(&a, -1, 0, HEAD, IPV4_TEST_LEN, L_SHORT);
@@ -659,16 +693,34 @@ static int open_counting(struct direction *d) {
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, ipv4, L_V4);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, ipv6, L_PASS);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, HEAD + 14 + 6, 0);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 17, L_PASS);
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R7, 0, 0, 14 + 40);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 17, L_PAYLOAD);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, IPV6_FRAGMENT_HEADER, L_PASS);
+        /* A UDP datagram behind an IPv6 Fragment header: a later fragment is no test frame; a first one is
+         * KIND_FRAGMENT, an atomic one (offset 0, More clear) KIND_ATOMIC: 2 - More. */
+        place(&a, L_V6_FRAGMENT);
+        copy_frame(&a, -1, 14 + 40, FRAGMENT, 8, L_PASS);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, FRAGMENT, 0);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 17, L_PASS);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, FRAGMENT + 2, 0);
+        emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R0, 0, 0, 16); /* network to host order */
+        jump(&a, BPF_JMP | BPF_JSET | BPF_K, R0, 0, IPV6_FRAGMENT_OFFSET, L_PASS);
+        emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R0, 0, 0, IPV6_MORE_FRAGMENTS);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R1, 0, 0, KIND_ATOMIC);
+        emit(&a, BPF_ALU64 | BPF_SUB | BPF_X, R1, R0, 0, 0);
+        emit(&a, BPF_STX | BPF_MEM | BPF_DW, FP, R1, KIND, 0);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R7, 0, 0, 14 + 40 + 8);
         jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_PAYLOAD);
         place(&a, L_V4);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, HEAD + 14 + 9, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 17, L_PASS);
-        /* A fragment (More Fragments or an offset) is no frame received whole: to the ring, whose receiver counts
-         * a first fragment of a test frame among the fragments (receive_frame). */
+        /* A later fragment (an offset) is no test frame; a first one (More Fragments) is KIND_FRAGMENT. */
         emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 14 + 6, 0);
-        jump(&a, BPF_JMP | BPF_JSET | BPF_K, R0, 0, fragment, L_PASS);
+        emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R0, 0, 0, 16); /* network to host order */
+        jump(&a, BPF_JMP | BPF_JSET | BPF_K, R0, 0, IPV4_FRAGMENT_OFFSET, L_PASS);
+        emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R0, 0, 0, IPV4_MORE_FRAGMENTS);
+        emit(&a, BPF_ALU64 | BPF_RSH | BPF_K, R0, 0, 0, 13); /* IPV4_MORE_FRAGMENTS: KIND_FRAGMENT */
+        emit(&a, BPF_STX | BPF_MEM | BPF_DW, FP, R0, KIND, 0);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R7, FP, HEAD + 14, 0);
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
@@ -681,40 +733,42 @@ static int open_counting(struct direction *d) {
         place(&a, L_UDP_COPIED);
         emit(&a, BPF_LDX | BPF_MEM | BPF_B, R0, FP, PAYLOAD + 15, 0);
         jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, MAGIC, L_PASS);
-        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, PAYLOAD + 12, 0);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, trial, L_PASS);
-        emit(&a, BPF_LDX | BPF_MEM | BPF_B, R8, FP, PAYLOAD + 14, 0);
-        emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R0, R8, 0, 0);
-        emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R0, 0, 0, 1);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, d->index, L_PASS);
-        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R9, FP, PAYLOAD, 0);
-        emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R9, 0, 0, 32); /* network to host order, upper half zero */
-        load64(&a, R1, 0, d->intended);
-        jump(&a, BPF_JMP | BPF_JGE | BPF_X, R9, R1, 0, L_PASS); /* beyond the trial: foreign, the receiver says */
-        /* Of another length than sent (arriving_size; padded or cut by the DUT): to the ring, whose receiver
-         * counts it among the wrong_length (receive_frame). skb->len: the frame from its MAC header, no FCS. */
-        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R0, R6, offsetof(struct __sk_buff, len), 0);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, arriving_size(d) - FCS_LEN, L_PASS);
-        /* An IPv6 one whose UDP checksum field is zero: to the ring, whose receiver counts it among the zero_checksum
-         * (receive_frame says why). */
-        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 12, 0);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, ipv6, L_CHECKSUM_KEPT);
-        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, UDP + 6, 0);
-        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, L_PASS);
-        place(&a, L_CHECKSUM_KEPT);
-        /* A test frame of this direction: R7 = the counters. */
+        /* A test frame: R7 = the counters. */
         emit(&a, BPF_ST | BPF_MEM | BPF_W, FP, 0, -4, 0);
         lookup(&a, d->bpf_state_fd, -4);
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R7, R0, 0, 0);
         /* The clock is read only once the receiver has set its stop time (after the last frame was sent), not
-         * while the senders send: on a veth the filter runs on the sending core (the imm -1 is UINT64_MAX). */
+         * while the senders send: on a veth the program runs on the sending core (the imm -1 is UINT64_MAX). */
         emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R1, R7, BPF_STOP * 8, 0);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R1, 0, -1, L_LISTENING);
         emit(&a, BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns); /* CLOCK_MONOTONIC */
         emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R1, R7, BPF_STOP * 8, 0);
         jump(&a, BPF_JMP | BPF_JGT | BPF_X, R0, R1, 0, L_DROP);
         place(&a, L_LISTENING);
-        /* Seen: bit seq % 64 of word seq / 64 (on little-endian hosts the receiver's byte-wise layout). */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, PAYLOAD + 12, 0);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, trial, L_FOREIGN);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_B, R8, FP, PAYLOAD + 14, 0);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R0, R8, 0, 0);
+        emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R0, 0, 0, 1);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, d->index, L_FOREIGN);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R9, FP, PAYLOAD, 0);
+        emit(&a, BPF_ALU | BPF_END | BPF_TO_BE, R9, 0, 0, 32); /* network to host order, upper half zero */
+        load64(&a, R1, 0, d->intended);
+        jump(&a, BPF_JMP | BPF_JGE | BPF_X, R9, R1, 0, L_FOREIGN); /* beyond the trial */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R0, FP, KIND, 0);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, KIND_FRAGMENT, L_FRAGMENT);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, KIND_ATOMIC, L_ATOMIC_FRAGMENT);
+        /* Of another length than sent (arriving_size): skb->len, the frame from its MAC header, no FCS (at tc
+         * ingress as in a socket filter, which both run with the MAC header pushed). */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R0, R6, offsetof(struct __sk_buff, len), 0);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, arriving_size(d) - FCS_LEN, L_WRONG_LENGTH);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, HEAD + 12, 0);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, ipv6, L_CHECKSUM_KEPT);
+        emit(&a, BPF_LDX | BPF_MEM | BPF_H, R0, FP, UDP + 6, 0);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, L_ZERO_CHECKSUM);
+        place(&a, L_CHECKSUM_KEPT);
+        /* Seen: bit seq % 64 of word seq / 64 (on little-endian hosts the receiver's byte-wise layout). R7 is kept
+         * across the call (a callee-saved register). */
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R1, R9, 0, 0);
         emit(&a, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 6);
         emit(&a, BPF_STX | BPF_MEM | BPF_W, FP, R1, -8, 0);
@@ -741,28 +795,33 @@ static int open_counting(struct direction *d) {
         jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_COUNT);
         place(&a, L_NOT_REORDERED);
         emit(&a, BPF_STX | BPF_MEM | BPF_DW, R1, R3, BPF_FLOW0 * 8, 0);
-        place(&a, L_COUNT); /* to the receiver if it must time the frame, else counted here */
+        place(&a, L_COUNT); /* to the receiver if it must time the frame (bpf only), else counted here */
         if (c->timeout >= 0) { /* every frame: the verifier refuses code that cannot run, so no count here */
             jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_PASS);
         } else {
             if (c->latency_mode) jump(&a, BPF_JMP | BPF_JSET | BPF_K, R8, 0, 2, L_PASS);
-            add_one(&a, BPF_RECEIVED);
-            jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_DROP);
+            count_at(&a, -1, BPF_RECEIVED);
         }
-        place(&a, L_DUPLICATE);
-        add_one(&a, BPF_DUPLICATES);
+        count_at(&a, L_DUPLICATE, BPF_DUPLICATES);
+        count_at(&a, L_FOREIGN, BPF_FOREIGN);
+        count_at(&a, L_FRAGMENT, BPF_FRAGMENTS);
+        count_at(&a, L_ATOMIC_FRAGMENT, BPF_ATOMIC_FRAGMENTS);
+        count_at(&a, L_WRONG_LENGTH, BPF_WRONG_LENGTH);
+        count_at(&a, L_ZERO_CHECKSUM, BPF_ZERO_CHECKSUM);
+        /* Counted here, or dropped uncounted (bpf: out of the ring); tcx passes every frame on. */
         place(&a, L_DROP);
-        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, 0);
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, tc ? TCX_NEXT_ACTION : 0);
         emit(&a, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+        /* bpf: the first SNAP_LEN bytes into the ring. */
         place(&a, L_PASS);
-        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, SNAP_LEN); /* the first SNAP_LEN bytes into the ring */
+        emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, tc ? TCX_NEXT_ACTION : SNAP_LEN);
         emit(&a, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
         for (int i = 0; i < a.n; i++)
             if (a.target[i] >= 0) a.insn[i].off = (int16_t)(a.label[a.target[i]] - i - 1);
         static char log[1 << 16];
         log[0] = '\0';
         memset(&attr, 0, sizeof attr);
-        attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+        attr.prog_type = tc ? BPF_PROG_TYPE_SCHED_CLS : BPF_PROG_TYPE_SOCKET_FILTER;
         attr.insns = (uint64_t)(uintptr_t)a.insn;
         attr.insn_cnt = (uint32_t)a.n;
         attr.license = (uint64_t)(uintptr_t)"Apache-2.0"; /* no GPL-only helper is called */
@@ -789,12 +848,30 @@ static int open_counting(struct direction *d) {
 }
 
 static void close_counting(struct direction *d) {
+    if (d->bpf_link >= 0) close(d->bpf_link); /* detaches a tcx program */
     if (d->bpf_state) munmap(d->bpf_state, BPF_WORDS * 8);
     d->bpf_state = NULL;
     if (d->bpf_prog >= 0) close(d->bpf_prog);
     if (d->bpf_state_fd >= 0) close(d->bpf_state_fd);
     if (d->bpf_seen_fd >= 0) close(d->bpf_seen_fd);
-    d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
+    d->bpf_link = d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
+}
+
+/* Direction d counting at its receiving port's tc ingress (RECEIVE_TCX): 0, or -1 with the reason in
+ * d->receive_fallback. The link holds the program there until swtester closes it or ends. */
+static int open_tcx(struct direction *d) {
+    if (open_counting(d, RECEIVE_TCX) < 0) return -1;
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.link_create.prog_fd = (uint32_t)d->bpf_prog;
+    attr.link_create.target_ifindex = (uint32_t)interface_index(d->rx->name);
+    attr.link_create.attach_type = TCX_INGRESS_ATTACH;
+    if ((d->bpf_link = (int)bpf_call(BPF_LINK_CREATE, &attr)) < 0) {
+        snprintf(d->receive_fallback, sizeof d->receive_fallback, "BPF_LINK_CREATE (tcx ingress) refused: %s",
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* The blocks of direction d's receive ring: the smallest power of two from RX_BLOCK_MIN that holds the frames of one
@@ -807,10 +884,28 @@ static void rx_ring_geometry(struct direction *d) {
     d->rx_blocks = RX_RING_BYTES / block;
 }
 
-/* Direction d's receive socket with a TPACKET_V3 ring (d->ring) and its filter: the counting one (open_counting)
- * where asked for and allowed, else one that keeps SNAP_LEN bytes of every frame. */
+/* Whether the trial times any frame (latency, frame timeout): then its receivers need their ring. */
+static int times_frames(const struct config *c) { return c->latency_mode || c->timeout >= 0; }
+
+/* Direction d's receiver: counting at tc ingress (open_tcx) where asked for or auto and the trial times no frame,
+ * without a socket (returns -1); else a receive socket with a TPACKET_V3 ring (d->ring) and its filter: the counting
+ * one (open_counting) where asked for and allowed, else one that keeps SNAP_LEN bytes of every frame. Auto takes
+ * the first the kernel allows, the reason of each it refused in d->receive_fallback. */
 static int open_receiver(struct direction *d) {
     const char *ifname = d->rx->name;
+    enum receive_method asked = d->cfg->receive_method;
+    char refused[sizeof d->receive_fallback] = "";
+    d->bpf_link = d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
+    if (asked == RECEIVE_TCX || (asked == RECEIVE_AUTO && !times_frames(d->cfg))) {
+        if (open_tcx(d) == 0) {
+            d->receive_method = RECEIVE_TCX;
+            return -1;
+        }
+        close_counting(d);
+        if (asked == RECEIVE_TCX) die(d->receive_fallback);
+        snprintf(refused, sizeof refused, "tcx: %.190s", d->receive_fallback);
+        *d->receive_fallback = '\0';
+    }
     uint8_t **ring = &d->ring;
     int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, version = TPACKET_V3;
     /* Keep only the first SNAP_LEN bytes of each frame: all the receiver reads. */
@@ -828,23 +923,30 @@ static int open_receiver(struct direction *d) {
     *ring = mmap(NULL, (size_t)d->rx_block_size * d->rx_blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
     d->receive_method = RECEIVE_RING;
-    d->bpf_prog = d->bpf_state_fd = d->bpf_seen_fd = -1;
-    if (d->cfg->receive_method != RECEIVE_RING) {
-        if (open_counting(d) == 0 && setsockopt(fd, SOL_SOCKET, SO_ATTACH_BPF, &d->bpf_prog, sizeof d->bpf_prog) == 0)
+    if (asked != RECEIVE_RING) {
+        if (open_counting(d, RECEIVE_BPF) == 0 &&
+            setsockopt(fd, SOL_SOCKET, SO_ATTACH_BPF, &d->bpf_prog, sizeof d->bpf_prog) == 0)
             d->receive_method = RECEIVE_BPF;
         else if (!*d->receive_fallback)
             snprintf(d->receive_fallback, sizeof d->receive_fallback, "SO_ATTACH_BPF refused: %s", strerror(errno));
         if (d->receive_method != RECEIVE_BPF) {
             close_counting(d);
-            if (d->cfg->receive_method == RECEIVE_BPF) die(d->receive_fallback);
+            if (asked == RECEIVE_BPF) die(d->receive_fallback);
         }
+    }
+    /* The reasons auto took neither tcx (first) nor the filter, as far as it tried them. */
+    if (*refused) {
+        char filter[sizeof d->receive_fallback];
+        snprintf(filter, sizeof filter, "%s", d->receive_fallback);
+        snprintf(d->receive_fallback, sizeof d->receive_fallback, "%.196s%s%.190s", refused, *filter ? "; bpf: " : "",
+                 filter);
     }
     if (d->receive_method == RECEIVE_RING) setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
     /* Kernel receive timestamps (CLOCK_REALTIME) taken as the frame enters the stack, for the frames the receiver
      * times (latency, frame timeout) and, with the ring alone, for its stop time. Not with the filter counting
      * every test frame: the option makes the kernel stamp every frame any port of the host receives (a clock
      * read per frame on the sending core), and the ring then gets only stray frames, which it stamps itself. */
-    if (d->receive_method == RECEIVE_RING || d->cfg->latency_mode || d->cfg->timeout >= 0)
+    if (d->receive_method == RECEIVE_RING || times_frames(d->cfg))
         setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
     bind_to(fd, ifindex, ETH_P_ALL);
@@ -998,7 +1100,7 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
      * showed no loss. It counts among the fragments, disclosed, and as lost. Later fragments carry no UDP header. */
     if (len >= 14 + 20 + 8 + PAYLOAD_LEN && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17) {
         unsigned more_and_offset = (unsigned)(f[20] << 8 | f[21]) & IPV4_FRAGMENT;
-        if (more_and_offset & 0x1fff) return; /* a later fragment */
+        if (more_and_offset & IPV4_FRAGMENT_OFFSET) return; /* a later fragment */
         fragment = more_and_offset != 0;
         udp = 14 + (f[14] & 15) * 4;
     } else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) {
@@ -1006,8 +1108,8 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
     } else if (len >= 14 + 40 + 8 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd &&
                f[20] == IPV6_FRAGMENT_HEADER && f[54] == 17) {
         /* A UDP datagram behind a Fragment header: its offset (13 bits) and More flag, without the reserved bits. */
-        unsigned offset_and_more = (unsigned)(f[56] << 8 | f[57]) & 0xfff9;
-        if (offset_and_more & 0xfff8) return; /* a later fragment */
+        unsigned offset_and_more = (unsigned)(f[56] << 8 | f[57]) & (IPV6_FRAGMENT_OFFSET | IPV6_MORE_FRAGMENTS);
+        if (offset_and_more & IPV6_FRAGMENT_OFFSET) return; /* a later fragment */
         /* A first fragment (More set): a SIIT DUT's translation of a frame too big for its IPv6 side, say. An atomic
          * fragment (offset 0, More clear: the whole datagram, RFC 6946) is what RFC 6145's translators sent for an
          * IPv4 datagram with Don't Fragment clear, and RFC 8021 deprecates: the frame sent had no Fragment header and
@@ -1076,6 +1178,13 @@ static void *receiver(void *arg) {
             stop_rt = now_ns(CLOCK_REALTIME) + (uint64_t)(c->tail * 1e9);
             if (d->bpf_state) __atomic_store_n(&d->bpf_state[BPF_STOP], stop_at, __ATOMIC_RELEASE);
         }
+        if (!d->ring) { /* tcx: the program counts until stop_at; then the receiver waits as long as with a ring,
+                         * more than any program run that began before it set stop_at takes */
+            if (stop_at && now >= stop_at + 3 * RX_BLOCK_TIMEOUT_MS * 1000000ull) break;
+            struct timespec pause = {0, RX_BLOCK_TIMEOUT_MS * 1000000L};
+            nanosleep(&pause, NULL);
+            continue;
+        }
         struct tpacket_block_desc *bd = (struct tpacket_block_desc *)(d->ring + (size_t)block * d->rx_block_size);
         int ready = __atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER;
         /* After the tail, once the kernel has handed over the block that was filling, and the receiver has read
@@ -1101,11 +1210,18 @@ static void *receiver(void *arg) {
     }
     struct tpacket_stats_v3 st;
     socklen_t sl = sizeof st;
-    if (getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0) d->tester_drops = st.tp_drops;
-    if (d->bpf_state) { /* the filter stopped counting at stop_at, which has passed */
-        d->received += __atomic_load_n(&d->bpf_state[BPF_RECEIVED], __ATOMIC_ACQUIRE);
-        d->duplicates += __atomic_load_n(&d->bpf_state[BPF_DUPLICATES], __ATOMIC_ACQUIRE);
-        d->reordered += __atomic_load_n(&d->bpf_state[BPF_REORDERED], __ATOMIC_ACQUIRE);
+    if (d->rx_fd >= 0 && getsockopt(d->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
+        d->tester_drops = st.tp_drops;
+    if (d->bpf_state) { /* the program stopped counting at stop_at, which has passed */
+        const uint64_t *w = d->bpf_state;
+        d->received += __atomic_load_n(&w[BPF_RECEIVED], __ATOMIC_ACQUIRE);
+        d->duplicates += __atomic_load_n(&w[BPF_DUPLICATES], __ATOMIC_ACQUIRE);
+        d->reordered += __atomic_load_n(&w[BPF_REORDERED], __ATOMIC_ACQUIRE);
+        d->foreign += __atomic_load_n(&w[BPF_FOREIGN], __ATOMIC_ACQUIRE);
+        d->fragments += __atomic_load_n(&w[BPF_FRAGMENTS], __ATOMIC_ACQUIRE);
+        d->atomic_fragments += __atomic_load_n(&w[BPF_ATOMIC_FRAGMENTS], __ATOMIC_ACQUIRE);
+        d->wrong_length += __atomic_load_n(&w[BPF_WRONG_LENGTH], __ATOMIC_ACQUIRE);
+        d->zero_checksum += __atomic_load_n(&w[BPF_ZERO_CHECKSUM], __ATOMIC_ACQUIRE);
     }
     return NULL;
 }
@@ -1114,13 +1230,13 @@ static void release(struct direction *d) {
     free(d->seen);
     free(d->tag);
     free(d->delays.counts);
-    munmap(d->ring, (size_t)d->rx_block_size * d->rx_blocks);
+    if (d->ring) munmap(d->ring, (size_t)d->rx_block_size * d->rx_blocks);
     close_counting(d);
     for (int j = 0; j < d->cfg->threads; j++) {
         if (d->txq[j].ring) munmap(d->txq[j].ring, d->txq[j].ring_len);
         close(d->txq[j].fd);
     }
-    close(d->rx_fd);
+    if (d->rx_fd >= 0) close(d->rx_fd);
 }
 
 /* s as a JSON string, or null when it is empty. A fallback's reason holds a port's name and the kernel's words,
@@ -1175,7 +1291,7 @@ static void usage(FILE *out) {
           "       [--rfc4814] [--networks N] [--latency none|tagged|all] [--tagged N] [--tag-delay S]\n"
           "       [--timeout S] [--tail S]\n"
           "       [--cpus LIST] [--trial-id N] [--df] [--send-method auto|tx_ring|sendmmsg] [--threads N]\n"
-          "       [--no-realtime] [--receive-method auto|bpf|ring]\n"
+          "       [--no-realtime] [--receive-method auto|tcx|bpf|ring]\n"
           "       [--probe]  (set up the sockets, print the send method each direction would use, send nothing)\n",
           out);
 }
@@ -1297,6 +1413,8 @@ int main(int argc, char **argv) {
         }
     }
     if (c.latency_mode == 1 && c.tagged < 1) die("tagged: >= 1 with --latency tagged");
+    if (c.receive_method == RECEIVE_TCX && times_frames(&c))
+        die("receive-method tcx: allowed only without --latency and --timeout (it counts; timed frames need a ring)");
     /* A CPU this process may not run on: pinning a thread to it fails, and the thread ran wherever the kernel put it
      * while the provenance said it was pinned. */
     cpu_set_t allowed;

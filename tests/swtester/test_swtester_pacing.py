@@ -1,8 +1,10 @@
 """swtester stalled mid-trial (SIGSTOP for 100 ms): it reports how far it fell behind its schedule, catches up with a
 burst of its 512-frame limit and no more, moves the rest of its schedule later by what is left of the stall, and the
-trial contract marks the trial stretched; and its receiver counts in the kernel (--receive-method). A veth pair in a
-namespace of its own, looped (port 0 -> port 1, no DUT); ~2.5 s per build and send method, ~3 s per build for the
-receive methods."""
+trial contract marks the trial stretched; and its receiver counts in the kernel (--receive-method): at the port's tc
+ingress (tcx) where the trial times no frame, else in its socket's filter, which it also falls back to where the
+kernel refuses tcx, leaving nothing attached to the port once it ends. A veth pair in a namespace of its own, looped
+(port 0 -> port 1, no DUT); ~2.5 s per build and send method, ~3 s per build for the timed receive methods and ~3 s
+for the untimed ones."""
 
 import json
 import os
@@ -37,12 +39,31 @@ def netns():
         run("ip", "netns", "del", name, check=False)
 
 
-def looped(netns: str, binary: str, *argv: str) -> dict:
-    """swtester's report of a trial on the namespace's looped veth pair."""
-    return json.loads(run("ip", "netns", "exec", netns, binary, "--port0", "p0", "--port1", "p1",
-                          "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
-                          "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01", "--tail", "0.2",
-                          *argv).stdout)
+LOOPED = ["--port0", "p0", "--port1", "p1", "--mac0", "02:00:00:00:00:01", "--mac1", "02:00:00:00:00:02",
+          "--peer0", "02:00:00:00:00:02", "--peer1", "02:00:00:00:00:01", "--tail", "0.2"]
+
+
+def looped(netns: str, binary: str, *argv: str, prefix: tuple[str, ...] = ()) -> dict:
+    """swtester's report of a trial on the namespace's looped veth pair (prefix: a command swtester runs under)."""
+    return json.loads(run("ip", "netns", "exec", netns, *prefix, binary, *LOOPED, *argv).stdout)
+
+
+#: How many programs a port's tc ingress runs (tcx), as bpftool net asks the kernel (BPF_PROG_QUERY of attach type
+#: BPF_TCX_INGRESS, 46; bpf(2) is system call 321 on x86_64, 280 on aarch64); the port's name in argv[1].
+TCX_QUERY = """
+import ctypes, platform, socket, struct, sys
+attr = ctypes.create_string_buffer(struct.pack("=II", socket.if_nametoindex(sys.argv[1]), 46), 120)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall({"x86_64": 321, "aarch64": 280}[platform.machine()], 16, attr, len(attr)) < 0:
+    raise OSError(ctypes.get_errno(), "BPF_PROG_QUERY")
+print(struct.unpack_from("=I", attr, 24)[0])
+"""
+
+
+def tcx_programs(netns: str) -> tuple[int, int]:
+    """How many programs the tc ingress of p0 and of p1 runs."""
+    return tuple(int(run("ip", "netns", "exec", netns, sys.executable, "-c", TCX_QUERY, port).stdout)
+                 for port in ("p0", "p1"))
 
 
 @pytest.mark.parametrize("method", ["tx_ring", "sendmmsg"])
@@ -156,3 +177,60 @@ def test_the_receiver_counts_untagged_frames_in_the_kernel_and_reads_only_the_ta
     for d in timed["directions"].values():
         assert d["receive_method"] == "bpf" and d["ring_frames"] >= d["received"] == d["sent"] == 5_000
         assert d["late"] == d["duplicates"] == 0
+
+
+def test_a_trial_that_times_no_frame_counts_at_tc_ingress_as_the_filter_counts(binary, netns):
+    """auto takes tcx where the trial times no frame: every frame counted in the kernel, no receive socket (no frame
+    in any ring), the same counts as the socket filter's on the same trial."""
+    argv = ["--rate", "20000", "--duration", "0.5", "--threads", "2"]
+    counts = {}
+    for method, taken in (("auto", "tcx"), ("bpf", "bpf")):
+        report = looped(netns, binary, *argv, "--receive-method", method)
+        for name, d in report["directions"].items():
+            assert d["receive_method"] == taken and d["receive_method_fallback"] is None
+            assert d["ring_frames"] == 0 if taken == "tcx" else d["ring_frames"] < 20, "only strays in a ring"
+            counts[taken, name] = {key: d[key] for key in ("intended", "sent", "received", "duplicates", "reordered",
+                                                           "foreign", "tester_drops", "fragments", "wrong_length")}
+    for name in ("forward", "reverse"):
+        assert counts["tcx", name] == counts["bpf", name] == {"intended": 10_000, "sent": 10_000, "received": 10_000,
+                                                              "duplicates": 0, "reordered": 0, "foreign": 0,
+                                                              "tester_drops": 0, "fragments": 0, "wrong_length": 0}
+
+
+def test_where_the_kernel_refuses_tcx_auto_counts_in_the_filter_and_says_why(binary, netns):
+    """Debian 12's kernel (6.1) has no tcx. Here the kernel refuses it to a tester without CAP_NET_ADMIN (nor
+    CAP_SYS_ADMIN, which implies it): a tc program needs it, a socket filter does not. auto then counts in the
+    filter and names what was refused; asked for, tcx is an error (exit 2)."""
+    without = ("setpriv", "--bounding-set", "-net_admin,-sys_admin")
+    report = looped(netns, binary, "--rate", "10000", "--duration", "0.2", prefix=without)
+    for d in report["directions"].values():
+        assert d["receive_method"] == "bpf"
+        assert d["receive_method_fallback"] == "tcx: BPF_PROG_LOAD refused: Operation not permitted"
+        assert d["sent"] == d["received"] == d["intended"] == 2_000
+    asked = subprocess.run(["ip", "netns", "exec", netns, *without, binary, *LOOPED, "--rate", "10000", "--duration",
+                            "0.2", "--receive-method", "tcx"], capture_output=True, text=True, timeout=30)
+    assert asked.returncode == 2 and asked.stdout == ""
+    assert asked.stderr == "swtester: BPF_PROG_LOAD refused: Operation not permitted\n"
+
+
+@pytest.mark.parametrize("end", ["exit", "SIGKILL"])
+def test_nothing_stays_attached_to_the_ports_once_swtester_ends(binary, netns, end):
+    """The tcx programs hang on BPF links that only swtester's file descriptors hold: gone when it exits, and when
+    it is killed mid-trial."""
+    assert tcx_programs(netns) == (0, 0)
+    duration = "0.3" if end == "exit" else "10"
+    # ip netns exec execs swtester in its own process: the pid is swtester's.
+    tester = subprocess.Popen(["ip", "netns", "exec", netns, binary, *LOOPED, "--rate", "1000", "--duration",
+                               duration], stdout=subprocess.DEVNULL)
+    try:
+        if end == "SIGKILL":
+            deadline = time.monotonic() + 5
+            while tcx_programs(netns) != (1, 1) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert tcx_programs(netns) == (1, 1), "one program at each receiving port while it runs"
+            tester.kill()
+        assert tester.wait(timeout=30) == (0 if end == "exit" else -signal.SIGKILL)
+    finally:
+        tester.kill()
+        tester.wait()
+    assert tcx_programs(netns) == (0, 0)

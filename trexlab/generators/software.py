@@ -10,9 +10,11 @@ disagreement is written into the trial's notes.
 swtester sends through a PACKET_TX_RING where the kernel grants one, else with
 sendmmsg (send_method auto); describe() asks it which (swtester --probe), so
 provenance names the method, and a trial that sent otherwise says so in its notes.
-Its receivers count the test frames they need not time in the kernel, with an
-eBPF socket filter, where the kernel allows one, else from their receive ring
-(receive_method; provenance names it the same way, receive_methods).
+Its receivers count the test frames they need not time in the kernel, where the
+kernel allows it: at the port's tc ingress (tcx, Linux 6.6 and later) in a trial
+that times no frame, else with an eBPF socket filter, else from their receive
+ring (receive_method; provenance names the one a trial that times no frame takes,
+receive_methods: where that is tcx, a trial that times frames counts with bpf).
 
 A namespace tester shares the host's kernel with the DUT, so every frame either
 receives waits in the host's per-CPU receive backlog first: the frames it drops
@@ -226,8 +228,9 @@ class SoftwareGenerator:
                        "pacing_quantum_ns": report.get("pacing_quantum_ns"),
                        "send_methods": {name: {"method": d["send_method"], "fallback": d.get("send_method_fallback")}
                                         for name, d in directions.items()},
-                       # how each receiver counts: bpf (the untimed frames in the kernel) or ring; None from a
-                       # tester's older swtester, which has the ring only
+                       # how each receiver counts in a trial that times no frame: tcx (every test frame at tc
+                       # ingress; a trial that times frames takes bpf then), bpf (the untimed frames in the
+                       # kernel) or ring; None from a tester's older swtester, which has the ring only
                        "receive_methods": {name: {"method": d.get("receive_method"),
                                                   "fallback": d.get("receive_method_fallback")}
                                            for name, d in directions.items()}}
