@@ -105,4 +105,5 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     for loss in (0, 0.1, 1):
         assert f"{medians[loss]:,.3f}" in table, loss
     assert "Side by side with RFC 2544" in text
+    assert "the server's TCP sends frames of at most the MTU" in text, "the method says how the frames were cut"
     assert bar_pixels > 1000, "the download-time bars are drawn"
