@@ -140,26 +140,46 @@ def test_absent_removes_the_state_directories_it_leaves_empty_and_no_other(tmp_p
 
 def test_netem_refuses_to_replace_a_root_qdisc_of_the_nodes_own():
     """roles/netem's check before any change: a port's root of handle 0: is the kernel's default (absent's delete
-    gives it back), one of the role's record with a netem or htb root is its own; any other root (a tbf the user
-    set, or a tbf on a port of the record) is refused, naming the port and the qdisc."""
+    gives it back), one of the role's record with the kind and handle recorded is its own; any other root (a tbf
+    the user set, a tbf or a netem of another handle on a port of the record) is refused, naming port and qdisc."""
     from ansible_collections.trexlab.lab.plugins.filter.trexlab import root_qdisc_error
 
     probe = ["#table inet filter", "#root eth0 mq 0:", "#root eth1 tbf 8003:", "#root eth2 netem 8001:"]
-    assert root_qdisc_error(["eth0", "eth2"], probe, ["eth2"]) == ""
-    assert root_qdisc_error([], probe, []) == ""  # nothing replaced (nftables loss, absent)
-    for devices, recorded in ((["eth0", "eth1"], []), (["eth1"], ["eth1"])):
-        error = root_qdisc_error(devices, probe, recorded)
+    nothing = {"devices": [], "roots": {}}
+    assert root_qdisc_error(["eth0", "eth2"], probe, {"devices": ["eth2"], "roots": {"eth2": "netem 8001:"}}) == ""
+    assert root_qdisc_error([], probe, nothing) == ""  # nothing replaced (nftables loss, absent)
+    tbf_over_netem = {"devices": ["eth1"], "roots": {"eth1": "netem 1:"}}
+    for devices, record in ((["eth0", "eth1"], nothing), (["eth1"], tbf_over_netem)):
+        error = root_qdisc_error(devices, probe, record)
         assert error.startswith("test port eth1 has a root qdisc of its own (tbf 8003:)") and "\n" not in error
-    assert root_qdisc_error(["eth2"], probe, []).startswith("test port eth2 "), "netem of someone else's"
+    assert root_qdisc_error(["eth2"], probe, nothing).startswith("test port eth2 "), "netem of someone else's"
+    replaced = {"devices": ["eth2"], "roots": {"eth2": "netem 8005:"}}
+    assert root_qdisc_error(["eth2"], probe, replaced).startswith("test port eth2 has a root qdisc of its own (netem "
+                                                                   "8001:)"), "a netem put over the role's since"
 
 
 def test_netem_deletes_only_the_recorded_roots_that_are_still_its_own():
-    """Absent and a new plan delete the root qdisc of each recorded port where it is still netem's (netem, htb):
-    a recorded port whose root someone replaced since keeps it, as does one with the kernel's default."""
-    from ansible_collections.trexlab.lab.plugins.filter.trexlab import own_roots
+    """Absent and a new plan delete the root qdisc of each recorded port where it is still the one the role put
+    there, of the kind and handle it read back after applying: a recorded port whose root someone replaced since
+    keeps it, whatever its kind (a netem or htb of another handle too), as does one with the kernel's default; the
+    run names each it leaves, with the root there now and the role's. A record from before handles were recorded
+    is judged by kind."""
+    from ansible_collections.trexlab.lab.plugins.filter.trexlab import own_roots, roots_left_note
 
-    probe = ["#root eth0 mq 0:", "#root eth1 tbf 8003:", "#root eth2 netem 8001:", "#root eth3 htb 1:"]
-    assert own_roots(["eth0", "eth1", "eth2", "eth3", "eth4"], probe) == ["eth2", "eth3"]
+    probe = ["#root eth0 mq 0:", "#root eth1 tbf 8003:", "#root eth2 netem 8001:", "#root eth3 htb 1:",
+             "#root eth5 netem 8009:", "#root eth6 htb 2:"]
+    devices = ["eth0", "eth1", "eth2", "eth3", "eth4", "eth5", "eth6"]
+    record = {"devices": devices, "roots": {"eth0": "netem 8000:", "eth1": "netem 8002:", "eth2": "netem 8001:",
+                                            "eth3": "htb 1:", "eth4": "netem 8004:", "eth5": "netem 8006:",
+                                            "eth6": "htb 1:"}}
+    assert own_roots(record, probe) == ["eth2", "eth3"]
+    note = roots_left_note(record, probe)
+    assert note.startswith("netem: left the root qdisc of eth0 (now mq 0:; netem's was netem 8000:), eth1 (now tbf "
+                           "8003:; netem's was netem 8002:), eth4 (now none; netem's was netem 8004:), eth5 (now "
+                           "netem 8009:; netem's was netem 8006:), eth6 (now htb 2:; netem's was htb 1:): not the "
+                           "one netem put there"), note
+    assert roots_left_note({"devices": ["eth2", "eth3"], "roots": record["roots"]}, probe) == ""
+    assert own_roots({"devices": devices, "nft": "", "tc": []}, probe) == ["eth2", "eth3", "eth5", "eth6"]
 
 
 def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():

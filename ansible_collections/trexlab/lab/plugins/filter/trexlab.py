@@ -180,23 +180,40 @@ def _probed_roots(probe_lines: list) -> dict[str, tuple[str, str]]:
     return roots
 
 
-def own_roots(recorded: list, probe_lines: list) -> list:
-    """The devices of roles/netem's record whose root qdisc is still one the role puts there (NETEM_ROOTS): the only
-    roots absent or a new plan may delete. A recorded port whose root someone replaced since (a tbf, fq) keeps it:
-    deleting it there took the node's own root away."""
-    roots = _probed_roots(probe_lines)
-    return [dev for dev in recorded if roots.get(dev, ("", ""))[0] in NETEM_ROOTS]
+def own_roots(record: dict, probe_lines: list) -> list:
+    """The devices of roles/netem's record whose root qdisc is still the one the role put there: the only roots
+    absent or a new plan may delete. The record holds each root as read back after applying ("roots": device ->
+    "<kind> <handle>"); a root of the same kind but another handle (a netem or htb someone put there since) is
+    theirs, as is a tbf or fq: deleting it took the node's own root away. A record written before handles were
+    recorded (no "roots") is judged by kind (NETEM_ROOTS), as that version did."""
+    probed, recorded = _probed_roots(probe_lines), record.get("roots")
+    if not isinstance(recorded, dict):
+        return [dev for dev in record.get("devices", []) if probed.get(dev, ("", ""))[0] in NETEM_ROOTS]
+    return [dev for dev in record.get("devices", []) if probed.get(dev) == tuple(str(recorded.get(dev, "")).split())]
 
 
-def root_qdisc_error(devices: list, probe_lines: list, recorded: list) -> str:
+def roots_left_note(record: dict, probe_lines: list) -> str:
+    """'' where each recorded port's root is still the role's (own_roots), else the line saying which the role
+    leaves and why: each port's root now beside the one the role put there."""
+    probed, recorded, ours = _probed_roots(probe_lines), record.get("roots"), own_roots(record, probe_lines)
+    left = []
+    for dev in record.get("devices", []):
+        if dev not in ours:
+            put = f"; netem's was {recorded.get(dev) or 'not read back'}" if isinstance(recorded, dict) else ""
+            left.append(f"{dev} (now {' '.join(probed.get(dev, ('none',)))}{put})")
+    return (f"netem: left the root qdisc of {', '.join(left)}: not the one netem put there (replaced since), so not "
+            f"the role's to delete") if left else ""
+
+
+def root_qdisc_error(devices: list, probe_lines: list, record: dict) -> str:
     """'' where roles/netem may replace the root qdisc of each of these devices, else the one-line refusal.
 
     probe_lines hold the netem probe's '#root <dev> <kind> <handle>' lines. netem puts its own root qdisc on a port
     and absent deletes it, which gives the port the kernel's default root back (the one of handle 0:). A root the
     node's user set (fq, a tbf, an htb tree) would be gone for good: tc dumps no arguments that make it again
     (options in other units, child classes and filters), so it is refused before any change, unless it is this
-    role's own from an earlier run (a device of its record with a netem or htb root)."""
-    roots, ours = _probed_roots(probe_lines), own_roots(recorded, probe_lines)
+    role's own from an earlier run (own_roots of its record)."""
+    roots, ours = _probed_roots(probe_lines), own_roots(record, probe_lines)
     for dev in devices:
         kind, handle = roots.get(dev, ("", "0:"))
         if handle != "0:" and dev not in ours:
@@ -327,6 +344,7 @@ class FilterModule:
             "impairment_plan": impairment_plan,
             "root_qdisc_error": root_qdisc_error,
             "own_roots": own_roots,
+            "roots_left_note": roots_left_note,
             "empty_state_dirs": empty_state_dirs,
             "reference_plan": reference_plan,
             "eamt_entries": eamt_entries,
