@@ -15,7 +15,7 @@ from trexlab.results.report import render
 from trexlab.spec.experiment import load
 
 from browser import render as browse
-from labtools import REPO, VENV, node_state, run
+from labtools import REPO, VENV, gso_max_segs, node_state, run
 
 pytestmark = pytest.mark.lab
 # The single-DUT lab of test_experiments.py, handed out again (lab_factory): its campaigns restore what they
@@ -36,11 +36,6 @@ def lab_state(lab) -> dict:
              for n in (lab.tester, *lab.duts)}
     state.update({n.name: {**node_state(n.netns), "gso": gso_max_segs(n)} for n in (lab.client, lab.server)})
     return state
-
-
-def gso_max_segs(node) -> int:
-    return json.loads(run("ip", "-n", node.netns, "-j", "-d", "link", "show", "dev", node.port(0).name).stdout)[0][
-        "gso_max_segs"]
 
 
 def sent_towards_client(lab) -> tuple[int, int]:

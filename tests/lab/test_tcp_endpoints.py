@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools import REPO, VENV, changed_count, node_state, playbook, run
+from labtools import REPO, VENV, changed_count, gso_max_segs, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 # The namespace lab the end-to-end tests bring up (tests/e2e): every test that needs a plain single-DUT lab
@@ -43,11 +43,6 @@ def server_processes(lab) -> list[str]:
 def endpoint_state(lab) -> dict:
     """node_state of client and server, with their port's segment cap (only ip -d shows gso_max_segs)."""
     return {n.name: {**node_state(n.netns), "gso_max_segs": gso_max_segs(n)} for n in (lab.client, lab.server)}
-
-
-def gso_max_segs(node) -> int:
-    return json.loads(run("ip", "-n", node.netns, "-j", "-d", "link", "show", "dev", node.port(0).name).stdout)[0][
-        "gso_max_segs"]
 
 
 def trexlab(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
