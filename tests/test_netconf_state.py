@@ -151,6 +151,22 @@ def test_absent_puts_back_a_route_of_the_nodes_own_that_pruning_removed(tmp_path
     assert absent["state"] == before["state"], absent
 
 
+def test_a_route_without_a_gateway_is_added_the_one_it_replaced_put_back_and_none_pruned(tmp_path):
+    """A route straight out of its device (roles/siit_tayga's into TAYGA's TUN device): added, the node's own route
+    it takes the place of (a blackhole) put back by absent as it was; pruning, which deletes undeclared routes
+    through a gateway in its prefixes, leaves a route of the node's own without one."""
+    setup = ("ip addr add 198.18.0.1/24 dev d0; ip route add blackhole 198.18.1.128/25 proto static;"
+             "ip route add 198.19.7.0/24 dev d1 proto static")
+    declared = {"routes": [{"dst": "198.18.1.128/25", "dev": "d0"}], "prune_routes_within": ["198.18.0.0/15"]}
+    before, present, again, absent = runs(tmp_path, setup, declared, declared, {**declared, "state": "absent"})
+    assert present["result"]["changes"] == ["add route 198.18.1.128/25 dev d0"], present["result"]
+    table = present["state"]["main table"]
+    assert "198.18.1.128/25 dev d0" in table and "blackhole" not in table and "198.19.7.0/24 dev d1" in table, table
+    assert again["result"]["changed"] is False, again["result"]
+    assert absent["state"] == before["state"], absent
+    assert not (tmp_path / "netconf.json").exists()
+
+
 def test_gso_max_segs_caps_the_tcp_segments_per_packet_and_absent_gives_the_device_its_own_value_back(tmp_path):
     """roles/tcp_endpoints caps its port at one segment per packet (wire-sized frames). The node's value is
     not the kernel's default here (an operator's 64): absent, and a run that no longer declares it, must put that

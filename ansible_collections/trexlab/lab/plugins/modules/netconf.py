@@ -4,8 +4,8 @@
 Addresses, routes, permanent neighbour entries, runtime sysctls, sysfs
 values, NIC settings (RSS hash fields, pause frames: ethtool) and a link's
 gso_max_segs are compared with what ``ip -j``, /proc/sys, /sys and ethtool say
-and only the difference
-is applied, so a second run changes nothing; check mode reports the difference
+and only the difference is applied, so a second run changes nothing; check
+mode reports the difference
 without applying it. ``state_file`` records which items the module added and
 each setting's value from before the first run: ``state: absent`` removes
 exactly those items (an address, route or neighbour the node had before is
@@ -18,7 +18,9 @@ Sysctls are runtime only: a benchmark set-up is not meant to survive a reboot,
 and nodes of the local lab share one /etc.
 
 A route whose destination is the connected network of its device is left to
-the kernel (it already exists, as a link route).
+the kernel (it already exists, as a link route). A route without a gateway goes
+straight out of its device (a TUN device's: roles/siit_tayga); pruning deletes
+only routes through a gateway.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ DOCUMENTATION = r"""
 module: netconf
 short_description: Idempotent, reversible addresses, routes, permanent neighbours and runtime settings of a node
 description:
-  - Compares the declared addresses, routes (with a gateway), permanent neighbour entries, runtime sysctls,
-    sysfs values, NIC settings (RSS hash fields and pause frames, through ethtool) and links' gso_max_segs with
-    what the node has, and applies only the difference, so a second run changes nothing. Check mode reports
-    the difference.
+  - Compares the declared addresses, routes (through a gateway, or straight out of a device), permanent neighbour
+    entries, runtime sysctls, sysfs values, NIC settings (RSS hash fields and pause frames, through ethtool) and
+    links' gso_max_segs with what the node has, and applies only the difference, so a second run changes nothing.
+    Check mode reports the difference.
   - O(state_file) records the items this module added and every setting's value from before the first run.
     With O(state=absent) it removes exactly those items (one the node had before is left as it was) and puts
     back every recorded setting, whether or not it is still declared.
@@ -65,7 +67,7 @@ options:
         type: str
         required: true
   routes:
-    description: Routes through a gateway.
+    description: Routes through a gateway, or without one straight out of their device (a TUN device's).
     type: list
     elements: dict
     default: []
@@ -75,9 +77,9 @@ options:
         type: str
         required: true
       via:
-        description: Gateway address.
+        description: Gateway address; left out (or empty) for a route straight out of O(routes[].dev).
         type: str
-        required: true
+        default: ""
       dev:
         description: Outgoing interface.
         type: str
@@ -126,8 +128,8 @@ options:
   prune_routes_within:
     description:
       - With O(state=present), routes through a gateway whose destination lies inside one of these prefixes but
-        which are not declared are deleted (a run with fewer networks than the last one). One the node had before
-        (not added by this module) is recorded and put back by O(state=absent).
+        which are not declared are deleted (a run with fewer networks than the last one); a route without a gateway
+        never is. One the node had before (not added by this module) is recorded and put back by O(state=absent).
     type: list
     elements: str
     default: []
@@ -235,12 +237,13 @@ def current_addresses() -> set[tuple[str, str]]:
 
 
 def current_routes() -> set[tuple[str, str, str]]:
+    """The main table's unicast routes as (dst, gateway, dev): gateway '' for a route straight out of its device."""
     found = set()
     for fam in ("-4", "-6"):
         for r in json.loads(ip("-j", fam, "route", "show") or "[]"):
-            if "gateway" in r and r.get("dst") not in (None, "default"):
+            if r.get("dst") not in (None, "default") and ("gateway" in r or r.get("type", "unicast") == "unicast"):
                 dst = r["dst"] if "/" in r["dst"] else f"{r['dst']}/{32 if fam == '-4' else 128}"
-                found.add((str(ipaddress.ip_network(dst, strict=False)), r["gateway"], r.get("dev", "")))
+                found.add((str(ipaddress.ip_network(dst, strict=False)), r.get("gateway", ""), r.get("dev", "")))
     return found
 
 
@@ -370,7 +373,8 @@ def required_strings(*names: str) -> dict:
 #: The options as DOCUMENTATION describes them (tests/test_collection.py holds the two equal).
 ARGUMENT_SPEC = {
     "addresses": {"type": "list", "elements": "dict", "default": [], "options": required_strings("dev", "address")},
-    "routes": {"type": "list", "elements": "dict", "default": [], "options": required_strings("dst", "via", "dev")},
+    "routes": {"type": "list", "elements": "dict", "default": [],
+               "options": {**required_strings("dst", "dev"), "via": {"type": "str", "default": ""}}},
     "neighbours": {"type": "list", "elements": "dict", "default": [],
                    "options": required_strings("dev", "address", "lladdr")},
     "sysctls": {"type": "dict", "default": {}},
@@ -447,8 +451,8 @@ def main() -> None:
     present = p["state"] == "present"
     try:
         want_addr = {(a["dev"], str(ipaddress.ip_interface(a["address"]))) for a in p["addresses"]}
-        want_routes = {(str(ipaddress.ip_network(r["dst"], strict=False)), str(ipaddress.ip_address(r["via"])),
-                        r["dev"]) for r in p["routes"]}
+        want_routes = {(str(ipaddress.ip_network(r["dst"], strict=False)),
+                        str(ipaddress.ip_address(r["via"])) if r["via"] else "", r["dev"]) for r in p["routes"]}
         want_neigh = {(n["dev"], str(ipaddress.ip_address(n["address"])), n["lladdr"].lower())
                       for n in p["neighbours"]}
         # Every setting as key -> declared value; the key is also its name in state_file (setting_io).
@@ -474,8 +478,9 @@ def main() -> None:
                     *(["nodad"] if add and ":" in address else [])]
         elif kind == "routes":
             dst, via, dev = item
-            changes.append(f"{'add' if add else 'delete'}{why} route {dst} via {via} dev {dev}")
-            argv = [family(dst), "route", "replace" if add else "del", dst, "via", via, "dev", dev]
+            gateway = ["via", via] if via else []
+            changes.append(f"{'add' if add else 'delete'}{why} route {' '.join([dst, *gateway])} dev {dev}")
+            argv = [family(dst), "route", "replace" if add else "del", dst, *gateway, "dev", dev]
         else:
             dev, address, lladdr = item
             changes.append(f"{'add' if add else 'delete'}{why} neighbour {address} lladdr {lladdr} dev {dev}")
@@ -541,7 +546,7 @@ def main() -> None:
         wanted_dsts = {r[0] for r in wanted("routes")}
         for dst, via, dev in sorted(current_routes()):
             net = ipaddress.ip_network(dst)
-            if dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
+            if via and dst not in wanted_dsts and any(net.version == w.version and net.subnet_of(w) for w in within):
                 if (dst, via, dev) not in added["routes"] and not module.check_mode:
                     # The node's own (not one an earlier run added): kept, for absent to put back.
                     replaced["pruned"] += [r for r in routes_to(dst) if r.get("gateway") == via and r.get("dev") == dev]
