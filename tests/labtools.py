@@ -229,6 +229,13 @@ def node_state(where) -> dict[str, str]:
     return state
 
 
+def gso_max_segs(node) -> int:
+    """The most TCP segments per packet on a namespace node's test port 0 (only ip -d shows it; roles/tcp_endpoints
+    sets 1 for wire-sized frames)."""
+    return json.loads(run("ip", "-n", node.netns, "-j", "-d", "link", "show", "dev", node.port(0).name).stdout)[0][
+        "gso_max_segs"]
+
+
 def role_defaults_changed(monkeypatch, role: str, **defaults) -> None:
     """Make these a role's defaults, as if its meta/argument_specs.yml said so (trexlab.spec.experiment.role_options),
     for the rest of a test: what takes a role's default then shows these, and a copy of the real ones shows itself."""

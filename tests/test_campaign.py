@@ -312,17 +312,22 @@ def test_endpoints_configured_with_the_same_settings_are_left_as_found(tmp_path)
     lab = Lab("kx", "vm", "single", nodes, inventory=tmp_path / "hosts.yml")
     (tmp_path / "facts").mkdir()
 
-    def facts(mib=1, cc="reno"):
-        server = {"role": "server", "address": {}, "congestion_control": cc, "iperf3_ports": [5201, 5202, 5203, 5204,
-                  5205], "http_port": 80, "http_path": "/download.bin", "http_file_bytes": mib * 1048576}
+    def facts(mib=1, cc="reno", offload: bool | None = False):
+        # offload None: facts of the role before it capped the segments per packet (no such key).
+        tcp = {"congestion_control": cc} | ({} if offload is None else {"segmentation_offload": offload})
+        server = {"role": "server", "address": {}, "iperf3_ports": [5201, 5202, 5203, 5204, 5205],
+                  "http_port": 80, "http_path": "/download.bin", "http_file_bytes": mib * 1048576, **tcp}
         (tmp_path / "facts" / "server.json").write_text(json.dumps({"tcp_endpoints": server}))
         (tmp_path / "facts" / "client.json").write_text(json.dumps(
-            {"tcp_endpoints": {"role": "client", "address": {}, "congestion_control": cc}}))
+            {"tcp_endpoints": {"role": "client", "address": {}, **tcp}}))
 
     spec = {"http_file_mib": 1, "congestion_control": "reno"}
     assert not endpoints_configured_as(lab, spec), "no facts: not configured"
+    facts(offload=None)
+    assert not endpoints_configured_as(lab, spec), "applied with super-frames: applied again"
     facts()
     assert endpoints_configured_as(lab, spec)
+    assert not endpoints_configured_as(lab, {**spec, "segmentation_offload": True})
     assert not endpoints_configured_as(lab, {**spec, "http_file_mib": 16})
     assert not endpoints_configured_as(lab, {"http_file_mib": 1}), "the kernel's congestion control wanted"
     assert not endpoints_configured_as(lab, {**spec, "iperf3_ports": [5201]})

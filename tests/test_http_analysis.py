@@ -157,18 +157,27 @@ def test_the_rfc2544_figures_beside_the_downloads_come_with_their_method(tmp_pat
     assert analysis.disclosure_beside([other], table) == ""
 
 
-def test_a_download_time_is_disclosed_with_its_file_size_and_congestion_control(tmp_path):
-    """What a download time depends on besides the DUT: the file's size and the TCP congestion control (reno here
-    where the paper had CUBIC). The method line says both, and no tester ceiling (no tester takes part); the
-    report's disclosure shows the spec's endpoints block."""
+def test_a_download_time_is_disclosed_with_its_file_size_congestion_control_and_frames(tmp_path):
+    """What a download time depends on besides the DUT: the file's size, the TCP congestion control (reno here
+    where the paper had CUBIC) and whether the frames the DUT's impairment counts are wire-sized. The method line
+    says them, and no tester ceiling (no tester takes part); the report's disclosure shows the spec's endpoints
+    block."""
     import json
 
     from trexlab.plan.repetition import method_line, method_of
     from trexlab.procedures import http_download
 
-    download = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno")
+    download = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno", False)
     line = method_line(method_of(http_download.DownloadResult(http_download.Params(), download).to_dict()))
     assert "a file of 8,589,934,592 bytes, TCP congestion control reno" in line and "tester ceiling" not in line
+    # How the frames the DUT's impairment counts were cut (roles/tcp_endpoints), and nothing where a run's
+    # endpoints did not record it.
+    assert "the server's TCP sends frames of at most the MTU (one segment per packet)" in line
+    kept = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno", True)
+    assert "super-frames of up to 64 KB" in method_line(method_of(http_download.DownloadResult(
+        http_download.Params(), kept).to_dict()))
+    older = http_download.Download("http://198.19.0.3/file", 8 << 30, {"time_total": 90.5}, "reno")
+    assert "TSO" not in method_line(method_of(http_download.DownloadResult(http_download.Params(), older).to_dict()))
     campaign = tmp_path / "c-1"
     campaign.mkdir()
     spec = {"name": "http-download-loss", "procedure": {"name": "http_download"},

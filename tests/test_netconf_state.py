@@ -32,7 +32,8 @@ def state():
             "routes": sh("{ ip -4 route show; ip -6 route show; } | grep via | sort"),
             "main table": sh("ip -d -4 route show table main; ip -d -6 route show table main"),
             "neighbours": sh("ip neigh show nud permanent | sort"),
-            "sysctls": sh("cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding")}
+            "sysctls": sh("cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding"),
+            "gso_max_segs": json.loads(sh("ip -j -d link show dev d0"))[0]["gso_max_segs"]}
 out = [{"state": state()}]
 for args in runs:
     done = subprocess.run([sys.executable, module], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
@@ -163,4 +164,20 @@ def test_a_route_without_a_gateway_is_added_the_one_it_replaced_put_back_and_non
     assert "198.18.1.128/25 dev d0" in table and "blackhole" not in table and "198.19.7.0/24 dev d1" in table, table
     assert again["result"]["changed"] is False, again["result"]
     assert absent["state"] == before["state"], absent
+    assert not (tmp_path / "netconf.json").exists()
+
+
+def test_gso_max_segs_caps_the_tcp_segments_per_packet_and_absent_gives_the_device_its_own_value_back(tmp_path):
+    """roles/tcp_endpoints caps its port at one segment per packet (wire-sized frames). The node's value is
+    not the kernel's default here (an operator's 64): absent, and a run that no longer declares it, must put that
+    one back, not 65535."""
+    declared = {"gso_max_segs": {"d0": 1}}
+    before, present, again, less, present2, absent = runs(
+        tmp_path, "ip link set dev d0 gso_max_segs 64", declared, declared, {}, declared, {"state": "absent"})
+    assert before["state"]["gso_max_segs"] == 64
+    assert present["result"]["changes"] == ["set gso_max_segs d0 64 -> 1"] and present["state"]["gso_max_segs"] == 1
+    assert again["result"]["changed"] is False, again["result"]
+    assert less["state"] == before["state"], "no longer declared: the node's own value back"
+    assert present2["state"]["gso_max_segs"] == 1
+    assert absent["result"]["changes"] == ["set gso_max_segs d0 1 -> 64"] and absent["state"] == before["state"]
     assert not (tmp_path / "netconf.json").exists()

@@ -15,7 +15,7 @@ from trexlab.results.report import render
 from trexlab.spec.experiment import load
 
 from browser import render as browse
-from labtools import REPO, VENV, node_state, run
+from labtools import REPO, VENV, gso_max_segs, node_state, run
 
 pytestmark = pytest.mark.lab
 # The single-DUT lab of test_experiments.py, handed out again (lab_factory): its campaigns restore what they
@@ -24,20 +24,32 @@ LAB = "ex1"
 EXPERIMENT = "http-download-loss"
 CI = load(REPO / "experiments" / EXPERIMENT).scaled("ci")
 #: The least slowdown of the median download at 1 % loss that this lab shows (see below), with margin.
-MIN_SLOWDOWN = 1.2
+MIN_SLOWDOWN = 1.3
+#: Bytes of a frame's Ethernet header (destination, source, EtherType), which the kernel's link counters include.
+ETHERNET_HEADER = 14
 
 
 def lab_state(lab) -> dict:
-    """What the campaign must give back: qdiscs, nftables, links of tester and DUT; everything of the endpoints."""
+    """What the campaign must give back: qdiscs, nftables, links of tester and DUT; everything of the endpoints,
+    with their ports' segment cap (gso_max_segs, which only ip -d shows)."""
     state = {n.name: {k: v for k, v in node_state(n.netns).items() if k in ("tc", "nft", "links")}
              for n in (lab.tester, *lab.duts)}
-    state.update({n.name: node_state(n.netns) for n in (lab.client, lab.server)})
+    state.update({n.name: {**node_state(n.netns), "gso": gso_max_segs(n)} for n in (lab.client, lab.server)})
     return state
+
+
+def sent_towards_client(lab) -> tuple[int, int]:
+    """Bytes (Ethernet header on) and frames the DUT's port 0 has sent: what its impairment towards the client
+    acted on, one frame per packet the forward hook saw."""
+    tx = json.loads(run("ip", "-n", lab.duts[0].netns, "-j", "-s", "link", "show", "dev",
+                        lab.duts[0].port(0).name).stdout)[0]["stats64"]["tx"]
+    return tx["bytes"], tx["packets"]
 
 
 def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_percentiles(lab_factory, tmp_path):
     lab = lab_factory(LAB, "single", 1)
     before = lab_state(lab)
+    sent_before = sent_towards_client(lab)
     result = subprocess.run([str(VENV / "bin" / "trexlab"), "campaign", f"experiments/{EXPERIMENT}", "--scale", "ci",
                              "--results", str(tmp_path),
                              "--ceilings", str(tmp_path / "tester-ceilings.json"), "--inventory", str(lab.inventory)],
@@ -46,6 +58,15 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     outcome = json.loads(result.stdout)
     assert outcome["failed"] == [] and outcome["done"] == outcome["points"] == 3
     assert lab_state(lab) == before, "the campaign restored the DUT and removed the endpoints' configuration"
+    # What the loss acts on, not only its effect: the frames the DUT forwarded towards the client, of which the
+    # loss points dropped 1 % and 0.1 %, were frames a wire carries (at most MTU + Ethernet header), not the
+    # TSO/GSO super-frames of up to 64 KB that the endpoints' macvlan and veth pass whole unless roles/tcp_endpoints
+    # caps the segments per packet (45,114 B on average over this campaign before it did).
+    sent = [after - before for after, before in zip(sent_towards_client(lab), sent_before, strict=True)]
+    mtu = int(run("ip", "netns", "exec", lab.duts[0].netns, "cat",
+                  f"/sys/class/net/{lab.duts[0].port(0).name}/mtu").stdout)
+    print(f"\nthe DUT sent {sent[1]:,} frames towards the client, {sent[0] / sent[1]:,.0f} B on average")
+    assert sent[0] / sent[1] <= mtu + ETHERNET_HEADER, (sent, mtu)
     left = run("ip", "netns", "pids", lab.server.netns).stdout.split()
     assert all(open(f"/proc/{pid}/comm").read().strip() == "sshd" for pid in left), "no iperf3 or nginx is left"
 
@@ -54,14 +75,16 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     medians = summary["median"]
     print(f"\nmedian download time by loss %: {medians.round(4).to_dict()}")
     assert list(summary.index) == [0, 0.1, 1] and (summary["count"] == CI.repetitions).all()
-    # 1 % loss slows the download; 0.1 % stays within the run-to-run noise of this shared host, as it stayed
-    # within the paper's 1st-99th percentile band (89.44 s vs 89.11 s), so only 1 % is ordered against it.
-    # Not the paper's doubling: the namespaces' veths keep TSO/GSO, so the DUT drops 1 % of up-to-64 KB
-    # super-frames (one loss event per some 4,500 segments, not per 100), and how much that costs depends on
-    # how the CPU-bound, microsecond-RTT path compares with reno's window: on this shared host 1.33-3.95x the
-    # lossless median over 10 sets of 5-9 downloads (CI 1.65x), 1.31-3.8x the 0.1 % one. The medians of
-    # several downloads keep out a stall of the host (a lossless download once took 9x its median).
-    assert medians[1] > MIN_SLOWDOWN * medians[0] and medians[1] > medians[0.1], medians.to_dict()
+    # Loss slows the download, 1 % more than 0.1 %. Over 10 sets of 9 downloads per loss rate on this shared
+    # 2-CPU host (wire-sized frames, reno, 2026-11-27), the 1 % median was 1.57-1.74x the lossless one with the
+    # 64 MiB file (46,350 frames, 0.07 s lossless), 1.46-1.69x with 16 MiB, 1.41-1.72x with 8 MiB, 1.60-1.79x
+    # with 128 MiB; the 0.1 % median 1.12-1.30x over those 40 sets. The paper saw 2.1x at 1 % and 1.004x at
+    # 0.1 % (89.44 s vs 89.11 s); here the path is CPU-bound with microsecond RTTs, so reno's window regrows
+    # within a fraction of the download. MIN_SLOWDOWN sits 0.27 below the least 64 MiB set. With
+    # super-frames the DUT dropped 1 % of 45 KB packets (one loss event per some 3,000 segments) and the ratio
+    # wandered over 1.33-3.95x and once fell to 1.199x. The medians of several downloads keep out a stall of
+    # the host (a lossless download once took 9x its median).
+    assert medians[1] > MIN_SLOWDOWN * medians[0] and medians[1] > medians[0.1] > medians[0], medians.to_dict()
     trials = runs["run"].map(lambda run: json.loads(open(f"{run}/trials.jsonl").readline()))
     assert all(t["kind"] == "http download" and t["curl"]["http_code"] == 200 for t in trials)
     assert {t["curl"]["size_download"] for t in trials} == {CI.spec["endpoints"]["http_file_mib"] * 1048576}
@@ -77,4 +100,5 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     for loss in (0, 0.1, 1):
         assert f"{medians[loss]:,.3f}" in table, loss
     assert "Side by side with RFC 2544" in text
+    assert "the server's TCP sends frames of at most the MTU" in text, "the method says how the frames were cut"
     assert bar_pixels > 1000, "the download-time bars are drawn"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools import REPO, VENV, changed_count, node_state, playbook, run
+from labtools import REPO, VENV, changed_count, gso_max_segs, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 # The namespace lab the end-to-end tests bring up (tests/e2e): every test that needs a plain single-DUT lab
@@ -41,7 +41,8 @@ def server_processes(lab) -> list[str]:
 
 
 def endpoint_state(lab) -> dict:
-    return {n.name: node_state(n.netns) for n in (lab.client, lab.server)}
+    """node_state of client and server, with their port's segment cap (only ip -d shows gso_max_segs)."""
+    return {n.name: {**node_state(n.netns), "gso_max_segs": gso_max_segs(n)} for n in (lab.client, lab.server)}
 
 
 def trexlab(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -61,6 +62,8 @@ def test_role_check_mode_changes_nothing_then_it_applies_once(lab, pristine):
     assert changed_count(check.stdout) > 0 and endpoint_state(lab) == pristine and server_processes(lab) == []
     first = playbook(lab, PLAYBOOK)
     assert first.returncode == 0, first.stdout[-3000:]
+    # Wire-sized frames from both nodes' TCP: one segment per packet on the port (macvlan, which keeps GSO on).
+    assert [gso_max_segs(n) for n in (lab.client, lab.server)] == [1, 1]
     running = server_processes(lab)
     assert sum("iperf3 --server" in p for p in running) == 5 and any("nginx: master" in p for p in running)
     # A second run changes nothing but what was taken away since: one server (the third port's), which the role

@@ -210,13 +210,16 @@ def planned_endpoint_facts(lab: Lab, endpoints: dict) -> dict[str, dict]:
     (LabView.endpoint_facts). LabError when the lab has no client or server node."""
     defaults = yaml.safe_load((paths().roles / ENDPOINTS_CONFIG[1] / "defaults" / "main.yml").read_text())
     want = {key: endpoints.get(key, defaults.get(f"{ENDPOINTS_CONFIG[1]}_{key}"))
-            for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control")}
-    congestion = want["congestion_control"] or None
+            for key in ("http_file_mib", "http_port", "http_file", "iperf3_ports", "congestion_control",
+                        "segmentation_offload")}
+    # Both nodes' TCP: how the frames are cut is part of what the DUT's impairments act on (facts written before
+    # the role capped the segments per packet lack it, and the role is applied again).
+    tcp = {"congestion_control": want["congestion_control"] or None,
+           "segmentation_offload": bool(want["segmentation_offload"])}
     return {lab.server.name: {"role": "server", "http_file_bytes": rolevalues.http_file_bytes(want["http_file_mib"]),
                               "http_port": int(want["http_port"]), "http_path": "/" + str(want["http_file"]),
-                              "iperf3_ports": [int(p) for p in want["iperf3_ports"]],
-                              "congestion_control": congestion},
-            lab.client.name: {"role": "client", "congestion_control": congestion}}
+                              "iperf3_ports": [int(p) for p in want["iperf3_ports"]], **tcp},
+            lab.client.name: {"role": "client", **tcp}}
 
 
 def endpoints_configured_as(lab: Lab, endpoints: dict) -> bool:

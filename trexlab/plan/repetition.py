@@ -187,7 +187,9 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     if "bytes" in result and "congestion_control" in result:
         # An HTTP download's time is of a file of this size under this congestion control (reno where the paper
         # had CUBIC: http-download-loss's README); no tester takes part, so no tester ceiling applies.
-        method["download"] = {"bytes": result["bytes"], "congestion_control": result["congestion_control"]}
+        # And of frames cut as the server's TCP cut them: wire-sized, or super-frames the DUT sees whole.
+        method["download"] = {"bytes": result["bytes"], "congestion_control": result["congestion_control"],
+                              "segmentation_offload": result.get("segmentation_offload")}
     if result.get("points") and "step_percent" in (result.get("params") or {}):
         # RFC 2544 section 26.3: the frame loss rate is a curve from the first (highest) offered load down, and the
         # headline figure is its first point: without that load and the step it reads as a number of nothing.
@@ -246,6 +248,10 @@ def method_line(method: dict) -> str:
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
+        offload = download.get("segmentation_offload")
+        if offload is not None:  # None: a run of endpoints whose role did not record it
+            parts.append("the server's TCP kept TSO/GSO: a virtual link hands the DUT super-frames of up to 64 KB"
+                         if offload else "the server's TCP sends frames of at most the MTU (one segment per packet)")
     elif floor := method.get("latency_floor"):  # a self-test measures the ceiling: it is compared against none
         parts.append(f"latency floor: one trial of {floor['trial_duration']:g} s per frame size at "
                      f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"

@@ -61,6 +61,9 @@ class Download:
     expected_bytes: int
     curl: dict  # CURL_FIELDS as curl reported them
     congestion_control: str | None
+    #: Whether the server's TCP kept TSO/GSO (roles/tcp_endpoints): False, frames of at most the MTU; None, facts of
+    #: a role that did not say.
+    segmentation_offload: bool | None = None
 
     @property
     def time_s(self) -> float:
@@ -78,7 +81,8 @@ class DownloadResult:
     def to_dict(self) -> dict:
         d = self.download
         return {"procedure": NAME, "method": METHOD, "url": d.url, "bytes": d.expected_bytes,
-                "download_time_s": d.time_s, "congestion_control": d.congestion_control, "curl": d.curl,
+                "download_time_s": d.time_s, "congestion_control": d.congestion_control,
+                "segmentation_offload": d.segmentation_offload, "curl": d.curl,
                 "params": asdict(self.params),
                 "headline": {"download_time_s": d.time_s,
                              "download_throughput_bps": d.expected_bytes * 8 / d.time_s if d.time_s else None}}
@@ -155,7 +159,8 @@ def run(context: RunContext, params: Params, endpoints: Endpoints | None = None)
         reason = (result.stderr.strip().splitlines() or [report.get("errormsg") or ""])[-1]
         raise DownloadError(f"download of {url}: HTTP {curl['http_code']}, {curl['size_download']} of "
                              f"{endpoints.http_file_bytes} bytes{': ' + reason if reason else ''}")
-    download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"))
+    download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"),
+                        endpoints.facts.get("segmentation_offload"))
     if on_trial:
         on_trial(download, {"procedure": NAME, "phase": "download", "trial": 1})
     if progress:

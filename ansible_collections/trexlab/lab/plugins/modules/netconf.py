@@ -2,9 +2,10 @@
 """Ansible module: make a node's test-port IP state what a role declares, and nothing more.
 
 Addresses, routes, permanent neighbour entries, runtime sysctls, sysfs
-values and NIC settings (RSS hash fields, pause frames: ethtool) are compared
-with what ``ip -j``, /proc/sys, /sys and ethtool say and only the difference
-is applied, so a second run changes nothing; check mode reports the difference
+values, NIC settings (RSS hash fields, pause frames: ethtool) and a link's
+gso_max_segs are compared with what ``ip -j``, /proc/sys, /sys and ethtool say
+and only the difference is applied, so a second run changes nothing; check
+mode reports the difference
 without applying it. ``state_file`` records which items the module added and
 each setting's value from before the first run: ``state: absent`` removes
 exactly those items (an address, route or neighbour the node had before is
@@ -29,9 +30,9 @@ module: netconf
 short_description: Idempotent, reversible addresses, routes, permanent neighbours and runtime settings of a node
 description:
   - Compares the declared addresses, routes (through a gateway, or straight out of a device), permanent neighbour
-    entries, runtime sysctls, sysfs values and NIC settings (RSS hash fields and pause frames, through ethtool)
-    with what the node has, and applies only the difference, so a second run changes nothing. Check mode reports
-    the difference.
+    entries, runtime sysctls, sysfs values, NIC settings (RSS hash fields and pause frames, through ethtool) and
+    links' gso_max_segs with what the node has, and applies only the difference, so a second run changes nothing.
+    Check mode reports the difference.
   - O(state_file) records the items this module added and every setting's value from before the first run.
     With O(state=absent) it removes exactly those items (one the node had before is left as it was) and puts
     back every recorded setting, whether or not it is still declared.
@@ -116,6 +117,14 @@ options:
     description: Ethernet flow control per device, V(on) or V(off) for both directions.
     type: dict
     default: {}
+  gso_max_segs:
+    description:
+      - The most TCP segments the kernel's TCP and GSO put in one packet handed to a device, per device
+        (C(ip link set DEV gso_max_segs N)). V(1) makes the node's TCP send frames no larger than the MTU even
+        where the device (a veth, a macvlan, a tap) would take 64 KB super-frames; C(ethtool -K tso off) cannot
+        on a macvlan, whose GSO is always on. Runtime only.
+    type: dict
+    default: {}
   prune_routes_within:
     description:
       - With O(state=present), routes through a gateway whose destination lies inside one of these prefixes but
@@ -169,6 +178,11 @@ EXAMPLES = r"""
     state_file: /var/lib/trexlab/lab1/dut1/tuning.json
     rx_flow_hash: {eth1/udp4: sdfn, eth1/udp6: sdfn}
     pause: {eth1: "off"}
+
+- name: TCP of the node sends wire-sized frames on its test port
+  trexlab.lab.netconf:
+    state_file: /var/lib/trexlab/lab1/server/tcp_endpoints.json
+    gso_max_segs: {tcp1: 1}
 
 - name: Everything above removed, previous values back
   trexlab.lab.netconf:
@@ -330,6 +344,17 @@ def write_pause(dev: str, value: str) -> None:
     ethtool("-A", dev, "rx", rx, "tx", tx)
 
 
+def read_gso_max_segs(dev: str) -> str:
+    links = json.loads(ip("-j", "-d", "link", "show", "dev", dev) or "[]")
+    if not links or "gso_max_segs" not in links[0]:
+        raise RuntimeError(f"ip -d link show dev {dev}: no gso_max_segs")
+    return str(links[0]["gso_max_segs"])
+
+
+def write_gso_max_segs(dev: str, value: str) -> None:
+    ip("link", "set", "dev", dev, "gso_max_segs", str(value))
+
+
 def same(now: str, target: str) -> bool:
     """Equal settings; hex CPU masks compare by value ('00000002' is '2')."""
     if now == target:
@@ -356,6 +381,7 @@ ARGUMENT_SPEC = {
     "sysfs": {"type": "dict", "default": {}},
     "rx_flow_hash": {"type": "dict", "default": {}},
     "pause": {"type": "dict", "default": {}},
+    "gso_max_segs": {"type": "dict", "default": {}},
     "prune_routes_within": {"type": "list", "elements": "str", "default": []},
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "state_file": {"type": "path", "required": True},
@@ -409,6 +435,8 @@ def setting_io(key: str):
         return (lambda: "".join(sorted(read_flow_hash(name))), lambda value: write_flow_hash(name, value))
     if kind == "pause":
         return (lambda: read_pause(name), lambda value: write_pause(name, value))
+    if kind == "gso_max_segs":
+        return (lambda: read_gso_max_segs(name), lambda value: write_gso_max_segs(name, value))
     if not key.startswith("/proc/sys/") and not os.path.realpath(key).startswith("/sys/"):
         raise OSError(f"sysfs path {key}: allowed only paths under /sys")
     return (lambda: read_setting(key), lambda value: write_setting(key, value))
@@ -432,6 +460,7 @@ def main() -> None:
         declared.update({path: str(v) for path, v in p["sysfs"].items()})
         declared.update({f"rx-flow-hash {key}": "".join(sorted(fields)) for key, fields in p["rx_flow_hash"].items()})
         declared.update({f"pause {dev}": str(value) for dev, value in p["pause"].items()})
+        declared.update({f"gso_max_segs {dev}": str(int(value)) for dev, value in p["gso_max_segs"].items()})
     except (KeyError, ValueError) as exc:
         module.fail_json(msg=f"bad declaration: {exc}")
     changes: list[str] = []
