@@ -1,6 +1,7 @@
-"""swtester's send method in the trial contract: provenance names the method swtester --probe found, and a trial
-that sent otherwise (auto fell back to sendmmsg, say the kernel refused a transmit ring mid-campaign) says so in its
-notes. No lab: swtester's JSON is faked here; tests/swtester/test_software_generator.py probes the real one."""
+"""swtester's send and receive methods in the trial contract: provenance names the methods swtester --probe found,
+and a trial that sent or counted otherwise (auto fell back to sendmmsg, say the kernel refused a transmit ring
+mid-campaign, or counted with bpf where tcx was probed) says so in its notes. No lab: swtester's JSON is faked
+here; tests/swtester/test_software_generator.py probes the real one."""
 
 import hashlib
 import subprocess
@@ -17,11 +18,12 @@ PROBED = {"send_method": "tx_ring", "send_methods": {"forward": {"method": "tx_r
 REFUSED = "PACKET_TX_RING refused on port0: Cannot allocate memory"
 
 
-def report(method: str, fallback: str | None = None) -> dict:
+def report(method: str, fallback: str | None = None, counted: str | None = None, why: str | None = None) -> dict:
     forward = {"intended": 1_000, "sent": 1_000, "received": 1_000, "late": 0, "duplicates": 0, "reordered": 0,
                "tester_drops": 0, "foreign": 0, "send_duration": 0.999, "send_cpu": 0.01, "valid": True,
                "tags_sent": 0, "tags_received": 0, "tags_lost_or_late": 0, "send_method": method,
-               "send_method_fallback": fallback, "threads": 1, "latency": None}
+               "send_method_fallback": fallback, "threads": 1, "latency": None,
+               **({"receive_method": counted, "receive_method_fallback": why} if counted else {})}
     return {"tester": "swtester", "version": "0.1", "send_method": method, "directions": {"forward": forward}}
 
 
@@ -79,3 +81,23 @@ def test_provenance_names_the_swtester_build_by_its_hash_and_an_ssh_testers_kern
     monkeypatch.setattr("trexlab.generators.software.subprocess.run",
                         lambda argv, **_: subprocess.CompletedProcess(argv, 0, "sha256 \nkernel 6.1.0\ncpu \n", ""))
     assert remote.build_and_host() == {"binary_sha256": None, "tester_host": {"kernel": "6.1.0", "cpu_model": None}}
+
+
+# A trial that times frames (a per-frame timeout here) needs its receive socket: auto counts with bpf there.
+TIMED = TrialSpec(offered_load=1_000, duration=1.0, directions="forward", receive_tail=0.5, frame_timeout=0.5)
+COUNTING = {**PROBED, "receive_methods": {"forward": {"method": "tcx", "fallback": None}},
+            "receive_methods_timed": {"forward": {"method": "bpf", "fallback": None}}}
+TCX_REFUSED = "tcx: BPF_LINK_CREATE (tcx ingress) refused: Invalid argument"
+
+
+def test_a_trial_counted_as_probed_for_its_kind_has_no_note():
+    assert trial_from_report(SPEC, report("tx_ring", counted="tcx"), probed=COUNTING).notes == ()
+    assert trial_from_report(TIMED, report("tx_ring", counted="bpf"), probed=COUNTING).notes == ()
+
+
+def test_a_trial_that_counted_otherwise_says_how_and_why():
+    result = trial_from_report(SPEC, report("tx_ring", counted="bpf", why=TCX_REFUSED), probed=COUNTING)
+    assert result.notes == (f"forward: counted with bpf ({TCX_REFUSED}), not tcx as probed",)
+    # tcx in a trial that times frames: not what a timed trial takes.
+    result = trial_from_report(TIMED, report("tx_ring", counted="tcx"), probed=COUNTING)
+    assert result.notes == ("forward: counted with tcx, not bpf as probed",)

@@ -62,6 +62,7 @@ def test_send_method_is_probed_into_provenance_and_sendmmsg_still_counts_exactly
     assert facts["send_method"] == "tx_ring" and facts["send_method_option"] == "auto"
     assert facts["send_methods"] == {d: {"method": "tx_ring", "fallback": None} for d in ("forward", "reverse")}
     assert facts["receive_methods"] == {d: {"method": "tcx", "fallback": None} for d in ("forward", "reverse")}
+    assert facts["receive_methods_timed"] == {d: {"method": "bpf", "fallback": None} for d in ("forward", "reverse")}
     spec = TrialSpec(offered_load=10_000, duration=0.5, destination_networks=4, receive_tail=0.3)
     assert notes_but_steal(generator.run_trial(spec)) == [], "the trial sent as probed"
     fallback = create_generator("software", lab=lab, binary=generator.binary, send_method="sendmmsg")

@@ -14,7 +14,8 @@ Its receivers count the test frames they need not time in the kernel, where the
 kernel allows it: at the port's tc ingress (tcx, Linux 6.6 and later) in a trial
 that times no frame, else with an eBPF socket filter, else from their receive
 ring (receive_method; provenance names the one a trial that times no frame takes,
-receive_methods: where that is tcx, a trial that times frames counts with bpf).
+receive_methods, and the one a trial that times frames takes, receive_methods_timed;
+a trial that counted otherwise says so in its notes).
 
 A namespace tester shares the host's kernel with the DUT, so every frame either
 receives waits in the host's per-CPU receive backlog first: the frames it drops
@@ -208,8 +209,28 @@ class SoftwareGenerator:
 
     def probe(self) -> dict:
         """The send and receive methods swtester takes on the tester's ports (per direction, and the fallback's
-        reason where auto fell back), from swtester --probe: it sets up the sockets as for a trial, sends nothing."""
-        argv = self.tester.command([*self.argv(TrialSpec(offered_load=1000, duration=1.0)), "--probe"])
+        reason where auto fell back), from swtester --probe: it sets up the sockets as for a trial, sends nothing.
+        Asked twice, for a trial that times no frame and for one that does: their receivers count differently."""
+        report, timed = (self._probe(TrialSpec(offered_load=1000, duration=1.0, frame_timeout=timeout))
+                         for timeout in (None, 1.0))
+        if not report or not timed:
+            self.probed = {}  # no answer: every trial's notes say which method it took
+            return {"send_method": None}
+        directions = report["directions"]
+        self.probed = {"send_method": report["send_method"],
+                       # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
+                       "pacing_quantum_ns": report.get("pacing_quantum_ns"),
+                       "send_methods": {name: {"method": d["send_method"], "fallback": d.get("send_method_fallback")}
+                                        for name, d in directions.items()},
+                       # how each receiver counts in a trial that times no frame, and in one that does
+                       # (times_frames): auto takes tcx in the first where the kernel has it, bpf in the second
+                       "receive_methods": receive_methods(directions),
+                       "receive_methods_timed": receive_methods(timed["directions"])}
+        return self.probed
+
+    def _probe(self, spec: TrialSpec) -> dict:
+        """swtester --probe's answer for the trials like spec, {} where there is none."""
+        argv = self.tester.command([*self.argv(spec), "--probe"])
         try:
             result = subprocess.run(argv, capture_output=True, text=True, timeout=SWTESTER_GRACE)
             answer = json.loads(result.stdout) if result.returncode == 0 else None
@@ -221,20 +242,8 @@ class SoftwareGenerator:
         directions = report.get("directions")
         if (not isinstance(directions, dict) or not isinstance(report.get("send_method"), str)
                 or not all(isinstance(d, dict) and "send_method" in d for d in directions.values())):
-            self.probed = {}  # no answer: every trial's notes say which method it took
-            return {"send_method": None}
-        self.probed = {"send_method": report["send_method"],
-                       # ns: frames due within one quantum leave together (swtester.c, PACING_QUANTUM_NS)
-                       "pacing_quantum_ns": report.get("pacing_quantum_ns"),
-                       "send_methods": {name: {"method": d["send_method"], "fallback": d.get("send_method_fallback")}
-                                        for name, d in directions.items()},
-                       # how each receiver counts in a trial that times no frame: tcx (every test frame at tc
-                       # ingress; a trial that times frames takes bpf then), bpf (the untimed frames in the
-                       # kernel) or ring; None from a tester's older swtester, which has the ring only
-                       "receive_methods": {name: {"method": d.get("receive_method"),
-                                                  "fallback": d.get("receive_method_fallback")}
-                                           for name, d in directions.items()}}
-        return self.probed
+            return {}
+        return report
 
     def skip_trials(self, count: int) -> None:
         pass  # no random stream of its own: a replayed trial changes nothing here
@@ -321,6 +330,20 @@ class SoftwareGenerator:
         return trial
 
 
+def times_frames(spec: TrialSpec) -> bool:
+    """Whether swtester times the trial's frames (latency, or a per-frame timeout): its receivers then need their
+    receive socket, so auto counts with the eBPF socket filter (bpf), not at tc ingress (tcx). swtester.c's
+    times_frames decides the same."""
+    return spec.latency_mode != "none" or spec.frame_timeout is not None
+
+
+def receive_methods(directions: dict) -> dict:
+    """How each direction's receiver counts, from swtester's report: the method (tcx, bpf or ring; None from an
+    older swtester, which has the ring only) and the reason where auto fell back."""
+    return {name: {"method": d.get("receive_method"), "fallback": d.get("receive_method_fallback")}
+            for name, d in directions.items()}
+
+
 def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software", before: dict | None = None,
                       after: dict | None = None, probed: dict | None = None, host_drops: int = 0,
                       host_steal: float = 0.0) -> TrialResult:
@@ -340,6 +363,12 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
         if method != expected:  # not the method provenance names (or provenance names none)
             notes.append(f"{name}: sent with {method}" + (f" ({fallback})" if fallback else "")
                          + (f", not {expected} as probed" if expected else ""))
+        counted, why = d.get("receive_method"), d.get("receive_method_fallback")
+        methods = (probed or {}).get("receive_methods_timed" if times_frames(spec) else "receive_methods", {})
+        counts_as = methods.get(name, {}).get("method")
+        if probed is not None and counted != counts_as:  # not the counting provenance names for such a trial
+            notes.append(f"{name}: counted with {counted}" + (f" ({why})" if why else "")
+                         + (f", not {counts_as} as probed" if counts_as else ""))
         latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
                    if spec.latency_mode != "none" else None)
         tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
