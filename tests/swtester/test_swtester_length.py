@@ -9,9 +9,10 @@ counts in `atomic_fragments`.
 
 The DUT is a forwarder of the test's own (FORWARDER, in the DUT's namespace): each forward frame that arrives on q0
 leaves q1 (towards p1) changed: IPv4 frames padded by PAD bytes or, every other frame, cut to TRUNCATED bytes
-(headers and test payload kept); IPv6 frames with their UDP checksum set to zero, or behind a Fragment header. Both
-receive method (the eBPF program counting in the kernel at tc ingress and in the receive socket's filter, the ring).
-~1.5 s per build and change."""
+(headers and test payload kept); IPv6 frames with their UDP checksum set to zero, or behind a Fragment header.
+Every receive method (the eBPF program counting in the kernel at tc ingress and in the receive socket's filter, the
+ring). Each run's report also checks that the generator reads every count swtester reports and sums each changed
+frame into the nftables cross-check. ~1.5 s per build and change."""
 
 import json
 import os
@@ -19,6 +20,8 @@ import subprocess
 import sys
 
 import pytest
+
+from trexlab.generators.software import CHANGED_COUNTS, REPORT_COUNTS, REPORT_TAGS, frames_arrived
 
 from labtools import run
 
@@ -47,6 +50,10 @@ while True:
     tx.send(head + change(frame[12:], n))
     n += 1
 """
+#: The integers in swtester's report of a direction that count no test frame of the trial by what became of it: of
+#: another trial or direction, the receive ring's own, the sender's pacing and threads.
+NOT_FRAME_COUNTS = {"foreign", "ring_frames", "ring_blocks", "ring_block_bytes", "max_lag_ns", "max_burst", "slips",
+                    "slip_ns", "threads", "send_waited_ns"}
 #: What the DUT does to each frame (the frame from its EtherType, its number) for each count: the IP version sent.
 CHANGE = {
     "wrong_length": (4, f"lambda f, n: f + bytes({PAD}) if n % 2 else f[:{TRUNCATED - 12}]"),
@@ -83,6 +90,12 @@ def test_a_frame_the_dut_changed_counts_as_such_not_as_received(binary, tester_a
     assert forward["receive_method"] == method and forward["sent"] == intended
     assert forward["received"] == 0, f"{forward['received']} changed frames counted as received"
     assert forward[count] == intended and forward["foreign"] == 0
+    # Each reached p1 whole, once: the nftables cross-check's sum (generators/software.py) must hold it.
+    assert frames_arrived(forward) == intended, f"the nftables cross-check leaves {count} out"
+    # Every count swtester reports is one the generator reads: a new count of changed frames left out of
+    # CHANGED_COUNTS (its note, the cross-check) fails here.
+    read = {*REPORT_COUNTS, *REPORT_TAGS, *(changed.key for changed in CHANGED_COUNTS), *NOT_FRAME_COUNTS}
+    assert {key for key, value in forward.items() if type(value) is int} <= read
 
 
 @pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
