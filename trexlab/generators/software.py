@@ -411,6 +411,8 @@ CHANGED_COUNTS = (
     ChangedCount("atomic_fragments", True, "arrived as IPv6 atomic fragments (a Fragment header, offset 0 and More "
                  "clear, 8 bytes longer than the frames sent; RFC 6145 translators added one where Don't Fragment "
                  "was clear, RFC 8021 deprecates them): not the frames sent, so counted as lost"),
+    ChangedCount("ipv4_options", True, "arrived with IPv4 options the frames sent had not (forwarding adds none, "
+                 "nor does a SIIT translator, RFC 7915 section 5.1): changed by the DUT, so counted as lost"),
 )
 #: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one):
 #: those of the frames the DUT changed, all added after the first report.
