@@ -470,6 +470,11 @@ def slip_note(name: str, direction: dict, limit: int | None) -> str:
             "tolerance: the trial is stretched")
 
 
+#: What throttle_note's note says first, after the direction's name: the name it is known by (tests that check a
+#: trial's counts, not its pacing, pass over it: tests/labtools.py notes_but_steal).
+THROTTLE_NOTE = "the kernel's realtime throttling stalled the sender"
+
+
 def throttle_note(name: str, direction: dict, report: dict) -> str | None:
     """What the trial's notes say when the kernel's realtime throttle stalled swtester's sender, else None.
 
@@ -494,7 +499,7 @@ def throttle_note(name: str, direction: dict, report: dict) -> str | None:
     slip_ns = direction.get("slip_ns", 0)
     caught = (f"its schedule slipped {format_seconds(slip_ns * 1e-9)}" if slip_ns else
               f"it caught up in bursts of up to {direction.get('max_burst', 0)} frames")
-    return (f"{name}: the kernel's realtime throttling stalled the sender (sched_rt_runtime_us {runtime} of "
+    return (f"{name}: {THROTTLE_NOTE} (sched_rt_runtime_us {runtime} of "
             f"sched_rt_period_us {period}: realtime threads that keep a CPU busy longer are stopped for the rest of "
             f"the period, up to {format_seconds(window_ns * 1e-9)}): it lagged its schedule by up to "
             f"{format_seconds(lag_ns * 1e-9)} and waited runnable {format_seconds(waited * 1e-9)} in all "
