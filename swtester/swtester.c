@@ -191,6 +191,7 @@ struct direction {
     uint64_t wrong_length; /* this trial's test frames of another length than they were sent (arriving_size) */
     uint64_t zero_checksum; /* this trial's IPv6 test frames whose UDP checksum field is zero: not received */
     uint64_t atomic_fragments; /* this trial's test frames that arrived as IPv6 atomic fragments: not received */
+    uint64_t ipv4_options; /* this trial's test frames that arrived with IPv4 options (sent without): not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
     int64_t send_waited_ns;         /* the most ns any of its senders waited runnable (-1: not measured) */
     int udp, dst_var;                 /* offsets of the UDP header and of the network byte x */
@@ -556,21 +557,21 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t giv
  *
  * No libbpf or compiler: the program is a few dozen instructions, assembled below and loaded with bpf(2). */
 enum { BPF_RECEIVED, BPF_DUPLICATES, BPF_REORDERED, BPF_STOP, BPF_FOREIGN, BPF_FRAGMENTS, BPF_ATOMIC_FRAGMENTS,
-       BPF_WRONG_LENGTH, BPF_ZERO_CHECKSUM, BPF_FLOW0, BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
+       BPF_IPV4_OPTIONS, BPF_WRONG_LENGTH, BPF_ZERO_CHECKSUM, BPF_FLOW0, BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
 /* Linux 6.6's enum bpf_attach_type BPF_TCX_INGRESS and enum tcx_action_base TCX_NEXT, which Debian 12's headers
  * (Linux 6.1) lack: enumerators, so no #ifdef can ask for them. */
 #define TCX_INGRESS_ATTACH 46
 #define TCX_NEXT_ACTION (-1)
 
 struct bpf_asm {
-    struct bpf_insn insn[160];
-    int target[160]; /* label an instruction jumps to, -1 none */
+    struct bpf_insn insn[192];
+    int target[192]; /* label an instruction jumps to, -1 none */
     int label[24];   /* instruction index of each label */
     int n;
 };
 enum { L_SHORT, L_PARSE, L_V6_FRAGMENT, L_V4, L_PAYLOAD, L_UDP_COPIED, L_LISTENING, L_CHECKSUM_KEPT,
-       L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_FOREIGN, L_FRAGMENT, L_ATOMIC_FRAGMENT, L_WRONG_LENGTH,
-       L_ZERO_CHECKSUM, L_DROP, L_PASS, L_LABELS };
+       L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_FOREIGN, L_FRAGMENT, L_ATOMIC_FRAGMENT, L_V4_WITHOUT_OPTIONS,
+       L_IPV4_OPTIONS, L_WRONG_LENGTH, L_ZERO_CHECKSUM, L_DROP, L_PASS, L_LABELS };
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
     if (a->n == (int)(sizeof a->insn / sizeof a->insn[0])) die("the counting program outgrew its instruction array");
@@ -670,11 +671,11 @@ static int open_counting(struct direction *d, enum receive_method method) {
         /* Stack copies of the frame's bytes 0..23 at HEAD, and of its UDP header and payload at UDP, where they
          * sit in an IPv4 frame without options: one copy of its first IPV4_TEST_LEN bytes fills both. HEAD is such
          * that the payload is 8-byte aligned (the verifier refuses a misaligned stack load). KIND: the frame's
-         * kind, 0 a whole datagram, KIND_FRAGMENT a first fragment, KIND_ATOMIC an IPv6 atomic fragment; FRAGMENT:
-         * a copy of an IPv6 Fragment header. */
+         * kind, 0 a whole datagram, KIND_FRAGMENT a first fragment, KIND_ATOMIC an IPv6 atomic fragment,
+         * KIND_OPTIONS a whole IPv4 datagram with options; FRAGMENT: a copy of an IPv6 Fragment header. */
         enum { HEAD = -98, HEAD_LEN = 24, IPV4_UDP = 14 + 20, IPV4_TEST_LEN = IPV4_UDP + 8 + PAYLOAD_LEN,
                UDP = HEAD + IPV4_UDP, PAYLOAD = UDP + 8, KIND = -16, FRAGMENT = -24, KIND_FRAGMENT = 1,
-               KIND_ATOMIC = 2 };
+               KIND_ATOMIC = 2, KIND_OPTIONS = 3 };
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_X, R6, R1, 0, 0);
         emit(&a, BPF_ST | BPF_MEM | BPF_DW, FP, 0, KIND, 0);
         /* Parse as receive_frame() does, from copies (bpf_skb_load_bytes: cheaper than a load per field). A copy
@@ -725,7 +726,14 @@ static int open_counting(struct direction *d, enum receive_method method) {
         emit(&a, BPF_ALU64 | BPF_AND | BPF_K, R7, 0, 0, 15);
         emit(&a, BPF_ALU64 | BPF_LSH | BPF_K, R7, 0, 0, 2);
         emit(&a, BPF_ALU64 | BPF_ADD | BPF_K, R7, 0, 0, 14);
-        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R7, 0, IPV4_UDP, L_PAYLOAD);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R7, 0, IPV4_UDP, L_V4_WITHOUT_OPTIONS);
+        /* A header longer than 20 bytes: options (receive_frame says why that is a changed frame), KIND_OPTIONS
+         * unless a first fragment (R0: its kind), which counts among the fragments first; its UDP header and
+         * payload are copied from R7. */
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R0, 0, 0, L_PAYLOAD);
+        emit(&a, BPF_ST | BPF_MEM | BPF_DW, FP, 0, KIND, KIND_OPTIONS);
+        jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_PAYLOAD);
+        place(&a, L_V4_WITHOUT_OPTIONS);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R9, 0, 1, L_UDP_COPIED);
         /* The UDP header at R7 (its checksum), then the payload: seq, send time, trial id, flags, magic. */
         place(&a, L_PAYLOAD);
@@ -758,6 +766,7 @@ static int open_counting(struct direction *d, enum receive_method method) {
         emit(&a, BPF_LDX | BPF_MEM | BPF_DW, R0, FP, KIND, 0);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, KIND_FRAGMENT, L_FRAGMENT);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, KIND_ATOMIC, L_ATOMIC_FRAGMENT);
+        jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, KIND_OPTIONS, L_IPV4_OPTIONS);
         /* Of another length than sent (arriving_size): skb->len, the frame from its MAC header, no FCS (at tc
          * ingress as in a socket filter, which both run with the MAC header pushed). */
         emit(&a, BPF_LDX | BPF_MEM | BPF_W, R0, R6, offsetof(struct __sk_buff, len), 0);
@@ -806,6 +815,7 @@ static int open_counting(struct direction *d, enum receive_method method) {
         count_at(&a, L_FOREIGN, BPF_FOREIGN);
         count_at(&a, L_FRAGMENT, BPF_FRAGMENTS);
         count_at(&a, L_ATOMIC_FRAGMENT, BPF_ATOMIC_FRAGMENTS);
+        count_at(&a, L_IPV4_OPTIONS, BPF_IPV4_OPTIONS);
         count_at(&a, L_WRONG_LENGTH, BPF_WRONG_LENGTH);
         count_at(&a, L_ZERO_CHECKSUM, BPF_ZERO_CHECKSUM);
         /* Counted here, or dropped uncounted (bpf: out of the ring); tcx passes every frame on. */
@@ -1093,7 +1103,7 @@ static void *sender(void *arg) {
 static void receive_frame(struct direction *d, const uint8_t *f, size_t len, size_t frame_len, uint64_t rx_ns,
                           uint64_t *max_seqs, int *anys) {
     struct config *c = d->cfg;
-    int udp, fragment = 0, atomic = 0;
+    int udp, fragment = 0, atomic = 0, options = 0;
     /* A fragment is not the frame sent: RFC 2544 counts the frames the DUT forwards (and its tester checks each one's
      * length, section 10). A DUT that fragments a test frame (a smaller MTU on its way out, Don't Fragment clear)
      * delivers a first fragment that carries the UDP header and the test payload: counted as received, that frame
@@ -1102,6 +1112,7 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
         unsigned more_and_offset = (unsigned)(f[20] << 8 | f[21]) & IPV4_FRAGMENT;
         if (more_and_offset & IPV4_FRAGMENT_OFFSET) return; /* a later fragment */
         fragment = more_and_offset != 0;
+        options = (f[14] & 15) != 5;
         udp = 14 + (f[14] & 15) * 4;
     } else if (len >= 14 + 40 + 8 + PAYLOAD_LEN && f[12] == 0x86 && f[13] == 0xdd && f[20] == 17) {
         udp = 14 + 40;
@@ -1130,6 +1141,12 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
     if (seq >= d->intended) { d->foreign++; return; }
     if (fragment) { d->fragments++; return; }
     if (atomic) { d->atomic_fragments++; return; }
+    /* IPv4 options (a header longer than 20 bytes) the frame sent had not: forwarding adds none (a router fills in
+     * only the room a sender's Record Route or Timestamp option left, RFC 791; a SIIT translator writes no options,
+     * RFC 7915 section 5.1), so the DUT changed the frame. Counted among the ipv4_options, disclosed, and as lost,
+     * before wrong_length: one that keeps the length sent (its UDP payload cut by as much) is changed all the same,
+     * and one that grew by them was neither padded nor cut. */
+    if (options) { d->ipv4_options++; return; }
     /* RFC 2544 section 10: the tester checks each received frame's length. A test frame the DUT padded or cut (its
      * headers and test payload whole) is not the frame sent: counted among the wrong_length, disclosed, and as lost. */
     if (frame_len != (size_t)(arriving_size(d) - FCS_LEN)) { d->wrong_length++; return; }
@@ -1220,6 +1237,7 @@ static void *receiver(void *arg) {
         d->foreign += __atomic_load_n(&w[BPF_FOREIGN], __ATOMIC_ACQUIRE);
         d->fragments += __atomic_load_n(&w[BPF_FRAGMENTS], __ATOMIC_ACQUIRE);
         d->atomic_fragments += __atomic_load_n(&w[BPF_ATOMIC_FRAGMENTS], __ATOMIC_ACQUIRE);
+        d->ipv4_options += __atomic_load_n(&w[BPF_IPV4_OPTIONS], __ATOMIC_ACQUIRE);
         d->wrong_length += __atomic_load_n(&w[BPF_WRONG_LENGTH], __ATOMIC_ACQUIRE);
         d->zero_checksum += __atomic_load_n(&w[BPF_ZERO_CHECKSUM], __ATOMIC_ACQUIRE);
     }
@@ -1571,8 +1589,8 @@ int main(int argc, char **argv) {
                "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
-               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"send_waited_ns\": %lld, "
-               "\"latency\": ",
+               "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
+               "\"send_waited_ns\": %lld, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1586,7 +1604,8 @@ int main(int argc, char **argv) {
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
                d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments,
                (unsigned long long)d->wrong_length, (unsigned long long)d->zero_checksum,
-               (unsigned long long)d->atomic_fragments, (long long)d->send_waited_ns);
+               (unsigned long long)d->atomic_fragments, (unsigned long long)d->ipv4_options,
+               (long long)d->send_waited_ns);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

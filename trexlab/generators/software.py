@@ -38,6 +38,7 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from trexlab.params import InvalidParameter, check_range
 from trexlab.paths import paths
@@ -381,25 +382,8 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
         if d["tester_drops"]:  # swtester.c RX_RING_BYTES: a full receive ring drops frames before any count
             notes.append(f"{name}: swtester's receive ring dropped {d['tester_drops']:,} frame(s) (PACKET_STATISTICS "
                          "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial is invalid")
-        if d.get("fragments"):  # swtester.c receive_frame: a fragment is not the frame sent
-            notes.append(f"{name}: {d['fragments']:,} test frame(s) arrived fragmented (their first fragment counted "
-                         "by swtester): not received whole, so counted as lost (RFC 2544 counts the frames a DUT "
-                         "forwards)")
-        if d.get("wrong_length"):  # swtester.c receive_frame: a frame of another length is not the frame sent
-            notes.append(f"{name}: {d['wrong_length']:,} test frame(s) arrived with another length than they were "
-                         "sent with (translated, where a SIIT DUT changes the IP version): padded or cut by the DUT "
-                         "(RFC 2544 section 10: the tester checks each frame's length), not the frames sent, so "
-                         "counted as lost")
-        if d.get("zero_checksum"):  # swtester.c receive_frame: IPv6 forbids a UDP checksum of zero
-            notes.append(f"{name}: {d['zero_checksum']:,} test frame(s) arrived with a UDP checksum of zero over "
-                         "IPv6, which an IPv6 receiver discards (RFC 8200 section 8.1; a translator that updates the "
-                         "checksum incrementally may write 0 for 0xffff): not frames a host would take, so counted as "
-                         "lost")
-        if d.get("atomic_fragments"):  # swtester.c receive_frame: a Fragment header the frame sent had not
-            notes.append(f"{name}: {d['atomic_fragments']:,} test frame(s) arrived as IPv6 atomic fragments (a "
-                         "Fragment header, offset 0 and More clear, 8 bytes longer than the frames sent; RFC 6145 "
-                         "translators added one where Don't Fragment was clear, RFC 8021 deprecates them): not the "
-                         "frames sent, so counted as lost")
+        notes.extend(f"{name}: {d[count.key]:,} test frame(s) {count.note}" for count in CHANGED_COUNTS
+                     if d.get(count.key))
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if throttled := throttle_note(name, d, report):
@@ -408,10 +392,7 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             port = 1 if name == "forward" else 0
             key = f"port{port}_ipv{spec.ip_version[port]}"
             counted = after.get(key, 0) - before.get(key, 0)
-            # Every whole test frame that reached the port, counted by nftables once: also those the receiver took
-            # for lost because the DUT changed them (not the fragments: nftables counts each fragment).
-            arrived = (d["received"] + d["late"] + d["duplicates"] + d.get("wrong_length", 0)
-                       + d.get("zero_checksum", 0) + d.get("atomic_fragments", 0))
+            arrived = frames_arrived(d)
             if counted != arrived:
                 notes.append(f"{name}: nftables counted {counted} test frames on port {port}, "
                              f"the receiver {arrived}")
@@ -432,8 +413,47 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
 #: The counts of each direction in swtester's report that the trial's figures are made of.
 REPORT_COUNTS = ("intended", "sent", "received", "late", "duplicates", "reordered", "tester_drops")
 REPORT_TAGS = ("tags_sent", "tags_received", "tags_lost_or_late")
-#: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one).
-REPORT_NEWER_COUNTS = ("fragments", "wrong_length", "zero_checksum", "atomic_fragments")
+
+
+class ChangedCount(NamedTuple):
+    """A count in swtester's report of the trial's test frames that arrived changed by the DUT (swtester.c
+    receive_frame): not the frames sent, so lost, and said in the trial's notes."""
+    key: str
+    #: Each arrived as one frame, which the tester's nftables counter counted once (the cross-check adds it to the
+    #: frames received); a fragmented one it counted once per fragment.
+    whole: bool
+    #: The note's words after "<direction>: N test frame(s) ".
+    note: str
+
+
+#: Every such count, in the order of the notes: the one list the notes, the nftables cross-check and check_report
+#: take them from (the cross-check had a sum of its own, which a new count could miss).
+CHANGED_COUNTS = (
+    ChangedCount("fragments", False, "arrived fragmented (their first fragment counted by swtester): not received "
+                 "whole, so counted as lost (RFC 2544 counts the frames a DUT forwards)"),
+    ChangedCount("wrong_length", True, "arrived with another length than they were sent with (translated, where a "
+                 "SIIT DUT changes the IP version): padded or cut by the DUT (RFC 2544 section 10: the tester checks "
+                 "each frame's length), not the frames sent, so counted as lost"),
+    ChangedCount("zero_checksum", True, "arrived with a UDP checksum of zero over IPv6, which an IPv6 receiver "
+                 "discards (RFC 8200 section 8.1; a translator that updates the checksum incrementally may write 0 "
+                 "for 0xffff): not frames a host would take, so counted as lost"),
+    ChangedCount("atomic_fragments", True, "arrived as IPv6 atomic fragments (a Fragment header, offset 0 and More "
+                 "clear, 8 bytes longer than the frames sent; RFC 6145 translators added one where Don't Fragment "
+                 "was clear, RFC 8021 deprecates them): not the frames sent, so counted as lost"),
+    ChangedCount("ipv4_options", True, "arrived with IPv4 options the frames sent had not (forwarding adds none, "
+                 "nor does a SIIT translator, RFC 7915 section 5.1): changed by the DUT, so counted as lost"),
+)
+#: Counts a report of an older swtester has not (an SSH tester's, until the tester_software role builds the new one):
+#: those of the frames the DUT changed, all added after the first report.
+REPORT_NEWER_COUNTS = tuple(count.key for count in CHANGED_COUNTS)
+
+
+def frames_arrived(direction: dict) -> int:
+    """The test frames of a direction of swtester's report that reached its receiving port whole, each of which the
+    tester's nftables counter counted once: also those the receiver took for lost because the DUT changed them (not
+    the fragments: nftables counts each fragment)."""
+    return (direction["received"] + direction["late"] + direction["duplicates"]
+            + sum(direction.get(count.key, 0) for count in CHANGED_COUNTS if count.whole))
 
 
 def check_report(spec: TrialSpec, report: object) -> None:
@@ -479,6 +499,11 @@ def slip_note(name: str, direction: dict, limit: int | None) -> str:
             "tolerance: the trial is stretched")
 
 
+#: What throttle_note's note says first, after the direction's name: the name it is known by (tests that check a
+#: trial's counts, not its pacing, pass over it: tests/labtools.py notes_but_steal).
+THROTTLE_NOTE = "the kernel's realtime throttling stalled the sender"
+
+
 def throttle_note(name: str, direction: dict, report: dict) -> str | None:
     """What the trial's notes say when the kernel's realtime throttle stalled swtester's sender, else None.
 
@@ -503,7 +528,7 @@ def throttle_note(name: str, direction: dict, report: dict) -> str | None:
     slip_ns = direction.get("slip_ns", 0)
     caught = (f"its schedule slipped {format_seconds(slip_ns * 1e-9)}" if slip_ns else
               f"it caught up in bursts of up to {direction.get('max_burst', 0)} frames")
-    return (f"{name}: the kernel's realtime throttling stalled the sender (sched_rt_runtime_us {runtime} of "
+    return (f"{name}: {THROTTLE_NOTE} (sched_rt_runtime_us {runtime} of "
             f"sched_rt_period_us {period}: realtime threads that keep a CPU busy longer are stopped for the rest of "
             f"the period, up to {format_seconds(window_ns * 1e-9)}): it lagged its schedule by up to "
             f"{format_seconds(lag_ns * 1e-9)} and waited runnable {format_seconds(waited * 1e-9)} in all "
