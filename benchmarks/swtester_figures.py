@@ -15,6 +15,8 @@ Send rate per core (64 and 1518 B): each tool sends as fast as it can from one s
   swtester           sender on CPU 0, its receiver on CPU 1, send and receive method auto (the ones it took are
                      printed: tx_ring and tcx where the kernel allows);
   swtester-sendmmsg  the same with --send-method sendmmsg (swtester before its transmit ring), side by side;
+  swtester-bpf       the same with --receive-method bpf (the counting program as its receive socket's filter, as a
+                     trial that times frames or a kernel without tcx counts), side by side;
   swtester-ring      the same with --receive-method ring (swtester before its counting filter: every frame into
                      its receive ring), side by side;
   swtester-baseline  the --baseline build, the same way, in the same rounds (before and after a change, side by side);
@@ -291,6 +293,7 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                          frame_size=(size, size), receive_tail=0.2)
         for k in range(1, args.repeat + 1):
             runs = {"swtester": bench.swtester(spec), "swtester-sendmmsg": bench.swtester(spec, "sendmmsg"),
+                    "swtester-bpf": bench.swtester(spec, receive="bpf"),
                     "swtester-ring": bench.swtester(spec, receive="ring")}
             if args.baseline:
                 runs["swtester-baseline"] = bench.swtester(spec, binary=args.baseline)
@@ -323,7 +326,7 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                      if t.startswith("trafgen") and "CPU 1" not in t]
             pairs += [("swtester", "swtester-baseline")]
             pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg"),
-                      ("swtester", "swtester-ring")]
+                      ("swtester", "swtester-bpf"), ("swtester", "swtester-ring")]
             pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]
             ratios = "  ".join(f"{a}/{b} {median[a] / median[b]:.2f}" for a, b in pairs if a in median and b in median)
             say(f"{size:>5} B {label:11} " + "  ".join(f"{t} {m / 1e6:.3f}" for t, m in sorted(median.items())))
