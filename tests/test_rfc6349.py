@@ -462,7 +462,8 @@ def test_a_campaign_configures_the_endpoints_around_its_points_and_removes_them_
     outcome = Campaign(experiment, tmp_path / "results", inventory=str(inventory), ansible_playbook=str(fake)).run()
     assert outcome["done"] == 0 and len(outcome["failed"]) == 3
     calls = log.read_text().splitlines()
-    assert calls[0].endswith("tcp-endpoints.yml " + json.dumps({"tcp_endpoints_http_file_mib": 512,
+    mib = experiment.spec["endpoints"]["http_file_mib"]
+    assert calls[0].endswith("tcp-endpoints.yml " + json.dumps({"tcp_endpoints_http_file_mib": mib,
                                                                   "tcp_endpoints_congestion_control": "reno",
                                                                   "tcp_endpoints_state": "present"}))
     assert calls[-1].endswith('"tcp_endpoints_state": "absent"}') and "tcp-endpoints.yml" in calls[-1]
