@@ -33,7 +33,8 @@ def state():
             "main table": sh("ip -d -4 route show table main; ip -d -6 route show table main"),
             "neighbours": sh("ip neigh show nud permanent | sort"),
             "sysctls": sh("cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding"),
-            "gso_max_segs": json.loads(sh("ip -j -d link show dev d0"))[0]["gso_max_segs"]}
+            "gso_max_segs": json.loads(sh("ip -j -d link show dev d0"))[0]["gso_max_segs"],
+            "gro": sh("ethtool -k d0 | grep '^generic-receive-offload:'")}
 out = [{"state": state()}]
 for args in runs:
     done = subprocess.run([sys.executable, module], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
@@ -181,3 +182,22 @@ def test_gso_max_segs_caps_the_tcp_segments_per_packet_and_absent_gives_the_devi
     assert present2["state"]["gso_max_segs"] == 1
     assert absent["result"]["changes"] == ["set gso_max_segs d0 1 -> 64"] and absent["state"] == before["state"]
     assert not (tmp_path / "netconf.json").exists()
+
+
+def test_gro_off_keeps_received_frames_unmerged_and_absent_gives_the_device_its_own_value_back(tmp_path):
+    """roles/netem turns GRO off on the DUT port that receives the frames it impairs. A veth's GRO is off by
+    default: the node's own here is on (as a virtio port's is), which absent and a run that no longer declares
+    it must put back."""
+    declared = {"gro": {"d0": False}}  # YAML's bare off
+    before, present, again, less, present2, absent = runs(
+        tmp_path, "ethtool -K d0 gro on", declared, {"gro": {"d0": "off"}}, {}, declared, {"state": "absent"})
+    assert before["state"]["gro"].split() == ["generic-receive-offload:", "on"]
+    assert present["result"]["changes"] == ["set gro d0 on -> off"]
+    assert present["state"]["gro"].split() == ["generic-receive-offload:", "off"]
+    assert again["result"]["changed"] is False, again["result"]
+    assert less["state"] == before["state"], "no longer declared: the node's own value back"
+    assert present2["state"]["gro"].split()[1] == "off"
+    assert absent["result"]["changes"] == ["set gro d0 off -> on"] and absent["state"] == before["state"]
+    assert not (tmp_path / "netconf.json").exists()
+    bad = runs(tmp_path, "", {"gro": {"d0": "of"}})[1]["result"]
+    assert bad["failed"] and bad["msg"] == "bad declaration: gro d0: 'of', allowed on or off", bad

@@ -2,8 +2,8 @@
 """Ansible module: make a node's test-port IP state what a role declares, and nothing more.
 
 Addresses, routes, permanent neighbour entries, runtime sysctls, sysfs
-values, NIC settings (RSS hash fields, pause frames: ethtool) and a link's
-gso_max_segs are compared with what ``ip -j``, /proc/sys, /sys and ethtool say
+values, NIC settings (RSS hash fields, pause frames, receive offload GRO: ethtool) and a
+link's gso_max_segs are compared with what ``ip -j``, /proc/sys, /sys and ethtool say
 and only the difference is applied, so a second run changes nothing; check
 mode reports the difference
 without applying it. ``state_file`` records which items the module added and
@@ -30,8 +30,8 @@ module: netconf
 short_description: Idempotent, reversible addresses, routes, permanent neighbours and runtime settings of a node
 description:
   - Compares the declared addresses, routes (through a gateway, or straight out of a device), permanent neighbour
-    entries, runtime sysctls, sysfs values, NIC settings (RSS hash fields and pause frames, through ethtool) and
-    links' gso_max_segs with what the node has, and applies only the difference, so a second run changes nothing.
+    entries, runtime sysctls, sysfs values, NIC settings (RSS hash fields, pause frames and GRO, through ethtool)
+    and links' gso_max_segs with what the node has, and applies only the difference, so a second run changes nothing.
     Check mode reports the difference.
   - O(state_file) records the items this module added and every setting's value from before the first run.
     With O(state=absent) it removes exactly those items (one the node had before is left as it was) and puts
@@ -50,7 +50,7 @@ author:
 version_added: 1.0.0
 requirements:
   - iproute2 (C(ip -j))
-  - ethtool, for O(rx_flow_hash) and O(pause)
+  - ethtool, for O(rx_flow_hash), O(pause) and O(gro)
 options:
   addresses:
     description: Addresses to assign, each with its prefix length.
@@ -125,6 +125,14 @@ options:
         on a macvlan, whose GSO is always on. Runtime only.
     type: dict
     default: {}
+  gro:
+    description:
+      - Generic receive offload per device, V(on) or V(off) (C(ethtool -K DEV gro)). With it on, the kernel merges
+        a flow's received frames into one packet of up to 64 KB before forwarding, so a rule or qdisc that acts on
+        every Nth packet or a share of packets (roles/netem) acts on merged packets, not on frames; V(off) keeps the
+        frames as received. Runtime only.
+    type: dict
+    default: {}
   prune_routes_within:
     description:
       - With O(state=present), routes through a gateway whose destination lies inside one of these prefixes but
@@ -183,6 +191,11 @@ EXAMPLES = r"""
   trexlab.lab.netconf:
     state_file: /var/lib/trexlab/lab1/server/tcp_endpoints.json
     gso_max_segs: {tcp1: 1}
+
+- name: The DUT forwards frames as received, unmerged, from its port eth1
+  trexlab.lab.netconf:
+    state_file: /var/lib/trexlab/lab1/dut1/netem-gro.json
+    gro: {eth1: "off"}
 
 - name: Everything above removed, previous values back
   trexlab.lab.netconf:
@@ -355,6 +368,18 @@ def write_gso_max_segs(dev: str, value: str) -> None:
     ip("link", "set", "dev", dev, "gso_max_segs", str(value))
 
 
+def read_gro(dev: str) -> str:
+    for line in ethtool("-k", dev).splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "generic-receive-offload":
+            return value.split()[0]
+    raise RuntimeError(f"ethtool -k {dev}: no generic-receive-offload")
+
+
+def write_gro(dev: str, value: str) -> None:
+    ethtool("-K", dev, "gro", value)
+
+
 def same(now: str, target: str) -> bool:
     """Equal settings; hex CPU masks compare by value ('00000002' is '2')."""
     if now == target:
@@ -382,6 +407,7 @@ ARGUMENT_SPEC = {
     "rx_flow_hash": {"type": "dict", "default": {}},
     "pause": {"type": "dict", "default": {}},
     "gso_max_segs": {"type": "dict", "default": {}},
+    "gro": {"type": "dict", "default": {}},
     "prune_routes_within": {"type": "list", "elements": "str", "default": []},
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "state_file": {"type": "path", "required": True},
@@ -437,6 +463,8 @@ def setting_io(key: str):
         return (lambda: read_pause(name), lambda value: write_pause(name, value))
     if kind == "gso_max_segs":
         return (lambda: read_gso_max_segs(name), lambda value: write_gso_max_segs(name, value))
+    if kind == "gro":
+        return (lambda: read_gro(name), lambda value: write_gro(name, value))
     if not key.startswith("/proc/sys/") and not os.path.realpath(key).startswith("/sys/"):
         raise OSError(f"sysfs path {key}: allowed only paths under /sys")
     return (lambda: read_setting(key), lambda value: write_setting(key, value))
@@ -461,6 +489,12 @@ def main() -> None:
         declared.update({f"rx-flow-hash {key}": "".join(sorted(fields)) for key, fields in p["rx_flow_hash"].items()})
         declared.update({f"pause {dev}": str(value) for dev, value in p["pause"].items()})
         declared.update({f"gso_max_segs {dev}": str(int(value)) for dev, value in p["gso_max_segs"].items()})
+        for dev, value in p["gro"].items():
+            # YAML reads a bare on/off as a boolean.
+            value = ("on" if value else "off") if isinstance(value, bool) else str(value)
+            if value not in ("on", "off"):
+                raise ValueError(f"gro {dev}: {value!r}, allowed on or off")
+            declared[f"gro {dev}"] = value
     except (KeyError, ValueError) as exc:
         module.fail_json(msg=f"bad declaration: {exc}")
     changes: list[str] = []
