@@ -25,6 +25,7 @@ def test_delay_with_jitter_and_loss_is_one_netem_qdisc_per_egress_port_with_a_la
     assert p["tc"] == ["tc qdisc replace dev right root netem delay 10ms 2ms loss 0.1% limit 100000",
                        "tc qdisc replace dev left root netem delay 10ms 2ms loss 0.1% limit 100000"]
     assert p["devices"] == ["right", "left"]
+    assert p["gro_off"] == ["left", "right"], "each direction's ingress port: both"
 
 
 def test_selective_delay_of_every_nth_frame_marks_them_into_an_htb_netem_class():
@@ -36,6 +37,7 @@ def test_selective_delay_of_every_nth_frame_marks_them_into_an_htb_netem_class()
         "tc qdisc replace dev right parent 1:20 handle 20: netem delay 1000ms limit 100000",
         f"tc filter replace dev right parent 1: protocol all prio 1 handle {MARK:#x} fw flowid 1:20",
     ]
+    assert p["gro_off"] == ["left"], "forward frames enter by port 0: GRO merged them there"
     marks = [line.strip() for line in p["nft"].splitlines() if "mark set" in line]
     assert marks == ['oifname "right" ip daddr 198.18.0.0/15 meta l4proto { tcp, udp } numgen inc mod 100 0 '
                      f"meta mark set {MARK:#x} counter",
@@ -79,7 +81,7 @@ def test_bad_settings_are_one_line_naming_the_setting(settings, names):
 
 
 def test_no_impairment_plans_nothing():
-    assert plan({}, PORTS, True) == {"backend": "none", "devices": [], "nft": "", "tc": []}
+    assert plan({}, PORTS, True) == {"backend": "none", "devices": [], "nft": "", "tc": [], "gro_off": []}
 
 
 @pytest.mark.parametrize("selection", [{"selective_every_nth": 10}, {"selective_percent": 1}])
@@ -88,7 +90,7 @@ def test_selection_without_delay_is_the_loss_free_control_and_plans_nothing(sele
     measured with the same method, beside the impaired ones; even on a kernel without sch_netem."""
     for kernel_has_netem in (True, False):
         assert plan({"delay_ms": 0, **selection}, PORTS, kernel_has_netem) == {
-            "backend": "none", "devices": [], "nft": "", "tc": []}
+            "backend": "none", "devices": [], "nft": "", "tc": [], "gro_off": []}
 
 
 def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenance(tmp_path, monkeypatch):

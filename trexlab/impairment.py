@@ -205,7 +205,11 @@ def disclosure(settings: dict) -> dict:
 def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
     """Everything the role applies for these settings on a DUT with these test ports.
 
-    Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands]}.
+    Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands], "gro_off": the
+    ports that receive the impaired frames}. Each rule and qdisc acts per packet, and with GRO on the kernel merges
+    a flow's received frames into packets of up to 64 KB before the forward hook: every Nth packet or a share of
+    packets would not be every Nth frame or that share of frames (the VM lab's virtio DUT: 38-40 packets of
+    26-28 KB for a 1 MiB download of 728 frames). So GRO goes off on the port each impaired direction enters by.
     """
     imp = from_settings(settings)
     # The port names go into nft strings and tc command lines: only interface names, nothing to interpret.
@@ -213,7 +217,7 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
                 for i, p in enumerate(ports)}
     devices = [by_index[DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
     if not imp.active:
-        return {"backend": "none", "devices": [], "nft": "", "tc": []}
+        return {"backend": "none", "devices": [], "nft": "", "tc": [], "gro_off": []}
     backend = imp.backend_for(kernel_has_netem)
     rules = [rule for port in devices for rule in nft_rules(imp, backend, port)]
     nft = ""
@@ -223,4 +227,6 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
                f"  chain forward {{\n    type filter hook forward priority 0; policy accept;\n{body}\n  }}\n}}\n")
     netem_work = imp.delay_ms or imp.loss_percent  # every-Nth loss alone is nftables' job
     tc = [c for port in devices for c in _tc_commands(imp, port)] if backend == "netem" and netem_work else []
-    return {"backend": backend, "devices": devices if tc else [], "nft": nft, "tc": tc}
+    # A direction enters by the port the other one leaves by.
+    gro_off = [by_index[1 - DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
+    return {"backend": backend, "devices": devices if tc else [], "nft": nft, "tc": tc, "gro_off": gro_off}

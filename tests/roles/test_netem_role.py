@@ -202,6 +202,10 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         pytest.skip("this DUT's kernel has no sch_netem (the local lab here): the VM lab runs this test")
     dut = lab.duts[0]
     before = node_state(dut)
+    own_gro = gro(dut)
+    # The VM lab's virtio ports merge received frames (GRO on), which is what the role must turn off while it
+    # impairs: a DUT whose ports do no GRO could not show it.
+    assert own_gro == {"left": "on", "right": "on"}, own_gro
     # The DUT's own latency, unimpaired: under emulation its median is 0.5-3.5 ms and moves by milliseconds from
     # trial to trial (a fresh clone measured a delayed median of 103.5 ms with a minimum of 90.8 ms), so the
     # delay's upper bound adds the 90th percentile of it rather than a fixed allowance.
@@ -233,6 +237,9 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         # Selective (Lencse et al. 2020, Figs. 4-6): every 10th frame through the htb class with netem.
         selective = ["-e", "netem_delay_ms=100", "-e", "netem_selective_every_nth=10"]
         apply(lab, *selective)
+        # Each packet the marking rule counts is one frame as the tester sent it: GRO off on both ports (each
+        # direction's way in).
+        assert gro(dut) == {"left": "off", "right": "off"}
         assert apply(lab, *selective) == 0, "idempotent"
         # A root qdisc taken away (a reboot takes it), the record left: applied again, which the trial measures.
         run(*dut.command(["tc", "qdisc", "del", "dev", "right", "root"]))
@@ -252,6 +259,15 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
     finally:
         apply(lab, "-e", "netem_state=absent")
     assert node_state(dut) == before, "absent removes exactly the qdiscs, classes, filters and rules it made"
+    assert gro(dut) == own_gro, "absent gives each port its own GRO back"
+
+
+def gro(dut) -> dict[str, str]:
+    """Each test port's generic-receive-offload (on/off), in one login to the DUT."""
+    names = [dut.port(0).name, dut.port(1).name]
+    script = "for p in " + " ".join(names) + "; do ethtool -k $p | grep '^generic-receive-offload:'; done"
+    lines = run(*dut.command(["sh", "-c", script])).stdout.split()
+    return dict(zip(names, lines[1::2], strict=True))
 
 
 def nft_rules(dut) -> list[dict]:
