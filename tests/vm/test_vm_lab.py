@@ -2,14 +2,18 @@
 
 Same inventory shape as every lab kind, the guest image cached by what goes into it, the TCG warning
 in what procedures print and keep, bad input refused before anything changes, and lab-down leaving
-no QEMU, tap, namespace or runtime file. (netem and Jool on the VM DUT: tests/roles.)"""
+no QEMU, tap, namespace or runtime file; and swtester on Debian 12's kernel, which has no tcx.
+(netem and Jool on the VM DUT: tests/roles.)"""
 
+import dataclasses
 import ipaddress
 import json
 import re
 import subprocess
 
 import pytest
+
+from trexlab.generators.software import SoftwareGenerator
 
 from labtools import REPO, VENV, lab_env, lab_leftovers, run, terraform_test
 
@@ -58,6 +62,33 @@ def test_the_duts_sshd_listens_on_the_management_address_only(lab):
     management = ipaddress.ip_address(dut.ansible_host)
     assert [a for a, port in listening if port == 22] == [management], listening
     assert all(a == management or a.is_loopback for a, _ in listening), listening
+
+
+def test_swtester_on_debian_12s_kernel_counts_in_its_socket_filter_and_says_why_not_tcx(lab):
+    """Linux 6.1 has no tcx (6.6 and later): where a trial times no frame, swtester's auto receive method falls back
+    from tc ingress to its eBPF socket filter there and says why (receive_method_fallback), and a timed trial takes
+    the filter without trying tcx. Asked as the generator asks (SoftwareGenerator.probe: its argv, --probe); the
+    DUT guest stands in for an SSH tester with Debian 12's kernel, this checkout's swtester on its PATH and its
+    test ports as the tester's (--probe sets up the sockets and the programs, sends nothing)."""
+    dut = lab.duts[0]
+    installed = "/usr/local/bin/swtester"  # the PATH an SSH tester's generator runs "swtester" from
+    with open(REPO / "swtester" / "swtester", "rb") as binary:  # Debian 12's user space on both sides
+        subprocess.run(dut.command(["sh", "-c", f"cat >{installed} && chmod 0755 {installed}"]), stdin=binary,
+                       check=True, timeout=60)
+    try:
+        tester = dataclasses.replace(dut, role="tester")
+        probed = SoftwareGenerator(dataclasses.replace(lab, nodes={tester.name: tester})).probe()
+    finally:
+        run(*dut.command(["rm", "-f", installed]))
+    assert "receive_methods" in probed, f"swtester --probe gave no answer there: {probed}"
+    untimed, timed = probed["receive_methods"], probed["receive_methods_timed"]
+    assert set(untimed) == set(timed) == {"forward", "reverse"}, probed
+    for direction in untimed.values():
+        assert direction["method"] == "bpf", probed
+        # The link the kernel refused, in its own words after it; the filter it then took, refused nothing.
+        assert direction["fallback"].startswith("tcx: BPF_LINK_CREATE (tcx ingress) refused: "), probed
+        assert "; bpf: " not in direction["fallback"], probed
+    assert all(d == {"method": "bpf", "fallback": None} for d in timed.values()), probed
 
 
 def test_the_guest_image_is_reused_while_its_ingredients_stay(lab):
