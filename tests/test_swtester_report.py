@@ -194,3 +194,18 @@ def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():
         "forward: swtester's receive ring dropped 10 frame(s) (PACKET_STATISTICS tp_drops): the tester's loss, not "
         "the DUT's, counted as lost, so the trial is invalid"]
     assert not trial.valid and trial.tester_drops == 10
+
+
+def test_foreign_test_frames_are_said_and_in_the_nftables_cross_check():
+    """Test frames that are not this trial's (an earlier trial's, held by the DUT beyond that trial's receive tail;
+    the other direction's; beyond this trial's sequence numbers) reach the port and nftables counts them: the
+    receiver counts them foreign and not received, which no note said, and the cross-check then reported a
+    disagreement of nftables and the receiver instead."""
+    before, after = {"port1_ipv4": 5, "port0_ipv4": 5}, {"port1_ipv4": 1_007, "port0_ipv4": 1_005}
+    notes = trial_from_report(BOTH, report(forward=direction(foreign=2), reverse=direction()), before=before,
+                              after=after).notes
+    assert not any("nftables counted" in n for n in notes), notes
+    assert [n for n in notes if "foreign" in n] == [
+        "forward: 2 test frame(s) of another trial, of the other direction or beyond this trial's frames arrived "
+        "(foreign): not this trial's, so not counted (an earlier trial's frames: the DUT held them beyond that "
+        "trial's receive tail)"], notes

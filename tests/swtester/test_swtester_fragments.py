@@ -7,7 +7,8 @@ Two namespaces of their own: the tester's ports p0 and p1, and a router between 
 MTU of ROUTE_MTU (the route's, not the link's: frames from p1 still reach the router whole). Forward frames of FRAME
 bytes leave the router as two fragments each (Don't Fragment clear); reverse frames are forwarded whole, the control
 that the router forwards at all. Every receive method (the eBPF program counting in the kernel at tc ingress and in
-the receive socket's filter, the ring). ~1.5 s per build."""
+the receive socket's filter, the ring). ~1.5 s per build. A Linux router fragments no IPv6 packet (RFC 8200 section
+5): the IPv6 fragments are test_swtester_length.py's, from a forwarder that makes them."""
 
 import json
 import os

@@ -12,9 +12,10 @@ the DUT kept the frame's length (cutting the UDP payload by as much), every rece
 The DUT is a forwarder of the test's own (FORWARDER, in the DUT's namespace): each forward frame that arrives on q0
 leaves q1 (towards p1) changed: IPv4 frames padded by PAD bytes or, every other frame, cut to TRUNCATED bytes
 (headers and test payload kept), or with IPv4 options; IPv6 frames with their UDP checksum set to zero, or behind a
-Fragment header. Every receive method (the eBPF program counting in the kernel at tc ingress and in the receive
-socket's filter, the ring). Each run's report also checks that the generator reads every count swtester reports and
-sums each changed frame into the nftables cross-check. ~1.5 s per build and change."""
+Fragment header, or in IPv6 fragments; IPv4 frames after test frames of another trial. Every receive method (the eBPF
+program counting in the kernel at tc ingress and in the receive socket's filter, the ring). Each run's report also
+checks that the generator reads every count swtester reports and sums each changed frame into the nftables
+cross-check. ~0.5 s per build, method and change."""
 
 import json
 import os
@@ -34,10 +35,11 @@ FRAME = 128  # bytes with FCS
 PAD, TRUNCATED = 8, 100  # bytes: TRUNCATED holds the headers and test payload (14 + 20 + 8 + 16)
 TESTER_MAC = ("02:00:00:00:e0:00", "02:00:00:00:e0:01")
 DUT_MAC = ("02:00:00:00:e1:00", "02:00:00:00:e1:01")
-# What CHANGE may call: the frame (from its EtherType; IPv4 without options, nothing after the UDP datagram) with a
-# Router Alert option (RFC 2113, 4 bytes) in its IPv4 header, its checksums made again; keep_length: the UDP
-# payload's last 4 bytes (zero: the test payload is its first 16) cut, so that the frame keeps the length sent.
-OPTIONS = """
+# What a change may call (each on the frame from its EtherType; IPv4 without options, nothing after the UDP
+# datagram). with_ipv4_options: the frame with a Router Alert option (RFC 2113, 4 bytes) in its IPv4 header, its
+# checksums made again; keep_length: the UDP payload's last 4 bytes (zero: the test payload is its first 16) cut, so
+# that the frame keeps the length sent.
+HELPERS = """
 def checksum(data):
     data += bytes(len(data) % 2)
     s = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
@@ -53,10 +55,36 @@ def with_ipv4_options(f, keep_length):
     udp[6:8] = checksum(bytes(ip[12:20]) + bytes([0, 17]) + bytes(udp[4:6]) + bytes(udp))
     udp[6:8] = udp[6:8] if any(udp[6:8]) else b"\\xff\\xff"  # 0 is no checksum (RFC 768)
     return f[:2] + bytes(ip) + bytes(udp)
+
+def ipv6_fragments(f, n, first):
+    # An IPv6 frame (next header UDP) as the DUT fragments it: the first fragment (offset 0, More set) with the
+    # datagram's first `first` bytes (a multiple of 8: the header and test payload), the later one (offset `first`,
+    # More clear) with the rest; and a later fragment whose data is the whole datagram again: what a receiver that
+    # took no notice of the offset would count as a test frame. Identification n. Other frames unchanged.
+    if f[8] != 17:
+        return [f]
+    def fragment(offset_and_more, data):  # the offset in 8-byte units above 3 bits: `first` itself
+        return (f[:6] + (8 + len(data)).to_bytes(2, "big") + bytes([44]) + f[9:42] + bytes([17, 0])
+                + offset_and_more.to_bytes(2, "big") + n.to_bytes(4, "big") + data)
+    datagram = f[42:]
+    return [fragment(1, datagram[:first]), fragment(first, datagram[first:]), fragment(first, datagram)]
+
+def with_foreign(f, n):
+    # An IPv4 test frame (test payload at 30: seq 4 bytes, send time 8, trial id 2, flags 1, magic 1), after three
+    # test frames that are not this trial's (another trial's, the other direction's, a sequence number beyond the
+    # trial's) and a UDP frame that is no test frame (no magic). Other frames unchanged.
+    if len(f) < 46:
+        return [f]
+    def changed(at, value):
+        return f[:30 + at] + value + f[30 + at + len(value):]
+    return [changed(12, ((int.from_bytes(f[42:44], "big") + 1) % 65536).to_bytes(2, "big")),
+            changed(14, bytes([f[44] ^ 1])), changed(0, (int.from_bytes(f[30:34], "big") | 1 << 31).to_bytes(4, "big")),
+            changed(15, bytes(1)), f]
 """
 # Forwards the frames of one IP version received on q0 (not sent by it) to q1, addressed to port 1's MAC and changed
-# by CHANGE (the frame after its MAC addresses, and its number); prints "ready" once both sockets are bound.
-FORWARDER = OPTIONS + f"""
+# by CHANGE (the frame after its MAC addresses, and its number: a frame, or a list of frames sent in turn); prints
+# "ready" once both sockets are bound.
+FORWARDER = HELPERS + f"""
 import socket, sys
 ethertype = int(sys.argv[1], 16)
 change = eval(sys.argv[2])
@@ -69,7 +97,9 @@ while True:
     frame, address = rx.recvfrom(9018)
     if address[2] == socket.PACKET_OUTGOING: continue
     head = bytes.fromhex("{TESTER_MAC[1].replace(':', '')}{DUT_MAC[1].replace(':', '')}")
-    tx.send(head + change(frame[12:], n))
+    out = change(frame[12:], n)
+    for part in out if isinstance(out, list) else [out]:
+        tx.send(head + part)
     n += 1
 """
 #: The integers in swtester's report of a direction that count no test frame of the trial by what became of it: of
@@ -90,28 +120,33 @@ CHANGE = {
 }
 
 
-@pytest.mark.parametrize("count", list(CHANGE))
-@pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
-def test_a_frame_the_dut_changed_counts_as_such_not_as_received(binary, tester_and_dut, method, count):
+def forwarded(binary, tester_and_dut, method, version, change, *options):
+    """The forward direction of swtester's report of a trial (--receive-method method, IP version each way) through
+    the FORWARDER that changes each frame by change; options: more of swtester's."""
     tester, dut = tester_and_dut
-    version, change = CHANGE[count]
-    ethertype = "0800" if version == 4 else "86dd"
     forwarder = subprocess.Popen(["timeout", "30", "ip", "netns", "exec", dut, sys.executable, "-c", FORWARDER,
-                                  ethertype, change], stdout=subprocess.PIPE, text=True)
+                                  "0800" if version == 4 else "86dd", change], stdout=subprocess.PIPE, text=True)
     try:
         assert forwarder.stdout.readline() == "ready\n"
         result = run("timeout", "30", "ip", "netns", "exec", tester, binary, "--port0", "p0", "--port1", "p1",
                      "--mac0", TESTER_MAC[0], "--mac1", TESTER_MAC[1], "--peer0", DUT_MAC[0], "--peer1", DUT_MAC[1],
-                     "--version0", str(version), "--version1", str(version),
-                     "--size0", str(FRAME), "--size1", str(FRAME), "--rate", str(RATE), "--duration", str(DURATION),
-                     "--tail", str(TAIL), "--directions", "forward", "--receive-method", method,
-                     "--cpus", str(min(os.sched_getaffinity(0))))
+                     "--version0", str(version), "--version1", str(version), "--rate", str(RATE), "--duration",
+                     str(DURATION), "--tail", str(TAIL), "--directions", "forward", "--receive-method", method,
+                     "--cpus", str(min(os.sched_getaffinity(0))), *options)
     finally:
         forwarder.terminate()  # timeout passes it on to the forwarder
         forwarder.wait()
     forward = json.loads(result.stdout)["directions"]["forward"]
+    assert forward["receive_method"] == method and forward["sent"] == round(RATE * DURATION)
+    return forward
+
+
+@pytest.mark.parametrize("count", list(CHANGE))
+@pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
+def test_a_frame_the_dut_changed_counts_as_such_not_as_received(binary, tester_and_dut, method, count):
+    version, change = CHANGE[count]
+    forward = forwarded(binary, tester_and_dut, method, version, change, "--size0", str(FRAME), "--size1", str(FRAME))
     intended = round(RATE * DURATION)
-    assert forward["receive_method"] == method and forward["sent"] == intended
     assert forward["received"] == 0, f"{forward['received']} changed frames counted as received"
     assert forward[count] == intended and forward["foreign"] == 0
     # Each reached p1 whole, once: the nftables cross-check's sum (generators/software.py) must hold it.
@@ -127,18 +162,47 @@ def test_frames_of_another_size_each_way_arrive_whole(binary, tester_and_dut, me
     """A trial may send frames of another size each way (TrialSpec.frame_size per port): the receivers compared a
     frame's length with the receiving port's own frame size, not with the size it was sent with, so every frame of
     such a trial counted as wrong_length and lost. Here the DUT forwards each frame unchanged."""
-    tester, dut = tester_and_dut
-    forwarder = subprocess.Popen(["timeout", "30", "ip", "netns", "exec", dut, sys.executable, "-c", FORWARDER,
-                                  "0800", "lambda f, n: f"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert forwarder.stdout.readline() == "ready\n"
-        result = run("timeout", "30", "ip", "netns", "exec", tester, binary, "--port0", "p0", "--port1", "p1",
-                     "--mac0", TESTER_MAC[0], "--mac1", TESTER_MAC[1], "--peer0", DUT_MAC[0], "--peer1", DUT_MAC[1],
-                     "--size0", str(FRAME), "--size1", str(2 * FRAME), "--rate", str(RATE), "--duration",
-                     str(DURATION), "--tail", str(TAIL), "--directions", "forward", "--receive-method", method,
-                     "--cpus", str(min(os.sched_getaffinity(0))))
-    finally:
-        forwarder.terminate()
-        forwarder.wait()
-    forward = json.loads(result.stdout)["directions"]["forward"]
+    forward = forwarded(binary, tester_and_dut, method, 4, "lambda f, n: f", "--size0", str(FRAME), "--size1",
+                        str(2 * FRAME))
     assert forward["wrong_length"] == 0 and forward["received"] == forward["sent"] == round(RATE * DURATION), forward
+
+
+#: Bytes of the UDP datagram in the first fragment ipv6_fragments makes: its header and test payload, 8-byte units.
+FIRST_FRAGMENT = 8 + 16
+
+
+@pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
+def test_an_ipv6_fragmented_test_frame_counts_as_a_fragment_and_a_later_fragment_as_nothing(binary, tester_and_dut,
+                                                                                          method):
+    """A test frame the DUT delivers in IPv6 fragments (a SIIT translator's IPv6 side, whose MTU is smaller than the
+    IPv4 frame it translates): its first fragment (offset 0, More set) carries the UDP header and the test payload
+    and counts in `fragments`, not as received, as the IPv4 first fragment does (test_swtester_fragments.py); a later
+    fragment (an offset) is no test frame, whatever its data: each frame here comes with one whose data is the whole
+    datagram again, which a receiver that took no notice of the offset would count as received or as an atomic
+    fragment. Every receive method alike."""
+    forward = forwarded(binary, tester_and_dut, method, 6, f"lambda f, n: ipv6_fragments(f, n, {FIRST_FRAGMENT})",
+                        "--size0", str(FRAME), "--size1", str(FRAME))
+    intended = round(RATE * DURATION)
+    assert forward["fragments"] == intended, forward
+    assert forward["received"] == 0, f"{forward['received']} fragments counted as received"
+    others = {key: forward[key] for key in ("foreign", "duplicates", "reordered", "late",
+                                            *(changed.key for changed in CHANGED_COUNTS if changed.key != "fragments"))}
+    assert not any(others.values()), others
+    # No frame reached p1 whole: the nftables cross-check expects none.
+    assert frames_arrived(forward) == 0
+
+
+@pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
+def test_frames_of_another_trial_count_as_foreign_and_leave_the_trial_exact(binary, tester_and_dut, method):
+    """Test frames on the tester's port that are not this trial's (another trial's, the other direction's, beyond
+    this trial's sequence numbers: a trial before it whose frames are still arriving, another tester on the same
+    link) count in `foreign`, in the kernel (tcx, bpf) as in the ring, and no frame of the trial is lost, duplicated
+    or reordered by them; a UDP frame that is no test frame counts nowhere. Each test frame here comes after one of
+    each kind."""
+    forward = forwarded(binary, tester_and_dut, method, 4, "with_foreign", "--size0", str(FRAME), "--size1",
+                        str(FRAME))
+    intended = round(RATE * DURATION)
+    assert forward["received"] == intended and forward["foreign"] == 3 * intended, forward
+    others = {key: forward[key] for key in ("duplicates", "reordered", "late",
+                                            *(changed.key for changed in CHANGED_COUNTS))}
+    assert not any(others.values()), others

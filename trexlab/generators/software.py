@@ -384,6 +384,10 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
                          "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial is invalid")
         notes.extend(f"{name}: {d[count.key]:,} test frame(s) {count.note}" for count in CHANGED_COUNTS
                      if d.get(count.key))
+        if d.get("foreign"):  # swtester.c receive_frame: a test frame, but not one of this direction of this trial
+            notes.append(f"{name}: {d['foreign']:,} test frame(s) of another trial, of the other direction or beyond "
+                         "this trial's frames arrived (foreign): not this trial's, so not counted (an earlier "
+                         "trial's frames: the DUT held them beyond that trial's receive tail)")
         if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
         if throttled := throttle_note(name, d, report):
@@ -451,8 +455,8 @@ REPORT_NEWER_COUNTS = tuple(count.key for count in CHANGED_COUNTS)
 def frames_arrived(direction: dict) -> int:
     """The test frames of a direction of swtester's report that reached its receiving port whole, each of which the
     tester's nftables counter counted once: also those the receiver took for lost because the DUT changed them (not
-    the fragments: nftables counts each fragment)."""
-    return (direction["received"] + direction["late"] + direction["duplicates"]
+    the fragments: nftables counts each fragment), and the foreign ones (the counter matches every test frame)."""
+    return (direction["received"] + direction["late"] + direction["duplicates"] + direction.get("foreign", 0)
             + sum(direction.get(count.key, 0) for count in CHANGED_COUNTS if count.whole))
 
 
