@@ -107,3 +107,6 @@ def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenan
     assert emulator[1000]["limit"] == 123_456 and emulator[1000]["directions"] == ["forward"]
     assert "netem of limit 123456 frames" in emulator[1000]["queues"] and "htb" in emulator[1000]["queues"]
     assert emulator[0]["queues"].startswith("none"), "delay 0: nothing configured, the loss-free control"
+    # Per frame, not per GRO-merged packet (plan's gro_off): said where it is done, and only there.
+    assert "GRO off on the port each impaired direction enters by" in emulator[1000]["queues"]
+    assert "GRO" not in emulator[0]["queues"]

@@ -199,6 +199,8 @@ def disclosure(settings: dict) -> dict:
                   "sch_netem: nftables numgen random in the forward hook instead)")
     else:
         queues = "the DUT's own egress queues; nftables numgen inc drops every Nth frame in the forward hook"
+    if imp.active:  # plan's gro_off: per frame, not per merged packet
+        queues += "; GRO off on the port each impaired direction enters by (put back as found afterwards)"
     return {**found, "queues": queues}
 
 
