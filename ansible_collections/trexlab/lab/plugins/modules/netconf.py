@@ -370,8 +370,8 @@ def write_gso_max_segs(dev: str, value: str) -> None:
 
 def read_gro(dev: str) -> str:
     for line in ethtool("-k", dev).splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() == "generic-receive-offload":
+        name, colon, value = line.partition(":")
+        if colon and name.strip() == "generic-receive-offload":
             return value.split()[0]
     raise RuntimeError(f"ethtool -k {dev}: no generic-receive-offload")
 
