@@ -345,9 +345,15 @@ def write_flow_hash(key: str, fields: str) -> None:
     ethtool("-N", dev, "rx-flow-hash", flow, fields)
 
 
+def ethtool_fields(*args: str) -> dict[str, str]:
+    """ethtool's 'name: value' lines (of -a, -k) as name -> value, both stripped."""
+    fields = (line.partition(":") for line in ethtool(*args).splitlines())
+    return {name.strip(): value.strip() for name, colon, value in fields if colon}
+
+
 def read_pause(dev: str) -> str:
-    lines = dict(line.split(":", 1) for line in ethtool("-a", dev).splitlines() if ":" in line)
-    rx, tx = lines.get("RX", "").strip(), lines.get("TX", "").strip()
+    fields = ethtool_fields("-a", dev)
+    rx, tx = fields.get("RX", ""), fields.get("TX", "")
     return rx if rx == tx else f"rx {rx} tx {tx}"
 
 
@@ -369,11 +375,10 @@ def write_gso_max_segs(dev: str, value: str) -> None:
 
 
 def read_gro(dev: str) -> str:
-    for line in ethtool("-k", dev).splitlines():
-        name, colon, value = line.partition(":")
-        if colon and name.strip() == "generic-receive-offload":
-            return value.split()[0]
-    raise RuntimeError(f"ethtool -k {dev}: no generic-receive-offload")
+    value = ethtool_fields("-k", dev).get("generic-receive-offload")
+    if not value:
+        raise RuntimeError(f"ethtool -k {dev}: no generic-receive-offload")
+    return value.split()[0]  # "on", or "off [fixed]" where the device cannot change it
 
 
 def write_gro(dev: str, value: str) -> None:
