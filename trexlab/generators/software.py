@@ -338,6 +338,14 @@ def times_frames(spec: TrialSpec) -> bool:
     return spec.latency_mode != "none" or spec.frame_timeout is not None
 
 
+def method_note(name: str, verb: str, taken: str | None, fallback: str | None, probed: str | None) -> str | None:
+    """The note of a direction that sent or counted (verb) with another method than provenance names, else None."""
+    if taken == probed:
+        return None
+    return (f"{name}: {verb} with {taken}" + (f" ({fallback})" if fallback else "")
+            + (f", not {probed} as probed" if probed else ""))
+
+
 def receive_methods(directions: dict) -> dict:
     """How each direction's receiver counts, from swtester's report: the method (tcx, bpf or ring; None from an
     older swtester, which has the ring only) and the reason where auto fell back."""
@@ -358,18 +366,14 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
     if host_drops:
         notes.append(f"the host's receive backlog dropped {host_drops:,} frame(s) during the trial (softnet_stat, "
                      "all CPUs): the host's loss, not the DUT's, so the trial is invalid")
+    receive_key = "receive_methods_timed" if times_frames(spec) else "receive_methods"
     for name, d in report["directions"].items():
-        method, fallback = d.get("send_method"), d.get("send_method_fallback")
-        expected = probed.get("send_methods", {}).get(name, {}).get("method") if probed is not None else method
-        if method != expected:  # not the method provenance names (or provenance names none)
-            notes.append(f"{name}: sent with {method}" + (f" ({fallback})" if fallback else "")
-                         + (f", not {expected} as probed" if expected else ""))
-        counted, why = d.get("receive_method"), d.get("receive_method_fallback")
-        methods = (probed or {}).get("receive_methods_timed" if times_frames(spec) else "receive_methods", {})
-        counts_as = methods.get(name, {}).get("method")
-        if probed is not None and counted != counts_as:  # not the counting provenance names for such a trial
-            notes.append(f"{name}: counted with {counted}" + (f" ({why})" if why else "")
-                         + (f", not {counts_as} as probed" if counts_as else ""))
+        if probed is not None:  # each method provenance names for such a trial (or provenance names none)
+            for verb, key, probed_key in (("sent", "send_method", "send_methods"),
+                                          ("counted", "receive_method", receive_key)):
+                if note := method_note(name, verb, d.get(key), d.get(key + "_fallback"),
+                                       probed.get(probed_key, {}).get(name, {}).get("method")):
+                    notes.append(note)
         latency = (latency_from_swtester(d["latency"], d["tags_lost_or_late"], spec.frame_timeout)
                    if spec.latency_mode != "none" else None)
         tags = {key: d[key] for key in ("tags_sent", "tags_received", "tags_lost_or_late")
