@@ -48,7 +48,7 @@ def runs(tmp_path, setup: str, *declarations: dict) -> list[dict]:
     """Each declaration applied in turn (with this test's state file) in one new namespace: the state before the
     first, then each run's result and the state after it."""
     state_file = str(tmp_path / "netconf.json")
-    args = [{"state_file": state_file, **declaration} for declaration in declarations]
+    args = [{"state_file": state_file, **declaration} for declaration in declarations]  # one may name its own
     done = subprocess.run(["unshare", "-n", sys.executable, "-c", DRIVER, str(MODULE), setup, json.dumps(args)],
                           capture_output=True, text=True, check=True, timeout=60)
     return json.loads(done.stdout)
@@ -201,3 +201,20 @@ def test_gro_off_keeps_received_frames_unmerged_and_absent_gives_the_device_its_
     assert not (tmp_path / "netconf.json").exists()
     bad = runs(tmp_path, "", {"gro": {"d0": "of"}})[1]["result"]
     assert bad["failed"] and bad["msg"] == "bad declaration: gro d0: 'of', allowed on or off (or a YAML boolean)", bad
+
+
+def test_a_setting_two_records_hold_stays_until_the_last_goes_then_the_nodes_own_comes_back(tmp_path):
+    """roles/netem and roles/dut_reference both turn a DUT port's GRO off, each with its own state file beside the
+    other's. The second applied found GRO off already and recorded nothing, so removing the first put GRO on under
+    the second (which still counts packets), and removing the second put nothing back. Both orders: in each the
+    port stays off until the last holder goes, and the node's own (on) comes back then."""
+    netem, reference = ({"state_file": str(tmp_path / name), "gro": {"d0": "off"}}
+                        for name in ("netem-gro.json", "dut_reference-gro.json"))
+    gone = {"state": "absent"}
+    before, *after = runs(tmp_path, "ethtool -K d0 gro on", netem, reference, {**netem, **gone}, netem,
+                          {**reference, **gone}, {**netem, **gone})
+    assert [run["state"]["gro"].split()[1] for run in after] == ["off", "off", "off", "off", "off", "on"], after
+    assert [run["result"]["changes"] for run in after] == [
+        ["set gro d0 on -> off"], [], [], [], [], ["set gro d0 off -> on"]], after
+    assert after[-1]["state"] == before["state"]
+    assert not list(tmp_path.iterdir()), "each absent removes its own record"

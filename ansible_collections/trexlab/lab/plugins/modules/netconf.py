@@ -17,6 +17,14 @@ place of ('ip route replace': same destination and metric in the main table;
 Sysctls are runtime only: a benchmark set-up is not meant to survive a reboot,
 and nodes of the local lab share one /etc.
 
+A setting another netconf record of the same directory (another role's, on the
+same node) holds is held by both: roles/netem and roles/dut_reference each turn
+a DUT port's GRO off. The one applied second finds the value already set and,
+alone, would record nothing, so the first one's absent put the value back under
+the second. So it joins: it records the node's own value as the first recorded
+it, and an absent (or a run no longer declaring it) while another record still
+holds the setting leaves it; the last holder's puts the node's own value back.
+
 A route whose destination is the connected network of its device is left to
 the kernel (it already exists, as a link route). A route without a gateway goes
 straight out of its device (a TUN device's: roles/siit_tayga); pruning deletes
@@ -44,6 +52,12 @@ description:
     no longer has, or a sysctl an option no longer sets).
   - A route whose destination is the connected network of its device is left to the kernel.
   - Sysctls and sysfs values are runtime only; nothing is written to /etc.
+  - A setting that another netconf state file of O(state_file)'s directory records (another role's on the same
+    node, for example roles/netem's and roles/dut_reference's GRO off on one DUT port) is held by both; this run
+    records the node's own value as that one did, even when it changes nothing. With O(state=absent), or when no
+    longer declared, the setting is left as it is while another record still holds it; the last holder to go puts
+    back the node's own value (the one from before the first holder). The holders are meant to declare the same
+    value; in between, the value is the one applied last.
 author:
   # validate-modules wants a GitHub account in parentheses; trexlab has none to name yet (see galaxy.yml).
   - trexlab (!UNKNOWN)
@@ -469,10 +483,36 @@ def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
             os.unlink(path)
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
+    # Whole or not at all (a new file renamed over the old): another role's run reads it (held_elsewhere), and a
+    # record cut short would hold nothing there.
+    with open(f"{path}.tmp", "w") as f:
         json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS},
                    "replaced": {**{kind: sorted(map(list, replaced[kind].items())) for kind in REPLACING},
                                 "pruned": replaced["pruned"]}}, f)
+    os.replace(f"{path}.tmp", path)
+
+
+def held_elsewhere(path: str) -> dict[str, tuple[str, str]]:
+    """The settings the other netconf records of path's directory (the other roles' state files of the node) hold,
+    as key -> (that record's file name, the node's own value it keeps for absent)."""
+    folder = os.path.dirname(path) or "."
+    held: dict[str, tuple[str, str]] = {}
+    if not os.path.isdir(folder):
+        return held
+    for name in sorted(os.listdir(folder)):
+        other = os.path.join(folder, name)
+        if not name.endswith(".json") or os.path.realpath(other) == os.path.realpath(path):
+            continue
+        try:
+            with open(other) as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            continue  # not a netconf record: those are written whole (write_state)
+        if isinstance(record, dict) and isinstance(record.get("settings"), dict) and isinstance(record.get("added"),
+                                                                                                dict):
+            for key, own in record["settings"].items():
+                held.setdefault(key, (name, str(own)))
+    return held
 
 
 def setting_io(key: str):
@@ -516,6 +556,7 @@ def main() -> None:
     changes: list[str] = []
     try:
         saved, added, replaced = read_state(p["state_file"])
+        others = held_elsewhere(p["state_file"])
     except (OSError, ValueError, AttributeError) as exc:
         module.fail_json(msg=f"state_file {p['state_file']}: {exc}")
 
@@ -638,6 +679,15 @@ def main() -> None:
                                 ip(family(entry["dst"]), "route", "add", *route_argv(entry), "table", "main")
             for key in sorted(set(declared) | set(saved)):
                 read, write = setting_io(key)
+                if not (present and key in declared) and key in saved and key in others:
+                    # Another record still holds it (module docstring): left as that one needs it, for the last
+                    # holder to put back.
+                    saved.pop(key)
+                    continue
+                if present and key in declared and key not in saved and key in others:
+                    # Held already (and most likely set already, so this run would record nothing): this one
+                    # holds it too, with the node's own value from before the first holder.
+                    saved[key] = others[key][1]
                 if present and key in declared:
                     target = declared[key]
                 elif key in saved:  # absent, or no longer declared: the value from before the first run
