@@ -91,6 +91,38 @@ def check_gro_and_policing(lab, declared: dict) -> None:
     assert set(gro(dut).values()) == {"on"}, "absent gives each port its own GRO back"
 
 
+def test_gro_stays_off_while_netem_or_the_reference_dut_still_acts_per_packet_in_either_order(lab):
+    """roles/netem and this role each turn GRO off on the DUT's ports, each with its own record (trexlab.lab.netconf).
+    The second one applied found GRO off and recorded nothing, so removing the first turned GRO on under the second,
+    silently (campaigns nest the two; by hand either order happens). Both orders: netem first and removed first,
+    then (netem applied again over the reference DUT) the reference DUT removed first; GRO stays off until the last
+    goes, then each port's own (on) is back and the DUT as it was. No traffic: the per-packet rules are the other
+    tests'."""
+    dut = lab.duts[0]
+    netem = ("playbooks/dut-impairment.yml", "-e", "netem_loss_every_nth=1000")
+    reference = (PLAY, "-e", json.dumps({"dut_reference_rate_fps": DUT.rate_fps,
+                                         "dut_reference_burst_frames": DUT.burst_frames}))
+    lab_own = gro(dut)
+    set_gro(dut, dict.fromkeys(lab_own, "on"))
+    before = node_state(dut.netns)
+    seen = []
+    try:
+        for step in (netem, reference, (*netem, "-e", "netem_state=absent"), netem, (*reference, "-e",
+                     "dut_reference_state=absent"), (*netem, "-e", "netem_state=absent")):
+            result = playbook(lab, *step)
+            assert result.returncode == 0, result.stdout[-3000:]
+            seen.append(sorted(set(gro(dut).values())))
+        assert seen == [["off"]] * 5 + [["on"]], seen
+        assert node_state(dut.netns) == before, "the last one gone: the DUT as it was"
+    except BaseException:
+        # Only after a failure (each a playbook run, seconds): both removed, for the other tests of this lab.
+        playbook(lab, *netem, "-e", "netem_state=absent")
+        playbook(lab, PLAY, "-e", "dut_reference_state=absent")
+        raise
+    finally:
+        set_gro(dut, lab_own)
+
+
 def test_a_bucket_that_cannot_refill_between_trials_is_refused_before_any_change(lab):
     before = node_state(lab.duts[0].netns)
     result = playbook(lab, PLAY, "-e", json.dumps({"dut_reference_rate_fps": 1000, "dut_reference_burst_frames": 1000}))
