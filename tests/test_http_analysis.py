@@ -105,6 +105,25 @@ def test_side_by_side_leads_with_the_loss_free_rfc2544_figure_the_downloads_did_
                              ["DUT impairment"])
 
 
+def test_side_by_side_sets_each_experiment_beside_with_its_own_sweep_and_figures():
+    """A results root holds RFC 2544 experiments of other sweeps and procedures: each one's columns are headed by
+    its own sweep values and hold its own figures. Over all experiments' sweeps, the others' headings read
+    'frame_size=nan', a column was left empty for every figure an experiment never measured, and pandas sorted
+    NaN beside frame sizes (tuples) by a fallback it deprecates (a Pandas4Warning at trexlab's call)."""
+    sizes = pd.DataFrame([{"experiment": "latency-frame-sizes", "frame_size": size, "repetition": 1,
+                           "forward_typical_s": delay, "sweep_keys": ("frame_size",),
+                           "figure_keys": ("forward_typical_s",)} for size, delay in (((64, 64), 1e-3),
+                                                                                     ((1518, 1518), 2e-3))])
+    table = analysis.side_by_side(RUNS, pd.concat([sizes, rfc2544_runs()], ignore_index=True))
+    rate = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent={}]"
+    delay = "latency-frame-sizes: forward typical (ms) [frame_size={}]"
+    assert list(table.columns[4:]) == [delay.format((64, 64)), delay.format((1518, 1518)), rate.format(0.0),
+                                       rate.format(0.011)]
+    table = table.set_index("DUT impairment")
+    assert table.loc["none", delay.format((1518, 1518))] == 2 and table.loc["loss 0.01 %", rate.format(0.0)] == 1000
+    assert math.isnan(table.loc["none", rate.format(0.0)]) and math.isnan(table.loc["loss 1 %", delay.format((64, 64))])
+
+
 def test_side_by_side_without_rfc2544_campaigns_is_the_download_time_alone():
     table = analysis.side_by_side(RUNS, pd.DataFrame())
     assert list(table.columns) == ["DUT impairment", "download time median (s)", "download time 1st percentile (s)",

@@ -646,6 +646,12 @@ def impairment_labels(runs: pd.DataFrame) -> pd.Series:
     return runs.apply(label, axis=1) if len(runs) else pd.Series(dtype=str)
 
 
+def _sweep_order(values: Iterable) -> tuple:
+    """Sweep values in order, a missing one (a point of a campaign that did not sweep it) last: sorting never
+    compares NaN with a frame size (a tuple), which neither Python nor pandas can."""
+    return tuple((not _present(value), value if _present(value) else 0) for value in values)
+
+
 def _impairment_order(label: str) -> tuple:
     numbers = [float(x) for x in label.replace("±", " ").split() if x.replace(".", "", 1).isdigit()]
     return (label.split(" ")[0] != "none", numbers, label)
@@ -684,26 +690,33 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                        f"{title} 99th percentile (s)": s["p99"]}
     if not rfc2544_runs.empty:
         other = rfc2544_runs.assign(impairment=impairment_labels(rfc2544_runs))
-        sweep = sweep_columns(other)
         for figure in figure_columns(other):
-            keys = ["experiment", "impairment", *[k for k in sweep if k not in IMPAIRMENT_KEYS]]
-            for key, group in other.groupby(keys, dropna=False, sort=True):
-                experiment, label, *values = key
-                if label not in rows:
+            # Each experiment over its own figures and sweep. Over all experiments' sweeps, one that did not sweep a
+            # key had it NaN ("frame_size=nan" in its headings) and pandas sorted those NaN beside the others'
+            # frame sizes, tuples, by a fallback it deprecates (a Pandas4Warning); and a figure it never measured
+            # made an empty column (gaming-delay's latency beside gaming-selective-delay's).
+            for (experiment,), runs in other.groupby(["experiment"], sort=True):
+                if figure not in figure_columns(runs):
                     continue
-                where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
-                check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
-                column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
-                # Each repetition as every table reads it: a search that ended below min_rate is an observation
-                # below it (a median among such reads "< min_rate"), never left out, which raised the median.
-                # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
-                # (only a rate: a tester cannot lower a delay).
-                summary = summarize(observations(group, figure), held_down_by_tester(figure))
-                median = summary["median"]
-                rows[label][column] = (
-                    median if is_censored(median) else
-                    LOWER_BOUND_MARK + shown(median, figure_format(figure), figure_scale(figure))
-                    if summary["median_lower_bound"] else median * figure_scale(figure))
+                keys = ["impairment", *[k for k in sweep_columns(runs) if k not in IMPAIRMENT_KEYS]]
+                groups = runs.groupby(keys, dropna=False, sort=False)
+                for key, group in sorted(groups, key=lambda item: _sweep_order(item[0][1:])):
+                    label, *values = key
+                    if label not in rows:
+                        continue
+                    where = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], values, strict=True))
+                    check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
+                    column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                    # Each repetition as every table reads it: a search that ended below min_rate is an observation
+                    # below it (a median among such reads "< min_rate"), never left out, which raised the median.
+                    # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
+                    # (only a rate: a tester cannot lower a delay).
+                    summary = summarize(observations(group, figure), held_down_by_tester(figure))
+                    median = summary["median"]
+                    rows[label][column] = (
+                        median if is_censored(median) else
+                        LOWER_BOUND_MARK + shown(median, figure_format(figure), figure_scale(figure))
+                        if summary["median_lower_bound"] else median * figure_scale(figure))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
     return table.reset_index()
