@@ -28,7 +28,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
-from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS
 from trexlab.trial import format_seconds
 
@@ -62,35 +62,47 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
     (its last dotted part, e.g. destination_networks), and the procedure's
     headline figures (e.g. throughput_fps, forward_typical_s).
     """
-    frames = []
+    # One table built at once from every campaign's rows. Columns set one at a time on each campaign's table,
+    # then the tables concatenated over campaigns whose columns differ, left it in about a block per column (115
+    # besides the text columns for the VM lab's three RFC 2544 campaigns beside a download campaign): every later
+    # operation paid for them, and the next column a caller added raised pandas' PerformanceWarning. Each
+    # column's type is now inferred once over its rows (a parameter null in one campaign and a number in another:
+    # float, NaN where null; no longer object).
+    rows: list[dict] = []
+    repetitions: list[int | None] = []
+    columns: dict[str, None] = {}  # each campaign's, in order: what concatenating the campaigns' tables gave
     for campaign in campaign_dirs(paths):
         manifest = json.loads((campaign / "campaign.json").read_text())
-        runs = load_runs(campaign)
-        if runs.empty:
+        runs = run_rows(campaign)
+        if not runs:
             continue
-        runs = runs[runs["finished"]].copy()
+        flat = dict.fromkeys(name for run in runs for name in run)  # load_runs' columns, of unfinished runs too
         procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
-        if procedure and "provenance.procedure" in runs:  # not the throughput runs a latency campaign's rate came from
-            runs = runs[runs["provenance.procedure"] == procedure].copy()
-        runs["experiment"] = manifest["experiment"]
-        runs["campaign"] = manifest["campaign"]
-        runs["point"] = runs["provenance.point"]
-        runs["repetition"] = pd.Series([_repetition(value, run) for value, run in
-                                        zip(runs["provenance.repetition"], runs["run"], strict=True)],
-                                       index=runs.index, dtype=object)
+        finished = [run for run in runs if run["finished"]]
+        if procedure and "provenance.procedure" in flat:  # not the throughput runs a latency campaign's rate came from
+            finished = [run for run in finished if run.get("provenance.procedure") == procedure]
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
-        for key in sweep:
-            column = f"provenance.sweep.{key}"
-            if column in runs:
-                runs[key.rsplit(".", 1)[-1]] = runs[column].map(_hashable)
-        runs["sweep_keys"] = [tuple(k.rsplit(".", 1)[-1] for k in sweep)] * len(runs)
-        headline = [c for c in runs.columns if c.startswith("result.headline.")]
-        runs["figure_keys"] = [tuple(c.removeprefix("result.headline.") for c in headline)] * len(runs)
-        runs = runs.rename(columns={c: c.removeprefix("result.headline.") for c in headline})
-        frames.append(runs)
-    if not frames:
+        swept = {key.rsplit(".", 1)[-1]: f"provenance.sweep.{key}" for key in sweep
+                 if f"provenance.sweep.{key}" in flat}
+        renamed = {name: name.removeprefix("result.headline.") for name in flat}
+        sweep_keys = tuple(k.rsplit(".", 1)[-1] for k in sweep)
+        figure_keys = tuple(renamed[name] for name in flat if name.startswith("result.headline."))
+        for run in finished:
+            row = {renamed[name]: value for name, value in run.items()}
+            row.update(experiment=manifest["experiment"], campaign=manifest["campaign"],
+                       point=run.get("provenance.point", math.nan))
+            row.update({short: _hashable(run[column]) for short, column in swept.items() if column in run})
+            row.update(sweep_keys=sweep_keys, figure_keys=figure_keys)
+            rows.append(row)
+            repetitions.append(_repetition(run.get("provenance.repetition"), run["run"]))
+        columns.update(dict.fromkeys([*renamed.values(), "experiment", "campaign", "point", "repetition", *swept,
+                                      "sweep_keys", "figure_keys"]))
+    if not columns:
         return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
-    return pd.concat(frames, ignore_index=True)
+    table = pd.DataFrame(rows, columns=list(columns))
+    # A whole number or None (a run without one): inferred, None would make every repetition a float.
+    table["repetition"] = pd.Series(repetitions, index=table.index, dtype=object)
+    return table
 
 
 def _repetition(value, run: str) -> int | None:
