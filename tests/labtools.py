@@ -235,6 +235,20 @@ def node_state(where) -> dict[str, str]:
     return state
 
 
+def gro(node) -> dict[str, str]:
+    """Each test port's generic-receive-offload (on/off), in one login to the node."""
+    names = [node.port(0).name, node.port(1).name]
+    script = "for p in " + " ".join(names) + "; do ethtool -k $p | grep '^generic-receive-offload:'; done"
+    lines = run(*node.command(["sh", "-c", script])).stdout.split()
+    return dict(zip(names, lines[1::2], strict=True))
+
+
+def set_gro(node, values: dict[str, str]) -> None:
+    """Each named test port's generic-receive-offload set (port name -> on/off, as gro() reads them)."""
+    script = " && ".join(f"ethtool -K {shlex.quote(port)} gro {shlex.quote(value)}" for port, value in values.items())
+    run(*node.command(["sh", "-c", script]))
+
+
 def gso_max_segs(node) -> int:
     """The most TCP segments per packet on a namespace node's test port 0 (only ip -d shows it; roles/tcp_endpoints
     sets 1 for wire-sized frames)."""
