@@ -4,6 +4,7 @@ here; tests/swtester/test_swtester_pacing.py stalls the real one."""
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -65,27 +66,8 @@ def test_a_slip_stretches_the_trial_even_when_the_send_time_hides_it():
 #: vCPU carrying both directions' threads; a veth pair, 2,000 fps for 1 s, 64 B; swtester as of 27363e4, whose
 #: send_duration ends as the last frame leaves): every frame sent and received, no slip, and the reverse sender's
 #: last frame left 4.5 ms after it was due (the forward one's 0.39 ms). 3 of 25 such trials were stretched there.
-TCG_LATE_END = json.loads("""
-{"tester": "swtester", "version": "0.1", "trial_id": 31529, "rate": 2000.0, "duration": 1.0,
-"overrun_tolerance": 0.001, "catch_up_limit": 512, "pacing_quantum_ns": 50000, "realtime": true,
-"send_method": "tx_ring", "rt_runtime_us": 950000, "rt_period_us": 1000000,
-"directions": {"forward": {"intended": 2000, "sent": 2000, "received": 2000, "late": 0, "duplicates": 0,
-"reordered": 0, "tester_drops": 0, "foreign": 0, "send_duration": 0.999886493, "send_cpu": 0.126155,
-"valid": true, "tags_sent": 0, "tags_received": 0, "tags_lost_or_late": 0, "max_lag_ns": 5453893,
-"max_burst": 11, "slips": 0, "slip_ns": 0, "send_method": "tx_ring", "send_method_fallback": null,
-"threads": 1, "receive_method": "bpf",
-"receive_method_fallback": "tcx: BPF_LINK_CREATE (tcx ingress) refused: Invalid argument",
-"ring_frames": 0, "ring_blocks": 1024, "ring_block_bytes": 65536, "fragments": 0, "wrong_length": 0,
-"zero_checksum": 0, "atomic_fragments": 0, "ipv4_options": 0, "send_waited_ns": 203698693,
-"latency": null}, "reverse": {"intended": 2000, "sent": 2000, "received": 2000, "late": 0, "duplicates": 0,
-"reordered": 0, "tester_drops": 0, "foreign": 0, "send_duration": 1.004008517, "send_cpu": 0.171929,
-"valid": false, "tags_sent": 0, "tags_received": 0, "tags_lost_or_late": 0, "max_lag_ns": 5347662,
-"max_burst": 11, "slips": 0, "slip_ns": 0, "send_method": "tx_ring", "send_method_fallback": null,
-"threads": 1, "receive_method": "bpf",
-"receive_method_fallback": "tcx: BPF_LINK_CREATE (tcx ingress) refused: Invalid argument",
-"ring_frames": 0, "ring_blocks": 1024, "ring_block_bytes": 65536, "fragments": 0, "wrong_length": 0,
-"zero_checksum": 0, "atomic_fragments": 0, "ipv4_options": 0, "send_waited_ns": 157441147,
-"latency": null}}}""")
+TCG_LATE_END = json.loads((Path(__file__).parent / "data" / "swtester" / "tcg-guest-reverse-last-frame-late.json")
+                          .read_text())
 TCG_SPEC = TrialSpec(offered_load=2000, duration=1.0, directions="bidirectional", receive_tail=1.0)
 
 
