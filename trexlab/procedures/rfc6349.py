@@ -288,19 +288,30 @@ class Rfc6349Result:
             figures.update({f"{prefix}_{suffix}": d[key] for key, suffix in self.HEADLINE_FIGURES.items()})
         return figures
 
+    def bottleneck_tester_bound(self) -> list[str]:
+        """Why the measured bottleneck bandwidth may be the tester's limit: its RFC 2544 search's reasons (none where
+        it was declared)."""
+        search = self.bb_search or {}
+        return [f"bottleneck bandwidth: {reason}" for reason in search.get("tester_bound_reasons") or []]
+
     def headline_tester_bound(self) -> dict[str, list[str]]:
-        """Per headline figure, why it may be the test host's limit (empty: it is not, as far as the figures tell):
-        a test direction's figures carry its own endpoints' reasons; the path MTU, BB, RTT and BDP none of them."""
-        bound: dict[str, list[str]] = {name: [] for name in self.headline()}
+        """Per headline figure, why it may be the tester's limit (empty: it is not, as far as the figures tell): a
+        test direction's figures carry its own endpoints' reasons; a tester-bound bottleneck bandwidth's reasons go
+        with every figure made from it (the BDP, the windows from it, the maximum achievable throughput behind the
+        transfer time ratio), all but the path MTU and the baseline RTT."""
+        from_bb = self.bottleneck_tester_bound()
+        bound = {name: [] if name in ("path_mtu_bytes", "baseline_rtt_s") else list(from_bb)
+                 for name in self.headline()}
         for prefix, d in self._headline_directions():
             for suffix in self.HEADLINE_FIGURES.values():
-                bound[f"{prefix}_{suffix}"] = list(d.get("tester_bound_reasons") or [])
+                bound[f"{prefix}_{suffix}"] += d.get("tester_bound_reasons") or []
         return bound
 
     def tester_bound_reasons(self) -> list[str]:
-        """Every TCP test direction whose endpoints may have been its limit, and why."""
-        return [f"{where}: {reason}" for where, d in test_directions(self.tests)
-                for reason in d.get("tester_bound_reasons") or []]
+        """A tester-bound bottleneck bandwidth and every TCP test direction whose endpoints may have been its limit,
+        and why."""
+        return self.bottleneck_tester_bound() + [f"{where}: {reason}" for where, d in test_directions(self.tests)
+                                                 for reason in d.get("tester_bound_reasons") or []]
 
     def to_dict(self) -> dict:
         return {
