@@ -83,8 +83,10 @@ class FakeEndpoints:
     """What trexlab.testbed.endpoints.Endpoints gives the procedures, for a declared path."""
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
-                 client_program=FAKE_IPERF3, http_bytes=1_048_576):
+                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=()):
         self.client = FakeNode("client", client_program)
+        # cpu_ticks: what cpu_ticks answers in turn ({"client": (busy, all), "server": ...}), then None (not read).
+        self._cpu_ticks = list(cpu_ticks)
         self.iperf3_ports = list(ports)
         self.congestion_control = "reno"
         self.client_facts = {"congestion_control": "reno"}
@@ -104,6 +106,9 @@ class FakeEndpoints:
 
     def tester_port_mtu(self, indexes):
         return self._mtu
+
+    def cpu_ticks(self):
+        return self._cpu_ticks.pop(0) if self._cpu_ticks else {"client": None, "server": None}
 
 
 class PathGenerator:
@@ -203,6 +208,29 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     assert set(result) <= declared, set(result) - declared
     assert ("path MTU found by Don't-Fragment trials; bottleneck bandwidth by RFC 2544 throughput at the MTU; window "
             "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
+
+
+def test_a_tester_bound_bottleneck_search_bounds_every_figure_made_from_it():
+    """A simulated tester that cannot send above 30 kfps (its trials stretch) under a DUT that forwards 50 kfps: the
+    RFC 2544 search behind the bottleneck bandwidth says so (tester_bound_reasons), and the TCP result passed that
+    on to nothing: not tester_bound, no figure marked. The BB, the BDP and windows from it and the ideal behind the
+    transfer time ratio all rest on it; the path MTU and the baseline RTT do not."""
+    from trexlab.plan.repetition import summarize_headlines
+
+    generator = PathGenerator(capacity=50_000)
+    generator.sim = create_generator("sim", capacity=50_000, tester_ceiling=30_000)
+    result = run(generator, params(tests=("download",)), FakeEndpoints()).to_dict()
+    searched = result["bb_search"]["tester_bound_reasons"]
+    assert searched, "the simulated tester's stretched trials bear on the search's result"
+    expected = [f"bottleneck bandwidth: {reason}" for reason in searched]
+    assert result["tester_bound"] and result["tester_bound_reasons"] == expected
+    bound = result["headline_tester_bound"]
+    assert bound["path_mtu_bytes"] == bound["baseline_rtt_s"] == []
+    assert all(reasons == expected for name, reasons in bound.items() if name not in ("path_mtu_bytes",
+                                                                                      "baseline_rtt_s"))
+    summary = summarize_headlines([result])
+    assert summary["bottleneck_bandwidth_bps"]["tester_bound"] == summary["download_tcp_throughput_bps"][
+        "tester_bound"] == 1 and summary["path_mtu_bytes"]["tester_bound"] == 0
 
 
 def test_declared_mtu_and_bottleneck_skip_the_frame_trials():

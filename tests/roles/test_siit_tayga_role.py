@@ -108,8 +108,13 @@ def test_frames_are_translated_both_ways_for_every_network_and_absent_restores_t
         for direction, d in result.directions.items():
             assert d.frames_sent == 2_000 and d.frames_received + zero.get(direction, 0) == 2_000, (direction, d, zero)
         assert [n for n in notes_but_steal(result) if "a UDP checksum of zero over IPv6" not in n] == [], result.notes
+        # Each frame crosses each translator's TUN twice (in to TAYGA, back out translated), 2,000 frames each way;
+        # a frame that arrives with a UDP checksum of zero goes in and is dropped by that TAYGA (CI: 7,999 of 8,000).
+        dropped_at = {dut.name: sum(zero[direction] for direction, (node, _) in TRANSLATED_TO_IPV6_AT[topology].items()
+                                    if node == dut.name) for dut in lab.duts}
         for dut in lab.duts:
-            assert tun_packets(dut.netns) - tun_before[dut.name] >= 2 * 4_000, f"{dut.name} translated every frame"
+            passes = tun_packets(dut.netns) - tun_before[dut.name]
+            assert passes >= 2 * 2 * 2_000 - dropped_at[dut.name], (f"{dut.name} translated every frame", passes, zero)
     finally:
         for netns, _ in counted_at.values():
             run("ip", "netns", "exec", netns, "nft", "delete", "table", "netdev", ZERO_CHECKSUM_TABLE, check=False)
