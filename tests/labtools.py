@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trexlab.generators.software import THROTTLE_NOTE
+from trexlab.generators.software import OVERRUN_NOTE, THROTTLE_NOTE
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("VENV", REPO / ".venv"))
@@ -167,11 +167,12 @@ def refused_port():
 def notes_but_steal(result) -> list[str]:
     """A trial's notes but the ones that disclose what the shared machine did to the tester (generators/software.py):
     the hypervisor's steal during the trial (a fresh clone's make test saw 60 ms in a 0.5 s trial that sent and
-    counted every frame), and the kernel's realtime throttle stalling a sender (throttle_note, known by its name
-    after the direction's: outside realtime load on the tester's CPUs may bring it). Neither is the DUT's nor one of
-    the counts a test checks; every other note still fails the test."""
-    return [note for note in result.notes if "(/proc/stat steal)" not in note
-            and not re.match(rf"(forward|reverse): {re.escape(THROTTLE_NOTE)} \(", note)]
+    counted every frame), the kernel's realtime throttle stalling a sender (throttle_note, known by its name after
+    the direction's: outside realtime load on the tester's CPUs may bring it), and a sender's last frame that left
+    beyond the overrun tolerance (overrun_note, known the same way: a stall of the tester near the trial's end). None
+    is the DUT's nor one of the counts a test checks; every other note still fails the test."""
+    machine = rf"(forward|reverse): ({re.escape(THROTTLE_NOTE)} \(|{re.escape(OVERRUN_NOTE)}[ :])"
+    return [note for note in result.notes if "(/proc/stat steal)" not in note and not re.match(machine, note)]
 
 
 def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
