@@ -23,7 +23,7 @@ a DUT port's GRO off. The one applied second finds the value already set and,
 alone, would record nothing, so the first one's absent put the value back under
 the second. So it joins: it records the node's own value as the first recorded
 it, and an absent (or a run no longer declaring it) while another record still
-holds the setting leaves it; the last holder's puts the node's own value back.
+holds the setting leaves it; the last holder's absent puts the node's own back.
 
 A route whose destination is the connected network of its device is left to
 the kernel (it already exists, as a link route). A route without a gateway goes
@@ -492,11 +492,11 @@ def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
     os.replace(f"{path}.tmp", path)
 
 
-def held_elsewhere(path: str) -> dict[str, tuple[str, str]]:
+def held_elsewhere(path: str) -> dict[str, str]:
     """The settings the other netconf records of path's directory (the other roles' state files of the node) hold,
-    as key -> (that record's file name, the node's own value it keeps for absent)."""
+    as key -> the node's own value they keep for absent."""
     folder = os.path.dirname(path) or "."
-    held: dict[str, tuple[str, str]] = {}
+    held: dict[str, str] = {}
     if not os.path.isdir(folder):
         return held
     for name in sorted(os.listdir(folder)):
@@ -511,7 +511,7 @@ def held_elsewhere(path: str) -> dict[str, tuple[str, str]]:
         if isinstance(record, dict) and isinstance(record.get("settings"), dict) and isinstance(record.get("added"),
                                                                                                 dict):
             for key, own in record["settings"].items():
-                held.setdefault(key, (name, str(own)))
+                held.setdefault(key, str(own))
     return held
 
 
@@ -687,7 +687,7 @@ def main() -> None:
                 if present and key in declared and key not in saved and key in others:
                     # Held already (and most likely set already, so this run would record nothing): this one
                     # holds it too, with the node's own value from before the first holder.
-                    saved[key] = others[key][1]
+                    saved[key] = others[key]
                 if present and key in declared:
                     target = declared[key]
                 elif key in saved:  # absent, or no longer declared: the value from before the first run
