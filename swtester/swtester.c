@@ -186,7 +186,7 @@ struct txq {
     int j;
     int fd;
     uint64_t frames, sent, tags_sent, rng; /* frames: those of its sequence space */
-    uint64_t end;                          /* CLOCK_MONOTONIC ns when it stopped sending */
+    uint64_t end;                          /* CLOCK_MONOTONIC ns when its last frame left (or it stopped) */
     double cpu;                            /* s of its CPU time */
     int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
@@ -1169,7 +1169,7 @@ static void *sender(void *arg) {
     }
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
     while (!atomic_load(&start_flag)) sched_yield();
-    uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0;
+    uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0, left = 0;
     int64_t waited_start = waited_ns();
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
@@ -1205,6 +1205,7 @@ static void *sender(void *arg) {
             int sent = send_ring(q, k, n, t, give_up);
             if (!sent) sched_yield(); /* every slot in flight: the receive side is behind */
             k += (uint64_t)sent;
+            if (k == q->frames) left = now_ns(CLOCK_MONOTONIC); /* before the yield: see q->end below */
             if (c->realtime) sched_yield(); /* as after a sendmmsg batch, below */
             continue;
         }
@@ -1228,12 +1229,19 @@ static void *sender(void *arg) {
             done += r;
         }
         k += (uint64_t)done;
+        if (k == q->frames) left = now_ns(CLOCK_MONOTONIC);
         /* Realtime: the other threads on this CPU (the receivers, at the same priority) get their turn after each
          * batch; a sender that cannot keep up would otherwise never let them run. */
         if (c->realtime) sched_yield();
     }
     q->sent = k;
-    q->end = now_ns(CLOCK_MONOTONIC);
+    /* Sending ended when the last frame left, not when this thread next ran: after its last batch it yields to the
+     * other realtime threads of its CPU, and where one CPU carries both directions (a one-CPU tester, --cpus with
+     * one CPU) the other sender may then send its own last batch and do its bookkeeping first (under emulation,
+     * QEMU's TCG, ~2 ms; the overrun tolerance of a 2 s trial at 2,000 fps leaves the last frame 2.5 ms): read
+     * after it, the time had a trial whose frames all left on schedule overrun and reported it invalid. A sender
+     * that stopped (give_up) or had no frame ends now. */
+    q->end = left ? left : now_ns(CLOCK_MONOTONIC);
     q->cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
     int64_t waited_end = waited_ns();
     q->waited_ns = waited_start < 0 || waited_end < 0 ? -1 : waited_end - waited_start;

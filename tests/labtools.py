@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trexlab.generators.software import THROTTLE_NOTE
+from trexlab.generators.software import OVERRUN_NOTE, THROTTLE_NOTE
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("VENV", REPO / ".venv"))
@@ -167,11 +167,12 @@ def refused_port():
 def notes_but_steal(result) -> list[str]:
     """A trial's notes but the ones that disclose what the shared machine did to the tester (generators/software.py):
     the hypervisor's steal during the trial (a fresh clone's make test saw 60 ms in a 0.5 s trial that sent and
-    counted every frame), and the kernel's realtime throttle stalling a sender (throttle_note, known by its name
-    after the direction's: outside realtime load on the tester's CPUs may bring it). Neither is the DUT's nor one of
-    the counts a test checks; every other note still fails the test."""
-    return [note for note in result.notes if "(/proc/stat steal)" not in note
-            and not re.match(rf"(forward|reverse): {re.escape(THROTTLE_NOTE)} \(", note)]
+    counted every frame), the kernel's realtime throttle stalling a sender (throttle_note, known by its name after
+    the direction's: outside realtime load on the tester's CPUs may bring it), and a sender's last frame that left
+    beyond the overrun tolerance (overrun_note, known the same way: a stall of the tester near the trial's end). None
+    is the DUT's nor one of the counts a test checks; every other note still fails the test."""
+    machine = rf"(forward|reverse): ({re.escape(THROTTLE_NOTE)} \(|{re.escape(OVERRUN_NOTE)}[ :])"
+    return [note for note in result.notes if "(/proc/stat steal)" not in note and not re.match(machine, note)]
 
 
 def playbook(lab, name: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -232,6 +233,20 @@ def node_state(where) -> dict[str, str]:
     # of entries is the state, so compare them sorted.
     state["neigh"] = "\n".join(sorted(state["neigh"].splitlines()))
     return state
+
+
+def gro(node) -> dict[str, str]:
+    """Each test port's generic-receive-offload (on/off), in one login to the node."""
+    names = [node.port(0).name, node.port(1).name]
+    script = "for p in " + " ".join(names) + "; do ethtool -k $p | grep '^generic-receive-offload:'; done"
+    lines = run(*node.command(["sh", "-c", script])).stdout.split()
+    return dict(zip(names, lines[1::2], strict=True))
+
+
+def set_gro(node, values: dict[str, str]) -> None:
+    """Each named test port's generic-receive-offload set (port name -> on/off, as gro() reads them)."""
+    script = " && ".join(f"ethtool -K {shlex.quote(port)} gro {shlex.quote(value)}" for port, value in values.items())
+    run(*node.command(["sh", "-c", script]))
 
 
 def gso_max_segs(node) -> int:

@@ -2,8 +2,10 @@
 port-driver filters."""
 
 import importlib.util
+import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,12 +20,12 @@ from ansible_collections.trexlab.lab.plugins.filter.trexlab import (  # noqa: E4
     probed_port_facts,
 )
 
-_spec = importlib.util.spec_from_file_location("trexlab_netconf",
-                                               REPO / "ansible_collections/trexlab/lab/plugins/modules/netconf.py")
+MODULE = REPO / "ansible_collections/trexlab/lab/plugins/modules/netconf.py"
+_spec = importlib.util.spec_from_file_location("trexlab_netconf", MODULE)
 netconf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(netconf)
 
-# A stand-in ethtool keeping one port's RSS hash fields and pause setting in files, printing as ethtool 6.1 does.
+# A stand-in ethtool keeping one port's RSS hash fields, pause and GRO settings in files, printing as ethtool 6.1 does.
 FAKE_ETHTOOL = r"""#!/bin/sh
 dir=$(dirname "$0")
 case "$1" in
@@ -34,6 +36,8 @@ case "$1" in
   -N) echo "$5" > "$dir/fields";;
   -a) p=$(cat "$dir/pause"); printf 'Pause parameters for %s:\nAutonegotiate:\toff\nRX:\t\t%s\nTX:\t\t%s\n' "$2" $p;;
   -A) echo "$4 $6" > "$dir/pause";;
+  -k) printf 'Features for %s:\ngeneric-receive-offload: %s\n' "$2" "$(cat "$dir/gro")";;
+  -K) echo "$4" > "$dir/gro";;
 esac
 """
 
@@ -45,6 +49,7 @@ def ethtool(tmp_path, monkeypatch):
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "fields").write_text("sd\n")
     (tmp_path / "pause").write_text("on off\n")
+    (tmp_path / "gro").write_text("off\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     return tmp_path
 
@@ -61,6 +66,29 @@ def test_pause_reads_one_word_when_rx_and_tx_agree_and_restores_a_mixed_setting(
     assert netconf.read_pause("eth1") == "off"
     netconf.write_pause("eth1", "rx on tx off")
     assert netconf.read_pause("eth1") == "rx on tx off"
+
+
+def run_module(ethtool: Path, **args) -> dict:
+    """The module run as Ansible runs it (its arguments on stdin), against the stand-in ethtool; about 0.3 s."""
+    stdin = json.dumps({"ANSIBLE_MODULE_ARGS": {"state_file": str(ethtool / "netconf.json"), **args}})
+    done = subprocess.run([sys.executable, str(MODULE)], input=stdin, capture_output=True, text=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("bad", ["maybe", 1])
+def test_every_on_off_option_takes_a_yaml_boolean_and_refuses_anything_else_in_one_line_naming_it(ethtool, bad):
+    """pause and gro are ethtool's on or off, and YAML reads a bare on or off as a boolean: pause took False as the
+    word 'False' (ethtool -A DEV rx False tx False) while gro took it as off. Either option's boolean is its word; any
+    other value is refused before anything changes, naming the option, the device and what is allowed."""
+    done = run_module(ethtool, pause={"eth1": False}, gro={"eth1": True})
+    assert done["changes"] == ["set gro eth1 off -> on", "set pause eth1 rx on tx off -> off"], done
+    settings = {name: (ethtool / name).read_text() for name in ("pause", "gro", "netconf.json")}
+    assert settings["pause"].split() == ["off", "off"] and settings["gro"].split() == ["on"]
+    for option in ("pause", "gro"):
+        refused = run_module(ethtool, **{option: {"eth1": bad}})
+        assert refused.get("failed") and refused["msg"] == (
+            f"bad declaration: {option} eth1: {bad!r}, allowed on or off (or a YAML boolean)"), refused
+        assert {name: (ethtool / name).read_text() for name in settings} == settings, "nothing changed"
 
 
 def test_cpufreq_settings_fix_min_and_max_per_cpu_and_nothing_when_not_asked():

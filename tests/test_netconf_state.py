@@ -200,4 +200,4 @@ def test_gro_off_keeps_received_frames_unmerged_and_absent_gives_the_device_its_
     assert absent["result"]["changes"] == ["set gro d0 off -> on"] and absent["state"] == before["state"]
     assert not (tmp_path / "netconf.json").exists()
     bad = runs(tmp_path, "", {"gro": {"d0": "of"}})[1]["result"]
-    assert bad["failed"] and bad["msg"] == "bad declaration: gro d0: 'of', allowed on or off", bad
+    assert bad["failed"] and bad["msg"] == "bad declaration: gro d0: 'of', allowed on or off (or a YAML boolean)", bad

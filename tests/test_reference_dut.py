@@ -98,8 +98,22 @@ def test_role_filter_reads_extra_vars_as_numbers_and_absent_plans_nothing():
     planned = reference_plan(role(rate_fps="20000", burst_frames="1000"), PORTS)
     assert planned["error"] is None and "rate over 20000/second burst 1000 packets" in planned["nft"]
     assert planned["applied"] == {"nft": planned["nft"]}
+    assert planned["gro_off"] == ["left", "right"]
     assert reference_plan({"rate_fps": 0}, PORTS, "absent") == {"error": None, "table": TABLE, "nft": "",
-                                                                "applied": {"nft": ""}}
+                                                                "gro_off": [], "applied": {"nft": ""}}
+
+
+@pytest.mark.parametrize(("directions", "entered_by"), [
+    (["forward", "reverse"], ["left", "right"]), (["forward"], ["left"]), (["reverse"], ["right"])])
+def test_gro_goes_off_on_the_port_each_policed_direction_enters_by_as_netem_turns_it_off(directions, entered_by):
+    """The bucket counts packets: with GRO on (a virtio port's default) a TCP flow's frames reach it merged into
+    packets of up to 64 KB, and rate_fps would police those. GRO goes off where each policed direction comes in
+    (forward frames by port 0, reverse ones by port 1), the ports roles/netem turns it off on for the same
+    directions."""
+    assert plan({"rate_fps": 5_000, "directions": directions}, PORTS)["gro_off"] == entered_by
+    impaired = impairment.plan(with_role_defaults("impairment", {"loss_every_nth": 100, "directions": directions}),
+                               PORTS, True)
+    assert impaired["gro_off"] == entered_by
 
 
 SPEC = {"name": "ref", "lab": {"kind": "local", "topology": "single"}, "generator": "software",

@@ -202,6 +202,29 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
             "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
 
 
+def test_a_tester_bound_bottleneck_search_bounds_every_figure_made_from_it():
+    """A simulated tester that cannot send above 30 kfps (its trials stretch) under a DUT that forwards 50 kfps: the
+    RFC 2544 search behind the bottleneck bandwidth says so (tester_bound_reasons), and the TCP result passed that
+    on to nothing: not tester_bound, no figure marked. The BB, the BDP and windows from it and the ideal behind the
+    transfer time ratio all rest on it; the path MTU and the baseline RTT do not."""
+    from trexlab.plan.repetition import summarize_headlines
+
+    generator = PathGenerator(capacity=50_000)
+    generator.sim = create_generator("sim", capacity=50_000, tester_ceiling=30_000)
+    result = run(generator, params(tests=("download",)), FakeEndpoints()).to_dict()
+    searched = result["bb_search"]["tester_bound_reasons"]
+    assert searched, "the simulated tester's stretched trials bear on the search's result"
+    expected = [f"bottleneck bandwidth: {reason}" for reason in searched]
+    assert result["tester_bound"] and result["tester_bound_reasons"] == expected
+    bound = result["headline_tester_bound"]
+    assert bound["path_mtu_bytes"] == bound["baseline_rtt_s"] == []
+    assert all(reasons == expected for name, reasons in bound.items() if name not in ("path_mtu_bytes",
+                                                                                      "baseline_rtt_s"))
+    summary = summarize_headlines([result])
+    assert summary["bottleneck_bandwidth_bps"]["tester_bound"] == summary["download_tcp_throughput_bps"][
+        "tester_bound"] == 1 and summary["path_mtu_bytes"]["tester_bound"] == 0
+
+
 def test_declared_mtu_and_bottleneck_skip_the_frame_trials():
     generator = PathGenerator()
     result = run(generator, params(mtu=1500, bottleneck_bandwidth=100e6, tests=("download",)), FakeEndpoints())

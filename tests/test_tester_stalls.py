@@ -3,11 +3,13 @@ treat a trial the tester did not offer at the load (run again, never a pass). No
 here; tests/swtester/test_swtester_pacing.py stalls the real one."""
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 from trexlab.generators import create_generator
-from trexlab.generators.software import trial_from_report
+from trexlab.generators.software import OVERRUN_NOTE, trial_from_report
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
 from trexlab.trial import TrialSpec
@@ -60,6 +62,39 @@ def test_a_slip_stretches_the_trial_even_when_the_send_time_hides_it():
     assert hidden.stretched
 
 
+#: swtester's report of a looped trial in the VM lab's TCG guest (QEMU emulating the CPU, Debian 12's kernel 6.1, one
+#: vCPU carrying both directions' threads; a veth pair, 2,000 fps for 1 s, 64 B; swtester as of 27363e4, whose
+#: send_duration ends as the last frame leaves): every frame sent and received, no slip, and the reverse sender's
+#: last frame left 4.5 ms after it was due (the forward one's 0.39 ms). 3 of 25 such trials were stretched there.
+TCG_LATE_END = json.loads((Path(__file__).parent / "data" / "swtester" / "tcg-guest-reverse-last-frame-late.json")
+                          .read_text())
+TCG_SPEC = TrialSpec(offered_load=2000, duration=1.0, directions="bidirectional", receive_tail=1.0)
+
+
+def test_a_trial_whose_last_frame_left_late_is_stretched_and_its_note_says_why():
+    """Before, such a trial was stretched (TrialResult.valid false) with no note at all: nothing said which direction
+    overran, by how much, or that every frame had gone out."""
+    result = trial_from_report(TCG_SPEC, TCG_LATE_END)
+    assert result.stretched and not result.valid and result.frames_lost == 0
+    assert result.notes == (
+        f"reverse: {OVERRUN_NOTE} (the sender lagged its schedule by up to 5.348 ms, caught up in bursts of up to 11 "
+        "frames and did not slip): sending took 1.004 s, 4.009 ms beyond the trial's 1 s, more than the overrun "
+        "tolerance (0.1%, 1 ms): the DUT was offered its frames over a longer time than the load asks, so the trial "
+        "is stretched",)
+    on_time = json.loads(json.dumps(TCG_LATE_END))
+    on_time["directions"]["reverse"]["send_duration"] = on_time["directions"]["forward"]["send_duration"]
+    assert not trial_from_report(TCG_SPEC, on_time).stretched and trial_from_report(TCG_SPEC, on_time).notes == ()
+
+
+def test_frames_never_sent_are_named_in_a_note():
+    short = report()
+    short["directions"]["forward"].update(sent=39_000, received=39_000)
+    result = trial_from_report(SPEC, short)
+    assert result.stretched and result.notes == (
+        "forward: 1,000 of its 40,000 frames were never sent (the sender was still behind its schedule when swtester "
+        "stops sending, past the duration): counted as lost, and the trial is stretched",)
+
+
 def throttled_report(waited_ns: int, realtime: bool = True, runtime_us: int = 950_000) -> dict:
     """A 1 s trial whose sender lagged 48 ms once (as the kernel's realtime throttle stalls one: measured at 1 Mfps)
     and waited runnable waited_ns in all, under a realtime throttle of runtime_us of each 1 s period."""
@@ -84,16 +119,23 @@ def test_a_stall_of_the_realtime_throttle_is_named_with_its_numbers():
         "is the tester's, not the DUT's")
 
 
-def test_lab_tests_that_check_counts_pass_over_the_throttle_note_and_no_other():
+def test_lab_tests_that_check_counts_pass_over_the_throttle_and_overrun_notes_and_no_other():
     """labtools.notes_but_steal, with which lab tests of the software generator check that a trial has no note but
     the machine's, failed them on the realtime throttle's note (37aaf95), which outside realtime load on the tester's
-    CPUs may bring to a trial that counted every frame: the tester's stall, not a count. The note is known by its
-    name after the direction's; the slip note with it stays, and so does any other note that merely quotes it."""
+    CPUs may bring to a trial that counted every frame: the tester's stall, not a count; so does the note of a last
+    frame that left late (overrun_note), a stall of the tester near the trial's end. Each is known by its name after
+    the direction's; the slip note with it stays, and so does any other note that merely quotes one."""
     result = trial_from_report(SPEC, throttled_report(waited_ns=49_000_000))
     slip, throttled = result.notes
     assert "realtime throttling" in throttled and notes_but_steal(result) == [slip]
     quoting = dataclasses.replace(result, notes=(f"forward: nftables counted 1 test frames on port 1, the receiver 0 "
                                                  f"({throttled.partition(': ')[2]})",))
+    assert notes_but_steal(quoting) == list(quoting.notes)
+    # The same for the note of a last frame that left late (overrun_note).
+    late = trial_from_report(TCG_SPEC, TCG_LATE_END)
+    assert len(late.notes) == 1 and notes_but_steal(late) == []
+    quoting = dataclasses.replace(late, notes=(f"forward: nftables counted 1 test frames on port 1, the receiver 0 "
+                                               f"({late.notes[0].partition(': ')[2]})",))
     assert notes_but_steal(quoting) == list(quoting.notes)
 
 

@@ -111,6 +111,26 @@ class Impairment:
         return "netem" if kernel_has_netem else "nftables"
 
 
+def ports_by_index(ports: list[dict]) -> dict[int, str]:
+    """Each test port's name by its index (0, 1), checked: the names go into nft strings and tc command lines, so
+    only interface names, nothing either would interpret."""
+    return {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
+            for i, p in enumerate(ports)}
+
+
+def gro_off(directions: tuple[str, ...] | list[str], by_index: dict[int, str]) -> list[str]:
+    """The ports the frames of these directions enter the DUT by (by_index: ports_by_index's), where a plan whose
+    rules or qdiscs act per packet turns generic receive offload off (roles/netem, roles/dut_reference, through
+    trexlab.lab.netconf's gro, put back as found by absent).
+
+    With GRO on (a virtio port's default) the kernel merges a flow's received frames into packets of up to 64 KB
+    before the forward hook: every Nth packet, a share of packets or a rate of packets would not be every Nth
+    frame, that share of frames or that rate of frames (the VM lab's virtio DUT: 38-40 packets of 26-28 KB for a
+    1 MiB download of 728 frames)."""
+    # A direction enters by the port the other one leaves by.
+    return [by_index[1 - DIRECTION_EGRESS_PORT[d]] for d in directions]
+
+
 def nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
     """The forward-hook rules for frames leaving through one port (one rule per family: exact counters)."""
     rules = []
@@ -208,15 +228,11 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
     """Everything the role applies for these settings on a DUT with these test ports.
 
     Returns {"backend", "devices": egress ports, "nft": ruleset text or "", "tc": [commands], "gro_off": the
-    ports that receive the impaired frames}. Each rule and qdisc acts per packet, and with GRO on the kernel merges
-    a flow's received frames into packets of up to 64 KB before the forward hook: every Nth packet or a share of
-    packets would not be every Nth frame or that share of frames (the VM lab's virtio DUT: 38-40 packets of
-    26-28 KB for a 1 MiB download of 728 frames). So GRO goes off on the port each impaired direction enters by.
+    ports that receive the impaired frames}. Each rule and qdisc acts per packet, so GRO goes off on the port each
+    impaired direction enters by (gro_off).
     """
     imp = from_settings(settings)
-    # The port names go into nft strings and tc command lines: only interface names, nothing to interpret.
-    by_index = {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
-                for i, p in enumerate(ports)}
+    by_index = ports_by_index(ports)
     devices = [by_index[DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
     if not imp.active:
         return {"backend": "none", "devices": [], "nft": "", "tc": [], "gro_off": []}
@@ -229,6 +245,5 @@ def plan(settings: dict, ports: list[dict], kernel_has_netem: bool) -> dict:
                f"  chain forward {{\n    type filter hook forward priority 0; policy accept;\n{body}\n  }}\n}}\n")
     netem_work = imp.delay_ms or imp.loss_percent  # every-Nth loss alone is nftables' job
     tc = [c for port in devices for c in _tc_commands(imp, port)] if backend == "netem" and netem_work else []
-    # A direction enters by the port the other one leaves by.
-    gro_off = [by_index[1 - DIRECTION_EGRESS_PORT[d]] for d in imp.directions]
-    return {"backend": backend, "devices": devices if tc else [], "nft": nft, "tc": tc, "gro_off": gro_off}
+    return {"backend": backend, "devices": devices if tc else [], "nft": nft, "tc": tc,
+            "gro_off": gro_off(imp.directions, by_index)}

@@ -28,6 +28,14 @@ policer passed. The policer of a direction is one named limit shared by the
 IPv4 and IPv6 rules of that direction, so mixed traffic meets one capacity.
 Only test traffic is matched (trexlab.impairment.TEST_TRAFFIC).
 
+The bucket counts packets as the forward hook sees them, and a port with
+generic receive offload (GRO) on, as a virtio port is by default, hands it a
+TCP flow's frames merged into packets of up to 64 KB: rate_fps would police
+merged packets. While applied, GRO is off on the port each policed direction
+enters by (trexlab.impairment.gro_off, as roles/netem's), and absent puts the
+port's own value back. The namespace lab's veths do no GRO, so only the VM
+lab or a physical DUT would show it.
+
 The settings have no defaults here: roles/dut_reference's meta/argument_specs.yml
 has them (the one source), as trexlab.impairment's are roles/netem's.
 
@@ -40,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from . import impairment, rolevalues
+from . import impairment
 from .params import InvalidParameter, check_choice, check_range
 
 TABLE = "trexlab_reference"
@@ -107,7 +115,7 @@ class ReferenceDut:
             text += f", every {self.loss_every_nth:,}th frame lost"
         if self.loss_percent:
             text += f", {self.loss_percent:g} % of the frames lost at random"
-        return text
+        return text + "; GRO off on the port each policed direction enters by (put back as found afterwards)"
 
 
 def from_settings(settings: dict) -> ReferenceDut:
@@ -126,11 +134,13 @@ def from_settings(settings: dict) -> ReferenceDut:
 
 
 def plan(settings: dict, ports: list[dict]) -> dict:
-    """The nftables ruleset roles/dut_reference loads on a DUT with these test ports: {"table", "nft"}."""
+    """What roles/dut_reference applies on a DUT with these test ports: {"table", "nft": the ruleset, "gro_off": the
+    ports the policed directions enter by}. The bucket and the loss count packets, and with GRO on the kernel merges
+    a flow's received frames (TCP's: an http-download or RFC 6349 run through the reference DUT) into packets of up
+    to 64 KB before the forward hook: rate_fps would police merged packets, not frames. So GRO goes off there
+    (trexlab.impairment.gro_off, as roles/netem's)."""
     dut = from_settings(settings)
-    # The port names go into nft strings: only interface names, nothing nft would read as syntax.
-    by_index = {int(p["index"]): rolevalues.check_interface(f"test_ports[{i}].name", p["name"])
-                for i, p in enumerate(ports)}
+    by_index = impairment.ports_by_index(ports)
     limits, rules = [], []
     for direction in dut.directions:
         port = by_index[impairment.DIRECTION_EGRESS_PORT[direction]]
@@ -144,4 +154,4 @@ def plan(settings: dict, ports: list[dict]) -> dict:
     hook = f"type filter hook forward priority {PRIORITY}; policy accept;"
     nft = (f"table inet {TABLE} {{}}\ndelete table inet {TABLE}\ntable inet {TABLE} {{\n" + "\n".join(limits) +
            f"\n  chain forward {{\n    {hook}\n{body}\n  }}\n}}\n")
-    return {"table": TABLE, "nft": nft}
+    return {"table": TABLE, "nft": nft, "gro_off": impairment.gro_off(dut.directions, by_index)}

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from trexlab.tcp.iperf import FULL_CPU_PERCENT
+
 from labtools import REPO, VENV, changed_count, gso_max_segs, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
@@ -140,6 +142,17 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
             assert d["good_bytes"] > 0 and d["actual_tcp_throughput_bps"] > 0, (test["test"]["name"], direction)
             assert 0 < d["tcp_efficiency_percent"] <= 100 and d["transfer_time_ratio"] > 0
     assert set(r["tests"][2]["directions"]) == {"download", "upload"}
+    # 7. Each end's CPU (iperf 3.12 on Debian 12: one thread, so all of one CPU is its limit), and a test direction
+    # whose end came near it marked tester-bound, in the result and per headline figure.
+    for test in r["tests"]:
+        for direction, d in test["directions"].items():
+            print(f"{test['test']['name']} {direction}: {d['actual_tcp_throughput_bps'] / 1e6:.0f} Mbit/s, sender "
+                  f"{d['sender_cpu_percent']:.1f} %, receiver {d['receiver_cpu_percent']:.1f} % CPU")
+            assert d["cpu_limit_percent"] == FULL_CPU_PERCENT
+            assert 0 < d["sender_cpu_percent"] and 0 < d["receiver_cpu_percent"]
+            assert bool(d["tester_bound_reasons"]) == any(
+                p >= r["endpoint_cpu_saturated_percent"] for p in (d["sender_cpu_percent"], d["receiver_cpu_percent"]))
+    assert r["tester_bound"] == any(d["tester_bound_reasons"] for t in r["tests"] for d in t["directions"].values())
     # The run directory: provenance, every frame trial (DF set in the MTU trials) and every TCP test.
     trials = [json.loads(line) for line in (results / "rep-001" / "trials.jsonl").read_text().splitlines()]
     assert sum(t.get("kind") == "tcp test" for t in trials) == 14  # baseline RTT + 13 tests

@@ -11,7 +11,7 @@ from trexlab.reference_dut import from_settings
 from trexlab.spec.experiment import with_role_defaults
 from trexlab.trial import TrialSpec
 
-from labtools import changed_count, changed_tasks, node_state, playbook, run
+from labtools import changed_count, changed_tasks, gro, node_state, playbook, run, set_gro
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-reference.yml"
@@ -48,8 +48,26 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
     dut = lab.duts[0]
     before = node_state(dut.netns)
     declared = {"rate_fps": DUT.rate_fps, "burst_frames": DUT.burst_frames, "loss_every_nth": DUT.loss_every_nth}
+    # The bucket counts packets: GRO, on by default on a virtio port or a NIC (a veth does none unless asked), would
+    # hand it a TCP flow's frames merged. On here on both ports, for the role to turn off (each direction's way in)
+    # and absent to put back.
+    lab_own = gro(dut)
+    set_gro(dut, dict.fromkeys(lab_own, "on"))
+    try:
+        check_gro_and_policing(lab, declared)
+    finally:
+        set_gro(dut, lab_own)
+    assert node_state(dut.netns) == before, "absent leaves the DUT as it was"
+    assert apply(lab, state="absent") == 0
+
+
+def check_gro_and_policing(lab, declared: dict) -> None:
+    """The role applied on a DUT whose ports have GRO on: GRO off while it polices (each direction's way in), the
+    declared loss-free rate and every-Nth loss measured, and each port's GRO on again after absent."""
+    dut = lab.duts[0]
     try:
         assert apply(lab, check_first=True, **declared) > 0
+        assert set(gro(dut).values()) == {"off"}, gro(dut)
         assert apply(lab, **declared) == 0, "idempotent"
         # Its table taken away (a firewall reload flushes the ruleset; a reboot), the record left: applied again.
         run("ip", "netns", "exec", dut.netns, "nft", "delete", "table", "inet", "trexlab_reference")
@@ -70,8 +88,7 @@ def test_the_dut_forwards_its_declared_loss_free_rate_loses_every_nth_and_absent
             assert (direction.frames_sent, direction.frames_lost) == (8_000, 8), (name, direction)
     finally:
         assert apply(lab, check_first=True, state="absent") > 0
-    assert node_state(dut.netns) == before, "absent leaves the DUT as it was"
-    assert apply(lab, state="absent") == 0
+    assert set(gro(dut).values()) == {"on"}, "absent gives each port its own GRO back"
 
 
 def test_a_bucket_that_cannot_refill_between_trials_is_refused_before_any_change(lab):

@@ -16,7 +16,7 @@ from trexlab.generators import create_generator
 from trexlab.plan.campaign import NETEM_PROBE, dut_passes
 from trexlab.trial import TrialSpec
 
-from labtools import VENV, changed_count, changed_tasks, node_state, playbook, run
+from labtools import VENV, changed_count, changed_tasks, gro, node_state, playbook, run
 
 pytestmark = pytest.mark.lab
 PLAY = "playbooks/dut-impairment.yml"
@@ -260,14 +260,6 @@ def test_delay_jitter_and_selective_delay_on_a_kernel_with_netem(lab, generator,
         apply(lab, "-e", "netem_state=absent")
     assert node_state(dut) == before, "absent removes exactly the qdiscs, classes, filters and rules it made"
     assert gro(dut) == own_gro, "absent gives each port its own GRO back"
-
-
-def gro(dut) -> dict[str, str]:
-    """Each test port's generic-receive-offload (on/off), in one login to the DUT."""
-    names = [dut.port(0).name, dut.port(1).name]
-    script = "for p in " + " ".join(names) + "; do ethtool -k $p | grep '^generic-receive-offload:'; done"
-    lines = run(*dut.command(["sh", "-c", script])).stdout.split()
-    return dict(zip(names, lines[1::2], strict=True))
 
 
 def nft_rules(dut) -> list[dict]:

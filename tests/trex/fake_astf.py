@@ -21,7 +21,10 @@ tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
 all) complete their handshake (a DUT that drops SYNs): the others carry
 nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
-``rpc_time``.
+``rpc_time``. ``get_stats``'s "global" section carries ``cpu_util`` (TRex's
+data-plane cores' utilisation, %, as lbr-trex-client's GlobalStats.to_dict
+names m_cpu_util) when one is declared, else nothing: a server whose figures
+the engine must not assume.
 
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
 last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
@@ -73,7 +76,7 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 class FakeAstfClient:
     def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
-                 refresh_phase=0.0):
+                 refresh_phase=0.0, cpu_util=None):
         # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
         # of a paced connection is exact only on a path of whole milliseconds: the fake takes no other.
         if abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9 or rtt_s <= 0:
@@ -83,6 +86,7 @@ class FakeAstfClient:
         self.established = established
         self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
         self.rpc_time, self.fail_at = rpc_time, fail_at
+        self.cpu_util = cpu_util
         self.clock = FakeClock()
         self.origin = self.clock.now
         self.synced_at = -math.inf  # the last refresh get_stats asked for
@@ -209,7 +213,8 @@ class FakeAstfClient:
             self.synced_at = self.clock.now
         self._done()
         ports = {port: {"opackets": 0, "ipackets": 0} for port in (0, 1)}
-        return {"global": {}, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
+        cpu = {} if self.cpu_util is None else {"cpu_util": self.cpu_util}
+        return {"global": cpu, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
                 "latency": {}}
 
     def get_flow_info(self, profile_id="_", duration=0, index=None):

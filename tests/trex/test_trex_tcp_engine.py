@@ -289,3 +289,21 @@ def test_the_baseline_rtt_carries_the_engines_resolution_and_the_interval_it_all
     bb = result["bottleneck_bandwidth_bps"]
     assert result["bdp_interval_bytes"] == [pytest.approx(bb * 19e-3 / 8), pytest.approx(bb * 21e-3 / 8)]
     assert "whole ticks" in result["baseline_rtt_method"] and "1 ms" in result["baseline_rtt_method"]
+
+
+def test_trexs_cpu_util_is_both_ends_cpu_and_a_saturated_tester_bounds_its_tests():
+    """TRex returns its data-plane cores' cpu_util with the counters (get_stats' global section): TRex plays both
+    ends, so it is the sender's and the receiver's figure, and a saturated TRex makes the test tester-bound. A server
+    that returns none leaves the CPU unknown and says so, never assumed idle."""
+    limit = rfc6349.ENDPOINT_CPU_SATURATED * 100
+    busy, idle = (limit + 100) / 2, limit / 2
+    for cpu in (busy, idle):
+        result, _ = run(engine(cpu_util=cpu), omit=1.0, tests=("download",))
+        download = result["tests"][0]["directions"]["download"]
+        assert download["sender_cpu_percent"] == download["receiver_cpu_percent"] == cpu
+        assert bool(download["tester_bound_reasons"]) == result["tester_bound"] == (cpu == busy)
+        assert "TRex's data-plane cores" in result["endpoint_cpu_method"]
+    silent, _ = run(engine(), omit=1.0, tests=("download",))
+    download = silent["tests"][0]["directions"]["download"]
+    assert download["sender_cpu_percent"] is None and download["cpu_limit_percent"] is None
+    assert not silent["tester_bound"] and any(n.startswith("endpoint CPU not judged") for n in silent["notes"])

@@ -392,8 +392,15 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             notes.append(f"{name}: {d['foreign']:,} test frame(s) of another trial, of the other direction or beyond "
                          "this trial's frames arrived (foreign): not this trial's, so not counted (an earlier "
                          "trial's frames: the DUT held them beyond that trial's receive tail)")
-        if d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration:  # a smaller slip: in the fields only
+        slipped = d.get("slip_ns", 0) * 1e-9 > SEND_OVERRUN_TOLERANCE * spec.duration  # a smaller slip: fields only
+        if slipped:
             notes.append(slip_note(name, d, report.get("catch_up_limit")))
+        if unsent := d["intended"] - d["sent"]:
+            notes.append(f"{name}: {unsent:,} of its {d['intended']:,} frames were never sent (the sender was still "
+                         "behind its schedule when swtester stops sending, past the duration): counted as lost, and "
+                         "the trial is stretched")
+        elif not slipped and d["send_duration"] > spec.duration * (1 + SEND_OVERRUN_TOLERANCE):
+            notes.append(overrun_note(name, d, spec.duration))
         if throttled := throttle_note(name, d, report):
             notes.append(throttled)
         if before is not None and after is not None:
@@ -509,6 +516,29 @@ def slip_note(name: str, direction: dict, limit: int | None) -> str:
             f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a catch-up burst above {behind} it "
             f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
             "tolerance: the trial is stretched")
+
+
+#: What overrun_note's note says first, after the direction's name: the name it is known by (tests that check a
+#: trial's counts, not its pacing, pass over it: tests/labtools.py notes_but_steal).
+OVERRUN_NOTE = "its last frame left late"
+
+
+def overrun_note(name: str, direction: dict, duration: float) -> str:
+    """What the trial's notes say when swtester's sender sent every frame, slipped its schedule by no more than the
+    overrun tolerance, and still sent its last frame beyond it (send_duration, from the trial's start to the moment
+    the last frame left, above duration * (1 + SEND_OVERRUN_TOLERANCE)): a stall of the sender near the trial's end,
+    which no later frame could absorb, so the frames were offered over a longer time than the load asks."""
+    figures = ""
+    if "max_lag_ns" in direction:  # an swtester without them (older builds) measured none
+        slip_ns = direction["slip_ns"]
+        figures = (f" (the sender lagged its schedule by up to {format_seconds(direction['max_lag_ns'] * 1e-9)}, "
+                   f"caught up in bursts of up to {direction['max_burst']} frames and "
+                   + (f"slipped {format_seconds(slip_ns * 1e-9)})" if slip_ns else "did not slip)"))
+    send_duration = direction["send_duration"]
+    return (f"{name}: {OVERRUN_NOTE}{figures}: sending took {format_seconds(send_duration)}, "
+            f"{format_seconds(send_duration - duration)} beyond the trial's {format_seconds(duration)}, more than "
+            f"the overrun tolerance ({SEND_OVERRUN_TOLERANCE:.1%}, {format_seconds(SEND_OVERRUN_TOLERANCE * duration)})"
+            ": the DUT was offered its frames over a longer time than the load asks, so the trial is stretched")
 
 
 #: What throttle_note's note says first, after the direction's name: the name it is known by (tests that check a

@@ -136,15 +136,24 @@ def check_same_run(parent: Path, provenance: dict) -> None:
                                                "(another run's directory: give another --results or campaign)")
 
 
+def figure_tester_bound(result: dict, figure: str) -> tuple[str, ...]:
+    """Why one headline figure may be the tester's limit: its own reasons where the result gives them per figure
+    (headline_tester_bound: a TCP test's saturated endpoint bounds that test's figures, not the path MTU), else every
+    reason of the result."""
+    per_figure = result.get("headline_tester_bound")
+    if isinstance(per_figure, dict) and figure in per_figure:
+        return tuple(per_figure[figure] or ())
+    return tuple(result.get("tester_bound_reasons") or ())
+
+
 def observation(result: dict, figure: str, repetition: int | None = None) -> Observation:
     """One repetition's headline figure with what limits it: censored (below min_rate) or tester-bound."""
     value = result.get("headline", {}).get(figure)
     below = (result.get("headline_below") or {}).get(figure)
     if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
-    return Observation(None if value is None else float(value), below,
-                       tuple(result.get("tester_bound_reasons") or ()), repetition,
-                       figure in (result.get("headline_at_least") or {}))
+    return Observation(None if value is None else float(value), below, figure_tester_bound(result, figure),
+                       repetition, figure in (result.get("headline_at_least") or {}))
 
 
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
@@ -181,7 +190,11 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
         method["tcp"] = {"mtu": params.get("mtu"), "bottleneck_bandwidth_bps": params.get("bottleneck_bandwidth"),
                          "window_bytes": params.get("window_bytes"), "connections": params.get("connections"),
                          "test_duration": params.get("test_duration"), "omit": params.get("omit"),
-                         "congestion_control": result.get("congestion_control")}
+                         "congestion_control": result.get("congestion_control"),
+                         # Whose CPU each test's endpoints figures are, and from what share of it a test counts as
+                         # tester-bound (None: a result written before they were recorded).
+                         "endpoint_cpu_method": result.get("endpoint_cpu_method"),
+                         "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent")}
     if "latency_floor_method" in result:  # a self-test: its latency floor figures' trial
         method["latency_floor"] = result["latency_floor_method"]
     if "bytes" in result and "congestion_control" in result:
@@ -244,7 +257,10 @@ def method_line(method: dict) -> str:
             f"window {tcp['window_bytes']} B per connection" if tcp["window_bytes"]
             else "window per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections",
             f"{tcp['connections']} connections, {tcp['test_duration']:g} s per test after {tcp['omit']:g} s omitted",
-            f"TCP congestion control {tcp['congestion_control'] or 'the endpoints default'}"]))
+            f"TCP congestion control {tcp['congestion_control'] or 'the endpoints default'}",
+            *([f"a test direction is tester-bound where an endpoint used {tcp['endpoint_cpu_saturated_percent']:g} % "
+               f"or more of all the CPU it can ({tcp['endpoint_cpu_method']})"]
+              if tcp.get("endpoint_cpu_method") else [])]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")

@@ -23,6 +23,11 @@ RFC 2544 procedures use:
    overhead per frame, or window / RTT when the window is smaller), the TCP
    transfer time ratio, TCP efficiency % (retransmitted bytes) and buffer delay %
    (RTT under load vs baseline).
+7. per direction, the CPU the sending and receiving ends used (the engine's
+   cpu_method): RFC 6349 wants test hosts that are not the limit of what they
+   measure, so a direction whose sender or receiver used nearly all the CPU it
+   can (ENDPOINT_CPU_SATURATED) is marked tester-bound, with a note: its
+   figures may be the host's, not the path's.
 
 Both engines give the same figures in the same result shape; only where the
 byte counts, retransmissions and RTTs come from differs (the engine's doc).
@@ -46,11 +51,20 @@ from typing import Any
 from trexlab.media import media_speed
 from trexlab.params import MAX_PORT, InvalidParameter, check_choice, check_range
 from trexlab.procedures import throughput
-from trexlab.procedures.common import MEDIA_FIELD, RunContext, TrialRunner
+from trexlab.procedures.common import CEILING_MARGIN, MEDIA_FIELD, RunContext, TrialRunner, tester_bound_fields
 from trexlab.spec.schema import HOST_PATTERN, doc
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
-from trexlab.tcp.iperf import MAX_DSCP, MAX_OMIT, MAX_STREAMS, MAX_TEST_DURATION, TcpTest, TcpTestResult, finite
+from trexlab.tcp.iperf import (
+    MAX_DSCP,
+    MAX_OMIT,
+    MAX_STREAMS,
+    MAX_TEST_DURATION,
+    DirectionStats,
+    TcpTest,
+    TcpTestResult,
+    finite,
+)
 from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
 from trexlab.trial import (
     MAX_FRAME_SIZE,
@@ -69,6 +83,12 @@ METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engin
 RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
+#: The share of all the CPU an end can use (DirectionStats.cpu_limit_percent) from which it counts as saturated and
+#: its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for test hosts that carry
+#: the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which a frame trial's rate
+#: counts as near the tester's own ceiling. A saturated end reads a few % below its limit: iperf3's figure divides
+#: its CPU time by a wall time that includes the connection set-up and the result exchange, and TRex smooths its own.
+ENDPOINT_CPU_SATURATED = 1 - CEILING_MARGIN
 
 
 def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
@@ -245,21 +265,53 @@ class Rfc6349Result:
     tests: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     trials: int = 0
+    endpoint_cpu_method: str = ""  # whose CPU the tests' sender/receiver_cpu_percent are, and how taken
+
+    #: Each headline test direction's figures: the field of its per-direction metrics -> the headline name's suffix.
+    HEADLINE_FIGURES = {"actual_tcp_throughput_bps": "tcp_throughput_bps", "transfer_time_ratio": "transfer_time_ratio",
+                        "tcp_efficiency_percent": "tcp_efficiency_percent",
+                        "buffer_delay_percent": "buffer_delay_percent"}
+
+    def _headline_directions(self):
+        """(headline name prefix, direction's dict) of the download, upload and bidirectional tests; the other tests
+        vary one thing (window, DSCP, connections): see result.tests."""
+        for test in self.tests:
+            name = test["test"]["name"]
+            if name in ("download", "upload", "bidirectional"):
+                for direction, d in test["directions"].items():
+                    yield (name if name == direction else f"{name}_{direction}"), d
 
     def headline(self) -> dict:
         figures = {"path_mtu_bytes": self.path_mtu, "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps,
                    "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes}
-        for test in self.tests:
-            name = test["test"]["name"]
-            if name not in ("download", "upload", "bidirectional"):
-                continue  # the other tests vary one thing (window, DSCP, connections): see result.tests
-            for direction, d in test["directions"].items():
-                prefix = name if name == direction else f"{name}_{direction}"
-                figures[f"{prefix}_tcp_throughput_bps"] = d["actual_tcp_throughput_bps"]
-                figures[f"{prefix}_transfer_time_ratio"] = d["transfer_time_ratio"]
-                figures[f"{prefix}_tcp_efficiency_percent"] = d["tcp_efficiency_percent"]
-                figures[f"{prefix}_buffer_delay_percent"] = d["buffer_delay_percent"]
+        for prefix, d in self._headline_directions():
+            figures.update({f"{prefix}_{suffix}": d[key] for key, suffix in self.HEADLINE_FIGURES.items()})
         return figures
+
+    def bottleneck_tester_bound(self) -> list[str]:
+        """Why the measured bottleneck bandwidth may be the tester's limit: its RFC 2544 search's reasons (none where
+        it was declared)."""
+        search = self.bb_search or {}
+        return [f"bottleneck bandwidth: {reason}" for reason in search.get("tester_bound_reasons") or []]
+
+    def headline_tester_bound(self) -> dict[str, list[str]]:
+        """Per headline figure, why it may be the tester's limit (empty: it is not, as far as the figures tell): a
+        test direction's figures carry its own endpoints' reasons; a tester-bound bottleneck bandwidth's reasons go
+        with every figure made from it (the BDP, the windows from it, the maximum achievable throughput behind the
+        transfer time ratio), all but the path MTU and the baseline RTT."""
+        from_bb = self.bottleneck_tester_bound()
+        bound = {name: [] if name in ("path_mtu_bytes", "baseline_rtt_s") else list(from_bb)
+                 for name in self.headline()}
+        for prefix, d in self._headline_directions():
+            for suffix in self.HEADLINE_FIGURES.values():
+                bound[f"{prefix}_{suffix}"] += d.get("tester_bound_reasons") or []
+        return bound
+
+    def tester_bound_reasons(self) -> list[str]:
+        """A tester-bound bottleneck bandwidth and every TCP test direction whose endpoints may have been its limit,
+        and why."""
+        return self.bottleneck_tester_bound() + [f"{where}: {reason}" for where, d in test_directions(self.tests)
+                                                 for reason in d.get("tester_bound_reasons") or []]
 
     def to_dict(self) -> dict:
         return {
@@ -277,6 +329,10 @@ class Rfc6349Result:
             "max_achievable_tcp_throughput_bps": self.max_achievable_bps, "ip_version": self.ip_version,
             "congestion_control": self.congestion_control, "tests": self.tests, "trials": self.trials,
             "notes": self.notes, "params": asdict(self.params), "headline": self.headline(),
+            "endpoint_cpu_method": self.endpoint_cpu_method,
+            "endpoint_cpu_saturated_percent": ENDPOINT_CPU_SATURATED * 100,
+            **tester_bound_fields(self.tester_bound_reasons()),
+            "headline_tester_bound": self.headline_tester_bound(),
         }
 
 
@@ -415,7 +471,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                          bdp, window, limit, link_max,
                          ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
                          bb_search, tests, notes,
-                         len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count)
+                         len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count, engine.cpu_method)
 
 
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
@@ -575,12 +631,24 @@ def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: floa
                                                                                 d.retransmitted_bytes)),
             "buffer_delay_percent": (tcp_metrics.buffer_delay_percent(d.rtt_mean_s, baseline_rtt)
                                      if d.rtt_mean_s else None),
+            "tester_bound_reasons": cpu_saturation(d),
         }
+
+
+def cpu_saturation(d: DirectionStats) -> list[str]:
+    """Why a direction's figures may be its endpoints' limit rather than the path's: its sender or receiver used
+    ENDPOINT_CPU_SATURATED or more of all the CPU it can (empty: neither, or not known: see result_notes)."""
+    if d.cpu_limit_percent is None:
+        return []
+    saturated = [f"{end} {value:.1f} %" for end, value in (("sender", d.sender_cpu_percent),
+                                                           ("receiver", d.receiver_cpu_percent))
+                 if value is not None and value >= ENDPOINT_CPU_SATURATED * d.cpu_limit_percent]
+    return [f"endpoint CPU saturated ({', '.join(saturated)} of {d.cpu_limit_percent:g} %)"] if saturated else []
 
 
 def result_notes(tests: list[dict]) -> list[str]:
     """What a reader must know to judge the metrics: figures that point at the method, not the path."""
-    notes = []
+    notes = cpu_notes(tests)
     above = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
                     if (d["transfer_time_ratio"] or 2) < 1})
     if above:
@@ -592,6 +660,35 @@ def result_notes(tests: list[dict]) -> list[str]:
     if below:
         notes.append(f"RTT under load below the baseline RTT ({', '.join(below)}): on this host the low-load "
                      "connection's RTT includes waking idle CPUs, which busy ones do not pay")
+    return notes
+
+
+def test_directions(tests: list[dict]):
+    """(test direction as a reader names it, its dict) of every TCP test: "download", "bidirectional upload"."""
+    for test in tests:
+        name = test["test"]["name"]
+        for direction, d in test["directions"].items():
+            yield (name if name == direction else f"{name} {direction}"), d
+
+
+def cpu_notes(tests: list[dict]) -> list[str]:
+    """The tests whose endpoints used nearly all their CPU (their figures may be the host's), and those whose
+    endpoints' CPU the engine did not report or reported as a sum that cannot tell (not judged)."""
+    notes = []
+    bound = [f"{where} ({', '.join(d['tester_bound_reasons'])})" for where, d in test_directions(tests)
+             if d.get("tester_bound_reasons")]
+    if bound:
+        notes.append(f"TESTER-BOUND: {'; '.join(bound)}: an endpoint used {ENDPOINT_CPU_SATURATED:.0%} or more of "
+                     "all the CPU it can, so these actual TCP throughputs (and the transfer time ratio, efficiency and "
+                     "buffer delay with them) may be the test host's limit, not the path's (RFC 6349 wants test hosts "
+                     "that carry the bottleneck bandwidth); give the endpoints CPU of their own, or let their TCP "
+                     "use segmentation offload, and measure again")
+    unknown = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
+                      if d.get("cpu_limit_percent") is None})
+    if unknown:
+        notes.append(f"endpoint CPU not judged ({', '.join(unknown)}): the engine reported no CPU figure, or one "
+                     "that sums the threads of several streams (iperf3 3.16 and later), in which one saturated "
+                     "stream cannot be told: whether the test hosts were the limit is not known")
     return notes
 
 

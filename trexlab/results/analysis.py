@@ -131,7 +131,8 @@ def _number(value) -> float | None:
 
 def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
     """Each repetition's value of a figure with what limits it (the columns load_campaigns flattened from
-    result.json: headline_below, tester_bound_reasons; below_minimum_load for results written before them)."""
+    result.json: headline_below, headline_tester_bound or else tester_bound_reasons; below_minimum_load for results
+    written before them)."""
     found = []
     for _, row in runs.iterrows():
         value = row.get(figure)
@@ -139,7 +140,10 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
         old = row.get("result.below_minimum_load")  # results written before headline_below
         if not _present(below) and figure == "throughput_fps" and _present(old) and bool(old):
             below = row.get("result.params.min_rate")
-        reasons = row.get("result.tester_bound_reasons")
+        # A figure's own reasons where the result gives them per figure (headline_tester_bound), else the result's.
+        reasons = row.get(f"result.headline_tester_bound.{figure}")
+        if not isinstance(reasons, list | tuple):
+            reasons = row.get("result.tester_bound_reasons")
         repetition = row.get("repetition")
         number = _number(repetition)
         at_least = _present(row.get(f"result.headline_at_least.{figure}"))  # no trial failed: a lower bound

@@ -24,6 +24,11 @@ sections "client" and "server"; descriptions from TRex's counter table):
 * connections: the client's ``m_est_flows`` (established, not closed) at both
   reads; a test with fewer than its connections up is refused, as iperf3
   fails a stream that cannot connect;
+* CPU: the global ``cpu_util`` get_stats returns with each read (TRex's
+  data-plane cores' utilisation, %, as TRex smooths it), the larger of the
+  two reads: TRex plays both ends of every connection on those cores, so it is
+  the sender's and the receiver's figure; a server that returns none leaves
+  the CPU unknown (None), never assumed idle;
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
@@ -49,7 +54,7 @@ from typing import Protocol
 from trexlab.generators.trex import TRexSession, load_client_api
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.tcp.iperf import DirectionStats, TcpTest, parse, run_tests
+from trexlab.tcp.iperf import FULL_CPU_PERCENT, DirectionStats, TcpTest, parse, run_tests
 from trexlab.testbed.endpoints import Endpoints, read_number
 from trexlab.testbed.inventory import Lab, LabError
 from trexlab.trial import GeneratorError
@@ -78,6 +83,8 @@ class TcpEngine(Protocol):
     #: How the engine's RTT samples are taken, for the result's baseline RTT method (its figure is within one
     #: rtt_resolution_s of the true smoothed RTT either way, rfc6349.baseline_rtt_interval).
     rtt_sampling: str
+    #: Whose CPU the results' sender_cpu_percent / receiver_cpu_percent are and how they were taken.
+    cpu_method: str
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -99,6 +106,10 @@ class Iperf3Engine:
     method = "iperf3"
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
+    cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
+                  "client node, remote_total on the server node): its user + system CPU time over the test's wall "
+                  "time, % of one CPU; an iperf3 before 3.16 runs every stream in one thread, so 100 % is all it can "
+                  "use. Kernel work done outside the process (softirq) is not in it")
 
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
@@ -137,6 +148,9 @@ class TRexAstfEngine(TRexSession):
     # floor(r) + 1 by where in a tick the segment left, so neither truncated nor rounded but within one tick.
     rtt_sampling = (f"TRex's smoothed RTT (flow dump), its samples whole ticks of its "
                     f"{TCP_CLOCK_TICK_S * 1e3:g} ms TCP clock")
+    cpu_method = ("TRex's data-plane cores, which play both ends: the global cpu_util TRex returns with the counters "
+                  "(its smoothed utilisation, %, the mean over those cores: one busy core among idle ones reads "
+                  "below 100 %), the larger of the reads after omit and at the end")
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
@@ -202,8 +216,9 @@ class TRexAstfEngine(TRexSession):
 
     # -- one group of concurrent tests ------------------------------------------------------------
 
-    def _snapshot(self, ids: list[str]) -> dict[str, tuple[float, dict]]:
-        """Every profile's counters, each with when the server took them (the middle of the reads' round trips).
+    def _snapshot(self, ids: list[str]) -> dict[str, tuple[float, dict, float | None]]:
+        """Every profile's counters, each with when the server took them (the middle of the reads' round trips) and
+        TRex's global cpu_util of the same read (None: the server returned none).
 
         TRex answers get_traffic_stats with the counters its master thread last refreshed, every 500 ms: that RPC
         does not refresh them, so read alone a value could be half a second old (over a 10 s test, 5 % of the
@@ -213,8 +228,9 @@ class TRexAstfEngine(TRexSession):
         snapshot = {}
         for pid in ids:
             before = self.clock()
-            traffic = self.client.get_stats(skip_zero=False, pid_input=pid)["traffic"]
-            snapshot[pid] = ((before + self.clock()) / 2, traffic)
+            stats = self.client.get_stats(skip_zero=False, pid_input=pid)
+            cpu = (stats.get("global") or {}).get("cpu_util")
+            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], None if cpu is None else float(cpu))
         return snapshot
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
@@ -231,27 +247,29 @@ class TRexAstfEngine(TRexSession):
             origin = self.clock()
             self.sleep(max(0.0, origin + omit - self.clock()))
             # A profile's counters start at zero when it starts: without omit, that is the first read.
-            first = self._snapshot(ids) if omit > 0 else {pid: (origin, {}) for pid in ids}
-            self.sleep(max(0.0, min(at for at, _ in first.values()) + duration - self.clock()))
+            first = self._snapshot(ids) if omit > 0 else {pid: (origin, {}, None) for pid in ids}
+            self.sleep(max(0.0, min(at for at, _, _ in first.values()) + duration - self.clock()))
             last = self._snapshot(ids)
             flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
         finally:
             for pid in started:
                 self.client.stop(pid_input=pid, is_remove=True)
-        last_at = max(at for at, _ in last.values())
+        last_at = max(at for at, _, _ in last.values())
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
         for pid, test in zip(ids, tests, strict=True):
             # TRex carries on with the connections that came up; fewer than the test's would be measured as its
             # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
-            up = min(established(read) for _, read in (first[pid], last[pid]) if read)
+            up = min(established(read) for _, read, _ in (first[pid], last[pid]) if read)
             if up < test.connections:
                 raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
                                      f"{test.connections} connections established while it was measured (the "
                                      "client's m_est_flows): the others' handshakes failed or they were dropped")
+        cpu = {pid: max((read[2] for read in (first[pid], last[pid]) if read[2] is not None), default=None)
+               for pid in ids}
         return [{name: direction_stats(name, test, first[pid][1], last[pid][1], last[pid][0] - first[pid][0],
-                                       flows[pid])
+                                       flows[pid], cpu[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
 
 
@@ -273,8 +291,9 @@ def established(stats: dict) -> int:
 
 
 def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds: float,
-                    flows: dict) -> DirectionStats:
-    """One direction of a test from two reads of its profile's counters and the flow dump."""
+                    flows: dict, cpu_percent: float | None = None) -> DirectionStats:
+    """One direction of a test from two reads of its profile's counters and the flow dump; cpu_percent: TRex's
+    cpu_util over the reads (None: not returned), its cores' figure for both ends, of which 100 % is all."""
     sender, receiver = ASTF_SIDES[name]
 
     def delta(section: str, *names: str) -> int:
@@ -290,7 +309,9 @@ def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds
         sent_bytes=delta(sender, "tcps_sndbyte_ok", "tcps_sndbyte"),
         retransmits=delta(sender, "tcps_sndrexmitpack"), mss=test.mss or 0, seconds=seconds,
         rtt_min_s=min(rtts) if rtts else None, rtt_mean_s=sum(rtts) / len(rtts) if rtts else None,
-        rtt_max_s=max(rtts) if rtts else None, counted_retransmitted_bytes=delta(sender, "tcps_sndrexmitbyte"))
+        rtt_max_s=max(rtts) if rtts else None, counted_retransmitted_bytes=delta(sender, "tcps_sndrexmitbyte"),
+        sender_cpu_percent=cpu_percent, receiver_cpu_percent=cpu_percent,
+        cpu_limit_percent=None if cpu_percent is None else FULL_CPU_PERCENT)
 
 
 def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:

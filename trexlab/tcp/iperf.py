@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 
@@ -37,6 +38,14 @@ MAX_INTERVAL = 60.0
 #: choice, not swtester's (generators.software.SWTESTER_GRACE): another program, other overheads (an iperf3 connects
 #: and exchanges its results over the network under test), so either may change without the other.
 IPERF3_GRACE = 30.0
+#: The first iperf3 that runs each stream in a thread of its own (3.16). Its CPU figure is the whole process's
+#: (getrusage(RUSAGE_SELF): every thread's user + system time over the test's wall time, % of one CPU) in every
+#: version: before 3.16 one thread serves every stream, so 100 % is all the process can use; from 3.16 on the threads'
+#: times add up, and one saturated stream's thread among several cannot be told from the sum.
+THREAD_PER_STREAM_IPERF3 = (3, 16)
+#: A CPU figure (%) of all the CPU it counts used: one CPU for a single-threaded iperf3, every data-plane core for
+#: TRex's cpu_util (the cores' mean).
+FULL_CPU_PERCENT = 100.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,13 @@ class DirectionStats:
     rtt_mean_s: float | None = None
     rtt_max_s: float | None = None
     counted_retransmitted_bytes: int | None = None  # where the engine counts them (TRex ASTF); iperf3 does not
+    # The CPU the sending and the receiving end used during the test, % (how: the engine's cpu_method); None: the
+    # engine did not report it.
+    sender_cpu_percent: float | None = None
+    receiver_cpu_percent: float | None = None
+    # The figure the ends' CPU reaches when all of what they can use is used (a single-threaded iperf3: one CPU, 100);
+    # None: not known from the figures (no figure, or an iperf3 that sums the threads of several streams).
+    cpu_limit_percent: float | None = None
 
     @property
     def retransmitted_bytes(self) -> int:
@@ -150,11 +166,34 @@ def _sender_rtts(streams: list[dict]) -> tuple[float | None, float | None, float
             _us(max(s["max_rtt"] for s in senders)))
 
 
+def cpu_limit(report: dict, connections: int) -> float | None:
+    """The CPU figure (%) of an iperf3 whose streams had all the CPU they can use: one CPU for an iperf3 that runs
+    every stream in one thread (before THREAD_PER_STREAM_IPERF3, not a "-mt" beta) or has one stream; None for one that
+    sums the threads of several streams (one of them saturated cannot be told from the sum) or says no version
+    (start.version, "iperf 3.12")."""
+    version = str((report.get("start") or {}).get("version", ""))
+    found = re.search(r"(\d+)\.(\d+)", version)
+    if not found:
+        return None
+    threaded = (int(found.group(1)), int(found.group(2))) >= THREAD_PER_STREAM_IPERF3 or "-mt" in version
+    return FULL_CPU_PERCENT if not threaded or connections == 1 else None
+
+
+def _percent(figures: dict, key: str) -> float | None:
+    value = figures.get(key)
+    return None if value is None else float(value)
+
+
 def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
     """Per direction, from an iperf3 client report with --get-server-output (both ends' views)."""
     if "error" in report:
         raise GeneratorError(f"iperf3: {report['error']}")
     end = report.get("end") or {}
+    # Each end's iperf3 process (the client's figure is host_total, the server's, sent in the result exchange,
+    # remote_total): the sender's and the receiver's of a direction, and in a bidirectional test both of each.
+    cpu = end.get("cpu_utilization_percent") or {}
+    client_cpu, server_cpu = _percent(cpu, "host_total"), _percent(cpu, "remote_total")
+    limit = cpu_limit(report, test.connections) if cpu else None
     server = report.get("server_output_json") or {}
     client_rtts = _sender_rtts(end.get("streams", []))
     server_rtts = _sender_rtts((server.get("end") or {}).get("streams", []))
@@ -162,6 +201,7 @@ def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
         or (1460 if test.ip_version == 4 else 1440)
     # The sums the client reports: sum_sent/sum_received are the test's main direction; with --bidir the
     # *_bidir_reverse pair is the server's sending.
+    ends = {"download": (server_cpu, client_cpu), "upload": (client_cpu, server_cpu)}  # (sender's, receiver's)
     pairs = {"download": [("download", "sum_sent", "sum_received", server_rtts)],
              "upload": [("upload", "sum_sent", "sum_received", client_rtts)],
              "bidirectional": [("upload", "sum_sent", "sum_received", client_rtts),
@@ -175,7 +215,8 @@ def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
         stats[name] = DirectionStats(
             direction=name, good_bytes=int(received["bytes"]), sent_bytes=int(sent["bytes"]),
             retransmits=int(sent.get("retransmits", 0)), mss=int(mss), seconds=float(received["seconds"]),
-            rtt_min_s=rtts[0], rtt_mean_s=rtts[1], rtt_max_s=rtts[2])
+            rtt_min_s=rtts[0], rtt_mean_s=rtts[1], rtt_max_s=rtts[2], sender_cpu_percent=ends[name][0],
+            receiver_cpu_percent=ends[name][1], cpu_limit_percent=limit)
     return stats
 
 

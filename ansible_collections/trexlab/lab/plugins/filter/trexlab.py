@@ -225,14 +225,14 @@ def root_qdisc_error(devices: list, probe_lines: list, record: dict) -> str:
 
 def reference_plan(settings: dict, ports: list[dict], state: str = "present") -> dict:
     """roles/dut_reference's plan: trexlab.reference_dut.plan, with a bad request as 'error' (one line)."""
-    result = {"error": None, "table": reference_dut.TABLE, "nft": "", "applied": {"nft": ""}}
+    result = {"error": None, "table": reference_dut.TABLE, "nft": "", "gro_off": [], "applied": {"nft": ""}}
     if state == "absent":
         return result
     try:
         plan = reference_dut.plan(_numbers(settings), ports)
     except InvalidParameter as exc:
         return {**result, "error": str(exc)}
-    return {**result, "nft": plan["nft"], "applied": {"nft": plan["nft"]}}
+    return {**result, "nft": plan["nft"], "gro_off": plan["gro_off"], "applied": {"nft": plan["nft"]}}
 
 
 def jool_plan(settings: dict, host: dict | None, state: str = "present") -> dict:

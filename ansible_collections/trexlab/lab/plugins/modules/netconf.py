@@ -114,7 +114,7 @@ options:
     type: dict
     default: {}
   pause:
-    description: Ethernet flow control per device, V(on) or V(off) for both directions.
+    description: Ethernet flow control per device, V(on) or V(off) for both directions (a YAML boolean is either).
     type: dict
     default: {}
   gso_max_segs:
@@ -127,10 +127,11 @@ options:
     default: {}
   gro:
     description:
-      - Generic receive offload per device, V(on) or V(off) (C(ethtool -K DEV gro)). With it on, the kernel merges
-        a flow's received frames into one packet of up to 64 KB before forwarding, so a rule or qdisc that acts on
-        every Nth packet or a share of packets (roles/netem) acts on merged packets, not on frames; V(off) keeps the
-        frames as received. Runtime only.
+      - Generic receive offload per device, V(on) or V(off) (a YAML boolean is either; C(ethtool -K DEV gro)).
+        With it on, the kernel merges a flow's received frames into one packet of up to 64 KB before forwarding, so
+        a rule or qdisc that acts on every Nth packet, a share or a rate of packets (roles/netem,
+        roles/dut_reference) acts on merged packets, not on frames; V(off) keeps the frames as received. Runtime
+        only.
     type: dict
     default: {}
   prune_routes_within:
@@ -385,6 +386,21 @@ def write_gro(dev: str, value: str) -> None:
     ethtool("-K", dev, "gro", value)
 
 
+#: The options whose per-device values are ethtool's on or off.
+ON_OFF_OPTIONS = ("pause", "gro")
+
+
+def on_off(option: str, dev: str, value) -> str:
+    """One device's declared value of an on/off option (ON_OFF_OPTIONS) as ethtool's word. YAML reads a bare on or
+    off as a boolean (and a role's Jinja may hand one over): True is on, False off. Anything else is a ValueError
+    of one line naming the option, the device and the allowed values."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value not in ("on", "off"):
+        raise ValueError(f"{option} {dev}: {value!r}, allowed on or off (or a YAML boolean)")
+    return value
+
+
 def same(now: str, target: str) -> bool:
     """Equal settings; hex CPU masks compare by value ('00000002' is '2')."""
     if now == target:
@@ -492,14 +508,9 @@ def main() -> None:
         declared = {sysctl_path(k): str(v) for k, v in p["sysctls"].items()}
         declared.update({path: str(v) for path, v in p["sysfs"].items()})
         declared.update({f"rx-flow-hash {key}": "".join(sorted(fields)) for key, fields in p["rx_flow_hash"].items()})
-        declared.update({f"pause {dev}": str(value) for dev, value in p["pause"].items()})
         declared.update({f"gso_max_segs {dev}": str(int(value)) for dev, value in p["gso_max_segs"].items()})
-        for dev, value in p["gro"].items():
-            # YAML reads a bare on/off as a boolean.
-            value = ("on" if value else "off") if isinstance(value, bool) else str(value)
-            if value not in ("on", "off"):
-                raise ValueError(f"gro {dev}: {value!r}, allowed on or off")
-            declared[f"gro {dev}"] = value
+        declared.update({f"{option} {dev}": on_off(option, dev, value)
+                         for option in ON_OFF_OPTIONS for dev, value in p[option].items()})
     except (KeyError, ValueError) as exc:
         module.fail_json(msg=f"bad declaration: {exc}")
     changes: list[str] = []
