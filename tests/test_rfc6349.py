@@ -80,8 +80,10 @@ class FakeEndpoints:
     """What trexlab.testbed.endpoints.Endpoints gives the procedures, for a declared path."""
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
-                 client_program=FAKE_IPERF3, http_bytes=1_048_576):
+                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=()):
         self.client = FakeNode("client", client_program)
+        # cpu_ticks: what cpu_ticks answers in turn ({"client": (busy, all), "server": ...}), then None (not read).
+        self._cpu_ticks = list(cpu_ticks)
         self.iperf3_ports = list(ports)
         self.congestion_control = "reno"
         self.client_facts = {"congestion_control": "reno"}
@@ -101,6 +103,9 @@ class FakeEndpoints:
 
     def tester_port_mtu(self, indexes):
         return self._mtu
+
+    def cpu_ticks(self):
+        return self._cpu_ticks.pop(0) if self._cpu_ticks else {"client": None, "server": None}
 
 
 class PathGenerator:

@@ -21,7 +21,8 @@ from test_rfc6349 import FakeEndpoints, PathGenerator, params, run
 
 from trexlab.plan.repetition import method_line, method_of, summarize_headlines
 from trexlab.procedures import rfc6349
-from trexlab.tcp.iperf import FULL_CPU_PERCENT, TcpTest, parse
+from trexlab.tcp.iperf import FULL_CPU_PERCENT, TcpTest, busy_percent, parse
+from trexlab.testbed.endpoints import node_cpu_ticks
 
 RECORDED = Path(__file__).parent / "data" / "iperf3"
 UPLOAD = RECORDED / "upload-4-streams-sender-saturated.json"
@@ -131,3 +132,48 @@ def test_the_threshold_is_one_share_of_the_limit(percent):
     d = parse(recorded(UPLOAD), TcpTest("upload", "upload", 4))["upload"]
     d = dataclasses.replace(d, sender_cpu_percent=percent, receiver_cpu_percent=None)
     assert bool(rfc6349.cpu_saturation(d)) == (percent >= (1 - CEILING_MARGIN) * FULL_CPU_PERCENT)
+
+
+#: This machine's /proc/stat (its first three lines) before and after a 2 s download through the forwarding namespace
+#: (another run than the recorded report's).
+STAT = Path(__file__).parent / "data" / "proc-stat"
+
+
+class CatNode:
+    """A node whose `cat` reads a recorded file instead of the one asked for (missing: a failed read)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["cat", str(self.path)]
+
+
+def test_a_nodes_cpus_busy_share_is_all_but_idle_and_iowait_of_its_proc_stat():
+    """/proc/stat's "cpu" line: user nice system idle iowait irq softirq steal (ticks, all CPUs); busy is all but
+    idle and iowait: softirq (the receiving stack) and steal count, as no endpoint could use them."""
+    before, after = (node_cpu_ticks(CatNode(STAT / f"{when}-a-download.txt")) for when in ("before", "after"))
+    columns = [[int(v) for v in (STAT / f"{when}-a-download.txt").read_text().split("\n")[0].split()[1:9]]
+               for when in ("before", "after")]
+    spent = [b - a for a, b in zip(*columns, strict=True)]
+    assert busy_percent(before, after) == pytest.approx(100 - (spent[3] + spent[4]) / sum(spent) * 100)
+    assert node_cpu_ticks(CatNode(STAT / "missing")) is None and busy_percent(None, after) is None
+
+
+@pytest.mark.parametrize("below", [False, True])
+def test_busy_endpoint_nodes_make_a_test_tester_bound(below):
+    """An iperf3 waiting for a CPU that other work took reads low on its own figure: the nodes' CPUs, all of them,
+    busy ENDPOINT_CPU_SATURATED of the test's time or more bound its figures too (the stand-in iperf3 reports no
+    CPU of its own)."""
+    total = 10_000
+    busy = round(rfc6349.ENDPOINT_CPU_SATURATED * total) - (1 if below else 0)
+    idle = {"client": (0, total), "server": (0, total)}
+    readings = [idle, {"client": (total // 10, 2 * total), "server": (total // 10, 2 * total)},  # baseline RTT
+                idle, {"client": (busy, 2 * total), "server": (0, 2 * total)}]  # the download: client node busy
+    result = run(PathGenerator(), params(mtu=1500, bottleneck_bandwidth=1e9, tests=("download",)),
+                 FakeEndpoints(cpu_ticks=readings)).to_dict()
+    download = result["tests"][0]["directions"]["download"]
+    assert download["receiver_node_busy_percent"] == pytest.approx(busy / total * 100)
+    assert download["sender_node_busy_percent"] == 0
+    expected = [] if below else [f"endpoint node CPUs busy (receiver {busy / total * 100:.1f} %)"]
+    assert download["tester_bound_reasons"] == expected and result["tester_bound"] == (not below)

@@ -23,10 +23,11 @@ RFC 2544 procedures use:
    overhead per frame, or window / RTT when the window is smaller), the TCP
    transfer time ratio, TCP efficiency % (retransmitted bytes) and buffer delay %
    (RTT under load vs baseline).
-7. per direction, the CPU the sending and receiving ends used (the engine's
-   cpu_method): RFC 6349 wants test hosts that are not the limit of what they
-   measure, so a direction whose sender or receiver used nearly all the CPU it
-   can (ENDPOINT_CPU_SATURATED) is marked tester-bound, with a note: its
+7. per direction, the CPU the sending and receiving ends used and how busy
+   their nodes' CPUs were (the engine's cpu_method): RFC 6349 wants test hosts
+   that are not the limit of what they measure, so a direction whose sender or
+   receiver used nearly all the CPU it can, or whose node's CPUs were nearly all
+   busy (ENDPOINT_CPU_SATURATED), is marked tester-bound, with a note: its
    figures may be the host's, not the path's.
 
 Both engines give the same figures in the same result shape; only where the
@@ -56,6 +57,7 @@ from trexlab.spec.schema import HOST_PATTERN, doc
 from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import (
+    FULL_CPU_PERCENT,
     MAX_DSCP,
     MAX_OMIT,
     MAX_STREAMS,
@@ -635,15 +637,24 @@ def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: floa
         }
 
 
+def _at_limit(ends: tuple[tuple[str, float | None], ...], limit: float | None) -> list[str]:
+    """The ends whose figure reached ENDPOINT_CPU_SATURATED of limit, as "sender 95.1 %"."""
+    return [] if limit is None else [f"{end} {value:.1f} %" for end, value in ends
+                                     if value is not None and value >= ENDPOINT_CPU_SATURATED * limit]
+
+
 def cpu_saturation(d: DirectionStats) -> list[str]:
     """Why a direction's figures may be its endpoints' limit rather than the path's: its sender or receiver used
-    ENDPOINT_CPU_SATURATED or more of all the CPU it can (empty: neither, or not known: see result_notes)."""
-    if d.cpu_limit_percent is None:
-        return []
-    saturated = [f"{end} {value:.1f} %" for end, value in (("sender", d.sender_cpu_percent),
-                                                           ("receiver", d.receiver_cpu_percent))
-                 if value is not None and value >= ENDPOINT_CPU_SATURATED * d.cpu_limit_percent]
-    return [f"endpoint CPU saturated ({', '.join(saturated)} of {d.cpu_limit_percent:g} %)"] if saturated else []
+    ENDPOINT_CPU_SATURATED or more of all the CPU it can, or its node's CPUs were that busy (with whatever ran there:
+    an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known (see result_notes)."""
+    reasons = []
+    if saturated := _at_limit((("sender", d.sender_cpu_percent), ("receiver", d.receiver_cpu_percent)),
+                              d.cpu_limit_percent):
+        reasons.append(f"endpoint CPU saturated ({', '.join(saturated)} of {d.cpu_limit_percent:g} %)")
+    if busy := _at_limit((("sender", d.sender_node_busy_percent), ("receiver", d.receiver_node_busy_percent)),
+                         FULL_CPU_PERCENT):
+        reasons.append(f"endpoint node CPUs busy ({', '.join(busy)})")
+    return reasons
 
 
 def result_notes(tests: list[dict]) -> list[str]:
@@ -679,10 +690,11 @@ def cpu_notes(tests: list[dict]) -> list[str]:
              if d.get("tester_bound_reasons")]
     if bound:
         notes.append(f"TESTER-BOUND: {'; '.join(bound)}: an endpoint used {ENDPOINT_CPU_SATURATED:.0%} or more of "
-                     "all the CPU it can, so these actual TCP throughputs (and the transfer time ratio, efficiency and "
-                     "buffer delay with them) may be the test host's limit, not the path's (RFC 6349 wants test hosts "
-                     "that carry the bottleneck bandwidth); give the endpoints CPU of their own, or let their TCP "
-                     "use segmentation offload, and measure again")
+                     "all the CPU it can, or its node's CPUs were that busy, so these actual TCP throughputs (and the "
+                     "transfer time ratio, efficiency and buffer delay with them) may be the test host's limit, not "
+                     "the path's (RFC 6349 wants test hosts that carry the bottleneck bandwidth); give the endpoints "
+                     "CPU of their own (nothing else running beside them), or let their TCP use segmentation "
+                     "offload, and measure again")
     unknown = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
                       if d.get("cpu_limit_percent") is None})
     if unknown:

@@ -54,7 +54,14 @@ from typing import Protocol
 from trexlab.generators.trex import TRexSession, load_client_api
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
-from trexlab.tcp.iperf import FULL_CPU_PERCENT, DirectionStats, TcpTest, parse, run_tests
+from trexlab.tcp.iperf import (
+    FULL_CPU_PERCENT,
+    DirectionStats,
+    TcpTest,
+    busy_percent,
+    parse,
+    run_tests,
+)
 from trexlab.testbed.endpoints import Endpoints, read_number
 from trexlab.testbed.inventory import Lab, LabError
 from trexlab.trial import GeneratorError
@@ -109,7 +116,9 @@ class Iperf3Engine:
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
                   "client node, remote_total on the server node): its user + system CPU time over the test's wall "
                   "time, % of one CPU; an iperf3 before 3.16 runs every stream in one thread, so 100 % is all it can "
-                  "use. Kernel work done outside the process (softirq) is not in it")
+                  "use. Kernel work done outside the process (softirq) is not in it, nor a CPU it waited for: "
+                  "sender_node_busy_percent and receiver_node_busy_percent are the nodes' CPUs, all of them, busy "
+                  "from before the test's iperf3 started to after it ended (/proc/stat: all but idle and iowait)")
 
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
@@ -127,8 +136,11 @@ class Iperf3Engine:
 
     def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         address = self.server_address(tests[0].ip_version)
-        return [parse(report, test) for test, report in
-                zip(tests, run_tests(self.endpoints.client, address, tests), strict=True)]
+        before = self.endpoints.cpu_ticks()
+        reports = run_tests(self.endpoints.client, address, tests)
+        after = self.endpoints.cpu_ticks()
+        busy = {role: busy_percent(before[role], after[role]) for role in before}
+        return [parse(report, test, busy) for test, report in zip(tests, reports, strict=True)]
 
     def close(self) -> None:
         pass

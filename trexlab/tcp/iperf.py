@@ -121,6 +121,10 @@ class DirectionStats:
     # The figure the ends' CPU reaches when all of what they can use is used (a single-threaded iperf3: one CPU, 100);
     # None: not known from the figures (no figure, or an iperf3 that sums the threads of several streams).
     cpu_limit_percent: float | None = None
+    # How busy the sending and the receiving node's CPUs were during the test, all of them together, % (node_cpu_ticks:
+    # whatever ran there, the endpoints, softirq work, other programs, time a hypervisor took); None: not read.
+    sender_node_busy_percent: float | None = None
+    receiver_node_busy_percent: float | None = None
 
     @property
     def retransmitted_bytes(self) -> int:
@@ -184,8 +188,17 @@ def _percent(figures: dict, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
-    """Per direction, from an iperf3 client report with --get-server-output (both ends' views)."""
+def busy_percent(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """% of a node's CPU time from `before` to `after` (testbed.endpoints.node_cpu_ticks) that was busy; None without
+    both reads or without a tick between them."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1]) * 100
+
+
+def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None = None) -> dict[str, DirectionStats]:
+    """Per direction, from an iperf3 client report with --get-server-output (both ends' views); node_busy: how busy
+    the "client" and "server" nodes' CPUs were over the test (busy_percent; None: not read)."""
     if "error" in report:
         raise GeneratorError(f"iperf3: {report['error']}")
     end = report.get("end") or {}
@@ -202,6 +215,8 @@ def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
     # The sums the client reports: sum_sent/sum_received are the test's main direction; with --bidir the
     # *_bidir_reverse pair is the server's sending.
     ends = {"download": (server_cpu, client_cpu), "upload": (client_cpu, server_cpu)}  # (sender's, receiver's)
+    busy = node_busy or {}
+    nodes = {"download": (busy.get("server"), busy.get("client")), "upload": (busy.get("client"), busy.get("server"))}
     pairs = {"download": [("download", "sum_sent", "sum_received", server_rtts)],
              "upload": [("upload", "sum_sent", "sum_received", client_rtts)],
              "bidirectional": [("upload", "sum_sent", "sum_received", client_rtts),
@@ -216,7 +231,8 @@ def parse(report: dict, test: TcpTest) -> dict[str, DirectionStats]:
             direction=name, good_bytes=int(received["bytes"]), sent_bytes=int(sent["bytes"]),
             retransmits=int(sent.get("retransmits", 0)), mss=int(mss), seconds=float(received["seconds"]),
             rtt_min_s=rtts[0], rtt_mean_s=rtts[1], rtt_max_s=rtts[2], sender_cpu_percent=ends[name][0],
-            receiver_cpu_percent=ends[name][1], cpu_limit_percent=limit)
+            receiver_cpu_percent=ends[name][1], cpu_limit_percent=limit, sender_node_busy_percent=nodes[name][0],
+            receiver_node_busy_percent=nodes[name][1])
     return stats
 
 

@@ -95,6 +95,10 @@ class Endpoints:
                 limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
         return min(limits)
 
+    def cpu_ticks(self) -> dict[str, tuple[int, int] | None]:
+        """(busy, all) CPU ticks since boot of the "client" and "server" nodes (node_cpu_ticks)."""
+        return {"client": node_cpu_ticks(self.client), "server": node_cpu_ticks(self.server)}
+
     def tester_port_mtu(self, indexes) -> int | None:
         """The smallest MTU of the tester ports `indexes` (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
@@ -108,6 +112,23 @@ def read_sysctl(node, name: str) -> int:
     if value is None:
         raise GeneratorError(f"node {node.name}: cannot read {name}")
     return value
+
+
+def node_cpu_ticks(node) -> tuple[int, int] | None:
+    """(busy, all) ticks of a node's CPUs since boot, from /proc/stat's "cpu" line (user nice system idle iowait irq
+    softirq steal): busy is all but idle and iowait, steal included (the hypervisor ran another guest while this one
+    had work: no CPU for the endpoints either). None where it cannot be read. The nodes of a namespace lab share the
+    host's kernel: each reads the host's."""
+    try:
+        result = subprocess.run(node.command(["cat", "/proc/stat"]), capture_output=True, text=True, timeout=30)
+        for line in result.stdout.splitlines():
+            fields = line.split()
+            if result.returncode == 0 and fields[:1] == ["cpu"]:
+                ticks = [int(value) for value in fields[1:9]]
+                return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    return None
 
 
 def read_number(node, path: str) -> int | None:
