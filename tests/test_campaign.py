@@ -127,6 +127,8 @@ def test_killed_campaign_resumes_with_no_repetition_lost_or_duplicated(tmp_path)
         os.killpg(runner.pid, signal.SIGKILL)
     finally:
         runner.wait(10)
+        runner.stdout.close()  # not left to the garbage collector, which warns of each pipe (a ResourceWarning)
+        runner.stderr.close()
     before = {r: (r / "result.json").read_bytes() for v in finished_reps(campaign_dir).values() for r in v}
     assert 2 <= len(before) < 8, "killed mid-campaign"
 

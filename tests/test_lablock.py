@@ -58,6 +58,7 @@ def test_a_second_campaign_is_refused_and_a_killed_ones_leftovers_are_stopped_be
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+        holder.stdout.close()  # not left to the garbage collector, which warns of it (a ResourceWarning)
     assert running(child), "SIGKILL of a campaign leaves its child running (what the lock's takeover is for)"
     lines = []
     with LabLock(lab(tmp_path), "campaign demo/c-resumed", lines.append):
@@ -91,6 +92,7 @@ def test_leftovers_are_stopped_once_they_have_ended_not_when_their_command_line_
     finally:
         large.kill()
         large.wait()
+        large.stdout.close()  # not left to the garbage collector, which warns of it (a ResourceWarning)
 
 
 def test_a_recorded_pid_now_belonging_to_another_process_is_left_alone():

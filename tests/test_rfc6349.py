@@ -4,10 +4,12 @@ stand-in for iperf3/curl on the client node that answers from the same declared 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +21,7 @@ from trexlab.params import InvalidParameter
 from trexlab.procedures import http_download, rfc6349
 from trexlab.procedures.common import RunContext
 from trexlab.tcp import engines as tcp_engines
+from trexlab.tcp import iperf
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import TcpTest, parse
 from trexlab.testbed.endpoints import LabView
@@ -515,3 +518,17 @@ def test_a_refused_bb_search_names_its_keys_as_the_spec_spells_them(overrides):
     keys = set(re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", message))
     assert keys and keys <= {f.name for f in dataclasses.fields(rfc6349.Params)}, message
     assert "\n" not in message
+
+
+def test_iperf3_clients_ended_early_leave_no_pipe_to_the_garbage_collector():
+    """run_tests starts the concurrent iperf3 clients at once; when one's report is refused, the others are ended
+    and their output pipes closed there, not left to the garbage collector (which warns: a ResourceWarning)."""
+    scripts = iter(["print('no report')", "import time; time.sleep(60)"])
+    client = SimpleNamespace(command=lambda argv: [sys.executable, "-c", next(scripts)])
+    tests = [TcpTest("first", duration=1, port=5201), TcpTest("second", duration=1, port=5202)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(GeneratorError, match=r"^iperf3 test 'first' printed no JSON report: exit status 0$"):
+            iperf.run_tests(client, "198.18.0.2", tests)
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -114,7 +114,7 @@ class Dut:
 
     def file(self, name: str) -> str | None:
         path = os.path.join(self.state_dir, name)
-        return open(path).read() if os.path.exists(path) else None
+        return Path(path).read_text() if os.path.exists(path) else None
 
     def state(self) -> dict:
         """Everything of Jool and of this role on the host: module, instances, the state directory's files."""

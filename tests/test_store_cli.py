@@ -65,6 +65,7 @@ def test_trials_are_appended_as_they_end_and_a_cut_line_is_ignored(tmp_path):
     assert not store.is_finished(tmp_path / "run")
     trials = store.load_trials(tmp_path)
     assert list(trials["spec.offered_load"]) == [1e4, 2e4]
+    run.close()  # its trial log: not left to the garbage collector, which warns of it (a ResourceWarning)
 
 
 def test_every_name_the_store_makes_is_fsynced_in_its_directory(tmp_path, monkeypatch):

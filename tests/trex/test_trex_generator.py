@@ -1,11 +1,13 @@
 """The TRex generator against a fake client: calls, streams, rates, counters and latency in TRex's shape."""
 
+import gc
 import math
 import os
 import socket
 import struct
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -444,11 +446,14 @@ time.sleep(60)
 def test_a_tunnel_whose_local_port_was_taken_before_ssh_bound_it_tries_other_ports(tmp_path, monkeypatch):
     """The local ports are free when the tunnel chooses them, not always when ssh binds them: another process of the
     machine may take one in between (make test's other workers bind ports there too). ssh cannot forward it and
-    exits; the tunnel chooses other ports and starts ssh again, as the port's owner is none of its business."""
+    exits; the tunnel chooses other ports and starts ssh again, as the port's owner is none of its business. The
+    pipe of each ssh's stderr is closed by the tunnel, the failed one's and the last one's: none is left to the
+    garbage collector, which warns of it (a ResourceWarning that Python ignores unless asked)."""
     (tmp_path / "ssh").write_text(FAKE_SSH.format(python=sys.executable))
     (tmp_path / "ssh").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    with socket.socket() as other:
+    with socket.socket() as other, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
         other.bind(("127.0.0.1", 0))
         other.listen()
         taken = other.getsockname()[1]
@@ -462,6 +467,9 @@ def test_a_tunnel_whose_local_port_was_taken_before_ssh_bound_it_tries_other_por
             assert len(chosen) == 2 and tunnel.local_ports == (chosen[1],) != (taken,)
         finally:
             tunnel.close()
+        del tunnel
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_the_client_of_the_installed_trex_comes_first(tmp_path, monkeypatch):

@@ -182,8 +182,10 @@ class SSHTunnel:
                                         stderr=subprocess.PIPE, text=True)
         while not self._listening():
             if self.process.poll() is not None or time.monotonic() > end:
-                self.close()
-                return (self.process.stderr.read() or "").strip() if self.process.stderr else ""
+                self._end()
+                said = self.process.stderr.read() if self.process.stderr else ""
+                self.close()  # its pipe: the next attempt's Popen takes self.process
+                return (said or "").strip()
             time.sleep(0.1)
         return None
 
@@ -195,6 +197,13 @@ class SSHTunnel:
         return len(listening) == len(self.local_ports) and set(listening.values()) <= _socket_inodes(self.process.pid)
 
     def close(self) -> None:
+        """End ssh and close the pipe of its stderr, which the garbage collector would otherwise close (and warn
+        of: a ResourceWarning)."""
+        self._end()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+    def _end(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
             try:

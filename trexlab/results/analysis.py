@@ -28,7 +28,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
-from trexlab.results.store import PROVENANCE, dumps, load_runs, read_json, read_point_log, write_columnar_tree
+from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS
 from trexlab.trial import format_seconds
 
@@ -62,35 +62,47 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
     (its last dotted part, e.g. destination_networks), and the procedure's
     headline figures (e.g. throughput_fps, forward_typical_s).
     """
-    frames = []
+    # One table built at once from every campaign's rows. Columns set one at a time on each campaign's table,
+    # then the tables concatenated over campaigns whose columns differ, left it in about a block per column (115
+    # besides the text columns for the VM lab's three RFC 2544 campaigns beside a download campaign): every later
+    # operation paid for them, and the next column a caller added raised pandas' PerformanceWarning. Each
+    # column's type is now inferred once over its rows (a parameter null in one campaign and a number in another:
+    # float, NaN where null; no longer object).
+    rows: list[dict] = []
+    repetitions: list[int | None] = []
+    columns: dict[str, None] = {}  # each campaign's, in order: what concatenating the campaigns' tables gave
     for campaign in campaign_dirs(paths):
         manifest = json.loads((campaign / "campaign.json").read_text())
-        runs = load_runs(campaign)
-        if runs.empty:
+        runs = run_rows(campaign)
+        if not runs:
             continue
-        runs = runs[runs["finished"]].copy()
+        flat = dict.fromkeys(name for run in runs for name in run)  # load_runs' columns, of unfinished runs too
         procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
-        if procedure and "provenance.procedure" in runs:  # not the throughput runs a latency campaign's rate came from
-            runs = runs[runs["provenance.procedure"] == procedure].copy()
-        runs["experiment"] = manifest["experiment"]
-        runs["campaign"] = manifest["campaign"]
-        runs["point"] = runs["provenance.point"]
-        runs["repetition"] = pd.Series([_repetition(value, run) for value, run in
-                                        zip(runs["provenance.repetition"], runs["run"], strict=True)],
-                                       index=runs.index, dtype=object)
+        finished = [run for run in runs if run["finished"]]
+        if procedure and "provenance.procedure" in flat:  # not the throughput runs a latency campaign's rate came from
+            finished = [run for run in finished if run.get("provenance.procedure") == procedure]
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
-        for key in sweep:
-            column = f"provenance.sweep.{key}"
-            if column in runs:
-                runs[key.rsplit(".", 1)[-1]] = runs[column].map(_hashable)
-        runs["sweep_keys"] = [tuple(k.rsplit(".", 1)[-1] for k in sweep)] * len(runs)
-        headline = [c for c in runs.columns if c.startswith("result.headline.")]
-        runs["figure_keys"] = [tuple(c.removeprefix("result.headline.") for c in headline)] * len(runs)
-        runs = runs.rename(columns={c: c.removeprefix("result.headline.") for c in headline})
-        frames.append(runs)
-    if not frames:
+        swept = {key.rsplit(".", 1)[-1]: f"provenance.sweep.{key}" for key in sweep
+                 if f"provenance.sweep.{key}" in flat}
+        renamed = {name: name.removeprefix("result.headline.") for name in flat}
+        sweep_keys = tuple(k.rsplit(".", 1)[-1] for k in sweep)
+        figure_keys = tuple(renamed[name] for name in flat if name.startswith("result.headline."))
+        for run in finished:
+            row = {renamed[name]: value for name, value in run.items()}
+            row.update(experiment=manifest["experiment"], campaign=manifest["campaign"],
+                       point=run.get("provenance.point", math.nan))
+            row.update({short: _hashable(run[column]) for short, column in swept.items() if column in run})
+            row.update(sweep_keys=sweep_keys, figure_keys=figure_keys)
+            rows.append(row)
+            repetitions.append(_repetition(run.get("provenance.repetition"), run["run"]))
+        columns.update(dict.fromkeys([*renamed.values(), "experiment", "campaign", "point", "repetition", *swept,
+                                      "sweep_keys", "figure_keys"]))
+    if not columns:
         return pd.DataFrame(columns=["experiment", "campaign", "point", "repetition"])
-    return pd.concat(frames, ignore_index=True)
+    table = pd.DataFrame(rows, columns=list(columns))
+    # A whole number or None (a run without one): inferred, None would make every repetition a float.
+    table["repetition"] = pd.Series(repetitions, index=table.index, dtype=object)
+    return table
 
 
 def _repetition(value, run: str) -> int | None:
@@ -650,6 +662,12 @@ def impairment_labels(runs: pd.DataFrame) -> pd.Series:
     return runs.apply(label, axis=1) if len(runs) else pd.Series(dtype=str)
 
 
+def _sweep_order(values: Iterable) -> tuple:
+    """Sweep values in order, a missing one (a point of a campaign that did not sweep it) last: sorting never
+    compares NaN with a frame size (a tuple), which neither Python nor pandas can."""
+    return tuple((not _present(value), value if _present(value) else 0) for value in values)
+
+
 def _impairment_order(label: str) -> tuple:
     numbers = [float(x) for x in label.replace("±", " ").split() if x.replace(".", "", 1).isdigit()]
     return (label.split(" ")[0] != "none", numbers, label)
@@ -688,26 +706,33 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                        f"{title} 99th percentile (s)": s["p99"]}
     if not rfc2544_runs.empty:
         other = rfc2544_runs.assign(impairment=impairment_labels(rfc2544_runs))
-        sweep = sweep_columns(other)
         for figure in figure_columns(other):
-            keys = ["experiment", "impairment", *[k for k in sweep if k not in IMPAIRMENT_KEYS]]
-            for key, group in other.groupby(keys, dropna=False, sort=True):
-                experiment, label, *values = key
-                if label not in rows:
+            # Each experiment over its own figures and sweep. Over all experiments' sweeps, one that did not sweep a
+            # key had it NaN ("frame_size=nan" in its headings) and pandas sorted those NaN beside the others'
+            # frame sizes, tuples, by a fallback it deprecates (a Pandas4Warning); and a figure it never measured
+            # made an empty column (gaming-delay's latency beside gaming-selective-delay's).
+            for (experiment,), runs in other.groupby(["experiment"], sort=True):
+                if figure not in figure_columns(runs):
                     continue
-                where = ", ".join(f"{k}={v}" for k, v in zip(keys[2:], values, strict=True))
-                check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
-                column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
-                # Each repetition as every table reads it: a search that ended below min_rate is an observation
-                # below it (a median among such reads "< min_rate"), never left out, which raised the median.
-                # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
-                # (only a rate: a tester cannot lower a delay).
-                summary = summarize(observations(group, figure), held_down_by_tester(figure))
-                median = summary["median"]
-                rows[label][column] = (
-                    median if is_censored(median) else
-                    LOWER_BOUND_MARK + shown(median, figure_format(figure), figure_scale(figure))
-                    if summary["median_lower_bound"] else median * figure_scale(figure))
+                keys = ["impairment", *[k for k in sweep_columns(runs) if k not in IMPAIRMENT_KEYS]]
+                groups = runs.groupby(keys, dropna=False, sort=False)
+                for key, group in sorted(groups, key=lambda item: _sweep_order(item[0][1:])):
+                    label, *values = key
+                    if label not in rows:
+                        continue
+                    where = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], values, strict=True))
+                    check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
+                    column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                    # Each repetition as every table reads it: a search that ended below min_rate is an observation
+                    # below it (a median among such reads "< min_rate"), never left out, which raised the median.
+                    # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
+                    # (only a rate: a tester cannot lower a delay).
+                    summary = summarize(observations(group, figure), held_down_by_tester(figure))
+                    median = summary["median"]
+                    rows[label][column] = (
+                        median if is_censored(median) else
+                        LOWER_BOUND_MARK + shown(median, figure_format(figure), figure_scale(figure))
+                        if summary["median_lower_bound"] else median * figure_scale(figure))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
     return table.reset_index()

@@ -253,9 +253,8 @@ def _flatten(prefix: str, data, out: dict) -> None:
         out[prefix] = data
 
 
-def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.DataFrame:
-    """One row per run: run dir, finished flag, flattened provenance and result (lists kept whole)."""
-    import pandas as pd
+def run_rows(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> list[dict]:
+    """One dict per run: run dir, finished flag, flattened provenance and result (lists kept whole)."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     rows = []
@@ -265,7 +264,13 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.Data
         if row["finished"]:
             _flatten("result", read_json(run / RESULT), row)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return rows
+
+
+def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> pd.DataFrame:
+    """run_rows as a table, one row per run."""
+    import pandas as pd
+    return pd.DataFrame(run_rows(paths))
 
 
 def read_trials(run: str | os.PathLike) -> list[dict]:

@@ -264,6 +264,11 @@ def run_tests(client, server_address: str, tests: list[TcpTest]) -> list[dict]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            # The pipes of a client whose report was not read (another test failed first): closed here, not by
+            # the garbage collector, which warns of each (a ResourceWarning). communicate() closed the others.
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
     return reports
 
 
