@@ -129,7 +129,8 @@ def test_counters_not_read_after_the_trial_are_said_not_cross_checked():
                              after=agreed).notes == ()
 
 
-@pytest.mark.parametrize("count", ["wrong_length", "zero_checksum", "atomic_fragments", "ipv4_options"])
+@pytest.mark.parametrize("count", ["wrong_length", "zero_checksum", "atomic_fragments", "ipv4_options",
+                                   "bad_checksum"])
 def test_frames_the_dut_changed_are_in_the_nftables_cross_check(count):
     """nftables counts every test frame that reaches the port, also one the receiver counts as lost because the DUT
     padded or cut it or wrote a UDP checksum of zero over IPv6: the cross-check compared nftables' count with the
@@ -173,6 +174,10 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
     ("ipv4_options", "forward: 1,000 test frame(s) arrived with IPv4 options the frames sent had not (forwarding "
                      "adds none, nor does a SIIT translator, RFC 7915 section 5.1): changed by the DUT, so counted as "
                      "lost"),
+    ("bad_checksum", "forward: 1,000 test frame(s) arrived with a UDP checksum that does not verify over their "
+                     "pseudo-header (the addresses they arrived with), UDP header and payload, which every receiver "
+                     "discards (RFC 768, RFC 8200 section 8.1; a translator must update it for its new addresses, RFC "
+                     "7915): not frames a host would take, so counted as lost"),
 ])
 def test_test_frames_that_arrived_fragmented_or_of_another_length_are_said_lost(count, note):
     """swtester counts a test frame whose first fragment arrived in `fragments`, one that arrived padded or cut in

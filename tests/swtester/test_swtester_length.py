@@ -56,6 +56,29 @@ def with_ipv4_options(f, keep_length):
     udp[6:8] = udp[6:8] if any(udp[6:8]) else b"\\xff\\xff"  # 0 is no checksum (RFC 768)
     return f[:2] + bytes(ip) + bytes(udp)
 
+def with_udp_checksum(f):
+    # The frame (IPv4 without options, or IPv6 without extension headers) with its UDP checksum made again over the
+    # addresses it has now (a translator's new ones, RFC 7915).
+    start = 22 if f[:2] == b"\\x08\\x00" else 42
+    udp = bytearray(f[start:])
+    udp[6:8] = bytes(2)
+    udp[6:8] = checksum(f[start - (8 if start == 22 else 32):start] + bytes([0, 17]) + bytes(udp[4:6]) + bytes(udp))
+    udp[6:8] = udp[6:8] if any(udp[6:8]) else b"\\xff\\xff"  # 0 is no checksum (RFC 768)
+    return f[:start] + bytes(udp)
+
+def with_ipv4_source(f):
+    # The IPv4 frame from another source address (its last byte changed), its header checksum made again; its UDP
+    # checksum as it was.
+    ip = bytearray(f[2:22])
+    ip[15] ^= 1
+    ip[10:12] = bytes(2)
+    ip[10:12] = checksum(bytes(ip))
+    return f[:2] + bytes(ip) + f[22:]
+
+def with_last_byte_changed(f):
+    # A byte of the padding after the test payload, the frame's last, changed: what a corrupting DUT may do.
+    return f[:-1] + bytes([f[-1] ^ 1])
+
 def ipv6_fragments(f, n, first):
     # An IPv6 frame (next header UDP) as the DUT fragments it: the first fragment (offset 0, More set) with the
     # datagram's first `first` bytes (a multiple of 8: the header and test payload), the later one (offset `first`,
@@ -117,6 +140,9 @@ CHANGE = {
                             " + f[9:42] + bytes([17, 0, 0, 0]) + n.to_bytes(4, 'big') + f[42:]"),
     # IPv4 options the frame sent had not: every other frame 4 bytes longer, the others of the length sent.
     "ipv4_options": (4, "lambda f, n: with_ipv4_options(f, n % 2 == 0)"),
+    # A UDP checksum that does not verify: every other frame from another source address (the last byte of the IPv6
+    # header's, at 10-25) without its checksum updated, the others with a byte of their padding changed.
+    "bad_checksum": (6, "lambda f, n: f[:25] + bytes([f[25] ^ 1]) + f[26:] if n % 2 else with_last_byte_changed(f)"),
 }
 
 
@@ -155,6 +181,32 @@ def test_a_frame_the_dut_changed_counts_as_such_not_as_received(binary, tester_a
     # CHANGED_COUNTS (its note, the cross-check) fails here.
     read = {*REPORT_COUNTS, *REPORT_TAGS, *(changed.key for changed in CHANGED_COUNTS), *NOT_FRAME_COUNTS}
     assert {key for key, value in forward.items() if type(value) is int} <= read
+
+
+#: IPv4 frames longer than the counting program's copy of CHECKSUM_CHUNK (400) bytes, twice, of an odd length (the
+#: checksum's last word holds 3 bytes).
+LONG_FRAME = 1001
+
+
+@pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])
+def test_the_udp_checksum_is_verified_over_the_addresses_the_frame_arrived_with_and_all_of_it(binary, tester_and_dut,
+                                                                                             method):
+    """swtester counted a test frame whose UDP checksum does not verify as received: a DUT that rewrites addresses and
+    updates the checksum wrongly or not at all (a SIIT translator must, RFC 7915), or corrupts a byte, showed no loss
+    although every receiving host discards such a frame. Here, in turn: a frame from another source address with
+    its checksum made again for it (received: the pseudo-header is the one the frame arrived with), one with a
+    checksum of zero (none over IPv4, RFC 768: received), one from another source address with its checksum as sent
+    and one with the last byte of its padding changed (bad_checksum, not received)."""
+    change = ("lambda f, n: [with_udp_checksum(with_ipv4_source(f)), f[:28] + bytes(2) + f[30:], with_ipv4_source(f), "
+              "with_last_byte_changed(f)][n % 4]")
+    forward = forwarded(binary, tester_and_dut, method, 4, change, "--size0", str(LONG_FRAME), "--size1",
+                        str(LONG_FRAME))
+    intended = round(RATE * DURATION)
+    bad = sum(1 for n in range(intended) if n % 4 >= 2)
+    assert forward["bad_checksum"] == bad and forward["received"] == intended - bad, forward
+    others = {key: forward[key] for key in ("foreign", "duplicates", "reordered", "late",
+                                            *(c.key for c in CHANGED_COUNTS if c.key != "bad_checksum"))}
+    assert not any(others.values()), others
 
 
 @pytest.mark.parametrize("method", ["tcx", "bpf", "ring"])

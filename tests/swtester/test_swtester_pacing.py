@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from trexlab.generators.software import THROTTLE_NOTE, trial_from_report
-from trexlab.trial import TrialSpec
+from trexlab.trial import TrialSpec, format_seconds
 
 from labtools import REPO, run
 
@@ -109,8 +109,16 @@ def test_a_stalled_sender_reports_its_lag_bursts_its_limit_and_slips_the_rest(bi
     assert result.stretched and result.directions["forward"].send_slip >= 0.9 * STALL - caught_up
     assert any("moved its schedule" in note and "the trial is stretched" in note for note in result.notes)
     # Stopped, the sender did not wait runnable: its stall is not the realtime throttle's, and no note says it is.
+    # Unless the machine itself kept it waiting runnable as long as a throttled sender waits (a clean clone's make
+    # test beside other workers' test runs: between 25 and 50 ms): then the note is due, and says how long.
     assert 0 <= forward["send_waited_ns"] < STALL * 1e9 / 2
-    assert not any(THROTTLE_NOTE in note for note in result.notes), result.notes
+    throttled = [note for note in result.notes if THROTTLE_NOTE in note]
+    runtime, period = report["rt_runtime_us"], report["rt_period_us"]
+    if not 0 <= runtime < period or forward["send_waited_ns"] < (period - runtime) * 1e3 / 2:
+        assert throttled == [], result.notes
+    else:
+        assert len(throttled) == 1 and f"waited runnable {format_seconds(forward['send_waited_ns'] * 1e-9)}" in \
+            throttled[0], result.notes
 
 
 #: A thread that keeps its CPU busy until its deadline (argv[1], CLOCK_MONOTONIC s), bounded by itself: realtime

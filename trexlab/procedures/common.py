@@ -274,8 +274,9 @@ class TrialRunner:
                          f"netdev_max_backlog) in {trials} trial(s): the host's loss, counted as loss, and those "
                          "trials as failed, so the result may be a lower bound")
         if self.run_again:
-            notes.append(f"{self.run_again} trial(s) stretched with every frame sent (the tester's schedule slipped: "
-                         "the machine stalled it) were run again; only the repeat counts, both are logged")
+            notes.append(f"{self.run_again} trial(s) stretched with every frame sent (the tester's schedule slipped, "
+                         "or its last frame left late: the machine stalled it) were run again; only the repeat counts, "
+                         "both are logged")
         if self.run_again_host_drops:
             notes.append(f"{self.run_again_host_drops} trial(s) in which the host's receive backlog dropped frames "
                          "were run again; only the repeat counts, both are logged")
