@@ -257,3 +257,13 @@ def test_each_method_line_as_measured_names_the_points_it_comes_from(tmp_path):
                                                                                 "rate": 1000.0}}))
     lines = [line for line in analysis.method_disclosure(tmp_path).splitlines() if "as measured" in line]
     assert lines == [f"- as measured at every point (3): RFC 8219 latency\\; offered load 1000 fps{known}"], lines
+
+
+def test_a_parameter_loaded_as_float_beside_a_campaign_without_it_is_the_same_integer():
+    """A campaign's integer parameter reads 4550.0 where it was loaded with a campaign lacking it (the column is
+    float then); compared with a campaign loaded alone (4550), the two were measured alike, not otherwise."""
+    alone = pd.DataFrame({"provenance.procedure": ["rfc2544"], "provenance.params.resolution": [4550]})
+    beside = pd.DataFrame({"provenance.procedure": ["rfc2544"] * 2, "provenance.params.resolution": [4550.0, 4550.0]})
+    assert analysis.measured_otherwise(alone, beside) is None
+    other = beside.assign(**{"provenance.params.resolution": [4550.5, 4550.5]})
+    assert "resolution 4550 in A, 4550.5 in B" in analysis.measured_otherwise(alone, other)

@@ -214,6 +214,15 @@ def values_of(runs: pd.DataFrame, column: str) -> set[str]:
     return {dumps(None if isinstance(v, float) and math.isnan(v) else v) for v in runs[column]}
 
 
+def differ(a: pd.DataFrame, b: pd.DataFrame, column: str) -> bool:
+    """Whether a column's distinct values differ between a and b, a whole float being the integer it is: a column of
+    integers is float where a campaign loaded beside it lacks the value, and its 4550.0 is then the other's 4550."""
+    def distinct(runs: pd.DataFrame) -> set[str]:
+        return {dumps(None if math.isnan(v) else int(v) if v.is_integer() else v) if isinstance(v, float) else
+                dumps(v) for v in runs[column]}
+    return distinct(a) != distinct(b)
+
+
 def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, ...] = METHOD,
                        labels: tuple[str, str] = ("A", "B")) -> str | None:
     """The first of the conditions (column prefixes) in which repetitions a and b differ, with both values (named by
@@ -224,7 +233,8 @@ def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, 
         if (not column.startswith(conditions) or column in NOT_CONDITIONS or column not in b
                 or (measured_rate and column == "provenance.params.rate")):
             continue
-        if (first := values_of(a, column)) != (second := values_of(b, column)):
+        if differ(a, b, column):
+            first, second = values_of(a, column), values_of(b, column)
             return (f"{column.removeprefix('provenance.')} {' / '.join(sorted(first))} in {labels[0]}, "
                     f"{' / '.join(sorted(second))} in {labels[1]}")
     return None

@@ -189,9 +189,8 @@ def _tester_notes(a: pd.DataFrame | None, b: pd.DataFrame | None) -> list[str]:
     if a is None or b is None:
         return []
     values = analysis.values_of
-    return [f"{label}: {' / '.join(sorted(first))} in A, {' / '.join(sorted(second))} in B"
-            for column, label in TESTER.items()
-            if column in a and column in b and (first := values(a, column)) != (second := values(b, column))]
+    return [f"{label}: {' / '.join(sorted(values(a, column)))} in A, {' / '.join(sorted(values(b, column)))} in B"
+            for column, label in TESTER.items() if column in a and column in b and analysis.differ(a, b, column)]
 
 
 def _groups(runs: pd.DataFrame, sweep: list[str]):
