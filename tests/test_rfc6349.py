@@ -91,7 +91,7 @@ class FakeEndpoints:
         self.congestion_control = "reno"
         self.client_facts = {"congestion_control": "reno"}
         self.facts = {"http_path": "/download.bin", "http_port": 80, "http_file_bytes": http_bytes,
-                      "iperf3_ports": list(ports)}
+                      "iperf3_ports": list(ports), "segmentation_offload": False}
         self.http_file_bytes = http_bytes
         self._limit, self._mtu = window_limit, tester_mtu
 
@@ -208,6 +208,10 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     assert set(result) <= declared, set(result) - declared
     assert ("path MTU found by Don't-Fragment trials; bottleneck bandwidth by RFC 2544 throughput at the MTU; window "
             "per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections; 4 connections") in line
+    # How the endpoints' TCP cut its frames (roles/tcp_endpoints' default: one segment per packet): a figure of
+    # super-frames costs the hosts far less per byte.
+    assert result["segmentation_offload"] is False
+    assert "the endpoints' TCP sends frames of at most the MTU (one segment per packet)" in line
 
 
 def test_a_tester_bound_bottleneck_search_bounds_every_figure_made_from_it():

@@ -194,7 +194,10 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
                          # Whose CPU each test's endpoints figures are, and from what share of it a test counts as
                          # tester-bound (None: a result written before they were recorded).
                          "endpoint_cpu_method": result.get("endpoint_cpu_method"),
-                         "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent")}
+                         "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent"),
+                         # The frames the endpoints' TCP cut (roles/tcp_endpoints): wire-sized, or super-frames a
+                         # virtual link hands the DUT whole, with the hosts' work per byte far lower.
+                         "segmentation_offload": result.get("segmentation_offload")}
     if "latency_floor_method" in result:  # a self-test: its latency floor figures' trial
         method["latency_floor"] = result["latency_floor_method"]
     if "bytes" in result and "congestion_control" in result:
@@ -218,6 +221,12 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
         method["deviations"] = result["deviations"]
     return method
+
+
+def offload_text(whose: str, offload: bool) -> str:
+    """How a TCP figure's frames were cut, for the method line (roles/tcp_endpoints' segmentation_offload)."""
+    return (f"{whose} TCP kept TSO/GSO: a virtual link hands the DUT super-frames of up to 64 KB" if offload
+            else f"{whose} TCP sends frames of at most the MTU (one segment per packet)")
 
 
 def method_line(method: dict) -> str:
@@ -258,16 +267,16 @@ def method_line(method: dict) -> str:
             else "window per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections",
             f"{tcp['connections']} connections, {tcp['test_duration']:g} s per test after {tcp['omit']:g} s omitted",
             f"TCP congestion control {tcp['congestion_control'] or 'the endpoints default'}",
+            *([offload_text("the endpoints'", tcp["segmentation_offload"])]
+              if tcp.get("segmentation_offload") is not None else []),
             *([f"a test direction is tester-bound where an endpoint used {tcp['endpoint_cpu_saturated_percent']:g} % "
                f"or more of all the CPU it can ({tcp['endpoint_cpu_method']})"]
               if tcp.get("endpoint_cpu_method") else [])]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
-        offload = download.get("segmentation_offload")
-        if offload is not None:  # None: a run of endpoints whose role did not record it
-            parts.append("the server's TCP kept TSO/GSO: a virtual link hands the DUT super-frames of up to 64 KB"
-                         if offload else "the server's TCP sends frames of at most the MTU (one segment per packet)")
+        if (offload := download.get("segmentation_offload")) is not None:  # None: the role did not record it
+            parts.append(offload_text("the server's", offload))
     elif floor := method.get("latency_floor"):  # a self-test measures the ceiling: it is compared against none
         parts.append(f"latency floor: one trial of {floor['trial_duration']:g} s per frame size at "
                      f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"

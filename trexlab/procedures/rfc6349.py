@@ -268,6 +268,7 @@ class Rfc6349Result:
     notes: list[str] = field(default_factory=list)
     trials: int = 0
     endpoint_cpu_method: str = ""  # whose CPU the tests' sender/receiver_cpu_percent are, and how taken
+    segmentation_offload: bool | None = None  # the endpoints' TCP kept TSO/GSO (TcpEngine.segmentation_offload)
 
     #: Each headline test direction's figures: the field of its per-direction metrics -> the headline name's suffix.
     HEADLINE_FIGURES = {"actual_tcp_throughput_bps": "tcp_throughput_bps", "transfer_time_ratio": "transfer_time_ratio",
@@ -331,7 +332,7 @@ class Rfc6349Result:
             "max_achievable_tcp_throughput_bps": self.max_achievable_bps, "ip_version": self.ip_version,
             "congestion_control": self.congestion_control, "tests": self.tests, "trials": self.trials,
             "notes": self.notes, "params": asdict(self.params), "headline": self.headline(),
-            "endpoint_cpu_method": self.endpoint_cpu_method,
+            "endpoint_cpu_method": self.endpoint_cpu_method, "segmentation_offload": self.segmentation_offload,
             "endpoint_cpu_saturated_percent": ENDPOINT_CPU_SATURATED * 100,
             **tester_bound_fields(self.tester_bound_reasons()),
             "headline_tester_bound": self.headline_tester_bound(),
@@ -473,7 +474,8 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                          bdp, window, limit, link_max,
                          ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
                          bb_search, tests, notes,
-                         len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count, engine.cpu_method)
+                         len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count, engine.cpu_method,
+                         engine.segmentation_offload)
 
 
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,

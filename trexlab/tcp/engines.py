@@ -92,6 +92,9 @@ class TcpEngine(Protocol):
     rtt_sampling: str
     #: Whose CPU the results' sender_cpu_percent / receiver_cpu_percent are and how they were taken.
     cpu_method: str
+    #: Whether the endpoints' kernel TCP handed its ports TSO/GSO super-frames (True) or frames of at most the MTU
+    #: (False), as roles/tcp_endpoints recorded it; None: not recorded, or not a kernel's TCP.
+    segmentation_offload: bool | None
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -123,6 +126,7 @@ class Iperf3Engine:
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
         self.congestion_control = endpoints.congestion_control
+        self.segmentation_offload = endpoints.facts.get("segmentation_offload")
         self.ports = list(endpoints.iperf3_ports)
 
     def server_address(self, ip_version: int) -> str:
@@ -153,6 +157,7 @@ class TRexAstfEngine(TRexSession):
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
     congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
+    segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms. The flow dump's 1/32 ms steps are only the smoothing's (TCP_RTT_SHIFT).
     rtt_resolution_s = TCP_CLOCK_TICK_S
