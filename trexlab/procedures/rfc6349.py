@@ -278,11 +278,9 @@ class Rfc6349Result:
     def _headline_directions(self):
         """(headline name prefix, direction's dict) of the download, upload and bidirectional tests; the other tests
         vary one thing (window, DSCP, connections): see result.tests."""
-        for test in self.tests:
-            name = test["test"]["name"]
-            if name in ("download", "upload", "bidirectional"):
-                for direction, d in test["directions"].items():
-                    yield (name if name == direction else f"{name}_{direction}"), d
+        headline_tests = [t for t in self.tests if t["test"]["name"] in ("download", "upload", "bidirectional")]
+        for where, d in test_directions(headline_tests):
+            yield where.replace(" ", "_"), d
 
     def headline(self) -> dict:
         figures = {"path_mtu_bytes": self.path_mtu, "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps,
