@@ -12,6 +12,10 @@ a 21 s duration sum, exceed ratio 0.5 and 0.5 % width; the RFC 2544-compliant
 goal is expressible as loss 0, exceed 0, final trial duration 60 s, duration
 sum 60 s. A goal whose relevant lower bound would lie below the minimum load
 is reported as "below minimum load"; the other goals keep their results.
+A goal result without both relevant bounds within the goal width is irregular
+(draft-ietf-bmwg-mlrsearch-15, published as RFC 9971, section 4.8.4): the goal
+says why, and a figure taken from it is marked so (headline_irregular) wherever
+it is shown.
 """
 
 from __future__ import annotations
@@ -178,6 +182,9 @@ class MlrResult:
             # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
             "headline_at_least": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals
                                   if g.get("no_upper_bound")},
+            # A figure from an irregular goal result, and why it is one (draft-15 section 4.8.4.2: marked as such).
+            "headline_irregular": {f"{g['name']}_fps": g["irregular"] for g in self.goals
+                                   if g.get("irregular") and g["conditional_throughput"] is not None},
         }
 
 
@@ -222,6 +229,19 @@ def cost(params: Params, traffic: TrialSpec):
                                             f"{params.search_time_max:g} s")
 
 
+def irregular(lower: float | None, upper: float | None, width: float, top: float, medium: float) -> str | None:
+    """Why a goal result is irregular (draft-15 section 4.8.4), or None for a regular one: both relevant bounds, no
+    farther apart than the goal width ((upper - lower) / upper, the reference implementation's relative width)."""
+    if lower is None:
+        return "no relevant lower bound: min load is an upper bound"
+    if upper is None:
+        return ("no relevant upper bound: max load is a lower bound" + (" (the medium's limit)" if top >= medium else
+                                                                        " (max_rate, below the medium's limit)"))
+    if upper - lower > width * upper * (1 + 1e-9):  # the bounds are whole load steps: allow float rounding only
+        return f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+    return None
+
+
 def run(context: RunContext, params: Params) -> MlrResult:
     top = top_rate(params, context.traffic)
     runner = context.runner(NAME)
@@ -252,7 +272,13 @@ def run(context: RunContext, params: Params) -> MlrResult:
             "no_upper_bound": lower is not None and not upper and top < medium,
         }
         entry["name"] = spec.get("name", f"goal{len(reported)}")
+        entry["irregular"] = irregular(entry["relevant_lower_bound"], entry["relevant_upper_bound"],
+                                       goal.relative_width, top, medium)
+        entry["regular"] = entry["irregular"] is None
         reported.append(entry)
+        if entry["irregular"] and throughput is not None:
+            notes.append(f"{entry['name']}: irregular goal result ({entry['irregular']}): its figure is the "
+                         "conditional throughput at the load it has for a relevant lower bound, not a regular result")
         if lower is None:
             notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
                          "below minimum load")

@@ -1,0 +1,50 @@
+"""MLRsearch against its specification (draft-ietf-bmwg-mlrsearch-15, published as RFC 9971; sections are the
+draft's): what a goal result is (regular or irregular, section 4.8.4) and what the test report must disclose.
+Simulated SUTs: each search takes well under a second."""
+
+from trexlab.generators import create_generator
+from trexlab.plan.repetition import summarize_headlines, summary_lines
+from trexlab.procedures import mlrsearch
+from trexlab.procedures.common import RunContext
+from trexlab.trial import TrialSpec
+
+TRAFFIC = TrialSpec(offered_load=1.0, duration=1.0)
+#: One 1 s trial decides a load (duration sum = final trial duration, exceed ratio 0): the shortest search.
+QUICK = {"name": "NDR", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_width": 0.005,
+         "initial_trial_duration": 1.0, "final_trial_duration": 1.0, "duration_sum": 1.0}
+
+
+def sim(**sut):
+    return create_generator("sim", **sut)
+
+
+def test_a_regular_goal_result_has_both_relevant_bounds_within_the_goal_width():
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    goal = result.goals[0]
+    lower, upper = goal["relevant_lower_bound"], goal["relevant_upper_bound"]
+    assert lower < 437_000 <= upper and upper - lower <= QUICK["relative_width"] * upper
+    assert goal["regular"] is True and goal["irregular"] is None
+    assert result.to_dict()["headline_irregular"] == {}
+
+
+def test_max_load_classified_a_lower_bound_at_the_mediums_limit_is_an_irregular_result_and_marked():
+    # No relevant upper bound: the goal result is irregular (draft-15 section 4.8.4.2), and a figure taken from it
+    # must be clearly marked as such, even where max load is the medium's own limit and the figure cannot be higher.
+    result = mlrsearch.run(RunContext(sim(capacity=1e9), TRAFFIC), mlrsearch.Params(media="1g", goals=(QUICK,)))
+    goal = result.goals[0]
+    assert goal["relevant_upper_bound"] is None and goal["conditional_throughput"] > 0
+    assert goal["regular"] is False and "no relevant upper bound" in goal["irregular"]
+    found = result.to_dict()
+    assert found["headline_irregular"] == {"NDR_fps": goal["irregular"]}
+    assert found["headline_at_least"] == {}, "the medium's limit: no higher load exists, not a lower bound"
+    assert any(note.startswith("NDR: irregular goal result") for note in found["notes"])
+    lines = "\n".join(summary_lines(summarize_headlines([found])))
+    assert f"irregular goal result: {goal['irregular']}: rep 1" in lines
+
+
+def test_min_load_classified_an_upper_bound_is_an_irregular_result():
+    result = mlrsearch.run(RunContext(sim(capacity=437_000, random_loss=1e-3, seed=3), TRAFFIC),
+                           mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    goal = result.goals[0]
+    assert goal["below_minimum_load"] and goal["regular"] is False and "no relevant lower bound" in goal["irregular"]
+    assert result.to_dict()["headline_irregular"] == {}, "no figure to mark: it is censored (headline_below)"
