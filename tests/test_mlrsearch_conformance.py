@@ -48,3 +48,24 @@ def test_min_load_classified_an_upper_bound_is_an_irregular_result():
     goal = result.goals[0]
     assert goal["below_minimum_load"] and goal["regular"] is False and "no relevant lower bound" in goal["irregular"]
     assert result.to_dict()["headline_irregular"] == {}, "no figure to mark: it is censored (headline_below)"
+
+
+def test_a_search_out_of_time_reports_the_bounds_it_has_as_irregular_results_not_a_traceback():
+    # search_time_max: 'wall-clock s after which the search stops with the bounds it has'. The reference
+    # implementation raises instead; a goal not finished by then is irregular (draft-15 section 4.8.4.2), one that
+    # finished keeps its regular result. A tiny search_time_max lets only the initial trials run.
+    noisy = sim(capacity=437_000, capacity_noise=0.05, seed=1)
+    two = (QUICK, {**QUICK, "name": "PDR", "loss_ratio": 0.005, "relative_width": 0.0001})
+    result = mlrsearch.run(RunContext(noisy, TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=two, search_time_max=1e-9))
+    goals = {g["name"]: g for g in result.goals}
+    assert result.trials >= 1
+    unfinished = [g for g in goals.values() if not g["regular"]]
+    assert unfinished, "with no time for the main loop, some goal cannot have met its width"
+    for goal in unfinished:
+        assert goal["irregular"].startswith("search_time_max 1e-09 s ran out")
+        assert not goal["below_minimum_load"], "min load was never classified: not 'below minimum load'"
+        assert not goal["no_upper_bound"], "max load was not shown to pass: not 'no failing load up to max_rate'"
+    assert any("search_time_max 1e-09 s ran out" in note for note in result.notes)
+    found = result.to_dict()
+    assert set(found["headline_irregular"]) == {f"{g['name']}_fps" for g in unfinished
+                                                if g["conditional_throughput"] is not None}

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from dataclasses import asdict, dataclass, field
 
-from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch import AbstractMeasurer, Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
@@ -102,7 +103,8 @@ class Params:
     warmup_duration: float = field(default=0.0, metadata=doc(
         "s of sending at max_rate before the search; 0: none", minimum=0, maximum=MAX_TRIAL_DURATION))
     search_time_max: float = field(default=3600.0, metadata=doc(
-        "wall-clock s after which the search stops with the bounds it has", exclusiveMinimum=0,
+        "wall-clock s after which the search stops with the bounds it has (an unfinished goal's result is "
+        "irregular)", exclusiveMinimum=0,
         maximum=MAX_SEARCH_TIME))
     tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
 
@@ -225,21 +227,46 @@ check_lab = no_lab_checks
 
 def cost(params: Params, traffic: TrialSpec):
     found = simulated_cost(NAME, params, traffic)
-    return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself gives up after search_time_max "
+    return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself stops after search_time_max "
                                             f"{params.search_time_max:g} s")
 
 
-def irregular(lower: float | None, upper: float | None, width: float, top: float, medium: float) -> str | None:
+def irregular(lower: float | None, upper: float | None, width: float, top: float, medium: float,
+              out_of_time: float | None = None) -> str | None:
     """Why a goal result is irregular (draft-15 section 4.8.4), or None for a regular one: both relevant bounds, no
-    farther apart than the goal width ((upper - lower) / upper, the reference implementation's relative width)."""
+    farther apart than the goal width ((upper - lower) / upper, the reference implementation's relative width).
+    out_of_time: the search_time_max that stopped the search (None: it ended by itself), when a missing bound says
+    only that the search had not found it yet."""
+    if lower is not None and upper is not None and upper - lower <= width * upper * (1 + 1e-9):
+        return None  # the bounds are whole load steps: the tolerance covers float rounding only
+    if out_of_time is not None:
+        found = (f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+                 if lower is not None and upper is not None else
+                 f"no relevant {'upper' if lower is not None else 'lower'} bound found yet")
+        return f"search_time_max {out_of_time:g} s ran out: {found}"
     if lower is None:
         return "no relevant lower bound: min load is an upper bound"
     if upper is None:
         return ("no relevant upper bound: max load is a lower bound" + (" (the medium's limit)" if top >= medium else
                                                                         " (max_rate, below the medium's limit)"))
-    if upper - lower > width * upper * (1 + 1e-9):  # the bounds are whole load steps: allow float rounding only
-        return f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
-    return None
+    # The reference implementation stops only when every goal met its width: unreachable unless out of time.
+    return f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+
+
+def search(config: Config, measurer: _Measurer, goals: list[SearchGoal]) -> tuple[dict, bool]:
+    """Each goal's result, and whether search_time_max stopped the search (its results then those it had)."""
+    controller = MultipleLossRatioSearch(config=config)
+    try:
+        return controller.search(measurer=measurer, debug=lambda _: None), False
+    except RuntimeError:
+        # The reference implementation (1.2.1) raises when search_time_max runs out, its bounds so far kept in its
+        # measurement database: take each goal's relevant bounds from there, as its search() would have.
+        stop = getattr(controller, "stop_time", None)
+        if stop is None or time.monotonic() < stop:
+            raise  # another failure: not ours to read as results
+        final = controller.scaling.goal_to_final_target
+        return {goal: GoalResult.from_bounds(controller.database.get_relevant_bounds(target=final[goal]))
+                for goal in goals}, True
 
 
 def run(context: RunContext, params: Params) -> MlrResult:
@@ -252,9 +279,12 @@ def run(context: RunContext, params: Params) -> MlrResult:
     config.max_load = top
     config.search_duration_max = params.search_time_max
     config.warmup_duration = params.warmup_duration or None
-    found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
+    found, out_of_time = search(config, _Measurer(runner), goals)
     reported: list[dict] = []
     notes = runner.notes()
+    if out_of_time:
+        notes.append(f"search_time_max {params.search_time_max:g} s ran out: each goal's result is the bounds the "
+                     "search had; an unfinished goal's is irregular")
     # A goal with no relevant upper bound met no load it fails up to the search's top: below the medium's own limit
     # (a max_rate under the DUT's figure) its conditional throughput is a lower bound, as throughput's
     # headline_at_least.
@@ -268,20 +298,26 @@ def run(context: RunContext, params: Params) -> MlrResult:
             "relevant_lower_bound": float(lower) if lower else None,
             "relevant_upper_bound": float(upper) if upper else None,
             "conditional_throughput": float(throughput) if throughput is not None else None,
-            "below_minimum_load": lower is None,
-            "no_upper_bound": lower is not None and not upper and top < medium,
+            # Out of time, only min load classified an upper bound says so: else no load was a lower bound yet.
+            "below_minimum_load": lower is None and (not out_of_time or (
+                upper is not None and float(upper) <= params.min_rate * (1 + 1e-9))),
+            # Out of time, max load may be undecided: no load shown to pass up to it.
+            "no_upper_bound": lower is not None and not upper and top < medium and not out_of_time,
         }
         entry["name"] = spec.get("name", f"goal{len(reported)}")
         entry["irregular"] = irregular(entry["relevant_lower_bound"], entry["relevant_upper_bound"],
-                                       goal.relative_width, top, medium)
+                                       goal.relative_width, top, medium,
+                                       params.search_time_max if out_of_time else None)
         entry["regular"] = entry["irregular"] is None
         reported.append(entry)
         if entry["irregular"] and throughput is not None:
             notes.append(f"{entry['name']}: irregular goal result ({entry['irregular']}): its figure is the "
                          "conditional throughput at the load it has for a relevant lower bound, not a regular result")
-        if lower is None:
+        if entry["below_minimum_load"]:
             notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
                          "below minimum load")
+        elif lower is None:
+            notes.append(f"{entry['name']}: no figure: no load classified a lower bound before search_time_max")
         elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
         if entry["no_upper_bound"]:
