@@ -79,3 +79,15 @@ def test_a_shorter_receive_tail_than_rfc2544s_is_disclosed_as_a_deviation():
     assert result.to_dict()["deviations"] == ["receive tail 0.5 s (RFC 2544: at least 2 s)"]
     standard = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
     assert standard.to_dict()["deviations"] == []
+
+
+def test_the_trial_log_tells_the_trials_the_search_classified_loads_with_from_the_warm_up():
+    # The warm-up before the search (draft-15 section 5.3.4) is not a trial of the search: the reference
+    # implementation drops it from its measurement database. A reader who classifies loads from trial_log
+    # (appendix A) must be able to leave it out, and to count an invalid trial as the search did: all lost.
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC),
+                           mlrsearch.Params(max_rate=1e6, warmup_duration=2.0, goals=(QUICK,)))
+    warmup, *searched = result.trial_log
+    assert (warmup["offered_load"], warmup["duration"], warmup["searched"]) == (1e6, 2.0, False)
+    assert searched and all(t["searched"] and t["valid"] for t in searched)
+    assert result.trials == len(result.trial_log), "every trial run is still counted and logged"

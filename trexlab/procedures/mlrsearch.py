@@ -135,11 +135,17 @@ class Params:
 class _Measurer(AbstractMeasurer):
     """Our generator as the reference implementation's trial measurement provider."""
 
-    def __init__(self, runner: TrialRunner):
+    def __init__(self, runner: TrialRunner, warmup: bool):
         self.runner = runner
+        # The reference implementation's first call is the warm-up when it has one, whose result it discards.
+        self.warmup = warmup
+        self.searched: set[int] = set()  # ids of the trial results the search classified loads with
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
-        result = self.runner.run(intended_load, intended_duration, "MLRsearch")
+        warmup, self.warmup = self.warmup, False
+        result = self.runner.run(intended_load, intended_duration, "MLRsearch warm-up" if warmup else "MLRsearch")
+        if not warmup:  # not a run TrialRunner repeated either: those the search never saw
+            self.searched.add(id(result))
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
         received = sum(d.frames_received for d in directions)
@@ -282,7 +288,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     config.max_load = top
     config.search_duration_max = params.search_time_max
     config.warmup_duration = params.warmup_duration or None
-    found, out_of_time = search(config, _Measurer(runner), goals)
+    measurer = _Measurer(runner, bool(params.warmup_duration))
+    found, out_of_time = search(config, measurer, goals)
     reported: list[dict] = []
     notes = runner.notes()
     if out_of_time:
@@ -326,9 +333,11 @@ def run(context: RunContext, params: Params) -> MlrResult:
         if entry["no_upper_bound"]:
             notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
                          "lower bound")
+    # searched: the search classified loads with this trial (not the warm-up, nor a run TrialRunner repeated), an
+    # invalid one (valid false) as all frames lost: what a reader needs to classify the loads again from this log.
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
-            "stretched": r.stretched, "host_drops": r.host_drops,
-            "host_steal": r.host_steal} for r in runner.log]
+            "stretched": r.stretched, "host_drops": r.host_drops, "host_steal": r.host_steal,
+            "valid": r.valid, "searched": id(r) in measurer.searched} for r in runner.log]
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits. The
     # goals' trial durations are their own (and the method line's); the RFC 2544 goal is the one that is 60 s.
