@@ -88,6 +88,11 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
                "method": method_of(results[-1], provenance.get("rate_source")) if results else {},
                "figures": summary}
+    # A standard that asks for a number of repetitions (RFC 8219's latency and PDV: 20, their median reported):
+    # a summary over fewer is not its figure, and says so with the durations that fall short of it.
+    deviations: Callable[[int], list[str]] | None = getattr(module, "repetition_deviations", None)
+    if results and deviations is not None and (short := deviations(len(results))):
+        written["method"] = {**written["method"], "deviations": [*written["method"].get("deviations", []), *short]}
     if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
         intervals = rule.intervals(results)
         narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
