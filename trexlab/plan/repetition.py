@@ -201,6 +201,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
                          # tester-bound (None: a result written before they were recorded).
                          "endpoint_cpu_method": result.get("endpoint_cpu_method"),
                          "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent"),
+                         # What a baseline RTT connection with a saturated endpoint bounds (None: older results).
+                         "baseline_rtt_bounds": result.get("baseline_rtt_bounds"),
                          # The frames the endpoints' TCP cut (roles/tcp_endpoints): wire-sized, or super-frames a
                          # virtual link hands the DUT whole, with the hosts' work per byte far lower.
                          "segmentation_offload": result.get("segmentation_offload")}
@@ -277,7 +279,9 @@ def method_line(method: dict) -> str:
               if tcp.get("segmentation_offload") is not None else []),
             *([f"a test direction is tester-bound where an endpoint used {tcp['endpoint_cpu_saturated_percent']:g} % "
                f"or more of all the CPU it can ({tcp['endpoint_cpu_method']})"]
-              if tcp.get("endpoint_cpu_method") else [])]))
+              if tcp.get("endpoint_cpu_method") else []),
+            *([f"the baseline RTT connection's endpoints are judged the same way; where one was saturated, "
+               f"tester-bound with it: {tcp['baseline_rtt_bounds']}"] if tcp.get("baseline_rtt_bounds") else [])]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
