@@ -85,11 +85,12 @@ METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engin
 RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
-#: The share of all the CPU an end can use (DirectionStats.cpu_limit_percent) from which it counts as saturated and
-#: its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for test hosts that carry
-#: the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which a frame trial's rate
-#: counts as near the tester's own ceiling. A saturated end reads a few % below its limit: iperf3's figure divides
-#: its CPU time by a wall time that includes the connection set-up and the result exchange, and TRex smooths its own.
+#: The share of all the CPU an end can use (DirectionStats' sender_ and receiver_cpu_limit_percent) from which it
+#: counts as saturated and its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for
+#: test hosts that carry the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which
+#: a frame trial's rate counts as near the tester's own ceiling. A saturated end reads a few % below its limit:
+#: iperf3's figure divides its CPU time by a wall time that includes the connection set-up and the result exchange,
+#: and TRex smooths its own.
 ENDPOINT_CPU_SATURATED = 1 - CEILING_MARGIN
 
 
@@ -637,22 +638,24 @@ def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: floa
         }
 
 
-def _at_limit(ends: tuple[tuple[str, float | None], ...], limit: float | None) -> list[str]:
-    """The ends whose figure reached ENDPOINT_CPU_SATURATED of limit, as "sender 95.1 %"."""
-    return [] if limit is None else [f"{end} {value:.1f} %" for end, value in ends
-                                     if value is not None and value >= ENDPOINT_CPU_SATURATED * limit]
+def _at_limit(ends: tuple[tuple[str, float | None, float | None], ...], of_limit: bool) -> list[str]:
+    """The ends (name, figure, limit) whose figure reached ENDPOINT_CPU_SATURATED of its limit, as "sender 95.1 %"
+    (of_limit: "sender 95.1 % of 200 %"); an end without a figure or a limit is not judged."""
+    return [f"{end} {value:.1f} %" + (f" of {limit:g} %" if of_limit else "") for end, value, limit in ends
+            if value is not None and limit is not None and value >= ENDPOINT_CPU_SATURATED * limit]
 
 
 def cpu_saturation(d: DirectionStats) -> list[str]:
     """Why a direction's figures may be its endpoints' limit rather than the path's: its sender or receiver used
-    ENDPOINT_CPU_SATURATED or more of all the CPU it can, or its node's CPUs were that busy (with whatever ran there:
-    an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known (see result_notes)."""
+    ENDPOINT_CPU_SATURATED or more of all the CPU it can (each end's own limit), or its node's CPUs were that busy
+    (with whatever ran there: an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known
+    (see result_notes)."""
     reasons = []
-    if saturated := _at_limit((("sender", d.sender_cpu_percent), ("receiver", d.receiver_cpu_percent)),
-                              d.cpu_limit_percent):
-        reasons.append(f"endpoint CPU saturated ({', '.join(saturated)} of {d.cpu_limit_percent:g} %)")
-    if busy := _at_limit((("sender", d.sender_node_busy_percent), ("receiver", d.receiver_node_busy_percent)),
-                         FULL_CPU_PERCENT):
+    if saturated := _at_limit((("sender", d.sender_cpu_percent, d.sender_cpu_limit_percent),
+                               ("receiver", d.receiver_cpu_percent, d.receiver_cpu_limit_percent)), True):
+        reasons.append(f"endpoint CPU saturated ({', '.join(saturated)})")
+    if busy := _at_limit((("sender", d.sender_node_busy_percent, FULL_CPU_PERCENT),
+                          ("receiver", d.receiver_node_busy_percent, FULL_CPU_PERCENT)), False):
         reasons.append(f"endpoint node CPUs busy ({', '.join(busy)})")
     return reasons
 
@@ -696,11 +699,12 @@ def cpu_notes(tests: list[dict]) -> list[str]:
                      "CPU of their own (nothing else running beside them), or let their TCP use segmentation "
                      "offload, and measure again")
     unknown = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
-                      if d.get("cpu_limit_percent") is None})
+                      if d.get("sender_cpu_limit_percent") is None or d.get("receiver_cpu_limit_percent") is None})
     if unknown:
-        notes.append(f"endpoint CPU not judged ({', '.join(unknown)}): the engine reported no CPU figure, or one "
-                     "that sums the threads of several streams (iperf3 3.16 and later), in which one saturated "
-                     "stream cannot be told: whether the test hosts were the limit is not known")
+        notes.append(f"endpoint CPU not judged ({', '.join(unknown)}) at one end or both: the engine reported no CPU "
+                     "figure, or an iperf3 of 3.16 or later summed several stream threads on a node whose CPUs were "
+                     "not read, or spun in a paced sender's threads (3.16, 3.17): whether the test hosts were the "
+                     "limit is not known")
     return notes
 
 
