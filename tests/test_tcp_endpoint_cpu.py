@@ -21,6 +21,7 @@ from test_rfc6349 import FakeEndpoints, PathGenerator, params, run
 
 from trexlab.plan.repetition import method_line, method_of, summarize_headlines
 from trexlab.procedures import rfc6349
+from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import FULL_CPU_PERCENT, TcpTest, busy_percent, parse
 from trexlab.testbed.endpoints import node_cpu_ticks
 
@@ -128,9 +129,16 @@ def test_a_paced_sender_of_3_16_and_3_17_is_not_judged(version):
     assert sender == (FULL_CPU_PERCENT if version == "iperf 3.18" else None)
 
 
-def replaying(download: Path, upload: Path) -> str:
-    """A stand-in iperf3 client that prints a recorded report: the download's for --reverse, else the upload's."""
-    return f"import sys\nprint(open({str(download)!r} if '--reverse' in sys.argv else {str(upload)!r}).read())\n"
+def replaying(download: Path, upload: Path, baseline_cpu: Path | None = DOWNLOAD) -> str:
+    """A stand-in iperf3 client that prints a recorded report: the download's for --reverse, else the upload's. The
+    baseline RTT connection (paced: --bitrate) gets the upload's with the CPU figures of baseline_cpu's recording
+    (the download's by default: neither end near its limit; None: the upload's own, its sender saturated)."""
+    swap = "" if baseline_cpu is None else (
+        f"if '--bitrate' in sys.argv:\n"
+        f"    report['end']['cpu_utilization_percent'] = json.load(open({str(baseline_cpu)!r}))['end']"
+        f"['cpu_utilization_percent']\n")
+    return (f"import json, sys\nreport = json.load(open({str(download)!r} if '--reverse' in sys.argv else "
+            f"{str(upload)!r}))\n{swap}print(json.dumps(report))\n")
 
 
 def test_a_saturated_sender_makes_its_test_tester_bound_and_the_report_says_so():
@@ -178,7 +186,39 @@ def test_tests_whose_endpoints_report_no_cpu_are_said_not_judged():
     download = result["tests"][0]["directions"]["download"]
     assert download["sender_cpu_percent"] is None and download["tester_bound_reasons"] == []
     assert not result["tester_bound"]
-    assert any(n.startswith("endpoint CPU not judged (download)") for n in result["notes"])
+    assert any(n.startswith("endpoint CPU not judged (baseline RTT, download)") for n in result["notes"])
+
+
+@pytest.mark.parametrize("declared_window", [False, True])
+def test_a_saturated_end_of_the_baseline_rtt_connection_bounds_the_figures_resting_on_it(declared_window):
+    """RFC 6349 section 3.2 baselines the path's inherent, non-congested RTT; a saturated endpoint's queueing and
+    scheduling delay is in the RTT its kernel samples. The baseline RTT connection's endpoints were never judged: its
+    sender at 92.1 % of its one CPU left the result not tester-bound. Now the baseline RTT, the BDP and every buffer
+    delay are bounded, and a transfer time ratio where a window limits the maximum achievable throughput (a declared
+    window below the BDP), not the throughputs nor the path MTU or bottleneck bandwidth."""
+    rtt = min(s["sender"]["min_rtt"] for s in recorded(UPLOAD)["end"]["streams"]) / 1e6
+    bb, mtu = 1e9, 1500
+    window = {"window_bytes": int(tcp_metrics.bdp_bytes(bb, rtt) / 2)} if declared_window else {}
+    endpoints = FakeEndpoints(client_program=replaying(DOWNLOAD, UPLOAD, baseline_cpu=None))
+    result = run(PathGenerator(), params(mtu=mtu, bottleneck_bandwidth=bb, tests=("download",), connections=1,
+                                         **window), endpoints).to_dict()
+    reason = f"endpoint CPU saturated (sender {cpu_of(UPLOAD)['host_total']:.1f} % of {FULL_CPU_PERCENT:g} %)"
+    assert result["baseline_rtt_s"] == pytest.approx(rtt)
+    assert result["tester_bound"] and result["tester_bound_reasons"] == [f"baseline RTT: {reason}"]
+    assert result["baseline_rtt_connection"]["sender_cpu_percent"] == cpu_of(UPLOAD)["host_total"]
+    assert result["baseline_rtt_connection"]["tester_bound_reasons"] == [reason]
+    assert result["tests"][0]["directions"]["download"]["tester_bound_reasons"] == []
+    bound = {name for name, reasons in result["headline_tester_bound"].items() if reasons}
+    assert bound == {"baseline_rtt_s", "bdp_bytes", "download_buffer_delay_percent"} | (
+        {"download_transfer_time_ratio"} if declared_window else set())
+    note = next(n for n in result["notes"] if n.startswith("TESTER-BOUND baseline RTT"))
+    assert reason in note and rfc6349.BASELINE_RTT_FIGURES in note
+    summary = summarize_headlines([result])
+    assert summary["baseline_rtt_s"]["tester_bound"] == summary["bdp_bytes"]["tester_bound"] == 1
+    assert summary["download_tcp_throughput_bps"]["tester_bound"] == summary["path_mtu_bytes"]["tester_bound"] == 0
+    assert rfc6349.BASELINE_RTT_FIGURES in method_line(method_of(result))
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "schemas" / "result.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(result)
 
 
 @pytest.mark.parametrize("percent", [95.0, 50.0])

@@ -158,7 +158,8 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
     if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
     return Observation(None if value is None else float(value), below, figure_tester_bound(result, figure),
-                       repetition, figure in (result.get("headline_at_least") or {}))
+                       repetition, figure in (result.get("headline_at_least") or {}),
+                       (result.get("headline_irregular") or {}).get(figure) or "")
 
 
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
@@ -172,7 +173,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
         summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
             {"repetition": o.repetition, "value": o.value, "below": o.below, "at_least": o.at_least,
-             "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
+             "irregular": o.irregular, "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary
 
 
@@ -200,6 +201,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
                          # tester-bound (None: a result written before they were recorded).
                          "endpoint_cpu_method": result.get("endpoint_cpu_method"),
                          "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent"),
+                         # What a baseline RTT connection with a saturated endpoint bounds (None: older results).
+                         "baseline_rtt_bounds": result.get("baseline_rtt_bounds"),
                          # The frames the endpoints' TCP cut (roles/tcp_endpoints): wire-sized, or super-frames a
                          # virtual link hands the DUT whole, with the hosts' work per byte far lower.
                          "segmentation_offload": result.get("segmentation_offload")}
@@ -278,7 +281,9 @@ def method_line(method: dict) -> str:
               if tcp.get("segmentation_offload") is not None else []),
             *([f"a test direction is tester-bound where an endpoint used {tcp['endpoint_cpu_saturated_percent']:g} % "
                f"or more of all the CPU it can ({tcp['endpoint_cpu_method']})"]
-              if tcp.get("endpoint_cpu_method") else [])]))
+              if tcp.get("endpoint_cpu_method") else []),
+            *([f"the baseline RTT connection's endpoints are judged the same way; where one was saturated, "
+               f"tester-bound with it: {tcp['baseline_rtt_bounds']}"] if tcp.get("baseline_rtt_bounds") else [])]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")
