@@ -1,11 +1,15 @@
 /*
- * checksum_check: swtester's UDP checksum check (the counting program of open_counting, both kinds, and
- * udp_checksum_ok, the ring's), run by the kernel on made-up frames (BPF_PROG_TEST_RUN: no network), so that a test
- * can check it at every frame size where the program's sums change shape (its bpf_csum_diff calls, its copies and
- * their last 1-3 bytes). For each size and IP version, frames whose padding after the test payload is random and
- * whose checksum is made again over it: each must verify; the same with one byte of the pseudo-header's addresses,
- * the UDP header or the padding changed must not; over IPv4 a changed TTL and header checksum (not in the UDP
- * checksum) must still verify, and a checksum of zero (none, RFC 768) too. Needs CAP_BPF and CAP_NET_ADMIN.
+ * checksum_check: swtester's checksum checks (the counting program of open_counting, both kinds, and
+ * udp_checksum_ok and ipv4_header_checksum_ok, the ring's), run by the kernel on made-up frames (BPF_PROG_TEST_RUN:
+ * no network), so that a test can check them at every frame size where the program's sums change shape (its
+ * bpf_csum_diff calls, its copies and their last 1-3 bytes). For each size and IP version, frames whose padding after
+ * the test payload is random and whose checksum is made again over it: each must verify; the same with one byte of
+ * the pseudo-header's addresses, the UDP header or the padding changed must not (bad_checksum; over IPv4 a changed
+ * address fails the header checksum first, bad_ipv4_header_checksum, and the UDP checksum once the header's is made
+ * again). Over IPv4: a bit of the header changed (TTL, addresses, length, its checksum...) without its checksum made
+ * again must count in bad_ipv4_header_checksum, not bad_checksum; the TTL one less with the header checksum updated
+ * (a router's forwarding: not in the UDP checksum) must verify, and a UDP checksum of zero (none, RFC 768) too. Needs
+ * CAP_BPF and CAP_NET_ADMIN.
  * Prints each error on a line, then "<frames> frames checked, <errors> errors"; exits 1 on an error, 2 when the
  * kernel refuses a program.
  */
@@ -13,10 +17,15 @@
 #include "swtester.c"
 #undef main
 
-/* Test-run program fd on the frame f (len bytes from its MAC header); the change of the bad_checksum counter.
+/* What a test run of the program counted: bad_checksum, bad_ipv4_header_checksum. */
+struct counted {
+    uint64_t udp, header;
+};
+
+/* Test-run program fd on the frame f (len bytes from its MAC header); the change of the two checksum counters.
  * A socket filter's test run starts the skb after an Ethernet header (it pulls one): the frame comes after 14 bytes
  * that stand for it, so that the filter sees it from its MAC header, as on a socket. */
-static uint64_t test_run(struct direction *d, int socket_filter, const uint8_t *f, int len) {
+static struct counted test_run(struct direction *d, int socket_filter, const uint8_t *f, int len) {
     static uint8_t in[14 + MAX_FRAME];
     int skip = socket_filter ? 14 : 0;
     memset(in, 0, 14);
@@ -29,13 +38,26 @@ static uint64_t test_run(struct direction *d, int socket_filter, const uint8_t *
     attr.test.data_in = (uint64_t)(uintptr_t)in;
     attr.test.data_size_in = (uint32_t)(len + skip);
     attr.test.repeat = 1;
-    uint64_t before = d->bpf_state[BPF_BAD_CHECKSUM];
+    struct counted before = {d->bpf_state[BPF_BAD_CHECKSUM], d->bpf_state[BPF_BAD_IPV4_HEADER_CHECKSUM]};
     if (bpf_call(BPF_PROG_TEST_RUN, &attr) < 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "BPF_PROG_TEST_RUN of a %d B frame refused: %s", len, strerror(errno));
         die(msg);
     }
-    return d->bpf_state[BPF_BAD_CHECKSUM] - before;
+    return (struct counted){d->bpf_state[BPF_BAD_CHECKSUM] - before.udp,
+                            d->bpf_state[BPF_BAD_IPV4_HEADER_CHECKSUM] - before.header};
+}
+
+/* Whether a test run counted the frame as it should: in bad_checksum (udp), in bad_ipv4_header_checksum (header),
+ * in neither (both 0). */
+static int counted_as(struct counted got, uint64_t udp, uint64_t header) { return got.udp == udp && got.header == header; }
+
+/* The IPv4 frame's header checksum made again over its header as it is. */
+static void header_checksum_again(uint8_t *f) {
+    f[24] = f[25] = 0;
+    uint16_t c = fold(sum16(f + 14, 20, 0));
+    f[24] = (uint8_t)(c >> 8);
+    f[25] = (uint8_t)c;
 }
 
 /* The frame's UDP checksum made again over all of it (its padding no longer zero). */
@@ -76,8 +98,9 @@ int main(void) {
                     for (int i = udp + 8 + PAYLOAD_LEN; i < len; i++) f[i] = (uint8_t)xorshift(&rng);
                     checksum_again(f, len, version, udp);
                     frames++;
-                    if (test_run(&d, socket_filter, f, len) != 0 || !udp_checksum_ok(f, udp, (size_t)len)) {
-                        printf("IPv%d %d B (%s): a frame whose checksum verifies counted as bad\n", version, size, kind);
+                    if (!counted_as(test_run(&d, socket_filter, f, len), 0, 0) || !udp_checksum_ok(f, udp, (size_t)len) ||
+                        (version == 4 && !ipv4_header_checksum_ok(f))) {
+                        printf("IPv%d %d B (%s): a frame whose checksums verify counted as bad\n", version, size, kind);
                         errors++;
                     }
                     /* One byte changed: an address, the UDP header but its length, or the padding (the test payload
@@ -88,27 +111,58 @@ int main(void) {
                     uint8_t was = f[at];
                     f[at] ^= (uint8_t)(1u << (xorshift(&rng) % 8));
                     int none = f[udp + 6] == 0 && f[udp + 7] == 0; /* a checksum changed to zero: another count */
+                    uint8_t h0 = f[24], h1 = f[25];
+                    if (version == 4 && at < udp) { /* an address: the header checksum fails first */
+                        frames++;
+                        if (!counted_as(test_run(&d, socket_filter, f, len), 0, 1) || ipv4_header_checksum_ok(f)) {
+                            printf("IPv4 %d B (%s): address byte %d changed, the header checksum verified\n", size,
+                                   kind, at);
+                            errors++;
+                        }
+                        header_checksum_again(f);
+                    }
                     frames++;
-                    if (!none && (test_run(&d, socket_filter, f, len) != 1 || udp_checksum_ok(f, udp, (size_t)len))) {
+                    if (!none && (!counted_as(test_run(&d, socket_filter, f, len), 1, 0) ||
+                                  udp_checksum_ok(f, udp, (size_t)len))) {
                         printf("IPv%d %d B (%s): byte %d changed, the checksum verified\n", version, size, kind, at);
                         errors++;
                     }
                     f[at] = was;
                     if (version == 4) {
-                        uint8_t ttl = f[22], header_checksum = f[24], c0 = f[udp + 6], c1 = f[udp + 7];
-                        f[22] ^= 0x5a;
-                        f[24] ^= 0x33;
+                        f[24] = h0;
+                        f[25] = h1;
+                    }
+                    if (version == 4) {
+                        uint8_t c0 = f[udp + 6], c1 = f[udp + 7], header[20];
+                        memcpy(header, f + 14, 20);
+                        /* One bit of the header that leaves it a test frame's (not its version and length, flags
+                         * and fragment offset, protocol), its checksum as it was: a rewrite without the update. */
+                        static const int changeable[] = {15, 16, 17, 18, 19, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+                        int bit = (int)(xorshift(&rng) % (8 * sizeof changeable / sizeof changeable[0]));
+                        f[changeable[bit / 8]] ^= (uint8_t)(1u << (bit % 8));
                         frames++;
-                        if (test_run(&d, socket_filter, f, len) != 0) {
-                            printf("IPv4 %d B (%s): TTL and header checksum changed, counted as bad\n", size, kind);
+                        if (!counted_as(test_run(&d, socket_filter, f, len), 0, 1) || ipv4_header_checksum_ok(f)) {
+                            printf("IPv4 %d B (%s): header byte %d changed, the header checksum verified\n", size,
+                                   kind, changeable[bit / 8]);
                             errors++;
                         }
-                        f[22] = ttl;
-                        f[24] = header_checksum;
+                        memcpy(f + 14, header, 20);
+                        /* A router's forwarding: the TTL one less, the header checksum updated (RFC 1624). */
+                        f[22]--;
+                        header_checksum_again(f);
+                        frames++;
+                        if (!counted_as(test_run(&d, socket_filter, f, len), 0, 0) || !ipv4_header_checksum_ok(f) ||
+                            !udp_checksum_ok(f, udp, (size_t)len)) {
+                            printf("IPv4 %d B (%s): TTL one less, header checksum updated, counted as bad\n", size,
+                                   kind);
+                            errors++;
+                        }
+                        memcpy(f + 14, header, 20);
                         f[udp + 6] = f[udp + 7] = 0;
                         f[len - 1] ^= 1;
                         frames++;
-                        if (test_run(&d, socket_filter, f, len) != 0 || !udp_checksum_ok(f, udp, (size_t)len)) {
+                        if (!counted_as(test_run(&d, socket_filter, f, len), 0, 0) ||
+                            !udp_checksum_ok(f, udp, (size_t)len)) {
                             printf("IPv4 %d B (%s): a checksum of zero counted as bad\n", size, kind);
                             errors++;
                         }

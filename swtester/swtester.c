@@ -211,6 +211,7 @@ struct direction {
     uint64_t wrong_length; /* this trial's test frames of another length than they were sent (arriving_size) */
     uint64_t zero_checksum; /* this trial's IPv6 test frames whose UDP checksum field is zero: not received */
     uint64_t bad_checksum; /* this trial's test frames whose UDP checksum does not verify (udp_checksum_ok) */
+    uint64_t bad_ipv4_header_checksum; /* this trial's IPv4 test frames whose header checksum does not verify */
     uint64_t atomic_fragments; /* this trial's test frames that arrived as IPv6 atomic fragments: not received */
     uint64_t ipv4_options; /* this trial's test frames that arrived with IPv4 options (sent without): not received */
     double send_duration, send_cpu; /* s of wall time and of the sender threads' CPU time */
@@ -327,6 +328,10 @@ static uint16_t fold(uint32_t sum) {
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     return (uint16_t)~sum;
 }
+
+/* Whether the header checksum of a received IPv4 frame's header (20 bytes at 14: without options) verifies: the one's
+ * complement sum of its 16-bit words, the checksum's among them, is 0xffff (RFC 791, RFC 1071). */
+static int ipv4_header_checksum_ok(const uint8_t *f) { return fold(sum16(f + 14, 20, 0)) == 0; }
 
 /* Build the frame template (network 0, per-frame fields zero) and the checksum sums of its constant
  * fields, so that each frame needs only its own fields written and added (RFC 1071 section 2). */
@@ -592,8 +597,9 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t giv
  * trial's untagged test frames, no --timeout): it marks the frame's sequence number in a seen bitmap (an atomic
  * fetch-or: a bit already set is a duplicate), counts a frame of a thread's flow that comes after a later one as
  * reordered, and counts the rest as received, in a map the receiver reads at the end; a test frame that is no frame
- * received (foreign, a fragment, an atomic fragment, of the wrong length, an IPv6 one with a zero UDP checksum, one
- * whose UDP checksum does not verify: receive_frame says why each) it counts as receive_frame does, in the same order. The counts stay those of the
+ * received (foreign, a fragment, an atomic fragment, of the wrong length, an IPv6 one with a zero UDP checksum, an
+ * IPv4 one whose header checksum does not verify, one whose UDP checksum does not verify: receive_frame says why
+ * each) it counts as receive_frame does, in the same order. The counts stay those of the
  * ring: the same frames are counted, each once. A frame that reaches the program after the receiver stopped
  * listening (the tail's end on CLOCK_MONOTONIC, which the receiver writes into the map) is left uncounted, as the
  * receiver leaves one stamped after it.
@@ -611,8 +617,8 @@ static int send_ring(struct txq *q, uint64_t k0, int n, uint64_t t, uint64_t giv
  *
  * No libbpf or compiler: the program is a few dozen instructions, assembled below and loaded with bpf(2). */
 enum { BPF_RECEIVED, BPF_DUPLICATES, BPF_REORDERED, BPF_STOP, BPF_FOREIGN, BPF_FRAGMENTS, BPF_ATOMIC_FRAGMENTS,
-       BPF_IPV4_OPTIONS, BPF_WRONG_LENGTH, BPF_ZERO_CHECKSUM, BPF_BAD_CHECKSUM, BPF_FLOW0,
-       BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
+       BPF_IPV4_OPTIONS, BPF_WRONG_LENGTH, BPF_ZERO_CHECKSUM, BPF_BAD_CHECKSUM, BPF_BAD_IPV4_HEADER_CHECKSUM,
+       BPF_FLOW0, BPF_WORDS = BPF_FLOW0 + MAX_THREADS };
 /* Linux 6.6's enum bpf_attach_type BPF_TCX_INGRESS and enum tcx_action_base TCX_NEXT, which Debian 12's headers
  * (Linux 6.1) lack: enumerators, so no #ifdef can ask for them. */
 #define TCX_INGRESS_ATTACH 46
@@ -627,7 +633,7 @@ struct bpf_asm {
 enum { L_SHORT, L_PARSE, L_V6_FRAGMENT, L_V4, L_PAYLOAD, L_UDP_COPIED, L_LISTENING, L_CHECKSUM_KEPT,
        L_NOT_REORDERED, L_COUNT, L_DUPLICATE, L_FOREIGN, L_FRAGMENT, L_ATOMIC_FRAGMENT, L_V4_WITHOUT_OPTIONS,
        L_IPV4_OPTIONS, L_WRONG_LENGTH, L_ZERO_CHECKSUM, L_V4_CHECKSUM, L_SUM, L_COPIED_SUM, L_CHUNK, L_SUMMED,
-       L_BAD_CHECKSUM, L_DROP, L_PASS, L_LABELS };
+       L_BAD_CHECKSUM, L_BAD_IPV4_HEADER_CHECKSUM, L_DROP, L_PASS, L_LABELS };
 _Static_assert(L_LABELS <= (int)(sizeof ((struct bpf_asm *)0)->label / sizeof(int)), "a place for every label");
 
 static void emit(struct bpf_asm *a, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
@@ -863,6 +869,16 @@ static int open_counting(struct direction *d, enum receive_method method) {
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R1, 0, 0, 0);
         jump(&a, BPF_JMP | BPF_JA, 0, 0, 0, L_SUM);
         place(&a, L_V4_CHECKSUM);
+        /* The IPv4 header checksum first (receive_frame says why): its 20 bytes are in the first copy (an IPv4 frame
+         * of the length sent, without options), 5 words from HEAD + 14, 4-byte aligned; their sum must be 0 modulo
+         * 0xffff, summed as the UDP checksum's below. R0 (the UDP checksum field) is kept. */
+        emit(&a, BPF_LDX | BPF_MEM | BPF_W, R1, FP, HEAD + 14, 0);
+        for (int k = 1; k < 5; k++) {
+            emit(&a, BPF_LDX | BPF_MEM | BPF_W, R2, FP, (int16_t)(HEAD + 14 + 4 * k), 0);
+            emit(&a, BPF_ALU64 | BPF_ADD | BPF_X, R1, R2, 0, 0);
+        }
+        emit(&a, BPF_ALU64 | BPF_MOD | BPF_K, R1, 0, 0, 0xffff);
+        jump(&a, BPF_JMP | BPF_JNE | BPF_K, R1, 0, 0, L_BAD_IPV4_HEADER_CHECKSUM);
         jump(&a, BPF_JMP | BPF_JEQ | BPF_K, R0, 0, 0, L_CHECKSUM_KEPT);
         /* Minus the IPv4 header's bytes 8-11 (TTL to header checksum), which the sum takes from CHECKSUM_FROM: in
          * the first copy (a frame of the length sent is longer than IPV4_TEST_LEN). 0xffffffff - w is -w modulo
@@ -989,6 +1005,7 @@ static int open_counting(struct direction *d, enum receive_method method) {
         count_at(&a, L_WRONG_LENGTH, BPF_WRONG_LENGTH);
         count_at(&a, L_ZERO_CHECKSUM, BPF_ZERO_CHECKSUM);
         count_at(&a, L_BAD_CHECKSUM, BPF_BAD_CHECKSUM);
+        count_at(&a, L_BAD_IPV4_HEADER_CHECKSUM, BPF_BAD_IPV4_HEADER_CHECKSUM);
         /* Counted here, or dropped uncounted (bpf: out of the ring); tcx passes every frame on. */
         place(&a, L_DROP);
         emit(&a, BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, tc ? TCX_NEXT_ACTION : 0);
@@ -1375,6 +1392,17 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
     /* RFC 2544 section 10: the tester checks each received frame's length. A test frame the DUT padded or cut (its
      * headers and test payload whole) is not the frame sent: counted among the wrong_length, disclosed, and as lost. */
     if (frame_len != (size_t)(arriving_size(d) - FCS_LEN)) { d->wrong_length++; return; }
+    /* An IPv4 header checksum that does not verify: a receiving host discards the datagram (RFC 1122 section
+     * 3.2.1.2; a router too, RFC 1812 section 5.2.2) before its UDP sees it, so the DUT did not forward the frame
+     * sent (one that rewrote the TTL or an address without updating the checksum, RFC 1624; bytes it corrupted):
+     * counted among the bad_ipv4_header_checksum, disclosed, and as lost; before the UDP checksum, as the host's IP
+     * layer comes before its UDP. Its own count, not bad_checksum: it names the header the DUT got wrong (a TTL or
+     * address rewrite), where bad_checksum names the UDP datagram (a translator's update of its checksum). With the
+     * counting filter (bpf) the program has verified it. */
+    if (d->receive_method == RECEIVE_RING && f[12] == 0x08 && !ipv4_header_checksum_ok(f)) {
+        d->bad_ipv4_header_checksum++;
+        return;
+    }
     /* A UDP checksum field of zero means "no checksum" over IPv4 (RFC 768), but over IPv6 the checksum is mandatory
      * and a receiver discards such a datagram (RFC 8200 section 8.1): not a frame any host would take, so counted
      * among the zero_checksum, disclosed, and as lost. A translator that updates the checksum incrementally makes one
@@ -1475,6 +1503,7 @@ static void *receiver(void *arg) {
         d->wrong_length += __atomic_load_n(&w[BPF_WRONG_LENGTH], __ATOMIC_ACQUIRE);
         d->zero_checksum += __atomic_load_n(&w[BPF_ZERO_CHECKSUM], __ATOMIC_ACQUIRE);
         d->bad_checksum += __atomic_load_n(&w[BPF_BAD_CHECKSUM], __ATOMIC_ACQUIRE);
+        d->bad_ipv4_header_checksum += __atomic_load_n(&w[BPF_BAD_IPV4_HEADER_CHECKSUM], __ATOMIC_ACQUIRE);
     }
     return NULL;
 }
@@ -1833,7 +1862,7 @@ int main(int argc, char **argv) {
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
                "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
-               "\"bad_checksum\": %llu, \"send_waited_ns\": %lld, \"latency\": ",
+               "\"bad_checksum\": %llu, \"bad_ipv4_header_checksum\": %llu, \"send_waited_ns\": %lld, \"latency\": ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1848,7 +1877,8 @@ int main(int argc, char **argv) {
                d->rx_blocks, d->rx_block_size, (unsigned long long)d->fragments,
                (unsigned long long)d->wrong_length, (unsigned long long)d->zero_checksum,
                (unsigned long long)d->atomic_fragments, (unsigned long long)d->ipv4_options,
-               (unsigned long long)d->bad_checksum, (long long)d->send_waited_ns);
+               (unsigned long long)d->bad_checksum, (unsigned long long)d->bad_ipv4_header_checksum,
+               (long long)d->send_waited_ns);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -218,3 +218,32 @@ def test_a_setting_two_records_hold_stays_until_the_last_goes_then_the_nodes_own
         ["set gro d0 on -> off"], [], [], [], [], ["set gro d0 off -> on"]], after
     assert after[-1]["state"] == before["state"]
     assert not list(tmp_path.iterdir()), "each absent removes its own record"
+
+
+def test_a_setting_another_record_holds_at_another_value_is_refused_and_nothing_changes(tmp_path):
+    """Two holders of one setting that want different values: the second silently took it over while the first
+    still relied on its value (the last applied won). Refused now, in check mode too, before any change, naming
+    the setting, the port, the value held, the holder's file and the value asked; the same value still joins."""
+    netem = {"state_file": str(tmp_path / "netem-gro.json"), "gro": {"d0": "off"}}
+    other = {"state_file": str(tmp_path / "other.json"), "gro": {"d0": "on"},
+             "addresses": [{"dev": "d0", "address": "198.18.0.1/24"}]}
+    check = {**other, "_ansible_check_mode": True}
+    _before, held, refused, checked, joined = runs(tmp_path, "ethtool -K d0 gro on", netem, other, check,
+                                                   {**other, "gro": {"d0": "off"}})
+    expected = (f"gro of port d0: asked on, but {netem['state_file']} holds it at off (another role's record on this "
+                "node, which relies on it): allowed off while that one holds it; nothing changed (remove that role "
+                "first, state absent)")
+    for run in (refused, checked):
+        assert run["result"].get("failed") and run["result"]["msg"] == expected, run["result"]
+        assert run["state"] == held["state"], "refused: nothing changed"
+    assert joined["state"]["gro"].split()[1] == "off" and joined["result"]["changes"] == [
+        "add address 198.18.0.1/24 dev d0"], joined["result"]
+
+
+def test_a_record_of_the_earlier_version_holds_the_value_the_node_has(tmp_path):
+    """A record written before records kept their declared value (only the node's own, under settings): the value
+    the node has is taken as the one it holds, and another is refused."""
+    (tmp_path / "netem-gro.json").write_text(json.dumps({"settings": {"gro d0": "on"}, "added": {}}))
+    refused = runs(tmp_path, "ethtool -K d0 gro off", {"gro": {"d0": "on"}})[1]["result"]
+    assert refused.get("failed") and refused["msg"].startswith(
+        f"gro of port d0: asked on, but {tmp_path / 'netem-gro.json'} holds it at off "), refused

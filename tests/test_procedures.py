@@ -211,6 +211,33 @@ def test_the_method_line_says_when_no_frame_timeout_was_applied():
     assert "frame timeout 10 ms" in timed and "no frame timeout" not in timed
 
 
+def test_a_latency_or_pdv_summary_over_fewer_repetitions_than_rfc8219_asks_says_so(tmp_path):
+    # RFC 8219 sections 7.2 and 7.3: the test is repeated at least 20 times and the median of the repetitions'
+    # TL, WCL or PDV is the reported value. A CI-scale campaign (repetitions: 1) or a CLI run (--repeat 1) is not
+    # that figure: its method line must say so beside it, as it does for a shortened trial. RFC 2544's throughput
+    # asks for no repetition, so its summary has nothing to disclose on that count.
+    from trexlab.plan.repetition import SUMMARY, method_line, repeat
+    from trexlab.results.store import read_json
+
+    wanted = f"repetitions 1 (RFC 8219: at least {latency.MIN_REPETITIONS}, the median of them reported)"
+    short = latency.Params(rate=1000, trial_duration=2, tag_delay=1, tagged_frames=500)
+    runs = {"latency": short, "pdv": pdv.Params(rate=1000, trial_duration=1),
+            "throughput": throughput.Params(max_rate=1e6, trial_duration=1)}
+    for name, params in runs.items():
+        repeat(name, sim(capacity=5e5), ONE_WAY, params, 1, tmp_path / name, {})
+        method = read_json(tmp_path / name / SUMMARY)["method"]
+        if name == "throughput":
+            assert not any(d.startswith("repetitions") for d in method["deviations"]), method["deviations"]
+        else:
+            assert wanted in method["deviations"], (name, method["deviations"])
+            assert "short of the standard: trial duration" in method_line(method)
+            assert wanted in method_line(method)
+    assert latency.repetition_deviations(latency.MIN_REPETITIONS) == []
+    assert latency.repetition_deviations(latency.MIN_REPETITIONS - 1) == [
+        f"repetitions {latency.MIN_REPETITIONS - 1} (RFC 8219: at least {latency.MIN_REPETITIONS}, the median of "
+        "them reported)"]
+
+
 def test_more_tags_than_frames_after_the_tag_delay_are_refused_before_any_trial():
     # 100 fps for the 1 s after the tag delay are 100 frames: they cannot carry 500 tags (siitperf refuses the
     # same). The sim reported 500 tags sent and received, swtester failed mid-run, TRex sent fewer.

@@ -130,7 +130,7 @@ def test_counters_not_read_after_the_trial_are_said_not_cross_checked():
 
 
 @pytest.mark.parametrize("count", ["wrong_length", "zero_checksum", "atomic_fragments", "ipv4_options",
-                                   "bad_checksum"])
+                                   "bad_checksum", "bad_ipv4_header_checksum"])
 def test_frames_the_dut_changed_are_in_the_nftables_cross_check(count):
     """nftables counts every test frame that reaches the port, also one the receiver counts as lost because the DUT
     padded or cut it or wrote a UDP checksum of zero over IPv6: the cross-check compared nftables' count with the
@@ -178,6 +178,10 @@ def test_a_histogram_that_is_not_one_is_an_error(histogram):
                      "pseudo-header (the addresses they arrived with), UDP header and payload, which every receiver "
                      "discards (RFC 768, RFC 8200 section 8.1; a translator must update it for its new addresses, RFC "
                      "7915): not frames a host would take, so counted as lost"),
+    ("bad_ipv4_header_checksum", "forward: 1,000 test frame(s) arrived with an IPv4 header checksum that does not "
+                                 "verify, which every receiver discards (RFC 1122 section 3.2.1.2, RFC 1812 section "
+                                 "5.2.2; a DUT that rewrites the TTL or an address must update it, RFC 1624): not "
+                                 "frames a host would take, so counted as lost"),
 ])
 def test_test_frames_that_arrived_fragmented_or_of_another_length_are_said_lost(count, note):
     """swtester counts a test frame whose first fragment arrived in `fragments`, one that arrived padded or cut in

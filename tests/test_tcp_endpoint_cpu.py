@@ -21,6 +21,7 @@ from test_rfc6349 import FakeEndpoints, PathGenerator, params, run
 
 from trexlab.plan.repetition import method_line, method_of, summarize_headlines
 from trexlab.procedures import rfc6349
+from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import FULL_CPU_PERCENT, TcpTest, busy_percent, parse
 from trexlab.testbed.endpoints import node_cpu_ticks
 
@@ -57,23 +58,87 @@ def test_each_direction_carries_its_senders_and_receivers_cpu():
     download = parse(recorded(DOWNLOAD), TcpTest("download", "download", 1))["download"]
     assert (download.sender_cpu_percent, download.receiver_cpu_percent) == (cpu_of(DOWNLOAD)["remote_total"],
                                                                             cpu_of(DOWNLOAD)["host_total"])
-    assert upload.cpu_limit_percent == download.cpu_limit_percent == FULL_CPU_PERCENT
+    assert {upload.sender_cpu_limit_percent, upload.receiver_cpu_limit_percent, download.sender_cpu_limit_percent,
+            download.receiver_cpu_limit_percent} == {FULL_CPU_PERCENT}
 
 
-def test_an_iperf3_that_sums_several_stream_threads_is_not_judged():
-    """From 3.16 iperf3 runs a thread per stream and reports their sum: one saturated stream among four cannot be
-    told, so no limit is claimed (None), and no figure is made up either."""
+def versioned(client: str, server: str, host_total: float | None = None) -> dict:
+    """The recorded 4-stream upload as iperf3 of these versions would report it (host_total: the client's figure)."""
     report = recorded(UPLOAD)
-    report["start"]["version"] = "iperf 3.16"
-    upload = parse(report, TcpTest("upload", "upload", 4))["upload"]
-    assert upload.cpu_limit_percent is None and upload.sender_cpu_percent == cpu_of(UPLOAD)["host_total"]
-    assert rfc6349.cpu_saturation(upload) == []
-    assert parse(report, TcpTest("upload", "upload", 1))["upload"].cpu_limit_percent == FULL_CPU_PERCENT
+    report["start"]["version"], report["server_output_json"]["start"]["version"] = client, server
+    if host_total is not None:
+        report["end"]["cpu_utilization_percent"]["host_total"] = host_total
+    return report
 
 
-def replaying(download: Path, upload: Path) -> str:
-    """A stand-in iperf3 client that prints a recorded report: the download's for --reverse, else the upload's."""
-    return f"import sys\nprint(open({str(download)!r} if '--reverse' in sys.argv else {str(upload)!r}).read())\n"
+def limits(d) -> tuple:
+    return d.sender_cpu_limit_percent, d.receiver_cpu_limit_percent
+
+
+@pytest.mark.parametrize("cpus", [2, 8])
+def test_a_threaded_iperf3s_sum_is_judged_against_one_cpu_per_stream_thread_up_to_its_nodes_cpus(cpus):
+    """From 3.16 iperf3 runs a thread per stream and reports the process's CPU, every thread's: all it can use is one
+    CPU per stream thread, as far as the node has CPUs (it was not judged at all). Four streams on two CPUs: 200 %."""
+    test = TcpTest("upload", "upload", 4)
+    limit = min(test.connections, cpus) * FULL_CPU_PERCENT
+    nodes = {"client": cpus, "server": cpus}
+    upload = parse(versioned("iperf 3.16", "iperf 3.16"), test, node_cpus=nodes)["upload"]
+    assert limits(upload) == (limit, limit) and rfc6349.cpu_saturation(upload) == []
+    # The recorded sender's 92.1 % is a saturated single thread's, not four threads' on these CPUs; a sum near their
+    # limit is.
+    busy = parse(versioned("iperf 3.16", "iperf 3.16", rfc6349.ENDPOINT_CPU_SATURATED * limit), test,
+                 node_cpus=nodes)["upload"]
+    assert rfc6349.cpu_saturation(busy) == [
+        f"endpoint CPU saturated (sender {rfc6349.ENDPOINT_CPU_SATURATED * limit:.1f} % of {limit:g} %)"]
+    # Without the node's CPUs several threads' sum cannot be judged; one stream's thread can, as before 3.16.
+    assert limits(parse(versioned("iperf 3.16", "iperf 3.16"), test)["upload"]) == (None, None)
+    assert limits(parse(versioned("iperf 3.16", "iperf 3.16"), TcpTest("u", "upload", 1))["upload"]) == (
+        FULL_CPU_PERCENT, FULL_CPU_PERCENT)
+
+
+def test_each_end_is_judged_by_its_own_iperf3s_version():
+    """The server's report (--get-server-output) says its own version: a 3.12 client beside a 3.16 server with four
+    streams was judged by the client's, the server's sum of four threads against one CPU."""
+    upload = parse(versioned("iperf 3.12", "iperf 3.16"), TcpTest("upload", "upload", 4))["upload"]
+    assert limits(upload) == (FULL_CPU_PERCENT, None)
+    upload = parse(versioned("iperf 3.16", "iperf 3.12"), TcpTest("upload", "upload", 4))["upload"]
+    assert limits(upload) == (None, FULL_CPU_PERCENT)
+
+
+def test_a_bidirectional_test_has_a_stream_thread_each_way_at_each_end():
+    """--bidir opens the connections both ways: one connection is two stream threads per threaded iperf3, so its sum
+    can reach 200 % on two CPUs (it was judged against 100 %: two half-busy threads read saturated)."""
+    test = TcpTest("bidirectional", "bidirectional", 1)
+    report = versioned("iperf 3.16", "iperf 3.16")
+    report["end"]["sum_sent_bidir_reverse"] = report["end"]["sum_sent"]
+    report["end"]["sum_received_bidir_reverse"] = report["end"]["sum_received"]
+    directions = parse(report, test, node_cpus={"client": 2, "server": 2})
+    assert {limits(d) for d in directions.values()} == {(2 * FULL_CPU_PERCENT, 2 * FULL_CPU_PERCENT)}
+    single = parse(versioned("iperf 3.12", "iperf 3.12") | {"end": report["end"]}, test)
+    assert {limits(d) for d in single.values()} == {(FULL_CPU_PERCENT, FULL_CPU_PERCENT)}
+
+
+@pytest.mark.parametrize("version", ["iperf 3.16", "iperf 3.17.1", "iperf 3.18"])
+def test_a_paced_sender_of_3_16_and_3_17_is_not_judged(version):
+    """In 3.16 and 3.17 a stream thread paced by --bitrate loops while it waits (iperf3 issue #1741, fixed in 3.18):
+    its process reads about a CPU whatever it sent, so a paced sender (the baseline RTT connection) is not judged
+    there; the receiver, which blocks in its reads, is."""
+    test = TcpTest("baseline rtt", "upload", 1, bitrate_bps=1e6)
+    sender, receiver = limits(parse(versioned(version, version), test)["upload"])
+    assert receiver == FULL_CPU_PERCENT
+    assert sender == (FULL_CPU_PERCENT if version == "iperf 3.18" else None)
+
+
+def replaying(download: Path, upload: Path, baseline_cpu: Path | None = DOWNLOAD) -> str:
+    """A stand-in iperf3 client that prints a recorded report: the download's for --reverse, else the upload's. The
+    baseline RTT connection (paced: --bitrate) gets the upload's with the CPU figures of baseline_cpu's recording
+    (the download's by default: neither end near its limit; None: the upload's own, its sender saturated)."""
+    swap = "" if baseline_cpu is None else (
+        f"if '--bitrate' in sys.argv:\n"
+        f"    report['end']['cpu_utilization_percent'] = json.load(open({str(baseline_cpu)!r}))['end']"
+        f"['cpu_utilization_percent']\n")
+    return (f"import json, sys\nreport = json.load(open({str(download)!r} if '--reverse' in sys.argv else "
+            f"{str(upload)!r}))\n{swap}print(json.dumps(report))\n")
 
 
 def test_a_saturated_sender_makes_its_test_tester_bound_and_the_report_says_so():
@@ -121,7 +186,39 @@ def test_tests_whose_endpoints_report_no_cpu_are_said_not_judged():
     download = result["tests"][0]["directions"]["download"]
     assert download["sender_cpu_percent"] is None and download["tester_bound_reasons"] == []
     assert not result["tester_bound"]
-    assert any(n.startswith("endpoint CPU not judged (download)") for n in result["notes"])
+    assert any(n.startswith("endpoint CPU not judged (baseline RTT, download)") for n in result["notes"])
+
+
+@pytest.mark.parametrize("declared_window", [False, True])
+def test_a_saturated_end_of_the_baseline_rtt_connection_bounds_the_figures_resting_on_it(declared_window):
+    """RFC 6349 section 3.2 baselines the path's inherent, non-congested RTT; a saturated endpoint's queueing and
+    scheduling delay is in the RTT its kernel samples. The baseline RTT connection's endpoints were never judged: its
+    sender at 92.1 % of its one CPU left the result not tester-bound. Now the baseline RTT, the BDP and every buffer
+    delay are bounded, and a transfer time ratio where a window limits the maximum achievable throughput (a declared
+    window below the BDP), not the throughputs nor the path MTU or bottleneck bandwidth."""
+    rtt = min(s["sender"]["min_rtt"] for s in recorded(UPLOAD)["end"]["streams"]) / 1e6
+    bb, mtu = 1e9, 1500
+    window = {"window_bytes": int(tcp_metrics.bdp_bytes(bb, rtt) / 2)} if declared_window else {}
+    endpoints = FakeEndpoints(client_program=replaying(DOWNLOAD, UPLOAD, baseline_cpu=None))
+    result = run(PathGenerator(), params(mtu=mtu, bottleneck_bandwidth=bb, tests=("download",), connections=1,
+                                         **window), endpoints).to_dict()
+    reason = f"endpoint CPU saturated (sender {cpu_of(UPLOAD)['host_total']:.1f} % of {FULL_CPU_PERCENT:g} %)"
+    assert result["baseline_rtt_s"] == pytest.approx(rtt)
+    assert result["tester_bound"] and result["tester_bound_reasons"] == [f"baseline RTT: {reason}"]
+    assert result["baseline_rtt_connection"]["sender_cpu_percent"] == cpu_of(UPLOAD)["host_total"]
+    assert result["baseline_rtt_connection"]["tester_bound_reasons"] == [reason]
+    assert result["tests"][0]["directions"]["download"]["tester_bound_reasons"] == []
+    bound = {name for name, reasons in result["headline_tester_bound"].items() if reasons}
+    assert bound == {"baseline_rtt_s", "bdp_bytes", "download_buffer_delay_percent"} | (
+        {"download_transfer_time_ratio"} if declared_window else set())
+    note = next(n for n in result["notes"] if n.startswith("TESTER-BOUND baseline RTT"))
+    assert reason in note and rfc6349.BASELINE_RTT_FIGURES in note
+    summary = summarize_headlines([result])
+    assert summary["baseline_rtt_s"]["tester_bound"] == summary["bdp_bytes"]["tester_bound"] == 1
+    assert summary["download_tcp_throughput_bps"]["tester_bound"] == summary["path_mtu_bytes"]["tester_bound"] == 0
+    assert rfc6349.BASELINE_RTT_FIGURES in method_line(method_of(result))
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "schemas" / "result.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(result)
 
 
 @pytest.mark.parametrize("percent", [95.0, 50.0])
@@ -157,6 +254,9 @@ def test_a_nodes_cpus_busy_share_is_all_but_idle_and_iowait_of_its_proc_stat():
                for when in ("before", "after")]
     spent = [b - a for a, b in zip(*columns, strict=True)]
     assert busy_percent(before, after) == pytest.approx(100 - (spent[3] + spent[4]) / sum(spent) * 100)
+    # How many CPUs the node has: one "cpuN" line each (a threaded iperf3's limit, iperf.cpu_limit).
+    lines = (STAT / "before-a-download.txt").read_text().splitlines()
+    assert before[2] == after[2] == sum(line.split()[0] != "cpu" for line in lines) > 0
     assert node_cpu_ticks(CatNode(STAT / "missing")) is None and busy_percent(None, after) is None
 
 
@@ -167,9 +267,10 @@ def test_busy_endpoint_nodes_make_a_test_tester_bound(below):
     CPU of its own)."""
     total = 10_000
     busy = round(rfc6349.ENDPOINT_CPU_SATURATED * total) - (1 if below else 0)
-    idle = {"client": (0, total), "server": (0, total)}
-    readings = [idle, {"client": (total // 10, 2 * total), "server": (total // 10, 2 * total)},  # baseline RTT
-                idle, {"client": (busy, 2 * total), "server": (0, 2 * total)}]  # the download: client node busy
+    cpus = 2
+    idle = {"client": (0, total, cpus), "server": (0, total, cpus)}
+    readings = [idle, {"client": (total // 10, 2 * total, cpus), "server": (total // 10, 2 * total, cpus)},  # RTT
+                idle, {"client": (busy, 2 * total, cpus), "server": (0, 2 * total, cpus)}]  # download: client busy
     result = run(PathGenerator(), params(mtu=1500, bottleneck_bandwidth=1e9, tests=("download",)),
                  FakeEndpoints(cpu_ticks=readings)).to_dict()
     download = result["tests"][0]["directions"]["download"]

@@ -7,7 +7,8 @@ swtester counted those as received; they now count in `zero_checksum`. An IPv6 a
 offset 0 and More clear: what RFC 6145 translators sent, RFC 8021 deprecates) was neither received nor said: it
 counts in `atomic_fragments`. IPv4 options the frame sent had not (no forwarding adds any) counted as received where
 the DUT kept the frame's length (cutting the UDP payload by as much), every receive method alike, and as wrong_length
-("padded or cut") where it did not: they count in `ipv4_options`.
+("padded or cut") where it did not: they count in `ipv4_options`. An IPv4 header checksum that does not verify (a TTL
+or address rewritten without it updated) counted as received: it counts in `bad_ipv4_header_checksum`.
 
 The DUT is a forwarder of the test's own (FORWARDER, in the DUT's namespace): each forward frame that arrives on q0
 leaves q1 (towards p1) changed: IPv4 frames padded by PAD bytes or, every other frame, cut to TRUNCATED bytes
@@ -74,6 +75,11 @@ def with_ipv4_source(f):
     ip[10:12] = bytes(2)
     ip[10:12] = checksum(bytes(ip))
     return f[:2] + bytes(ip) + f[22:]
+
+def with_ttl_decremented(f):
+    # The IPv4 frame one hop further (its TTL one less), its header checksum as it was: what a router or translator
+    # that forgets to update it (RFC 1624) forwards.
+    return f[:10] + bytes([f[10] - 1]) + f[11:]
 
 def with_last_byte_changed(f):
     # A byte of the padding after the test payload, the frame's last, changed: what a corrupting DUT may do.
@@ -143,6 +149,11 @@ CHANGE = {
     # A UDP checksum that does not verify: every other frame from another source address (the last byte of the IPv6
     # header's, at 10-25) without its checksum updated, the others with a byte of their padding changed.
     "bad_checksum": (6, "lambda f, n: f[:25] + bytes([f[25] ^ 1]) + f[26:] if n % 2 else with_last_byte_changed(f)"),
+    # An IPv4 header checksum that does not verify: every other frame with its TTL decremented without it updated,
+    # the others from another source address (the last byte of the IPv4 header's, at 14-17) with neither checksum
+    # updated (the header's is verified first, as a receiving host's IP layer does before its UDP).
+    "bad_ipv4_header_checksum": (4, "lambda f, n: with_ttl_decremented(f) if n % 2 else f[:17] + bytes([f[17] ^ 1])"
+                                    " + f[18:]"),
 }
 
 

@@ -457,6 +457,10 @@ CHANGED_COUNTS = (
                  "was clear, RFC 8021 deprecates them): not the frames sent, so counted as lost"),
     ChangedCount("ipv4_options", True, "arrived with IPv4 options the frames sent had not (forwarding adds none, "
                  "nor does a SIIT translator, RFC 7915 section 5.1): changed by the DUT, so counted as lost"),
+    ChangedCount("bad_ipv4_header_checksum", True, "arrived with an IPv4 header checksum that does not verify, "
+                 "which every receiver discards (RFC 1122 section 3.2.1.2, RFC 1812 section 5.2.2; a DUT that "
+                 "rewrites the TTL or an address must update it, RFC 1624): not frames a host would take, so counted "
+                 "as lost"),
     ChangedCount("bad_checksum", True, "arrived with a UDP checksum that does not verify over their pseudo-header "
                  "(the addresses they arrived with), UDP header and payload, which every receiver discards (RFC 768, "
                  "RFC 8200 section 8.1; a translator must update it for its new addresses, RFC 7915): not frames a "

@@ -88,6 +88,11 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
     written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
                "method": method_of(results[-1], provenance.get("rate_source")) if results else {},
                "figures": summary}
+    # A standard that asks for a number of repetitions (RFC 8219's latency and PDV: 20, their median reported):
+    # a summary over fewer is not its figure, and says so with the durations that fall short of it.
+    deviations: Callable[[int], list[str]] | None = getattr(module, "repetition_deviations", None)
+    if results and deviations is not None and (short := deviations(len(results))):
+        written["method"] = {**written["method"], "deviations": [*written["method"].get("deviations", []), *short]}
     if rule.adaptive:  # disclosed beside the method: the rule, the count reached and each interval
         intervals = rule.intervals(results)
         narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
@@ -195,6 +200,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
                          # tester-bound (None: a result written before they were recorded).
                          "endpoint_cpu_method": result.get("endpoint_cpu_method"),
                          "endpoint_cpu_saturated_percent": result.get("endpoint_cpu_saturated_percent"),
+                         # What a baseline RTT connection with a saturated endpoint bounds (None: older results).
+                         "baseline_rtt_bounds": result.get("baseline_rtt_bounds"),
                          # The frames the endpoints' TCP cut (roles/tcp_endpoints): wire-sized, or super-frames a
                          # virtual link hands the DUT whole, with the hosts' work per byte far lower.
                          "segmentation_offload": result.get("segmentation_offload")}
@@ -271,7 +278,9 @@ def method_line(method: dict) -> str:
               if tcp.get("segmentation_offload") is not None else []),
             *([f"a test direction is tester-bound where an endpoint used {tcp['endpoint_cpu_saturated_percent']:g} % "
                f"or more of all the CPU it can ({tcp['endpoint_cpu_method']})"]
-              if tcp.get("endpoint_cpu_method") else [])]))
+              if tcp.get("endpoint_cpu_method") else []),
+            *([f"the baseline RTT connection's endpoints are judged the same way; where one was saturated, "
+               f"tester-bound with it: {tcp['baseline_rtt_bounds']}"] if tcp.get("baseline_rtt_bounds") else [])]))
     if download := method.get("download"):
         parts.append(f"a file of {download['bytes']:,} bytes, TCP congestion control "
                      f"{download['congestion_control'] or 'the client kernel default'}")

@@ -54,6 +54,9 @@ class Procedure(Protocol):
       generator, the trial template (its load and duration replaced per trial), ``on_trial(result, context)``
       called the moment each trial ends (the results store appends it) and ``progress(phase, info)``. Returns
       a result with ``to_dict()`` (JSON-ready, always disclosing the loss tolerance and method).
+    * optional ``repetition_deviations(count)``: what a summary over count repetitions falls short of the
+      standard's (RFC 8219's latency and PDV: 20), added to summary.json's method deviations
+      (trexlab.plan.repetition.repeat); a procedure without it asks for no number of repetitions.
     """
 
     NAME: str

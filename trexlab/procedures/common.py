@@ -81,6 +81,14 @@ def shorter_than(standard: str, checks: list[tuple[str, float, float]]) -> list[
             if value < minimum]
 
 
+def fewer_repetitions(standard: str, count: int, minimum: int) -> list[str]:
+    """A summary over fewer repetitions than the standard asks for, as its method discloses it ('deviations'):
+    'repetitions 1 (RFC 8219: at least 20, the median of them reported)'. The standard's figure is the median over
+    that many; a median over fewer (a CI-scale campaign, a CLI run's --repeat 1) is another figure."""
+    return ([f"repetitions {count} ({standard}: at least {minimum}, the median of them reported)"]
+            if count < minimum else [])
+
+
 def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None) -> list[str]:
     """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's durations.
 

@@ -38,6 +38,7 @@ from trexlab.procedures.common import (
     ceiling_warning,
     check_plan_frame_timeout,
     coarse_delay_note,
+    fewer_repetitions,
     frame_timeout_override,
     generator_traffic_only,
     near_floor,
@@ -74,6 +75,9 @@ MIN_TAGGED_FRAMES = 500  # RFC 8219 section 7.2
 MAX_TAGGED_FRAMES = 10_000_000
 #: RFC 2544 section 26.2 trials a run may add (each a full trial for one tagged frame; RFC 2544 asks for 20).
 MAX_RFC2544_TRIALS = 1000
+#: RFC 8219 sections 7.2 and 7.3: the latency (and PDV) test is repeated at least 20 times and the median of the
+#: repetitions' TL, WCL (PDV) is the reported value; a summary over fewer says so (repetition_deviations).
+MIN_REPETITIONS = 20
 TRIAL_DURATION = 120.0  # s, RFC 8219: at least 120 s
 TAG_DELAY = 60.0  # s, RFC 8219: tags only after the first 60 s
 #: RFC 8219 section 7.2's report MUST state which RFC 1242 latency definition was used. The testers timestamp a
@@ -177,6 +181,12 @@ class LatencyResult:
             "params": asdict(self.params),
             "headline": headline,
         }
+
+
+def repetition_deviations(count: int) -> list[str]:
+    """What a summary over count repetitions falls short of RFC 8219's (trexlab.plan.repetition adds it to the
+    summary's deviations, beside those of each repetition's durations)."""
+    return fewer_repetitions("RFC 8219", count, MIN_REPETITIONS)
 
 
 def check_tag_window(params: Params) -> None:

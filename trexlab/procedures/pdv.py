@@ -46,6 +46,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_latency
+from trexlab.procedures.latency import repetition_deviations as rfc8219_repetitions
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.spec.schema import doc
 from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_TRIAL_DURATION, check_trial_frames, delay_for_json, format_seconds
@@ -133,6 +134,9 @@ def check(plan) -> None:
 
 check_lab = no_lab_checks
 cost = simulated_cost_of(NAME)
+#: RFC 8219 section 7.3 asks PDV for the repetitions section 7.2 asks latency for, their median reported: a summary
+#: over fewer says so (trexlab.plan.repetition).
+repetition_deviations = rfc8219_repetitions
 
 
 def run(context: RunContext, params: Params) -> PdvResult:

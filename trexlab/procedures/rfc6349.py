@@ -10,7 +10,9 @@ RFC 2544 procedures use:
 2. bottleneck bandwidth (BB): RFC 2544 throughput at the MTU frame size, read as
    its layer-1 bit rate; or declared (--bottleneck-bandwidth, e.g. the CIR).
 3. baseline RTT: one connection at low load (a share of BB), the smallest RTT
-   the sender's kernel saw.
+   the sender's kernel saw; its endpoints' CPU is judged as in step 7, since a
+   saturated host's queueing and scheduling delay would be in that RTT and in
+   every figure resting on it (BASELINE_RTT_FIGURES).
 4. BDP = BB x RTT; window per connection = BDP / connections (or declared).
 5. TCP tests, by one of two engines (trexlab.tcp.engines, --engine): iperf3
    between the lab's client and server nodes, or TRex ASTF playing client
@@ -85,12 +87,20 @@ METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engin
 RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
-#: The share of all the CPU an end can use (DirectionStats.cpu_limit_percent) from which it counts as saturated and
-#: its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for test hosts that carry
-#: the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which a frame trial's rate
-#: counts as near the tester's own ceiling. A saturated end reads a few % below its limit: iperf3's figure divides
-#: its CPU time by a wall time that includes the connection set-up and the result exchange, and TRex smooths its own.
+#: The share of all the CPU an end can use (DirectionStats' sender_ and receiver_cpu_limit_percent) from which it
+#: counts as saturated and its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for
+#: test hosts that carry the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which
+#: a frame trial's rate counts as near the tester's own ceiling. A saturated end reads a few % below its limit:
+#: iperf3's figure divides its CPU time by a wall time that includes the connection set-up and the result exchange,
+#: and TRex smooths its own.
 ENDPOINT_CPU_SATURATED = 1 - CEILING_MARGIN
+#: What rests on the baseline RTT, and is marked tester-bound with it where an end of its connection was saturated
+#: (Rfc6349Result.headline_tester_bound): a host's queueing and scheduling delay is in the RTT its kernel samples, not
+#: the path's inherent, non-congested delay RFC 6349 section 3.2 baselines.
+BASELINE_RTT_FIGURES = ("the baseline RTT, the BDP and the windows made from it, every test's buffer delay (its RTT "
+                        "against the baseline), and a maximum achievable TCP throughput a window limits (window / "
+                        "baseline RTT) with its transfer time ratio; not the TCP throughputs, which no RTT enters (a "
+                        "window from a longer RTT is only larger, so it does not hold them down)")
 
 
 def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
@@ -269,6 +279,8 @@ class Rfc6349Result:
     trials: int = 0
     endpoint_cpu_method: str = ""  # whose CPU the tests' sender/receiver_cpu_percent are, and how taken
     segmentation_offload: bool | None = None  # the endpoints' TCP kept TSO/GSO (TcpEngine.segmentation_offload)
+    # The baseline RTT connection's direction as its trial records it: RTTs, both ends' CPU, tester_bound_reasons.
+    baseline_rtt_connection: dict = field(default_factory=dict)
 
     #: Each headline test direction's figures: the field of its per-direction metrics -> the headline name's suffix.
     HEADLINE_FIGURES = {"actual_tcp_throughput_bps": "tcp_throughput_bps", "transfer_time_ratio": "transfer_time_ratio",
@@ -295,24 +307,37 @@ class Rfc6349Result:
         search = self.bb_search or {}
         return [f"bottleneck bandwidth: {reason}" for reason in search.get("tester_bound_reasons") or []]
 
+    def baseline_rtt_tester_bound(self) -> list[str]:
+        """Why the baseline RTT may hold the test hosts' delay: its connection's endpoints' reasons (cpu_saturation)."""
+        return [f"baseline RTT: {reason}" for reason in self.baseline_rtt_connection.get("tester_bound_reasons") or []]
+
     def headline_tester_bound(self) -> dict[str, list[str]]:
         """Per headline figure, why it may be the tester's limit (empty: it is not, as far as the figures tell): a
         test direction's figures carry its own endpoints' reasons; a tester-bound bottleneck bandwidth's reasons go
         with every figure made from it (the BDP, the windows from it, the maximum achievable throughput behind the
-        transfer time ratio), all but the path MTU and the baseline RTT."""
-        from_bb = self.bottleneck_tester_bound()
+        transfer time ratio), all but the path MTU and the baseline RTT; a baseline RTT taken with a saturated
+        endpoint's go with BASELINE_RTT_FIGURES: the baseline RTT, the BDP, each buffer delay, and the transfer time
+        ratio of a direction whose maximum achievable throughput is its window's (below the link's)."""
+        from_bb, from_rtt = self.bottleneck_tester_bound(), self.baseline_rtt_tester_bound()
         bound = {name: [] if name in ("path_mtu_bytes", "baseline_rtt_s") else list(from_bb)
                  for name in self.headline()}
+        bound["baseline_rtt_s"] += from_rtt
+        bound["bdp_bytes"] += from_rtt
         for prefix, d in self._headline_directions():
             for suffix in self.HEADLINE_FIGURES.values():
                 bound[f"{prefix}_{suffix}"] += d.get("tester_bound_reasons") or []
+            bound[f"{prefix}_buffer_delay_percent"] += from_rtt
+            # The headline tests run alone: the link's share of each is all of max_achievable_bps (add_metrics).
+            if d["max_achievable_tcp_throughput_bps"] < self.max_achievable_bps:
+                bound[f"{prefix}_transfer_time_ratio"] += from_rtt
         return bound
 
     def tester_bound_reasons(self) -> list[str]:
-        """A tester-bound bottleneck bandwidth and every TCP test direction whose endpoints may have been its limit,
-        and why."""
-        return self.bottleneck_tester_bound() + [f"{where}: {reason}" for where, d in test_directions(self.tests)
-                                                 for reason in d.get("tester_bound_reasons") or []]
+        """A tester-bound bottleneck bandwidth, a baseline RTT taken with a saturated endpoint, and every TCP test
+        direction whose endpoints may have been its limit, and why."""
+        return self.bottleneck_tester_bound() + self.baseline_rtt_tester_bound() + [
+            f"{where}: {reason}" for where, d in test_directions(self.tests)
+            for reason in d.get("tester_bound_reasons") or []]
 
     def to_dict(self) -> dict:
         return {
@@ -332,6 +357,7 @@ class Rfc6349Result:
             "notes": self.notes, "params": asdict(self.params), "headline": self.headline(),
             "endpoint_cpu_method": self.endpoint_cpu_method, "segmentation_offload": self.segmentation_offload,
             "endpoint_cpu_saturated_percent": ENDPOINT_CPU_SATURATED * 100,
+            "baseline_rtt_connection": self.baseline_rtt_connection, "baseline_rtt_bounds": BASELINE_RTT_FIGURES,
             **tester_bound_fields(self.tester_bound_reasons()),
             "headline_tester_bound": self.headline_tester_bound(),
         }
@@ -435,7 +461,11 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                        bitrate_bps=bb * params.rtt_load_percent / 100, port=engine.ports[0],
                        ip_version=ip_version, mss=tcp.mss, interval=0.1)
     rtt_result = tcp.run([rtt_test], "baseline RTT")[0]
+    # Its endpoints' CPU judged as every test's: a saturated end's queueing and scheduling delay is in the RTT its
+    # kernel samples, and BASELINE_RTT_FIGURES rest on it.
+    rtt_result.metrics["upload"] = {"tester_bound_reasons": cpu_saturation(rtt_result.directions["upload"])}
     tcp.record(rtt_result, "baseline RTT")
+    baseline_connection = rtt_result.to_dict()["directions"]["upload"]
     baseline_rtt = rtt_result.directions["upload"].rtt_min_s
     if not baseline_rtt:
         raise GeneratorError(f"baseline RTT: {engine.name} reported no RTT of the sending side")
@@ -465,15 +495,16 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
             tests.append(result.to_dict())
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
-    notes.extend(result_notes(tests))
+    notes.extend(result_notes(tests, baseline_connection))
     rtt_method = (f"the smallest of {engine.rtt_sampling}, sampled every {rtt_test.interval:g} s of one connection "
-                  f"paced to {params.rtt_load_percent:g} % of the bottleneck bandwidth")
+                  f"paced to {params.rtt_load_percent:g} % of the bottleneck bandwidth"
+                  "; its endpoints' CPU judged as each test's (baseline_rtt_connection)")
     return Rfc6349Result(params, mtu, mtu_source, bb, bb_source, baseline_rtt, engine.rtt_resolution_s, rtt_method,
                          bdp, window, limit, link_max,
                          ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
                          bb_search, tests, notes,
                          len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count, engine.cpu_method,
-                         engine.segmentation_offload)
+                         engine.segmentation_offload, baseline_connection)
 
 
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
@@ -637,29 +668,32 @@ def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: floa
         }
 
 
-def _at_limit(ends: tuple[tuple[str, float | None], ...], limit: float | None) -> list[str]:
-    """The ends whose figure reached ENDPOINT_CPU_SATURATED of limit, as "sender 95.1 %"."""
-    return [] if limit is None else [f"{end} {value:.1f} %" for end, value in ends
-                                     if value is not None and value >= ENDPOINT_CPU_SATURATED * limit]
+def _at_limit(ends: tuple[tuple[str, float | None, float | None], ...], of_limit: bool) -> list[str]:
+    """The ends (name, figure, limit) whose figure reached ENDPOINT_CPU_SATURATED of its limit, as "sender 95.1 %"
+    (of_limit: "sender 95.1 % of 200 %"); an end without a figure or a limit is not judged."""
+    return [f"{end} {value:.1f} %" + (f" of {limit:g} %" if of_limit else "") for end, value, limit in ends
+            if value is not None and limit is not None and value >= ENDPOINT_CPU_SATURATED * limit]
 
 
 def cpu_saturation(d: DirectionStats) -> list[str]:
     """Why a direction's figures may be its endpoints' limit rather than the path's: its sender or receiver used
-    ENDPOINT_CPU_SATURATED or more of all the CPU it can, or its node's CPUs were that busy (with whatever ran there:
-    an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known (see result_notes)."""
+    ENDPOINT_CPU_SATURATED or more of all the CPU it can (each end's own limit), or its node's CPUs were that busy
+    (with whatever ran there: an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known
+    (see result_notes)."""
     reasons = []
-    if saturated := _at_limit((("sender", d.sender_cpu_percent), ("receiver", d.receiver_cpu_percent)),
-                              d.cpu_limit_percent):
-        reasons.append(f"endpoint CPU saturated ({', '.join(saturated)} of {d.cpu_limit_percent:g} %)")
-    if busy := _at_limit((("sender", d.sender_node_busy_percent), ("receiver", d.receiver_node_busy_percent)),
-                         FULL_CPU_PERCENT):
+    if saturated := _at_limit((("sender", d.sender_cpu_percent, d.sender_cpu_limit_percent),
+                               ("receiver", d.receiver_cpu_percent, d.receiver_cpu_limit_percent)), True):
+        reasons.append(f"endpoint CPU saturated ({', '.join(saturated)})")
+    if busy := _at_limit((("sender", d.sender_node_busy_percent, FULL_CPU_PERCENT),
+                          ("receiver", d.receiver_node_busy_percent, FULL_CPU_PERCENT)), False):
         reasons.append(f"endpoint node CPUs busy ({', '.join(busy)})")
     return reasons
 
 
-def result_notes(tests: list[dict]) -> list[str]:
-    """What a reader must know to judge the metrics: figures that point at the method, not the path."""
-    notes = cpu_notes(tests)
+def result_notes(tests: list[dict], baseline: dict | None = None) -> list[str]:
+    """What a reader must know to judge the metrics: figures that point at the method, not the path (baseline: the
+    baseline RTT connection's direction, Rfc6349Result.baseline_rtt_connection)."""
+    notes = cpu_notes(tests, baseline)
     above = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
                     if (d["transfer_time_ratio"] or 2) < 1})
     if above:
@@ -682,10 +716,17 @@ def test_directions(tests: list[dict]):
             yield (name if name == direction else f"{name} {direction}"), d
 
 
-def cpu_notes(tests: list[dict]) -> list[str]:
-    """The tests whose endpoints used nearly all their CPU (their figures may be the host's), and those whose
-    endpoints' CPU the engine did not report or reported as a sum that cannot tell (not judged)."""
+def cpu_notes(tests: list[dict], baseline: dict | None = None) -> list[str]:
+    """The baseline RTT connection and the tests whose endpoints used nearly all their CPU (their figures may be the
+    host's), and those whose endpoints' CPU the engine did not report or reported as a sum that cannot tell (not
+    judged)."""
     notes = []
+    if baseline and baseline.get("tester_bound_reasons"):
+        notes.append(f"TESTER-BOUND baseline RTT ({', '.join(baseline['tester_bound_reasons'])}): an endpoint of the "
+                     f"low-load connection used {ENDPOINT_CPU_SATURATED:.0%} or more of all the CPU it can, or its "
+                     "node's CPUs were that busy, so the RTT its kernel sampled may hold the hosts' queueing and "
+                     "scheduling delay, not only the path's inherent delay RFC 6349 section 3.2 baselines; resting on "
+                     f"it: {BASELINE_RTT_FIGURES}; give the endpoints CPU of their own and measure again")
     bound = [f"{where} ({', '.join(d['tester_bound_reasons'])})" for where, d in test_directions(tests)
              if d.get("tester_bound_reasons")]
     if bound:
@@ -695,12 +736,16 @@ def cpu_notes(tests: list[dict]) -> list[str]:
                      "the path's (RFC 6349 wants test hosts that carry the bottleneck bandwidth); give the endpoints "
                      "CPU of their own (nothing else running beside them), or let their TCP use segmentation "
                      "offload, and measure again")
-    unknown = sorted({t["test"]["name"] for t in tests for d in t["directions"].values()
-                      if d.get("cpu_limit_percent") is None})
+    def judged(d: dict) -> bool:
+        return d.get("sender_cpu_limit_percent") is not None and d.get("receiver_cpu_limit_percent") is not None
+
+    unknown = (["baseline RTT"] if baseline and not judged(baseline) else []) + sorted(
+        {t["test"]["name"] for t in tests for d in t["directions"].values() if not judged(d)})
     if unknown:
-        notes.append(f"endpoint CPU not judged ({', '.join(unknown)}): the engine reported no CPU figure, or one "
-                     "that sums the threads of several streams (iperf3 3.16 and later), in which one saturated "
-                     "stream cannot be told: whether the test hosts were the limit is not known")
+        notes.append(f"endpoint CPU not judged ({', '.join(unknown)}) at one end or both: the engine reported no CPU "
+                     "figure, or an iperf3 of 3.16 or later summed several stream threads on a node whose CPUs were "
+                     "not read, or spun in a paced sender's threads (3.16, 3.17): whether the test hosts were the "
+                     "limit is not known")
     return notes
 
 

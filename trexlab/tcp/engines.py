@@ -117,9 +117,13 @@ class Iperf3Engine:
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
-                  "client node, remote_total on the server node): its user + system CPU time over the test's wall "
-                  "time, % of one CPU; an iperf3 before 3.16 runs every stream in one thread, so 100 % is all it can "
-                  "use. Kernel work done outside the process (softirq) is not in it, nor a CPU it waited for: "
+                  "client node, remote_total on the server node): its CPU time, all its threads', over the test's "
+                  "wall time, % of one CPU, judged against all that end's iperf3 can use: an iperf3 before 3.16 runs "
+                  "every stream in one thread, so 100 %; 3.16 and later run a thread per stream (both ways of a "
+                  "bidirectional test) and sum them, so 100 % per stream thread up to its node's CPUs (/proc/stat's "
+                  "cpuN lines), not judged where those were not read, nor for a paced sender of 3.16 or 3.17, whose "
+                  "threads spin while they wait (one saturated stream thread among idle ones is not seen in a sum). "
+                  "Kernel work done outside the process (softirq) is not in it, nor a CPU it waited for: "
                   "sender_node_busy_percent and receiver_node_busy_percent are the nodes' CPUs, all of them, busy "
                   "from before the test's iperf3 started to after it ended (/proc/stat: all but idle and iowait)")
 
@@ -144,7 +148,8 @@ class Iperf3Engine:
         reports = run_tests(self.endpoints.client, address, tests)
         after = self.endpoints.cpu_ticks()
         busy = {role: busy_percent(before[role], after[role]) for role in before}
-        return [parse(report, test, busy) for test, report in zip(tests, reports, strict=True)]
+        cpus = {role: None if reading is None else reading[2] for role, reading in before.items()}
+        return [parse(report, test, busy, cpus) for test, report in zip(tests, reports, strict=True)]
 
     def close(self) -> None:
         pass
@@ -328,7 +333,8 @@ def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds
         rtt_min_s=min(rtts) if rtts else None, rtt_mean_s=sum(rtts) / len(rtts) if rtts else None,
         rtt_max_s=max(rtts) if rtts else None, counted_retransmitted_bytes=delta(sender, "tcps_sndrexmitbyte"),
         sender_cpu_percent=cpu_percent, receiver_cpu_percent=cpu_percent,
-        cpu_limit_percent=None if cpu_percent is None else FULL_CPU_PERCENT)
+        sender_cpu_limit_percent=None if cpu_percent is None else FULL_CPU_PERCENT,
+        receiver_cpu_limit_percent=None if cpu_percent is None else FULL_CPU_PERCENT)
 
 
 def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:

@@ -38,11 +38,16 @@ MAX_INTERVAL = 60.0
 #: choice, not swtester's (generators.software.SWTESTER_GRACE): another program, other overheads (an iperf3 connects
 #: and exchanges its results over the network under test), so either may change without the other.
 IPERF3_GRACE = 30.0
-#: The first iperf3 that runs each stream in a thread of its own (3.16). Its CPU figure is the whole process's
-#: (getrusage(RUSAGE_SELF): every thread's user + system time over the test's wall time, % of one CPU) in every
-#: version: before 3.16 one thread serves every stream, so 100 % is all the process can use; from 3.16 on the threads'
-#: times add up, and one saturated stream's thread among several cannot be told from the sum.
+#: The first iperf3 that runs each stream in a thread of its own (3.16; its release notes, PR #1591); the main thread
+#: keeps the control connection and the timers. Its CPU figure is the whole process's in every version (host_total:
+#: clock(), the process's CPU time, all its threads', over the test's wall time, % of one CPU): before 3.16 one thread
+#: serves every stream, so 100 % is all the process can use; from 3.16 on the stream threads' times add up, so all it
+#: can use is one CPU per stream thread, as far as the node has CPUs (cpu_limit).
 THREAD_PER_STREAM_IPERF3 = (3, 16)
+#: The first threaded iperf3 whose stream thread, paced by --bitrate, sleeps until its next send (3.18: issue #1741,
+#: PR #1743). In 3.16 and 3.17 such a thread loops without waiting, so a paced sender's CPU figure reads about one CPU
+#: per sending stream whatever it sent: the spin's, not the work's (cpu_limit does not judge it).
+PACED_THREAD_SLEEPS_IPERF3 = (3, 18)
 #: A CPU figure (%) of all the CPU it counts used: one CPU for a single-threaded iperf3, every data-plane core for
 #: TRex's cpu_util (the cores' mean).
 FULL_CPU_PERCENT = 100.0
@@ -118,9 +123,10 @@ class DirectionStats:
     # engine did not report it.
     sender_cpu_percent: float | None = None
     receiver_cpu_percent: float | None = None
-    # The figure the ends' CPU reaches when all of what they can use is used (a single-threaded iperf3: one CPU, 100);
-    # None: not known from the figures (no figure, or an iperf3 that sums the threads of several streams).
-    cpu_limit_percent: float | None = None
+    # The figure each end's CPU reaches when all of what it can use is used (a single-threaded iperf3: one CPU, 100;
+    # iperf.cpu_limit); None: not known from the figures (not judged).
+    sender_cpu_limit_percent: float | None = None
+    receiver_cpu_limit_percent: float | None = None
     # How busy the sending and the receiving node's CPUs were during the test, all of them together, % (node_cpu_ticks:
     # whatever ran there, the endpoints, softirq work, other programs, time a hypervisor took); None: not read.
     sender_node_busy_percent: float | None = None
@@ -170,17 +176,36 @@ def _sender_rtts(streams: list[dict]) -> tuple[float | None, float | None, float
             _us(max(s["max_rtt"] for s in senders)))
 
 
-def cpu_limit(report: dict, connections: int) -> float | None:
-    """The CPU figure (%) of an iperf3 whose streams had all the CPU they can use: one CPU for an iperf3 that runs
-    every stream in one thread (before THREAD_PER_STREAM_IPERF3, not a "-mt" beta) or has one stream; None for one that
-    sums the threads of several streams (one of them saturated cannot be told from the sum) or says no version
-    (start.version, "iperf 3.12")."""
+def iperf3_version(report: dict) -> tuple[tuple[int, int], bool] | None:
+    """(major, minor) of the iperf3 that wrote a report (start.version, "iperf 3.12") and whether it runs a thread per
+    stream (THREAD_PER_STREAM_IPERF3 or later, or a "-mt" beta); None where the report says no version."""
     version = str((report.get("start") or {}).get("version", ""))
     found = re.search(r"(\d+)\.(\d+)", version)
     if not found:
         return None
-    threaded = (int(found.group(1)), int(found.group(2))) >= THREAD_PER_STREAM_IPERF3 or "-mt" in version
-    return FULL_CPU_PERCENT if not threaded or connections == 1 else None
+    number = (int(found.group(1)), int(found.group(2)))
+    return number, number >= THREAD_PER_STREAM_IPERF3 or "-mt" in version
+
+
+def cpu_limit(report: dict, streams: int, cpus: int | None = None, paced_sender: bool = False) -> float | None:
+    """The CPU figure (%) of one end's iperf3 (report: that end's own, whose start.version is its version) when its
+    threads had all the CPU they can use: one CPU for an iperf3 that serves every stream in one thread; for one with a
+    thread per stream (streams: that end's, a bidirectional test's both ways), one CPU per stream thread up to the
+    node's CPUs (cpus, None: not read). The sum reaches ENDPOINT_CPU_SATURATED of that only when the stream threads
+    together were nearly all busy: one saturated thread among idle ones is not seen in it. None (not judged): no
+    version; several stream threads and the node's CPUs not read; a paced sending end of a threaded iperf3 before
+    PACED_THREAD_SLEEPS_IPERF3, whose figure is its spin."""
+    found = iperf3_version(report)
+    if found is None:
+        return None
+    version, threaded = found
+    if not threaded:
+        return FULL_CPU_PERCENT
+    if paced_sender and version < PACED_THREAD_SLEEPS_IPERF3:
+        return None
+    if streams > 1 and cpus is None:
+        return None
+    return min(streams, cpus or streams) * FULL_CPU_PERCENT
 
 
 def _percent(figures: dict, key: str) -> float | None:
@@ -188,7 +213,7 @@ def _percent(figures: dict, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def busy_percent(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+def busy_percent(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> float | None:
     """% of a node's CPU time from `before` to `after` (testbed.endpoints.node_cpu_ticks) that was busy; None without
     both reads or without a tick between them."""
     if before is None or after is None or after[1] <= before[1]:
@@ -196,9 +221,11 @@ def busy_percent(before: tuple[int, int] | None, after: tuple[int, int] | None) 
     return (after[0] - before[0]) / (after[1] - before[1]) * 100
 
 
-def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None = None) -> dict[str, DirectionStats]:
+def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None = None,
+          node_cpus: dict[str, int | None] | None = None) -> dict[str, DirectionStats]:
     """Per direction, from an iperf3 client report with --get-server-output (both ends' views); node_busy: how busy
-    the "client" and "server" nodes' CPUs were over the test (busy_percent; None: not read)."""
+    the "client" and "server" nodes' CPUs were over the test (busy_percent; None: not read); node_cpus: how many CPUs
+    each node has (node_cpu_ticks; None: not read)."""
     if "error" in report:
         raise GeneratorError(f"iperf3: {report['error']}")
     end = report.get("end") or {}
@@ -206,8 +233,15 @@ def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None
     # remote_total): the sender's and the receiver's of a direction, and in a bidirectional test both of each.
     cpu = end.get("cpu_utilization_percent") or {}
     client_cpu, server_cpu = _percent(cpu, "host_total"), _percent(cpu, "remote_total")
-    limit = cpu_limit(report, test.connections) if cpu else None
     server = report.get("server_output_json") or {}
+    # Each end's limit from its own iperf3 (the server's report, sent with --get-server-output, says its version): a
+    # client and a server of different versions were both judged by the client's. Every stream has a thread at both
+    # ends, a bidirectional test's both ways; --bitrate paces whichever end sends.
+    streams = test.connections * (2 if test.direction == "bidirectional" else 1)
+    cpus = node_cpus or {}
+    sends = {"client": test.direction != "download", "server": test.direction != "upload"}
+    limits = {role: cpu_limit(own, streams, cpus.get(role), test.bitrate_bps is not None and sends[role])
+              if cpu else None for role, own in (("client", report), ("server", server))}
     client_rtts = _sender_rtts(end.get("streams", []))
     server_rtts = _sender_rtts((server.get("end") or {}).get("streams", []))
     mss = test.mss or report.get("start", {}).get("tcp_mss") or report.get("start", {}).get("tcp_mss_default") \
@@ -215,6 +249,7 @@ def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None
     # The sums the client reports: sum_sent/sum_received are the test's main direction; with --bidir the
     # *_bidir_reverse pair is the server's sending.
     ends = {"download": (server_cpu, client_cpu), "upload": (client_cpu, server_cpu)}  # (sender's, receiver's)
+    end_limits = {"download": (limits["server"], limits["client"]), "upload": (limits["client"], limits["server"])}
     busy = node_busy or {}
     nodes = {"download": (busy.get("server"), busy.get("client")), "upload": (busy.get("client"), busy.get("server"))}
     pairs = {"download": [("download", "sum_sent", "sum_received", server_rtts)],
@@ -231,7 +266,8 @@ def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None
             direction=name, good_bytes=int(received["bytes"]), sent_bytes=int(sent["bytes"]),
             retransmits=int(sent.get("retransmits", 0)), mss=int(mss), seconds=float(received["seconds"]),
             rtt_min_s=rtts[0], rtt_mean_s=rtts[1], rtt_max_s=rtts[2], sender_cpu_percent=ends[name][0],
-            receiver_cpu_percent=ends[name][1], cpu_limit_percent=limit, sender_node_busy_percent=nodes[name][0],
+            receiver_cpu_percent=ends[name][1], sender_cpu_limit_percent=end_limits[name][0],
+            receiver_cpu_limit_percent=end_limits[name][1], sender_node_busy_percent=nodes[name][0],
             receiver_node_busy_percent=nodes[name][1])
     return stats
 

@@ -9,6 +9,7 @@ configured, fail with one line saying what to do.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,8 +96,8 @@ class Endpoints:
                 limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
         return min(limits)
 
-    def cpu_ticks(self) -> dict[str, tuple[int, int] | None]:
-        """(busy, all) CPU ticks since boot of the "client" and "server" nodes (node_cpu_ticks)."""
+    def cpu_ticks(self) -> dict[str, tuple[int, int, int] | None]:
+        """(busy, all) CPU ticks since boot of the "client" and "server" nodes and their CPUs (node_cpu_ticks)."""
         return {"client": node_cpu_ticks(self.client), "server": node_cpu_ticks(self.server)}
 
     def tester_port_mtu(self, indexes) -> int | None:
@@ -114,18 +115,21 @@ def read_sysctl(node, name: str) -> int:
     return value
 
 
-def node_cpu_ticks(node) -> tuple[int, int] | None:
+def node_cpu_ticks(node) -> tuple[int, int, int] | None:
     """(busy, all) ticks of a node's CPUs since boot, from /proc/stat's "cpu" line (user nice system idle iowait irq
-    softirq steal): busy is all but idle and iowait, steal included (the hypervisor ran another guest while this one
-    had work: no CPU for the endpoints either). None where it cannot be read. The nodes of a namespace lab share the
-    host's kernel: each reads the host's."""
+    softirq steal), and how many CPUs it has (its "cpuN" lines, one per online CPU): busy is all but idle and iowait,
+    steal included (the hypervisor ran another guest while this one had work: no CPU for the endpoints either). None
+    where it cannot be read. The nodes of a namespace lab share the host's kernel: each reads the host's."""
     try:
         result = subprocess.run(node.command(["cat", "/proc/stat"]), capture_output=True, text=True, timeout=30)
-        for line in result.stdout.splitlines():
-            fields = line.split()
-            if result.returncode == 0 and fields[:1] == ["cpu"]:
+        if result.returncode != 0:
+            return None
+        lines = [line.split() for line in result.stdout.splitlines()]
+        cpus = sum(1 for fields in lines if fields and re.fullmatch(r"cpu\d+", fields[0]))
+        for fields in lines:
+            if fields[:1] == ["cpu"]:
                 ticks = [int(value) for value in fields[1:9]]
-                return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+                return sum(ticks) - ticks[3] - ticks[4], sum(ticks), cpus
     except (OSError, subprocess.TimeoutExpired, ValueError):
         pass
     return None

@@ -24,6 +24,9 @@ alone, would record nothing, so the first one's absent put the value back under
 the second. So it joins: it records the node's own value as the first recorded
 it, and an absent (or a run no longer declaring it) while another record still
 holds the setting leaves it; the last holder's absent puts the node's own back.
+Each record keeps the value it declared ("holds"): a run asking another value
+of a setting another record holds is refused, changing nothing, since that one
+still relies on its value.
 
 A route whose destination is the connected network of its device is left to
 the kernel (it already exists, as a link route). A route without a gateway goes
@@ -56,8 +59,9 @@ description:
     node, for example roles/netem's and roles/dut_reference's GRO off on one DUT port) is held by both; this run
     records the node's own value as that one did, even when it changes nothing. With O(state=absent), or when no
     longer declared, the setting is left as it is while another record still holds it; the last holder to go puts
-    back the node's own value (the one from before the first holder). The holders are meant to declare the same
-    value; in between, the value is the one applied last.
+    back the node's own value (the one from before the first holder). A run declaring another value than the one
+    a holder declared is refused before any change (in check mode too), naming the setting, its port, the value
+    held and the holder's file, since the holder relies on its value and the last applied would silently win.
 author:
   # validate-modules wants a GitHub account in parentheses; trexlab has none to name yet (see galaxy.yml).
   - trexlab (!UNKNOWN)
@@ -477,7 +481,9 @@ def read_state(path: str) -> tuple[dict, dict | None, dict]:
     return saved, None, replaced
 
 
-def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
+def write_state(path: str, settings: dict, added: dict, replaced: dict, holds: dict) -> None:
+    """holds: the value this run declares for each setting it holds (a key of settings), which held_elsewhere
+    gives another record's run to compare its own with."""
     if not settings and not any(added.values()) and not any(replaced.values()):
         if os.path.exists(path):
             os.unlink(path)
@@ -486,17 +492,19 @@ def write_state(path: str, settings: dict, added: dict, replaced: dict) -> None:
     # Whole or not at all (a new file renamed over the old): another role's run reads it (held_elsewhere), and a
     # record cut short would hold nothing there.
     with open(f"{path}.tmp", "w") as f:
-        json.dump({"settings": settings, "added": {kind: sorted(added[kind]) for kind in ITEMS},
+        json.dump({"settings": settings, "holds": {key: holds[key] for key in settings if key in holds},
+                   "added": {kind: sorted(added[kind]) for kind in ITEMS},
                    "replaced": {**{kind: sorted(map(list, replaced[kind].items())) for kind in REPLACING},
                                 "pruned": replaced["pruned"]}}, f)
     os.replace(f"{path}.tmp", path)
 
 
-def held_elsewhere(path: str) -> dict[str, str]:
+def held_elsewhere(path: str) -> dict[str, tuple[str, str | None, str]]:
     """The settings the other netconf records of path's directory (the other roles' state files of the node) hold,
-    as key -> the node's own value they keep for absent."""
+    as key -> (the node's own value they keep for absent, the value the holder declared, the holder's file). The
+    declared value is None in a record of an earlier version, which did not keep it."""
     folder = os.path.dirname(path) or "."
-    held: dict[str, str] = {}
+    held: dict[str, tuple[str, str | None, str]] = {}
     if not os.path.isdir(folder):
         return held
     for name in sorted(os.listdir(folder)):
@@ -510,9 +518,41 @@ def held_elsewhere(path: str) -> dict[str, str]:
             continue  # not a netconf record: those are written whole (write_state)
         if isinstance(record, dict) and isinstance(record.get("settings"), dict) and isinstance(record.get("added"),
                                                                                                 dict):
+            holds = record.get("holds") if isinstance(record.get("holds"), dict) else {}
             for key, own in record["settings"].items():
-                held.setdefault(key, str(own))
+                held.setdefault(key, (str(own), str(holds[key]) if key in holds else None, other))
     return held
+
+
+def setting_name(key: str) -> str:
+    """A state_file key (setting_io) as a refusal names it: the setting and its port, or the sysctl or sysfs path."""
+    kind, name = key.split(" ", 1) if " " in key else (key, "")
+    if kind == "rx-flow-hash":
+        dev, flow = name.split("/", 1)
+        return f"rx_flow_hash {flow} of port {dev}"
+    if kind in ("pause", "gro", "gso_max_segs"):
+        return f"{kind} of port {name}"
+    if key.startswith("/proc/sys/"):
+        return f"sysctl {key.removeprefix('/proc/sys/').replace('/', '.')}"
+    return f"sysfs {key}"
+
+
+def conflict(declared: dict, others: dict) -> str:
+    """'' where each declared setting another record holds is declared at the value that one declared, else the
+    one-line refusal: the holder still relies on its value, and the second would silently take it over (the last
+    applied wins). A record of an earlier version (no declared values) is taken to hold the value the node has."""
+    for key in sorted(set(declared) & set(others)):
+        held, holder = others[key][1:]
+        if held is None:
+            try:
+                held = setting_io(key)[0]()
+            except (RuntimeError, OSError):
+                continue  # its device is gone: nothing there to rely on
+        if not same(held, declared[key]):
+            return (f"{setting_name(key)}: asked {declared[key]}, but {holder} holds it at {held} (another role's "
+                    f"record on this node, which relies on it): allowed {held} while that one holds it; nothing "
+                    f"changed (remove that role first, state absent)")
+    return ""
 
 
 def setting_io(key: str):
@@ -559,6 +599,8 @@ def main() -> None:
         others = held_elsewhere(p["state_file"])
     except (OSError, ValueError, AttributeError) as exc:
         module.fail_json(msg=f"state_file {p['state_file']}: {exc}")
+    if present and (refusal := conflict(declared, others)):
+        module.fail_json(msg=refusal)  # before any change, in check mode too
 
     def apply(kind: str, item: tuple, add: bool, why: str = "") -> None:
         """Add or delete one item, and keep the record of what this module added in step."""
@@ -687,7 +729,7 @@ def main() -> None:
                 if present and key in declared and key not in saved and key in others:
                     # Held already (and most likely set already, so this run would record nothing): this one
                     # holds it too, with the node's own value from before the first holder.
-                    saved[key] = others[key]
+                    saved[key] = others[key][0]
                 if present and key in declared:
                     target = declared[key]
                 elif key in saved:  # absent, or no longer declared: the value from before the first run
@@ -712,7 +754,7 @@ def main() -> None:
         finally:
             # Also after a failure half way: what was added so far is recorded, so that absent removes it.
             if present and not module.check_mode:
-                write_state(p["state_file"], saved, added, replaced)
+                write_state(p["state_file"], saved, added, replaced, declared)
         if not present and not module.check_mode and os.path.exists(p["state_file"]):
             os.unlink(p["state_file"])
     except (RuntimeError, OSError) as exc:
