@@ -158,7 +158,8 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
     if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
     return Observation(None if value is None else float(value), below, figure_tester_bound(result, figure),
-                       repetition, figure in (result.get("headline_at_least") or {}))
+                       repetition, figure in (result.get("headline_at_least") or {}),
+                       (result.get("headline_irregular") or {}).get(figure) or "")
 
 
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
@@ -172,7 +173,7 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
         summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
             {"repetition": o.repetition, "value": o.value, "below": o.below, "at_least": o.at_least,
-             "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
+             "irregular": o.irregular, "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
     return summary
 
 
@@ -223,6 +224,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
         # how) or a number given to the run, which nothing here ties to a throughput.
         method["rate_source"] = (f"{rate_source['statistic']} of {rate_source['figure']} in {rate_source['from']}"
                                  if rate_source else "given")
+        if rate_source and rate_source.get("lower_bound"):  # trexlab.plan.rate_from: below the DUT's throughput
+            method["rate_source"] += f", only a lower bound of the DUT's throughput ({rate_source['lower_bound']})"
     if "frame_timeout" in (result.get("params") or {}):  # None said too: frames then count until the tail ends
         method.setdefault("frame_timeout", result["params"]["frame_timeout"])
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)

@@ -12,15 +12,20 @@ a 21 s duration sum, exceed ratio 0.5 and 0.5 % width; the RFC 2544-compliant
 goal is expressible as loss 0, exceed 0, final trial duration 60 s, duration
 sum 60 s. A goal whose relevant lower bound would lie below the minimum load
 is reported as "below minimum load"; the other goals keep their results.
+A goal result without both relevant bounds within the goal width is irregular
+(draft-ietf-bmwg-mlrsearch-15, published as RFC 9971, section 4.8.4): the goal
+says why, and a figure taken from it is marked so (headline_irregular) wherever
+it is shown.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from dataclasses import asdict, dataclass, field
 
-from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch import AbstractMeasurer, Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
@@ -33,11 +38,12 @@ from trexlab.procedures.common import (
     ceiling_warning,
     generator_traffic_only,
     no_lab_checks,
+    shorter_than,
     simulated_cost,
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, RFC2544_RECEIVE_TAIL, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -98,7 +104,8 @@ class Params:
     warmup_duration: float = field(default=0.0, metadata=doc(
         "s of sending at max_rate before the search; 0: none", minimum=0, maximum=MAX_TRIAL_DURATION))
     search_time_max: float = field(default=3600.0, metadata=doc(
-        "wall-clock s after which the search stops with the bounds it has", exclusiveMinimum=0,
+        "wall-clock s after which the search stops with the bounds it has (an unfinished goal's result is "
+        "irregular)", exclusiveMinimum=0,
         maximum=MAX_SEARCH_TIME))
     tester_ceiling: float | None = field(default=None, metadata=TESTER_CEILING_FIELD)
 
@@ -128,11 +135,17 @@ class Params:
 class _Measurer(AbstractMeasurer):
     """Our generator as the reference implementation's trial measurement provider."""
 
-    def __init__(self, runner: TrialRunner):
+    def __init__(self, runner: TrialRunner, warmup: bool):
         self.runner = runner
+        # The reference implementation's first call is the warm-up when it has one, whose result it discards.
+        self.warmup = warmup
+        self.searched: set[int] = set()  # ids of the trial results the search classified loads with
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
-        result = self.runner.run(intended_load, intended_duration, "MLRsearch")
+        warmup, self.warmup = self.warmup, False
+        result = self.runner.run(intended_load, intended_duration, "MLRsearch warm-up" if warmup else "MLRsearch")
+        if not warmup:  # not a run TrialRunner repeated either: those the search never saw
+            self.searched.add(id(result))
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
         received = sum(d.frames_received for d in directions)
@@ -160,6 +173,7 @@ class MlrResult:
     trial_log: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
+    deviations: list[str] = field(default_factory=list)  # where its trials fall short of RFC 2544 section 23's
 
     def to_dict(self) -> dict:
         return {
@@ -170,6 +184,7 @@ class MlrResult:
             "trial_seconds": self.trial_seconds,
             "trial_log": self.trial_log,
             "notes": self.notes,
+            "deviations": self.deviations,
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
@@ -178,6 +193,9 @@ class MlrResult:
             # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
             "headline_at_least": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals
                                   if g.get("no_upper_bound")},
+            # A figure from an irregular goal result, and why it is one (draft-15 section 4.8.4.2: marked as such).
+            "headline_irregular": {f"{g['name']}_fps": g["irregular"] for g in self.goals
+                                   if g.get("irregular") and g["conditional_throughput"] is not None},
         }
 
 
@@ -218,8 +236,46 @@ check_lab = no_lab_checks
 
 def cost(params: Params, traffic: TrialSpec):
     found = simulated_cost(NAME, params, traffic)
-    return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself gives up after search_time_max "
+    return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself stops after search_time_max "
                                             f"{params.search_time_max:g} s")
+
+
+def irregular(lower: float | None, upper: float | None, width: float, top: float, medium: float,
+              out_of_time: float | None = None) -> str | None:
+    """Why a goal result is irregular (draft-15 section 4.8.4), or None for a regular one: both relevant bounds, no
+    farther apart than the goal width ((upper - lower) / upper, the reference implementation's relative width).
+    out_of_time: the search_time_max that stopped the search (None: it ended by itself), when a missing bound says
+    only that the search had not found it yet."""
+    if lower is not None and upper is not None and upper - lower <= width * upper * (1 + 1e-9):
+        return None  # the bounds are whole load steps: the tolerance covers float rounding only
+    if out_of_time is not None:
+        found = (f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+                 if lower is not None and upper is not None else
+                 f"no relevant {'upper' if lower is not None else 'lower'} bound found yet")
+        return f"search_time_max {out_of_time:g} s ran out: {found}"
+    if lower is None:
+        return "no relevant lower bound: min load is an upper bound"
+    if upper is None:
+        return ("no relevant upper bound: max load is a lower bound" + (" (the medium's limit)" if top >= medium else
+                                                                        " (max_rate, below the medium's limit)"))
+    # The reference implementation stops only when every goal met its width: unreachable unless out of time.
+    return f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+
+
+def search(config: Config, measurer: _Measurer, goals: list[SearchGoal]) -> tuple[dict, bool]:
+    """Each goal's result, and whether search_time_max stopped the search (its results then those it had)."""
+    controller = MultipleLossRatioSearch(config=config)
+    try:
+        return controller.search(measurer=measurer, debug=lambda _: None), False
+    except RuntimeError:
+        # The reference implementation (1.2.1) raises when search_time_max runs out, its bounds so far kept in its
+        # measurement database: take each goal's relevant bounds from there, as its search() would have.
+        stop = getattr(controller, "stop_time", None)
+        if stop is None or time.monotonic() < stop:
+            raise  # another failure: not ours to read as results
+        final = controller.scaling.goal_to_final_target
+        return {goal: GoalResult.from_bounds(controller.database.get_relevant_bounds(target=final[goal]))
+                for goal in goals}, True
 
 
 def run(context: RunContext, params: Params) -> MlrResult:
@@ -232,9 +288,13 @@ def run(context: RunContext, params: Params) -> MlrResult:
     config.max_load = top
     config.search_duration_max = params.search_time_max
     config.warmup_duration = params.warmup_duration or None
-    found = MultipleLossRatioSearch(config=config).search(measurer=_Measurer(runner), debug=lambda _: None)
+    measurer = _Measurer(runner, bool(params.warmup_duration))
+    found, out_of_time = search(config, measurer, goals)
     reported: list[dict] = []
     notes = runner.notes()
+    if out_of_time:
+        notes.append(f"search_time_max {params.search_time_max:g} s ran out: each goal's result is the bounds the "
+                     "search had; an unfinished goal's is irregular")
     # A goal with no relevant upper bound met no load it fails up to the search's top: below the medium's own limit
     # (a max_rate under the DUT's figure) its conditional throughput is a lower bound, as throughput's
     # headline_at_least.
@@ -248,21 +308,38 @@ def run(context: RunContext, params: Params) -> MlrResult:
             "relevant_lower_bound": float(lower) if lower else None,
             "relevant_upper_bound": float(upper) if upper else None,
             "conditional_throughput": float(throughput) if throughput is not None else None,
-            "below_minimum_load": lower is None,
-            "no_upper_bound": lower is not None and not upper and top < medium,
+            # Out of time, only min load classified an upper bound says so: else no load was a lower bound yet.
+            "below_minimum_load": lower is None and (not out_of_time or (
+                upper is not None and float(upper) <= params.min_rate * (1 + 1e-9))),
+            # Out of time, max load may be undecided: no load shown to pass up to it.
+            "no_upper_bound": lower is not None and not upper and top < medium and not out_of_time,
         }
         entry["name"] = spec.get("name", f"goal{len(reported)}")
+        entry["irregular"] = irregular(entry["relevant_lower_bound"], entry["relevant_upper_bound"],
+                                       goal.relative_width, top, medium,
+                                       params.search_time_max if out_of_time else None)
+        entry["regular"] = entry["irregular"] is None
         reported.append(entry)
-        if lower is None:
+        if entry["irregular"] and throughput is not None:
+            notes.append(f"{entry['name']}: irregular goal result ({entry['irregular']}): its figure is the "
+                         "conditional throughput at the load it has for a relevant lower bound, not a regular result")
+        if entry["below_minimum_load"]:
             notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
                          "below minimum load")
+        elif lower is None:
+            notes.append(f"{entry['name']}: no figure: no load classified a lower bound before search_time_max")
         elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
         if entry["no_upper_bound"]:
             notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
                          "lower bound")
+    # searched: the search classified loads with this trial (not the warm-up, nor a run TrialRunner repeated), an
+    # invalid one (valid false) as all frames lost: what a reader needs to classify the loads again from this log.
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
-            "stretched": r.stretched, "host_drops": r.host_drops,
-            "host_steal": r.host_steal} for r in runner.log]
+            "stretched": r.stretched, "host_drops": r.host_drops, "host_steal": r.host_steal,
+            "valid": r.valid, "searched": id(r) in measurer.searched} for r in runner.log]
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
-    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits)
+    # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits. The
+    # goals' trial durations are their own (and the method line's); the RFC 2544 goal is the one that is 60 s.
+    deviations = shorter_than("RFC 2544", [("receive tail", context.traffic.receive_tail, RFC2544_RECEIVE_TAIL)])
+    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations)

@@ -159,9 +159,11 @@ def observations(runs: pd.DataFrame, figure: str) -> list[Observation]:
         repetition = row.get("repetition")
         number = _number(repetition)
         at_least = _present(row.get(f"result.headline_at_least.{figure}"))  # no trial failed: a lower bound
+        irregular = row.get(f"result.headline_irregular.{figure}")  # an MLRsearch goal result without both bounds
         found.append(Observation(_number(value), _number(below),
                                  tuple(reasons) if isinstance(reasons, list | tuple) else (),
-                                 None if number is None else int(number), at_least))
+                                 None if number is None else int(number), at_least,
+                                 irregular if isinstance(irregular, str) else ""))
     return found
 
 

@@ -61,6 +61,9 @@ class Observation:
     tester_bound: tuple[str, ...] = ()  # why the figure may be the tester's limit (empty: it is not)
     repetition: int | None = None  # which repetition (1-based), for the reasons shown per repetition
     at_least: bool = False  # the figure is a lower bound: the search met no load the DUT failed (its max_rate)
+    # Why the figure comes from an irregular MLRsearch goal result (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.2:
+    # a figure from one must be clearly marked so); empty: a regular one, or no such search.
+    irregular: str = ""
 
     @property
     def censored(self) -> bool:
@@ -75,6 +78,8 @@ class Observation:
         found = [f"below min_rate {self.below:g}"] if self.censored else ["no figure"] if self.missing else []
         if self.at_least:
             found.append("no failing load up to max_rate (the figure is a lower bound)")
+        if self.irregular:
+            found.append(f"irregular goal result: {self.irregular}")
         return found + [f"tester-bound: {reason}" for reason in self.tester_bound]
 
 

@@ -1,0 +1,93 @@
+"""MLRsearch against its specification (draft-ietf-bmwg-mlrsearch-15, published as RFC 9971; sections are the
+draft's): what a goal result is (regular or irregular, section 4.8.4) and what the test report must disclose.
+Simulated SUTs: each search takes well under a second."""
+
+from trexlab.generators import create_generator
+from trexlab.plan.repetition import summarize_headlines, summary_lines
+from trexlab.procedures import mlrsearch
+from trexlab.procedures.common import RunContext
+from trexlab.trial import TrialSpec
+
+TRAFFIC = TrialSpec(offered_load=1.0, duration=1.0)
+#: One 1 s trial decides a load (duration sum = final trial duration, exceed ratio 0): the shortest search.
+QUICK = {"name": "NDR", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_width": 0.005,
+         "initial_trial_duration": 1.0, "final_trial_duration": 1.0, "duration_sum": 1.0}
+
+
+def sim(**sut):
+    return create_generator("sim", **sut)
+
+
+def test_a_regular_goal_result_has_both_relevant_bounds_within_the_goal_width():
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    goal = result.goals[0]
+    lower, upper = goal["relevant_lower_bound"], goal["relevant_upper_bound"]
+    assert lower < 437_000 <= upper and upper - lower <= QUICK["relative_width"] * upper
+    assert goal["regular"] is True and goal["irregular"] is None
+    assert result.to_dict()["headline_irregular"] == {}
+
+
+def test_max_load_classified_a_lower_bound_at_the_mediums_limit_is_an_irregular_result_and_marked():
+    # No relevant upper bound: the goal result is irregular (draft-15 section 4.8.4.2), and a figure taken from it
+    # must be clearly marked as such, even where max load is the medium's own limit and the figure cannot be higher.
+    result = mlrsearch.run(RunContext(sim(capacity=1e9), TRAFFIC), mlrsearch.Params(media="1g", goals=(QUICK,)))
+    goal = result.goals[0]
+    assert goal["relevant_upper_bound"] is None and goal["conditional_throughput"] > 0
+    assert goal["regular"] is False and "no relevant upper bound" in goal["irregular"]
+    found = result.to_dict()
+    assert found["headline_irregular"] == {"NDR_fps": goal["irregular"]}
+    assert found["headline_at_least"] == {}, "the medium's limit: no higher load exists, not a lower bound"
+    assert any(note.startswith("NDR: irregular goal result") for note in found["notes"])
+    lines = "\n".join(summary_lines(summarize_headlines([found])))
+    assert f"irregular goal result: {goal['irregular']}: rep 1" in lines
+
+
+def test_min_load_classified_an_upper_bound_is_an_irregular_result():
+    result = mlrsearch.run(RunContext(sim(capacity=437_000, random_loss=1e-3, seed=3), TRAFFIC),
+                           mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    goal = result.goals[0]
+    assert goal["below_minimum_load"] and goal["regular"] is False and "no relevant lower bound" in goal["irregular"]
+    assert result.to_dict()["headline_irregular"] == {}, "no figure to mark: it is censored (headline_below)"
+
+
+def test_a_search_out_of_time_reports_the_bounds_it_has_as_irregular_results_not_a_traceback():
+    # search_time_max: 'wall-clock s after which the search stops with the bounds it has'. The reference
+    # implementation raises instead; a goal not finished by then is irregular (draft-15 section 4.8.4.2), one that
+    # finished keeps its regular result. A tiny search_time_max lets only the initial trials run.
+    noisy = sim(capacity=437_000, capacity_noise=0.05, seed=1)
+    two = (QUICK, {**QUICK, "name": "PDR", "loss_ratio": 0.005, "relative_width": 0.0001})
+    result = mlrsearch.run(RunContext(noisy, TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=two, search_time_max=1e-9))
+    goals = {g["name"]: g for g in result.goals}
+    assert result.trials >= 1
+    unfinished = [g for g in goals.values() if not g["regular"]]
+    assert unfinished, "with no time for the main loop, some goal cannot have met its width"
+    for goal in unfinished:
+        assert goal["irregular"].startswith("search_time_max 1e-09 s ran out")
+        assert not goal["below_minimum_load"], "min load was never classified: not 'below minimum load'"
+        assert not goal["no_upper_bound"], "max load was not shown to pass: not 'no failing load up to max_rate'"
+    assert any("search_time_max 1e-09 s ran out" in note for note in result.notes)
+    found = result.to_dict()
+    assert set(found["headline_irregular"]) == {f"{g['name']}_fps" for g in unfinished
+                                                if g["conditional_throughput"] is not None}
+
+
+def test_a_shorter_receive_tail_than_rfc2544s_is_disclosed_as_a_deviation():
+    # Draft-15 section 4.4.3: a trial may deviate from RFC 2544 section 23's (e.g. shorter waits, phase d's 2 s for
+    # residual frames), but every deviation must be described in the test report.
+    short = TrialSpec(offered_load=1.0, duration=1.0, receive_tail=0.5)
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), short), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    assert result.to_dict()["deviations"] == ["receive tail 0.5 s (RFC 2544: at least 2 s)"]
+    standard = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    assert standard.to_dict()["deviations"] == []
+
+
+def test_the_trial_log_tells_the_trials_the_search_classified_loads_with_from_the_warm_up():
+    # The warm-up before the search (draft-15 section 5.3.4) is not a trial of the search: the reference
+    # implementation drops it from its measurement database. A reader who classifies loads from trial_log
+    # (appendix A) must be able to leave it out, and to count an invalid trial as the search did: all lost.
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC),
+                           mlrsearch.Params(max_rate=1e6, warmup_duration=2.0, goals=(QUICK,)))
+    warmup, *searched = result.trial_log
+    assert (warmup["offered_load"], warmup["duration"], warmup["searched"]) == (1e6, 2.0, False)
+    assert searched and all(t["searched"] and t["valid"] for t in searched)
+    assert result.trials == len(result.trial_log), "every trial run is still counted and logged"
