@@ -98,13 +98,26 @@
  * below 2.3 Mfps 64 timeouts (128 ms) of frames, and a receiver held up longer (the realtime throttle stops a thread
  * for up to 50 ms a second, a hypervisor a vCPU for more) found it full; the kernel dropped the frames after that
  * (tester_drops), and each counted as the DUT's loss. Now a block holds about one timeout of frames at the trial's
- * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes, and the ring RX_RING_BYTES. A ring of B-byte blocks that fills at r frames
- * a second, a block per timeout t or sooner, holds RX_RING_BYTES / (B / t + r * RX_FRAME_BYTES(kept)) s of frames:
- * 2.0 s at 1 kfps, 1.8 s at 20 kfps, 1.0 s at 146 kfps (the largest rate of 64 KiB blocks), 0.6 s at 200 kfps,
- * 0.14 s at 1 Mfps (before: 0.12-0.13 s at any rate up to 200 kfps, 0.09 s at 1 Mfps). With the ring alone, which
- * keeps whole frames, 1518 B ones: 2.0 s at 1 kfps, 1.0 s at 20 kfps, 0.14 s at 146 kfps, 0.08 s at 200 kfps, 0.03 s
- * at 1 Mfps. */
+ * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes. A block is handed over at the timeout t or when full, whichever comes first
+ * (rx_block_seconds; measured: 20.5 frames a block at 10 kfps, 2.05 ms), so n blocks of B bytes hold
+ * n * min(t, B / (r * RX_FRAME_BYTES(kept))) s of frames at r frames a second (the figures given here before took
+ * B / t + r * RX_FRAME_BYTES(kept) bytes a second, counting a block's frames twice: a bound). A ring that keeps
+ * SNAP_LEN bytes of each frame is RX_RING_BYTES: 2.0 s of frames up to 146 kfps (the largest rate of 64 KiB
+ * blocks), 1.0 s at 200 kfps, 0.26 s at 1 Mfps, 0.13 s at 2 Mfps. The ring alone keeps whole frames (7.2 times the
+ * bytes of SNAP_LEN at 1518 B), and 64 MiB of them held 2.0 s up to 20 kfps, 0.26 s at 100-146 kfps, 0.13 s at
+ * 200 kfps, 0.04 s at 1 Mfps: it now gets as many blocks as hold the seconds of the SNAP_LEN ring at the trial's
+ * rate, RX_RING_BYTES at least, within its share of the machine's memory (rx_ring_limit). At 1518 B that is up to
+ * 512 MiB (1,024 blocks of 512 KiB at 100-146 kfps, 512 of 1 MiB at 200 kfps, 394 of 1 MiB from 500 kfps on);
+ * 9018 B frames' ring takes 512 MiB and holds 0.59 s at 100 kfps, 0.29 s at 200 kfps, 0.06 s at 1 Mfps
+ * (swtester/ring_check counts them). */
 #define RX_RING_BYTES (64u << 20)
+/* A ring's blocks are kernel memory, all of it taken when the ring is set up: the rings of a trial together take at
+ * most 1/RX_RING_MEMORY_SHARE of the machine's memory, each at most RX_RING_MAX_BYTES (what the ring alone needs at
+ * 1518 B; a larger frame's ring holds fewer seconds than a SNAP_LEN one), and never less than RX_RING_BYTES (every
+ * ring's size before whole frames were kept). A bidirectional trial's rings at 1518 B get their 512 MiB each on a
+ * machine of 8 GiB or more; on a smaller one they hold fewer seconds (ring_blocks, ring_block_bytes). */
+#define RX_RING_MAX_BYTES (512u << 20)
+#define RX_RING_MEMORY_SHARE 8
 #define RX_BLOCK_MIN (64u << 10)
 #define RX_BLOCK_MAX (1u << 20) /* the receiver wakes once per block: at high rates, once per 4,681 frames or more */
 #define RX_FRAME_SIZE 2048      /* tp_frame_size: only checked by TPACKET_V3, which packs frames at their length */
@@ -1072,14 +1085,46 @@ static int open_tcx(struct direction *d) {
     return 0;
 }
 
-/* The blocks of direction d's receive ring: the smallest power of two from RX_BLOCK_MIN that holds the frames of one
- * block timeout at the trial's rate (RX_BLOCK_MAX at most), as many as RX_RING_BYTES hold (see RX_RING_BYTES). */
-static void rx_ring_geometry(struct direction *d, int kept) {
-    double per_timeout = d->cfg->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES(kept);
+/* A receive ring's block for kept bytes of each frame: the smallest power of two from RX_BLOCK_MIN that holds the
+ * frames of one block timeout at the trial's rate (RX_BLOCK_MAX at most). */
+static uint32_t rx_block_bytes(const struct config *c, int kept) {
+    double per_timeout = c->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES(kept);
     uint32_t block = RX_BLOCK_MIN;
     while (block < RX_BLOCK_MAX && block < per_timeout) block <<= 1;
+    return block;
+}
+
+/* Seconds of frames one block of `block` bytes holds at the trial's rate, kept bytes of each frame: the kernel hands
+ * it over at the block timeout, or sooner when it is full. */
+static double rx_block_seconds(const struct config *c, uint32_t block, int kept) {
+    double full = block / (c->rate * RX_FRAME_BYTES(kept)), timeout = RX_BLOCK_TIMEOUT_MS / 1000.0;
+    return full < timeout ? full : timeout;
+}
+
+/* The most bytes one of the trial's receive rings may take (see RX_RING_MAX_BYTES): its share of the machine's memory
+ * (one ring per direction), RX_RING_MAX_BYTES at most, RX_RING_BYTES at least. */
+static uint64_t rx_ring_limit(const struct config *c) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t rings = (uint64_t)((c->directions & 1) + (c->directions >> 1 & 1)), limit = RX_RING_MAX_BYTES;
+    if (pages > 0 && page > 0 && rings) {
+        uint64_t share = (uint64_t)pages * (uint64_t)page / RX_RING_MEMORY_SHARE / rings;
+        if (share < limit) limit = share;
+    }
+    return limit < RX_RING_BYTES ? RX_RING_BYTES : limit;
+}
+
+/* Direction d's receive ring, kept bytes of each frame: blocks of rx_block_bytes, as many as hold the seconds of frames
+ * at the trial's rate that a ring of RX_RING_BYTES keeping SNAP_LEN bytes holds (that ring itself where kept is
+ * SNAP_LEN), within rx_ring_limit (see RX_RING_BYTES). */
+static void rx_ring_geometry(struct direction *d, int kept) {
+    const struct config *c = d->cfg;
+    uint32_t snap_block = rx_block_bytes(c, SNAP_LEN), block = rx_block_bytes(c, kept);
+    double seconds = (double)(RX_RING_BYTES / snap_block) * rx_block_seconds(c, snap_block, SNAP_LEN);
+    double needed = seconds / rx_block_seconds(c, block, kept) - 1e-9; /* not one more for a rounding error */
+    uint64_t blocks = (uint64_t)needed, least = RX_RING_BYTES / block, most = rx_ring_limit(c) / block;
+    if ((double)blocks < needed) blocks++;
     d->rx_block_size = block;
-    d->rx_blocks = RX_RING_BYTES / block;
+    d->rx_blocks = (uint32_t)(blocks < least ? least : blocks > most ? most : blocks);
 }
 
 /* Whether the trial times any frame (latency, frame timeout): then its receivers need their ring. */
