@@ -91,3 +91,18 @@ def test_the_trial_log_tells_the_trials_the_search_classified_loads_with_from_th
     assert (warmup["offered_load"], warmup["duration"], warmup["searched"]) == (1e6, 2.0, False)
     assert searched and all(t["searched"] and t["valid"] for t in searched)
     assert result.trials == len(result.trial_log), "every trial run is still counted and logged"
+
+
+def test_the_method_line_says_what_the_figure_is_and_how_the_width_loss_and_durations_are_measured():
+    # Beside the figures the report states: the units and which interfaces a load is of (draft-15 sections 4.3,
+    # 4.5.2), the quantity used as goal width (4.6.5), how the trial effective duration is computed when it is not
+    # the trial duration (4.5.8), and every goal attribute applied, defaults included (4.9.3).
+    from trexlab.plan.repetition import method_line, method_of
+
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    line = method_line(method_of(result.to_dict()))
+    assert "each goal's figure is its conditional throughput in frames/s per direction" in line
+    assert "goal width: (relevant upper bound - relevant lower bound) / relevant upper bound" in line
+    assert "trial effective duration: the longer of the trial duration and the sender's measured sending time" in line
+    assert "trial loss ratio: frames intended but not received over frames intended, all directions summed" in line
+    assert "NDR: loss ratio 0, exceed ratio 0, width 0.5 %, initial trials 1 s, final trials 1 s" in line

@@ -184,7 +184,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
                                      "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
-                                                   "final_trial_duration", "duration_sum")} for g in result["goals"]]
+                                                   "initial_trial_duration", "final_trial_duration", "duration_sum")}
+                           for g in result["goals"]]
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
@@ -247,9 +248,11 @@ def method_line(method: dict) -> str:
     if "trial_duration" in method:
         parts.append(f"trial duration {method['trial_duration']:g} s")
     for goal in method.get("goals", []):
+        initial = goal.get("initial_trial_duration")  # None: a summary written before it was disclosed
         parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
-                     f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
-                     f"duration sum {goal['duration_sum']:g} s")
+                     f"width {goal['relative_width'] * 100:g} %, "
+                     + ("" if initial is None else f"initial trials {initial:g} s, ")
+                     + f"final trials {goal['final_trial_duration']:g} s, duration sum {goal['duration_sum']:g} s")
     if loads := method.get("offered_loads"):
         parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
                      "of it, until two trials in a row lose no frame")
