@@ -1,4 +1,5 @@
-"""RFC 6349 wants test hosts that are not the limit of what they measure: the CPU each end of a TCP test used is
+"""RFC 6349 section 3 requires test hosts that send and receive stateful TCP at the full bottleneck bandwidth (a MUST),
+not limit what they measure: the CPU each end of a TCP test used is
 recorded, and a test whose sender or receiver was saturated is marked tester-bound with a note, as trexlab marks a
 frame trial's tester limits. From iperf3 reports recorded on this machine (Debian 12's iperf 3.12, --json
 --get-server-output against a --json server, as roles/tcp_endpoints runs them):
@@ -157,6 +158,8 @@ def test_a_saturated_sender_makes_its_test_tester_bound_and_the_report_says_so()
     assert result["tester_bound"] and result["tester_bound_reasons"] == [f"upload: {upload['tester_bound_reasons'][0]}"]
     note = next(n for n in result["notes"] if n.startswith("TESTER-BOUND"))
     assert "upload (endpoint CPU saturated" in note and "download" not in note and "test host's limit" in note
+    # What RFC 6349 requires, where it says so: section 3's test host MUST carry the full bottleneck bandwidth.
+    assert "RFC 6349 section 3: a test host MUST carry the full bottleneck bandwidth" in note
     assert not any(n.startswith("endpoint CPU not judged") for n in result["notes"])
     # Only the upload's figures are bound: not the download's, nor the path MTU or bottleneck bandwidth.
     bound = result["headline_tester_bound"]

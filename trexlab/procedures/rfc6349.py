@@ -6,31 +6,44 @@ RFC 2544 procedures use:
 
 1. path MTU: RFC 2544-style trials at increasing frame sizes with the IPv4
    Don't Fragment bit set (IPv6 routers never fragment); the largest loss-free
-   frame size minus 18 bytes is the MTU. Or declared (--mtu).
+   frame size minus 18 bytes is the MTU. Or declared (--mtu). These are the
+   application note's trials, not the Packetization Layer Path MTU Discovery
+   (RFC 4821) RFC 6349 section 3.1 asks for; like it, they need no ICMP.
 2. bottleneck bandwidth (BB): RFC 2544 throughput at the MTU frame size, read as
-   its layer-1 bit rate; or declared (--bottleneck-bandwidth, e.g. the CIR).
+   its layer-1 bit rate, stateless streams as RFC 6349 section 3.2.2 wants; or
+   declared (--bottleneck-bandwidth, e.g. the CIR).
 3. baseline RTT: one connection at low load (a share of BB), the smallest RTT
-   the sender's kernel saw; its endpoints' CPU is judged as in step 7, since a
-   saturated host's queueing and scheduling delay would be in that RTT and in
-   every figure resting on it (BASELINE_RTT_FIGURES).
-4. BDP = BB x RTT; window per connection = BDP / connections (or declared).
+   the sender's kernel saw (RFC 6349 section 3.2.1: the minimum of the samples
+   estimates the inherent RTT); its endpoints' CPU is judged as in step 7,
+   since a saturated host's queueing and scheduling delay would be in that RTT
+   and in every figure resting on it (BASELINE_RTT_FIGURES).
+4. BDP = BB x RTT (RFC 6349 section 3.3.1); window per connection = BDP /
+   connections (or declared).
 5. TCP tests, by one of two engines (trexlab.tcp.engines, --engine): iperf3
    between the lab's client and server nodes, or TRex ASTF playing client
    (tester port 0) and server (tester port 1) through the DUT: download,
-   upload, bidirectional with that many connections; one connection with the
-   whole BDP; total windows of 25/50/75 % of the BDP; concurrent connections with
-   different DSCP values; a many-connection stress run.
-6. per direction: actual TCP throughput (good bytes / transfer time), the
-   maximum achievable TCP throughput (from BB, MTU and 38 bytes of Ethernet
-   overhead per frame, or window / RTT when the window is smaller), the TCP
-   transfer time ratio, TCP efficiency % (retransmitted bytes) and buffer delay %
-   (RTT under load vs baseline).
+   upload, bidirectional with that many connections (RFC 6349 section 3.3:
+   each direction alone, then both at once); one connection with the whole
+   BDP; total windows of 25/50/75 % of the BDP; concurrent connections with
+   different DSCP values; a many-connection stress run (the application note's).
+6. per direction, RFC 6349 section 4's metrics: actual TCP throughput (good
+   bytes / transfer time), the maximum achievable TCP throughput (section
+   4.1.1: from BB, MTU and 38 bytes of Ethernet overhead per frame; or window /
+   RTT, section 3.3.1, when the window is smaller), the TCP transfer time ratio
+   (4.1), TCP efficiency % (4.2, retransmitted bytes) and buffer delay % (4.3,
+   RTT under load vs baseline). Section 5 asks for tests longer than 30 s to
+   exercise the network's buffers; test_duration's default 10 s is the
+   application note's example's.
 7. per direction, the CPU the sending and receiving ends used and how busy
-   their nodes' CPUs were (the engine's cpu_method): RFC 6349 wants test hosts
-   that are not the limit of what they measure, so a direction whose sender or
-   receiver used nearly all the CPU it can, or whose node's CPUs were nearly all
-   busy (ENDPOINT_CPU_SATURATED), is marked tester-bound, with a note: its
-   figures may be the host's, not the path's.
+   their nodes' CPUs were (the engine's cpu_method). RFC 6349 section 3 requires
+   a test host that can send and receive stateful TCP at the full BB of the
+   network under test (a MUST), and section 5 that the hosts' hardware
+   performance be well understood before testing (a dedicated test instrument
+   generally REQUIRED at 1 and 10 Gbit/s); it names no CPU figure. trexlab
+   checks the hosts after each test from what they used: a direction whose
+   sender or receiver used nearly all the CPU it can, or whose node's CPUs were
+   nearly all busy (ENDPOINT_CPU_SATURATED), is marked tester-bound, with a
+   note: its figures may be the host's, not the path's.
 
 Both engines give the same figures in the same result shape; only where the
 byte counts, retransmissions and RTTs come from differs (the engine's doc).
@@ -88,11 +101,11 @@ RTT_STEPS = 10
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
 #: The share of all the CPU an end can use (DirectionStats' sender_ and receiver_cpu_limit_percent) from which it
-#: counts as saturated and its direction's figures as the test host's limit rather than the path's (RFC 6349 asks for
-#: test hosts that carry the bottleneck bandwidth, not limit it): within CEILING_MARGIN of it, the margin within which
-#: a frame trial's rate counts as near the tester's own ceiling. A saturated end reads a few % below its limit:
-#: iperf3's figure divides its CPU time by a wall time that includes the connection set-up and the result exchange,
-#: and TRex smooths its own.
+#: counts as saturated and its direction's figures as the test host's limit rather than the path's (RFC 6349 section 3:
+#: a test host MUST send and receive stateful TCP at the full BB, not limit it): within CEILING_MARGIN of it, the
+#: margin within which a frame trial's rate counts as near the tester's own ceiling. A saturated end reads a few %
+#: below its limit: iperf3's figure divides its CPU time by a wall time that includes the connection set-up and the
+#: result exchange, and TRex smooths its own.
 ENDPOINT_CPU_SATURATED = 1 - CEILING_MARGIN
 #: What rests on the baseline RTT, and is marked tester-bound with it where an end of its connection was saturated
 #: (Rfc6349Result.headline_tester_bound): a host's queueing and scheduling delay is in the RTT its kernel samples, not
@@ -154,7 +167,8 @@ class Params:
     stress_connections: int = field(default=100, metadata=doc(
         "TCP connections of the many-connection test", minimum=1, maximum=MAX_STREAMS))
     test_duration: float = field(default=10.0, metadata=doc(
-        "s of each TCP test's measured (steady) period", exclusiveMinimum=0, maximum=MAX_TEST_DURATION))
+        "s of each TCP test's measured (steady) period (RFC 6349 section 5 asks for more than 30 s, to exercise the "
+        "network's buffers; 10 s is the application note's example)", exclusiveMinimum=0, maximum=MAX_TEST_DURATION))
     omit: float = field(default=0.0, metadata=doc(
         "s left out at the start of each TCP test (slow start)", minimum=0, maximum=MAX_OMIT))
     tests: tuple[str, ...] = field(default=TESTS, metadata=doc(
@@ -733,7 +747,8 @@ def cpu_notes(tests: list[dict], baseline: dict | None = None) -> list[str]:
         notes.append(f"TESTER-BOUND: {'; '.join(bound)}: an endpoint used {ENDPOINT_CPU_SATURATED:.0%} or more of "
                      "all the CPU it can, or its node's CPUs were that busy, so these actual TCP throughputs (and the "
                      "transfer time ratio, efficiency and buffer delay with them) may be the test host's limit, not "
-                     "the path's (RFC 6349 wants test hosts that carry the bottleneck bandwidth); give the endpoints "
+                     "the path's (RFC 6349 section 3: a test host MUST carry the full bottleneck bandwidth); give the "
+                     "endpoints "
                      "CPU of their own (nothing else running beside them), or let their TCP use segmentation "
                      "offload, and measure again")
     def judged(d: dict) -> bool:

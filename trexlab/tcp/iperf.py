@@ -6,8 +6,9 @@ trexlab.testbed.inventory.Node.command (inside its namespace locally, over SSH e
 --json --get-server-output, so one report holds both ends: the receiver's good
 bytes and the sender's bytes, retransmissions and RTTs, for either direction.
 
-Directions are named from the client's point of view, as RFC 6349 tools do:
-*download* = server -> client (the lab's reverse direction, tester port 1 ->
+Directions are named from the client's point of view, as the application note's
+tool does (RFC 6349 names none: section 3.3 asks for each direction alone, then
+both at once): *download* = server -> client (the lab's reverse direction, tester port 1 ->
 port 0), *upload* = client -> server (forward).
 """
 

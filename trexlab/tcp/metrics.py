@@ -1,6 +1,8 @@
 """RFC 6349 arithmetic: bandwidth-delay product, windows, and the metrics of a TCP throughput test.
 
-Names follow RFC 6349 section 3 and its worked example in the application note
+Names follow RFC 6349 (section 3.3.1: BDP and window; section 4: transfer time
+ratio 4.1, maximum achievable TCP throughput 4.1.1, TCP efficiency 4.2, buffer
+delay 4.3) and its worked example in the application note
 "TCP throughput testing" (Teledyne LeCroy Xena; not part of this repository): a 100 Mbit/s bottleneck (BB)
 with a 10.211 ms round-trip time (RTT) has a BDP of 127,638 bytes, four
 connections take 31,910 bytes of window each, and with a 1500-byte path MTU at
@@ -57,7 +59,8 @@ def max_frame_rate(bottleneck_bps: float, mtu: int) -> float:
 
 
 def max_achievable_tcp_throughput(bottleneck_bps: float, mtu: int, ip_version: int = 4) -> float:
-    """Maximum achievable TCP throughput in bit/s: full-size frames per second times the MSS in bits.
+    """Maximum achievable TCP throughput in bit/s: full-size frames per second times the MSS in bits (RFC 6349
+    section 4.1.1).
 
     100 Mbit/s with a 1500-byte MTU: 8127.44 frames/s x 1460 bytes x 8 = 94,928,478.5 bit/s (the note
     prints 94,928,478.4, rounding the frame rate on the way).

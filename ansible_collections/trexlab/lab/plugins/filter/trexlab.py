@@ -8,6 +8,7 @@ in the built collection, copies): the collection needs no trexlab Python package
 from __future__ import annotations
 
 import ipaddress
+import json
 import posixpath
 import shlex
 
@@ -180,16 +181,79 @@ def _probed_roots(probe_lines: list) -> dict[str, tuple[str, str]]:
     return roots
 
 
+#: Fields of 'tc -j qdisc show' that are no part of a qdisc's configuration: dev (in a dump of every device only),
+#: the kernel's reference count (it rises with child classes and filters) and htb's count of frames it sent
+#: unclassified (traffic moves it).
+QDISC_NOT_IDENTITY = ("dev", "refcnt")
+QDISC_COUNTERS = ("direct_packets_stat",)
+
+
+def _probed_qdiscs(probe_lines: list) -> dict[str, list]:
+    """Each device's qdiscs from the netem probe's '#qdiscs <tc -j qdisc show>' line ({} where tc gave no JSON)."""
+    for line in probe_lines:
+        if str(line).startswith("#qdiscs "):
+            try:
+                dump = json.loads(str(line)[len("#qdiscs "):])
+            except ValueError:
+                return {}
+            found: dict[str, list] = {}
+            for qdisc in dump if isinstance(dump, list) else []:
+                if isinstance(qdisc, dict):
+                    found.setdefault(str(qdisc.get("dev", "")), []).append(qdisc)
+            return found
+    return {}
+
+
+def qdisc_tree(qdiscs: list) -> list[str]:
+    """The identity of a device's root qdisc: the root and every qdisc below it (not ingress or clsact, which hang
+    off no root), each as the kernel reports its kind, handle, parent and parameters (canonical JSON, sorted),
+    without QDISC_NOT_IDENTITY and QDISC_COUNTERS. [] for no root."""
+    if not isinstance(qdiscs, list):
+        return []
+    tree = [q for q in qdiscs if isinstance(q, dict) and q.get("root")][:1]
+    majors = {str(q.get("handle")) for q in tree}
+    grew = bool(tree)
+    while grew:
+        grew = False
+        for q in qdiscs:
+            if isinstance(q, dict) and q not in tree and str(q.get("parent", "")).partition(":")[0] + ":" in majors:
+                tree.append(q)
+                majors.add(str(q.get("handle")))
+                grew = True
+    return sorted(json.dumps({**{k: v for k, v in q.items() if k not in QDISC_NOT_IDENTITY},
+                              **({"options": {k: v for k, v in q["options"].items() if k not in QDISC_COUNTERS}}
+                                 if isinstance(q.get("options"), dict) else {})}, sort_keys=True) for q in tree)
+
+
+def _root_words(recorded) -> str:
+    """A recorded root as '<kind> <handle>' (a record's qdisc list, or the '<kind> <handle>' of an earlier one)."""
+    if isinstance(recorded, list):
+        root = next((q for q in recorded if isinstance(q, dict) and q.get("root")), {})
+        return f"{root.get('kind', '?')} {root.get('handle', '?')}" if root else ""
+    return str(recorded or "")
+
+
 def own_roots(record: dict, probe_lines: list) -> list:
     """The devices of roles/netem's record whose root qdisc is still the one the role put there: the only roots
-    absent or a new plan may delete. The record holds each root as read back after applying ("roots": device ->
-    "<kind> <handle>"); a root of the same kind but another handle (a netem or htb someone put there since) is
-    theirs, as is a tbf or fq: deleting it took the node's own root away. A record written before handles were
-    recorded (no "roots") is judged by kind (NETEM_ROOTS), as that version did."""
+    absent or a new plan may delete. The record holds each root's qdisc tree as 'tc -j qdisc show dev' read it
+    back after applying ("roots": device -> that list): a root of the same kind and handle but other parameters or
+    other qdiscs below it (an htb 1: tree someone put there since) is theirs, as is a tbf or fq: deleting it took the
+    node's own root away. A record of an earlier version holds "<kind> <handle>" (judged by those; one without
+    "roots" by kind, NETEM_ROOTS), as that version did."""
     probed, recorded = _probed_roots(probe_lines), record.get("roots")
     if not isinstance(recorded, dict):
         return [dev for dev in record.get("devices", []) if probed.get(dev, ("", ""))[0] in NETEM_ROOTS]
-    return [dev for dev in record.get("devices", []) if probed.get(dev) == tuple(str(recorded.get(dev, "")).split())]
+    trees = _probed_qdiscs(probe_lines)
+    own = []
+    for dev in record.get("devices", []):
+        mine = recorded.get(dev)
+        if isinstance(mine, list):
+            ours = bool(qdisc_tree(mine)) and qdisc_tree(mine) == qdisc_tree(trees.get(dev, []))
+        else:
+            ours = probed.get(dev) == tuple(str(mine or "").split())
+        if ours:
+            own.append(dev)
+    return own
 
 
 def roots_left_note(record: dict, probe_lines: list) -> str:
@@ -199,27 +263,31 @@ def roots_left_note(record: dict, probe_lines: list) -> str:
     left = []
     for dev in record.get("devices", []):
         if dev not in ours:
-            put = f"; netem's was {recorded.get(dev) or 'not read back'}" if isinstance(recorded, dict) else ""
+            put = f"; netem's was {_root_words(recorded.get(dev)) or 'not read back'}" if isinstance(recorded, dict) \
+                else ""
             left.append(f"{dev} (now {' '.join(probed.get(dev, ('none',)))}{put})")
-    return (f"netem: left the root qdisc of {', '.join(left)}: not the one netem put there (replaced since), so not "
-            f"the role's to delete") if left else ""
+    return (f"netem: left the root qdisc of {', '.join(left)}: not the one netem put there (replaced since, or its "
+            f"parameters or the qdiscs below it changed), so not the role's to delete") if left else ""
 
 
-def root_qdisc_error(devices: list, probe_lines: list, record: dict) -> str:
+def root_qdisc_error(devices: list, probe_lines: list, record: dict, replace: bool = False) -> str:
     """'' where roles/netem may replace the root qdisc of each of these devices, else the one-line refusal.
 
     probe_lines hold the netem probe's '#root <dev> <kind> <handle>' lines. netem puts its own root qdisc on a port
     and absent deletes it, which gives the port the kernel's default root back (the one of handle 0:). A root the
     node's user set (fq, a tbf, an htb tree) would be gone for good: tc dumps no arguments that make it again
     (options in other units, child classes and filters), so it is refused before any change, unless it is this
-    role's own from an earlier run (own_roots of its record)."""
+    role's own from an earlier run (own_roots of its record) or replace (netem_replace_root) says to take it."""
+    if replace:
+        return ""
     roots, ours = _probed_roots(probe_lines), own_roots(record, probe_lines)
     for dev in devices:
         kind, handle = roots.get(dev, ("", "0:"))
         if handle != "0:" and dev not in ours:
             return (f"test port {dev} has a root qdisc of its own ({kind} {handle}), which netem would replace and "
                     f"absent could not put back: allowed only the kernel's default root qdisc there (remove it: tc "
-                    f"qdisc del dev {dev} root, or leave its direction out of netem_directions)")
+                    f"qdisc del dev {dev} root, or leave its direction out of netem_directions, or set "
+                    f"netem_replace_root: true to replace it for good)")
     return ""
 
 
