@@ -197,6 +197,24 @@ def test_what_falls_short_of_the_standards_durations_is_disclosed_beside_the_fig
         "deviations"] == ["trial duration 10 s (RFC 8219: at least 60 s)"]
 
 
+def test_fewer_rfc2544_single_frame_trials_than_it_asks_are_disclosed_and_lost_tags_not_blamed_on_it():
+    # RFC 2544 section 26.2 repeats its one-tag latency trial at least 20 times and reports the average; it says
+    # nothing of a tag that never arrives. A run with fewer trials discloses it beside the durations; the block's
+    # label must not claim that RFC 2544 leaves lost tags out (trexlab does, and says so).
+    short = latency.Params(rate=1000, trial_duration=2, tag_delay=1, tagged_frames=500,
+                           rfc2544_trials=latency.RFC2544_TRIALS - 1)
+    result = latency.run(RunContext(sim(), ONE_WAY), short).to_dict()
+    assert (f"RFC 2544 single-frame latency trials {latency.RFC2544_TRIALS - 1} (RFC 2544: at least "
+            f"{latency.RFC2544_TRIALS})") in result["deviations"], result["deviations"]
+    assert "as RFC 2544 does" not in result["rfc2544_single_frame_latency"]["forward"]["label"]
+    enough = latency.Params(rate=1000, trial_duration=2, tag_delay=1, tagged_frames=500,
+                            rfc2544_trials=latency.RFC2544_TRIALS)
+    assert not any("single-frame" in d for d in latency.LatencyResult(enough, {}, {}, 0, 0.0).to_dict()[
+        "deviations"]), "20 trials are RFC 2544's count"
+    assert not any("single-frame" in d for d in latency.LatencyResult(
+        latency.Params(rate=1000), {}, {}, 0, 0.0).to_dict()["deviations"]), "no RFC 2544 trials asked: none short"
+
+
 def test_the_method_line_says_when_no_frame_timeout_was_applied():
     # RFC 2544 has no per-frame timeout (Lencse et al. 2020): a run without one counts a frame until the receive
     # tail ends, so a DUT holding every frame for a second still passes; the method line must say which it was.

@@ -99,3 +99,27 @@ def test_only_latency_and_pdv_take_a_rate_from_throughput():
     spec["procedure"] = {"name": "flr", "params": {"rate": {"from": "throughput"}}}
     with pytest.raises(experiment.InvalidExperiment, match="only latency, pdv take a rate from throughput"):
         experiment.validate(spec)
+
+
+def test_a_rate_taken_from_a_throughput_median_that_is_a_lower_bound_says_so(tmp_path):
+    """RFC 8219 measures latency and PDV at the throughput rate. When the throughput repetitions' median is only a
+    lower bound of the DUT's (a repetition at or below it was tester-bound, or its search met no load the DUT
+    failed: max_rate below what the DUT forwards), the latency was measured below the DUT's throughput rate: the
+    method line says so, as the throughput summary does ('LOWER BOUND'), rather than 'the throughput rate'."""
+    from trexlab.generators import create_generator
+    from trexlab.plan.rate_from import median_throughput
+    from trexlab.plan.repetition import method_line, method_of, repeat
+    from trexlab.procedures import throughput
+    from trexlab.trial import TrialSpec
+
+    traffic = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
+    result = {"method": "RFC 8219 section 7.2", "params": {"rate": 1.0}}
+    lines = {}
+    for name, max_rate in (("capped", 1e5), ("found", 1e6)):  # the sim DUT forwards 200,000 fps
+        repeat("throughput", create_generator("sim", capacity=2e5), traffic,
+               throughput.Params(max_rate=max_rate, trial_duration=1), 3, tmp_path / name, {})
+        rate, source = median_throughput(tmp_path / name)
+        lines[name] = method_line(method_of({**result, "params": {"rate": rate}}, source))
+    assert "a lower bound of the DUT's throughput" in lines["capped"], lines["capped"]
+    assert "no failing load up to max_rate" in lines["capped"], "the reason is named"
+    assert "lower bound" not in lines["found"], lines["found"]

@@ -442,7 +442,9 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
     if plan.rate_source:
         source = plan.rate_source
         print(f"trexlab {name}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
-              f"{source['figure']} in {source['from']}", file=sys.stderr)
+              f"{source['figure']} in {source['from']}"
+              + (f"; a lower bound of the DUT's throughput ({source['lower_bound']})" if source.get("lower_bound")
+                 else ""), file=sys.stderr)
     display = ProgressDisplay()
     news: list[str] = []
     try:

@@ -35,25 +35,35 @@ SUBDIR = GIVES_RATE
 
 def median_throughput(path: str | Path) -> tuple[float, dict]:
     """(rate, source) from the finished throughput runs at or below path."""
+    from trexlab.plan.repetition import observation
+    from trexlab.results.stats import held_down_by_tester, summarize
     from trexlab.results.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
 
     path = Path(path)
     runs = [run for run in run_dirs([path]) if (run / RESULT).is_file()]
     values: list[float] = []
+    found = []
     for run in runs:
         result = read_json(run / RESULT)
         if result.get("procedure") != GIVES_RATE:
             continue
         value = (result.get("headline") or {}).get(FIGURE)
         values.append(-math.inf if value is None else float(value))
+        found.append(observation(result, FIGURE, None))
     if not values:
         raise InvalidParameter("rate-from", str(path), f"a directory with finished {GIVES_RATE} runs")
     rate = statistics.median(values)
     if not rate > 0:
         raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose median is a rate; "
                                f"{sum(v == -math.inf for v in values)} of {len(values)} found none")
-    return rate, {"rate": rate, "from": str(path), "figure": FIGURE,
-                  "statistic": f"median of {len(values)} repetition(s)"}
+    source = {"rate": rate, "from": str(path), "figure": FIGURE, "statistic": f"median of {len(values)} repetition(s)"}
+    # A tester-bound repetition at or below the median, or one whose search met no failing load, makes the median a
+    # lower bound of the DUT's throughput (the throughput summary's LOWER BOUND): the latency is then measured below
+    # RFC 8219's throughput rate, and says why (trexlab.plan.repetition.method_of).
+    summary = summarize(found, held_down_by_tester(FIGURE))
+    if summary["median_lower_bound"]:
+        source["lower_bound"] = summary["why"]
+    return rate, source
 
 
 def split_rate_from(params: dict) -> tuple[dict, dict | None]:

@@ -225,6 +225,8 @@ def method_of(result: dict, rate_source: dict | None = None) -> dict:
         # how) or a number given to the run, which nothing here ties to a throughput.
         method["rate_source"] = (f"{rate_source['statistic']} of {rate_source['figure']} in {rate_source['from']}"
                                  if rate_source else "given")
+        if rate_source and rate_source.get("lower_bound"):  # trexlab.plan.rate_from: below the DUT's throughput
+            method["rate_source"] += f", only a lower bound of the DUT's throughput ({rate_source['lower_bound']})"
     if "frame_timeout" in (result.get("params") or {}):  # None said too: frames then count until the tail ends
         method.setdefault("frame_timeout", result["params"]["frame_timeout"])
     if result.get("deviations"):  # what falls short of the standard's durations (trexlab.procedures.common)
