@@ -19,7 +19,8 @@ Send rate per core (64 and 1518 B): each tool sends as fast as it can from one s
                      trial that times frames or a kernel without tcx counts), side by side;
   swtester-ring      the same with --receive-method ring (swtester before its counting filter: every frame into
                      its receive ring), side by side;
-  swtester-baseline  the --baseline build, the same way, in the same rounds (before and after a change, side by side);
+  swtester-baseline  the --baseline build, the same way, in the same rounds (before and after a change, side by side),
+                     and with each receive method (swtester-bpf-baseline, swtester-ring-baseline);
   swtester-Nthreads  N sender threads (--threads N, thread j on CPU j: CPU 1 also runs the receiver), for each
                      N up to the CPU count: the scaling; per CPU-s counts every sender thread and each CPU's
                      ksoftirqd;
@@ -297,6 +298,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                     "swtester-ring": bench.swtester(spec, receive="ring")}
             if args.baseline:
                 runs["swtester-baseline"] = bench.swtester(spec, binary=args.baseline)
+                runs["swtester-bpf-baseline"] = bench.swtester(spec, receive="bpf", binary=args.baseline)
+                runs["swtester-ring-baseline"] = bench.swtester(spec, receive="ring", binary=args.baseline)
             for threads in range(2, min(os.cpu_count() or 1, 8) + 1):
                 runs[f"swtester-{threads}threads"] = bench.swtester(spec, threads=threads)
             if args.trafgen:
@@ -324,7 +327,8 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
                       for tool in {r["tool"] for r in rows}}
             pairs = [(s, t) for s in ("swtester", "swtester-baseline") for t in median
                      if t.startswith("trafgen") and "CPU 1" not in t]
-            pairs += [("swtester", "swtester-baseline")]
+            pairs += [("swtester", "swtester-baseline"), ("swtester-bpf", "swtester-bpf-baseline"),
+                      ("swtester-ring", "swtester-ring-baseline")]
             pairs += [("swtester rx on CPU 1", "trafgen rx on CPU 1"), ("swtester", "swtester-sendmmsg"),
                       ("swtester", "swtester-bpf"), ("swtester", "swtester-ring")]
             pairs += [(t, "swtester") for t in sorted(median) if t.endswith("threads")]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the main job on the local lab, start to finish, leaving the machine as it was.
-#   setup -> lab-up -> configure -> a short campaign (experiments/demo) -> HTML report -> lab-down
+#   setup -> the tester's self-test (a loopback lab) -> lab-up -> configure -> a short campaign (experiments/demo)
+#   -> HTML report -> lab-down
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
@@ -12,8 +13,21 @@ RESULTS=${RESULTS:-results}
 start=$SECONDS
 
 scripts/setup.sh
-# Whatever happens from here on, the lab goes down again.
-trap 'say "taking the demo lab down"; scripts/lab.sh down || true' EXIT
+# Whatever happens from here on, the lab goes down again (in the topology it is up in).
+up_topology=loopback
+trap 'say "taking the demo lab down"; TOPOLOGY=$up_topology scripts/lab.sh down || true' EXIT
+
+# First the tester against itself, its two ports joined and no DUT (experiments/tester-selftest at scale demo):
+# without its ceiling the demo's results could not say whether they describe the DUT or the tester. The ceiling
+# goes to a file of the demo's own, which the demo campaign compares against: a user's results/tester-ceilings.json
+# (a full self-test's) is never replaced by this short one.
+export CEILINGS=$RESULTS/demo-selftest/tester-ceilings.json
+TOPOLOGY=loopback scripts/lab.sh up
+say "measuring the tester's own ceiling first: tester-selftest, scale demo (progress below)"
+RESULTS=$RESULTS/demo-selftest SCALE=demo MEASURE_AGAIN=1 scripts/run-experiment.sh tester-selftest
+TOPOLOGY=loopback scripts/lab.sh down
+up_topology=$TOPOLOGY
+
 scripts/lab.sh up
 scripts/lab.sh configure >/dev/null
 say "running experiment $EXP (progress below)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make run EXP=name [SCALE=ci] [LAB_NAME=local] [RESULTS=results]: run or resume an experiment campaign.
+# make run EXP=name [SCALE=ci] [LAB_NAME=local] [RESULTS=results] [CEILINGS=file]: run or resume an experiment campaign.
 # Rerunning the same command resumes: finished points and repetitions are skipped.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -13,8 +13,9 @@ LAB_NAME=${LAB_NAME:-${LAB:-local}}
 check_lab_name "$LAB_NAME"
 check_scale "${SCALE:-}"
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
-# The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own.
-args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${RESULTS:-results}/tester-ceilings.json")
+# The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own
+# (CEILINGS=file: that file instead; make demo keeps its short self-test's apart from a user's full one).
+args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${CEILINGS:-${RESULTS:-results}/tester-ceilings.json}")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
 [ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)

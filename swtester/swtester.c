@@ -98,13 +98,26 @@
  * below 2.3 Mfps 64 timeouts (128 ms) of frames, and a receiver held up longer (the realtime throttle stops a thread
  * for up to 50 ms a second, a hypervisor a vCPU for more) found it full; the kernel dropped the frames after that
  * (tester_drops), and each counted as the DUT's loss. Now a block holds about one timeout of frames at the trial's
- * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes, and the ring RX_RING_BYTES. A ring of B-byte blocks that fills at r frames
- * a second, a block per timeout t or sooner, holds RX_RING_BYTES / (B / t + r * RX_FRAME_BYTES(kept)) s of frames:
- * 2.0 s at 1 kfps, 1.8 s at 20 kfps, 1.0 s at 146 kfps (the largest rate of 64 KiB blocks), 0.6 s at 200 kfps,
- * 0.14 s at 1 Mfps (before: 0.12-0.13 s at any rate up to 200 kfps, 0.09 s at 1 Mfps). With the ring alone, which
- * keeps whole frames, 1518 B ones: 2.0 s at 1 kfps, 1.0 s at 20 kfps, 0.14 s at 146 kfps, 0.08 s at 200 kfps, 0.03 s
- * at 1 Mfps. */
+ * rate, RX_BLOCK_MIN..RX_BLOCK_MAX bytes. A block is handed over at the timeout t or when full, whichever comes first
+ * (rx_block_seconds; measured: 20.5 frames a block at 10 kfps, 2.05 ms), so n blocks of B bytes hold
+ * n * min(t, B / (r * RX_FRAME_BYTES(kept))) s of frames at r frames a second (the figures given here before took
+ * B / t + r * RX_FRAME_BYTES(kept) bytes a second, counting a block's frames twice: a bound). A ring that keeps
+ * SNAP_LEN bytes of each frame is RX_RING_BYTES: 2.0 s of frames up to 146 kfps (the largest rate of 64 KiB
+ * blocks), 1.0 s at 200 kfps, 0.26 s at 1 Mfps, 0.13 s at 2 Mfps. The ring alone keeps whole frames (7.2 times the
+ * bytes of SNAP_LEN at 1518 B), and 64 MiB of them held 2.0 s up to 20 kfps, 0.26 s at 100-146 kfps, 0.13 s at
+ * 200 kfps, 0.04 s at 1 Mfps: it now gets as many blocks as hold the seconds of the SNAP_LEN ring at the trial's
+ * rate, RX_RING_BYTES at least, within its share of the machine's memory (rx_ring_limit). At 1518 B that is up to
+ * 512 MiB (1,024 blocks of 512 KiB at 100-146 kfps, 512 of 1 MiB at 200 kfps, 394 of 1 MiB from 500 kfps on);
+ * 9018 B frames' ring takes 512 MiB and holds 0.59 s at 100 kfps, 0.29 s at 200 kfps, 0.06 s at 1 Mfps
+ * (swtester/ring_check counts them). */
 #define RX_RING_BYTES (64u << 20)
+/* A ring's blocks are kernel memory, all of it taken when the ring is set up: the rings of a trial together take at
+ * most 1/RX_RING_MEMORY_SHARE of the machine's memory, each at most RX_RING_MAX_BYTES (what the ring alone needs at
+ * 1518 B; a larger frame's ring holds fewer seconds than a SNAP_LEN one), and never less than RX_RING_BYTES (every
+ * ring's size before whole frames were kept). A bidirectional trial's rings at 1518 B get their 512 MiB each on a
+ * machine of 8 GiB or more; on a smaller one they hold fewer seconds (ring_blocks, ring_block_bytes). */
+#define RX_RING_MAX_BYTES (512u << 20)
+#define RX_RING_MEMORY_SHARE 8
 #define RX_BLOCK_MIN (64u << 10)
 #define RX_BLOCK_MAX (1u << 20) /* the receiver wakes once per block: at high rates, once per 4,681 frames or more */
 #define RX_FRAME_SIZE 2048      /* tp_frame_size: only checked by TPACKET_V3, which packs frames at their length */
@@ -189,6 +202,10 @@ struct txq {
     uint64_t end;                          /* CLOCK_MONOTONIC ns when its last frame left (or it stopped) */
     double cpu;                            /* s of its CPU time */
     int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
+    pid_t tid;                             /* its thread's, and the clock of the thread's CPU time: whence */
+    clockid_t cpu_clock;                   /* the trial's last sender reads both figures (end_of_sending) */
+    uint64_t cpu_start;                    /* ns of the thread's CPU time when sending started */
+    int64_t waited_start;                  /* waited_ns() when sending started */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
     size_t ring_len;
     unsigned slots, slot, head;            /* head: the next slot to fill */
@@ -235,6 +252,14 @@ struct direction {
 };
 
 static atomic_int start_flag;
+/* The trial's sender threads (every direction's), and how many of them have not yet sent their last frame (or
+ * stopped); the others wait, blocked, until the last has read every sender's figures (end_of_sending). */
+static struct txq *trial_senders[2 * MAX_THREADS];
+static int trial_sender_count;
+static atomic_int senders_sending;
+static pthread_mutex_t figures_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t figures_read_cond = PTHREAD_COND_INITIALIZER;
+static int figures_read;
 
 static void die(const char *msg) {
     fprintf(stderr, "swtester: %s\n", msg);
@@ -1060,14 +1085,46 @@ static int open_tcx(struct direction *d) {
     return 0;
 }
 
-/* The blocks of direction d's receive ring: the smallest power of two from RX_BLOCK_MIN that holds the frames of one
- * block timeout at the trial's rate (RX_BLOCK_MAX at most), as many as RX_RING_BYTES hold (see RX_RING_BYTES). */
-static void rx_ring_geometry(struct direction *d, int kept) {
-    double per_timeout = d->cfg->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES(kept);
+/* A receive ring's block for kept bytes of each frame: the smallest power of two from RX_BLOCK_MIN that holds the
+ * frames of one block timeout at the trial's rate (RX_BLOCK_MAX at most). */
+static uint32_t rx_block_bytes(const struct config *c, int kept) {
+    double per_timeout = c->rate * RX_BLOCK_TIMEOUT_MS / 1000.0 * RX_FRAME_BYTES(kept);
     uint32_t block = RX_BLOCK_MIN;
     while (block < RX_BLOCK_MAX && block < per_timeout) block <<= 1;
+    return block;
+}
+
+/* Seconds of frames one block of `block` bytes holds at the trial's rate, kept bytes of each frame: the kernel hands
+ * it over at the block timeout, or sooner when it is full. */
+static double rx_block_seconds(const struct config *c, uint32_t block, int kept) {
+    double full = block / (c->rate * RX_FRAME_BYTES(kept)), timeout = RX_BLOCK_TIMEOUT_MS / 1000.0;
+    return full < timeout ? full : timeout;
+}
+
+/* The most bytes one of the trial's receive rings may take (see RX_RING_MAX_BYTES): its share of the machine's memory
+ * (one ring per direction), RX_RING_MAX_BYTES at most, RX_RING_BYTES at least. */
+static uint64_t rx_ring_limit(const struct config *c) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t rings = (uint64_t)((c->directions & 1) + (c->directions >> 1 & 1)), limit = RX_RING_MAX_BYTES;
+    if (pages > 0 && page > 0 && rings) {
+        uint64_t share = (uint64_t)pages * (uint64_t)page / RX_RING_MEMORY_SHARE / rings;
+        if (share < limit) limit = share;
+    }
+    return limit < RX_RING_BYTES ? RX_RING_BYTES : limit;
+}
+
+/* Direction d's receive ring, kept bytes of each frame: blocks of rx_block_bytes, as many as hold the seconds of frames
+ * at the trial's rate that a ring of RX_RING_BYTES keeping SNAP_LEN bytes holds (that ring itself where kept is
+ * SNAP_LEN), within rx_ring_limit (see RX_RING_BYTES). */
+static void rx_ring_geometry(struct direction *d, int kept) {
+    const struct config *c = d->cfg;
+    uint32_t snap_block = rx_block_bytes(c, SNAP_LEN), block = rx_block_bytes(c, kept);
+    double seconds = (double)(RX_RING_BYTES / snap_block) * rx_block_seconds(c, snap_block, SNAP_LEN);
+    double needed = seconds / rx_block_seconds(c, block, kept) - 1e-9; /* not one more for a rounding error */
+    uint64_t blocks = (uint64_t)needed, least = RX_RING_BYTES / block, most = rx_ring_limit(c) / block;
+    if ((double)blocks < needed) blocks++;
     d->rx_block_size = block;
-    d->rx_blocks = RX_RING_BYTES / block;
+    d->rx_blocks = (uint32_t)(blocks < least ? least : blocks > most ? most : blocks);
 }
 
 /* Whether the trial times any frame (latency, frame timeout): then its receivers need their ring. */
@@ -1152,18 +1209,81 @@ static long sysctl_long(const char *path) {
     return value;
 }
 
-/* ns the calling thread has waited runnable but not running since it started (the second figure of
- * /proc/thread-self/schedstat, the scheduler's run_delay), -1 where the kernel does not keep it. A realtime sender
+/* ns thread tid of this process has waited runnable but not running since it started (the second figure of its
+ * /proc/self/task/TID/schedstat, the scheduler's run_delay), -1 where the kernel does not keep it. A realtime sender
  * waits so only behind the kernel's realtime throttle (its whole CPU's realtime work stopped for the rest of a
  * period, main), behind another realtime thread (swtester's receivers after a yield: microseconds) or a higher
  * class: stalls its pacing alone cannot tell from a hypervisor's, which the guest counts as running time (steal),
- * or from a stop (SIGSTOP), which is not runnable. Read at the start and end of sending: never in the sending loop. */
-static int64_t waited_ns(void) {
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+ * or from a stop (SIGSTOP), which is not runnable. Read at the start of sending, by the sender, and at its end, by
+ * the trial's last sender (end_of_sending): never in the sending loop. */
+static int64_t waited_ns(pid_t tid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)tid);
+    FILE *f = fopen(path, "r");
     unsigned long long run = 0, wait = 0;
     int got = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
     if (f) fclose(f);
     return got == 2 ? (int64_t)wait : -1;
+}
+
+/* A direction's figures from those of its senders, once every sender of the trial has its own (end_of_sending). */
+static void sum_up(struct direction *d) {
+    struct config *c = d->cfg;
+    for (int i = 0; i < c->threads; i++) {
+        struct txq *o = &d->txq[i];
+        d->sent += o->sent;
+        d->tags_sent += o->tags_sent;
+        d->send_cpu += o->cpu;
+        /* The most any one sender waited: each thread's schedule moved on its own, as slip_ns. */
+        if (i == 0 || o->waited_ns < 0 || (d->send_waited_ns >= 0 && o->waited_ns > d->send_waited_ns))
+            d->send_waited_ns = o->waited_ns;
+        struct pacing *a = &d->pacing, *b = &o->pacing;
+        if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
+        if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
+        if (b->slip_ns > a->slip_ns) a->slip_ns = b->slip_ns; /* each thread's schedule moved on its own */
+        a->slips += b->slips;
+        double seconds = (double)(o->end - c->start) / 1e9;
+        if (seconds > d->send_duration) d->send_duration = seconds;
+    }
+}
+
+/* Sender q has sent its last frame (or stopped; q->end is set). Its CPU time and its wait (waited_ns) are read only
+ * once no sender of the trial has a frame left to send: where one CPU carries several senders (a one-CPU tester,
+ * --cpus with one CPU, --threads; both directions' senders share a CPU wherever --cpus has fewer than three) a
+ * sender runs until it blocks (SCHED_FIFO, the same priority), and reading its figures there (a system call for the
+ * CPU time, opening, reading and closing a /proc file for the wait; ~2 ms under QEMU's TCG, where a 2 s trial at
+ * 2,000 fps leaves the last frame 2.5 ms) held up the frames of the others that fell due meanwhile, and their send
+ * time overran with it. So a sender that is not the last blocks, its figures still (a blocked thread neither runs
+ * nor waits runnable), and the last reads every sender's through its CPU clock (pthread_getcpuclockid) and its
+ * /proc schedstat: each figure as its own thread would have read it at its end, give or take the microsecond of
+ * blocking, and none counts the wait for the others. The last then sums up the directions and lets the others end. */
+static void end_of_sending(struct txq *q) {
+    if (atomic_fetch_sub(&q->d->senders, 1) == 1) atomic_store(&q->d->send_done, 1); /* its receiver's tail starts */
+    if (atomic_fetch_sub(&senders_sending, 1) != 1) {
+        pthread_mutex_lock(&figures_lock);
+        while (!figures_read) pthread_cond_wait(&figures_read_cond, &figures_lock);
+        pthread_mutex_unlock(&figures_lock);
+        return;
+    }
+    /* Every CPU time first, this thread's own before anything else, then every wait, its own first: its CPU time
+     * counts none of the reading, and its wait none of it either (the others are blocked: theirs stand still). */
+    q->cpu = (double)(now_ns(q->cpu_clock) - q->cpu_start) / 1e9;
+    for (int i = 0; i < trial_sender_count; i++) {
+        struct txq *o = trial_senders[i];
+        if (o != q) o->cpu = (double)(now_ns(o->cpu_clock) - o->cpu_start) / 1e9;
+    }
+    for (int i = -1; i < trial_sender_count; i++) {
+        struct txq *o = i < 0 ? q : trial_senders[i];
+        if (i >= 0 && o == q) continue;
+        int64_t waited_end = waited_ns(o->tid);
+        o->waited_ns = o->waited_start < 0 || waited_end < 0 ? -1 : waited_end - o->waited_start;
+    }
+    for (int i = 0; i < trial_sender_count; i++)
+        if (trial_senders[i]->j == 0) sum_up(trial_senders[i]->d);
+    pthread_mutex_lock(&figures_lock);
+    figures_read = 1;
+    pthread_cond_broadcast(&figures_read_cond);
+    pthread_mutex_unlock(&figures_lock);
 }
 
 static void *sender(void *arg) {
@@ -1185,9 +1305,11 @@ static void *sender(void *arg) {
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
+    q->tid = (pid_t)syscall(SYS_gettid);
     while (!atomic_load(&start_flag)) sched_yield();
-    uint64_t start = c->start, cpu_start = now_ns(CLOCK_THREAD_CPUTIME_ID), k = 0, left = 0;
-    int64_t waited_start = waited_ns();
+    uint64_t start = c->start, k = 0, left = 0;
+    q->cpu_start = now_ns(q->cpu_clock);
+    q->waited_start = waited_ns(q->tid);
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
@@ -1254,33 +1376,11 @@ static void *sender(void *arg) {
     q->sent = k;
     /* Sending ended when the last frame left, not when this thread next ran: after its last batch it yields to the
      * other realtime threads of its CPU, and where one CPU carries both directions (a one-CPU tester, --cpus with
-     * one CPU) the other sender may then send its own last batch and do its bookkeeping first (under emulation,
-     * QEMU's TCG, ~2 ms; the overrun tolerance of a 2 s trial at 2,000 fps leaves the last frame 2.5 ms): read
-     * after it, the time had a trial whose frames all left on schedule overrun and reported it invalid. A sender
-     * that stopped (give_up) or had no frame ends now. */
+     * one CPU) the other sender may then send its own last batch first: read after that, the time had a trial whose
+     * frames all left on schedule overrun and reported it invalid. A sender that stopped (give_up) or had no frame
+     * ends now. Nothing more is read here: see end_of_sending. */
     q->end = left ? left : now_ns(CLOCK_MONOTONIC);
-    q->cpu = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start) / 1e9;
-    int64_t waited_end = waited_ns();
-    q->waited_ns = waited_start < 0 || waited_end < 0 ? -1 : waited_end - waited_start;
-    if (atomic_fetch_sub(&d->senders, 1) == 1) { /* the last sender of the direction: sum up */
-        for (int i = 0; i < c->threads; i++) {
-            struct txq *o = &d->txq[i];
-            d->sent += o->sent;
-            d->tags_sent += o->tags_sent;
-            d->send_cpu += o->cpu;
-            /* The most any one sender waited: each thread's schedule moved on its own, as slip_ns. */
-            if (i == 0 || o->waited_ns < 0 || (d->send_waited_ns >= 0 && o->waited_ns > d->send_waited_ns))
-                d->send_waited_ns = o->waited_ns;
-            struct pacing *a = &d->pacing, *b = &o->pacing;
-            if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
-            if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
-            if (b->slip_ns > a->slip_ns) a->slip_ns = b->slip_ns; /* each thread's schedule moved on its own */
-            a->slips += b->slips;
-            double seconds = (double)(o->end - start) / 1e9;
-            if (seconds > d->send_duration) d->send_duration = seconds;
-        }
-        atomic_store(&d->send_done, 1);
-    }
+    end_of_sending(q);
     return NULL;
 }
 
@@ -1774,8 +1874,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         if (c.directions & (1 << i)) {
             start_thread(&threads[nthreads++], receiver, &dirs[i]);
-            for (int j = 0; j < c.threads; j++) start_thread(&threads[nthreads++], sender, &dirs[i].txq[j]);
+            for (int j = 0; j < c.threads; j++) {
+                struct txq *q = &dirs[i].txq[j];
+                start_thread(&threads[nthreads], sender, q);
+                /* The clock the trial's last sender reads this thread's CPU time on (end_of_sending). */
+                if (pthread_getcpuclockid(threads[nthreads++], &q->cpu_clock) != 0)
+                    die("could not get a sender thread's CPU-time clock");
+                trial_senders[trial_sender_count++] = q;
+            }
         }
+    atomic_store(&senders_sending, trial_sender_count);
     usleep(20000); /* receivers are listening before the first frame leaves */
     c.start = now_ns(CLOCK_MONOTONIC);
     atomic_store(&start_flag, 1);

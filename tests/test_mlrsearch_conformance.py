@@ -2,6 +2,8 @@
 draft's): what a goal result is (regular or irregular, section 4.8.4) and what the test report must disclose.
 Simulated SUTs: each search takes well under a second."""
 
+import pytest
+
 from trexlab.generators import create_generator
 from trexlab.plan.repetition import summarize_headlines, summary_lines
 from trexlab.procedures import mlrsearch
@@ -91,3 +93,74 @@ def test_the_trial_log_tells_the_trials_the_search_classified_loads_with_from_th
     assert (warmup["offered_load"], warmup["duration"], warmup["searched"]) == (1e6, 2.0, False)
     assert searched and all(t["searched"] and t["valid"] for t in searched)
     assert result.trials == len(result.trial_log), "every trial run is still counted and logged"
+
+
+def test_the_method_line_says_what_the_figure_is_and_how_the_width_loss_and_durations_are_measured():
+    # Beside the figures the report states: the units and which interfaces a load is of (draft-15 sections 4.3,
+    # 4.5.2), the quantity used as goal width (4.6.5), how the trial effective duration is computed when it is not
+    # the trial duration (4.5.8), and every goal attribute applied, defaults included (4.9.3).
+    from trexlab.plan.repetition import method_line, method_of
+
+    result = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    line = method_line(method_of(result.to_dict()))
+    assert "each goal's figure is its conditional throughput in frames/s per direction" in line
+    assert "goal width: (relevant upper bound - relevant lower bound) / relevant upper bound" in line
+    assert "trial effective duration: the longer of the trial duration and the sender's measured sending time" in line
+    assert "trial loss ratio: frames intended but not received over frames intended, all directions summed" in line
+    assert "NDR: loss ratio 0, exceed ratio 0, width 0.5 %, initial trials 1 s, final trials 1 s" in line
+
+
+def classify(trials: list[dict], goal: dict) -> str:
+    """A load's class for a goal from its trials (draft-15 section 6.1): 'upper', 'lower' or 'undecided'."""
+    exceed, final = goal["exceed_ratio"], goal["final_trial_duration"]
+    sums = {(long, high): 0.0 for long in (True, False) for high in (True, False)}
+    for t in trials:
+        sums[(t["duration"] >= final, t["loss"] > goal["loss_ratio"])] += t["duration"]
+    excess = max(0.0, sums[(False, True)] - sums[(False, False)] * exceed / (1.0 - exceed))
+    high = sums[(True, True)] + excess
+    whole = max(high + sums[(True, False)], goal["duration_sum"])
+    pessimistic_high = high + whole - (high + sums[(True, False)])
+    if high / whole > exceed:
+        return "upper"
+    return "lower" if pessimistic_high / whole <= exceed else "undecided"
+
+
+def quantile_loss(trials: list[dict], goal: dict) -> float:
+    """The loss ratio conditional throughput takes at a load (draft-15 section 6.2): full-length trials by loss,
+    the one where the subceed share of the whole duration sum runs out (none left: 1.0)."""
+    full = sorted((t for t in trials if t["duration"] >= goal["final_trial_duration"]), key=lambda t: t["loss"])
+    remaining = max(goal["duration_sum"], sum(t["duration"] for t in full)) * (1.0 - goal["exceed_ratio"])
+    loss = None
+    for t in full:
+        if loss is not None and remaining <= 0.0:
+            break
+        loss, remaining = t["loss"], remaining - t["duration"]
+    return 1.0 if remaining > 0.0 else loss
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bounds_and_conditional_throughput_are_the_specs_from_the_trials_logged(seed):
+    # The figures are the spec's: each goal's relevant bounds (sections 4.8.1-4.8.2) and conditional throughput
+    # (4.8.3) recomputed here from trial_log's searched trials, short trials (1 s, final 4 s) and exceed ratios
+    # included, on a noisy SUT whose trials disagree.
+    goals = ({"name": "NDR", "loss_ratio": 0.0, "exceed_ratio": 0.5, "relative_width": 0.01,
+              "initial_trial_duration": 1.0, "final_trial_duration": 4.0, "duration_sum": 8.0},
+             {"name": "PDR", "loss_ratio": 0.005, "exceed_ratio": 0.25, "relative_width": 0.01,
+              "initial_trial_duration": 1.0, "final_trial_duration": 4.0, "duration_sum": 12.0})
+    result = mlrsearch.run(RunContext(sim(capacity=437_000, capacity_noise=0.02, seed=seed), TRAFFIC),
+                           mlrsearch.Params(max_rate=1e6, goals=goals))
+    by_load: dict[float, list[dict]] = {}
+    for t in result.trial_log:
+        if t["searched"]:  # sim: the sender takes the trial duration, the effective duration
+            by_load.setdefault(t["offered_load"], []).append(
+                {"duration": t["duration"], "loss": t["loss_ratio"] if t["valid"] else 1.0})
+    assert any(t["duration"] < 4.0 for ts in by_load.values() for t in ts), "short trials took part"
+    for goal, found in zip(goals, result.goals, strict=True):
+        classes = {load: classify(trials, goal) for load, trials in by_load.items()}
+        upper = min((load for load, c in classes.items() if c == "upper"), default=None)
+        lower = max((load for load, c in classes.items() if c == "lower" and (upper is None or load < upper)),
+                    default=None)
+        assert (found["relevant_lower_bound"], found["relevant_upper_bound"]) == (lower, upper), goal["name"]
+        assert found["regular"], found["irregular"]
+        throughput = lower * (1.0 - quantile_loss(by_load[lower], goal))
+        assert found["conditional_throughput"] == pytest.approx(throughput, rel=1e-12), goal["name"]

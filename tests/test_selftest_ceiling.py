@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from trexlab import cli
+from trexlab.plan.repetition import method_line
 from trexlab.procedures import selftest
 from trexlab.testbed.inventory import Lab, Node
 from trexlab.trial import TrialSpec
@@ -212,6 +213,16 @@ def test_a_ceiling_whose_search_never_failed_is_recorded_and_shown_as_a_lower_bo
                                  "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
     assert f"tester ceiling at least {entry['ceiling_fps']:.0f} fps" in err, err
     assert provenance["tester_ceiling"]["ceiling_at_least"] is True
+    # The method beside the figures (summary.json, the CLI's and the report's method line) says so too.
+    [summary] = (tmp_path / "runs").glob("throughput-*/summary.json")
+    method = json.loads(summary.read_text())["method"]
+    assert method["tester_ceiling_at_least"] is True
+    assert f"tester ceiling at least {entry['ceiling_fps']:g} fps" in method_line(method), method_line(method)
+    # A ceiling given beside that entry is the given one, no lower bound (the entry gives the latency floor only).
+    _, provenance, err = run_cli(tmp_path, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
+                                 "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1",
+                                 "--tester-ceiling", "300000")
+    assert not provenance["tester_ceiling"].get("ceiling_at_least") and "ceiling at least" not in err, err
 
 
 def test_a_ceiling_the_tester_failed_above_is_no_lower_bound(selftest_run, capsys):
@@ -220,3 +231,50 @@ def test_a_ceiling_the_tester_failed_above_is_no_lower_bound(selftest_run, capsy
     _, _, err = run_cli(selftest_run, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
                         "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
     assert f"tester ceiling {entry['ceiling_fps']:.0f} fps (64 B" in err, err
+    [summary] = (selftest_run / "runs").glob("throughput-*/summary.json")
+    method = json.loads(summary.read_text())["method"]
+    assert "tester_ceiling_at_least" not in method and "ceiling at least" not in method_line(method), method
+
+
+def test_make_demo_measures_its_tester_for_every_load_the_demo_offers():
+    """make demo runs experiments/tester-selftest at scale demo first and the demo compares against that ceiling
+    (scripts/demo.sh): the self-test must be looked up by the demo's traffic (same generator, frame size and
+    directions) and carry every load the demo may offer with the ceiling margin to spare, or a demo result could
+    be judged against a ceiling the check stopped short of."""
+    from trexlab.procedures.common import CEILING_MARGIN
+    from trexlab.spec import experiment
+
+    check = experiment.load("experiments/tester-selftest/experiment.yml").scaled("demo").spec
+    demo = experiment.load("experiments/demo/experiment.yml")
+    for scale in (None, *demo.spec.get("scale", {})):
+        spec = demo.scaled(scale).spec
+        assert (check["generator"], check["lab"]["kind"]) == (spec["generator"], spec["lab"]["kind"]), scale
+        assert check["traffic"]["directions"] == spec["traffic"]["directions"], scale
+        assert max(spec["traffic"]["frame_size"]) in check["procedure"]["params"]["frame_sizes"], scale
+        offered = spec["procedure"]["params"]["max_rate"]
+        assert check["procedure"]["params"]["max_rate"] >= offered / (1 - CEILING_MARGIN), (scale, offered)
+
+
+def test_a_selftest_lower_bound_is_not_said_of_a_dut():
+    """A self-test has no DUT: its lower-bound note (the summary's text table) speaks of the figure measured."""
+    from trexlab.plan.repetition import summary_lines
+
+    figures = {"ceiling_64B_fps": {"count": 1, "missing": 0, "tester_bound": 0, "median": 112_000.0,
+                                   "median_lower_bound": True, "min": 112_000.0, "max": 112_000.0,
+                                   "dispersion_percent": 0.0}}
+    [bound] = [line for line in summary_lines(figures) if "LOWER BOUND" in line]
+    assert "DUT" not in bound and "may be higher" in bound, bound
+
+
+def test_a_given_ceiling_is_no_lower_bound_though_the_recorded_one_is(tmp_path):
+    """Latency takes the floor from the recorded entry and the ceiling as given: the entry's 'at least' (its search
+    met no failing load) belongs to its own ceiling, not to the given one."""
+    from trexlab.procedures import latency
+
+    traffic = TrialSpec(offered_load=1, duration=1)
+    result = {"ceilings_fps": {"64": 112_000.0}, "headline_at_least": {"ceiling_64B_fps": True}}
+    selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic,
+                             tmp_path / "c.json")
+    params = latency.Params(rate=1000, tester_ceiling=300_000)
+    _, record = selftest.ceiling_for(params, traffic, "software", namespace_lab("bdut", "single"), tmp_path / "c.json")
+    assert record["ceiling_fps"] == 300_000 and record["ceiling_at_least"] is False, record

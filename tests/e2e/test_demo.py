@@ -1,4 +1,5 @@
-"""make demo, the README's first command, end to end: lab up, campaign, report, lab down, nothing left.
+"""make demo, the README's first command, end to end: the tester's self-test, lab up, campaign, report, lab
+down, nothing left.
 
 The demo measures a reference DUT (roles/dut_reference) with 0.01 % every-Nth loss: its report must show
 RFC 2544's zero-loss throughput collapsed below 10 % of the declared capacity and the 0.011 % tolerant
@@ -81,6 +82,13 @@ def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_
     found = points(campaign)
     assert set(found) == {0, 0.011}, found
     assert [f["tester_bound"] for f in found.values()] == [0, 0], "no repetition tester-bound: the demo's premise"
+    # The demo measured its tester first (tester-selftest at scale demo, on a loopback lab) and compared every
+    # repetition against that ceiling: "none tester-bound" above is a finding, not the default of an unknown one.
+    ceilings = tmp_path / "results" / "demo-selftest" / "tester-ceilings.json"
+    for path in campaign.glob("*/rep-*/provenance.json"):
+        ceiling = strict_json(path)["tester_ceiling"]
+        assert ceiling["source"] == str(ceilings) and ceiling["ceiling_fps"] > capacity, (path, ceiling)
+    lower_bound = "at least " if ceiling["ceiling_at_least"] else ""
     median = {t: f["median"] for t, f in found.items()}
     # Zero loss: bounded by the loss period whatever the noise (every 10,000th frame, 3 s trials: < 3,334 fps).
     assert 0 < median[0] < 0.1 * capacity, (median, capacity)
@@ -103,5 +111,6 @@ def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_
         row = re.search(re.escape(criterion) + r"</td>\s*<td[^>]*>([\d,]+)</td>", dom)
         assert row and row.group(1) == f"{value:,.0f}", (criterion, value, row and row.group(0))
     assert bar_pixels > 5000, "the bar plot rendered"
+    assert f"tester ceiling {lower_bound}{ceiling['ceiling_fps']:g} fps" in dom, "the method names the ceiling"
     stalls = disturbed(campaign, 0.011, capacity, dut.loss_every_nth)
     assert f"Trials this machine disturbed: {len(stalls)} of" in dom, "the report says which trials a stall failed"

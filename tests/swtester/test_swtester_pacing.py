@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_swtester_cli import preloaded
 
 from trexlab.generators.software import THROTTLE_NOTE, trial_from_report
 from trexlab.trial import TrialSpec, format_seconds
@@ -207,6 +208,57 @@ def test_sending_ends_when_the_last_frame_leaves_not_when_the_sender_next_runs(n
     assert forward["sent"] == forward["received"] == rate * duration
     # Read after the holder's 100 ms (as before), the send time was at least duration - 1 / rate + hold.
     assert forward["send_duration"] < duration + hold / 2, forward
+
+
+#: Each thread's reads of a schedstat file after its first (that one is a sender's own, as it starts sending) hold
+#: the CPU for SLOW_READ_NS, as a /proc read does under QEMU's TCG (~2 ms there), fifty times longer; how many did is
+#: on stderr when the process ends.
+SLOW_SCHEDSTAT = """
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static int slowed;
+static long long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+FILE *fopen(const char *path, const char *mode) {
+    static __thread int reads;
+    if (strstr(path, "schedstat") && reads++) {
+        for (long long until = now() + atoll(getenv("SLOW_READ_NS")); now() < until;)
+            ;
+        __atomic_add_fetch(&slowed, 1, __ATOMIC_RELAXED);
+    }
+    FILE *(*real)(const char *, const char *) = (FILE *(*)(const char *, const char *))dlsym(RTLD_NEXT, "fopen");
+    return real(path, mode);
+}
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "slowed schedstat reads: %d\\n", slowed); }
+"""
+
+
+def test_no_sender_reads_its_figures_while_another_sender_of_its_cpu_has_frames_left(netns, tmp_path):
+    """Both directions on one CPU, two sender threads each (thread 1's last frame falls due 1 / rate after thread
+    0's), each sender's end-of-sending reads (its wait, from /proc) held 100 ms: a sender that read them as its last
+    frame left held up, on its CPU (SCHED_FIFO, one priority), the last frames of the others: a send time of 0.80 s
+    in a 0.5 s trial, past the 10 % at which a sender gives up, its last frame unsent. They are read once every frame
+    of the trial left, and the CPU time and wait of each sender count none of the reading. The release build only
+    (what is measured is the senders' clocks); ~1.3 s."""
+    preload = preloaded(tmp_path, SLOW_SCHEDSTAT)
+    cpu, rate, duration, threads, slow = str(max(os.sched_getaffinity(0))), 2000, 0.5, 2, 0.1
+    result = run("ip", "netns", "exec", netns, "env", preload, f"SLOW_READ_NS={int(slow * 1e9)}",
+                 str(REPO / "swtester" / "swtester"), *LOOPED, "--cpus", cpu, "--threads", str(threads), "--rate",
+                 str(rate), "--duration", str(duration))
+    report = json.loads(result.stdout)
+    # One slowed read per sender: at its end (the end of a sender the machine kept from its last frame is not it).
+    assert result.stderr == f"slowed schedstat reads: {2 * threads}\n", result.stderr
+    assert report["realtime"] is True
+    last_due = (rate * duration - 1) / rate
+    for name, direction in report["directions"].items():
+        assert direction["send_duration"] < last_due + slow / 2, (name, direction)
+        assert direction["sent"] == direction["received"] == rate * duration, (name, direction)
+        assert direction["send_cpu"] < slow and 0 <= direction["send_waited_ns"] < slow * 1e9, (name, direction)
 
 
 def test_the_receiver_counts_untagged_frames_in_the_kernel_and_reads_only_the_tagged_ones(binary, netns):

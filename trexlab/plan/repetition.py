@@ -86,7 +86,8 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         results.append(data)
     summary = summarize_headlines(results)
     written: dict[str, Any] = {"procedure": procedure, "repetitions": len(results),
-               "method": method_of(results[-1], provenance.get("rate_source")) if results else {},
+               "method": method_of(results[-1], provenance.get("rate_source"), provenance.get("tester_ceiling"))
+               if results else {},
                "figures": summary}
     # A standard that asks for a number of repetitions (RFC 8219's latency and PDV: 20, their median reported):
     # a summary over fewer is not its figure, and says so with the durations that fall short of it.
@@ -177,17 +178,22 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     return summary
 
 
-def method_of(result: dict, rate_source: dict | None = None) -> dict:
+def method_of(result: dict, rate_source: dict | None = None, ceiling: dict | None = None) -> dict:
     """How a procedure's figures were measured, as summary.json and the CLI disclose it beside them. rate_source:
-    where the offered load of a procedure that takes a rate came from (trexlab.plan.rate_from), None: given."""
+    where the offered load of a procedure that takes a rate came from (trexlab.plan.rate_from), None: given;
+    ceiling: the tester ceiling the run compared against (its provenance's tester_ceiling), None: none."""
     method = {k: result[k] for k in ("method", "loss_tolerance_percent", "stopping_rule", "trial_duration",
                                      "warm_start", "latency_definition") if k in result}
     if "goals" in result:  # MLRsearch: each goal is its own loss ratio, width and durations
         method["goals"] = [{k: g.get(k) for k in ("name", "loss_ratio", "exceed_ratio", "relative_width",
-                                                   "final_trial_duration", "duration_sum")} for g in result["goals"]]
+                                                   "initial_trial_duration", "final_trial_duration", "duration_sum")}
+                           for g in result["goals"]]
     for key in ("rate", "tester_ceiling", "trial_duration", "tag_delay", "tagged_frames", "frame_timeout"):
         if (result.get("params") or {}).get(key) is not None:
             method.setdefault(key, result["params"][key])
+    if method.get("tester_ceiling") and (ceiling or {}).get("ceiling_at_least"):
+        # Its self-test met no failing load up to its max_rate: the tester carries at least this, its limit unknown.
+        method["tester_ceiling_at_least"] = True
     if "path_mtu" in result and "bb_source" in result:
         # RFC 6349: every TCP figure rests on the path MTU, the bottleneck bandwidth and the window: how each was
         # chosen (declared, or measured by the run) and how long each test ran; the values each repetition found
@@ -249,9 +255,11 @@ def method_line(method: dict) -> str:
     if "trial_duration" in method:
         parts.append(f"trial duration {method['trial_duration']:g} s")
     for goal in method.get("goals", []):
+        initial = goal.get("initial_trial_duration")  # None: a summary written before it was disclosed
         parts.append(f"{goal['name']}: loss ratio {goal['loss_ratio']:g}, exceed ratio {goal['exceed_ratio']:g}, "
-                     f"width {goal['relative_width'] * 100:g} %, final trials {goal['final_trial_duration']:g} s, "
-                     f"duration sum {goal['duration_sum']:g} s")
+                     f"width {goal['relative_width'] * 100:g} %, "
+                     + ("" if initial is None else f"initial trials {initial:g} s, ")
+                     + f"final trials {goal['final_trial_duration']:g} s, duration sum {goal['duration_sum']:g} s")
     if loads := method.get("offered_loads"):
         parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
                      "of it, until two trials in a row lose no frame")
@@ -294,8 +302,10 @@ def method_line(method: dict) -> str:
                      f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
                      if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
-        parts.append(f"tester ceiling {method['tester_ceiling']:g} fps" if method.get("tester_ceiling")
-                     else "no tester ceiling known")
+        parts.append("no tester ceiling known" if not method.get("tester_ceiling")
+                     else f"tester ceiling at least {method['tester_ceiling']:g} fps (its self-test met no failing "
+                     "load)" if method.get("tester_ceiling_at_least")
+                     else f"tester ceiling {method['tester_ceiling']:g} fps")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):
@@ -329,8 +339,9 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
         lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
                      f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
         if s.get("median_lower_bound"):
-            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or met no load "
-                         "the DUT failed, so the DUT's figure may be higher")
+            # Said of no DUT: a self-test's figure (its ports looped back) is the tester's own ceiling.
+            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or its search "
+                         "met no failing load (max_rate below the limit measured), so the figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
     if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)

@@ -24,6 +24,7 @@ import dataclasses
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 
 from MLRsearch import AbstractMeasurer, Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
@@ -47,7 +48,19 @@ from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, RFC2544_RECEIVE_
 
 NAME = "mlrsearch"
 TAKES_RATE = False
-METHOD = "MLRsearch (draft-ietf-bmwg-mlrsearch), FD.io CSIT reference implementation"
+#: What the figures are and how the trials feed them, beside the figures (draft-ietf-bmwg-mlrsearch-15 requires the
+#: units and the loads' interfaces, 4.3 and 4.5.2; the goal width's quantity, 4.6.5; how the trial effective duration
+#: is computed when it is not the trial duration, 4.5.8; and recommends the measurer's freedoms, 4.9.1).
+METHOD = (f"MLRsearch (draft-ietf-bmwg-mlrsearch-15, published as RFC 9971), FD.io CSIT reference implementation "
+          f"(PyPI MLRsearch {version('MLRsearch')}): each goal's figure is its conditional throughput in frames/s per "
+          "direction (its relevant lower bound times one minus the exceed-ratio quantile of the loss ratios of its "
+          "full-length trials there); goal width: (relevant upper bound - relevant lower bound) / relevant upper "
+          "bound; trial loss ratio: frames intended but not received over frames intended, all directions summed, "
+          "an invalid trial (stretched, host or tester drops) all lost; trial effective duration: the longer of the "
+          "trial duration and the sender's measured sending time")
+#: The reference implementation's own goal attributes (the spec lets an implementation add some): trexlab leaves
+#: them at its defaults, and reports them with each goal, as every applied attribute is (4.9.3).
+IMPLEMENTATION_GOAL_KEYS = ("preceding_targets", "expansion_coefficient")
 
 GOAL_KEYS = ("name", "loss_ratio", "exceed_ratio", "relative_width", "initial_trial_duration",
              "final_trial_duration", "duration_sum")
@@ -305,6 +318,7 @@ def run(context: RunContext, params: Params) -> MlrResult:
         throughput = result.conditional_throughput
         entry = {
             **{k: spec.get(k, getattr(goal, k, None)) for k in GOAL_KEYS},
+            **{k: getattr(goal, k) for k in IMPLEMENTATION_GOAL_KEYS},
             "relevant_lower_bound": float(lower) if lower else None,
             "relevant_upper_bound": float(upper) if upper else None,
             "conditional_throughput": float(throughput) if throughput is not None else None,

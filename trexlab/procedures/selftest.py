@@ -330,7 +330,9 @@ def ceiling_for(params, traffic: TrialSpec, generator: str, lab, path: str | Pat
                         "looked_up": ceiling_key(generator, lab, traffic)}
     filled = {name: RECORDED[name](entry) for name in wanted}
     if params.tester_ceiling is not None:
+        # The given ceiling, not the entry's: whether the entry's search met a failing load says nothing of it.
         return dataclasses.replace(params, **filled), {**entry, "ceiling_fps": params.tester_ceiling,
+                                                       "ceiling_at_least": False,
                                                        "source": f"given as tester_ceiling; latency floor from {path}"}
     return dataclasses.replace(params, **filled), {**entry, "source": str(path)}
 

@@ -464,8 +464,8 @@ def report_table(frame: pd.DataFrame):
 LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
                     "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
                     "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), "
-                    "or its search met no load the DUT failed (max_rate below the DUT's throughput), so the DUT's "
-                    "figure may be higher")
+                    "or its search met no failing load (max_rate below the limit measured: the DUT's throughput, "
+                    "or in a self-test the tester's own ceiling), so the figure may be higher")
 
 
 def figure_heading(table: pd.DataFrame, figure: str) -> str:

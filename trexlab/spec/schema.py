@@ -127,6 +127,8 @@ class ScaleOverrides:
     """Overrides merged into the spec with --scale NAME (re-validated as a whole spec)."""
 
     ci: dict | None = field(default=None, metadata=doc("short trials for CI and demonstrations"))
+    demo: dict | None = field(default=None, metadata=doc(
+        "what make demo runs of an experiment other than the demo's own (tester-selftest: a short look at the tester)"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+/*
+ * ring_check: the receive ring swtester sets up for a direction (rx_ring_geometry), for each line of stdin
+ * "<frames a second> <frame size, FCS included> <directions 1 or 2>": the ring alone keeping whole frames of that
+ * size. Prints "<blocks> <block bytes> <seconds> <seconds of SNAP_LEN> <limit>": the seconds of frames it holds at
+ * that rate, those a ring keeping SNAP_LEN bytes of each frame (what every ring kept before whole frames were)
+ * holds, and the most bytes a ring may take (rx_ring_limit). The seconds are this program's own count of what the
+ * kernel does: a block is handed over at the block timeout or when full, whichever comes first.
+ */
+#define main swtester_main /* the same program, not a copy: swtester's own main is not called */
+#include "swtester.c"
+#undef main
+
+static double seconds(const struct direction *d, int kept) {
+    double frames_a_block = (double)(d->rx_block_size / RX_FRAME_BYTES(kept)), timeout = RX_BLOCK_TIMEOUT_MS / 1000.0;
+    double full = frames_a_block / d->cfg->rate;
+    return d->rx_blocks * (full < timeout ? full : timeout);
+}
+
+int main(void) {
+    double rate;
+    int size, directions;
+    while (scanf("%lf %d %d", &rate, &size, &directions) == 3) {
+        static struct config c;
+        static struct direction d;
+        memset(&c, 0, sizeof c);
+        memset(&d, 0, sizeof d);
+        c.rate = rate;
+        c.directions = directions == 2 ? 3 : 1;
+        d.cfg = &c;
+        rx_ring_geometry(&d, SNAP_LEN);
+        double snap = seconds(&d, SNAP_LEN);
+        rx_ring_geometry(&d, size - FCS_LEN);
+        printf("%u %u %.6f %.6f %llu\n", d.rx_blocks, d.rx_block_size, seconds(&d, size - FCS_LEN), snap,
+               (unsigned long long)rx_ring_limit(&c));
+    }
+    return 0;
+}
