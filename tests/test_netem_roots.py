@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import subprocess
@@ -93,7 +94,7 @@ def _task(name: str) -> str:
 def _render(template: str, **variables) -> str:
     """A task's Jinja as Ansible renders it, with the few filters and the lookup these two tasks use."""
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters.update({"quote": shlex.quote, "to_json": json.dumps, "bool": bool,
+    env.filters.update({"quote": shlex.quote, "to_json": json.dumps, "bool": bool, "dirname": posixpath.dirname,
                         "trexlab.lab.empty_state_dirs": empty_state_dirs})
     env.globals["lookup"] = lambda kind, name: (ROLE / "files" / name).read_text()
     return env.from_string(template).render(ansible_check_mode=False, **variables)
@@ -114,9 +115,10 @@ def test_the_roles_record_and_probe_tell_its_htb_tree_from_someone_elses_of_the_
     plan = {**applied, "backend": "netem", "table": "trexlab_impairment", "applied": applied}
     state_dir = str(tmp_path / "state")
     apply = _render(_task("Replace what an earlier run applied by the plan"), netem_own_roots=[],
-                    netem_replace_root=False, netem_previous={"nft": ""}, netem_plan=plan, netem_state_dir=state_dir)
+                    netem_replace_root=False, netem_previous={"nft": ""}, netem_plan=plan, netem_state_dir=state_dir,
+                    netem_gro_record=f"{state_dir}/netem-gro.json")
     look = _render(_task("Ask the kernel for sch_netem and read what an earlier run applied (changes nothing)"),
-                   netem_state_dir=state_dir)
+                   netem_state_dir=state_dir, netem_gro_record=f"{state_dir}/netem-gro.json")
     theirs = ("tc qdisc del dev d0 root; " + "; ".join(tc).replace("pfifo limit 100", "pfifo limit 50"))
     script = (f"set -e; ip link add d0 type veth peer name d1; ip link set d0 up; ip link set d1 up; {apply}\n"
               f"echo ===; ({look}) || true; echo ===; {theirs}; ({look}) || true")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from trexlab import rolevalues
 from trexlab.generators import create_generator
 from trexlab.reference_dut import from_settings
 from trexlab.spec.experiment import with_role_defaults
@@ -97,9 +98,11 @@ def test_gro_stays_off_while_netem_or_the_reference_dut_still_acts_per_packet_in
     silently (campaigns nest the two; by hand either order happens). Both orders: netem first and removed first,
     then (netem applied again over the reference DUT) the reference DUT removed first; GRO stays off until the last
     goes, then each port's own (on) is back and the DUT as it was. No traffic: the per-packet rules are the other
-    tests'."""
+    tests'. netem is given a state directory of its own, as one may by hand: netconf finds the other holder only
+    beside its record, so both GRO records lie in the node's state directory whatever each role's state_dir says."""
     dut = lab.duts[0]
-    netem = ("playbooks/dut-impairment.yml", "-e", "netem_loss_every_nth=1000")
+    netem = ("playbooks/dut-impairment.yml", "-e", "netem_loss_every_nth=1000",
+             "-e", f"netem_state_dir={rolevalues.node_state_dir(lab.name, dut.name)}/netem")
     reference = (PLAY, "-e", json.dumps({"dut_reference_rate_fps": DUT.rate_fps,
                                          "dut_reference_burst_frames": DUT.burst_frames}))
     lab_own = gro(dut)

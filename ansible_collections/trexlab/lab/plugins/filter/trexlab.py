@@ -358,6 +358,13 @@ def state_path_error(value, name: str, lab: str, node: str) -> str:
     return refusal
 
 
+def node_state_dir(lab: str, node: str) -> str:
+    """A node's state directory (<STATE_ROOT>/<lab>/<node>): where the roles' netconf records that hold one setting
+    together (roles/netem's and roles/dut_reference's GRO) must lie, beside each other, whatever state_dir each
+    role is given."""
+    return rolevalues.node_state_dir(str(lab), str(node))
+
+
 def address_error(value, name: str, version: int, network: bool = False) -> str:
     """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
     kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
@@ -422,6 +429,7 @@ class FilterModule:
             "ifname_error": ifname_error,
             "ifnames_error": ifnames_error,
             "state_path_error": state_path_error,
+            "node_state_dir": node_state_dir,
             "address_error": address_error,
             "missing_packages": missing_packages,
             "endpoints_error": endpoints_error,
