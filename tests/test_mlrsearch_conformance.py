@@ -164,3 +164,14 @@ def test_bounds_and_conditional_throughput_are_the_specs_from_the_trials_logged(
         assert found["regular"], found["irregular"]
         throughput = lower * (1.0 - quantile_loss(by_load[lower], goal))
         assert found["conditional_throughput"] == pytest.approx(throughput, rel=1e-12), goal["name"]
+
+
+def test_the_reports_tables_mark_a_figure_from_an_irregular_result_too():
+    import pandas as pd
+
+    from trexlab.results import analysis
+
+    why = "no relevant upper bound: max load is a lower bound (the medium's limit)"
+    row = {"experiment": "x", "NDR_fps": 1488095.0, "result.headline_irregular.NDR_fps": why, "repetition": 1}
+    table = analysis.summarize_points(pd.DataFrame([row, {**row, "repetition": 2}]), "NDR_fps", by=["experiment"])
+    assert table["why"].tolist() == [f"irregular goal result: {why}: rep 1-2"]
