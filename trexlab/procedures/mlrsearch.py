@@ -39,12 +39,13 @@ from trexlab.procedures.common import (
     ceiling_warning,
     generator_traffic_only,
     no_lab_checks,
+    rfc2544_wait_checks,
     shorter_than,
     simulated_cost,
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, RFC2544_RECEIVE_TAIL, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -355,5 +356,5 @@ def run(context: RunContext, params: Params) -> MlrResult:
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits. The
     # goals' trial durations are their own (and the method line's); the RFC 2544 goal is the one that is 60 s.
-    deviations = shorter_than("RFC 2544", [("receive tail", context.traffic.receive_tail, RFC2544_RECEIVE_TAIL)])
+    deviations = shorter_than("RFC 2544", rfc2544_wait_checks(context.traffic, None))
     return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations)

@@ -25,10 +25,12 @@ from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MAX_RECEIVE_TAIL,
+    MAX_RESTABILIZE_WAIT,
     MIN_FRAME_SIZE,
     MIN_FRAME_SIZE_BY_VERSION,
     MIN_SIIT_IPV6_FRAME_SIZE,
     RFC2544_RECEIVE_TAIL,
+    RFC2544_RESTABILIZE_WAIT,
 )
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
@@ -98,6 +100,10 @@ class Traffic:
     receive_tail: float = field(default=RFC2544_RECEIVE_TAIL, metadata=doc(
         f"s of receiving after sending stops (RFC 2544: {RFC2544_RECEIVE_TAIL:g} s), at most {MAX_RECEIVE_TAIL:g}",
         minimum=0, maximum=MAX_RECEIVE_TAIL))
+    restabilize_wait: float = field(default=0.0, metadata=doc(
+        f"s the tester sends nothing after each trial's receive tail, for the DUT to restabilize (RFC 2544 section "
+        f"23 e: at least {RFC2544_RESTABILIZE_WAIT:g} s; a shorter wait is disclosed), at most "
+        f"{MAX_RESTABILIZE_WAIT:g}", minimum=0, maximum=MAX_RESTABILIZE_WAIT))
 
 
 @dataclass(frozen=True)
