@@ -117,6 +117,9 @@ MALFORMED = [
     ("impairment direction", with_("dut.impairment.directions", ["up"]),
      "dut.impairment.directions: ['up'] is not allowed; allowed forward, reverse"),
     ("role state is not a setting", with_("dut.impairment.state", "absent"), "dut.impairment.state: unknown"),
+    # A shared spec must not delete a root qdisc someone else put on the DUT's port (the role may, told by hand).
+    ("a spec replacing a foreign root qdisc", with_("dut.impairment.replace_root", True),
+     "dut.impairment.replace_root: not settable from a spec: it deletes a root qdisc another put on the DUT's port"),
     ("swept impairment of wrong type", with_("sweep", {"dut.impairment.loss_percent": [0, "1%"]}),
      "point 1 (loss_percent=1_-"),
     ("dut with the sim generator", {**GOOD, "generator": "sim"}, "with generator sim declare the simulated SUT"),

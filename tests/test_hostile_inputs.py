@@ -200,6 +200,8 @@ CORPUS = [
      ["{file}", "dut.impairment.directions"]),
     ("netem state_dir", "spec", text(spec(LAB_SPEC, dut={"impairment": {"state_dir": "/"}})), [],
      ["{file}", "dut.impairment"]),
+    ("netem replace a foreign root", "spec", text(spec(LAB_SPEC, dut={"impairment": {"replace_root": True}})), [],
+     ["{file}", "dut.impairment.replace_root", "not settable from a spec"]),
     ("reference rate zero", "spec", text(spec(LAB_SPEC, dut={"reference": {"rate_fps": 0}})), [],
      ["{file}", "dut.reference.rate_fps"]),
     ("dut block a string", "spec", text(spec(LAB_SPEC, dut={"impairment": "1%"})), [], ["{file}", "dut.impairment"]),

@@ -49,6 +49,9 @@ def test_histograms_of_every_repetition_are_merged_per_point_and_direction(campa
     assert (f"| {text('latency_spread=2e-06')} | forward | {found['latency_spread=2e-06']['forward'].measured} |"
             in table)
     assert "> 10 ms (lost tags) |" in table, "0.3 % of the tags lost: the 99.9th percentile lies among them"
+    # RFC 8219's TL and WCL are each repetition's own, their median over the repetitions reported: percentiles of
+    # every repetition's tags pooled are other figures, and the table's header says which these are.
+    assert "| median of the pooled delays | 99.9th percentile of the pooled delays |" in table.splitlines()[0]
     svg = latency_report.figure_svg("forward", {k: v["forward"] for k, v in found.items()})
     assert 'id="latency-percentiles-forward"' in svg and "99.9%" in svg and "&gt; 10 ms (lost tags)" in svg
 

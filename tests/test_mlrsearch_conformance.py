@@ -2,6 +2,8 @@
 draft's): what a goal result is (regular or irregular, section 4.8.4) and what the test report must disclose.
 Simulated SUTs: each search takes well under a second."""
 
+import dataclasses
+
 import pytest
 
 from trexlab.generators import create_generator
@@ -76,10 +78,13 @@ def test_a_search_out_of_time_reports_the_bounds_it_has_as_irregular_results_not
 def test_a_shorter_receive_tail_than_rfc2544s_is_disclosed_as_a_deviation():
     # Draft-15 section 4.4.3: a trial may deviate from RFC 2544 section 23's (e.g. shorter waits, phase d's 2 s for
     # residual frames), but every deviation must be described in the test report.
+    # Phase e: at least 5 s for the DUT to restabilize.
     short = TrialSpec(offered_load=1.0, duration=1.0, receive_tail=0.5)
     result = mlrsearch.run(RunContext(sim(capacity=437_000), short), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
-    assert result.to_dict()["deviations"] == ["receive tail 0.5 s (RFC 2544: at least 2 s)"]
-    standard = mlrsearch.run(RunContext(sim(capacity=437_000), TRAFFIC), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
+    assert result.to_dict()["deviations"] == ["receive tail 0.5 s (RFC 2544: at least 2 s)",
+                                              "restabilize wait 0 s (RFC 2544: at least 5 s)"]
+    waited = dataclasses.replace(TRAFFIC, restabilize_wait=5.0)
+    standard = mlrsearch.run(RunContext(sim(capacity=437_000), waited), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
     assert standard.to_dict()["deviations"] == []
 
 
@@ -164,3 +169,14 @@ def test_bounds_and_conditional_throughput_are_the_specs_from_the_trials_logged(
         assert found["regular"], found["irregular"]
         throughput = lower * (1.0 - quantile_loss(by_load[lower], goal))
         assert found["conditional_throughput"] == pytest.approx(throughput, rel=1e-12), goal["name"]
+
+
+def test_the_reports_tables_mark_a_figure_from_an_irregular_result_too():
+    import pandas as pd
+
+    from trexlab.results import analysis
+
+    why = "no relevant upper bound: max load is a lower bound (the medium's limit)"
+    row = {"experiment": "x", "NDR_fps": 1488095.0, "result.headline_irregular.NDR_fps": why, "repetition": 1}
+    table = analysis.summarize_points(pd.DataFrame([row, {**row, "repetition": 2}]), "NDR_fps", by=["experiment"])
+    assert table["why"].tolist() == [f"irregular goal result: {why}: rep 1-2"]

@@ -2,6 +2,7 @@
 missing, a count that is no count) is the generator's error, never a trial of the counts that are there. And
 describe()'s probe takes a JSON without the send methods as no answer. No lab: the reports are made up here."""
 
+import dataclasses
 import json
 import subprocess
 
@@ -218,3 +219,21 @@ def test_foreign_test_frames_are_said_and_in_the_nftables_cross_check():
         "forward: 2 test frame(s) of another trial, of the other direction or beyond this trial's frames arrived "
         "(foreign): not this trial's, so not counted (an earlier trial's frames: the DUT held them beyond that "
         "trial's receive tail)"], notes
+
+
+def test_the_generator_waits_for_the_dut_to_restabilize_after_the_trial(tmp_path, monkeypatch):
+    """RFC 2544 section 23 e: the trial's last phase, after the receive tail, is the wait for the DUT to restabilize
+    (TrialSpec.restabilize_wait): the tester sends nothing, so the next trial finds the DUT settled."""
+    events = []
+
+    def swtester(argv, **_):
+        events.append("trial")
+        return subprocess.CompletedProcess(argv, 0, json.dumps(report(forward=direction())), "")
+
+    monkeypatch.setattr("trexlab.generators.software.subprocess.run", swtester)
+    monkeypatch.setattr("trexlab.trial.time.sleep", lambda seconds: events.append(("wait", seconds)))
+    generator = SoftwareGenerator(static_lab(tmp_path), cross_check=False, softnet_stat=None, proc_stat=None)
+    spec = TrialSpec(offered_load=1_000, duration=1.0, directions="forward")
+    generator.run_trial(spec)
+    generator.run_trial(dataclasses.replace(spec, restabilize_wait=5.0))
+    assert events == ["trial", "trial", ("wait", 5.0)], events

@@ -45,7 +45,14 @@ from trexlab.spec.schema import (
 )
 from trexlab.testbed.inventory import DEFAULT_INVENTORY, LabError
 from trexlab.testbed.lock import LabLock
-from trexlab.trial import MAX_FRAME_SIZE, MAX_RECEIVE_TAIL, MIN_FRAME_SIZE, GeneratorError, format_seconds
+from trexlab.trial import (
+    MAX_FRAME_SIZE,
+    MAX_RECEIVE_TAIL,
+    MAX_RESTABILIZE_WAIT,
+    MIN_FRAME_SIZE,
+    GeneratorError,
+    format_seconds,
+)
 
 EXIT_BAD_INPUT = 2
 #: Where a run looks for the lab when --inventory is not given (trexlab.testbed.inventory.load_lab).
@@ -203,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
         traffic.add_argument("--receive-tail", type=_number(float, f"0..{MAX_RECEIVE_TAIL:g}"),
                              help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
                                                                 f"0..{MAX_RECEIVE_TAIL:g}"))
+        traffic.add_argument("--restabilize-wait", type=_number(float, f"0..{MAX_RESTABILIZE_WAIT:g}"),
+                             help=_traffic_help("restabilize_wait", "s the tester sends nothing after each trial's "
+                                                "receive tail, for the DUT to restabilize (RFC 2544: at least 5 s), "
+                                                f"0..{MAX_RESTABILIZE_WAIT:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",

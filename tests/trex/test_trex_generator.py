@@ -575,3 +575,14 @@ def test_duplicated_test_frames_are_no_frames_received_and_are_disclosed(api):
                and "loss among them may be hidden" in n for n in result.notes)
     gen, _ = generator(api, forwarded=0.99)
     assert not gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).notes
+
+
+def test_the_trial_ends_with_the_wait_for_the_dut_to_restabilize(api):
+    """RFC 2544 section 23 e: after the receive tail the tester sends nothing for restabilize_wait s."""
+    gen, client = generator(api)
+    spec = TrialSpec(offered_load=1000, duration=2)
+    start = client.clock()
+    gen.run_trial(spec)
+    without = client.clock() - start
+    gen.run_trial(TrialSpec(offered_load=1000, duration=2, restabilize_wait=5.0))
+    assert client.clock() - start - 2 * without == pytest.approx(5.0, abs=0.05)

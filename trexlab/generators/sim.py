@@ -148,10 +148,12 @@ class SimGenerator:
         if sut.capacity_noise:
             capacity = max(0.0, capacity * (1 + sut.capacity_noise * self.rng.standard_normal()))
         results = {d: self._direction(spec, d, capacity) for d in spec.active_directions}
-        self.simulated_time += spec.duration + spec.receive_tail
+        # The trial's phases c to e (RFC 2544 section 23): sending, the receive tail, the restabilize wait.
+        phases = spec.duration + spec.receive_tail + spec.restabilize_wait
+        self.simulated_time += phases
         self.trials += 1
         if self.wall_clock_factor:
-            time.sleep((spec.duration + spec.receive_tail) * self.wall_clock_factor)
+            time.sleep(phases * self.wall_clock_factor)
         return TrialResult(spec=spec, directions=results, generator=self.name)
 
     def _direction(self, spec: TrialSpec, direction: Direction, capacity: float) -> DirectionResult:

@@ -54,6 +54,7 @@ from trexlab.trial import (
     TrialSpec,
     encode_histogram,
     format_seconds,
+    restabilize,
 )
 
 #: The builds of swtester/Makefile (release, AddressSanitizer): the only programs the generator runs.
@@ -328,6 +329,7 @@ class SoftwareGenerator:
             trial = dataclasses.replace(trial, notes=(*trial.notes, f"hypervisor steal not measured: {self.proc_stat} "
                                                       "unreadable, without a steal column or without the tester's "
                                                       "CPUs"))
+        restabilize(spec)
         return trial
 
 

@@ -75,6 +75,7 @@ from trexlab.trial import (
     Latency,
     TrialResult,
     TrialSpec,
+    restabilize,
 )
 
 PROFILE = paths().trex_profiles / "stl_rfc2544_udp.py"
@@ -358,11 +359,13 @@ class TRexGenerator(TRexSession):
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         try:
             self._connect()
-            return self._trial(spec)
+            result = self._trial(spec)
         except self.api.TRexError as exc:
             raise GeneratorError(f"TRex server {self.server}: {str(exc).strip().splitlines()[-1]}") from exc
         except (ConnectionError, TimeoutError, OSError) as exc:
             raise GeneratorError(f"TRex server {self.server} went away: {exc}") from exc
+        restabilize(spec, self.sleep)
+        return result
 
     def _connect(self) -> None:
         if self.connected:

@@ -14,6 +14,7 @@ from trexlab.trial import (
     MAX_OFFERED_LOAD,
     MAX_TRIAL_DURATION,
     RFC2544_RECEIVE_TAIL,
+    RFC2544_RESTABILIZE_WAIT,
     RFC2544_TRIAL_DURATION,
     Generator,
     TrialResult,
@@ -89,15 +90,23 @@ def fewer_repetitions(standard: str, count: int, minimum: int) -> list[str]:
             if count < minimum else [])
 
 
-def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None) -> list[str]:
-    """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's durations.
+def rfc2544_wait_checks(traffic: TrialSpec, frame_timeout: float | None) -> list[tuple[str, float, float]]:
+    """A trial's waits against RFC 2544 section 23's (d: the receive tail, 2 s; e: the wait for the DUT to
+    restabilize, 5 s), as shorter_than's checks.
 
     The receive tail counts only without a frame timeout shorter than it: with one, a frame later than the
     timeout is lost before the tail ends, so a shorter tail loses no frame the timeout would have counted."""
-    checks = [("trial duration", trial_duration, RFC2544_TRIAL_DURATION)]
+    checks = []
     if frame_timeout is None or frame_timeout > traffic.receive_tail:
         checks.append(("receive tail", traffic.receive_tail, RFC2544_RECEIVE_TAIL))
-    return shorter_than("RFC 2544", checks)
+    checks.append(("restabilize wait", traffic.restabilize_wait, RFC2544_RESTABILIZE_WAIT))
+    return checks
+
+
+def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None) -> list[str]:
+    """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's durations."""
+    return shorter_than("RFC 2544", [("trial duration", trial_duration, RFC2544_TRIAL_DURATION),
+                                     *rfc2544_wait_checks(traffic, frame_timeout)])
 
 
 @dataclass(frozen=True)

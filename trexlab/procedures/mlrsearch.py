@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+import typing
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 
@@ -39,12 +40,13 @@ from trexlab.procedures.common import (
     ceiling_warning,
     generator_traffic_only,
     no_lab_checks,
+    rfc2544_wait_checks,
     shorter_than,
     simulated_cost,
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, RFC2544_RECEIVE_TAIL, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -91,6 +93,7 @@ def search_goal(goal: dict, index: int = 0) -> SearchGoal:
     for key, value in values.items():
         high = MAX_TRIAL_DURATION if key.endswith("_trial_duration") else None
         check_range(f"goals[{index}].{key}", value, 0, high)
+    _check_goal_bounds(values, index)
     try:
         found = SearchGoal(**values, fail_fast=False)
     except ValueError as exc:
@@ -100,6 +103,28 @@ def search_goal(goal: dict, index: int = 0) -> SearchGoal:
         raise InvalidParameter(f"goals[{index}].duration_sum", found.duration_sum,
                                f"<= {most:g} ({MAX_FINAL_TRIALS} final trials of {found.final_trial_duration:g} s)")
     return found
+
+
+def _check_goal_bounds(values: dict, index: int) -> None:
+    """The reference implementation's bounds of a goal's attributes (SearchGoal refuses them with a message that
+    names neither the key nor its range), as one line that does: the exceed ratio and loss ratio below 1, the width
+    strictly between 0 and 1, and durations that do not shrink from initial to final to their sum."""
+    goal = {f.name: f.default for f in dataclasses.fields(SearchGoal)} | values
+
+    def refuse(key: str, allowed: str) -> typing.NoReturn:
+        raise InvalidParameter(f"goals[{index}].{key}", goal[key], allowed)
+
+    for key in ("loss_ratio", "exceed_ratio"):
+        if goal[key] >= 1:
+            refuse(key, ">= 0 and < 1 (a fraction)")
+    if not 0 < goal["relative_width"] < 1:
+        refuse("relative_width", "> 0 and < 1 (a fraction of the upper bound)")
+    if goal["initial_trial_duration"] <= 0:
+        refuse("initial_trial_duration", "> 0 s")
+    if goal["final_trial_duration"] < goal["initial_trial_duration"]:
+        refuse("final_trial_duration", f">= initial_trial_duration ({goal['initial_trial_duration']:g} s)")
+    if goal["duration_sum"] < goal["final_trial_duration"]:
+        refuse("duration_sum", f">= final_trial_duration ({goal['final_trial_duration']:g} s)")
 
 
 @dataclass(frozen=True)
@@ -355,5 +380,5 @@ def run(context: RunContext, params: Params) -> MlrResult:
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits. The
     # goals' trial durations are their own (and the method line's); the RFC 2544 goal is the one that is 60 s.
-    deviations = shorter_than("RFC 2544", [("receive tail", context.traffic.receive_tail, RFC2544_RECEIVE_TAIL)])
+    deviations = shorter_than("RFC 2544", rfc2544_wait_checks(context.traffic, None))
     return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations)

@@ -50,8 +50,11 @@ def point_latencies(campaign: str | Path) -> dict[str, dict[str, Latency]]:
 
 def merged_table(latencies: dict[str, dict[str, Latency]]) -> str:
     """A Markdown table: per point and direction, frames measured, lost or late, median and 99.9th percentile of
-    the merged repetitions ('> timeout (lost tags)' where the percentile lies among the lost ones)."""
-    rows = ["| point | direction | measured | lost or late | median | 99.9th percentile |", "|---|---|---|---|---|---|"]
+    the merged repetitions ('> timeout (lost tags)' where the percentile lies among the lost ones). Pooled over the
+    repetitions, so not RFC 8219's typical and worst-case latency (each repetition's own, the median over them
+    reported): the header says so."""
+    rows = ["| point | direction | measured | lost or late | median of the pooled delays | "
+            "99.9th percentile of the pooled delays |", "|---|---|---|---|---|---|"]
     for label, per_direction in latencies.items():
         for direction, latency in per_direction.items():
             cells = [lost_tags_text(latency.timeout) if v == float("inf") else format_seconds(v)
@@ -124,7 +127,9 @@ def show(campaign: str | Path) -> None:
     display(Markdown("## Latency percentiles per direction\n\nThe delay at each percentile of every measured frame "
                      "(tagged frames for latency, every frame for PDV), merged over each point's repetitions from "
                      "the HDR histograms stored with every trial; lost or late frames count as infinite delays, so "
-                     "a curve ends where they begin (dashed line)."))
+                     "a curve ends where they begin (dashed line). These pool every repetition's frames: RFC 8219's "
+                     "typical and worst-case latency and PDV are each repetition's own figures, reported as their "
+                     "median over the repetitions (the tables above)."))
     display(Markdown(merged_table(latencies)))
     for direction in DIRECTIONS:
         per_point = {label: d[direction] for label, d in latencies.items() if direction in d}

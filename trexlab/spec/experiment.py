@@ -33,7 +33,7 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.spec import safeyaml
-from trexlab.spec.schema import SWEEP_POINTS_MAX, experiment_schema, role_defaults
+from trexlab.spec.schema import NOT_FROM_SPECS, SWEEP_POINTS_MAX, experiment_schema, role_defaults, spec_option
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -402,9 +402,10 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
     options = role_options(role)
     for key, value in settings.items():
         name = f"{role}_{key}"
-        if name not in options or name.endswith("_state") or name.endswith("_state_dir"):
-            allowed = sorted(o.removeprefix(f"{role}_") for o in options
-                             if o.startswith(f"{role}_") and not o.endswith(("_state", "_state_dir")))
+        if name in NOT_FROM_SPECS:
+            raise InvalidExperiment(f"{where}: {label}.{key}: not settable from a spec: {NOT_FROM_SPECS[name]}")
+        if name not in options or not spec_option(role, name):
+            allowed = sorted(o.removeprefix(f"{role}_") for o in options if spec_option(role, o))
             raise InvalidExperiment(f"{where}: {label}.{key}: unknown; allowed {', '.join(allowed)}")
         option = options[name]
         kind = kinds.get(option.get("type", "str"))

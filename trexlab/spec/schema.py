@@ -25,10 +25,12 @@ from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MAX_RECEIVE_TAIL,
+    MAX_RESTABILIZE_WAIT,
     MIN_FRAME_SIZE,
     MIN_FRAME_SIZE_BY_VERSION,
     MIN_SIIT_IPV6_FRAME_SIZE,
     RFC2544_RECEIVE_TAIL,
+    RFC2544_RESTABILIZE_WAIT,
 )
 
 #: An experiment's name: its results directory, so nothing that could leave the results root.
@@ -98,6 +100,10 @@ class Traffic:
     receive_tail: float = field(default=RFC2544_RECEIVE_TAIL, metadata=doc(
         f"s of receiving after sending stops (RFC 2544: {RFC2544_RECEIVE_TAIL:g} s), at most {MAX_RECEIVE_TAIL:g}",
         minimum=0, maximum=MAX_RECEIVE_TAIL))
+    restabilize_wait: float = field(default=0.0, metadata=doc(
+        f"s the tester sends nothing after each trial's receive tail, for the DUT to restabilize (RFC 2544 section "
+        f"23 e: at least {RFC2544_RESTABILIZE_WAIT:g} s; a shorter wait is disclosed), at most "
+        f"{MAX_RESTABILIZE_WAIT:g}", minimum=0, maximum=MAX_RESTABILIZE_WAIT))
 
 
 @dataclass(frozen=True)
@@ -529,11 +535,24 @@ def role_defaults(role: str) -> dict:
     return {key: prop["default"] for key, prop in properties.items() if "default" in prop}
 
 
+#: Role options a spec may not set, and why: what reaches beyond the benchmark a spec declares. Replacing a root
+#: qdisc someone else put on the DUT's port deletes it, and absent cannot make it again: that is the call of whoever
+#: owns the DUT, by hand (-e netem_replace_root=true), never of a shared spec.
+NOT_FROM_SPECS = {"netem_replace_root": "it deletes a root qdisc another put on the DUT's port, which nothing puts "
+                                        "back; set netem_replace_root by hand (-e) if that is what you want"}
+
+
+def spec_option(role: str, name: str) -> bool:
+    """Whether a spec's block for `role` may set its option `name`: not the campaign's own (state: it applies and
+    reverses each role; state_dir: where the role keeps what it puts back), nor one of NOT_FROM_SPECS."""
+    return name.startswith(f"{role}_") and not name.endswith(("_state", "_state_dir")) and name not in NOT_FROM_SPECS
+
+
 def _role_schema(role: str, options: dict) -> dict:
-    """A spec block's schema from its role's argument specs (state and state_dir are the campaign's own)."""
+    """A spec block's schema from its role's argument specs: the options a spec may set (spec_option)."""
     properties = {}
     for name, option in options.items():
-        if not name.startswith(f"{role}_") or name.endswith(("_state", "_state_dir")):
+        if not spec_option(role, name):
             continue
         prop: dict[str, typing.Any] = dict(_ROLE_TYPES.get(option.get("type", "str"), {}))
         if option.get("choices"):
