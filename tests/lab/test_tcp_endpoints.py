@@ -6,6 +6,7 @@ The tests run in file order on one lab: configure, measure, refuse, remove."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trexlab.tcp.iperf import FULL_CPU_PERCENT
+from trexlab.testbed.endpoints import Endpoints, node_cpu_ticks
 
 from labtools import REPO, VENV, changed_count, gso_max_segs, node_state, playbook, run
 
@@ -156,6 +158,15 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
             assert all(0 < p for p in ends) and all(0 < p <= 100 for p in nodes)
             limit = r["endpoint_cpu_saturated_percent"]
             assert bool(d["tester_bound_reasons"]) == any(p >= limit for p in ends + nodes)
+    # The CPUs each end's iperf3 may run on, read as the engine reads them (the server's by its listening port): the
+    # local lab pins no endpoint (terraform/modules/topology: a client's and a server's cpus are []), so the client's
+    # are this process's own and neither end's is fewer than that.
+    endpoints = Endpoints(lab)
+    online = frozenset(node_cpu_ticks(lab.client))
+    allowed = endpoints.iperf3_cpus(endpoints.iperf3_ports[0])
+    print(f"CPUs the iperf3 may run on: {allowed} of {sorted(online)} online")
+    assert allowed == {"client": frozenset(os.sched_getaffinity(0)) & online, "server": allowed["server"]}
+    assert allowed["server"] is not None and allowed["server"] <= online
     # The baseline RTT connection's endpoints are judged the same way (its sender paced to a share of the BB).
     assert r["baseline_rtt_connection"]["sender_cpu_limit_percent"] == FULL_CPU_PERCENT
     assert r["tester_bound"] == (bool(r["baseline_rtt_connection"]["tester_bound_reasons"]) or any(
