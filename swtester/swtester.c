@@ -205,7 +205,8 @@ struct txq {
     double cpu;                            /* s of its CPU time */
     int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
     pid_t tid;                             /* its thread's, and the clock of the thread's CPU time: whence */
-    clockid_t cpu_clock;                   /* the trial's last sender reads both figures (end_of_sending) */
+    clockid_t cpu_clock;                   /* main reads both figures at the start (start_senders), the trial's
+                                            * last sender at the end (end_of_sending) */
     uint64_t cpu_start;                    /* ns of the thread's CPU time when sending started */
     int64_t waited_start;                  /* waited_ns() when sending started */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
@@ -254,7 +255,11 @@ struct direction {
     uint64_t rng;
 };
 
-static atomic_int start_flag;
+/* The start of sending (main, sender): each sender, pinned, counts itself ready and blocks until main has read every
+ * sender's start figures and set started. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_cond = PTHREAD_COND_INITIALIZER, start_cond = PTHREAD_COND_INITIALIZER;
+static int senders_ready, started;
 /* The trial's sender threads (every direction's), and how many of them have not yet sent their last frame (or
  * stopped); the others wait, blocked, until the last has read every sender's figures (end_of_sending). */
 static struct txq *trial_senders[2 * MAX_THREADS];
@@ -1241,8 +1246,8 @@ static long sysctl_long(const char *path) {
  * waits so only behind the kernel's realtime throttle (its whole CPU's realtime work stopped for the rest of a
  * period, main), behind another realtime thread (swtester's receivers after a yield: microseconds) or a higher
  * class: stalls its pacing alone cannot tell from a hypervisor's, which the guest counts as running time (steal),
- * or from a stop (SIGSTOP), which is not runnable. Read at the start of sending, by the sender, and at its end, by
- * the trial's last sender (end_of_sending): never in the sending loop. */
+ * or from a stop (SIGSTOP), which is not runnable. Read at the start of sending, by main (start_senders), and at its
+ * end, by the trial's last sender (end_of_sending): never in the sending loop. */
 static int64_t waited_ns(pid_t tid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)tid);
@@ -1313,6 +1318,30 @@ static void end_of_sending(struct txq *q) {
     pthread_mutex_unlock(&figures_lock);
 }
 
+/* Every sender of the trial is ready (pinned, its thread id known) and blocked: read each one's start figures, its CPU
+ * time (through its clock) and its wait (waited_ns), then set the start and release them all at once. Each sender
+ * read its own, as it first ran after the start, while it and the others spun on a flag with sched_yield: where one
+ * CPU carries several senders (a one-CPU tester, --threads, --cpus with fewer CPUs than threads) those reads (a
+ * system call and opening, reading and closing a /proc file: ~2 ms each under QEMU's TCG) held up the first frames
+ * of the others due meanwhile (measured with each read made 2 ms: 5.6-7.7 ms late, sent in a burst after). Read here,
+ * before the start, they hold up no frame. The figures keep their meaning: a blocked thread neither runs nor waits
+ * runnable, so its CPU time and wait stand still until the release, and send_cpu and send_waited_ns count from the
+ * start of sending to its end (end_of_sending); that wait now includes a sender's wait, runnable, behind another
+ * sender of its CPU for its first frame (the spin hid it), which is a wait within the trial as any later one. */
+static void start_senders(struct config *c) {
+    pthread_mutex_lock(&start_lock);
+    while (senders_ready < trial_sender_count) pthread_cond_wait(&ready_cond, &start_lock);
+    for (int i = 0; i < trial_sender_count; i++) {
+        struct txq *q = trial_senders[i];
+        q->cpu_start = now_ns(q->cpu_clock);
+        q->waited_start = waited_ns(q->tid);
+    }
+    c->start = now_ns(CLOCK_MONOTONIC);
+    started = 1;
+    pthread_mutex_unlock(&start_lock);
+    pthread_cond_broadcast(&start_cond);
+}
+
 static void *sender(void *arg) {
     struct txq *q = arg;
     struct direction *d = q->d;
@@ -1332,11 +1361,14 @@ static void *sender(void *arg) {
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
+    /* Blocked until the start (start_senders), which reads this thread's start figures meanwhile. */
+    pthread_mutex_lock(&start_lock);
     q->tid = (pid_t)syscall(SYS_gettid);
-    while (!atomic_load(&start_flag)) sched_yield();
+    senders_ready++;
+    pthread_cond_signal(&ready_cond);
+    while (!started) pthread_cond_wait(&start_cond, &start_lock);
+    pthread_mutex_unlock(&start_lock);
     uint64_t start = c->start, k = 0, left = 0;
-    q->cpu_start = now_ns(q->cpu_clock);
-    q->waited_start = waited_ns(q->tid);
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
@@ -1912,8 +1944,7 @@ int main(int argc, char **argv) {
         }
     atomic_store(&senders_sending, trial_sender_count);
     usleep(20000); /* receivers are listening before the first frame leaves */
-    c.start = now_ns(CLOCK_MONOTONIC);
-    atomic_store(&start_flag, 1);
+    start_senders(&c);
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
