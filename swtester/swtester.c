@@ -245,6 +245,7 @@ struct direction {
     struct txq txq[MAX_THREADS];
     uint8_t *ring; /* receive ring: rx_blocks blocks of rx_block_size bytes (rx_ring_geometry) */
     uint32_t rx_blocks, rx_block_size;
+    int rx_kept; /* bytes the ring keeps of each frame (open_receiver) */
     enum receive_method receive_method; /* the one this direction's receiver uses */
     char receive_fallback[400];         /* why RECEIVE_AUTO fell back from tcx or to the ring ("" if it did not) */
     int bpf_link, bpf_prog, bpf_state_fd, bpf_seen_fd, bpf_buffer_fd; /* TCX, BPF: the program and its maps, TCX its
@@ -1155,6 +1156,16 @@ static void rx_ring_geometry(struct direction *d, int kept) {
     d->rx_blocks = (uint32_t)(blocks < least ? least : blocks > most ? most : blocks);
 }
 
+/* Seconds of frames direction d's receive ring (its blocks, rx_ring_geometry) holds at the trial's rate, kept bytes of
+ * each frame: a block is handed over at the block timeout or when full of whole frames, whichever comes first. The
+ * count of frames a block takes, not rx_block_seconds' fraction (which sizes the ring): what a receiver held up may
+ * leave waiting before the kernel drops frames (tester_drops); "ring_seconds" in the report, and ring_check's. */
+static double rx_ring_seconds(const struct direction *d, int kept) {
+    double frames_a_block = (double)(d->rx_block_size / RX_FRAME_BYTES(kept)), timeout = RX_BLOCK_TIMEOUT_MS / 1000.0;
+    double full = frames_a_block / d->cfg->rate;
+    return d->rx_blocks * (full < timeout ? full : timeout);
+}
+
 /* Whether the trial times any frame (latency, frame timeout): then its receivers need their ring. */
 static int times_frames(const struct config *c) { return c->latency_mode || c->timeout >= 0; }
 
@@ -1208,7 +1219,8 @@ static int open_receiver(struct direction *d) {
      * of 1.02 s at 200 kfps). */
     struct sock_filter whole[] = {{BPF_RET | BPF_K, 0, 0, MAX_FRAME}};
     struct sock_fprog prog = {.len = 1, .filter = whole};
-    rx_ring_geometry(d, d->receive_method == RECEIVE_RING ? arriving_size(d) - FCS_LEN : SNAP_LEN);
+    d->rx_kept = d->receive_method == RECEIVE_RING ? arriving_size(d) - FCS_LEN : SNAP_LEN;
+    rx_ring_geometry(d, d->rx_kept);
     struct tpacket_req3 req = {.tp_block_size = d->rx_block_size, .tp_block_nr = d->rx_blocks,
                                .tp_frame_size = RX_FRAME_SIZE,
                                .tp_frame_nr = d->rx_block_size / RX_FRAME_SIZE * d->rx_blocks,
@@ -1965,7 +1977,7 @@ int main(int argc, char **argv) {
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
                "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
-               "\"bad_checksum\": %llu, \"bad_ipv4_header_checksum\": %llu, \"send_waited_ns\": %lld, \"latency\": ",
+               "\"bad_checksum\": %llu, \"bad_ipv4_header_checksum\": %llu, \"send_waited_ns\": %lld, ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1982,6 +1994,10 @@ int main(int argc, char **argv) {
                (unsigned long long)d->atomic_fragments, (unsigned long long)d->ipv4_options,
                (unsigned long long)d->bad_checksum, (unsigned long long)d->bad_ipv4_header_checksum,
                (long long)d->send_waited_ns);
+        /* The seconds its ring holds at the rate, which a receiver held up longer overruns (tester_drops); tcx has
+         * no ring. */
+        if (d->rx_blocks) printf("\"ring_seconds\": %.6f, \"latency\": ", rx_ring_seconds(d, d->rx_kept));
+        else fputs("\"ring_seconds\": null, \"latency\": ", stdout);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

@@ -60,7 +60,8 @@ def test_where_the_kernel_refuses_the_filter_the_ring_is_sized_for_the_whole_fra
     """auto (a trial that times frames: no tcx) where the kernel refuses the counting filter (SO_ATTACH_BPF, refused
     by a preloaded shim): its ring keeps whole frames, but was set up before the refusal, sized for SNAP_LEN bytes of
     each: 1024 blocks of 64 KiB at 30 kfps of 1518 B, 1.37 s of frames instead of 2.05 s (0.41 s at 100 kfps). It is
-    the ring ring_check gives whole frames. 30 frames on a veth pair in a namespace of its own; ~1 s (the build)."""
+    the ring ring_check gives whole frames, and the report says how many seconds of frames it holds (ring_seconds) as
+    ring_check counts them. 30 frames on a veth pair in a namespace of its own; ~1 s (the build)."""
     preload = preloaded(tmp_path, """
 #include <sys/socket.h>
 int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
@@ -71,7 +72,7 @@ int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
 }
 """)
     rate, size = 30_000, 1518
-    [(blocks, block, _, _, _, snap_blocks, snap_block)] = rings(ring_check, [(rate, size, 1)])
+    [(blocks, block, seconds, _, _, snap_blocks, snap_block)] = rings(ring_check, [(rate, size, 1)])
     assert (blocks, block) != (snap_blocks, snap_block), "a rate at which whole frames need another ring"
     setup = "ip link add name p0 type veth peer name p1 && ip link set p0 up && ip link set p1 up && exec \"$@\""
     argv = ["unshare", "-n", "sh", "-c", setup, "sh", "env", preload, str(REPO / "swtester" / "swtester"),
@@ -85,4 +86,5 @@ int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
     assert forward["receive_method"] == "ring"
     assert forward["receive_method_fallback"] == "SO_ATTACH_BPF refused: Operation not permitted"
     assert (forward["ring_blocks"], forward["ring_block_bytes"]) == (blocks, block), forward
+    assert forward["ring_seconds"] == pytest.approx(seconds, abs=1e-6), "the seconds it holds, as ring_check counts"
     assert forward["sent"] == forward["received"] == forward["intended"], forward
