@@ -267,3 +267,14 @@ def test_a_parameter_loaded_as_float_beside_a_campaign_without_it_is_the_same_in
     assert analysis.measured_otherwise(alone, beside) is None
     other = beside.assign(**{"provenance.params.resolution": [4550.5, 4550.5]})
     assert "resolution 4550 in A, 4550.5 in B" in analysis.measured_otherwise(alone, other)
+
+
+@pytest.mark.parametrize(("figure", "value", "text"), [
+    ("throughput_fps", 40173.8, "40,174"), ("forward_tags_lost_or_late", 3.0, "3"),
+    ("download_tcp_throughput_bps", 105_923_456.7, "105,923,457"), ("bdp_bytes", 65536.0, "65,536"),
+    ("download_transfer_time_ratio", 1.23456, "1.235"), ("forward_typical_s", 1.234567e-4, "0.1235")])
+def test_a_count_is_written_whole_and_a_ratio_or_a_delay_is_not(figure, value, text):
+    """A count of tags, bytes or bits per second read '3.000' and '105,923,456.700' in reports."""
+    shown_as = analysis.figure_format(figure)
+    scaled = value * analysis.figure_scale(figure)
+    assert (shown_as(scaled) if callable(shown_as) else shown_as.format(scaled)) == text

@@ -20,7 +20,7 @@ from labtools import static_inventory
 
 # A campaign stand-in: holds the lock of lab "lk", runs a child as a trial would, and waits to be killed.
 HOLDER = r"""
-import subprocess, sys, time
+import json, subprocess, sys, time
 from pathlib import Path
 from types import SimpleNamespace
 from trexlab.testbed.lock import LabLock
@@ -28,7 +28,11 @@ where = Path(sys.argv[1])
 with LabLock(SimpleNamespace(name="lk", inventory=where / "hosts.yml"), "campaign demo/c-holder"):
     child = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)
     procs = where / "lab.procs.json"
-    while not procs.exists() or str(child.pid) not in procs.read_text():
+    # Recorded as the takeover will check it, with its own command line: a scan between the child's fork and its
+    # exec (a busy machine's scheduler can hold a new child that long) records the holder's, and the takeover then
+    # rightly leaves alone a process whose command line is not the one recorded.
+    while not any(p["pid"] == child.pid and p["cmdline"] == ["sleep", "300"]
+                  for p in (json.loads(procs.read_text())["processes"] if procs.exists() else [])):
         time.sleep(0.05)
     print(child.pid, flush=True)
     time.sleep(300)

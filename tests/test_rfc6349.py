@@ -83,10 +83,12 @@ class FakeEndpoints:
     """What trexlab.testbed.endpoints.Endpoints gives the procedures, for a declared path."""
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
-                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=()):
+                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=(), iperf3_cpus=None):
         self.client = FakeNode("client", client_program)
-        # cpu_ticks: what cpu_ticks answers in turn ({"client": (busy, all), "server": ...}), then None (not read).
+        # cpu_ticks: what cpu_ticks answers in turn ({"client": {cpu: (busy, all)}, "server": ...}), then None (not
+        # read); iperf3_cpus: the CPUs each end's iperf3 may run on ({"client": frozenset, ...}; None: not read).
         self._cpu_ticks = list(cpu_ticks)
+        self._iperf3_cpus = iperf3_cpus or {"client": None, "server": None}
         self.iperf3_ports = list(ports)
         self.congestion_control = "reno"
         self.client_facts = {"congestion_control": "reno"}
@@ -109,6 +111,9 @@ class FakeEndpoints:
 
     def cpu_ticks(self):
         return self._cpu_ticks.pop(0) if self._cpu_ticks else {"client": None, "server": None}
+
+    def iperf3_cpus(self, port):
+        return self._iperf3_cpus
 
 
 class PathGenerator:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -23,8 +24,9 @@ from test_rfc6349 import FakeEndpoints, PathGenerator, params, run
 from trexlab.plan.repetition import method_line, method_of, summarize_headlines
 from trexlab.procedures import rfc6349
 from trexlab.tcp import metrics as tcp_metrics
+from trexlab.tcp.engines import Iperf3Engine
 from trexlab.tcp.iperf import FULL_CPU_PERCENT, TcpTest, busy_percent, parse
-from trexlab.testbed.endpoints import node_cpu_ticks
+from trexlab.testbed.endpoints import Endpoints, cpu_list, node_cpu_ticks
 
 RECORDED = Path(__file__).parent / "data" / "iperf3"
 UPLOAD = RECORDED / "upload-4-streams-sender-saturated.json"
@@ -83,15 +85,15 @@ def test_a_threaded_iperf3s_sum_is_judged_against_one_cpu_per_stream_thread_up_t
     test = TcpTest("upload", "upload", 4)
     limit = min(test.connections, cpus) * FULL_CPU_PERCENT
     nodes = {"client": cpus, "server": cpus}
-    upload = parse(versioned("iperf 3.16", "iperf 3.16"), test, node_cpus=nodes)["upload"]
+    upload = parse(versioned("iperf 3.16", "iperf 3.16"), test, allowed_cpus=nodes)["upload"]
     assert limits(upload) == (limit, limit) and rfc6349.cpu_saturation(upload) == []
     # The recorded sender's 92.1 % is a saturated single thread's, not four threads' on these CPUs; a sum near their
     # limit is.
     busy = parse(versioned("iperf 3.16", "iperf 3.16", rfc6349.ENDPOINT_CPU_SATURATED * limit), test,
-                 node_cpus=nodes)["upload"]
+                 allowed_cpus=nodes)["upload"]
     assert rfc6349.cpu_saturation(busy) == [
         f"endpoint CPU saturated (sender {rfc6349.ENDPOINT_CPU_SATURATED * limit:.1f} % of {limit:g} %)"]
-    # Without the node's CPUs several threads' sum cannot be judged; one stream's thread can, as before 3.16.
+    # Without the CPUs it may run on several threads' sum cannot be judged; one stream's thread can, as before 3.16.
     assert limits(parse(versioned("iperf 3.16", "iperf 3.16"), test)["upload"]) == (None, None)
     assert limits(parse(versioned("iperf 3.16", "iperf 3.16"), TcpTest("u", "upload", 1))["upload"]) == (
         FULL_CPU_PERCENT, FULL_CPU_PERCENT)
@@ -113,7 +115,7 @@ def test_a_bidirectional_test_has_a_stream_thread_each_way_at_each_end():
     report = versioned("iperf 3.16", "iperf 3.16")
     report["end"]["sum_sent_bidir_reverse"] = report["end"]["sum_sent"]
     report["end"]["sum_received_bidir_reverse"] = report["end"]["sum_received"]
-    directions = parse(report, test, node_cpus={"client": 2, "server": 2})
+    directions = parse(report, test, allowed_cpus={"client": 2, "server": 2})
     assert {limits(d) for d in directions.values()} == {(2 * FULL_CPU_PERCENT, 2 * FULL_CPU_PERCENT)}
     single = parse(versioned("iperf 3.12", "iperf 3.12") | {"end": report["end"]}, test)
     assert {limits(d) for d in single.values()} == {(FULL_CPU_PERCENT, FULL_CPU_PERCENT)}
@@ -239,6 +241,11 @@ def test_the_threshold_is_one_share_of_the_limit(percent):
 STAT = Path(__file__).parent / "data" / "proc-stat"
 
 
+def lines_of(path: Path) -> dict[str, list[str]]:
+    """A /proc file's lines by their first word."""
+    return {fields[0].rstrip(":"): fields[1:] for fields in map(str.split, path.read_text().splitlines()) if fields}
+
+
 class CatNode:
     """A node whose `cat` reads a recorded file instead of the one asked for (missing: a failed read)."""
 
@@ -253,13 +260,20 @@ def test_a_nodes_cpus_busy_share_is_all_but_idle_and_iowait_of_its_proc_stat():
     """/proc/stat's "cpu" line: user nice system idle iowait irq softirq steal (ticks, all CPUs); busy is all but
     idle and iowait: softirq (the receiving stack) and steal count, as no endpoint could use them."""
     before, after = (node_cpu_ticks(CatNode(STAT / f"{when}-a-download.txt")) for when in ("before", "after"))
-    columns = [[int(v) for v in (STAT / f"{when}-a-download.txt").read_text().split("\n")[0].split()[1:9]]
-               for when in ("before", "after")]
-    spent = [b - a for a, b in zip(*columns, strict=True)]
-    assert busy_percent(before, after) == pytest.approx(100 - (spent[3] + spent[4]) / sum(spent) * 100)
-    # How many CPUs the node has: one "cpuN" line each (a threaded iperf3's limit, iperf.cpu_limit).
-    lines = (STAT / "before-a-download.txt").read_text().splitlines()
-    assert before[2] == after[2] == sum(line.split()[0] != "cpu" for line in lines) > 0
+    # One "cpuN" line per online CPU, each read on its own (the "cpu" line sums possible CPUs, offline ones too).
+    lines = {when: lines_of(STAT / f"{when}-a-download.txt") for when in ("before", "after")}
+    cpus = {int(name[3:]) for name in lines["before"] if name != "cpu"}
+    assert set(before) == set(after) == cpus
+
+    def share(of: set[int]) -> float:
+        spent = [sum(int(lines["after"][f"cpu{c}"][i]) - int(lines["before"][f"cpu{c}"][i]) for c in of)
+                 for i in range(8)]
+        return 100 - (spent[3] + spent[4]) / sum(spent) * 100
+
+    assert busy_percent(before, after) == pytest.approx(share(cpus))
+    for cpu in cpus:  # the CPUs an iperf3 may run on: theirs alone
+        assert busy_percent(before, after, frozenset({cpu})) == pytest.approx(share({cpu}))
+    assert busy_percent(before, after, frozenset({max(before) + 1})) is None  # a CPU not read: no figure
     assert node_cpu_ticks(CatNode(STAT / "missing")) is None and busy_percent(None, after) is None
 
 
@@ -270,10 +284,12 @@ def test_busy_endpoint_nodes_make_a_test_tester_bound(below):
     CPU of its own)."""
     total = 10_000
     busy = round(rfc6349.ENDPOINT_CPU_SATURATED * total) - (1 if below else 0)
-    cpus = 2
-    idle = {"client": (0, total, cpus), "server": (0, total, cpus)}
-    readings = [idle, {"client": (total // 10, 2 * total, cpus), "server": (total // 10, 2 * total, cpus)},  # RTT
-                idle, {"client": (busy, 2 * total, cpus), "server": (0, 2 * total, cpus)}]  # download: client busy
+    def node(busy_ticks: int, all_ticks: int) -> dict[int, tuple[int, int]]:  # two CPUs, equally busy
+        return {cpu: (busy_ticks / 2, all_ticks / 2) for cpu in (0, 1)}
+
+    idle = {"client": node(0, total), "server": node(0, total)}
+    readings = [idle, {"client": node(total // 10, 2 * total), "server": node(total // 10, 2 * total)},  # RTT
+                idle, {"client": node(busy, 2 * total), "server": node(0, 2 * total)}]  # download: client busy
     result = run(PathGenerator(), params(mtu=1500, bottleneck_bandwidth=1e9, tests=("download",)),
                  FakeEndpoints(cpu_ticks=readings)).to_dict()
     download = result["tests"][0]["directions"]["download"]
@@ -281,3 +297,82 @@ def test_busy_endpoint_nodes_make_a_test_tester_bound(below):
     assert download["sender_node_busy_percent"] == 0
     expected = [] if below else [f"endpoint node CPUs busy (receiver {busy / total * 100:.1f} %)"]
     assert download["tester_bound_reasons"] == expected and result["tester_bound"] == (not below)
+
+
+#: Recorded on this machine (2 CPUs) with both ends' iperf3 (3.12) pinned to CPU 1 (taskset -c 1), each in a namespace
+#: of its own over a veth pair: the server's listening socket as ss -Htlnp shows it, its /proc/<pid>/status, a
+#: command's own status run as the client's iperf3 then was, /proc/stat's cpu lines before and after, and the 3 s,
+#: 4-stream upload's report. CPU 1 was busy all the test's time, CPU 0 much less.
+PINNED = Path(__file__).parent / "data" / "pinned-iperf3"
+PINNED_REPORT = PINNED / "upload-4-streams-both-ends-on-cpu-1.json"
+
+
+class RecordedNode:
+    """A node whose commands print the pinned recording: /proc/stat before, then after; its statuses; ss; a report."""
+
+    def __init__(self, name: str, report: Path):
+        self.name, self.report = name, report
+        self.stats = [PINNED / "proc-stat-before.txt", PINNED / "proc-stat-after.txt"]
+        self.server_pid = re.search(r"pid=(\d+)", (PINNED / "ss.txt").read_text()).group(1)
+
+    def command(self, argv: list[str]) -> list[str]:
+        if argv == ["cat", "/proc/stat"]:
+            return ["cat", str(self.stats.pop(0))] if self.stats else ["false"]
+        recorded_file = {("cat", "/proc/self/status"): PINNED / "client-status.txt",
+                         ("cat", f"/proc/{self.server_pid}/status"): PINNED / "server-status.txt",
+                         ("ss", "-Htlnp"): PINNED / "ss.txt" if argv[2:] == ["sport = :5201"] else None,
+                         }.get(tuple(argv[:2]), self.report if argv[0] == "iperf3" else None)
+        return ["cat", str(recorded_file)] if recorded_file else ["false"]
+
+
+class RecordedEndpoints(Endpoints):
+    """Endpoints whose client and server nodes are the pinned recording's (one kernel: both read the same files)."""
+
+    def __init__(self, report: Path):  # no lab: the nodes are the recording
+        self.client, self.server = RecordedNode("client", report), RecordedNode("server", report)
+        self.facts = {"iperf3_ports": [5201]}
+
+    def server_address(self, ip_version: int) -> str:
+        return "198.18.250.2"
+
+
+def test_the_pinned_recording_is_both_ends_on_one_cpu_of_two():
+    statuses = [lines_of(PINNED / f"{end}-status.txt")["Cpus_allowed_list"] for end in ("client", "server")]
+    assert statuses == [["1"], ["1"]] and '(("iperf3",pid=' in (PINNED / "ss.txt").read_text()
+    assert len(node_cpu_ticks(CatNode(PINNED / "proc-stat-before.txt"))) == 2
+
+
+@pytest.mark.parametrize("text, cpus", [("1", {1}), ("0-3,8", {0, 1, 2, 3, 8}), ("3-1", None), ("", None)])
+def test_a_kernel_cpu_list_is_read_as_its_cpus(text, cpus):
+    if cpus is None:
+        with pytest.raises(ValueError):
+            cpu_list(text)
+    else:
+        assert cpu_list(text) == cpus
+
+
+def test_an_iperf3_pinned_to_fewer_cpus_than_its_threads_is_judged_against_those_it_may_run_on(tmp_path):
+    """Both ends' iperf3 could run on CPU 1 only: a threaded (3.16+) iperf3's four stream threads can use one CPU,
+    not the node's two (its sum was judged against 200 %, so a saturated pinned end read half its limit)."""
+    report = recorded(PINNED_REPORT)
+    report["start"]["version"] = report["server_output_json"]["start"]["version"] = "iperf 3.16"
+    threaded = tmp_path / "threaded.json"
+    threaded.write_text(json.dumps(report))
+    endpoints = RecordedEndpoints(threaded)
+    assert endpoints.iperf3_cpus(5201) == {"client": {1}, "server": {1}}
+    upload = Iperf3Engine(endpoints).run([TcpTest("upload", "upload", 4)])[0]["upload"]
+    assert limits(upload) == (FULL_CPU_PERCENT, FULL_CPU_PERCENT)
+    # A server port whose listener is not read (no ss line of an iperf3 for it): the server's not known.
+    assert RecordedEndpoints(threaded).iperf3_cpus(5202) == {"client": {1}, "server": None}
+
+
+def test_the_busy_share_of_the_cpus_a_pinned_iperf3_may_run_on_bounds_its_test():
+    """CPU 1, the only one either end could use, was busy the whole test while CPU 0 was not: the node's CPUs
+    together read below the threshold (not tester-bound), the CPUs the ends may run on above it."""
+    before, after = (node_cpu_ticks(CatNode(PINNED / f"proc-stat-{when}.txt")) for when in ("before", "after"))
+    pinned, whole = busy_percent(before, after, frozenset({1})), busy_percent(before, after)
+    assert whole < rfc6349.ENDPOINT_CPU_SATURATED * FULL_CPU_PERCENT <= pinned  # the recording is what it says
+    upload = Iperf3Engine(RecordedEndpoints(PINNED_REPORT)).run([TcpTest("upload", "upload", 4)])[0]["upload"]
+    assert (upload.sender_node_busy_percent, upload.receiver_node_busy_percent) == (pytest.approx(pinned),) * 2
+    assert rfc6349.cpu_saturation(upload) == [
+        f"endpoint node CPUs busy (sender {pinned:.1f} %, receiver {pinned:.1f} %)"]

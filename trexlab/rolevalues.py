@@ -25,7 +25,8 @@ TRANSLATION_PREFIXES = (ipaddress.ip_network("64:ff9b::/96"),)
 #: TAYGA's own IPv4 address (roles/siit_tayga), the source of its ICMP errors: RFC 7600's IPv4 dummy address,
 #: which no test frame is sent to.
 SIIT_DUMMY_IPV4 = ipaddress.ip_address("192.0.0.8")
-#: The state directories of the roles: /var/lib/trexlab/<lab>/<node> (each role's defaults).
+#: The root of the nodes' state directories, <STATE_ROOT>/<lab>/<node> (node_state_dir, their one source: the
+#: roles' defaults take it through the filter trexlab.lab.node_state_dir).
 STATE_ROOT = "/var/lib/trexlab"
 
 #: Linux interface names: at most IFNAMSIZ - 1 = 15 bytes, no '/', ':' or whitespace (dev_valid_name); also
@@ -51,8 +52,9 @@ def check_instance(name: str, value: object) -> str:
     return value
 
 
-def node_state_dir(lab_name: str, node: str) -> str:
-    return posixpath.join(STATE_ROOT, lab_name, node)
+def node_state_dir(lab_name: str, node: str, root: str = STATE_ROOT) -> str:
+    """A node's state directory, where the roles keep what absent puts back (root: another one, for tests)."""
+    return posixpath.join(root, lab_name, node)
 
 
 def check_state_subdir(name: str, value: object, lab=None) -> str:

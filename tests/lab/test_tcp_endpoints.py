@@ -142,16 +142,16 @@ def test_trexlab_tcp_runs_rfc6349_through_the_dut_and_finds_the_lower_mtu(lab, t
             assert d["good_bytes"] > 0 and d["actual_tcp_throughput_bps"] > 0, (test["test"]["name"], direction)
             assert 0 < d["tcp_efficiency_percent"] <= 100 and d["transfer_time_ratio"] > 0
     assert set(r["tests"][2]["directions"]) == {"download", "upload"}
-    # 7. Each end's CPU (iperf 3.12 on Debian 12: one thread, so all of one CPU is its limit) and its node's (the
-    # host's: the lab's namespaces share it), and a test direction where either came near its limit marked
-    # tester-bound, in the result and per headline figure.
+    # 7. Each end's CPU (iperf 3.12 on Debian 12: one thread, so all of one CPU is its limit) and the busy share of
+    # the CPUs it may run on (the host's: the lab's namespaces share it, its endpoints unpinned), and a test direction
+    # where either came near its limit marked tester-bound, in the result and per headline figure.
     for test in r["tests"]:
         for direction, d in test["directions"].items():
             ends = (d["sender_cpu_percent"], d["receiver_cpu_percent"])
             nodes = (d["sender_node_busy_percent"], d["receiver_node_busy_percent"])
             print(f"{test['test']['name']} {direction}: {d['actual_tcp_throughput_bps'] / 1e6:.0f} Mbit/s, iperf3 "
-                  f"sender {ends[0]:.1f} %, receiver {ends[1]:.1f} % of a CPU; host CPUs {nodes[0]:.1f} % and "
-                  f"{nodes[1]:.1f} % busy (read from each node)")
+                  f"sender {ends[0]:.1f} %, receiver {ends[1]:.1f} % of a CPU; the CPUs each may run on "
+                  f"{nodes[0]:.1f} % and {nodes[1]:.1f} % busy (read from each node)")
             assert d["sender_cpu_limit_percent"] == d["receiver_cpu_limit_percent"] == FULL_CPU_PERCENT
             assert all(0 < p for p in ends) and all(0 < p <= 100 for p in nodes)
             limit = r["endpoint_cpu_saturated_percent"]

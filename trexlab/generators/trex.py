@@ -66,6 +66,7 @@ from typing import Any
 from trexlab import __version__
 from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.paths import paths
+from trexlab.rolevalues import node_state_dir
 from trexlab.testbed.inventory import Lab, Node, load_lab
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
@@ -110,12 +111,12 @@ def installed_trex_paths(lab: Lab | None = None) -> list[str]:
     """Where a TRex installed on this machine may be, most specific first.
 
     TREXLAB_TREX_PATH; on a local lab the tester node's own installation, which
-    roles/trex puts under /var/lib/trexlab/<lab>/<node>/trex (its trex_root on
+    roles/trex puts in trex/ below the node's state directory (its trex_root on
     namespace nodes); then the role's default /opt/trex/current.
     """
     paths = [os.environ.get("TREXLAB_TREX_PATH")]
     if lab is not None and lab.tester.netns:
-        paths.append(f"/var/lib/trexlab/{lab.name}/{lab.tester.name}/trex/current")
+        paths.append(f"{node_state_dir(lab.name, lab.tester.name)}/trex/current")
     paths.append(DEFAULT_TREX_PATH)
     return [p for p in paths if p]
 

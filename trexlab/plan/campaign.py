@@ -100,7 +100,7 @@ def dut_passes(node, probe: Path) -> bool:
     return result.returncode == 0
 
 
-#: What each DUT configuration block's role keeps in the DUT's state directory (<STATE_ROOT>/<lab>/<node>, the
+#: What each DUT configuration block's role keeps in the DUT's state directory (rolevalues.node_state_dir, the
 #: roles' defaults) while it is applied, and removes with state absent.
 DUT_CONFIG_MARKERS = {"reference": "dut_reference.json", "impairment": "netem.json", "siit": "tayga",
                       "siit_jool": "siit_jool.json"}
@@ -118,7 +118,7 @@ def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[s
     in every figure, unseen. One remote call per DUT."""
     found: dict[str, list[tuple[str, dict]]] = {}
     for node in lab.duts:
-        own = f"{state_root}/{lab.name}/{node.name}"
+        own = rolevalues.node_state_dir(lab.name, node.name, state_root)
         names = " ".join(shlex.quote(m) for m in DUT_CONFIG_MARKERS.values())
         tayga = shlex.quote(DUT_CONFIG_MARKERS["siit"])
         # Each marker found, then per TAYGA directory (the default one, and any holding its configuration) a line
@@ -144,7 +144,7 @@ def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[s
                 continue
             _, directory, device = (line.split("\t") + [""])[:3]
             try:  # read from the DUT, passed to the role that removes them: held to the spec's own rules
-                rolevalues.check_state_subdir("dir", f"{rolevalues.STATE_ROOT}/{lab.name}/{node.name}/{directory}")
+                rolevalues.check_state_subdir("dir", f"{rolevalues.node_state_dir(lab.name, node.name)}/{directory}")
                 removal = {"siit_tayga_dir": f"{own}/{directory}"}
                 if device:
                     removal["siit_tayga_device"] = rolevalues.check_interface("device", device)

@@ -35,13 +35,13 @@ RFC 2544 procedures use:
    exercise the network's buffers; test_duration's default 10 s is the
    application note's example's.
 7. per direction, the CPU the sending and receiving ends used and how busy
-   their nodes' CPUs were (the engine's cpu_method). RFC 6349 section 3 requires
+   the CPUs they may run on were (the engine's cpu_method). RFC 6349 section 3 requires
    a test host that can send and receive stateful TCP at the full BB of the
    network under test (a MUST), and section 5 that the hosts' hardware
    performance be well understood before testing (a dedicated test instrument
    generally REQUIRED at 1 and 10 Gbit/s); it names no CPU figure. trexlab
    checks the hosts after each test from what they used: a direction whose
-   sender or receiver used nearly all the CPU it can, or whose node's CPUs were
+   sender or receiver used nearly all the CPU it can, or whose CPUs were
    nearly all busy (ENDPOINT_CPU_SATURATED), is marked tester-bound, with a
    note: its figures may be the host's, not the path's.
 
@@ -691,9 +691,9 @@ def _at_limit(ends: tuple[tuple[str, float | None, float | None], ...], of_limit
 
 def cpu_saturation(d: DirectionStats) -> list[str]:
     """Why a direction's figures may be its endpoints' limit rather than the path's: its sender or receiver used
-    ENDPOINT_CPU_SATURATED or more of all the CPU it can (each end's own limit), or its node's CPUs were that busy
-    (with whatever ran there: an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not known
-    (see result_notes)."""
+    ENDPOINT_CPU_SATURATED or more of all the CPU it can (each end's own limit), or the CPUs it may run on were that
+    busy (with whatever ran there: an endpoint waiting for a CPU reads low on its own figure). Empty: neither, or not
+    known (see result_notes)."""
     reasons = []
     if saturated := _at_limit((("sender", d.sender_cpu_percent, d.sender_cpu_limit_percent),
                                ("receiver", d.receiver_cpu_percent, d.receiver_cpu_limit_percent)), True):
@@ -737,20 +737,19 @@ def cpu_notes(tests: list[dict], baseline: dict | None = None) -> list[str]:
     notes = []
     if baseline and baseline.get("tester_bound_reasons"):
         notes.append(f"TESTER-BOUND baseline RTT ({', '.join(baseline['tester_bound_reasons'])}): an endpoint of the "
-                     f"low-load connection used {ENDPOINT_CPU_SATURATED:.0%} or more of all the CPU it can, or its "
-                     "node's CPUs were that busy, so the RTT its kernel sampled may hold the hosts' queueing and "
-                     "scheduling delay, not only the path's inherent delay RFC 6349 section 3.2 baselines; resting on "
-                     f"it: {BASELINE_RTT_FIGURES}; give the endpoints CPU of their own and measure again")
+                     f"low-load connection used {ENDPOINT_CPU_SATURATED:.0%} or more of all the CPU it can, or the "
+                     "CPUs it may run on were that busy, so the RTT its kernel sampled may hold the hosts' queueing "
+                     "and scheduling delay, not only the path's inherent delay RFC 6349 section 3.2 baselines; resting "
+                     f"on it: {BASELINE_RTT_FIGURES}; give the endpoints CPU of their own and measure again")
     bound = [f"{where} ({', '.join(d['tester_bound_reasons'])})" for where, d in test_directions(tests)
              if d.get("tester_bound_reasons")]
     if bound:
         notes.append(f"TESTER-BOUND: {'; '.join(bound)}: an endpoint used {ENDPOINT_CPU_SATURATED:.0%} or more of "
-                     "all the CPU it can, or its node's CPUs were that busy, so these actual TCP throughputs (and the "
-                     "transfer time ratio, efficiency and buffer delay with them) may be the test host's limit, not "
-                     "the path's (RFC 6349 section 3: a test host MUST carry the full bottleneck bandwidth); give the "
-                     "endpoints "
-                     "CPU of their own (nothing else running beside them), or let their TCP use segmentation "
-                     "offload, and measure again")
+                     "all the CPU it can, or the CPUs it may run on were that busy, so these actual TCP throughputs "
+                     "(and the transfer time ratio, efficiency and buffer delay with them) may be the test host's "
+                     "limit, not the path's (RFC 6349 section 3: a test host MUST carry the full bottleneck "
+                     "bandwidth); give the endpoints CPU of their own (nothing else running beside them), or let "
+                     "their TCP use segmentation offload, and measure again")
     def judged(d: dict) -> bool:
         return d.get("sender_cpu_limit_percent") is not None and d.get("receiver_cpu_limit_percent") is not None
 
@@ -758,9 +757,9 @@ def cpu_notes(tests: list[dict], baseline: dict | None = None) -> list[str]:
         {t["test"]["name"] for t in tests for d in t["directions"].values() if not judged(d)})
     if unknown:
         notes.append(f"endpoint CPU not judged ({', '.join(unknown)}) at one end or both: the engine reported no CPU "
-                     "figure, or an iperf3 of 3.16 or later summed several stream threads on a node whose CPUs were "
-                     "not read, or spun in a paced sender's threads (3.16, 3.17): whether the test hosts were the "
-                     "limit is not known")
+                     "figure, or an iperf3 of 3.16 or later summed several stream threads and the CPUs it may run "
+                     "on were not read, or spun in a paced sender's threads (3.16, 3.17): whether the test hosts were "
+                     "the limit is not known")
     return notes
 
 

@@ -373,7 +373,11 @@ def _mark_lost(ax, x: float) -> None:
 # -- what the notebooks display ---------------------------------------------------------------
 
 #: Unit of a headline figure, read off its name's suffix: (suffix, label, scale to display).
-_UNITS = (("_fps", "frames/s", 1.0), ("_s", "ms", 1e3), ("_percent", "%", 1.0))
+_UNITS = (("_fps", "frames/s", 1.0), ("_bps", "bit/s", 1.0), ("_bytes", "bytes", 1.0), ("_s", "ms", 1e3),
+          ("_percent", "%", 1.0))
+#: Figures that count whole things (frames per second, bits per second, bytes, tags): written without decimals,
+#: as a "3.000 tags lost" or "1,234,567.000 bit/s" suggests a precision no count has.
+WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
 
 
 def figure_scale(figure: str) -> float:
@@ -416,9 +420,9 @@ def significant(value: float, digits: int = 4) -> str:
 
 
 def figure_format(figure: str) -> str | Callable[[float], str]:
-    """How a figure's statistics are written in its display unit (for shown): frames/s whole, delays and times to 4
-    significant digits, other figures to 3 decimals."""
-    return "{:,.0f}" if figure.endswith("_fps") else significant if figure.endswith("_s") else "{:,.3f}"
+    """How a figure's statistics are written in its display unit (for shown): counts whole (WHOLE_FIGURES), delays
+    and times to 4 significant digits, other figures (ratios, percentages) to 3 decimals."""
+    return "{:,.0f}" if figure.endswith(WHOLE_FIGURES) else significant if figure.endswith("_s") else "{:,.3f}"
 
 
 def styled(table: pd.DataFrame, figure: str):

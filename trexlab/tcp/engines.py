@@ -120,12 +120,16 @@ class Iperf3Engine:
                   "client node, remote_total on the server node): its CPU time, all its threads', over the test's "
                   "wall time, % of one CPU, judged against all that end's iperf3 can use: an iperf3 before 3.16 runs "
                   "every stream in one thread, so 100 %; 3.16 and later run a thread per stream (both ways of a "
-                  "bidirectional test) and sum them, so 100 % per stream thread up to its node's CPUs (/proc/stat's "
-                  "cpuN lines), not judged where those were not read, nor for a paced sender of 3.16 or 3.17, whose "
-                  "threads spin while they wait (one saturated stream thread among idle ones is not seen in a sum). "
-                  "Kernel work done outside the process (softirq) is not in it, nor a CPU it waited for: "
-                  "sender_node_busy_percent and receiver_node_busy_percent are the nodes' CPUs, all of them, busy "
-                  "from before the test's iperf3 started to after it ended (/proc/stat: all but idle and iowait)")
+                  "bidirectional test) and sum them, so 100 % per stream thread up to the online CPUs that end's "
+                  "iperf3 may run on (its Cpus_allowed_list, which a cpuset narrows too: the server's process found by "
+                  "its listening port, the client's as any command run on its node; online: /proc/stat's cpuN lines), "
+                  "not judged where those were not read, nor for a paced sender of 3.16 or 3.17, whose threads spin "
+                  "while they wait (one saturated stream thread among idle ones is not seen in a sum; nor a CPU "
+                  "quota, cgroup cpu.max, which no affinity shows). Kernel work done outside the process (softirq) "
+                  "is not in it, nor a CPU it waited for: sender_node_busy_percent and receiver_node_busy_percent "
+                  "are the CPUs that end's iperf3 may run on (all its node's where not read), busy together from "
+                  "before the test's iperf3 started to after it ended (/proc/stat's cpuN lines: all but idle and "
+                  "iowait); softirq work on its node's other CPUs is not in them")
 
     def __init__(self, endpoints: Endpoints):
         self.endpoints = endpoints
@@ -144,15 +148,28 @@ class Iperf3Engine:
 
     def run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         address = self.server_address(tests[0].ip_version)
+        allowed = {test.port: self.endpoints.iperf3_cpus(test.port) for test in tests}
         before = self.endpoints.cpu_ticks()
         reports = run_tests(self.endpoints.client, address, tests)
         after = self.endpoints.cpu_ticks()
-        busy = {role: busy_percent(before[role], after[role]) for role in before}
-        cpus = {role: None if reading is None else reading[2] for role, reading in before.items()}
-        return [parse(report, test, busy, cpus) for test, report in zip(tests, reports, strict=True)]
+        results = []
+        for test, report in zip(tests, reports, strict=True):
+            # Each end's online CPUs it may run on (None: its affinity or its node's CPUs not read, or none of them
+            # online): its limit's, and the CPUs whose busy share bounds it (all its node's where not read).
+            cpus = {role: _online(allowed[test.port][role], before[role]) for role in before}
+            busy = {role: busy_percent(before[role], after[role], cpus[role]) for role in before}
+            results.append(parse(report, test, busy, {role: None if c is None else len(c) for role, c in cpus.items()}))
+        return results
 
     def close(self) -> None:
         pass
+
+
+def _online(allowed: frozenset[int] | None, ticks: dict[int, tuple[int, int]] | None) -> frozenset[int] | None:
+    """The CPUs of `allowed` that are online (have ticks: node_cpu_ticks); None where either was not read or none is."""
+    if allowed is None or ticks is None:
+        return None
+    return frozenset(allowed & ticks.keys()) or None
 
 
 class TRexAstfEngine(TRexSession):

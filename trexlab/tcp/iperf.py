@@ -43,7 +43,7 @@ IPERF3_GRACE = 30.0
 #: keeps the control connection and the timers. Its CPU figure is the whole process's in every version (host_total:
 #: clock(), the process's CPU time, all its threads', over the test's wall time, % of one CPU): before 3.16 one thread
 #: serves every stream, so 100 % is all the process can use; from 3.16 on the stream threads' times add up, so all it
-#: can use is one CPU per stream thread, as far as the node has CPUs (cpu_limit).
+#: can use is one CPU per stream thread, as far as it may run on CPUs (its affinity: cpu_limit).
 THREAD_PER_STREAM_IPERF3 = (3, 16)
 #: The first threaded iperf3 whose stream thread, paced by --bitrate, sleeps until its next send (3.18: issue #1741,
 #: PR #1743). In 3.16 and 3.17 such a thread loops without waiting, so a paced sender's CPU figure reads about one CPU
@@ -128,8 +128,9 @@ class DirectionStats:
     # iperf.cpu_limit); None: not known from the figures (not judged).
     sender_cpu_limit_percent: float | None = None
     receiver_cpu_limit_percent: float | None = None
-    # How busy the sending and the receiving node's CPUs were during the test, all of them together, % (node_cpu_ticks:
-    # whatever ran there, the endpoints, softirq work, other programs, time a hypervisor took); None: not read.
+    # How busy the CPUs the sending and the receiving end's iperf3 may run on (its affinity; all its node's where that
+    # was not read) were during the test, together, % (node_cpu_ticks: whatever ran there, the endpoints, softirq
+    # work, other programs, time a hypervisor took); None: not read.
     sender_node_busy_percent: float | None = None
     receiver_node_busy_percent: float | None = None
 
@@ -192,9 +193,10 @@ def cpu_limit(report: dict, streams: int, cpus: int | None = None, paced_sender:
     """The CPU figure (%) of one end's iperf3 (report: that end's own, whose start.version is its version) when its
     threads had all the CPU they can use: one CPU for an iperf3 that serves every stream in one thread; for one with a
     thread per stream (streams: that end's, a bidirectional test's both ways), one CPU per stream thread up to the
-    node's CPUs (cpus, None: not read). The sum reaches ENDPOINT_CPU_SATURATED of that only when the stream threads
-    together were nearly all busy: one saturated thread among idle ones is not seen in it. None (not judged): no
-    version; several stream threads and the node's CPUs not read; a paced sending end of a threaded iperf3 before
+    online CPUs it may run on (cpus: its affinity, a cpuset's included; None: not read). The sum reaches
+    ENDPOINT_CPU_SATURATED of that only when the stream threads together were nearly all busy: one saturated thread
+    among idle ones is not seen in it. None (not judged): no version; several stream threads and the CPUs it may run
+    on not read; a paced sending end of a threaded iperf3 before
     PACED_THREAD_SLEEPS_IPERF3, whose figure is its spin."""
     found = iperf3_version(report)
     if found is None:
@@ -204,9 +206,9 @@ def cpu_limit(report: dict, streams: int, cpus: int | None = None, paced_sender:
         return FULL_CPU_PERCENT
     if paced_sender and version < PACED_THREAD_SLEEPS_IPERF3:
         return None
-    if streams > 1 and cpus is None:
-        return None
-    return min(streams, cpus or streams) * FULL_CPU_PERCENT
+    if streams == 1:
+        return FULL_CPU_PERCENT
+    return min(streams, cpus) * FULL_CPU_PERCENT if cpus else None
 
 
 def _percent(figures: dict, key: str) -> float | None:
@@ -214,19 +216,27 @@ def _percent(figures: dict, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def busy_percent(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> float | None:
-    """% of a node's CPU time from `before` to `after` (testbed.endpoints.node_cpu_ticks) that was busy; None without
-    both reads or without a tick between them."""
-    if before is None or after is None or after[1] <= before[1]:
+def busy_percent(before: dict[int, tuple[int, int]] | None, after: dict[int, tuple[int, int]] | None,
+                 cpus: frozenset[int] | None = None) -> float | None:
+    """% of the CPU time of a node's CPUs `cpus` (None: all it has) from `before` to `after` (per CPU, (busy, all)
+    ticks: testbed.endpoints.node_cpu_ticks) that was busy; None without both reads of every one of those CPUs or
+    without a tick between them."""
+    if before is None or after is None:
         return None
-    return (after[0] - before[0]) / (after[1] - before[1]) * 100
+    chosen = (before.keys() & after.keys()) if cpus is None else cpus
+    if not chosen or not chosen <= before.keys() & after.keys():
+        return None
+    busy = sum(after[cpu][0] - before[cpu][0] for cpu in chosen)
+    ticks = sum(after[cpu][1] - before[cpu][1] for cpu in chosen)
+    return busy / ticks * 100 if ticks > 0 else None
 
 
 def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None = None,
-          node_cpus: dict[str, int | None] | None = None) -> dict[str, DirectionStats]:
+          allowed_cpus: dict[str, int | None] | None = None) -> dict[str, DirectionStats]:
     """Per direction, from an iperf3 client report with --get-server-output (both ends' views); node_busy: how busy
-    the "client" and "server" nodes' CPUs were over the test (busy_percent; None: not read); node_cpus: how many CPUs
-    each node has (node_cpu_ticks; None: not read)."""
+    the CPUs the "client" and "server" iperf3 may run on were over the test (busy_percent; None: not read);
+    allowed_cpus: how many online CPUs of its node each end's iperf3 may run on (its affinity, a cpuset's included:
+    testbed.endpoints.Endpoints.iperf3_cpus; None: not read)."""
     if "error" in report:
         raise GeneratorError(f"iperf3: {report['error']}")
     end = report.get("end") or {}
@@ -239,7 +249,7 @@ def parse(report: dict, test: TcpTest, node_busy: dict[str, float | None] | None
     # client and a server of different versions were both judged by the client's. Every stream has a thread at both
     # ends, a bidirectional test's both ways; --bitrate paces whichever end sends.
     streams = test.connections * (2 if test.direction == "bidirectional" else 1)
-    cpus = node_cpus or {}
+    cpus = allowed_cpus or {}
     sends = {"client": test.direction != "download", "server": test.direction != "upload"}
     limits = {role: cpu_limit(own, streams, cpus.get(role), test.bitrate_bps is not None and sends[role])
               if cpu else None for role, own in (("client", report), ("server", server))}

@@ -96,9 +96,26 @@ class Endpoints:
                 limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
         return min(limits)
 
-    def cpu_ticks(self) -> dict[str, tuple[int, int, int] | None]:
-        """(busy, all) CPU ticks since boot of the "client" and "server" nodes and their CPUs (node_cpu_ticks)."""
+    def cpu_ticks(self) -> dict[str, dict[int, tuple[int, int]] | None]:
+        """(busy, all) ticks since boot of each online CPU of the "client" and "server" nodes (node_cpu_ticks)."""
         return {"client": node_cpu_ticks(self.client), "server": node_cpu_ticks(self.server)}
+
+    def iperf3_cpus(self, port: int) -> dict[str, frozenset[int] | None]:
+        """The CPUs the "client" and "server" iperf3 of a test on server port `port` may run on (their affinity, a
+        cpuset's included; None: not read). The client's iperf3 runs as every command run on its node does
+        (Node.command): what a command run that way may use is what it may use. The server's is the process listening
+        on the port in the server node's network namespace (ss -p: only the sockets of the namespace the command runs
+        in, so another lab's server on the same port is not it)."""
+        client = allowed_cpus(self.client, ["cat", "/proc/self/status"])
+        try:
+            result = subprocess.run(self.server.command(["ss", "-Htlnp", f"sport = :{port}"]), capture_output=True,
+                                    text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return {"client": client, "server": None}
+        # Without root, ss names no other user's process: no PID, not read.
+        pids = set(re.findall(r'\("iperf3",pid=(\d+),', result.stdout)) if result.returncode == 0 else set()
+        server = allowed_cpus(self.server, ["cat", f"/proc/{pids.pop()}/status"]) if len(pids) == 1 else None
+        return {"client": client, "server": server}
 
     def tester_port_mtu(self, indexes) -> int | None:
         """The smallest MTU of the tester ports `indexes` (their sysfs), or None where unknown (DPDK)."""
@@ -115,24 +132,47 @@ def read_sysctl(node, name: str) -> int:
     return value
 
 
-def node_cpu_ticks(node) -> tuple[int, int, int] | None:
-    """(busy, all) ticks of a node's CPUs since boot, from /proc/stat's "cpu" line (user nice system idle iowait irq
-    softirq steal), and how many CPUs it has (its "cpuN" lines, one per online CPU): busy is all but idle and iowait,
-    steal included (the hypervisor ran another guest while this one had work: no CPU for the endpoints either). None
-    where it cannot be read. The nodes of a namespace lab share the host's kernel: each reads the host's."""
+def node_cpu_ticks(node) -> dict[int, tuple[int, int]] | None:
+    """(busy, all) ticks since boot of each online CPU of a node, by its number, from /proc/stat's "cpuN" lines (user
+    nice system idle iowait irq softirq steal), one per online CPU: busy is all but idle and iowait, steal included (the
+    hypervisor ran another guest while this one had work: no CPU for the endpoints either). None where it cannot be
+    read. The nodes of a namespace lab share the host's kernel: each reads the host's."""
     try:
         result = subprocess.run(node.command(["cat", "/proc/stat"]), capture_output=True, text=True, timeout=30)
         if result.returncode != 0:
             return None
-        lines = [line.split() for line in result.stdout.splitlines()]
-        cpus = sum(1 for fields in lines if fields and re.fullmatch(r"cpu\d+", fields[0]))
-        for fields in lines:
-            if fields[:1] == ["cpu"]:
-                ticks = [int(value) for value in fields[1:9]]
-                return sum(ticks) - ticks[3] - ticks[4], sum(ticks), cpus
+        ticks = {}
+        for fields in (line.split() for line in result.stdout.splitlines()):
+            if fields and (found := re.fullmatch(r"cpu(\d+)", fields[0])):
+                values = [int(value) for value in fields[1:9]]
+                ticks[int(found.group(1))] = (sum(values) - values[3] - values[4], sum(values))
+        return ticks or None
     except (OSError, subprocess.TimeoutExpired, ValueError):
-        pass
-    return None
+        return None
+
+
+def cpu_list(text: str) -> frozenset[int]:
+    """The CPUs of a kernel CPU list ("0-3,8"; cpuset(7)'s list format, as Cpus_allowed_list shows it); ValueError
+    where it is not one."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(f"CPU range {part!r}")
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)
+
+
+def allowed_cpus(node, argv: list[str]) -> frozenset[int] | None:
+    """The CPUs a process may run on, from the Cpus_allowed_list line of its /proc/<pid>/status that argv prints on
+    the node (its affinity mask: a cpuset that holds it narrows the mask too); None where it cannot be read."""
+    try:
+        result = subprocess.run(node.command(argv), capture_output=True, text=True, timeout=30)
+        found = re.search(r"^Cpus_allowed_list:\s*(\S+)$", result.stdout, re.MULTILINE)
+        return cpu_list(found.group(1)) if result.returncode == 0 and found else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
 
 
 def read_number(node, path: str) -> int | None:

@@ -1,0 +1,147 @@
+"""A node's state directory (<STATE_ROOT>/<lab>/<node>) is spelled once: trexlab.rolevalues.node_state_dir, which the
+roles reach through the filter trexlab.lab.node_state_dir. Nine role defaults and campaign.dut_config_left each wrote
+'/var/lib/trexlab/<lab>/<node>' of their own: netem's and dut_reference's GRO records moved to the one source
+(eb79a6e) while the other copies stayed, so a changed root or layout would have left roles keeping state where the
+campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir
+from trexlab import rolevalues
+
+REPO = Path(__file__).resolve().parent.parent
+COLLECTION = REPO / "ansible_collections" / "trexlab" / "lab"
+ROLES = COLLECTION / "roles"
+#: A sample inventory: a lab name and a node name with the characters each may have.
+LAB, NODE = "lab-1.x", "dut_1"
+#: Each role default that lies in the node's state directory: the path below it ("" for the directory itself), as
+#: the roles have kept their state since before this test (hosts hold state there from earlier versions).
+DEFAULTS_BELOW_STATE_DIR = {
+    ("dut_reference", "dut_reference_state_dir"): "", ("dut_routing", "dut_routing_state_dir"): "",
+    ("dut_tuning", "dut_tuning_state_dir"): "", ("netem", "netem_state_dir"): "",
+    ("siit_jool", "siit_jool_state_dir"): "", ("siit_tayga", "siit_tayga_dir"): "/tayga",
+    ("tcp_endpoints", "tcp_endpoints_state_dir"): "", ("tester_ports", "tester_ports_state_dir"): "",
+    ("trex", "trex_root"): "/trex"}
+#: Strings that are documentation, shown to people as written: docstrings and an Ansible module's doc blocks.
+_DOC_BLOCKS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+
+
+def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
+    """Every string default of every role, rendered as Ansible would for node NODE of lab LAB (a namespace node,
+    trexlab_netns set, or not), with the collection's own filter."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["trexlab.lab.node_state_dir"] = node_state_dir
+    rendered = {}
+    for path in sorted(ROLES.glob("*/defaults/main.yml")):
+        variables = yaml.safe_load(path.read_text()) or {}
+        context = {"trexlab_lab": {"name": LAB}, "inventory_hostname": NODE, "role_path": str(path.parent.parent),
+                   **variables}
+        if namespace_node:
+            context["trexlab_netns"] = "trexlab-ns"
+        for name, value in variables.items():
+            try:
+                rendered[(path.parent.parent.name, name)] = env.from_string(str(value)).render(context)
+            except jinja2.TemplateError:  # Ansible's own filters or the play's facts (test_ports): no path of ours
+                assert "node_state_dir" not in str(value) and rolevalues.STATE_ROOT not in str(value), (name, value)
+    return rendered
+
+
+def test_the_node_state_directory_is_where_the_roles_have_kept_their_state():
+    """Its one source names the directory every earlier version used (and lab-down removes: nslab.py, which runs
+    without the package and keeps a copy of the root, held equal here)."""
+    sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
+    try:
+        import nslab
+    finally:
+        sys.path.pop(0)
+    assert rolevalues.node_state_dir(LAB, NODE) == f"/var/lib/trexlab/{LAB}/{NODE}"
+    assert nslab.ROLE_STATE_ROOT == Path(rolevalues.STATE_ROOT)
+
+
+def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():
+    own = rolevalues.node_state_dir(LAB, NODE)
+    namespace, other = role_defaults(namespace_node=True), role_defaults(namespace_node=False)
+    found = {key for key, value in namespace.items() if value == own or value.startswith(own + "/")}
+    assert found == set(DEFAULTS_BELOW_STATE_DIR), "role defaults in the node's state directory changed"
+    assert {key: namespace[key] for key in found} == {key: own + below
+                                                      for key, below in DEFAULTS_BELOW_STATE_DIR.items()}
+    # roles/trex installs below the state directory only on a namespace node (which shares the host's disk).
+    assert other[("trex", "trex_root")] == "/opt/trex"
+    assert all(other[key] == own + below for key, below in DEFAULTS_BELOW_STATE_DIR.items() if key[0] != "trex")
+
+
+def _python_copies(path: Path) -> list[str]:
+    """Where a module (not its documentation) writes the state root itself, or builds <STATE_ROOT>/<lab>/... from
+    it as an f-string or a join instead of calling rolevalues.node_state_dir."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            docs.add(id(body[0].value))
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in _DOC_BLOCKS for t in node.targets):
+            docs.update(id(n) for n in ast.walk(node.value))
+
+    def is_root(expr: ast.AST) -> bool:
+        return getattr(expr, "id", getattr(expr, "attr", "")) in ("STATE_ROOT", "state_root")
+
+    copies = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and rolevalues.STATE_ROOT in node.value:
+            copies.append(f"{node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.JoinedStr):
+            parts = node.values
+            copies += [f"{node.lineno}: an f-string of {ast.unparse(a.value)}/..."
+                       for a, b in zip(parts, parts[1:], strict=False) if isinstance(a, ast.FormattedValue)
+                       and is_root(a.value) and isinstance(b, ast.Constant) and str(b.value).startswith("/")]
+        elif isinstance(node, ast.Call) and len(node.args) > 1 and is_root(node.args[0]):
+            copies.append(f"{node.lineno}: {ast.unparse(node)}")
+    return copies
+
+
+def _yaml_strings(value, key: str = ""):
+    """Each string of a YAML document, but an argument spec's descriptions (documentation)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k != "description":
+                yield from _yaml_strings(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _yaml_strings(v, key)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_the_state_root_is_written_only_in_its_one_source():
+    """Code and role YAML (not comments, docstrings, argument spec descriptions, READMEs or the CHANGELOG, which
+    tell people where things are) of the collection, the playbooks and the package: the state root appears only as
+    rolevalues.STATE_ROOT, and a node's directory is only ever made by rolevalues.node_state_dir."""
+    source = REPO / "trexlab" / "rolevalues.py"
+    copies = []
+    for path in sorted([*COLLECTION.rglob("*"), *(REPO / "trexlab").rglob("*"), *(REPO / "playbooks").rglob("*")]):
+        if not path.is_file() or path.is_symlink() or "__pycache__" in path.parts:  # plugin_utils: the package's
+            continue
+        where = path.relative_to(REPO)
+        if path.suffix == ".py":
+            found = _python_copies(path)
+            if path == source:  # the definition itself, and node_state_dir joining it
+                found = [f for f in found if not re.match(r"\d+: ('/var/lib/trexlab'|posixpath\.join\(STATE_ROOT)", f)]
+            copies += [f"{where}:{f}" for f in found]
+        elif path.suffix in (".yml", ".yaml"):
+            for document in yaml.safe_load_all(path.read_text()):
+                copies += [f"{where}: {s!r}" for s in _yaml_strings(document) if rolevalues.STATE_ROOT in s]
+        elif path.suffix in (".j2", ".sh", ".txt", ".cfg", ".json"):
+            copies += [f"{where}:{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
+                       if rolevalues.STATE_ROOT in line and not line.lstrip().startswith(("#", "{#"))]
+    assert not copies, ("the state root or a node's state directory spelled outside rolevalues (roles: the filter "
+                        "trexlab.lab.node_state_dir; Python: rolevalues.node_state_dir):\n" + "\n".join(copies))
