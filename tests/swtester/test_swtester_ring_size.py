@@ -13,7 +13,7 @@ import os
 import subprocess
 
 import pytest
-from test_swtester_cli import preloaded
+from test_swtester_cli import preloaded, refused_setsockopt
 
 from labtools import REPO, run
 
@@ -62,15 +62,7 @@ def test_where_the_kernel_refuses_the_filter_the_ring_is_sized_for_the_whole_fra
     each: 1024 blocks of 64 KiB at 30 kfps of 1518 B, 1.37 s of frames instead of 2.05 s (0.41 s at 100 kfps). It is
     the ring ring_check gives whole frames, and the report says how many seconds of frames it holds (ring_seconds) as
     ring_check counts them. 30 frames on a veth pair in a namespace of its own; ~1 s (the build)."""
-    preload = preloaded(tmp_path, """
-#include <sys/socket.h>
-int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
-    if (level == SOL_SOCKET && name == SO_ATTACH_BPF) { errno = EPERM; return -1; }
-    int (*real)(int, int, int, const void *, socklen_t) =
-        (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
-    return real(fd, level, name, value, len);
-}
-""")
+    preload = preloaded(tmp_path, refused_setsockopt("SOL_SOCKET", "SO_ATTACH_BPF", "EPERM"))
     rate, size = 30_000, 1518
     [(blocks, block, seconds, _, _, snap_blocks, snap_block)] = rings(ring_check, [(rate, size, 1)])
     assert (blocks, block) != (snap_blocks, snap_block), "a rate at which whole frames need another ring"
