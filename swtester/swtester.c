@@ -205,7 +205,8 @@ struct txq {
     double cpu;                            /* s of its CPU time */
     int64_t waited_ns;                     /* ns it waited runnable, not running (waited_ns()); -1: unread */
     pid_t tid;                             /* its thread's, and the clock of the thread's CPU time: whence */
-    clockid_t cpu_clock;                   /* the trial's last sender reads both figures (end_of_sending) */
+    clockid_t cpu_clock;                   /* main reads both figures at the start (start_senders), the trial's
+                                            * last sender at the end (end_of_sending) */
     uint64_t cpu_start;                    /* ns of the thread's CPU time when sending started */
     int64_t waited_start;                  /* waited_ns() when sending started */
     uint8_t *ring;                         /* transmit ring: slots slots of slot bytes */
@@ -244,6 +245,7 @@ struct direction {
     struct txq txq[MAX_THREADS];
     uint8_t *ring; /* receive ring: rx_blocks blocks of rx_block_size bytes (rx_ring_geometry) */
     uint32_t rx_blocks, rx_block_size;
+    int rx_kept; /* bytes the ring keeps of each frame (open_receiver) */
     enum receive_method receive_method; /* the one this direction's receiver uses */
     char receive_fallback[400];         /* why RECEIVE_AUTO fell back from tcx or to the ring ("" if it did not) */
     int bpf_link, bpf_prog, bpf_state_fd, bpf_seen_fd, bpf_buffer_fd; /* TCX, BPF: the program and its maps, TCX its
@@ -254,7 +256,11 @@ struct direction {
     uint64_t rng;
 };
 
-static atomic_int start_flag;
+/* The start of sending (main, sender): each sender, pinned, counts itself ready and blocks until main has read every
+ * sender's start figures and set started. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_cond = PTHREAD_COND_INITIALIZER, start_cond = PTHREAD_COND_INITIALIZER;
+static int senders_ready, started;
 /* The trial's sender threads (every direction's), and how many of them have not yet sent their last frame (or
  * stopped); the others wait, blocked, until the last has read every sender's figures (end_of_sending). */
 static struct txq *trial_senders[2 * MAX_THREADS];
@@ -1150,6 +1156,16 @@ static void rx_ring_geometry(struct direction *d, int kept) {
     d->rx_blocks = (uint32_t)(blocks < least ? least : blocks > most ? most : blocks);
 }
 
+/* Seconds of frames direction d's receive ring (its blocks, rx_ring_geometry) holds at the trial's rate, kept bytes of
+ * each frame: a block is handed over at the block timeout or when full of whole frames, whichever comes first. The
+ * count of frames a block takes, not rx_block_seconds' fraction (which sizes the ring): what a receiver held up may
+ * leave waiting before the kernel drops frames (tester_drops); "ring_seconds" in the report, and ring_check's. */
+static double rx_ring_seconds(const struct direction *d, int kept) {
+    double frames_a_block = (double)(d->rx_block_size / RX_FRAME_BYTES(kept)), timeout = RX_BLOCK_TIMEOUT_MS / 1000.0;
+    double full = frames_a_block / d->cfg->rate;
+    return d->rx_blocks * (full < timeout ? full : timeout);
+}
+
 /* Whether the trial times any frame (latency, frame timeout): then its receivers need their ring. */
 static int times_frames(const struct config *c) { return c->latency_mode || c->timeout >= 0; }
 
@@ -1174,23 +1190,7 @@ static int open_receiver(struct direction *d) {
     }
     uint8_t **ring = &d->ring;
     int ifindex = interface_index(ifname), fd = packet_socket(), one = 1, version = TPACKET_V3;
-    /* The ring alone (no counting filter) keeps each whole frame: the receiver verifies its UDP checksum over all of
-     * it (udp_checksum_ok). Blocks are sized for the bytes kept (auto that falls back to the ring: for SNAP_LEN, so
-     * its blocks fill and are handed over before their timeout). With a counting filter, which verified the
-     * checksum of every test frame it passes, the ring keeps SNAP_LEN bytes: all the receiver reads. */
-    struct sock_filter whole[] = {{BPF_RET | BPF_K, 0, 0, MAX_FRAME}};
-    struct sock_fprog prog = {.len = 1, .filter = whole};
-    rx_ring_geometry(d, asked == RECEIVE_RING ? arriving_size(d) - FCS_LEN : SNAP_LEN);
-    struct tpacket_req3 req = {.tp_block_size = d->rx_block_size, .tp_block_nr = d->rx_blocks,
-                               .tp_frame_size = RX_FRAME_SIZE,
-                               .tp_frame_nr = d->rx_block_size / RX_FRAME_SIZE * d->rx_blocks,
-                               .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS};
-    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
-        die("PACKET_VERSION TPACKET_V3: not supported by this kernel (needs >= 3.2)");
-    if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
-        die("PACKET_RX_RING: the kernel refused the receive ring (out of memory?)");
-    *ring = mmap(NULL, (size_t)d->rx_block_size * d->rx_blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
+    /* The filter first: the ring's size depends on what it keeps (the socket receives nothing until bound). */
     d->receive_method = RECEIVE_RING;
     if (asked != RECEIVE_RING) {
         if (open_counting(d, RECEIVE_BPF) == 0 &&
@@ -1210,6 +1210,27 @@ static int open_receiver(struct direction *d) {
         snprintf(d->receive_fallback, sizeof d->receive_fallback, "%.196s%s%.190s", refused, *filter ? "; bpf: " : "",
                  filter);
     }
+    /* The ring alone (no counting filter: asked for, or auto where the kernel refused the filter) keeps each whole
+     * frame: the receiver verifies its UDP checksum over all of it (udp_checksum_ok). With a counting filter, which
+     * verified the checksum of every test frame it passes, the ring keeps SNAP_LEN bytes: all the receiver reads.
+     * Blocks are sized for the bytes kept, so known only once the filter is attached or refused: auto sized them for
+     * SNAP_LEN before it knew, and where the kernel refused the filter its ring of whole frames held fewer seconds
+     * than rx_ring_geometry gives it (1518 B: from 21 kfps on; 0.41 s instead of 2.05 s at 100 kfps, 0.21 s instead
+     * of 1.02 s at 200 kfps). */
+    struct sock_filter whole[] = {{BPF_RET | BPF_K, 0, 0, MAX_FRAME}};
+    struct sock_fprog prog = {.len = 1, .filter = whole};
+    d->rx_kept = d->receive_method == RECEIVE_RING ? arriving_size(d) - FCS_LEN : SNAP_LEN;
+    rx_ring_geometry(d, d->rx_kept);
+    struct tpacket_req3 req = {.tp_block_size = d->rx_block_size, .tp_block_nr = d->rx_blocks,
+                               .tp_frame_size = RX_FRAME_SIZE,
+                               .tp_frame_nr = d->rx_block_size / RX_FRAME_SIZE * d->rx_blocks,
+                               .tp_retire_blk_tov = RX_BLOCK_TIMEOUT_MS};
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
+        die("PACKET_VERSION TPACKET_V3: not supported by this kernel (needs >= 3.2)");
+    if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+        die("PACKET_RX_RING: the kernel refused the receive ring (out of memory?)");
+    *ring = mmap(NULL, (size_t)d->rx_block_size * d->rx_blocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (*ring == MAP_FAILED) die("mmap of the receive ring failed");
     if (d->receive_method == RECEIVE_RING) setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
     /* Kernel receive timestamps (CLOCK_REALTIME) taken as the frame enters the stack, for the frames the receiver
      * times (latency, frame timeout) and, with the ring alone, for its stop time. Not with the filter counting
@@ -1237,8 +1258,8 @@ static long sysctl_long(const char *path) {
  * waits so only behind the kernel's realtime throttle (its whole CPU's realtime work stopped for the rest of a
  * period, main), behind another realtime thread (swtester's receivers after a yield: microseconds) or a higher
  * class: stalls its pacing alone cannot tell from a hypervisor's, which the guest counts as running time (steal),
- * or from a stop (SIGSTOP), which is not runnable. Read at the start of sending, by the sender, and at its end, by
- * the trial's last sender (end_of_sending): never in the sending loop. */
+ * or from a stop (SIGSTOP), which is not runnable. Read at the start of sending, by main (start_senders), and at its
+ * end, by the trial's last sender (end_of_sending): never in the sending loop. */
 static int64_t waited_ns(pid_t tid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)tid);
@@ -1309,6 +1330,30 @@ static void end_of_sending(struct txq *q) {
     pthread_mutex_unlock(&figures_lock);
 }
 
+/* Every sender of the trial is ready (pinned, its thread id known) and blocked: read each one's start figures, its CPU
+ * time (through its clock) and its wait (waited_ns), then set the start and release them all at once. Each sender
+ * read its own, as it first ran after the start, while it and the others spun on a flag with sched_yield: where one
+ * CPU carries several senders (a one-CPU tester, --threads, --cpus with fewer CPUs than threads) those reads (a
+ * system call and opening, reading and closing a /proc file: ~2 ms each under QEMU's TCG) held up the first frames
+ * of the others due meanwhile (measured with each read made 2 ms: 5.6-7.7 ms late, sent in a burst after). Read here,
+ * before the start, they hold up no frame. The figures keep their meaning: a blocked thread neither runs nor waits
+ * runnable, so its CPU time and wait stand still until the release, and send_cpu and send_waited_ns count from the
+ * start of sending to its end (end_of_sending); that wait now includes a sender's wait, runnable, behind another
+ * sender of its CPU for its first frame (the spin hid it), which is a wait within the trial as any later one. */
+static void start_senders(struct config *c) {
+    pthread_mutex_lock(&start_lock);
+    while (senders_ready < trial_sender_count) pthread_cond_wait(&ready_cond, &start_lock);
+    for (int i = 0; i < trial_sender_count; i++) {
+        struct txq *q = trial_senders[i];
+        q->cpu_start = now_ns(q->cpu_clock);
+        q->waited_start = waited_ns(q->tid);
+    }
+    c->start = now_ns(CLOCK_MONOTONIC);
+    started = 1;
+    pthread_mutex_unlock(&start_lock);
+    pthread_cond_broadcast(&start_cond);
+}
+
 static void *sender(void *arg) {
     struct txq *q = arg;
     struct direction *d = q->d;
@@ -1328,11 +1373,14 @@ static void *sender(void *arg) {
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
     pin(c->cpus[(d->index * 2 + q->j) % c->ncpus]);
+    /* Blocked until the start (start_senders), which reads this thread's start figures meanwhile. */
+    pthread_mutex_lock(&start_lock);
     q->tid = (pid_t)syscall(SYS_gettid);
-    while (!atomic_load(&start_flag)) sched_yield();
+    senders_ready++;
+    pthread_cond_signal(&ready_cond);
+    while (!started) pthread_cond_wait(&start_cond, &start_lock);
+    pthread_mutex_unlock(&start_lock);
     uint64_t start = c->start, k = 0, left = 0;
-    q->cpu_start = now_ns(q->cpu_clock);
-    q->waited_start = waited_ns(q->tid);
     /* This thread's frame k is frame j + k * threads: due at its start plus k of its periods. */
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
@@ -1908,8 +1956,7 @@ int main(int argc, char **argv) {
         }
     atomic_store(&senders_sending, trial_sender_count);
     usleep(20000); /* receivers are listening before the first frame leaves */
-    c.start = now_ns(CLOCK_MONOTONIC);
-    atomic_store(&start_flag, 1);
+    start_senders(&c);
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
     printf("{\"tester\": \"swtester\", \"version\": \"0.1\", \"trial_id\": %u, \"rate\": %.3f, \"duration\": %.6f, "
@@ -1930,7 +1977,7 @@ int main(int argc, char **argv) {
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
                "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
-               "\"bad_checksum\": %llu, \"bad_ipv4_header_checksum\": %llu, \"send_waited_ns\": %lld, \"latency\": ",
+               "\"bad_checksum\": %llu, \"bad_ipv4_header_checksum\": %llu, \"send_waited_ns\": %lld, ",
                first ? "" : ", ", i ? "reverse" : "forward", (unsigned long long)d->intended,
                (unsigned long long)d->sent, (unsigned long long)d->received, (unsigned long long)d->late,
                (unsigned long long)d->duplicates, (unsigned long long)d->reordered,
@@ -1947,6 +1994,10 @@ int main(int argc, char **argv) {
                (unsigned long long)d->atomic_fragments, (unsigned long long)d->ipv4_options,
                (unsigned long long)d->bad_checksum, (unsigned long long)d->bad_ipv4_header_checksum,
                (long long)d->send_waited_ns);
+        /* The seconds its ring holds at the rate, which a receiver held up longer overruns (tester_drops); tcx has
+         * no ring. */
+        if (d->rx_blocks) printf("\"ring_seconds\": %.6f, \"latency\": ", rx_ring_seconds(d, d->rx_kept));
+        else fputs("\"ring_seconds\": null, \"latency\": ", stdout);
         if (c.latency_mode) hdr_print(&d->delays, stdout);
         else fputs("null", stdout);
         printf("}");

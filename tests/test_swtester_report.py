@@ -206,6 +206,16 @@ def test_frames_the_testers_receive_ring_dropped_are_said_to_be_the_testers():
     assert not trial.valid and trial.tester_drops == 10
 
 
+def test_the_tester_drops_note_says_how_long_the_ring_holds_frames():
+    """swtester's report gives the seconds of frames its receive ring holds at the trial's rate (ring_seconds): the
+    note of its drops says how long its receiver could be held up before them; tcx (no ring) gives null."""
+    trial = trial_from_report(BOTH, report(forward=direction(received=990, tester_drops=10, ring_seconds=0.4096),
+                                           reverse=direction(ring_seconds=None)))
+    assert [n for n in trial.notes if "tp_drops" in n] == [
+        "forward: swtester's receive ring dropped 10 frame(s) (PACKET_STATISTICS tp_drops; the ring holds 409.6 ms "
+        "of frames at the trial's rate): the tester's loss, not the DUT's, counted as lost, so the trial is invalid"]
+
+
 def test_foreign_test_frames_are_said_and_in_the_nftables_cross_check():
     """Test frames that are not this trial's (an earlier trial's, held by the DUT beyond that trial's receive tail;
     the other direction's; beyond this trial's sequence numbers) reach the port and nftables counts them: the

@@ -206,6 +206,21 @@ def preloaded(tmp_path, source: str) -> str:
     return f"LD_PRELOAD={tmp_path / 'shim.so'}"
 
 
+def refused_setsockopt(level: str, name: str, error: str) -> str:
+    """A preloaded library's source (preloaded) in which the kernel refuses socket option `name` of `level` with
+    errno `error` (their C names), and takes every other."""
+    return f"""
+#include <linux/if_packet.h>
+#include <sys/socket.h>
+int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {{
+    if (level == {level} && name == {name}) {{ errno = {error}; return -1; }}
+    int (*real)(int, int, int, const void *, socklen_t) =
+        (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
+    return real(fd, level, name, value, len);
+}}
+"""
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for AF_PACKET sockets")
 def test_a_thread_that_cannot_start_is_one_line_not_a_hang(tmp_path):
     """pthread_create's failure was not looked at: the direction's receiver waited for a sender that never ran,
@@ -255,16 +270,7 @@ def test_a_fallbacks_reason_is_a_json_string_whatever_the_port_is_named(tmp_path
     """A transmit ring refused on a port named p"0\\ (a quote and a backslash, which Linux allows): its name went
     into the report's fallback reason as it was, and the report was no JSON. The trial sends 10 frames on a veth
     pair in a namespace of its own."""
-    preload = preloaded(tmp_path, """
-#include <linux/if_packet.h>
-#include <sys/socket.h>
-int setsockopt(int fd, int level, int name, const void *value, socklen_t len) {
-    if (level == SOL_PACKET && name == PACKET_TX_RING) { errno = ENOMEM; return -1; }
-    int (*real)(int, int, int, const void *, socklen_t) =
-        (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
-    return real(fd, level, name, value, len);
-}
-""")
+    preload = preloaded(tmp_path, refused_setsockopt("SOL_PACKET", "PACKET_TX_RING", "ENOMEM"))
     port = 'p"0\\'
     ports = replace(replace(PORTS, "--port0", port), "--port1", "p1")
     setup = (f"ip link add name {shlex.quote(port)} type veth peer name p1 && ip link set dev {shlex.quote(port)} up "

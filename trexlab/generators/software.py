@@ -387,7 +387,8 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             latency=latency, **tags, **pacing_fields(d))
         if d["tester_drops"]:  # swtester.c RX_RING_BYTES: a full receive ring drops frames before any count
             notes.append(f"{name}: swtester's receive ring dropped {d['tester_drops']:,} frame(s) (PACKET_STATISTICS "
-                         "tp_drops): the tester's loss, not the DUT's, counted as lost, so the trial is invalid")
+                         f"tp_drops{ring_held(d)}): the tester's loss, not the DUT's, counted as lost, so the trial is "
+                         "invalid")
         notes.extend(f"{name}: {d[count.key]:,} test frame(s) {count.note}" for count in CHANGED_COUNTS
                      if d.get(count.key))
         if d.get("foreign"):  # swtester.c receive_frame: a test frame, but not one of this direction of this trial
@@ -425,6 +426,16 @@ def trial_from_report(spec: TrialSpec, report: dict, generator: str = "software"
             f"the hypervisor took {host_steal * 1000:.0f} ms of the tester's CPU during the trial (/proc/stat steal)"
             + (": a host disturbance, not the tester's limit" if trial.stolen else ""))))
     return trial
+
+
+def ring_held(direction: dict) -> str:
+    """How long swtester's receive ring holds frames at the trial's rate (its report's ring_seconds, swtester.c
+    rx_ring_seconds): how long its receiver may be held up before the kernel drops frames (less where they arrive
+    faster, in bursts). Said with the drops; "" where the report has no figure (tcx has no ring; older builds)."""
+    seconds = direction.get("ring_seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return ""
+    return f"; the ring holds {format_seconds(seconds)} of frames at the trial's rate"
 
 
 #: The counts of each direction in swtester's report that the trial's figures are made of.
