@@ -92,7 +92,10 @@ def test_a_stalled_sender_reports_its_lag_bursts_its_limit_and_slips_the_rest(bi
     report = json.loads(out)
     forward = report["directions"]["forward"]
     assert forward["send_method"] == report["send_method"] == method
-    assert forward["max_lag_ns"] >= STALL * 1e9, "the stall is the sender's largest lag"
+    # The sender is stopped from the signal's delivery, not its sending, and the frame the stall holds longest was
+    # due up to a frame interval after the stop: its lag is the stall less both (99.87 ms of a 100 ms stall once, in
+    # a clean clone's make test). 0.9 x STALL, as the slip below: the lag is the stall's, no other stall's.
+    assert forward["max_lag_ns"] >= 0.9 * STALL * 1e9, "the stall is the sender's largest lag"
     # The stall is 1,000 frames at the rate: 512 of them caught up, the schedule moved by the rest.
     caught_up = (report["catch_up_limit"] - 1) / RATE
     assert forward["slips"] >= 1 and forward["slip_ns"] >= (0.9 * STALL - caught_up) * 1e9
