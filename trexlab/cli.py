@@ -50,6 +50,8 @@ from trexlab.trial import (
     MAX_RECEIVE_TAIL,
     MAX_RESTABILIZE_WAIT,
     MIN_FRAME_SIZE,
+    RFC2544_RECEIVE_TAIL,
+    RFC2544_RESTABILIZE_WAIT,
     GeneratorError,
     format_seconds,
 )
@@ -208,12 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
                              help=_traffic_help("destination_networks",
                                                 f"destination networks per direction, 1..{MAX_NETWORKS}"))
         traffic.add_argument("--receive-tail", type=_number(float, f"0..{MAX_RECEIVE_TAIL:g}"),
-                             help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: 2 s), "
-                                                                f"0..{MAX_RECEIVE_TAIL:g}"))
+                             help=_traffic_help("receive_tail", "s of receiving after sending stops (RFC 2544: "
+                                                f"{RFC2544_RECEIVE_TAIL:g} s), 0..{MAX_RECEIVE_TAIL:g}"))
         traffic.add_argument("--restabilize-wait", type=_number(float, f"0..{MAX_RESTABILIZE_WAIT:g}"),
                              help=_traffic_help("restabilize_wait", "s the tester sends nothing after each trial's "
-                                                "receive tail, for the DUT to restabilize (RFC 2544: at least 5 s), "
-                                                f"0..{MAX_RESTABILIZE_WAIT:g}"))
+                                                "receive tail, for the DUT to restabilize (RFC 2544: at least "
+                                                f"{RFC2544_RESTABILIZE_WAIT:g} s), 0..{MAX_RESTABILIZE_WAIT:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",
