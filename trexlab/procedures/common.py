@@ -48,6 +48,12 @@ FLOOR_P99_9_FIELD = doc("s, the tester's own 99.9th percentile latency from its 
                         "figures within 3x of it are flagged", exclusiveMinimum=0)
 
 
+#: The bounds a result may give beside a headline figure (result.json headline_bounds, each repetition of
+#: summary.json, the report): an MLRsearch goal's relevant lower and upper bound, fps per direction as its figure
+#: (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.1: the report must show the lower, should show the upper).
+FIGURE_BOUND_KEYS = ("relevant_lower_bound_fps", "relevant_upper_bound_fps")
+
+
 def trial_duration_field(standard: str) -> dict:
     """A procedure's trial duration: s of sending per trial (at most an hour), with the standard's minimum."""
     return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=MAX_TRIAL_DURATION)

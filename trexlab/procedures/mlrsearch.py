@@ -32,6 +32,7 @@ from MLRsearch import AbstractMeasurer, Config, GoalResult, MeasurementResult, M
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
+    FIGURE_BOUND_KEYS,
     MAX_RATE_FIELD,
     MEDIA_FIELD,
     TESTER_CEILING_FIELD,
@@ -226,6 +227,12 @@ class MlrResult:
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
+            # Beside each figure its goal's relevant bounds, fps per direction: the report must show the relevant
+            # lower bound and should show the upper one (draft-15 section 4.8.4.1); summary.json and the report
+            # carry them per repetition, marked irregular with the figure (headline_irregular).
+            "headline_bounds": {
+                f"{g['name']}_fps": dict(zip(FIGURE_BOUND_KEYS, (g["relevant_lower_bound"], g["relevant_upper_bound"]),
+                                             strict=True)) for g in self.goals},
             # A goal with no relevant lower bound above min_rate: its figure is known only to be below min_rate.
             "headline_below": {f"{g['name']}_fps": self.params.min_rate for g in self.goals if g["below_minimum_load"]},
             # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
