@@ -119,17 +119,23 @@ RFC2544_SETUP_PHASES = {  # no comma inside an item: the method line lists a res
                  f"{RFC2544_SETTLE_WAIT:g} s to settle): no DUT (the tester's ports are cabled to each other)"],
     "sim": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
             f"{RFC2544_SETTLE_WAIT:g} s to settle): the simulated SUT has no routes or address tables to prime"],
+    # A tester outside a trexlab lab (a TRex server given directly): its DUT is not one roles/dut_routing set up.
+    "unknown": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
+                f"{RFC2544_SETTLE_WAIT:g} s to settle): the tester sends none and the DUT is not a trexlab lab's (how "
+                "it learns its routes and the tester's addresses is not known here)"],
 }
 
 
 def rfc2544_setup_phases(generator) -> list[str]:
     """What a trial does instead of RFC 2544 section 23's phases a and b (RFC2544_SETUP_PHASES), for the SUT
-    `generator` measures: none (the simulated SUT), the tester's own ports (the loopback topology), or a lab's DUTs.
-    A generator that does not declare its capabilities (a test's stand-in) is taken for a lab's."""
+    `generator` measures: the simulated SUT, the tester's own ports (the loopback topology), a lab's DUTs, or a
+    DUT outside any trexlab lab (a lab generator without a lab: a TRex server given directly, a test's stand-in)."""
     capabilities = getattr(generator, "capabilities", None)
     if capabilities is not None and not capabilities.needs_lab:
         return list(RFC2544_SETUP_PHASES["sim"])
     lab = getattr(generator, "lab", None)
+    if lab is None:
+        return list(RFC2544_SETUP_PHASES["unknown"])
     return list(RFC2544_SETUP_PHASES["loopback" if getattr(lab, "topology", None) == "loopback" else "dut"])
 
 
