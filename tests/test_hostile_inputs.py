@@ -194,6 +194,9 @@ CORPUS = [
      ["{file}", "dut.siit_jool.pool6"]),
     ("jool packages injection", "spec", text(spec(SIIT, dut={"siit_jool": {"packages": ["jool; rm -rf /"]}})), [],
      ["{file}", "dut.siit_jool.packages"]),
+    # Packages apt installs on the DUT (and the installed ones they conflict with, which it removes): the DUT owner's.
+    ("jool packages of a spec", "spec", text(spec(SIIT, dut={"siit_jool": {"packages": ["exim4-daemon-light"]}})),
+     [], ["{file}", "dut.siit_jool.packages", "not settable from a spec"]),
     ("netem loss string", "spec", text(spec(LAB_SPEC, dut={"impairment": {"loss_percent": "50"}})), [],
      ["{file}", "dut.impairment.loss_percent"]),
     ("netem directions", "spec", text(spec(LAB_SPEC, dut={"impairment": {"directions": ["up"]}})), [],

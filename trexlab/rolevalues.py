@@ -158,9 +158,6 @@ def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = Fa
             check_instance("instance", settings["instance"])
         if "pool6" in settings:
             check_prefix("pool6", settings["pool6"], allow_other)
-        for i, package in enumerate(settings.get("packages") or ()):
-            if not isinstance(package, str) or not re.match(r"^[a-z0-9][a-z0-9+.-]{0,63}$", package):
-                raise InvalidParameter(f"packages[{i}]", package, "a Debian package name")
 
 
 def check_endpoints_block(settings: dict) -> None:
