@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
 FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS",
-                        "CEILINGS", "MEASURE_AGAIN")
+                        "CEILINGS", "MEASURE_AGAIN", "DEMO_EXP", "DEMO_LAB_NAME")
 
 # (make goal, variable, value); {mark} is a file the injected command would create.
 MAKE_INPUTS = [
@@ -103,6 +103,18 @@ SCRIPT_INPUTS = [
 ]
 
 
+# make demo's own variables, and those it hands on: (environment, the variable the one line must name).
+DEMO_INPUTS = [
+    ({"DEMO_EXP": "../x"}, "DEMO_EXP"),
+    ({"DEMO_EXP": "demo; touch {mark}"}, "DEMO_EXP"),
+    ({"DEMO_EXP": "no-such-experiment"}, "DEMO_EXP"),
+    ({"DEMO_LAB_NAME": "toolong"}, "DEMO_LAB_NAME"),
+    ({"DEMO_LAB_NAME": "$(touch {mark})"}, "DEMO_LAB_NAME"),
+    ({"RESULTS": "-h"}, "RESULTS"),
+    ({"SCALE": "ci; touch {mark}"}, "SCALE"),
+]
+
+
 def out(*argv: str, cwd: Path = REPO) -> str:
     if not shutil.which(argv[0]):
         return ""
@@ -164,6 +176,28 @@ def test_script_refuses_a_hostile_value(tmp_path, argv, env, variable):
     result = subprocess.run([a.format(mark=mark) for a in argv], capture_output=True, text=True, cwd=REPO,
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
     assert_refused(result, variable, mark, before)
+
+
+@pytest.mark.parametrize(("env", "variable"), DEMO_INPUTS, ids=[v for _, v in DEMO_INPUTS])
+def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variable):
+    """make demo's steps are make setup, a loopback lab and a self-test, the DUT lab, the campaign: a value refused
+    only by the script that reads it was refused after all of them. Run from a copy of the checkout whose steps
+    only leave a mark, so that a refusal coming too late shows as that mark, never as a setup or a lab made."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("demo.sh", "common.sh"):
+        shutil.copy(REPO / "scripts" / name, root / "scripts" / name)
+    step = tmp_path / "a-step-ran"
+    for name in ("setup.sh", "lab.sh", "run-experiment.sh", "report.sh"):
+        (root / "scripts" / name).write_text(f"#!/bin/sh\ntouch '{step}'\n")
+        (root / "scripts" / name).chmod(0o755)
+    (root / "experiments").symlink_to(REPO / "experiments")
+    mark = tmp_path / "injected"
+    before = machine_state()
+    result = subprocess.run([str(root / "scripts" / "demo.sh")], capture_output=True, text=True, cwd=root,
+                            env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
+    assert_refused(result, variable, mark, before)
+    assert not step.exists(), "a step of make demo ran before the refusal"
 
 
 def test_make_accepts_the_names_it_documents():
