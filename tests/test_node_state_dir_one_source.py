@@ -2,13 +2,16 @@
 roles reach through the filter trexlab.lab.node_state_dir. Nine role defaults and campaign.dut_config_left each wrote
 '/var/lib/trexlab/<lab>/<node>' of their own: netem's and dut_reference's GRO records moved to the one source
 (eb79a6e) while the other copies stayed, so a changed root or layout would have left roles keeping state where the
-campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look."""
+campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look.
+
+Lab-down of a local lab (terraform/labs/local/scripts/nslab.py) removes the nodes' state directories from rolevalues'
+root, not a copy of its own held equal by a test."""
 
 from __future__ import annotations
 
 import ast
 import re
-import sys
+import subprocess
 from pathlib import Path
 
 import jinja2
@@ -55,15 +58,13 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
 
 
 def test_the_node_state_directory_is_where_the_roles_have_kept_their_state():
-    """Its one source names the directory every earlier version used (and lab-down removes: nslab.py, which runs
-    without the package and keeps a copy of the root, held equal here)."""
-    sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
-    try:
-        import nslab
-    finally:
-        sys.path.pop(0)
+    """Its one source names the directory every earlier version used (and lab-down removes: nslab.py takes the root
+    from rolevalues, which the system python3 that runs it imports from the checkout)."""
     assert rolevalues.node_state_dir(LAB, NODE) == f"/var/lib/trexlab/{LAB}/{NODE}"
-    assert nslab.ROLE_STATE_ROOT == Path(rolevalues.STATE_ROOT)
+    lab_down = subprocess.run(["/usr/bin/python3", "-c", "import nslab; print(nslab.ROLE_STATE_ROOT)"],
+                              cwd=REPO / "terraform" / "labs" / "local" / "scripts", env={"PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=60)
+    assert lab_down.returncode == 0 and lab_down.stdout == f"{rolevalues.STATE_ROOT}\n", lab_down.stderr[-2000:]
 
 
 def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():
@@ -91,8 +92,8 @@ def _python_copies(path: Path) -> list[str]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in _DOC_BLOCKS for t in node.targets):
             docs.update(id(n) for n in ast.walk(node.value))
 
-    def is_root(expr: ast.AST) -> bool:
-        return getattr(expr, "id", getattr(expr, "attr", "")) in ("STATE_ROOT", "state_root")
+    def is_root(expr: ast.AST) -> bool:  # STATE_ROOT, a root passed on (state_root), or a copy (ROLE_STATE_ROOT)
+        return str(getattr(expr, "id", getattr(expr, "attr", ""))).lower().endswith("state_root")
 
     copies = []
     for node in ast.walk(tree):
@@ -105,6 +106,8 @@ def _python_copies(path: Path) -> list[str]:
                        for a, b in zip(parts, parts[1:], strict=False) if isinstance(a, ast.FormattedValue)
                        and is_root(a.value) and isinstance(b, ast.Constant) and str(b.value).startswith("/")]
         elif isinstance(node, ast.Call) and len(node.args) > 1 and is_root(node.args[0]):
+            copies.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and is_root(node.left):  # a Path
             copies.append(f"{node.lineno}: {ast.unparse(node)}")
     return copies
 
@@ -124,11 +127,13 @@ def _yaml_strings(value, key: str = ""):
 
 def test_the_state_root_is_written_only_in_its_one_source():
     """Code and role YAML (not comments, docstrings, argument spec descriptions, READMEs or the CHANGELOG, which
-    tell people where things are) of the collection, the playbooks and the package: the state root appears only as
-    rolevalues.STATE_ROOT, and a node's directory is only ever made by rolevalues.node_state_dir."""
+    tell people where things are) of the collection, the playbooks, the package and the labs' own scripts (lab-down
+    removes the nodes' state): the state root appears only as rolevalues.STATE_ROOT, and a node's directory is only
+    ever made by rolevalues.node_state_dir."""
     source = REPO / "trexlab" / "rolevalues.py"
     copies = []
-    for path in sorted([*COLLECTION.rglob("*"), *(REPO / "trexlab").rglob("*"), *(REPO / "playbooks").rglob("*")]):
+    for path in sorted([*COLLECTION.rglob("*"), *(REPO / "trexlab").rglob("*"), *(REPO / "playbooks").rglob("*"),
+                        *(REPO / "terraform" / "labs").glob("*/scripts/*")]):
         if not path.is_file() or path.is_symlink() or "__pycache__" in path.parts:  # plugin_utils: the package's
             continue
         where = path.relative_to(REPO)
