@@ -4,8 +4,10 @@ roles reach through the filter trexlab.lab.node_state_dir. Nine role defaults an
 (eb79a6e) while the other copies stayed, so a changed root or layout would have left roles keeping state where the
 campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look.
 
-Lab-down of a local lab (terraform/labs/local/scripts/nslab.py) removes the nodes' state directories from rolevalues'
-root, not a copy of its own held equal by a test."""
+The same for what lies below it: roles/trex's install root (trex/ in a namespace node's state directory, else
+/opt/trex) is rolevalues.trex_root, which the role takes through the filter trexlab.lab.trex_root and the trex
+generator calls; both had written it themselves. And lab-down of a local lab (terraform/labs/local/scripts/nslab.py)
+removes the nodes' state directories from rolevalues' root, not a copy of its own held equal by a test."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir
+from ansible_collections.trexlab.lab.plugins.filter import trexlab as filters
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir, trex_root
 from trexlab import rolevalues
+from trexlab.generators.trex import TREX_CURRENT, installed_trex_paths
+from trexlab.testbed.inventory import Lab, Node
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTION = REPO / "ansible_collections" / "trexlab" / "lab"
@@ -42,6 +47,7 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
     trexlab_netns set, or not), with the collection's own filter."""
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["trexlab.lab.node_state_dir"] = node_state_dir
+    env.filters["trexlab.lab.trex_root"] = trex_root
     rendered = {}
     for path in sorted(ROLES.glob("*/defaults/main.yml")):
         variables = yaml.safe_load(path.read_text()) or {}
@@ -53,7 +59,8 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
             try:
                 rendered[(path.parent.parent.name, name)] = env.from_string(str(value)).render(context)
             except jinja2.TemplateError:  # Ansible's own filters or the play's facts (test_ports): no path of ours
-                assert "node_state_dir" not in str(value) and rolevalues.STATE_ROOT not in str(value), (name, value)
+                assert "node_state_dir" not in str(value) and "trex_root(" not in str(value) \
+                    and rolevalues.STATE_ROOT not in str(value), (name, value)
     return rendered
 
 
@@ -65,6 +72,22 @@ def test_the_node_state_directory_is_where_the_roles_have_kept_their_state():
                               cwd=REPO / "terraform" / "labs" / "local" / "scripts", env={"PATH": "/usr/bin:/bin"},
                               capture_output=True, text=True, timeout=60)
     assert lab_down.returncode == 0 and lab_down.stdout == f"{rolevalues.STATE_ROOT}\n", lab_down.stderr[-2000:]
+
+
+def test_the_trex_root_of_the_role_and_of_the_generator_is_one(monkeypatch):
+    """roles/trex's trex_root and the place the trex generator looks for that TRex both follow rolevalues'
+    constants: moved there, both move (a copy of the subdirectory or of /opt/trex in either would stay)."""
+    tester = Node(name=NODE, role="tester", ansible_host="192.0.2.1", netns="trexlab-ns")
+    lab = Lab(name=LAB, kind="local", topology="loopback", nodes={NODE: tester}, inventory=Path("hosts.yml"))
+    monkeypatch.delenv("TREXLAB_TREX_PATH", raising=False)
+    # The filter's rolevalues is the package's file under the collection's name: another module object.
+    for module in {rolevalues, filters.rolevalues}:
+        monkeypatch.setattr(module, "TREX_SUBDIR", "trex-elsewhere")
+        monkeypatch.setattr(module, "TREX_SYSTEM_ROOT", "/srv/trex-elsewhere")
+    roots = [role_defaults(namespace_node=True)[("trex", "trex_root")],
+             role_defaults(namespace_node=False)[("trex", "trex_root")]]
+    assert roots == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex-elsewhere", "/srv/trex-elsewhere"]
+    assert installed_trex_paths(lab) == [f"{root}/{TREX_CURRENT}" for root in roots]
 
 
 def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():
