@@ -240,3 +240,31 @@ def test_the_checkout_state_leaves_out_bytecode_caches_only(tmp_path):
     (tmp_path / "trexlab" / "campaign.pyc").write_bytes(b"")
     (tmp_path / "mark").write_text("")
     assert checkout_state(tmp_path).splitlines() == [*before.splitlines(), "?? mark", "!! trexlab/campaign.pyc"]
+
+
+def test_configure_refuses_an_inventory_whose_groups_are_named_like_its_hosts(tmp_path):
+    """Inventories written before the groups were the roles in the plural (group tester holding host tester, which
+    made Ansible warn on every run) match none of site.yml's plays now: Ansible would only warn, configure no host
+    and exit 0. make configure refuses one in one line, naming the lab-up that writes it again. The front door runs
+    from a copy rooted in tmp_path (lab.sh's root is where it lies), so the checkout gets no inventory."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    (root / "terraform" / "labs" / "local").mkdir(parents=True)
+    for script in ("lab.sh", "common.sh"):
+        shutil.copy2(REPO / "scripts" / script, root / "scripts" / script)
+    # As terraform/modules/inventory writes it (yamlencode), before and after the groups' renaming.
+    shape = ('"all":\n  "children":\n    "{dut}":\n      "hosts": {{}}\n    "{tester}":\n      "hosts":\n'
+             '        "tester":\n          "ansible_host": "127.0.0.1"\n          "ansible_port": 1\n')
+    shapes = {"old1": shape.format(dut="dut", tester="tester"), "new1": shape.format(dut="duts", tester="testers")}
+    results = {}
+    for name, text in shapes.items():
+        (root / "inventory" / "generated" / name).mkdir(parents=True)
+        (root / "inventory" / "generated" / name / "hosts.yml").write_text(text)
+        # No ansible-playbook in this VENV: an inventory the check lets through stops right after it.
+        results[name] = subprocess.run([str(root / "scripts" / "lab.sh"), "configure"], capture_output=True, text=True,
+                                       env={**front_door_env({"LAB_NAME": name}), "VENV": str(tmp_path / "no-venv")},
+                                       timeout=60)
+    old, new = results["old1"], results["new1"]
+    assert old.returncode == 2 and old.stderr.count("\n") == 1, (old.returncode, old.stdout, old.stderr)
+    assert "LAB_NAME=old1: " in old.stderr and "run 'make lab-up LAB_NAME=old1' again" in old.stderr, old.stderr
+    assert new.returncode == 1 and "ansible-playbook: run 'make setup' first" in new.stderr, new.stderr

@@ -28,6 +28,11 @@ SIIT_DUMMY_IPV4 = ipaddress.ip_address("192.0.0.8")
 #: The root of the nodes' state directories, <STATE_ROOT>/<lab>/<node> (node_state_dir, their one source: the
 #: roles' defaults take it through the filter trexlab.lab.node_state_dir).
 STATE_ROOT = "/var/lib/trexlab"
+#: Where roles/trex installs TRex (its trex_root) and the trex generator looks for it (trex_root, their one source):
+#: TRex's own guide's directory on a node with a disk of its own; on a namespace node, which shares the host's disk,
+#: a subdirectory of the node's state directory, where lab-down removes it with the rest.
+TREX_SYSTEM_ROOT = "/opt/trex"
+TREX_SUBDIR = "trex"
 
 #: Linux interface names: at most IFNAMSIZ - 1 = 15 bytes, no '/', ':' or whitespace (dev_valid_name); also
 #: none of a shell's metacharacters, since roles and nftables rules carry them.
@@ -55,6 +60,11 @@ def check_instance(name: str, value: object) -> str:
 def node_state_dir(lab_name: str, node: str, root: str = STATE_ROOT) -> str:
     """A node's state directory, where the roles keep what absent puts back (root: another one, for tests)."""
     return posixpath.join(root, lab_name, node)
+
+
+def trex_root(lab_name: str, node: str, namespace: bool) -> str:
+    """A node's TRex installation root (roles/trex: trex_root; namespace: the node is a namespace of this host)."""
+    return posixpath.join(node_state_dir(lab_name, node), TREX_SUBDIR) if namespace else TREX_SYSTEM_ROOT
 
 
 def check_state_subdir(name: str, value: object, lab=None) -> str:
