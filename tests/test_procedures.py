@@ -162,6 +162,7 @@ def test_selftest_finds_the_ceiling_and_procedures_warn_near_it():
     (lambda: mlrsearch.Params(goals=({"name": "x", "loss_ratio": 1.5},)), "goals[0].loss_ratio"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "exceed_ratio": 1},)), "goals[0].exceed_ratio"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "relative_width": 0},)), "goals[0].relative_width"),
+    (lambda: mlrsearch.Params(goals=({"name": "x", "relative_width": 1e-17},)), "goals[0].relative_width"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "initial_trial_duration": 0},)), "goals[0].initial_trial_duration"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "initial_trial_duration": 2, "final_trial_duration": 1},)),
      "goals[0].final_trial_duration"),
