@@ -1,0 +1,39 @@
+"""The SIIT experiments against the paper they reproduce, Lencse & Szilagyi 2024 (dual vs single DUT): what they
+measure, how, what their reports claim, and the tester ceiling their runs are compared against. Specs only, no lab."""
+
+import pytest
+
+from trexlab.addressing import MAX_NETWORKS
+from trexlab.spec.experiment import load
+from trexlab.trial import RFC2544_TRIAL_DURATION, SIIT_SIZE_DELTA
+
+from labtools import REPO
+
+SIIT = ("siit-single-dut", "siit-dual-dut")
+#: Section 4.3: the loss tolerance of every throughput figure of the paper (one frame in 10,000), in %.
+PAPER_LOSS_TOLERANCE_PERCENT = 0.01
+#: Section 4.4: each point's repetitions (median, minimum and maximum of them).
+PAPER_REPETITIONS = 20
+#: Section 4.2: the IPv4 frame size of every test ("64/84-byte": IPv6 frames are 20 bytes longer).
+PAPER_IPV4_FRAME_SIZE = 64
+
+
+def spec(name: str, scale: str | None = None) -> dict:
+    return load(REPO / "experiments" / name).scaled(scale).spec
+
+
+@pytest.mark.parametrize("name", SIIT)
+def test_a_siit_experiment_measures_fig_11_as_the_paper_did(name):
+    experiment = spec(name)
+    traffic, params = experiment["traffic"], experiment["procedure"]["params"]
+    assert params["loss_tolerance_percent"] == PAPER_LOSS_TOLERANCE_PERCENT
+    assert params["trial_duration"] >= RFC2544_TRIAL_DURATION and experiment["repetitions"] == PAPER_REPETITIONS
+    assert traffic["directions"] == "bidirectional"
+    assert experiment["sweep"]["traffic.destination_networks"] == [2 ** k for k in range(MAX_NETWORKS.bit_length())]
+    ipv4_sizes = [size - SIIT_SIZE_DELTA * (version == 6)
+                  for size, version in zip(traffic["frame_size"], traffic["ip_version"], strict=True)]
+    assert ipv4_sizes == [PAPER_IPV4_FRAME_SIZE] * 2
+    # Section 4.3: the addresses are fixed, only the port numbers give the DUTs' RSS hash (set to the 4-tuple, for
+    # UDP over IPv4 and IPv6) something to spread: siitperf sent RFC 4814 pseudorandom ports. Fixed ports put each
+    # direction into one receive queue of a NIC DUT.
+    assert traffic.get("port_mode") == "rfc4814"
