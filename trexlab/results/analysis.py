@@ -559,13 +559,21 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- as measured at {at}: {line}")
     # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
     commits: dict[str, int] = {}
+    # What the lab warned of when the figures were measured (Lab.warnings, kept in each run's provenance: an emulated
+    # DUT, DUTs sharing a CPU): printed at the terminal of the run, and belonging beside the figures as much.
+    lab_warnings: dict[str, None] = {}
     for point in manifest["points"]:
         for provenance in sorted((Path(campaign) / point["point"]).glob("rep-*/provenance.json")):
-            commit = text(read_json(provenance).get("git_commit"))
+            recorded = read_json(provenance)
+            commit = text(recorded.get("git_commit"))
             commits[commit] = commits.get(commit, 0) + 1
+            lab = recorded.get("lab")
+            found = lab.get("warnings") if isinstance(lab, dict) else None
+            lab_warnings.update(dict.fromkeys(text(w) for w in (found if isinstance(found, list) else [])))
     if len(commits) > 1:
         lines.append("- ⚠ measured by different trexlab commits (the campaign was resumed after an update): "
                      + ", ".join(f"{commit} ({count} repetition(s))" for commit, count in commits.items()))
+    lines += [f"- ⚠ lab: {warning}" for warning in lab_warnings]
     return "\n".join(lines)
 
 
