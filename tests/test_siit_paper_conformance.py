@@ -1,6 +1,8 @@
 """The SIIT experiments against the paper they reproduce, Lencse & Szilagyi 2024 (dual vs single DUT): what they
 measure, how, what their reports claim, and the tester ceiling their runs are compared against. Specs only, no lab."""
 
+import re
+
 import pytest
 
 from trexlab.addressing import MAX_NETWORKS
@@ -11,6 +13,9 @@ from trexlab.trial import RFC2544_TRIAL_DURATION, SIIT_SIZE_DELTA, TrialSpec
 from labtools import REPO
 
 SIIT = ("siit-single-dut", "siit-dual-dut")
+#: What each of the paper's figures shows, by the procedure that measures it: Fig. 6 IPv4 forwarding and Fig. 11
+#: SIIT throughput (sections 4.4, 5.2), Figs. 12-13 typical latency forward and reverse (section 5.3).
+PAPER_FIGURES = {6: "throughput", 11: "throughput", 12: "latency", 13: "latency"}
 #: Section 4.3: the loss tolerance of every throughput figure of the paper (one frame in 10,000), in %.
 PAPER_LOSS_TOLERANCE_PERCENT = 0.01
 #: Section 4.4: each point's repetitions (median, minimum and maximum of them).
@@ -21,6 +26,32 @@ PAPER_IPV4_FRAME_SIZE = 64
 
 def spec(name: str, scale: str | None = None) -> dict:
     return load(REPO / "experiments" / name).scaled(scale).spec
+
+
+def figures_claimed(reproduces: str) -> list[int]:
+    """The figure numbers a `reproduces` text names: 'Fig. 11', 'Figs. 11-13' (a range), 'Figs. 12, 13'."""
+    found = []
+    for match in re.finditer(r"Figs?\.\s*([\d\s,\-–]+)", reproduces):
+        for part in re.split(r"\s*,\s*", match.group(1).strip(" ,")):
+            low, _, high = part.partition("-") if "-" in part else part.partition("–")
+            found.extend(range(int(low), int(high or low) + 1))
+    return found
+
+
+def test_figures_claimed_reads_ranges_and_lists():
+    assert figures_claimed("Lencse & Szilagyi 2024, Figs. 11-13 (x)") == [11, 12, 13]
+    assert figures_claimed("Fig. 11 (y), Figs. 12, 13") == [11, 12, 13]
+
+
+@pytest.mark.parametrize("name", SIIT)
+def test_a_siit_experiment_claims_only_the_paper_figures_its_procedure_measures(name):
+    # Both claimed Figs. 12-13 (latency) with a throughput search: the report printed "Reproduces: ... Figs. 11-13"
+    # above throughput figures alone.
+    experiment = spec(name)
+    claimed = figures_claimed(experiment["reproduces"])
+    assert claimed, experiment["reproduces"]
+    wrong = [f for f in claimed if PAPER_FIGURES.get(f) != experiment["procedure"]["name"]]
+    assert not wrong, f"{name} measures {experiment['procedure']['name']}, claims Figs. {wrong}"
 
 
 @pytest.mark.parametrize("name", SIIT)
