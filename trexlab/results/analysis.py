@@ -582,6 +582,7 @@ def method_disclosure(campaign: str | Path) -> str:
     # What the lab warned of when the figures were measured (Lab.warnings, kept in each run's provenance: an emulated
     # DUT, DUTs sharing a CPU): printed at the terminal of the run, and belonging beside the figures as much.
     lab_warnings: dict[str, None] = {}
+    testbeds: dict[str, None] = {}  # the machines, kernels and tester behind the figures (measured_on)
     for point in manifest["points"]:
         for provenance in sorted((Path(campaign) / point["point"]).glob("rep-*/provenance.json")):
             recorded = read_json(provenance)
@@ -590,11 +591,45 @@ def method_disclosure(campaign: str | Path) -> str:
             lab = recorded.get("lab")
             found = lab.get("warnings") if isinstance(lab, dict) else None
             lab_warnings.update(dict.fromkeys(text(w) for w in (found if isinstance(found, list) else [])))
+            testbeds[text(measured_on(recorded))] = None
     if len(commits) > 1:
         lines.append("- ⚠ measured by different trexlab commits (the campaign was resumed after an update): "
                      + ", ".join(f"{commit} ({count} repetition(s))" for commit, count in commits.items()))
+    lines += [f"- measured on: {testbed}" for testbed in testbeds if testbed]
     lines += [f"- ⚠ lab: {warning}" for warning in lab_warnings]
     return "\n".join(lines)
+
+
+def measured_on(recorded: dict) -> str:
+    """The test bed of one run as its provenance.json recorded it, in one line: this host's kernel and CPU, the
+    tester (and its host's, when it is another machine), each DUT's kernel, CPU, the CPUs it forwards on and its
+    RSS and clock settings as roles/dut_tuning applied or skipped them. A paper's figures come with theirs (Lencse &
+    Szilagyi 2024, section 4.1: kernels, CPUs, clock, RSS hash); '' when nothing was recorded."""
+    def field(mapping, key):
+        value = mapping.get(key) if isinstance(mapping, dict) else None
+        return value if value not in (None, "", [], {}) else None
+
+    parts = []
+    host = recorded.get("host")
+    if field(host, "kernel") or field(host, "cpu_model"):
+        parts.append(f"host kernel {field(host, 'kernel') or '?'}, {field(host, 'cpu_model') or '?'}"
+                     + (f" ({cpus} CPUs)" if (cpus := field(host, "cpus")) else ""))
+    generator = recorded.get("generator")
+    if tester := field(generator, "tester") or field(generator, "generator"):
+        other = field(generator, "tester_host")
+        parts.append(f"tester {tester}" + (f" sending by {field(generator, 'send_method')}"
+                                           if field(generator, "send_method") else "")
+                     + (f" on kernel {field(other, 'kernel') or '?'}, {field(other, 'cpu_model') or '?'}"
+                        if other else ""))
+    lab = recorded.get("lab")
+    facts = field(lab, "dut_facts") or {}
+    for name in sorted(facts) if isinstance(facts, dict) else ():
+        tuning = field(facts[name], "dut_tuning")
+        if tuning:
+            parts.append(f"{name} kernel {field(tuning, 'kernel') or '?'}, {field(tuning, 'cpu_model') or '?'}, CPUs "
+                         f"{field(tuning, 'cpus') or '?'}, RSS 4-tuple {field(tuning, 'rss_4tuple') or '?'}, "
+                         f"CPU clock {field(tuning, 'cpufreq') or '?'}")
+    return "; ".join(parts)
 
 
 def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
