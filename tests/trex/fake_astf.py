@@ -22,10 +22,10 @@ tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
 all) complete their handshake (a DUT that drops SYNs): the others carry
 nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
-``rpc_time``. ``get_stats``'s "global" section carries ``cpu_util`` (TRex's
-data-plane cores' utilisation, %, as lbr-trex-client's GlobalStats.to_dict
-names m_cpu_util) when one is declared, else nothing: a server whose figures
-the engine must not assume.
+``rpc_time``. ``get_stats``'s "global" section carries every figure of
+lbr-trex-client's GlobalStats.to_dict, ``cpu_util`` (TRex's data-plane cores'
+utilisation, %, the server's m_cpu_util) the declared one, else "N/A" as that
+client gives a figure the server did not send: one the engine must not assume.
 
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
 last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
@@ -44,7 +44,7 @@ import types
 
 from trexlab.paths import paths
 
-from fake_trex import FakeClock
+from fake_trex import GLOBAL_COUNTERS, PORT_COUNTERS, FakeClock
 
 #: A part of TRex's ASTF counter table (names as the server describes them); with skip_zero=False every one of
 #: them is returned, zero or not.
@@ -213,10 +213,13 @@ class FakeAstfClient:
         if sync_now:
             self.synced_at = self.clock.now
         self._done()
-        ports = {port: {"opackets": 0, "ipackets": 0} for port in (0, 1)}
-        cpu = {} if self.cpu_util is None else {"cpu_util": self.cpu_util}
-        return {"global": cpu, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
-                "latency": {}}
+        # As TRex's client: every global and port figure by name (GlobalStats/PortStats.to_dict), the text "N/A"
+        # for one the server did not send (AbstractStats.get), and the ports' sum as "total".
+        ports = {port: dict.fromkeys(PORT_COUNTERS, 0) for port in (0, 1)}
+        cpu = "N/A" if self.cpu_util is None else self.cpu_util
+        return {"global": {**dict.fromkeys(GLOBAL_COUNTERS, 0.0), "cpu_util": cpu}, **ports,
+                "total": dict.fromkeys(PORT_COUNTERS, 0),
+                "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum), "latency": {}}
 
     def get_flow_info(self, profile_id="_", duration=0, index=None):
         self._call("get_flow_info", profile_id=profile_id, index=index)
