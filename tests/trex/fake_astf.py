@@ -2,8 +2,9 @@
 
 It answers in the shapes TRex's own client (lbr-trex-client 3.4.0, ASTFClient)
 documents and returns: ``get_traffic_stats`` gives sections "client" and
-"server", each with every counter of TRex's table by name (skip_zero=False),
-counting from the profile's start; ``get_flow_info`` gives, per flow id
+"server", each with every counter of TRex's table by name (skip_zero=False;
+with skip_zero=True the zero ones are left out, as TRex does), counting from
+the profile's start; ``get_flow_info`` gives, per flow id
 "<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
 with "origin", "duration" (ms since established) and "rtt" (the smoothed RTT
 in whole milliseconds, truncated, as trex-core's src/44bsd/tcp_subr.cpp
@@ -41,20 +42,20 @@ import argparse
 import math
 import sys
 import types
+from pathlib import Path
 
 from trexlab.paths import paths
 
 from fake_trex import GLOBAL_COUNTERS, PORT_COUNTERS, FakeClock
 
-#: A part of TRex's ASTF counter table (names as the server describes them); with skip_zero=False every one of
-#: them is returned, zero or not.
-COUNTERS = ("m_active_flows", "m_est_flows", "m_tx_bw_l7", "m_rx_bw_l7", "m_traffic_duration",
-            "tcps_connattempt", "tcps_accepts", "tcps_connects", "tcps_closed", "tcps_segstimed",
-            "tcps_rttupdated", "tcps_delack", "tcps_sndtotal", "tcps_sndpack", "tcps_sndbyte", "tcps_sndbyte_ok",
-            "tcps_sndctrl", "tcps_sndacks", "tcps_rcvtotal", "tcps_rcvpack", "tcps_rcvbyte", "tcps_rcvackpack",
-            "tcps_rcvackbyte", "tcps_drops", "tcps_conndrops", "tcps_rexmttimeo", "tcps_sndrexmitpack",
-            "tcps_sndrexmitbyte", "tcps_rcvduppack", "tcps_rcvdupbyte", "tcps_rcvoopack", "tcps_rcvoobyte",
-            "err_cwf", "err_no_syn", "err_no_template")
+#: TRex's ASTF counter table (names as the server describes them), recorded from trex-core (the file says where);
+#: with skip_zero=False every one of them is returned, zero or not.
+COUNTER_NAMES_FILE = Path(__file__).resolve().parent.parent / "data" / "trex" / "astf_counter_names.txt"
+COUNTERS = tuple(line for line in COUNTER_NAMES_FILE.read_text().splitlines() if line and not line.startswith("#"))
+#: The counters TRex returns even at zero when skip_zero=True (registered with keep_zero: trex-core src/stt_cp.cpp
+#: CMN_S_ADD_CNT*, all but m_traffic_duration); every other zero counter is left out then.
+KEPT_WHEN_ZERO = frozenset(("m_active_flows", "m_est_flows", "m_tx_bw_l7_r", "m_tx_bw_l7_total_r", "m_rx_bw_l7_r",
+                            "m_tx_pps_r", "m_rx_pps_r", "m_avg_size", "m_tx_ratio"))
 
 
 class TRexError(Exception):
@@ -203,6 +204,8 @@ class FakeAstfClient:
         if pid_input not in self.started:
             raise TRexError(f"*** get_traffic_stats: profile {pid_input} was not started")
         stats = {side: self._section(pid_input, side) for side in ("client", "server")}
+        if skip_zero:
+            stats = {side: {k: v for k, v in c.items() if v or k in KEPT_WHEN_ZERO} for side, c in stats.items()}
         self._done()
         return stats
 
