@@ -1283,6 +1283,7 @@ static void sum_up(struct direction *d) {
             d->send_waited_ns = o->waited_ns;
         struct pacing *a = &d->pacing, *b = &o->pacing;
         if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
+        if (b->start_lag_ns > a->start_lag_ns) a->start_lag_ns = b->start_lag_ns;
         if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
         if (b->slip_ns > a->slip_ns) a->slip_ns = b->slip_ns; /* each thread's schedule moved on its own */
         a->slips += b->slips;
@@ -1972,8 +1973,9 @@ int main(int argc, char **argv) {
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
-               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
-               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
+               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"start_lag_ns\": %llu, "
+               "\"max_burst\": %llu, \"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", "
+               "\"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
                "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
@@ -1984,8 +1986,9 @@ int main(int argc, char **argv) {
                (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
                valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
                (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
-               (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
-               (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
+               (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.start_lag_ns,
+               (unsigned long long)d->pacing.max_burst, (unsigned long long)d->pacing.slips,
+               (unsigned long long)d->pacing.slip_ns,
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,
