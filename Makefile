@@ -85,7 +85,7 @@ lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
 lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only); exit 1 if one is down
 	@scripts/lab.sh status
 
-run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results]
+run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results] [CEILINGS=RESULTS/x.json] [MEASURE_AGAIN=1]
 	@scripts/run-experiment.sh '$(EXP)'
 
 report: ## execute an experiment's report notebook, export HTML: EXP=name [CAMPAIGN=dir, default its latest] [RESULTS=dir]

@@ -14,5 +14,18 @@ check_experiment() {
 }
 check_lab_name() { [[ "$1" =~ ^[a-z0-9]{1,6}$ ]] || refuse "LAB_NAME=$1: allowed 1-6 characters a-z 0-9"; }
 check_scale() { [[ -z "$1" || "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "SCALE=$1: a scale is named with a-z 0-9 _ - (e.g. ci)"; }
+# RESULTS=: the results root, a directory; never an option (RESULTS=-h reached trexlab's own flags) nor lines.
+check_results() {
+  [[ -n "$1" && "$1" != -* && "$1" != *[[:cntrl:]]* ]] \
+    || refuse "RESULTS=$1: allowed a directory (not one starting with -, no control characters)"
+}
+# CEILINGS=: the tester ceilings file a self-test rewrites (make demo keeps its short one apart): a .json file below
+# the results root $2, where a run writes, and nowhere else: a copied CEILINGS=~/.docker/config.json replaced a
+# file trexlab did not make. No '..', no component starting with '.' or '-'.
+check_ceilings() {
+  local below=${1#"$2"/}
+  [[ "$1" == "$2"/* && "$below" =~ ^([A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*\.json$ ]] \
+    || refuse "CEILINGS=$1: allowed a .json file below the results root $2/ (default $2/tester-ceilings.json)"
+}
 need_root() { [ "$(id -u)" -eq 0 ] || die "$1 needs root (network namespaces, nftables): run as root"; }
 have() { command -v "$1" >/dev/null 2>&1; }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make run EXP=name [SCALE=ci] [LAB_NAME=local] [RESULTS=results] [CEILINGS=file]: run or resume an experiment campaign.
+# make run EXP=name [SCALE=ci] [LAB_NAME=local] [RESULTS=results] [CEILINGS=results/file.json] [MEASURE_AGAIN=1]:
+# run or resume an experiment campaign.
 # Rerunning the same command resumes: finished points and repetitions are skipped.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -13,9 +14,15 @@ LAB_NAME=${LAB_NAME:-${LAB:-local}}
 check_lab_name "$LAB_NAME"
 check_scale "${SCALE:-}"
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+results=${RESULTS:-results}
+check_results "$results"
 # The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own
-# (CEILINGS=file: that file instead; make demo keeps its short self-test's apart from a user's full one).
-args=(campaign "experiments/$exp" --results "${RESULTS:-results}" --ceilings "${CEILINGS:-${RESULTS:-results}/tester-ceilings.json}")
+# (CEILINGS=file below it: that file instead; make demo keeps its short self-test's apart from a user's full one).
+ceilings=${CEILINGS:-$results/tester-ceilings.json}
+check_ceilings "$ceilings" "$results"
+[[ -z "${MEASURE_AGAIN:-}" || "$MEASURE_AGAIN" == 1 ]] \
+  || refuse "MEASURE_AGAIN=$MEASURE_AGAIN: allowed 1 (a new campaign, not the last one resumed) or nothing"
+args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
 [ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)

@@ -15,7 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
-FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS")
+FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS",
+                        "CEILINGS", "MEASURE_AGAIN")
 
 # (make goal, variable, value); {mark} is a file the injected command would create.
 MAKE_INPUTS = [
@@ -77,6 +78,19 @@ SCRIPT_INPUTS = [
     # A lab that is not up (make run LAB_NAME=nolab9): never stood in for by another lab (the local one) that is.
     (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9"}, "LAB_NAME"),
     (["scripts/lab.sh", "configure"], {"LAB_NAME": "nolab9"}, "LAB_NAME"),
+    # CEILINGS= is a file a self-test rewrites: one outside the results root (someone's own JSON, replaced by a
+    # ceilings file), an option, or lines, is refused. LAB_NAME=nolab9: nothing would run even were it not.
+    (["scripts/run-experiment.sh", "tester-selftest"], {"LAB_NAME": "nolab9", "CEILINGS": "{mark}.json"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "CEILINGS": "results/../../x.json"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "CEILINGS": "results/.x.json"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "CEILINGS": "results/c.txt"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "CEILINGS": "-h"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "CEILINGS": "results/c.json\nx"}, "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "RESULTS": "r", "CEILINGS": "results/c.json"},
+     "CEILINGS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "RESULTS": "--scale"}, "RESULTS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "RESULTS": "r\nx"}, "RESULTS"),
+    (["scripts/run-experiment.sh", "demo"], {"LAB_NAME": "nolab9", "MEASURE_AGAIN": "0"}, "MEASURE_AGAIN"),
     (["scripts/report.sh", "$(touch {mark})"], {}, "EXP"),
     (["scripts/report.sh", "../demo"], {}, "EXP"),
     (["scripts/lab.sh", "up; touch {mark}"], {}, "action"),

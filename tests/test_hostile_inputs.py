@@ -253,6 +253,15 @@ CORPUS = [
         "search_time_max": 3.2e7}})), [], ["{file}", "procedure.params.search_time_max", "86400"]),
     ("mlrsearch warm-up of a year", "spec", text(spec(procedure={"name": "mlrsearch", "params": {
         "warmup_duration": 3.2e7}})), [], ["{file}", "procedure.params.warmup_duration", "3600"]),
+    # A goal width finer than its loads can hold: the reference implementation's search failed in a traceback (1e-17:
+    # ZeroDivisionError) once the campaign had begun.
+    ("mlrsearch goal width of no frame", "spec", text(spec(procedure={"name": "mlrsearch", "params": {"goals": [
+        {"name": "NDR", "relative_width": 1e-17}]}})), [], ["{file}", "goals[0].relative_width", "1e-09"]),
+    # Goal widths no integer unit fits: the reference implementation's load rounding, run in every lab time estimate,
+    # searched for ever (a dry run at 100 % CPU).
+    ("mlrsearch goal widths of no common unit", "spec", text(spec(procedure={"name": "mlrsearch", "params": {"goals": [
+        {"name": "coarse", "relative_width": 0.5}, {"name": "fine", "relative_width": 1e-8}]}})), [],
+     ["{file}", "goals[*].relative_width", "1,000,000 steps"]),
     ("mlrsearch goal name markup", "spec", text(spec(procedure={"name": "mlrsearch", "params": {"goals": [
         {"name": "<img src=x onerror=alert(1)>"}]}})), [], ["{file}", "goals[0].name"]),
     ("tcp trex_server injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp", "params": {

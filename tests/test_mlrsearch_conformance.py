@@ -3,13 +3,14 @@ draft's): what a goal result is (regular or irregular, section 4.8.4) and what t
 Simulated SUTs: each search takes well under a second."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from trexlab.generators import create_generator
 from trexlab.plan.repetition import summarize_headlines, summary_lines
 from trexlab.procedures import mlrsearch
-from trexlab.procedures.common import RunContext
+from trexlab.procedures.common import RFC2544_SETUP_PHASES, RunContext
 from trexlab.trial import TrialSpec
 
 TRAFFIC = TrialSpec(offered_load=1.0, duration=1.0)
@@ -82,10 +83,11 @@ def test_a_shorter_receive_tail_than_rfc2544s_is_disclosed_as_a_deviation():
     short = TrialSpec(offered_load=1.0, duration=1.0, receive_tail=0.5)
     result = mlrsearch.run(RunContext(sim(capacity=437_000), short), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
     assert result.to_dict()["deviations"] == ["receive tail 0.5 s (RFC 2544: at least 2 s)",
-                                              "restabilize wait 0 s (RFC 2544: at least 5 s)"]
+                                              "restabilize wait 0 s (RFC 2544: at least 5 s)",
+                                              *RFC2544_SETUP_PHASES["sim"]]
     waited = dataclasses.replace(TRAFFIC, restabilize_wait=5.0)
     standard = mlrsearch.run(RunContext(sim(capacity=437_000), waited), mlrsearch.Params(max_rate=1e6, goals=(QUICK,)))
-    assert standard.to_dict()["deviations"] == []
+    assert standard.to_dict()["deviations"] == RFC2544_SETUP_PHASES["sim"], "phases a and b: none to prime"
 
 
 def test_the_trial_log_tells_the_trials_the_search_classified_loads_with_from_the_warm_up():
@@ -180,3 +182,61 @@ def test_the_reports_tables_mark_a_figure_from_an_irregular_result_too():
     row = {"experiment": "x", "NDR_fps": 1488095.0, "result.headline_irregular.NDR_fps": why, "repetition": 1}
     table = analysis.summarize_points(pd.DataFrame([row, {**row, "repetition": 2}]), "NDR_fps", by=["experiment"])
     assert table["why"].tolist() == [f"irregular goal result: {why}: rep 1-2"]
+
+
+def test_each_goals_relevant_bounds_are_beside_its_figure_in_summary_json_and_the_reports(tmp_path):
+    # Draft-15 section 4.8.4.1: the test report must display each goal's relevant lower bound, and should display its
+    # relevant upper bound. result.json had them in its goals; summary.json, the CLI's table and the campaign
+    # report showed only the conditional throughput. Two repetitions of two goals, each checked against its result.
+    import json
+
+    from trexlab.plan.campaign import Campaign
+    from trexlab.results import analysis
+    from trexlab.spec import experiment
+
+    pdr = {**QUICK, "name": "PDR", "loss_ratio": 0.005}
+    spec = {"name": "bounds", "description": "MLRsearch on a simulated SUT", "generator": "sim",
+            "generator_options": {"capacity": 437_000, "capacity_noise": 0.01},
+            "traffic": {"receive_tail": 0}, "repetitions": 2,
+            "procedure": {"name": "mlrsearch", "params": {"max_rate": 1e6, "goals": [QUICK, pdr]}}}
+    campaign = Path(Campaign(experiment.validate(spec), tmp_path).run()["campaign"])
+    [summary_file] = campaign.rglob("summary.json")
+    figures = json.loads(summary_file.read_text())["figures"]
+    runs = analysis.load_campaigns(campaign)
+    lines = "\n".join(summary_lines(figures))
+    for name in ("NDR", "PDR"):
+        figure, shown = f"{name}_fps", []
+        for entry in figures[figure]["repetitions"]:
+            result = json.loads((summary_file.parent / f"rep-{entry['repetition']:03d}" / "result.json").read_text())
+            [goal] = [g for g in result["goals"] if g["name"] == name]
+            lower, upper = goal["relevant_lower_bound"], goal["relevant_upper_bound"]
+            assert lower < upper and goal["regular"], goal
+            assert (entry.get("relevant_lower_bound_fps"), entry.get("relevant_upper_bound_fps")) == (lower, upper)
+            table = analysis.bounds_table(runs, figure)
+            html = analysis.styled_bounds(table).to_html()
+            [row] = table[table["repetition"] == entry["repetition"]].to_dict("records")
+            assert (row[analysis.BOUND_COLUMNS[0]], row[analysis.BOUND_COLUMNS[1]]) == (lower, upper)
+            assert row["goal result"] == "regular"
+            assert f"{lower:,.0f}" in html and f"{upper:,.0f}" in html
+            shown.append(f"rep {entry['repetition']} {lower:.0f} - {upper:.0f}")
+        assert f"{figure}: relevant lower bound - relevant upper bound, fps per direction: {', '.join(shown)}" in lines
+
+
+def test_the_bounds_of_an_irregular_goal_result_are_marked_so_in_the_summary_and_the_report():
+    # Draft-15 section 4.8.4.2: an irregular result's values shown in a report are clearly marked as such. Max load
+    # (the medium's limit) a lower bound: no relevant upper bound.
+    import pandas as pd
+
+    from trexlab.results import analysis
+
+    found = mlrsearch.run(RunContext(sim(capacity=1e9), TRAFFIC), mlrsearch.Params(media="1g", goals=(QUICK,)))
+    found = found.to_dict()
+    lower = found["goals"][0]["relevant_lower_bound"]
+    lines = "\n".join(summary_lines(summarize_headlines([found])))
+    assert f"NDR_fps: relevant lower bound - relevant upper bound, fps per direction: rep 1 {lower:.0f} - none " \
+           "(irregular goal result)" in lines
+    row = {"experiment": "x", "repetition": 1, "figure_keys": ("NDR_fps",), "NDR_fps": found["headline"]["NDR_fps"],
+           **{f"result.headline_bounds.NDR_fps.{k}": v for k, v in found["headline_bounds"]["NDR_fps"].items()},
+           "result.headline_irregular.NDR_fps": found["headline_irregular"]["NDR_fps"]}
+    [goal] = analysis.bounds_table(pd.DataFrame([row]), "NDR_fps")["goal result"]
+    assert goal == f"irregular: {found['goals'][0]['irregular']}"

@@ -278,3 +278,24 @@ def test_a_given_ceiling_is_no_lower_bound_though_the_recorded_one_is(tmp_path):
     params = latency.Params(rate=1000, tester_ceiling=300_000)
     _, record = selftest.ceiling_for(params, traffic, "software", namespace_lab("bdut", "single"), tmp_path / "c.json")
     assert record["ceiling_fps"] == 300_000 and record["ceiling_at_least"] is False, record
+
+
+def test_a_file_of_another_tool_named_as_the_ceilings_file_is_left_as_it_was(tmp_path, capsys):
+    """--ceilings (make run CEILINGS=) may name a file trexlab did not make: another tool's JSON is refused, not
+    replaced by a ceilings file, and a file of the lock's name is not emptied."""
+    traffic = TrialSpec(offered_load=1, duration=1)
+    result = {"ceilings_fps": {"64": 700_000.0}}
+    foreign = tmp_path / "config.json"
+    foreign.write_text('{"auths": {"registry": "token"}}')
+    lock = tmp_path / "new.json.lock"
+    lock.write_text("someone's")
+    with pytest.raises(ValueError, match="not a ceilings file"):
+        selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic, foreign)
+    assert foreign.read_text() == '{"auths": {"registry": "token"}}'
+    selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic,
+                             tmp_path / "new.json")
+    assert lock.read_text() == "someone's"
+    code = cli.main(["throughput", *sim_args(1e6), "--ceilings", str(foreign), "--results", str(tmp_path / "tp")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "not a ceilings file" in err, err
+    assert not (tmp_path / "tp").exists()

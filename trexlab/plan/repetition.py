@@ -21,7 +21,7 @@ from trexlab.params import InvalidParameter
 from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
-from trexlab.procedures.common import RunContext
+from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
@@ -163,9 +163,37 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
                        (result.get("headline_irregular") or {}).get(figure) or "")
 
 
+def figure_bounds(result: dict, figure: str) -> dict:
+    """The bounds a result gives beside one headline figure (headline_bounds: an MLRsearch goal's relevant lower and
+    upper bound, fps per direction, null where the goal has none), {} where it gives none (another procedure, or a
+    result written before them)."""
+    bounds = (result.get("headline_bounds") or {}).get(figure)
+    return {key: bounds.get(key) for key in FIGURE_BOUND_KEYS} if isinstance(bounds, dict) else {}
+
+
+def bounds_note(name: str, figure: dict) -> str | None:
+    """The bounds each repetition gives beside a figure (figure_bounds), as a line under the summary table: 'NDR_fps:
+    relevant lower bound - relevant upper bound, fps per direction: rep 1 436000 - 437500, ...', those of an
+    irregular goal result marked so (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.2); None where none gives any."""
+    entries = [r for r in figure.get("repetitions", []) if any(key in r for key in FIGURE_BOUND_KEYS)]
+    if not entries:
+        return None
+
+    def load(value) -> str:
+        return "none" if value is None else f"{value:.0f}"
+
+    lower, upper = FIGURE_BOUND_KEYS
+    # A goal result missing a bound is irregular by definition (section 4.8.4.1 requires both), also where it has no
+    # figure to mark (below min_rate: no relevant lower bound); one with both is irregular as its figure is marked.
+    shown = [f"rep {r['repetition']} {load(r.get(lower))} - {load(r.get(upper))}"
+             + (" (irregular goal result)" if r.get("irregular") or r.get(lower) is None or r.get(upper) is None
+                else "") for r in entries]
+    return f"{name}: relevant lower bound - relevant upper bound, fps per direction: {', '.join(shown)}"
+
+
 def summarize_headlines(results: list[dict]) -> dict[str, dict]:
     """Per headline figure (e.g. throughput_fps), its statistics over the repetitions, and each repetition's
-    value, bound and tester limits."""
+    value, bound, tester limits and the bounds its result gives beside the figure (figure_bounds)."""
     names: list[str] = []
     for result in results:
         names.extend(n for n in result.get("headline", {}) if n not in names)
@@ -174,7 +202,8 @@ def summarize_headlines(results: list[dict]) -> dict[str, dict]:
         observations = [observation(r, name, k) for k, r in enumerate(results, start=1)]
         summary[name] = {**summarize(observations, held_down_by_tester(name)), "repetitions": [
             {"repetition": o.repetition, "value": o.value, "below": o.below, "at_least": o.at_least,
-             "irregular": o.irregular, "tester_bound_reasons": list(o.tester_bound)} for o in observations]}
+             "irregular": o.irregular, "tester_bound_reasons": list(o.tester_bound), **figure_bounds(r, name)}
+            for o, r in zip(observations, results, strict=True)]}
     return summary
 
 
@@ -344,6 +373,8 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
                          "met no failing load (max_rate below the limit measured), so the figure may be higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
+        if bounds := bounds_note(name, s):
+            notes.append(bounds)
     if figures:  # what the columns are, as the report's heading says it (the figures' rules: trexlab.results.stats)
         notes.insert(0, "statistics over the repetitions: median (of an even count the mean of the two middle "
                         "values), min, max; disp. % = (max - min) / median (Lencse 2021)")

@@ -48,6 +48,12 @@ FLOOR_P99_9_FIELD = doc("s, the tester's own 99.9th percentile latency from its 
                         "figures within 3x of it are flagged", exclusiveMinimum=0)
 
 
+#: The bounds a result may give beside a headline figure (result.json headline_bounds, each repetition of
+#: summary.json, the report): an MLRsearch goal's relevant lower and upper bound, fps per direction as its figure
+#: (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.1: the report must show the lower, should show the upper).
+FIGURE_BOUND_KEYS = ("relevant_lower_bound_fps", "relevant_upper_bound_fps")
+
+
 def trial_duration_field(standard: str) -> dict:
     """A procedure's trial duration: s of sending per trial (at most an hour), with the standard's minimum."""
     return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=MAX_TRIAL_DURATION)
@@ -90,6 +96,57 @@ def fewer_repetitions(standard: str, count: int, minimum: int) -> list[str]:
             if count < minimum else [])
 
 
+#: RFC 2544 section 23's phases before the traffic, which trexlab's trials run without (draft-ietf-bmwg-mlrsearch-15
+#: section 4.4.3: a trial may deviate from section 23's description, and the report must describe how), by what
+#: stands in their place. a: a router DUT gets a routing update on its input port, then 2 s for the routing to
+#: settle; b: learning frames to its output port (for IP an ARP request from the frames' next hop, appendix
+#: C.2.4.1), then 2 s. A lab's DUTs route by static routes and hold permanent neighbour entries for their next hops
+#: (roles/dut_routing, applied by playbooks/site.yml: make configure, or a campaign before its first point): no
+#: routing protocol runs, so no routing update exists to send, and no address is learned or times out between
+#: trials, so learning frames would change nothing. The testers send no frame before a trial's traffic (the
+#: software tester and TRex write the DUT port's MAC from the inventory as each frame's destination; TRex with
+#: trex_addressing ip resolves it by its own ARP), and so wait for nothing.
+RFC2544_SETTLE_WAIT = 2.0  # s after the routing update (a) and after the learning frames (b)
+RFC2544_SETUP_PHASES = {  # no comma inside an item: the method line lists a result's deviations comma-separated
+    "dut": [f"no routing update before each trial (RFC 2544 section 23 a: an update then {RFC2544_SETTLE_WAIT:g} s "
+            "to settle): not applicable as the DUT runs no routing protocol (its routes are static and set before "
+            "the run by roles/dut_routing)",
+            "no learning frames before each trial (RFC 2544 section 23 b: learning frames then "
+            f"{RFC2544_SETTLE_WAIT:g} s to settle): the DUT's neighbour entries for its next hops (the tester's ports "
+            "and in the dual topology the other DUT) are permanent and set before the run by roles/dut_routing so "
+            "nothing is learned or times out between trials"],
+    "loopback": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
+                 f"{RFC2544_SETTLE_WAIT:g} s to settle): no DUT (the tester's ports are cabled to each other)"],
+    "sim": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
+            f"{RFC2544_SETTLE_WAIT:g} s to settle): the simulated SUT has no routes or address tables to prime"],
+    # A tester outside a trexlab lab (a TRex server given directly): its DUT is not one roles/dut_routing set up.
+    "unknown": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
+                f"{RFC2544_SETTLE_WAIT:g} s to settle): the tester sends none and the DUT is not a trexlab lab's (how "
+                "it learns its routes and the tester's addresses is not known here)"],
+}
+
+
+def rfc2544_setup_phases(generator) -> list[str]:
+    """What a trial does instead of RFC 2544 section 23's phases a and b (RFC2544_SETUP_PHASES), for the SUT
+    `generator` measures: the simulated SUT, the tester's own ports (the loopback topology), a lab's DUTs, or a
+    DUT outside any trexlab lab (a lab generator without a lab: a TRex server given directly, a test's stand-in)."""
+    capabilities = getattr(generator, "capabilities", None)
+    if capabilities is not None and not capabilities.needs_lab:
+        return list(RFC2544_SETUP_PHASES["sim"])
+    lab = getattr(generator, "lab", None)
+    if lab is None:
+        return list(RFC2544_SETUP_PHASES["unknown"])
+    return list(RFC2544_SETUP_PHASES["loopback" if getattr(lab, "topology", None) == "loopback" else "dut"])
+
+
+def rfc2544_trial_deviations(traffic: TrialSpec, frame_timeout: float | None, generator) -> list[str]:
+    """Where a trial falls short of RFC 2544 section 23's phases, as a result discloses it ('deviations'): the
+    waits of phases d and e (rfc2544_wait_checks), then what stands in place of phases a and b
+    (rfc2544_setup_phases). The one list of them for every procedure built on RFC 2544's trials (throughput, frame
+    loss rate, MLRsearch)."""
+    return [*shorter_than("RFC 2544", rfc2544_wait_checks(traffic, frame_timeout)), *rfc2544_setup_phases(generator)]
+
+
 def rfc2544_wait_checks(traffic: TrialSpec, frame_timeout: float | None) -> list[tuple[str, float, float]]:
     """A trial's waits against RFC 2544 section 23's (d: the receive tail, 2 s; e: the wait for the DUT to
     restabilize, 5 s), as shorter_than's checks.
@@ -103,10 +160,12 @@ def rfc2544_wait_checks(traffic: TrialSpec, frame_timeout: float | None) -> list
     return checks
 
 
-def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None) -> list[str]:
-    """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's durations."""
-    return shorter_than("RFC 2544", [("trial duration", trial_duration, RFC2544_TRIAL_DURATION),
-                                     *rfc2544_wait_checks(traffic, frame_timeout)])
+def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None,
+                       generator) -> list[str]:
+    """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's trials: its
+    trial duration (section 24), then each trial's phases (rfc2544_trial_deviations)."""
+    return [*shorter_than("RFC 2544", [("trial duration", trial_duration, RFC2544_TRIAL_DURATION)]),
+            *rfc2544_trial_deviations(traffic, frame_timeout, generator)]
 
 
 @dataclass(frozen=True)

@@ -142,4 +142,5 @@ def run(context: RunContext, params: Params) -> FrameLossResult:
         notes.append(warning)
     return FrameLossResult(params, points, len(runner.log), runner.trial_seconds, notes,
                            runner.tester_limits(params.tester_ceiling, top),
-                           rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout))
+                           rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout,
+                                              context.generator))

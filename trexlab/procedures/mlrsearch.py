@@ -21,17 +21,21 @@ it is shown.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
+import sys
 import time
 import typing
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 
 from MLRsearch import AbstractMeasurer, Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch.load_rounding import LoadRounding
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import (
+    FIGURE_BOUND_KEYS,
     MAX_RATE_FIELD,
     MEDIA_FIELD,
     TESTER_CEILING_FIELD,
@@ -40,8 +44,7 @@ from trexlab.procedures.common import (
     ceiling_warning,
     generator_traffic_only,
     no_lab_checks,
-    rfc2544_wait_checks,
-    shorter_than,
+    rfc2544_trial_deviations,
     simulated_cost,
     tester_bound_fields,
 )
@@ -80,6 +83,16 @@ GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 MAX_FINAL_TRIALS = 1000
 #: The longest search, wall-clock s (search_time_max): one repetition at most a day.
 MAX_SEARCH_TIME = 86400.0
+#: The finest goal width: 1 frame/s at the highest load a trial may offer. A finer one tells apart no loads a tester
+#: paces, and near 1e-16 the reference implementation's integer loads give it no width at all: its search failed
+#: with ZeroDivisionError (1e-17) or "Not round load" (1e-16), a traceback after the run had begun.
+MIN_RELATIVE_WIDTH = 1 / MAX_OFFERED_LOAD
+#: Steps (Python lines) the reference implementation's load rounding may take to find the integer unit every goal
+#: width is a whole number of (LoadRounding._find_ints, run before the search's first trial, and so in every dry run
+#: and lab time estimate). Goal widths far apart (0.5 beside 1e-9) or many distinct ones can have no such unit: it
+#: then searches for ever. Measured here: converging goal sets took at most 192,503 steps (64 random widths, loads
+#: 1..1.5e8 fps), non-converging ones were still searching after 3e7 (6 s); a refusal costs about 0.3 s.
+LOAD_ROUNDING_STEPS_MAX = 1_000_000
 
 
 def search_goal(goal: dict, index: int = 0) -> SearchGoal:
@@ -117,8 +130,9 @@ def _check_goal_bounds(values: dict, index: int) -> None:
     for key in ("loss_ratio", "exceed_ratio"):
         if goal[key] >= 1:
             refuse(key, ">= 0 and < 1 (a fraction)")
-    if not 0 < goal["relative_width"] < 1:
-        refuse("relative_width", "> 0 and < 1 (a fraction of the upper bound)")
+    if not MIN_RELATIVE_WIDTH <= goal["relative_width"] < 1:
+        refuse("relative_width", f">= {MIN_RELATIVE_WIDTH:g} and < 1 (a fraction of the upper bound; "
+                                 f"{MIN_RELATIVE_WIDTH:g}: 1 fps at {MAX_OFFERED_LOAD:g} fps)")
     if goal["initial_trial_duration"] <= 0:
         refuse("initial_trial_duration", "> 0 s")
     if goal["final_trial_duration"] < goal["initial_trial_duration"]:
@@ -226,6 +240,12 @@ class MlrResult:
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
+            # Beside each figure its goal's relevant bounds, fps per direction: the report must show the relevant
+            # lower bound and should show the upper one (draft-15 section 4.8.4.1); summary.json and the report
+            # carry them per repetition, marked irregular with the figure (headline_irregular).
+            "headline_bounds": {
+                f"{g['name']}_fps": dict(zip(FIGURE_BOUND_KEYS, (g["relevant_lower_bound"], g["relevant_upper_bound"]),
+                                             strict=True)) for g in self.goals},
             # A goal with no relevant lower bound above min_rate: its figure is known only to be below min_rate.
             "headline_below": {f"{g['name']}_fps": self.params.min_rate for g in self.goals if g["below_minimum_load"]},
             # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
@@ -260,7 +280,40 @@ def top_rate(params: Params, traffic: TrialSpec) -> float:
     check_trial_frames(f"{top_key} x goals[{longest}].final_trial_duration", top, goals[longest].final_trial_duration)
     if params.warmup_duration:
         check_trial_frames(f"{top_key} x warmup_duration", top, params.warmup_duration)
+    check_load_rounding(params.min_rate, top, tuple(sorted({goal.relative_width for goal in goals})))
     return top
+
+
+class _RoundingTooLong(Exception):
+    pass
+
+
+@functools.cache
+def check_load_rounding(min_load: float, max_load: float, widths: tuple) -> None:
+    """The reference implementation's load rounding for these loads and goal widths ends (LOAD_ROUNDING_STEPS_MAX),
+    else InvalidParameter naming the goals' widths. It is run here, its steps counted, as the search will run it."""
+    code = LoadRounding._find_ints.__code__
+    steps = 0
+
+    def count(frame, event, arg):
+        nonlocal steps
+        if event == "line":
+            steps += 1
+            if steps > LOAD_ROUNDING_STEPS_MAX:
+                raise _RoundingTooLong
+        return count
+
+    previous = sys.gettrace()
+    sys.settrace(lambda frame, event, arg: count if frame.f_code is code else None)
+    try:
+        LoadRounding(min_load, max_load, widths)
+    except _RoundingTooLong:
+        raise InvalidParameter("goals[*].relative_width", list(widths),
+                               "widths the reference implementation can give one integer unit (its load rounding "
+                               f"had found none after {LOAD_ROUNDING_STEPS_MAX:,} steps, and may search for ever): "
+                               "fewer distinct widths, or closer ones") from None
+    finally:
+        sys.settrace(previous)
 
 
 def check(plan) -> None:
@@ -378,7 +431,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
             "stretched": r.stretched, "host_drops": r.host_drops, "host_steal": r.host_steal,
             "valid": r.valid, "searched": id(r) in measurer.searched} for r in runner.log]
     limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
-    # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits. The
-    # goals' trial durations are their own (and the method line's); the RFC 2544 goal is the one that is 60 s.
-    deviations = shorter_than("RFC 2544", rfc2544_wait_checks(context.traffic, None))
+    # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
+    # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the
+    # RFC 2544 goal is the one that is 60 s.
+    deviations = rfc2544_trial_deviations(context.traffic, None, context.generator)
     return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations)

@@ -221,13 +221,19 @@ def _matches(entry: dict, key: dict) -> bool:
 
 
 def read_ceilings(path: str | Path = CEILINGS_FILE) -> list[dict]:
+    """The entries of a ceilings file ([] where there is none). A file of other JSON (another tool's {...}) is no
+    ceilings file: refused, as record_ceilings would replace it with one, losing what it held."""
     try:
-        return json.loads(Path(path).read_text()).get("ceilings", [])
+        data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         return []
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"ceilings file {path}: not readable ({exc.__class__.__name__}); "
                          "delete it and run trexlab selftest again") from None
+    if not isinstance(data, dict) or set(data) != {"ceilings"} or not isinstance(data["ceilings"], list):
+        raise ValueError(f"ceilings file {path}: not a ceilings file (allowed a JSON object of 'ceilings' only, as "
+                         "trexlab selftest writes); another file of that name is not replaced")
+    return data["ceilings"]
 
 
 def find_ceiling(generator: str, lab, traffic: TrialSpec, path: str | Path = CEILINGS_FILE) -> dict | None:
@@ -266,7 +272,8 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
             entry["latency_floor"] = max(floors, key=lambda f: f["median_s"])
         entries.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
+    # Opened for appending: a file of that name is never truncated (nothing is written to it).
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         kept = [e for e in read_ceilings(path) if not any(_matches(e, {k: n[k] for k in KEY}) for n in entries)]
         write_json_atomic(path, {"ceilings": kept + entries})

@@ -265,7 +265,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
                                                  host_drops_bearing=host_bearing, steal_bearing=steal_bearing,
                                                  tester_drops_bearing=tester_bearing),
-                            rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout),
+                            rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout,
+                                               context.generator),
                             at_least)
 
 

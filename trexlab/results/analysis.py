@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
+from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS
@@ -485,6 +486,49 @@ def figure_heading(table: pd.DataFrame, figure: str) -> str:
                     "minimum load; counted as observations below it: a statistic that falls among them reads "
                     "'< min_rate') or no figure at all (left out).")
     return heading
+
+
+def bounds_table(runs: pd.DataFrame, figure: str) -> pd.DataFrame | None:
+    """Per repetition, the bounds its result gives beside a figure (result.json headline_bounds: an MLRsearch goal's
+    relevant lower and upper bound, fps per direction) with the figure between them and whether the goal result is
+    regular (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.1: the report must show the relevant lower bound, should
+    show the upper; 4.8.4.2: a value from an irregular result is marked so). None where no repetition gives any."""
+    columns = [f"result.headline_bounds.{figure}.{key}" for key in FIGURE_BOUND_KEYS]
+    if not any(column in runs for column in columns):
+        return None
+    keys = ["experiment", *sweep_columns(runs)]
+    rows = []
+    for _, row in runs.iterrows():
+        if figure not in (row.get("figure_keys") or ()):
+            continue  # another procedure's repetition loaded beside
+        lower, upper = (_number(row.get(column)) for column in columns)
+        why = row.get(f"result.headline_irregular.{figure}")
+        # A goal result missing a bound is irregular by definition (4.8.4.1 requires both), also where it has no figure
+        # (below min_rate) and so no headline_irregular.
+        missing = [name for name, value in (("lower", lower), ("upper", upper)) if value is None]
+        goal = (f"irregular: {why}" if isinstance(why, str) and why else
+                f"irregular: no relevant {' or '.join(missing)} bound" if missing else "regular")
+        rows.append({**{key: row.get(key) for key in keys}, "repetition": row.get("repetition"),
+                     BOUND_COLUMNS[0]: lower, figure_title(figure): _number(row.get(figure)), BOUND_COLUMNS[1]: upper,
+                     "goal result": goal})
+    if not rows:
+        return None
+    return pd.DataFrame(rows).sort_values([*keys, "repetition"], kind="stable", ignore_index=True)
+
+
+#: bounds_table's columns of the relevant bounds, in its order with the figure between them.
+BOUND_COLUMNS = ("relevant lower bound (frames/s per direction)", "relevant upper bound (frames/s per direction)")
+
+
+def bounds_heading(figure: str) -> str:
+    """The heading of a figure's bounds_table in a report."""
+    return (f"**{text(figure_title(figure))}: each repetition's relevant bounds** (the figure is the conditional "
+            "throughput at the relevant lower bound; draft-ietf-bmwg-mlrsearch-15, RFC 9971, section 4.8)")
+
+
+def styled_bounds(table: pd.DataFrame):
+    """A bounds_table as a report shows it: loads as whole frames/s, a missing bound as 'none'."""
+    return report_table(table).format(precision=0, thousands=",", na_rep="none").hide(axis="index")
 
 
 def point_status(campaign: str | Path) -> pd.DataFrame:
