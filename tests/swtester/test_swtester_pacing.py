@@ -213,26 +213,35 @@ def test_sending_ends_when_the_last_frame_leaves_not_when_the_sender_next_runs(n
     assert forward["send_duration"] < duration + hold / 2, forward
 
 
-#: Each read of a schedstat file by a thread other than the main one (the senders') holds the CPU for SLOW_READ_NS, as
-#: a /proc read does under QEMU's TCG (~2 ms there), fifty times longer; how many did is on stderr when the process
-#: ends. Main's reads, before any frame is due, are left as they are.
-SLOW_SCHEDSTAT = """
+#: A preloaded library's (preloaded) busy wait: the calling thread holds its CPU for the ns its environment variable
+#: `name` says, as a slow system call or wake-up holds it.
+HOLD_CPU = """
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-static int slowed;
 static long long now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
+static void hold(const char *name) {
+    for (long long until = now() + atoll(getenv(name)); now() < until;)
+        ;
+}
+"""
+
+
+#: Each read of a schedstat file by a thread other than the main one (the senders') holds the CPU for SLOW_READ_NS, as
+#: a /proc read does under QEMU's TCG (~2 ms there), fifty times longer; how many did is on stderr when the process
+#: ends. Main's reads, before any frame is due, are left as they are.
+SLOW_SCHEDSTAT = HOLD_CPU + """
+#include <string.h>
+static int slowed;
 FILE *fopen(const char *path, const char *mode) {
     if (strstr(path, "schedstat") && syscall(SYS_gettid) != getpid()) {
-        for (long long until = now() + atoll(getenv("SLOW_READ_NS")); now() < until;)
-            ;
+        hold("SLOW_READ_NS");
         __atomic_add_fetch(&slowed, 1, __ATOMIC_RELAXED);
     }
     FILE *(*real)(const char *, const char *) = (FILE *(*)(const char *, const char *))dlsym(RTLD_NEXT, "fopen");
@@ -271,23 +280,12 @@ def test_no_sender_reads_its_figures_while_another_sender_of_its_cpu_has_frames_
 #: Main's first pthread_join, right after it released the senders (start_senders), first holds its CPU for
 #: SLOW_RELEASE_NS: senders of that CPU (SCHED_FIFO, main's priority) run only after it, as on a guest whose wake-ups
 #: are slow. How many joins it held is on stderr when the process ends.
-SLOW_RELEASE = """
+SLOW_RELEASE = HOLD_CPU + """
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 static int held;
-static long long now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 int pthread_join(pthread_t thread, void **retval) {
     if (!held && syscall(SYS_gettid) == getpid()) {
-        for (long long until = now() + atoll(getenv("SLOW_RELEASE_NS")); now() < until;)
-            ;
+        hold("SLOW_RELEASE_NS");
         held++;
     }
     int (*real)(pthread_t, void **) = (int (*)(pthread_t, void **))dlsym(RTLD_NEXT, "pthread_join");
