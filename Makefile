@@ -91,7 +91,7 @@ run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=l
 report: ## execute an experiment's report notebook, export HTML: EXP=name [CAMPAIGN=dir, default its latest] [RESULTS=dir]
 	@scripts/report.sh '$(EXP)'
 
-demo: ## the main job on the local lab: setup, lab-up, configure, short campaign, report, lab-down
+demo: ## the main job on the local lab: setup, lab-up, configure, short campaign, report, lab-down [DEMO_EXP=name, default demo] [DEMO_LAB_NAME=lab, default demo] [SCALE=ci] [RESULTS=dir]
 	@scripts/demo.sh
 
 lint: ## ruff, mypy, yamllint, ansible-lint, terraform fmt/validate

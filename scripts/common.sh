@@ -7,12 +7,14 @@ say()  { printf '%s\n' "trexlab: $*"; }
 die()  { printf '%s\n' "trexlab: error: $*" >&2; exit 1; }
 # A refused input: exit code 2 (as make and argparse give a usage error), one line naming the variable.
 refuse() { local line="trexlab: error: $*"; printf '%s\n' "${line//$'\n'/\\n}" >&2; exit 2; }
-# The names the front door accepts (also checked by the Makefile, which runs before these scripts).
+# The names the front door accepts (also checked by the Makefile, which runs before these scripts); $2: the
+# variable the value came from, when not EXP or LAB_NAME (make demo's DEMO_EXP, DEMO_LAB_NAME).
 check_experiment() {
-  [[ "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "EXP=$1: an experiment is named with a-z 0-9 _ - (one of: $(ls experiments | tr '\n' ' '))"
-  [ -f "experiments/$1/experiment.yml" ] || refuse "EXP=$1: no experiments/$1/experiment.yml (one of: $(ls experiments | tr '\n' ' '))"
+  local var=${2:-EXP}
+  [[ "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "$var=$1: an experiment is named with a-z 0-9 _ - (one of: $(ls experiments | tr '\n' ' '))"
+  [ -f "experiments/$1/experiment.yml" ] || refuse "$var=$1: no experiments/$1/experiment.yml (one of: $(ls experiments | tr '\n' ' '))"
 }
-check_lab_name() { [[ "$1" =~ ^[a-z0-9]{1,6}$ ]] || refuse "LAB_NAME=$1: allowed 1-6 characters a-z 0-9"; }
+check_lab_name() { [[ "$1" =~ ^[a-z0-9]{1,6}$ ]] || refuse "${2:-LAB_NAME}=$1: allowed 1-6 characters a-z 0-9"; }
 check_scale() { [[ -z "$1" || "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "SCALE=$1: a scale is named with a-z 0-9 _ - (e.g. ci)"; }
 # RESULTS=: the results root, a directory; never an option (RESULTS=-h reached trexlab's own flags) nor lines.
 check_results() {

@@ -5,11 +5,17 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
+# Every value it reads is checked before anything changes: found by the scripts below, a bad one (DEMO_EXP=../x,
+# RESULTS=-h) was refused after make setup, two labs made and destroyed and a self-test.
+EXP=${DEMO_EXP:-demo}
+check_experiment "$EXP" DEMO_EXP
+check_lab_name "${DEMO_LAB_NAME:-demo}" DEMO_LAB_NAME
+check_scale "${SCALE:-}"
+RESULTS=${RESULTS:-results}
+check_results "$RESULTS"
 need_root "make demo"
 
 export LAB=local LAB_NAME=${DEMO_LAB_NAME:-demo} TOPOLOGY=single NETWORKS=1
-EXP=${DEMO_EXP:-demo}
-RESULTS=${RESULTS:-results}
 start=$SECONDS
 
 scripts/setup.sh

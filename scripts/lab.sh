@@ -219,6 +219,10 @@ lab_configure() {
   [ "$LAB_NAME" = "$LAB" ] || up+=" LAB_NAME=$LAB_NAME"
   [ -f "$INVENTORY_DIR/hosts.yml" ] \
     || refuse "LAB_NAME=$LAB_NAME: lab $LAB_NAME is not up (no ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml): run '$up' first"
+  # An inventory written before its groups were the roles in the plural (group tester held host tester, and Ansible
+  # warned on every run): site.yml's plays would match no group, and Ansible only warns and configures no host.
+  ! grep -qE '^    "?(tester|dut|client|server)"?:' "$INVENTORY_DIR/hosts.yml" \
+    || refuse "LAB_NAME=$LAB_NAME: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml has a group named like its host, written before the groups were renamed: run '$up' again (it rewrites the inventory)"
   [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
   # ANSIBLE_ARGS: the user's own extra options (e.g. --check -v), split on blanks but never glob-expanded.
   local extra=()

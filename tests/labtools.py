@@ -280,14 +280,14 @@ def static_inventory(name: str) -> str:
 all:
   vars: {{trexlab_lab: {{name: {name}, kind: static, topology: single}}}}
   children:
-    tester:
+    testers:
       hosts:
         tester:
           ansible_host: 192.0.2.10
           test_ports:
             - {{index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24, peer_mac: "02:00:00:00:01:00"}}
             - {{index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24, peer_mac: "02:00:00:00:01:01"}}
-    dut:
+    duts:
       hosts:
         dut1: {{ansible_host: 192.0.2.20, test_ports: []}}
 """

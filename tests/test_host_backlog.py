@@ -234,8 +234,8 @@ def namespace_lab(tmp_path):
                                    for j, (n, m, p) in enumerate(ports[name])]}
              for i, name in enumerate(ports)}
     inventory = {"all": {"vars": {"trexlab_lab": {"name": "hb", "kind": "local", "topology": "single"}},
-                         "children": {"tester": {"hosts": {"tester": hosts["tester"]}},
-                                      "dut": {"hosts": {"dut1": hosts["dut1"]}}}}}
+                         "children": {"testers": {"hosts": {"tester": hosts["tester"]}},
+                                      "duts": {"hosts": {"dut1": hosts["dut1"]}}}}}
     path = tmp_path / "hosts.yml"
     path.write_text(yaml.safe_dump(inventory))
     return load_lab(str(path))

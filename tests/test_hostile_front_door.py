@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
 FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS",
-                        "CEILINGS", "MEASURE_AGAIN")
+                        "CEILINGS", "MEASURE_AGAIN", "DEMO_EXP", "DEMO_LAB_NAME")
 
 # (make goal, variable, value); {mark} is a file the injected command would create.
 MAKE_INPUTS = [
@@ -103,6 +103,18 @@ SCRIPT_INPUTS = [
 ]
 
 
+# make demo's own variables, and those it hands on: (environment, the variable the one line must name).
+DEMO_INPUTS = [
+    ({"DEMO_EXP": "../x"}, "DEMO_EXP"),
+    ({"DEMO_EXP": "demo; touch {mark}"}, "DEMO_EXP"),
+    ({"DEMO_EXP": "no-such-experiment"}, "DEMO_EXP"),
+    ({"DEMO_LAB_NAME": "toolong"}, "DEMO_LAB_NAME"),
+    ({"DEMO_LAB_NAME": "$(touch {mark})"}, "DEMO_LAB_NAME"),
+    ({"RESULTS": "-h"}, "RESULTS"),
+    ({"SCALE": "ci; touch {mark}"}, "SCALE"),
+]
+
+
 def out(*argv: str, cwd: Path = REPO) -> str:
     if not shutil.which(argv[0]):
         return ""
@@ -166,6 +178,28 @@ def test_script_refuses_a_hostile_value(tmp_path, argv, env, variable):
     assert_refused(result, variable, mark, before)
 
 
+@pytest.mark.parametrize(("env", "variable"), DEMO_INPUTS, ids=[v for _, v in DEMO_INPUTS])
+def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variable):
+    """make demo's steps are make setup, a loopback lab and a self-test, the DUT lab, the campaign: a value refused
+    only by the script that reads it was refused after all of them. Run from a copy of the checkout whose steps
+    only leave a mark, so that a refusal coming too late shows as that mark, never as a setup or a lab made."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("demo.sh", "common.sh"):
+        shutil.copy(REPO / "scripts" / name, root / "scripts" / name)
+    step = tmp_path / "a-step-ran"
+    for name in ("setup.sh", "lab.sh", "run-experiment.sh", "report.sh"):
+        (root / "scripts" / name).write_text(f"#!/bin/sh\ntouch '{step}'\n")
+        (root / "scripts" / name).chmod(0o755)
+    (root / "experiments").symlink_to(REPO / "experiments")
+    mark = tmp_path / "injected"
+    before = machine_state()
+    result = subprocess.run([str(root / "scripts" / "demo.sh")], capture_output=True, text=True, cwd=root,
+                            env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
+    assert_refused(result, variable, mark, before)
+    assert not step.exists(), "a step of make demo ran before the refusal"
+
+
 def test_make_accepts_the_names_it_documents():
     """The checks refuse only what is wrong: every experiment in the repo and the documented values pass."""
     for experiment in sorted(p.name for p in (REPO / "experiments").iterdir() if (p / "experiment.yml").exists()):
@@ -206,3 +240,31 @@ def test_the_checkout_state_leaves_out_bytecode_caches_only(tmp_path):
     (tmp_path / "trexlab" / "campaign.pyc").write_bytes(b"")
     (tmp_path / "mark").write_text("")
     assert checkout_state(tmp_path).splitlines() == [*before.splitlines(), "?? mark", "!! trexlab/campaign.pyc"]
+
+
+def test_configure_refuses_an_inventory_whose_groups_are_named_like_its_hosts(tmp_path):
+    """Inventories written before the groups were the roles in the plural (group tester holding host tester, which
+    made Ansible warn on every run) match none of site.yml's plays now: Ansible would only warn, configure no host
+    and exit 0. make configure refuses one in one line, naming the lab-up that writes it again. The front door runs
+    from a copy rooted in tmp_path (lab.sh's root is where it lies), so the checkout gets no inventory."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    (root / "terraform" / "labs" / "local").mkdir(parents=True)
+    for script in ("lab.sh", "common.sh"):
+        shutil.copy2(REPO / "scripts" / script, root / "scripts" / script)
+    # As terraform/modules/inventory writes it (yamlencode), before and after the groups' renaming.
+    shape = ('"all":\n  "children":\n    "{dut}":\n      "hosts": {{}}\n    "{tester}":\n      "hosts":\n'
+             '        "tester":\n          "ansible_host": "127.0.0.1"\n          "ansible_port": 1\n')
+    shapes = {"old1": shape.format(dut="dut", tester="tester"), "new1": shape.format(dut="duts", tester="testers")}
+    results = {}
+    for name, text in shapes.items():
+        (root / "inventory" / "generated" / name).mkdir(parents=True)
+        (root / "inventory" / "generated" / name / "hosts.yml").write_text(text)
+        # No ansible-playbook in this VENV: an inventory the check lets through stops right after it.
+        results[name] = subprocess.run([str(root / "scripts" / "lab.sh"), "configure"], capture_output=True, text=True,
+                                       env={**front_door_env({"LAB_NAME": name}), "VENV": str(tmp_path / "no-venv")},
+                                       timeout=60)
+    old, new = results["old1"], results["new1"]
+    assert old.returncode == 2 and old.stderr.count("\n") == 1, (old.returncode, old.stdout, old.stderr)
+    assert "LAB_NAME=old1: " in old.stderr and "run 'make lab-up LAB_NAME=old1' again" in old.stderr, old.stderr
+    assert new.returncode == 1 and "ansible-playbook: run 'make setup' first" in new.stderr, new.stderr

@@ -47,8 +47,8 @@ def inventory(**changes) -> dict:
         else:
             hosts[where][rest] = value
     return {"all": {"vars": {"trexlab_lab": lab},
-                    "children": {"tester": {"hosts": {"tester": hosts["tester"]}},
-                                 "dut": {"hosts": {"dut1": hosts["dut1"]}}}}}
+                    "children": {"testers": {"hosts": {"tester": hosts["tester"]}},
+                                 "duts": {"hosts": {"dut1": hosts["dut1"]}}}}}
 
 
 def spec(base=GOOD_SPEC, **changes) -> dict:
@@ -194,6 +194,9 @@ CORPUS = [
      ["{file}", "dut.siit_jool.pool6"]),
     ("jool packages injection", "spec", text(spec(SIIT, dut={"siit_jool": {"packages": ["jool; rm -rf /"]}})), [],
      ["{file}", "dut.siit_jool.packages"]),
+    # Packages apt installs on the DUT (and the installed ones they conflict with, which it removes): the DUT owner's.
+    ("jool packages of a spec", "spec", text(spec(SIIT, dut={"siit_jool": {"packages": ["exim4-daemon-light"]}})),
+     [], ["{file}", "dut.siit_jool.packages", "not settable from a spec"]),
     ("netem loss string", "spec", text(spec(LAB_SPEC, dut={"impairment": {"loss_percent": "50"}})), [],
      ["{file}", "dut.impairment.loss_percent"]),
     ("netem directions", "spec", text(spec(LAB_SPEC, dut={"impairment": {"directions": ["up"]}})), [],
@@ -377,9 +380,9 @@ CORPUS = [
     ("inventory all a string", "inventory", "all: everything\n", [], ["inventory {file}", "all"]),
     ("inventory children a list", "inventory", "all: {children: [tester]}\n", [], ["inventory {file}",
                                                                                    "all.children"]),
-    ("inventory hosts a string", "inventory", "all: {children: {tester: {hosts: t}}}\n", [],
+    ("inventory hosts a string", "inventory", "all: {children: {testers: {hosts: t}}}\n", [],
      ["inventory {file}", "hosts"]),
-    ("inventory host a list", "inventory", "all: {children: {tester: {hosts: {t: [1]}}}}\n", [],
+    ("inventory host a list", "inventory", "all: {children: {testers: {hosts: {t: [1]}}}}\n", [],
      ["inventory {file}", "t"]),
     ("inventory ports a string", "inventory", text(inventory(**{"tester.test_ports": "p0"})), [],
      ["inventory {file}", "tester.test_ports"]),

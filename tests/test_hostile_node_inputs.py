@@ -44,7 +44,7 @@ def inventory(**tester: object) -> dict:
         {"index": 0, "name": "t0", "mac": "02:00:00:00:00:01"}, {"index": 1, "name": "t1", "mac": "02:00:00:00:00:02"}],
         **tester}
     return {"all": {"vars": {"trexlab_lab": {"name": "hx", "kind": "static", "topology": "loopback"}},
-                    "children": {"tester": {"hosts": {"tester": host}}}}}
+                    "children": {"testers": {"hosts": {"tester": host}}}}}
 
 
 @pytest.mark.parametrize(("data", "key"), [
@@ -52,8 +52,8 @@ def inventory(**tester: object) -> dict:
     ({"all": "tester"}, ": all: a mapping"),
     ({"all": {"children": ["tester"]}}, ": all.children: a mapping"),
     ({"all": {"vars": "x"}}, ": all.vars: a mapping"),
-    ({"all": {"children": {"tester": {"hosts": ["t"]}}}}, ": all.children.tester.hosts: a mapping"),
-    ({"all": {"children": {"tester": {"hosts": {"t": "x"}}}}}, ": t: a mapping"),
+    ({"all": {"children": {"testers": {"hosts": ["t"]}}}}, ": all.children.testers.hosts: a mapping"),
+    ({"all": {"children": {"testers": {"hosts": {"t": "x"}}}}}, ": t: a mapping"),
     (inventory(ansible_user="-oProxyCommand=touch /tmp/x"), "tester.ansible_user="),
     (inventory(ansible_port="22 -oProxyCommand=touch /tmp/x"), "tester.ansible_port"),
     (inventory(test_ports=[{"index": 0, "name": "t0; reboot", "mac": "02:00:00:00:00:01"}]),
@@ -89,7 +89,7 @@ def test_ssh_to_a_node_checks_its_host_key_against_the_labs_known_hosts(tmp_path
     assert "StrictHostKeyChecking=yes" in ssh and f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in ssh
     for bad in ({"trexlab_host_key_checking": "no -oProxyCommand=x"}, {"trexlab_known_hosts": "/a b"}):
         with pytest.raises(LabError, match="trexlab_known_hosts"):
-            load_lab(write_inventory(tmp_path, inventory(**{**known["all"]["children"]["tester"]["hosts"]["tester"],
+            load_lab(write_inventory(tmp_path, inventory(**{**known["all"]["children"]["testers"]["hosts"]["tester"],
                                                             **bad}))).tester.ssh()
 
 

@@ -26,13 +26,13 @@ from labtools import static_inventory
 
 #: A static lab with client and server nodes beside the tester's ports (reached nowhere).
 WITH_ENDPOINTS = static_inventory("klc") + """
-    client:
+    clients:
       hosts:
         client:
           ansible_host: 192.0.2.30
           test_ports:
             - {index: 0, name: tcp0, mac: "02:00:00:00:00:03", ipv4: 198.18.0.3/24, peer_mac: "02:00:00:00:01:00"}
-    server:
+    servers:
       hosts:
         server:
           ansible_host: 192.0.2.40

@@ -2,20 +2,28 @@
 roles reach through the filter trexlab.lab.node_state_dir. Nine role defaults and campaign.dut_config_left each wrote
 '/var/lib/trexlab/<lab>/<node>' of their own: netem's and dut_reference's GRO records moved to the one source
 (eb79a6e) while the other copies stayed, so a changed root or layout would have left roles keeping state where the
-campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look."""
+campaign's check for leftover DUT configuration, the roles' absent clean-up and lab-down no longer look.
+
+The same for what lies below it: roles/trex's install root (trex/ in a namespace node's state directory, else
+/opt/trex) is rolevalues.trex_root, which the role takes through the filter trexlab.lab.trex_root and the trex
+generator calls; both had written it themselves. And lab-down of a local lab (terraform/labs/local/scripts/nslab.py)
+removes the nodes' state directories from rolevalues' root, not a copy of its own held equal by a test."""
 
 from __future__ import annotations
 
 import ast
 import re
-import sys
+import subprocess
 from pathlib import Path
 
 import jinja2
 import yaml
 
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir
+from ansible_collections.trexlab.lab.plugins.filter import trexlab as filters
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir, trex_root
 from trexlab import rolevalues
+from trexlab.generators.trex import TREX_CURRENT, installed_trex_paths
+from trexlab.testbed.inventory import Lab, Node
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTION = REPO / "ansible_collections" / "trexlab" / "lab"
@@ -39,6 +47,7 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
     trexlab_netns set, or not), with the collection's own filter."""
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["trexlab.lab.node_state_dir"] = node_state_dir
+    env.filters["trexlab.lab.trex_root"] = trex_root
     rendered = {}
     for path in sorted(ROLES.glob("*/defaults/main.yml")):
         variables = yaml.safe_load(path.read_text()) or {}
@@ -50,20 +59,35 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
             try:
                 rendered[(path.parent.parent.name, name)] = env.from_string(str(value)).render(context)
             except jinja2.TemplateError:  # Ansible's own filters or the play's facts (test_ports): no path of ours
-                assert "node_state_dir" not in str(value) and rolevalues.STATE_ROOT not in str(value), (name, value)
+                assert "node_state_dir" not in str(value) and "trex_root(" not in str(value) \
+                    and rolevalues.STATE_ROOT not in str(value), (name, value)
     return rendered
 
 
 def test_the_node_state_directory_is_where_the_roles_have_kept_their_state():
-    """Its one source names the directory every earlier version used (and lab-down removes: nslab.py, which runs
-    without the package and keeps a copy of the root, held equal here)."""
-    sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
-    try:
-        import nslab
-    finally:
-        sys.path.pop(0)
+    """Its one source names the directory every earlier version used (and lab-down removes: nslab.py takes the root
+    from rolevalues, which the system python3 that runs it imports from the checkout)."""
     assert rolevalues.node_state_dir(LAB, NODE) == f"/var/lib/trexlab/{LAB}/{NODE}"
-    assert nslab.ROLE_STATE_ROOT == Path(rolevalues.STATE_ROOT)
+    lab_down = subprocess.run(["/usr/bin/python3", "-c", "import nslab; print(nslab.ROLE_STATE_ROOT)"],
+                              cwd=REPO / "terraform" / "labs" / "local" / "scripts", env={"PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=60)
+    assert lab_down.returncode == 0 and lab_down.stdout == f"{rolevalues.STATE_ROOT}\n", lab_down.stderr[-2000:]
+
+
+def test_the_trex_root_of_the_role_and_of_the_generator_is_one(monkeypatch):
+    """roles/trex's trex_root and the place the trex generator looks for that TRex both follow rolevalues'
+    constants: moved there, both move (a copy of the subdirectory or of /opt/trex in either would stay)."""
+    tester = Node(name=NODE, role="tester", ansible_host="192.0.2.1", netns="trexlab-ns")
+    lab = Lab(name=LAB, kind="local", topology="loopback", nodes={NODE: tester}, inventory=Path("hosts.yml"))
+    monkeypatch.delenv("TREXLAB_TREX_PATH", raising=False)
+    # The filter's rolevalues is the package's file under the collection's name: another module object.
+    for module in {rolevalues, filters.rolevalues}:
+        monkeypatch.setattr(module, "TREX_SUBDIR", "trex-elsewhere")
+        monkeypatch.setattr(module, "TREX_SYSTEM_ROOT", "/srv/trex-elsewhere")
+    roots = [role_defaults(namespace_node=True)[("trex", "trex_root")],
+             role_defaults(namespace_node=False)[("trex", "trex_root")]]
+    assert roots == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex-elsewhere", "/srv/trex-elsewhere"]
+    assert installed_trex_paths(lab) == [f"{root}/{TREX_CURRENT}" for root in roots]
 
 
 def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():
@@ -91,8 +115,8 @@ def _python_copies(path: Path) -> list[str]:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in _DOC_BLOCKS for t in node.targets):
             docs.update(id(n) for n in ast.walk(node.value))
 
-    def is_root(expr: ast.AST) -> bool:
-        return getattr(expr, "id", getattr(expr, "attr", "")) in ("STATE_ROOT", "state_root")
+    def is_root(expr: ast.AST) -> bool:  # STATE_ROOT, a root passed on (state_root), or a copy (ROLE_STATE_ROOT)
+        return str(getattr(expr, "id", getattr(expr, "attr", ""))).lower().endswith("state_root")
 
     copies = []
     for node in ast.walk(tree):
@@ -105,6 +129,8 @@ def _python_copies(path: Path) -> list[str]:
                        for a, b in zip(parts, parts[1:], strict=False) if isinstance(a, ast.FormattedValue)
                        and is_root(a.value) and isinstance(b, ast.Constant) and str(b.value).startswith("/")]
         elif isinstance(node, ast.Call) and len(node.args) > 1 and is_root(node.args[0]):
+            copies.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and is_root(node.left):  # a Path
             copies.append(f"{node.lineno}: {ast.unparse(node)}")
     return copies
 
@@ -124,11 +150,13 @@ def _yaml_strings(value, key: str = ""):
 
 def test_the_state_root_is_written_only_in_its_one_source():
     """Code and role YAML (not comments, docstrings, argument spec descriptions, READMEs or the CHANGELOG, which
-    tell people where things are) of the collection, the playbooks and the package: the state root appears only as
-    rolevalues.STATE_ROOT, and a node's directory is only ever made by rolevalues.node_state_dir."""
+    tell people where things are) of the collection, the playbooks, the package and the labs' own scripts (lab-down
+    removes the nodes' state): the state root appears only as rolevalues.STATE_ROOT, and a node's directory is only
+    ever made by rolevalues.node_state_dir."""
     source = REPO / "trexlab" / "rolevalues.py"
     copies = []
-    for path in sorted([*COLLECTION.rglob("*"), *(REPO / "trexlab").rglob("*"), *(REPO / "playbooks").rglob("*")]):
+    for path in sorted([*COLLECTION.rglob("*"), *(REPO / "trexlab").rglob("*"), *(REPO / "playbooks").rglob("*"),
+                        *(REPO / "terraform" / "labs").glob("*/scripts/*")]):
         if not path.is_file() or path.is_symlink() or "__pycache__" in path.parts:  # plugin_utils: the package's
             continue
         where = path.relative_to(REPO)

@@ -46,7 +46,7 @@ all:
   vars:
     trexlab_lab: {name: t, kind: static, topology: loopback}
   children:
-    tester:
+    testers:
       hosts:
         tester:
           ansible_host: 192.0.2.1

@@ -48,3 +48,14 @@ def test_the_cli_takes_the_wait(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     [trial] = [json.loads(line) for line in (tmp_path / "r" / "rep-001" / "trials.jsonl").read_text().splitlines()][:1]
     assert trial["spec"]["restabilize_wait"] == 5.0
+
+
+def test_rfc6349s_lab_time_counts_each_mtu_trials_wait():
+    """Its MTU trials wait too (TrialRunner, the generator): the estimate, whose worst case bounds a campaign at 30
+    days, left the wait out, up to 60 s per MTU frame size per repetition."""
+    from trexlab.procedures import rfc6349
+
+    params = rfc6349.Params(bottleneck_bandwidth=1e8)  # the MTU trials and the TCP tests, no throughput search
+    costs = [rfc6349.cost(params, TrialSpec(offered_load=1.0, duration=1.0, restabilize_wait=wait)).worst_s
+             for wait in (0.0, RFC2544_RESTABILIZE_WAIT)]
+    assert costs[1] - costs[0] == pytest.approx(len(params.mtu_frame_sizes) * RFC2544_RESTABILIZE_WAIT)

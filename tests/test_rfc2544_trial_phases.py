@@ -64,9 +64,11 @@ def test_the_lab_duts_disclosure_is_what_the_lab_configures():
     # neighbours otherwise, the disclosure would be false: this test says where to look.
     import yaml
 
+    from trexlab.testbed.inventory import ROLE_GROUPS
+
     root = Path(__file__).resolve().parent.parent
     site = yaml.safe_load((root / "playbooks" / "site.yml").read_text())
-    assert any(play.get("hosts") == "dut" and {"role": "trexlab.lab.dut_routing"} in play.get("roles", [])
+    assert any(play.get("hosts") == ROLE_GROUPS["dut"] and {"role": "trexlab.lab.dut_routing"} in play.get("roles", [])
                for play in site)
     tasks = yaml.safe_load((root / "ansible_collections/trexlab/lab/roles/dut_routing/tasks/main.yml").read_text())
     [netconf] = [task["trexlab.lab.netconf"] for task in tasks if "trexlab.lab.netconf" in task]

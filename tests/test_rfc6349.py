@@ -460,13 +460,13 @@ def test_cli_bad_input_is_one_line_before_any_traffic(tmp_path, capsys, argv, me
 
 
 INVENTORY_WITH_ENDPOINTS = INVENTORY_WITHOUT_ENDPOINTS + """
-    client:
+    clients:
       hosts:
         client:
           ansible_host: 192.0.2.30
           test_ports:
             - {index: 0, name: e0, mac: "02:00:00:00:02:00", ipv4: 198.18.0.3/24, peer_mac: "02:00:00:00:01:00"}
-    server:
+    servers:
       hosts:
         server:
           ansible_host: 192.0.2.40

@@ -78,14 +78,14 @@ INVENTORY = """
 all:
   vars: {trexlab_lab: {name: order, kind: static, topology: single}}
   children:
-    tester:
+    testers:
       hosts:
         tester:
           ansible_host: 192.0.2.10
           test_ports:
             - {index: 0, name: p0, mac: "02:00:00:00:00:01", ipv4: 198.18.0.2/24}
             - {index: 1, name: p1, mac: "02:00:00:00:00:02", ipv4: 198.19.0.2/24}
-    dut:
+    duts:
       hosts:
         dut1:
           ansible_host: 192.0.2.20

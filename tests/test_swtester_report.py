@@ -75,7 +75,7 @@ def static_lab(tmp_path):
     ports = [{"index": i, "name": f"port{i}", "mac": f"02:00:00:00:00:0{i + 1}", "peer_mac": f"02:00:00:00:00:0{2 - i}"}
              for i in (0, 1)]
     inventory = {"all": {"vars": {"trexlab_lab": {"name": "rp", "kind": "static", "topology": "loopback"}},
-                         "children": {"tester": {"hosts": {"tester": {"ansible_host": "192.0.2.10",
+                         "children": {"testers": {"hosts": {"tester": {"ansible_host": "192.0.2.10",
                                                                       "test_ports": ports}}}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     return load_lab(str(tmp_path / "hosts.yml"))
@@ -98,8 +98,8 @@ def test_consecutive_trials_never_share_a_trial_id(tmp_path, monkeypatch):
     ports = [{"index": i, "name": f"port{i}", "mac": f"02:00:00:00:00:0{i + 1}", "peer_mac": f"02:00:00:00:00:0{2 - i}"}
              for i in (0, 1)]
     inventory = {"all": {"vars": {"trexlab_lab": {"name": "rp", "kind": "local", "topology": "loopback"}},
-                         "children": {"tester": {"hosts": {"tester": {"ansible_host": "192.0.2.10", "test_ports": ports,
-                                                                      "trexlab_netns": "tl-rp-tester"}}}}}}
+                         "children": {"testers": {"hosts": {"tester": {
+                             "ansible_host": "192.0.2.10", "test_ports": ports, "trexlab_netns": "tl-rp-tester"}}}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     lab = load_lab(str(tmp_path / "hosts.yml"))
     spec = TrialSpec(offered_load=1_000, duration=1.0, directions="forward")

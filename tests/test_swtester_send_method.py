@@ -51,7 +51,7 @@ def loopback_lab(tmp_path, netns: bool):
     tester = {"ansible_host": "192.0.2.10", "test_ports": ports, **({"trexlab_netns": "tl-sm-tester"} if netns else {})}
     inventory = {"all": {"vars": {"trexlab_lab": {"name": "sm", "kind": "local" if netns else "static",
                                                   "topology": "loopback"}},
-                         "children": {"tester": {"hosts": {"tester": tester}}}}}
+                         "children": {"testers": {"hosts": {"tester": tester}}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     return load_lab(str(tmp_path / "hosts.yml"))
 

@@ -28,6 +28,11 @@ SIIT_DUMMY_IPV4 = ipaddress.ip_address("192.0.0.8")
 #: The root of the nodes' state directories, <STATE_ROOT>/<lab>/<node> (node_state_dir, their one source: the
 #: roles' defaults take it through the filter trexlab.lab.node_state_dir).
 STATE_ROOT = "/var/lib/trexlab"
+#: Where roles/trex installs TRex (its trex_root) and the trex generator looks for it (trex_root, their one source):
+#: TRex's own guide's directory on a node with a disk of its own; on a namespace node, which shares the host's disk,
+#: a subdirectory of the node's state directory, where lab-down removes it with the rest.
+TREX_SYSTEM_ROOT = "/opt/trex"
+TREX_SUBDIR = "trex"
 
 #: Linux interface names: at most IFNAMSIZ - 1 = 15 bytes, no '/', ':' or whitespace (dev_valid_name); also
 #: none of a shell's metacharacters, since roles and nftables rules carry them.
@@ -55,6 +60,11 @@ def check_instance(name: str, value: object) -> str:
 def node_state_dir(lab_name: str, node: str, root: str = STATE_ROOT) -> str:
     """A node's state directory, where the roles keep what absent puts back (root: another one, for tests)."""
     return posixpath.join(root, lab_name, node)
+
+
+def trex_root(lab_name: str, node: str, namespace: bool) -> str:
+    """A node's TRex installation root (roles/trex: trex_root; namespace: the node is a namespace of this host)."""
+    return posixpath.join(node_state_dir(lab_name, node), TREX_SUBDIR) if namespace else TREX_SYSTEM_ROOT
 
 
 def check_state_subdir(name: str, value: object, lab=None) -> str:
@@ -158,9 +168,6 @@ def check_dut_block(block: str, settings: dict, lab=None, allow_other: bool = Fa
             check_instance("instance", settings["instance"])
         if "pool6" in settings:
             check_prefix("pool6", settings["pool6"], allow_other)
-        for i, package in enumerate(settings.get("packages") or ()):
-            if not isinstance(package, str) or not re.match(r"^[a-z0-9][a-z0-9+.-]{0,63}$", package):
-                raise InvalidParameter(f"packages[{i}]", package, "a Debian package name")
 
 
 def check_endpoints_block(settings: dict) -> None:

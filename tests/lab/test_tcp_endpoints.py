@@ -202,7 +202,7 @@ def test_a_lab_without_a_server_node_is_refused(lab, tmp_path):
     import yaml
 
     inventory = yaml.safe_load(Path(lab.inventory).read_text())
-    del inventory["all"]["children"]["server"]
+    del inventory["all"]["children"]["servers"]
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     result = trexlab("tcp", "--inventory", str(tmp_path / "hosts.yml"), "--results", str(tmp_path / "r"), timeout=60)
     assert result.returncode == 2 and result.stderr.startswith(f"trexlab tcp: lab {LAB} has no server node")

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.unmeasured, pytest.mark.xdist_group("
 NETWORKS = 4
 
 PLAY = """- name: DUT forwarding from the installed collection
-  hosts: dut
+  hosts: duts
   roles:
     - role: trexlab.lab.dut_routing
 """

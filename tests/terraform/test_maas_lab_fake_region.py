@@ -73,8 +73,8 @@ def test_lab_up_deploys_the_declared_machines_and_lab_down_releases_them(tmp_pat
             assert links[("trex-01", "eno1")] == [{"mode": "dhcp"}], "management left as MAAS configured it"
 
             inventory = yaml.safe_load((REPO / "inventory/generated/s8fm/hosts.yml").read_text())
-            tester = inventory["all"]["children"]["tester"]["hosts"]["tester"]
-            dut = inventory["all"]["children"]["dut"]["hosts"]["dut1"]
+            tester = inventory["all"]["children"]["testers"]["hosts"]["tester"]
+            dut = inventory["all"]["children"]["duts"]["hosts"]["dut1"]
             assert inventory["all"]["vars"]["trexlab_lab"] == {"name": "s8fm", "kind": "maas", "topology": "single"}
             assert (tester["ansible_host"], dut["ansible_host"]) == ("10.20.0.11", "10.20.0.21")
             assert tester["trexlab_maas_host"] == "trex-01" and dut["ansible_user"] == "ubuntu"

@@ -25,7 +25,7 @@ def static_tfvars(local_inventory: dict) -> str:
     """The local lab's nodes as a static declaration: all on this one machine, so CPU lists disjoint."""
     children = local_inventory["all"]["children"]
     lines = ["machines = {"]
-    for group in ("tester", "dut"):
+    for group in ("testers", "duts"):
         for name, hv in (children[group].get("hosts") or {}).items():
             ports = ", ".join(f"{{ name = {json.dumps(p['name'])}, mac = {json.dumps(p['mac'])} }}"
                               for p in hv["test_ports"])

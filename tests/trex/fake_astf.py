@@ -5,9 +5,10 @@ documents and returns: ``get_traffic_stats`` gives sections "client" and
 "server", each with every counter of TRex's table by name (skip_zero=False),
 counting from the profile's start; ``get_flow_info`` gives, per flow id
 "<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
-with "origin", "duration" (ms since established) and "rtt" (ms scaled by 2^5;
-TRex's samples are whole milliseconds, so the fake's path RTT is too),
-plus "next_index" when an index is asked for.
+with "origin", "duration" (ms since established) and "rtt" (the smoothed RTT
+in whole milliseconds, truncated, as trex-core's src/44bsd/tcp_subr.cpp
+CTcpFlow::to_json sends it; TRex's samples are whole milliseconds, so the
+fake's path RTT is too), plus "next_index" when an index is asked for.
 
 The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
 direction, shared by every connection sending that way; a connection carries
@@ -226,8 +227,9 @@ class FakeAstfClient:
         for c in range(self.up(args)):
             flow_id = f"{args.client_address}:{40000 + c}-{args.server_address}:{args.port}"
             flows[flow_id] = [{"origin": origin, "duration": int(k * interval * 1000), "state": 4,
-                               # A side that has not sent yet has no RTT sample: 0.
-                               "rtt": round(self.rtt(profile_id) * 1000 * 32) if self.rate(profile_id, origin) else 0}
+                               # A side that has not sent yet has no RTT sample: 0. TRex truncates to whole ms.
+                               "rtt": math.floor(self.rtt(profile_id) * 1000 + 1e-9)
+                               if self.rate(profile_id, origin) else 0}
                               for k in range(1, samples + 1) for origin in ("client", "server")]
         if index is not None:
             flows["next_index"] = samples

@@ -23,8 +23,8 @@ from trexlab.tcp.iperf import TcpTest
 from trexlab.trial import GeneratorError, TrialSpec
 
 LINK_BPS = 1e9
-#: The flow dump's RTT resolution is 1/32 ms (ms scaled by 2^5): a path of whole milliseconds keeps the figures
-#: exact here (test_a_sub_millisecond_baseline_rtt_is_flagged covers the coarse case).
+#: The flow dump gives the smoothed RTT in whole milliseconds: a path of whole milliseconds keeps the figures exact
+#: here (test_a_baseline_rtt_of_few_milliseconds_is_flagged covers the coarse case).
 RTT_S = 2e-3
 PORTS = [5201, 5202, 5203, 5204, 5205]
 
@@ -49,7 +49,7 @@ def test_counters_become_the_rfc6349_metrics():
     result, recorded = run(trex, omit=1.0)
     client = trex.client
     assert result["engine"] == "trex" and "TRex ASTF" in result["method"]
-    # Baseline RTT: the low-load connection's smallest smoothed RTT from the flow dump (ms x 32 -> s).
+    # Baseline RTT: the low-load connection's smallest smoothed RTT from the flow dump (whole ms -> s).
     assert result["baseline_rtt_s"] == pytest.approx(RTT_S, rel=0.01)
     names = [t["test"]["name"] for t in result["tests"]]
     assert names == ["download", "upload", "bidirectional", "single", "reduced 25%", "reduced 50%",
@@ -104,23 +104,34 @@ def test_direction_stats_read_the_sending_and_receiving_sections():
                                                            "tcps_sndrexmitbyte": 1460}}
     after = {"client": {"tcps_rcvbyte": 10_100}, "server": {"tcps_sndbyte": 20_500, "tcps_sndrexmitpack": 3,
                                                              "tcps_sndrexmitbyte": 3000}}
-    flows = {"a:1-b:2": [{"origin": "server", "rtt": 64, "duration": 500}, {"origin": "client", "rtt": 320,
-                                                                           "duration": 500}],
+    flows = {"a:1-b:2": [{"origin": "server", "rtt": 2, "duration": 500}, {"origin": "client", "rtt": 10,
+                                                                          "duration": 500}],
              "next_index": 7}
     stats = direction_stats("download", test, before, after, 2.0, flows)
     # A server without tcps_sndbyte_ok: the application's count stands in.
     assert (stats.good_bytes, stats.sent_bytes, stats.retransmits) == (10_000, 20_000, 2)
     assert stats.retransmitted_bytes == 1540 and stats.transmitted_bytes == 21_540
-    assert stats.rtt_mean_s == pytest.approx(2e-3)  # 64 / 32 ms: the sender's (server's) flows only
+    assert stats.rtt_mean_s == pytest.approx(2e-3)  # 2 ms: the sender's (server's) flows only
     with pytest.raises(GeneratorError, match="no tcps_rcvbyte in section 'client'"):
         direction_stats("download", test, before, {"server": after["server"]}, 2.0, flows)
 
 
 def test_rtt_samples_of_slow_start_are_left_out():
-    flows = {"f": [{"origin": "client", "rtt": 320, "duration": 100}, {"origin": "client", "rtt": 64,
-                                                                      "duration": 1500}]}
+    flows = {"f": [{"origin": "client", "rtt": 10, "duration": 100}, {"origin": "client", "rtt": 2,
+                                                                     "duration": 1500}]}
     assert flow_rtts(flows, "client", omit=1.0) == [pytest.approx(2e-3)]
     assert len(flow_rtts(flows, "client", omit=0.0)) == 2
+
+
+def test_the_flow_dumps_rtt_is_whole_milliseconds():
+    # TRex keeps t_srtt in ticks of 1 ms scaled by 2^5 and sends tcp_timer_ticks_to_msec(t_srtt) >> TCP_RTT_SHIFT:
+    # whole ms, the scaling shifted out (trex-core src/44bsd/tcp_subr.cpp, CTcpFlow::to_json; netinet/tcp_var.h
+    # TCP_RTT_SHIFT 5, netinet/tcp_timer.h hz 1000). A connection of a 2 ms path, established 1.5 s, reads rtt 2.
+    flows = {"198.18.0.2:40000-198.19.0.2:5201": [{"origin": "client", "duration": 1500, "state": 4, "rtt": 2}]}
+    assert flow_rtts(flows, "client", omit=1.0) == [pytest.approx(2e-3)]
+    # Below 1 ms the dump reads 0, as before the first sample: no RTT, never 0 s.
+    flows["198.18.0.2:40000-198.19.0.2:5201"][0]["rtt"] = 0
+    assert flow_rtts(flows, "client", omit=1.0) == []
 
 
 def test_a_server_error_is_one_line_and_stops_what_it_started():
@@ -258,9 +269,9 @@ def test_an_experiment_with_the_trex_engine_needs_no_endpoints(tmp_path):
 
 
 def test_a_baseline_rtt_of_few_milliseconds_is_flagged():
-    # TRex's TCP clock ticks in whole milliseconds (hz 1000, tcp_ts_getticks): each RTT sample is whole ms, the flow
-    # dump's 1/32 ms steps are only its smoothing's. A 3 ms baseline is three steps of that: the result says how
-    # coarse it is (96 steps of 1/32 ms said nothing). 20 ms is enough steps.
+    # TRex's TCP clock ticks in whole milliseconds (hz 1000, tcp_ts_getticks): each RTT sample is whole ms, and the
+    # flow dump truncates the smoothed RTT to whole ms. A 3 ms baseline is three steps of that: the result says how
+    # coarse it is. 20 ms is enough steps.
     result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=3e-3)), tests=("download",))
     assert result["baseline_rtt_s"] == pytest.approx(3e-3)
     assert any(n.startswith("baseline RTT 3.000 ms is fewer than 10 steps of trex's RTT resolution (1 ms)")

@@ -12,8 +12,8 @@ def inventory(tmp_path, kind, accel=None):
     if accel:
         dut["trexlab_vm_accel"] = accel
     data = {"all": {"vars": {"trexlab_lab": {"name": "x", "kind": kind, "topology": "single"}},
-                    "children": {"tester": {"hosts": {"tester": {"ansible_host": "2001:2:0:ff80::3"}}},
-                                 "dut": {"hosts": {"dut1": dut}}}}}
+                    "children": {"testers": {"hosts": {"tester": {"ansible_host": "2001:2:0:ff80::3"}}},
+                                 "duts": {"hosts": {"dut1": dut}}}}}
     path = tmp_path / "hosts.yml"
     path.write_text(yaml.safe_dump(data))
     return load_lab(path)

@@ -63,10 +63,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trexlab import __version__
+from trexlab import __version__, rolevalues
 from trexlab.params import MAX_PORT, InvalidParameter, check_range
 from trexlab.paths import paths
-from trexlab.rolevalues import node_state_dir
 from trexlab.testbed.inventory import Lab, Node, load_lab
 from trexlab.trial import (
     SEND_OVERRUN_TOLERANCE,
@@ -80,8 +79,8 @@ from trexlab.trial import (
 )
 
 PROFILE = paths().trex_profiles / "stl_rfc2544_udp.py"
-#: Where the trex role installs TRex (a `current` link to the versioned directory).
-DEFAULT_TREX_PATH = "/opt/trex/current"
+#: The trex role's link to the versioned TRex directory below its trex_root (rolevalues.trex_root).
+TREX_CURRENT = "current"
 CLIENT_SUBDIR = "automation/trex_control_plane/interactive"
 DEFAULT_SYNC_PORT = 4501
 #: TRex reports latency in whole microseconds.
@@ -111,14 +110,20 @@ def installed_trex_paths(lab: Lab | None = None) -> list[str]:
     """Where a TRex installed on this machine may be, most specific first.
 
     TREXLAB_TREX_PATH; on a local lab the tester node's own installation, which
-    roles/trex puts in trex/ below the node's state directory (its trex_root on
-    namespace nodes); then the role's default /opt/trex/current.
+    roles/trex puts below the node's state directory (its trex_root on namespace
+    nodes); then the role's default for a node with a disk of its own. Both roots
+    are rolevalues.trex_root's, the role's as well (filter trexlab.lab.trex_root).
     """
     paths = [os.environ.get("TREXLAB_TREX_PATH")]
     if lab is not None and lab.tester.netns:
-        paths.append(f"{node_state_dir(lab.name, lab.tester.name)}/trex/current")
-    paths.append(DEFAULT_TREX_PATH)
+        paths.append(f"{rolevalues.trex_root(lab.name, lab.tester.name, namespace=True)}/{TREX_CURRENT}")
+    paths.append(default_trex_path())
     return [p for p in paths if p]
+
+
+def default_trex_path() -> str:
+    """Where roles/trex installs TRex on a tester with a disk of its own (not a namespace of this host)."""
+    return f"{rolevalues.TREX_SYSTEM_ROOT}/{TREX_CURRENT}"
 
 
 def load_client_api(lab: Lab | None = None, module: str = "trex.stl.api"):
@@ -142,7 +147,7 @@ def load_client_api(lab: Lab | None = None, module: str = "trex.stl.api"):
         return importlib.import_module(module)
     except ImportError as exc:
         errors.append(str(exc))
-    raise GeneratorError("TRex client not found: install TRex under /opt/trex/current (roles/trex), set "
+    raise GeneratorError(f"TRex client not found: install TRex under {default_trex_path()} (roles/trex), set "
                          "TREXLAB_TREX_PATH, or pip install 'trexlab[trex]' (lbr-trex-client); "
                          f"{'; '.join(errors)}")
 

@@ -12,8 +12,8 @@ log scale from half the search's minimum load to twice its maximum:
   anywhere in the range the spec declares, answering every trial alike (a noisy DUT can
   make a search longer; the ETA during the run is refined from the measured repetitions).
 
-Lab time counts trial durations plus receive tails, which the simulated tester adds
-exactly as the lab's testers wait them. What no spec declares (DUT configuration
+Lab time counts trial durations plus receive tails and restabilize waits, which the
+simulated tester adds exactly as the lab's testers wait them. What no spec declares (DUT configuration
 playbooks, a tester's start-up per trial) is left out of the estimate and shows in the
 refined ETA. HTTP downloads and TCP tests run on the lab's endpoints, not on a
 generator: their time comes from their declared durations and timeouts.

@@ -423,7 +423,7 @@ def cost(params: Params, traffic: TrialSpec):
     # together.
     groups = sum(len(params.reduced_window_percent) if name == "reduced" else 1 for name in params.tests)
     mtu_s = 0.0 if params.mtu is not None else len(params.mtu_frame_sizes) * (
-        params.mtu_trial_duration + traffic.receive_tail)
+        params.mtu_trial_duration + traffic.receive_tail + traffic.restabilize_wait)
     fixed = mtu_s + params.rtt_duration + groups * params.test_duration
     found = Cost(fixed, fixed, None, None, f"{NAME}: MTU trials, {groups} TCP test(s) of "
                                            f"{params.test_duration:g} s, baseline RTT {params.rtt_duration:g} s")

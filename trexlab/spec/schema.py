@@ -537,9 +537,14 @@ def role_defaults(role: str) -> dict:
 
 #: Role options a spec may not set, and why: what reaches beyond the benchmark a spec declares. Replacing a root
 #: qdisc someone else put on the DUT's port deletes it, and absent cannot make it again: that is the call of whoever
-#: owns the DUT, by hand (-e netem_replace_root=true), never of a shared spec.
+#: owns the DUT, by hand (-e netem_replace_root=true), never of a shared spec. So is which Debian packages are
+#: installed on the DUT: apt runs their maintainer scripts as root, starts their services, and removes whatever
+#: installed package they conflict with; absent removes none of it.
 NOT_FROM_SPECS = {"netem_replace_root": "it deletes a root qdisc another put on the DUT's port, which nothing puts "
-                                        "back; set netem_replace_root by hand (-e) if that is what you want"}
+                                        "back; set netem_replace_root by hand (-e) if that is what you want",
+                  "siit_jool_packages": "it installs Debian packages on the DUT as root (apt removes any installed "
+                                        "package they conflict with), which absent does not undo; set "
+                                        "siit_jool_packages by hand (-e) if Jool's packages have other names there"}
 
 
 def spec_option(role: str, name: str) -> bool:

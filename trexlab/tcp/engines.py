@@ -31,11 +31,13 @@ sections "client" and "server"; descriptions from TRex's counter table):
   the CPU unknown (None), never assumed idle;
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
-  runs); its ``rtt`` field is milliseconds scaled by 2^5 (TCP_RTT_SHIFT), as
-  that method's documentation says. Those 1/32 ms steps are the smoothing's:
-  TRex's TCP clock ticks in whole milliseconds, so each RTT sample is whole
-  ms, coarse for a lab's paths of a few milliseconds or less (the procedure
-  says so in its notes).
+  runs). Its ``rtt`` field is whole milliseconds: TRex keeps the smoothed RTT
+  in ticks scaled by 2^5 (TCP_RTT_SHIFT) and shifts that scaling out before it
+  sends it, truncating (trex-core src/44bsd/tcp_subr.cpp, CTcpFlow::to_json;
+  the client's "msec >> TCP_RTT_SHIFT(5)" says the same). TRex's TCP clock
+  ticks in whole milliseconds too, so each RTT sample is whole ms, coarse for
+  a lab's paths of a few milliseconds or less (the procedure says so in its
+  notes); a smoothed RTT below 1 ms reads 0, as a flow not yet sampled does.
 
 The counters are read twice, after ``omit`` and after ``duration`` more, and
 the test's figures are the differences over the time between the two reads:
@@ -68,8 +70,9 @@ from trexlab.trial import GeneratorError
 
 ENGINES = ("iperf3", "trex")
 ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
-#: The flow dump's "rtt" is milliseconds shifted left by TCP_RTT_SHIFT (5) (ASTFClient.get_flow_info).
-ASTF_RTT_SCALE = 2 ** 5 * 1000
+#: s per unit of the flow dump's "rtt": TRex sends its smoothed RTT in whole milliseconds, the 2^5 scaling it keeps it
+#: in (TCP_RTT_SHIFT) shifted out (trex-core src/44bsd/tcp_subr.cpp, CTcpFlow::to_json).
+ASTF_RTT_UNIT_S = 1e-3
 #: s per tick of TRex's TCP clock, from which its RTT samples are whole ticks.
 TCP_CLOCK_TICK_S = 1e-3
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
@@ -181,11 +184,12 @@ class TRexAstfEngine(TRexSession):
     congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
     segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
-    # ms): every RTT sample is whole ms. The flow dump's 1/32 ms steps are only the smoothing's (TCP_RTT_SHIFT).
+    # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
     rtt_resolution_s = TCP_CLOCK_TICK_S
     # A sample counts the clock's tick boundaries between a segment and its ACK: a path of r ticks reads floor(r) or
     # floor(r) + 1 by where in a tick the segment left, so neither truncated nor rounded but within one tick.
-    rtt_sampling = (f"TRex's smoothed RTT (flow dump), its samples whole ticks of its "
+    # Truncating keeps it within one tick: a smoothed RTT of floor(r) to floor(r) + 1 ticks reads one of the two.
+    rtt_sampling = (f"TRex's smoothed RTT (flow dump, truncated to whole ms), its samples whole ticks of its "
                     f"{TCP_CLOCK_TICK_S * 1e3:g} ms TCP clock")
     cpu_method = ("TRex's data-plane cores, which play both ends: the global cpu_util TRex returns with the counters "
                   "(its smoothed utilisation, %, the mean over those cores: one busy core among idle ones reads "
@@ -357,7 +361,8 @@ def direction_stats(name: str, test: TcpTest, before: dict, after: dict, seconds
 def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
     """Smoothed RTTs (s) of one side's connections, from samples taken after ``omit`` (slow start left out).
 
-    A flow's "duration" is milliseconds since it was established; a sample without an RTT yet (0) is no sample.
+    A flow's "duration" is milliseconds since it was established; an "rtt" of 0 is no sample (none taken yet, or a
+    smoothed RTT below the dump's 1 ms: TRex's dump cannot tell them apart).
     """
     samples = []
     for flow_id, infos in flows.items():
@@ -365,7 +370,7 @@ def flow_rtts(flows: dict, origin: str, omit: float) -> list[float]:
             continue
         for info in infos:
             if info.get("origin") == origin and info.get("rtt") and info.get("duration", math.inf) >= omit * 1000:
-                samples.append(info["rtt"] / ASTF_RTT_SCALE)
+                samples.append(info["rtt"] * ASTF_RTT_UNIT_S)
     return samples
 
 

@@ -24,6 +24,11 @@ DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
 #: The lab kinds whose lab is, by default, named after the kind (scripts/lab.sh: LAB_NAME defaults to LAB).
 LAB_KINDS = ("local", "vm", "static", "maas")
 
+#: The inventory's group of each node role: the role in the plural, as terraform/modules/inventory names it (its
+#: local groups; tests/terraform/test_terraform_modules.py reads a rendered inventory with these). Hosts keep the
+#: node's name (tester, dut1, client): a group named like a host made Ansible warn on every run.
+ROLE_GROUPS = {"tester": "testers", "dut": "duts", "client": "clients", "server": "servers"}
+
 
 class LabError(RuntimeError):
     pass
@@ -225,10 +230,16 @@ def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     lab_vars = _mapping(_mapping(root.get("vars"), f"inventory {path}: all.vars").get("trexlab_lab"),
                         f"inventory {path}: all.vars.trexlab_lab")
     children = _mapping(root.get("children"), f"inventory {path}: all.children")
+    stale = sorted(set(children) & set(ROLE_GROUPS))
+    if stale:
+        # An inventory written before the groups were plural: its playbooks' hosts would match no group.
+        raise LabError(f"inventory {path}: all.children.{stale[0]}: a group of a role's singular name, written before "
+                       f"the groups were {', '.join(ROLE_GROUPS.values())}: run this lab's make lab-up again "
+                       "(it rewrites the inventory)")
     nodes: dict[str, Node] = {}
-    for role in ("tester", "dut", "client", "server"):
-        where = f"inventory {path}: all.children.{role}"
-        group = _mapping(children.get(role), where)
+    for role, group_name in ROLE_GROUPS.items():
+        where = f"inventory {path}: all.children.{group_name}"
+        group = _mapping(children.get(group_name), where)
         for name, hv in _mapping(group.get("hosts"), f"{where}.hosts").items():
             here = f"inventory {path}: {name}"
             hv = _mapping(hv, here)

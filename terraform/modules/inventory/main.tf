@@ -49,23 +49,24 @@ locals {
     )
   }
 
+  # Groups are the roles in the plural, hosts the nodes (tester, dut1, client): a group and a host of one name
+  # (group tester holding host tester) made Ansible warn "Found both group and host with same name" on every run.
+  # trexlab.testbed.inventory.ROLE_GROUPS reads the same names (tests/terraform/test_terraform_modules.py).
+  groups = { tester = "testers", dut = "duts", client = "clients", server = "servers" }
+  # A node named like a group would bring the warning back.
+  nodes_named_like_groups = [for name, n in var.nodes : name if contains(values(local.groups), name)]
+
   inventory = {
     all = {
       vars = {
         trexlab_lab = var.lab
       }
-      # client and server groups only where the lab has them: labs without TCP endpoints keep their shape.
-      children = merge(
-        {
-          tester = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "tester" } }
-          dut    = { hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == "dut" } }
-        },
-        {
-          for r in ["client", "server"] : r => {
-            hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == r }
-          } if length([for n in var.nodes : n if n.role == r]) > 0
-        },
-      )
+      # clients and servers groups only where the lab has them: labs without TCP endpoints keep their shape.
+      children = {
+        for r, group in local.groups : group => {
+          hosts = { for name, n in var.nodes : name => local.host_vars[name] if n.role == r }
+        } if contains(["tester", "dut"], r) || length([for n in var.nodes : n if n.role == r]) > 0
+      }
     }
   }
 }

@@ -13,7 +13,8 @@ always recovers. Only names of this lab (tl-<lab>-*, tl<lab>m*) are touched,
 and only processes inside its namespaces are ended, by PID. The one host-wide
 setting a lab changes, the receive backlog, is shared by every lab up on the
 host (hold_backlog, release_backlog).
-Standard library only: it runs with the system python3.
+Standard library only: it runs with the system python3. The roles' state root comes from this checkout's
+trexlab.rolevalues, which is standard library only too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+# The checkout this script is part of (terraform/labs/local/scripts/ below it), whose package the system python3
+# does not have installed: the roles' state root is rolevalues', not a copy here.
+_CHECKOUT = str(Path(__file__).resolve().parents[4])
+if _CHECKOUT not in sys.path:
+    sys.path.insert(0, _CHECKOUT)
+from trexlab.rolevalues import STATE_ROOT, node_state_dir  # noqa: E402
 
 SSHD = "/usr/sbin/sshd"
 
@@ -321,8 +329,8 @@ def remove_namespace_node(node: dict, present: set[str]) -> None:
 
 
 # Where the roles keep what they must put back (saved sysctls, nft files, TRex): on a namespace node
-# that is the host's file system, so it would outlive the node. Same path as the roles' defaults.
-ROLE_STATE_ROOT = Path("/var/lib/trexlab")
+# that is the host's file system, so it would outlive the node. The roles' defaults take the same root.
+ROLE_STATE_ROOT = Path(STATE_ROOT)
 
 
 def remove_node_files(plan: dict, name: str, role_state: bool = True) -> None:
@@ -335,9 +343,9 @@ def remove_node_files(plan: dict, name: str, role_state: bool = True) -> None:
         home.rmdir()
     if not role_state:  # kept under the lab's name, not its state directory's
         return
-    lab_state = ROLE_STATE_ROOT / plan["lab"]
-    shutil.rmtree(lab_state / name, ignore_errors=True)
-    for directory in (lab_state, ROLE_STATE_ROOT):  # the last lab gone: the machine as it was
+    node_state = Path(node_state_dir(plan["lab"], name, str(ROLE_STATE_ROOT)))
+    shutil.rmtree(node_state, ignore_errors=True)
+    for directory in (node_state.parent, ROLE_STATE_ROOT):  # the last lab gone: the machine as it was
         with contextlib.suppress(OSError):  # not empty (other nodes, other labs) or already gone
             directory.rmdir()
 

@@ -88,23 +88,23 @@ run "allocates_and_deploys_the_declared_machines" {
     error_message = "the lab's identity"
   }
   assert {
-    condition = (yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.ansible_host == "10.20.0.11"
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_host == "10.20.0.7"
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_user == "ubuntu"
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_become == "true"
-    && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_ssh_private_key_file == "/keys/maas_ed25519")
+    condition = (yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.ansible_host == "10.20.0.11"
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_host == "10.20.0.7"
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_user == "ubuntu"
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_become == "true"
+    && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_ssh_private_key_file == "/keys/maas_ed25519")
     error_message = "Ansible reaches the deployed machines at their (first) MAAS address as ubuntu with sudo"
   }
   assert {
-    condition = yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.test_ports[0] == {
+    condition = yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.test_ports[0] == {
       index = 0, name = "ens1f0", mac = "b4:96:91:b2:00:20", pci = "0000:17:00.0",
       ipv4  = "198.18.0.1/24", ipv6 = "2001:2:0:8000::1/64", peer_mac = "3c:fd:fe:a1:00:10"
     }
     error_message = "the DUT's left port: declared name, MAC, PCI; planned addresses; tester port 0 as peer"
   }
   assert {
-    condition = (yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.trexlab_cpus == [2, 3, 4]
-    && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.trexlab_maas_host == "dut-07")
+    condition = (yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.trexlab_cpus == [2, 3, 4]
+    && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.trexlab_maas_host == "dut-07")
     error_message = "CPUs as declared; the MAAS machine each node got"
   }
   assert {
@@ -123,7 +123,7 @@ run "addresses_by_fqdn" {
     values = { fqdn = "dut-07.maas" }
   }
   assert {
-    condition     = yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_host == "dut-07.maas"
+    condition     = yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_host == "dut-07.maas"
     error_message = "ansible_host_from = fqdn uses MAAS DNS names"
   }
 }

@@ -36,37 +36,37 @@ run "single_lab_inventory" {
     error_message = "the lab's identity"
   }
   assert {
-    condition     = keys(yamldecode(output.inventory_yaml).all.children.tester.hosts) == ["tester"] && keys(yamldecode(output.inventory_yaml).all.children.dut.hosts) == ["dut1"]
+    condition     = keys(yamldecode(output.inventory_yaml).all.children.testers.hosts) == ["tester"] && keys(yamldecode(output.inventory_yaml).all.children.duts.hosts) == ["dut1"]
     error_message = "groups tester and dut with the declared machines"
   }
   assert {
-    condition = yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.test_ports[0] == {
+    condition = yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.test_ports[0] == {
       index = 0, name = "enp65s0f0", mac = "3c:fd:fe:a1:00:10", pci = "0000:41:00.0",
       ipv4  = "198.18.0.2/24", ipv6 = "2001:2:0:8000::2/64", peer_mac = "b4:96:91:b2:00:20"
     }
     error_message = "tester port 0: declared name, MAC (lower case), PCI; planned addresses; the DUT's left MAC as peer"
   }
   assert {
-    condition = yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.test_ports[1] == {
+    condition = yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.test_ports[1] == {
       index = 1, name = "ens1f1", mac = "b4:96:91:b2:00:21", pci = null,
       ipv4  = "198.19.0.1/24", ipv6 = "2001:2:0:9000::1/64", peer_mac = "3c:fd:fe:a1:00:11"
     }
     error_message = "dut1's right port faces tester port 1"
   }
   assert {
-    condition     = yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.trexlab_cpus == [4, 5] && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.trexlab_dut_position == 1
+    condition     = yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.trexlab_cpus == [4, 5] && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.trexlab_dut_position == 1
     error_message = "the DUT's CPUs and position"
   }
   assert {
-    condition = (yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_host == "192.0.2.20"
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_port == 2222
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_user == "admin"
-      && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut1.ansible_become == "true"
-    && yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.ansible_ssh_private_key_file == "/keys/id_ed25519")
+    condition = (yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_host == "192.0.2.20"
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_port == 2222
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_user == "admin"
+      && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut1.ansible_become == "true"
+    && yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.ansible_ssh_private_key_file == "/keys/id_ed25519")
     error_message = "SSH access as declared; become only where asked"
   }
   assert {
-    condition     = !can(yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.ansible_become) && !can(yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.trexlab_netns)
+    condition     = !can(yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.ansible_become) && !can(yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.trexlab_netns)
     error_message = "no become for root, no network namespace on bare metal"
   }
 }
@@ -82,11 +82,11 @@ run "dual_lab_inventory" {
     }
   }
   assert {
-    condition     = yamldecode(output.inventory_yaml).all.children.dut.hosts.dut2.trexlab_dut_position == 2 && yamldecode(output.inventory_yaml).all.children.dut.hosts.dut2.test_ports[0].ipv4 == "198.19.255.254/30"
+    condition     = yamldecode(output.inventory_yaml).all.children.duts.hosts.dut2.trexlab_dut_position == 2 && yamldecode(output.inventory_yaml).all.children.duts.hosts.dut2.test_ports[0].ipv4 == "198.19.255.254/30"
     error_message = "dut2 sits between dut1 and tester port 1"
   }
   assert {
-    condition     = yamldecode(output.inventory_yaml).all.children.tester.hosts.tester.test_ports[1].peer_mac == "02:00:00:00:02:02"
+    condition     = yamldecode(output.inventory_yaml).all.children.testers.hosts.tester.test_ports[1].peer_mac == "02:00:00:00:02:02"
     error_message = "tester port 1 faces dut2's right port"
   }
 }
@@ -187,18 +187,18 @@ run "client_and_server_hosts" {
     }
   }
   assert {
-    condition     = keys(yamldecode(output.inventory_yaml).all.children) == ["client", "dut", "server", "tester"] && keys(yamldecode(output.inventory_yaml).all.children.server.hosts) == ["server"]
+    condition     = keys(yamldecode(output.inventory_yaml).all.children) == ["clients", "duts", "servers", "testers"] && keys(yamldecode(output.inventory_yaml).all.children.servers.hosts) == ["server"]
     error_message = "client and server groups, as the local and VM labs have them"
   }
   assert {
-    condition = yamldecode(output.inventory_yaml).all.children.client.hosts.client.test_ports == [{
+    condition = yamldecode(output.inventory_yaml).all.children.clients.hosts.client.test_ports == [{
       index = 0, name = "eno1", mac = "02:00:00:00:08:00", pci = null,
       ipv4  = "198.18.0.3/24", ipv6 = "2001:2:0:8000::3/64", peer_mac = "02:00:00:00:01:01"
-    }] && yamldecode(output.inventory_yaml).all.children.server.hosts.server.test_ports[0].peer_mac == "02:00:00:00:01:02"
+    }] && yamldecode(output.inventory_yaml).all.children.servers.hosts.server.test_ports[0].peer_mac == "02:00:00:00:01:02"
     error_message = "the client on tester port 0's link faces dut1's left port; the server faces its right port"
   }
   assert {
-    condition     = keys(yamldecode(output.inventory_yaml).all.children.client.hosts.client) == keys(yamldecode(output.inventory_yaml).all.children.tester.hosts.tester) && yamldecode(output.inventory_yaml).all.children.server.hosts.server.ansible_become == "true"
+    condition     = keys(yamldecode(output.inventory_yaml).all.children.clients.hosts.client) == keys(yamldecode(output.inventory_yaml).all.children.testers.hosts.tester) && yamldecode(output.inventory_yaml).all.children.servers.hosts.server.ansible_become == "true"
     error_message = "an endpoint's host variables are a tester's, and become where asked"
   }
 }

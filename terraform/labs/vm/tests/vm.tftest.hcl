@@ -66,11 +66,11 @@ run "dual_plan_has_the_shape_of_every_lab" {
     error_message = "the address plan of docs/architecture.md"
   }
   assert {
-    condition     = module.inventory.inventory.all.children.dut.hosts.dut2.trexlab_vm_accel == "tcg" && !can(module.inventory.inventory.all.children.dut.hosts.dut2.trexlab_netns)
+    condition     = module.inventory.inventory.all.children.duts.hosts.dut2.trexlab_vm_accel == "tcg" && !can(module.inventory.inventory.all.children.duts.hosts.dut2.trexlab_netns)
     error_message = "a VM DUT says how it is emulated and has no namespace"
   }
   assert {
-    condition     = module.inventory.inventory.all.children.tester.hosts.tester.trexlab_netns == "tl-tfv-tester"
+    condition     = module.inventory.inventory.all.children.testers.hosts.tester.trexlab_netns == "tl-tfv-tester"
     error_message = "the tester is a namespace, as on the local lab"
   }
   assert {
@@ -95,7 +95,7 @@ run "tcp_endpoints_are_namespaces_on_the_tester_links" {
     error_message = "their ports are macvlans of tester ports 0 and 1 (the taps QEMU holds)"
   }
   assert {
-    condition     = module.inventory.inventory.all.children.server.hosts.server.trexlab_netns == "tl-tfv-server" && !can(module.inventory.inventory.all.children.client.hosts.client.trexlab_vm_accel)
+    condition     = module.inventory.inventory.all.children.servers.hosts.server.trexlab_netns == "tl-tfv-server" && !can(module.inventory.inventory.all.children.clients.hosts.client.trexlab_vm_accel)
     error_message = "the inventory has the endpoints in the shape of the local lab's"
   }
 }

@@ -1,6 +1,6 @@
-# The inventory contract every lab kind writes: groups by role, host variables in one shape, keys that
-# only some labs have (trexlab_netns, client/server groups) absent rather than null elsewhere, and a
-# one-sentence failure for each node declaration the contract does not allow.
+# The inventory contract every lab kind writes: groups by role in the plural (testers, duts), host variables in
+# one shape, keys that only some labs have (trexlab_netns, clients/servers groups) absent rather than null
+# elsewhere, and a one-sentence failure for each node declaration the contract does not allow.
 
 variables {
   lab = { name = "t1", kind = "static", topology = "single" }
@@ -26,27 +26,27 @@ variables {
 run "groups_and_host_variables" {
   command = plan
   assert {
-    condition     = keys(output.inventory.all.children) == ["dut", "tester"]
-    error_message = "a lab without TCP endpoints has only the tester and dut groups: ${jsonencode(keys(output.inventory.all.children))}"
+    condition     = keys(output.inventory.all.children) == ["duts", "testers"]
+    error_message = "a lab without TCP endpoints has only the testers and duts groups: ${jsonencode(keys(output.inventory.all.children))}"
   }
   assert {
     condition     = output.inventory.all.vars.trexlab_lab == { name = "t1", kind = "static", topology = "single" }
     error_message = "the lab's identity is a group variable of all"
   }
   assert {
-    condition     = output.inventory.all.children.tester.hosts.tester.ansible_user == "root" && output.inventory.all.children.tester.hosts.tester.ansible_port == 22
+    condition     = output.inventory.all.children.testers.hosts.tester.ansible_user == "root" && output.inventory.all.children.testers.hosts.tester.ansible_port == 22
     error_message = "ansible_user and ansible_port default to root and 22"
   }
   assert {
-    condition     = output.inventory.all.children.dut.hosts.dut1.ansible_port == 2222 && output.inventory.all.children.dut.hosts.dut1.ansible_become == "true" && output.inventory.all.children.dut.hosts.dut1.trexlab_dut_position == 1
+    condition     = output.inventory.all.children.duts.hosts.dut1.ansible_port == 2222 && output.inventory.all.children.duts.hosts.dut1.ansible_become == "true" && output.inventory.all.children.duts.hosts.dut1.trexlab_dut_position == 1
     error_message = "declared values and extra_vars reach the DUT's host variables"
   }
   assert {
-    condition     = !contains(keys(output.inventory.all.children.tester.hosts.tester), "trexlab_dut_position") && !contains(keys(output.inventory.all.children.dut.hosts.dut1), "trexlab_netns")
+    condition     = !contains(keys(output.inventory.all.children.testers.hosts.tester), "trexlab_dut_position") && !contains(keys(output.inventory.all.children.duts.hosts.dut1), "trexlab_netns")
     error_message = "only DUTs have a position, only local-lab nodes a namespace: the keys are absent, not null"
   }
   assert {
-    condition     = jsonencode(output.inventory.all.children.tester.hosts.tester.test_ports[1]) == jsonencode({ index = 1, ipv4 = "198.19.0.2/24", ipv6 = null, mac = "02:00:00:00:00:02", name = "t1", pci = null, peer_mac = "02:00:00:00:01:02" })
+    condition     = jsonencode(output.inventory.all.children.testers.hosts.tester.test_ports[1]) == jsonencode({ index = 1, ipv4 = "198.19.0.2/24", ipv6 = null, mac = "02:00:00:00:00:02", name = "t1", pci = null, peer_mac = "02:00:00:00:01:02" })
     error_message = "every test port in one shape, undeclared fields null"
   }
   assert {
@@ -67,13 +67,29 @@ run "tcp_endpoints_get_their_groups" {
     }
   }
   assert {
-    condition     = keys(output.inventory.all.children) == ["client", "dut", "server", "tester"] && keys(output.inventory.all.children.client.hosts) == ["client"]
-    error_message = "client and server nodes get groups of their own"
+    condition     = keys(output.inventory.all.children) == ["clients", "duts", "servers", "testers"] && keys(output.inventory.all.children.clients.hosts) == ["client"]
+    error_message = "client and server nodes get groups of their own (clients, servers)"
   }
   assert {
-    condition     = output.inventory.all.children.tester.hosts.tester.trexlab_netns == "tl-t1-tester"
+    condition     = output.inventory.all.children.testers.hosts.tester.trexlab_netns == "tl-t1-tester"
     error_message = "a namespace, where declared, is a host variable"
   }
+  # A group and a host of one name make Ansible warn on every run ("Found both group and host with same name").
+  assert {
+    condition     = length(setintersection(keys(output.inventory.all.children), flatten([for g in output.inventory.all.children : keys(g.hosts)]))) == 0
+    error_message = "no group is named like a host: ${jsonencode(setintersection(keys(output.inventory.all.children), flatten([for g in output.inventory.all.children : keys(g.hosts)])))}"
+  }
+}
+
+run "rejects_a_node_named_like_a_group" {
+  command = plan
+  variables {
+    lab = { name = "t1", kind = "static", topology = "loopback" }
+    nodes = {
+      testers = { role = "tester", ansible_host = "h1", test_ports = [{ index = 0, name = "a", mac = "02:00:00:00:00:01" }, { index = 1, name = "b", mac = "02:00:00:00:00:02" }] }
+    }
+  }
+  expect_failures = [output.inventory, output.inventory_yaml]
 }
 
 run "topology_needs_its_duts" {
@@ -136,7 +152,7 @@ run "host_keys_are_checked_against_the_labs_own_known_hosts" {
     known_hosts = { file = "/state/known_hosts", policy = "yes" }
   }
   assert {
-    condition = alltrue([for h in [output.inventory.all.children.tester.hosts.tester, output.inventory.all.children.dut.hosts.dut1] :
+    condition = alltrue([for h in [output.inventory.all.children.testers.hosts.tester, output.inventory.all.children.duts.hosts.dut1] :
       tostring(h.ansible_host_key_checking) == "true" && h.ansible_ssh_common_args == "-o UserKnownHostsFile=/state/known_hosts -o StrictHostKeyChecking=yes"
     && h.trexlab_known_hosts == "/state/known_hosts" && h.trexlab_host_key_checking == "yes"])
     error_message = "Ansible and trexlab.testbed.inventory verify every node against the lab's known_hosts"

@@ -365,6 +365,11 @@ def node_state_dir(lab: str, node: str) -> str:
     return rolevalues.node_state_dir(str(lab), str(node))
 
 
+def trex_root(lab: str, node: str, namespace: bool) -> str:
+    """A node's TRex installation root: roles/trex installs there and the trex generator looks there."""
+    return rolevalues.trex_root(str(lab), str(node), bool(namespace))
+
+
 def address_error(value, name: str, version: int, network: bool = False) -> str:
     """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
     kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
@@ -430,6 +435,7 @@ class FilterModule:
             "ifnames_error": ifnames_error,
             "state_path_error": state_path_error,
             "node_state_dir": node_state_dir,
+            "trex_root": trex_root,
             "address_error": address_error,
             "missing_packages": missing_packages,
             "endpoints_error": endpoints_error,
