@@ -34,13 +34,15 @@ STATE_ROOT = "/var/lib/trexlab"
 TREX_SYSTEM_ROOT = "/opt/trex"
 TREX_SUBDIR = "trex"
 
+# Every whole-value pattern here ends with \Z, the string's end: $ also matches before a final newline, so "siit0\n"
+# passed for an interface name and "/var/lib/trexlab/l/n/tayga\n" for a state directory.
 #: Linux interface names: at most IFNAMSIZ - 1 = 15 bytes, no '/', ':' or whitespace (dev_valid_name); also
 #: none of a shell's metacharacters, since roles and nftables rules carry them.
-_INTERFACE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,15}$")
-_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-_ALGORITHM = re.compile(r"^[a-z0-9_]{0,32}$")
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}\Z")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,15}\Z")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+\Z")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
+_ALGORITHM = re.compile(r"^[a-z0-9_]{0,32}\Z")
 
 
 def check_interface(name: str, value: object) -> str:
@@ -196,17 +198,17 @@ def check_lab(lab) -> None:
     """The inventory's values that reach commands and rules: node names, users, ports, interface names and the
     test addresses. Raises InvalidParameter naming the node and key."""
     allow_other = lab.allow_non_benchmarking_addresses
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", str(lab.name)):
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z", str(lab.name)):
         raise InvalidParameter("all.vars.trexlab_lab.name", lab.name, "a lab name: A-Z a-z 0-9 _ . - (it names the "
                                                                       "state directory on every node)")
     for node in lab.nodes.values():
         where = f"{node.name}"
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", node.name):
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z", node.name):
             raise InvalidParameter("host", node.name, "a host name: A-Z a-z 0-9 _ . - (inventory host names "
                                                       "become directory names)")
-        if not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", str(node.ansible_user)):
+        if not re.match(r"^[a-z_][a-z0-9_-]{0,31}\Z", str(node.ansible_user)):
             raise InvalidParameter(f"{where}.ansible_user", node.ansible_user, "a user name (no ssh option)")
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", str(node.ansible_host)):
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}\Z", str(node.ansible_host)):
             raise InvalidParameter(f"{where}.ansible_host", node.ansible_host, "a host name or address")
         if node.netns is not None and not _INTERFACE.match(str(node.netns)):
             raise InvalidParameter(f"{where}.trexlab_netns", node.netns, "a namespace name: A-Z a-z 0-9 _ . @ -")
