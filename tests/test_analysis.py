@@ -93,6 +93,25 @@ def test_compare_puts_two_setups_side_by_side_with_their_ratio():
     assert table.loc[1, "ratio"] == 0.5 and table.loc[16, "ratio"] == 0.5
 
 
+def test_compare_refuses_two_setups_measured_with_other_traffic_but_not_the_siit_ports_own_sizes():
+    # compare() checked the procedure and its parameters only: a single-DUT campaign of unidirectional traffic (or
+    # fixed ports, or other frames) was set beside a bidirectional dual-DUT one and their ratio printed.
+    def runs(sizes, versions, directions="bidirectional"):
+        return runs_frame({1: [100.0, 90.0]}).assign(**{
+            "provenance.procedure": "throughput", "provenance.traffic.frame_size": [sizes] * 2,
+            "provenance.traffic.ip_version": [versions] * 2, "provenance.traffic.directions": directions})
+
+    dual = runs([64, 64], [4, 4])
+    nat64 = runs([84, 64], [6, 4])  # the same test frames: 64-byte IPv4 ones, 84 bytes as IPv6 (Lencse 2024, Fig. 11)
+    assert analysis.compare(nat64, dual, "throughput_fps", by="destination_networks")["ratio"].tolist() == [1.0]
+    with pytest.raises(ValueError, match=r"^destination_networks=1: single and dual measured differently "
+                                         r"\(traffic\.directions \"unidirectional\" in single, \"bidirectional\" in "
+                                         r"dual\)"):
+        analysis.compare(runs([84, 64], [6, 4], "unidirectional"), dual, "throughput_fps", by="destination_networks")
+    with pytest.raises(ValueError, match=r"\(traffic\.frame_size_as_ipv4 \[84, 84\] in single, \[64, 64\] in dual\)"):
+        analysis.compare(runs([104, 84], [6, 4]), dual, "throughput_fps", by="destination_networks")
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_export_round_trip(tmp_path, suffix):
     table = analysis.summarize_points(RUNS, "throughput_fps")

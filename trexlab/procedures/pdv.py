@@ -17,8 +17,9 @@ throughput result, or ``rate: {from: throughput}`` in an experiment), 120 s by
 default. Every frame from t = 0 is measured (the trial contract's
 latency_mode "all").
 
-IPDV (the difference between consecutive frames' delays) is not offered: a
-histogram keeps no order, and RFC 8219 asks for PDV only.
+IPDV (RFC 5481's difference between consecutive frames' delays) is not
+offered: RFC 8219 section 7.3 recommends PDV and makes IPDV optional (it MAY be
+measured for specific use cases, section 7.3.2), and a histogram keeps no order.
 """
 
 from __future__ import annotations

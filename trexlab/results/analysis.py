@@ -31,7 +31,7 @@ from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS
-from trexlab.trial import format_seconds
+from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
                 "median_lower_bound", "why"]
@@ -246,12 +246,15 @@ def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, 
 def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
             labels: tuple[str, str] = ("single", "dual")) -> pd.DataFrame:
     """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
-    # Two set-ups (single and dual DUT) may differ in their traffic (the SIIT ports' IP versions), not in the method.
+    # Two set-ups (single and dual DUT) may differ in the SIIT ports' IP versions, and so in frame sizes by the IPv6
+    # header's extra bytes (84/64 against 64/64: one test frame, as the paper's "64/84-byte" says), in nothing else of
+    # the method or the traffic: the directions, the ports' mode, the receive tail, ... all change a throughput.
     for value in set(first[by]) & set(second[by]):
-        if (differs := measured_otherwise(first[first[by] == value], second[second[by] == value],
+        if (differs := measured_otherwise(as_ipv4_frames(first[first[by] == value]),
+                                          as_ipv4_frames(second[second[by] == value]), CONDITIONS,
                                           labels=labels)) is not None:
             raise ValueError(f"{by}={value}: {labels[0]} and {labels[1]} measured differently ({differs}): a ratio "
-                             "needs the same procedure and parameters")
+                             "needs the same procedure, parameters and traffic")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
     for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
@@ -265,6 +268,23 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
         for stat in ("missing", "tester_bound", "median_lower_bound"):
             table[f"{label}_{stat}"] = side[stat]
     return table.reset_index()
+
+
+#: The traffic columns in which a SIIT set-up differs from a same-version one measuring the same frames.
+_FRAME_SIZE, _IP_VERSION = "provenance.traffic.frame_size", "provenance.traffic.ip_version"
+
+
+def as_ipv4_frames(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with each port's frame size as the IPv4 frame it is or is translated to (an IPv6 one SIIT_SIZE_DELTA
+    longer), column frame_size_as_ipv4, in place of the frame sizes and the ports' IP versions: for comparing a SIIT
+    set-up's traffic with a same-version one's."""
+    if _FRAME_SIZE not in runs or _IP_VERSION not in runs:
+        return runs
+    sizes = [[size - SIIT_SIZE_DELTA * (version == 6) for size, version in zip(sizes, versions, strict=True)]
+             if isinstance(sizes, list | tuple) and isinstance(versions, list | tuple) else sizes
+             for sizes, versions in zip(runs[_FRAME_SIZE], runs[_IP_VERSION], strict=True)]
+    return runs.drop(columns=[_FRAME_SIZE, _IP_VERSION]).assign(
+        **{f"{_FRAME_SIZE}_as_ipv4": pd.Series(sizes, index=runs.index, dtype=object)})
 
 
 def export(table: pd.DataFrame, path: str | Path) -> Path:
@@ -603,14 +623,57 @@ def method_disclosure(campaign: str | Path) -> str:
         lines.append(f"- as measured at {at}: {line}")
     # A resumed campaign may have gone on with another trexlab (trexlab.plan.campaign.Campaign.check_resumable).
     commits: dict[str, int] = {}
+    # What the lab warned of when the figures were measured (Lab.warnings, kept in each run's provenance: an emulated
+    # DUT, DUTs sharing a CPU): printed at the terminal of the run, and belonging beside the figures as much.
+    lab_warnings: dict[str, None] = {}
+    testbeds: dict[str, None] = {}  # the machines, kernels and tester behind the figures (measured_on)
     for point in manifest["points"]:
         for provenance in sorted((Path(campaign) / point["point"]).glob("rep-*/provenance.json")):
-            commit = text(read_json(provenance).get("git_commit"))
+            recorded = read_json(provenance)
+            commit = text(recorded.get("git_commit"))
             commits[commit] = commits.get(commit, 0) + 1
+            lab = recorded.get("lab")
+            found = lab.get("warnings") if isinstance(lab, dict) else None
+            lab_warnings.update(dict.fromkeys(text(w) for w in (found if isinstance(found, list) else [])))
+            testbeds[text(measured_on(recorded))] = None
     if len(commits) > 1:
         lines.append("- ⚠ measured by different trexlab commits (the campaign was resumed after an update): "
                      + ", ".join(f"{commit} ({count} repetition(s))" for commit, count in commits.items()))
+    lines += [f"- measured on: {testbed}" for testbed in testbeds if testbed]
+    lines += [f"- ⚠ lab: {warning}" for warning in lab_warnings]
     return "\n".join(lines)
+
+
+def measured_on(recorded: dict) -> str:
+    """The test bed of one run as its provenance.json recorded it, in one line: this host's kernel and CPU, the
+    tester (and its host's, when it is another machine), each DUT's kernel, CPU, the CPUs it forwards on and its
+    RSS and clock settings as roles/dut_tuning applied or skipped them. A paper's figures come with theirs (Lencse &
+    Szilagyi 2024, section 4.1: kernels, CPUs, clock, RSS hash); '' when nothing was recorded."""
+    def field(mapping, key):
+        value = mapping.get(key) if isinstance(mapping, dict) else None
+        return value if value not in (None, "", [], {}) else None
+
+    parts = []
+    host = recorded.get("host")
+    if field(host, "kernel") or field(host, "cpu_model"):
+        parts.append(f"host kernel {field(host, 'kernel') or '?'}, {field(host, 'cpu_model') or '?'}"
+                     + (f" ({cpus} CPUs)" if (cpus := field(host, "cpus")) else ""))
+    generator = recorded.get("generator")
+    if tester := field(generator, "tester") or field(generator, "generator"):
+        other = field(generator, "tester_host")
+        parts.append(f"tester {tester}" + (f" sending by {field(generator, 'send_method')}"
+                                           if field(generator, "send_method") else "")
+                     + (f" on kernel {field(other, 'kernel') or '?'}, {field(other, 'cpu_model') or '?'}"
+                        if other else ""))
+    lab = recorded.get("lab")
+    facts = field(lab, "dut_facts") or {}
+    for name in sorted(facts) if isinstance(facts, dict) else ():
+        tuning = field(facts[name], "dut_tuning")
+        if tuning:
+            parts.append(f"{name} kernel {field(tuning, 'kernel') or '?'}, {field(tuning, 'cpu_model') or '?'}, CPUs "
+                         f"{field(tuning, 'cpus') or '?'}, RSS 4-tuple {field(tuning, 'rss_4tuple') or '?'}, "
+                         f"CPU clock {field(tuning, 'cpufreq') or '?'}")
+    return "; ".join(parts)
 
 
 def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):

@@ -163,7 +163,19 @@ class Lab:
             warnings.append(f"DUT {', '.join(emulated)}: a QEMU VM emulated by TCG (no KVM): throughput and latency "
                             "figures describe the emulator, not a device; use this lab for function (netem, Jool, "
                             "procedures)")
+        if shared := self.duts_sharing_cpus():
+            cpus = sorted({cpu for node in shared for cpu in node.cpus if sum(cpu in n.cpus for n in shared) > 1})
+            warnings.append(f"DUTs {', '.join(n.name for n in shared)} forward on the same CPU(s) "
+                            f"{', '.join(map(str, cpus))} of this host: a figure of them together includes their "
+                            "contention for it, where two devices would each have their own (a host with a CPU more "
+                            "gives each its own)")
         return warnings
+
+    def duts_sharing_cpus(self) -> list[Node]:
+        """The DUTs that share a CPU with another DUT on this host. Namespace nodes (the local lab) all run here, so
+        their CPU numbers are this host's; the nodes of other labs are machines of their own, or VMs."""
+        local = [n for n in self.duts if n.netns]
+        return [n for n in local if any(set(n.cpus) & set(other.cpus) for other in local if other is not n)]
 
     def dut_facts(self) -> dict:
         """What the DUT roles reported they applied (playbooks/site.yml keeps it beside the inventory)."""
