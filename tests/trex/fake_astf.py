@@ -126,7 +126,10 @@ class FakeAstfClient:
 
     def load_profile(self, profile, tunables=None, pid_input="_"):
         self._call("load_profile", profile=profile, tunables=dict(tunables or {}), pid_input=pid_input)
-        self.loaded[pid_input] = tunables_of(tunables or {})
+        try:
+            self.loaded[pid_input] = tunables_of(tunables or {})
+        except Exception as exc:  # as ASTFClient.load_profile: what the profile raised, in a TRexError
+            raise TRexError(f"Could not load profile: {exc}") from exc
         self._done()
 
     def start(self, mult=1, duration=-1, nc=False, block=True, latency_pps=0, ipv6=False, pid_input="_",
