@@ -276,8 +276,8 @@ class TRexAstfEngine(TRexSession):
             # TRex's client gives every global figure, the text "N/A" for one the server did not send
             # (AbstractStats.get): that is no figure, never a crash nor 0 %.
             cpu = (stats.get("global") or {}).get("cpu_util")
-            known = isinstance(cpu, (int, float)) and not isinstance(cpu, bool)
-            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], float(cpu) if known else None)
+            figure = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else None
+            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], figure)
         return snapshot
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
