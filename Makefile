@@ -42,10 +42,15 @@ endif
 ifneq ($(call _without,$(value SCALE),$(_name_chars)),)
 $(call _refuse,SCALE,a scale is named with a-z 0-9 _ - (e.g. ci))
 endif
+# A lab name's longest, from its one rule (trexlab/rolevalues.py's LAB_NAME_MAX line, which scripts/common.sh reads too).
+_lab_name_max := $(shell sed -n 's/^LAB_NAME_MAX = \([1-9][0-9]*\)$$/\1/p' trexlab/rolevalues.py)
+ifeq ($(_lab_name_max),)
+$(error trexlab/rolevalues.py: no line 'LAB_NAME_MAX = <number>' (the lab name's rule))
+endif
 ifneq ($(origin LAB_NAME),undefined)
 ifneq ($(or $(call _without,$(value LAB_NAME),$(_lab_name_chars)),\
-            $(filter-out 1 2 3 4 5 6,$(words $(call _spaced,$(value LAB_NAME),$(_lab_name_chars))))),)
-$(call _refuse,LAB_NAME,allowed 1-6 characters a-z 0-9)
+            $(filter-out $(shell seq 1 $(_lab_name_max)),$(words $(call _spaced,$(value LAB_NAME),$(_lab_name_chars))))),)
+$(call _refuse,LAB_NAME,allowed 1-$(_lab_name_max) characters a-z 0-9)
 endif
 endif
 ifneq ($(call _not_one_of,LAB,local vm static maas),)
@@ -62,7 +67,8 @@ export LAB TOPOLOGY NETWORKS
 .PHONY: help setup providers swtester lab-up configure lab-down lab-status run report demo lint test test-unit test-lab bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 24
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/; s/LAB_NAME_MAX/$(_lab_name_max)/' \
+	  | expand -t 24
 
 setup: ## .venv, Python/Ansible tools, swtester, Debian packages the local lab needs (idempotent)
 	@scripts/setup.sh
@@ -73,7 +79,7 @@ providers: ## build Terraform providers from the Go module proxy into terraform/
 swtester: ## build the native software tester
 	@$(MAKE) -s -C swtester
 
-lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-6 of a-z0-9, default LAB; static, maas: TFVARS=file)
+lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-LAB_NAME_MAX of a-z0-9, default LAB; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
 configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB)

@@ -37,7 +37,7 @@ from trexlab.trial import TrialSpec
 
 REPO = Path(__file__).resolve().parent.parent
 TOLERANCE_PERCENT = 0.011
-#: The lab it brings up when given no inventory (scripts/lab.sh: 1-6 characters a-z, 0-9).
+#: The lab it brings up when given no inventory (a LAB_NAME: trexlab.rolevalues.LAB_NAME).
 LOCAL_LAB = "bref"
 
 

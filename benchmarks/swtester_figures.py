@@ -162,7 +162,7 @@ class Bench:
                 "ksoftirqd_seconds": softirq, "send_method": forward["send_method"],
                 "receive_method": forward["receive_method"], "slips": forward.get("slips"),
                 "slip_ns": forward.get("slip_ns"), "max_lag_ns": forward.get("max_lag_ns"),
-                "max_burst": forward.get("max_burst")}
+                "start_lag_ns": forward.get("start_lag_ns"), "max_burst": forward.get("max_burst")}
 
     def trafgen_config(self, size: int) -> str:
         """The same IPv4/UDP test frame as swtester's (FCS excluded), in trafgen's packet syntax."""

@@ -14,7 +14,13 @@ check_experiment() {
   [[ "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "$var=$1: an experiment is named with a-z 0-9 _ - (one of: $(ls experiments | tr '\n' ' '))"
   [ -f "experiments/$1/experiment.yml" ] || refuse "$var=$1: no experiments/$1/experiment.yml (one of: $(ls experiments | tr '\n' ' '))"
 }
-check_lab_name() { [[ "$1" =~ ^[a-z0-9]{1,6}$ ]] || refuse "${2:-LAB_NAME}=$1: allowed 1-6 characters a-z 0-9"; }
+# The longest lab name comes from its one rule, trexlab/rolevalues.py's LAB_NAME_MAX line (the Makefile reads it too).
+check_lab_name() {
+  local max
+  max=$(sed -n 's/^LAB_NAME_MAX = \([1-9][0-9]*\)$/\1/p' "$TREXLAB_ROOT/trexlab/rolevalues.py")
+  [ -n "$max" ] || die "$TREXLAB_ROOT/trexlab/rolevalues.py: no line 'LAB_NAME_MAX = <number>' (the lab name's rule)"
+  [[ "$1" =~ ^[a-z0-9]{1,$max}$ ]] || refuse "${2:-LAB_NAME}=$1: allowed 1-$max characters a-z 0-9"
+}
 check_scale() { [[ -z "$1" || "$1" =~ ^[a-z0-9_-]+$ ]] || refuse "SCALE=$1: a scale is named with a-z 0-9 _ - (e.g. ci)"; }
 # RESULTS=: the results root, a directory; never an option (RESULTS=-h reached trexlab's own flags) nor lines.
 check_results() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make lab-up / configure / lab-down / lab-status.
-#   LAB=local|vm|static|maas  TOPOLOGY=single|dual|loopback  NETWORKS=1..256  LAB_NAME=[a-z0-9]{1,6}
+#   LAB=local|vm|static|maas  TOPOLOGY=single|dual|loopback  NETWORKS=1..256  LAB_NAME=a-z0-9, at most rolevalues.LAB_NAME_MAX
 #   TFVARS=file.tfvars (static and maas labs: the machines you declare)
 # Every lab kind writes the same inventory: inventory/generated/<LAB_NAME>/hosts.yml.
 set -euo pipefail

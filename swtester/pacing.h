@@ -45,6 +45,7 @@ struct pacing {
     double ns_per_frame; /* 1e9 / rate */
     uint64_t frames;     /* frames of the trial */
     uint64_t max_lag_ns; /* the largest lag found: now minus the due time of the next frame to send (0: on time) */
+    uint64_t start_lag_ns; /* the lag of frame 0: how late the sender started its schedule */
     uint64_t max_burst;  /* the most frames sent back to back at once (1: never more than one frame due) */
     uint64_t slips;      /* times more than CATCH_UP frames were due at once: the schedule moved later */
     uint64_t slip_ns;    /* ns the schedule moved later in all */
@@ -64,6 +65,7 @@ static inline uint64_t pacing_take(struct pacing *p, uint64_t now, uint64_t seq,
     }
     uint64_t scheduled = pacing_due_ns(p, seq), lag = now > scheduled ? now - scheduled : 0;
     if (lag > p->max_lag_ns) p->max_lag_ns = lag;
+    if (seq == 0) p->start_lag_ns = lag;
     uint64_t n = due - seq;
     if (n > CATCH_UP) {
         /* A slip by the excess: frames seq .. seq + CATCH_UP - 1 stay due now (the last of them exactly now), the

@@ -56,8 +56,9 @@ int main(int argc, char **argv) {
             first = 0;
         }
     }
-    printf("], \"sent\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, \"slips\": %llu, \"slip_ns\": %llu, "
-           "\"catch_up_limit\": %d}\n", (unsigned long long)seq, (unsigned long long)p.max_lag_ns,
-           (unsigned long long)p.max_burst, (unsigned long long)p.slips, (unsigned long long)p.slip_ns, CATCH_UP);
+    printf("], \"sent\": %llu, \"max_lag_ns\": %llu, \"start_lag_ns\": %llu, \"max_burst\": %llu, \"slips\": %llu, "
+           "\"slip_ns\": %llu, \"catch_up_limit\": %d}\n", (unsigned long long)seq, (unsigned long long)p.max_lag_ns,
+           (unsigned long long)p.start_lag_ns, (unsigned long long)p.max_burst, (unsigned long long)p.slips,
+           (unsigned long long)p.slip_ns, CATCH_UP);
     return 0;
 }

@@ -261,6 +261,20 @@ struct direction {
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ready_cond = PTHREAD_COND_INITIALIZER, start_cond = PTHREAD_COND_INITIALIZER;
 static int senders_ready, started;
+/* ns from the senders' release (start_senders) to the start of sending, when the first frame is due: the released
+ * senders wake and run before it. Set at the release itself, the start fell due before any of them had woken: a
+ * wake-up from the condition variable took 19-40 us for one sender, 35-167 us for eight on one CPU and 26-249 us for
+ * four on two (this project's 2-vCPU VM at a load of 3-4), and each sender sent the frames due meanwhile in a
+ * catch-up burst once it ran (31-41 frames at 1 Mfps). A slower guest wakes slower (under QEMU's TCG a /proc read
+ * takes ~2 ms, against 2-3 us here). The margin covers 80 times the slowest wake-up measured here, and is the time
+ * the receivers had before (a sleep of as long before the release) to listen before the first frame leaves. */
+#define START_MARGIN_NS 20000000
+/* ns before its first frame at which a sender wakes from its sleep since the release, to yield until that frame is
+ * due. Asleep to the frame itself, through the margin, a sender woke 77-109 us late at 1 Mfps (a burst of 101-109
+ * frames; 20-162 us with eight senders on one CPU): a CPU idle that long wakes later than from the short sleeps of
+ * its sending. Waking this early covers six times the latest, for at most as much CPU time per sender and trial,
+ * yielding to the threads of its CPU. */
+#define START_WAKE_NS 1000000
 /* The trial's sender threads (every direction's), and how many of them have not yet sent their last frame (or
  * stopped); the others wait, blocked, until the last has read every sender's figures (end_of_sending). */
 static struct txq *trial_senders[2 * MAX_THREADS];
@@ -1283,6 +1297,7 @@ static void sum_up(struct direction *d) {
             d->send_waited_ns = o->waited_ns;
         struct pacing *a = &d->pacing, *b = &o->pacing;
         if (b->max_lag_ns > a->max_lag_ns) a->max_lag_ns = b->max_lag_ns;
+        if (b->start_lag_ns > a->start_lag_ns) a->start_lag_ns = b->start_lag_ns;
         if (b->max_burst > a->max_burst) a->max_burst = b->max_burst;
         if (b->slip_ns > a->slip_ns) a->slip_ns = b->slip_ns; /* each thread's schedule moved on its own */
         a->slips += b->slips;
@@ -1331,15 +1346,18 @@ static void end_of_sending(struct txq *q) {
 }
 
 /* Every sender of the trial is ready (pinned, its thread id known) and blocked: read each one's start figures, its CPU
- * time (through its clock) and its wait (waited_ns), then set the start and release them all at once. Each sender
- * read its own, as it first ran after the start, while it and the others spun on a flag with sched_yield: where one
- * CPU carries several senders (a one-CPU tester, --threads, --cpus with fewer CPUs than threads) those reads (a
- * system call and opening, reading and closing a /proc file: ~2 ms each under QEMU's TCG) held up the first frames
- * of the others due meanwhile (measured with each read made 2 ms: 5.6-7.7 ms late, sent in a burst after). Read here,
- * before the start, they hold up no frame. The figures keep their meaning: a blocked thread neither runs nor waits
- * runnable, so its CPU time and wait stand still until the release, and send_cpu and send_waited_ns count from the
- * start of sending to its end (end_of_sending); that wait now includes a sender's wait, runnable, behind another
- * sender of its CPU for its first frame (the spin hid it), which is a wait within the trial as any later one. */
+ * time (through its clock) and its wait (waited_ns), then set the start START_MARGIN_NS ahead and release them all at
+ * once. Each sender read its own, as it first ran after the start, while it and the others spun on a flag with
+ * sched_yield: where one CPU carries several senders (a one-CPU tester, --threads, --cpus with fewer CPUs than
+ * threads) those reads (a system call and opening, reading and closing a /proc file: ~2 ms each under QEMU's TCG)
+ * held up the first frames of the others due meanwhile (measured with each read made 2 ms: 5.6-7.7 ms late, sent in
+ * a burst after). Read here, before the start, they hold up no frame. The figures keep their meaning: a blocked
+ * thread neither runs nor waits runnable, so its CPU time and wait stand still until the release, and send_cpu and
+ * send_waited_ns count from the release to the end of sending (end_of_sending). Before its first frame a released
+ * sender wakes, sleeps and yields (START_WAKE_NS): they count that yielding, at most START_WAKE_NS of CPU time and of
+ * waiting, runnable, behind the other threads of its CPU, and its wait to run after the release. That wait also
+ * includes a sender's wait behind another sender of its CPU for its first frame (the spin hid it), which is a wait
+ * within the trial as any later one. */
 static void start_senders(struct config *c) {
     pthread_mutex_lock(&start_lock);
     while (senders_ready < trial_sender_count) pthread_cond_wait(&ready_cond, &start_lock);
@@ -1348,7 +1366,7 @@ static void start_senders(struct config *c) {
         q->cpu_start = now_ns(q->cpu_clock);
         q->waited_start = waited_ns(q->tid);
     }
-    c->start = now_ns(CLOCK_MONOTONIC);
+    c->start = now_ns(CLOCK_MONOTONIC) + START_MARGIN_NS;
     started = 1;
     pthread_mutex_unlock(&start_lock);
     pthread_cond_broadcast(&start_cond);
@@ -1385,6 +1403,11 @@ static void *sender(void *arg) {
     struct pacing *p = &q->pacing;
     *p = (struct pacing){.start = start + (uint64_t)(1e9 / c->rate * (double)j),
                          .ns_per_frame = 1e9 / c->rate * (double)threads, .frames = q->frames};
+    /* Its first frame: asleep until START_WAKE_NS before it, then yielding until it is due. */
+    struct timespec wake = {.tv_sec = (time_t)((p->start - START_WAKE_NS) / 1000000000ull),
+                            .tv_nsec = (long)((p->start - START_WAKE_NS) % 1000000000ull)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, NULL);
+    while (now_ns(CLOCK_MONOTONIC) < p->start) sched_yield();
     /* A tester that cannot keep up (or slipped by more than MAX_OVERRUN) stops here; the frames it did not send
      * count as lost. */
     uint64_t give_up = start + (uint64_t)(c->duration * 1e9 * (1 + MAX_OVERRUN));
@@ -1955,7 +1978,6 @@ int main(int argc, char **argv) {
             }
         }
     atomic_store(&senders_sending, trial_sender_count);
-    usleep(20000); /* receivers are listening before the first frame leaves */
     start_senders(&c);
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
 
@@ -1972,8 +1994,9 @@ int main(int argc, char **argv) {
         printf("%s\"%s\": {\"intended\": %llu, \"sent\": %llu, \"received\": %llu, \"late\": %llu, "
                "\"duplicates\": %llu, \"reordered\": %llu, \"tester_drops\": %llu, \"foreign\": %llu, "
                "\"send_duration\": %.9f, \"send_cpu\": %.6f, \"valid\": %s, \"tags_sent\": %llu, "
-               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"max_burst\": %llu, "
-               "\"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", \"send_method_fallback\": %s, "
+               "\"tags_received\": %llu, \"tags_lost_or_late\": %llu, \"max_lag_ns\": %llu, \"start_lag_ns\": %llu, "
+               "\"max_burst\": %llu, \"slips\": %llu, \"slip_ns\": %llu, \"send_method\": \"%s\", "
+               "\"send_method_fallback\": %s, "
                "\"threads\": %d, \"receive_method\": \"%s\", \"receive_method_fallback\": %s, "
                "\"ring_frames\": %llu, \"ring_blocks\": %u, \"ring_block_bytes\": %u, \"fragments\": %llu, "
                "\"wrong_length\": %llu, \"zero_checksum\": %llu, \"atomic_fragments\": %llu, \"ipv4_options\": %llu, "
@@ -1984,8 +2007,9 @@ int main(int argc, char **argv) {
                (unsigned long long)d->tester_drops, (unsigned long long)d->foreign, d->send_duration, d->send_cpu,
                valid ? "true" : "false", (unsigned long long)d->tags_sent, (unsigned long long)d->tags_received,
                (unsigned long long)(d->tags_sent > d->tags_received ? d->tags_sent - d->tags_received : 0),
-               (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.max_burst,
-               (unsigned long long)d->pacing.slips, (unsigned long long)d->pacing.slip_ns,
+               (unsigned long long)d->pacing.max_lag_ns, (unsigned long long)d->pacing.start_lag_ns,
+               (unsigned long long)d->pacing.max_burst, (unsigned long long)d->pacing.slips,
+               (unsigned long long)d->pacing.slip_ns,
                send_method_names[d->send_method], json_string(d->send_fallback, sent_why, sizeof sent_why),
                c.threads, receive_method_names[d->receive_method],
                json_string(d->receive_fallback, received_why, sizeof received_why), (unsigned long long)d->ring_frames,

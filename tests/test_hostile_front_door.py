@@ -187,6 +187,8 @@ def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variabl
     (root / "scripts").mkdir(parents=True)
     for name in ("demo.sh", "common.sh"):
         shutil.copy(REPO / "scripts" / name, root / "scripts" / name)
+    (root / "trexlab").mkdir()  # the lab name's rule, which common.sh reads
+    shutil.copy(REPO / "trexlab" / "rolevalues.py", root / "trexlab" / "rolevalues.py")
     step = tmp_path / "a-step-ran"
     for name in ("setup.sh", "lab.sh", "run-experiment.sh", "report.sh"):
         (root / "scripts" / name).write_text(f"#!/bin/sh\ntouch '{step}'\n")
@@ -252,6 +254,8 @@ def test_configure_refuses_an_inventory_whose_groups_are_named_like_its_hosts(tm
     (root / "terraform" / "labs" / "local").mkdir(parents=True)
     for script in ("lab.sh", "common.sh"):
         shutil.copy2(REPO / "scripts" / script, root / "scripts" / script)
+    (root / "trexlab").mkdir()  # the lab name's rule, which common.sh reads
+    shutil.copy2(REPO / "trexlab" / "rolevalues.py", root / "trexlab" / "rolevalues.py")
     # As terraform/modules/inventory writes it (yamlencode), before and after the groups' renaming.
     shape = ('"all":\n  "children":\n    "{dut}":\n      "hosts": {{}}\n    "{tester}":\n      "hosts":\n'
              '        "tester":\n          "ansible_host": "127.0.0.1"\n          "ansible_port": 1\n')

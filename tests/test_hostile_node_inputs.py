@@ -167,12 +167,16 @@ def test_roles_refuse_hostile_values_before_they_change_anything(tmp_path):
 
 
 def test_terraform_checks_test_port_names_and_ssh_users_by_the_same_rules():
-    """Terraform cannot import Python: its copies of the rules must stay the rules of trexlab.rolevalues."""
+    """Terraform cannot import Python: its copies of the rules must stay the rules of trexlab.rolevalues. Python's
+    patterns end with \\Z (its $ also matches before a final newline); Terraform's (RE2) with $, which is the end of
+    the text there, as RE2 has no \\Z."""
     topology = (REPO / "terraform/modules/topology/main.tf").read_text()
     static = (REPO / "terraform/labs/static/variables.tf").read_text()
     rules = (REPO / "trexlab/rolevalues.py").read_text()
-    assert f'regex("{rolevalues._INTERFACE.pattern}", p.name)' in topology
-    user = 'r"^[a-z_][a-z0-9_-]{0,31}$", str(node.ansible_user)'
+    interface = rolevalues._INTERFACE.pattern
+    assert interface.endswith("\\Z")
+    assert f'regex("{interface[:-2]}$", p.name)' in topology
+    user = 'r"^[a-z_][a-z0-9_-]{0,31}\\Z", str(node.ansible_user)'
     maas = (REPO / "terraform/labs/maas/variables.tf").read_text()
     assert user in rules and 'regex("^[a-z_][a-z0-9_-]{0,31}$", m.ansible_user)' in static
     assert 'regex("^[a-z_][a-z0-9_-]{0,31}$", var.ansible_user)' in maas

@@ -299,3 +299,20 @@ def test_a_file_of_another_tool_named_as_the_ceilings_file_is_left_as_it_was(tmp
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "not a ceilings file" in err, err
     assert not (tmp_path / "tp").exists()
+
+
+def test_a_link_planted_beside_the_ceilings_file_is_not_written_through(tmp_path):
+    """A results root received from someone else may hold links where the self-test writes beside its ceilings file
+    (its .tmp, its .lock): the user's own file they point at was overwritten with the ceilings."""
+    traffic = TrialSpec(offered_load=1, duration=1)
+    result = {"ceilings_fps": {"64": 700_000.0}}
+    mine = tmp_path / "bashrc"
+    for planted in ("tester-ceilings.json.tmp", "tester-ceilings.json.lock"):
+        mine.write_text("the user's own")
+        root = tmp_path / planted
+        root.mkdir()
+        (root / planted).symlink_to(mine)
+        with pytest.raises(OSError):
+            selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic,
+                                     root / "tester-ceilings.json")
+        assert mine.read_text() == "the user's own", planted

@@ -34,13 +34,30 @@ STATE_ROOT = "/var/lib/trexlab"
 TREX_SYSTEM_ROOT = "/opt/trex"
 TREX_SUBDIR = "trex"
 
+# Every whole-value pattern here ends with \Z, the string's end: $ also matches before a final newline, so "siit0\n"
+# passed for an interface name and "/var/lib/trexlab/l/n/tayga\n" for a state directory. (LAB_NAME, a part of
+# nslab.py's namespace pattern too, has no anchors: it is used with fullmatch).
+#: A lab's name, make lab-up's LAB_NAME (its one rule: scripts/common.sh and the Makefile read LAB_NAME_MAX from this
+#: line, nslab.py and the inventory take LAB_NAME). It becomes part of the lab's namespace names (tl-<lab>-<node>,
+#: files under /run/netns: _NAMESPACE below), of the management links and taps in the root namespace (tl<lab>m<n>,
+#: tl<lab>t<i>: interface names, 15 characters, which leave it 11) and of the paths below .cache/labs/<lab>/, where
+#: the VM lab's unix sockets must stay within 107 bytes: kept short, and plain letters and digits, which every one of
+#: those names and a shell take as they are.
+LAB_NAME_MAX = 6
+LAB_NAME = re.compile(rf"[a-z0-9]{{1,{LAB_NAME_MAX}}}")
+LAB_NAME_FORM = f"1-{LAB_NAME_MAX} characters a-z 0-9"
+#: A network namespace's name: a file under /run/netns (at most NAME_MAX = 255 bytes, no '/', not . or ..), not an
+#: interface name: the 15 characters of interface names made every lab named with LAB_NAME_MAX characters unusable
+#: (its tester's namespace tl-<6>-tester has 16).
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.@-]{1,255}\Z")
+
 #: Linux interface names: at most IFNAMSIZ - 1 = 15 bytes, no '/', ':' or whitespace (dev_valid_name); also
 #: none of a shell's metacharacters, since roles and nftables rules carry them.
-_INTERFACE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}$")
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,15}$")
-_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-_ALGORITHM = re.compile(r"^[a-z0-9_]{0,32}$")
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.@-]{1,15}\Z")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,15}\Z")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+\Z")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
+_ALGORITHM = re.compile(r"^[a-z0-9_]{0,32}\Z")
 
 
 def check_interface(name: str, value: object) -> str:
@@ -196,20 +213,21 @@ def check_lab(lab) -> None:
     """The inventory's values that reach commands and rules: node names, users, ports, interface names and the
     test addresses. Raises InvalidParameter naming the node and key."""
     allow_other = lab.allow_non_benchmarking_addresses
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", str(lab.name)):
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z", str(lab.name)):
         raise InvalidParameter("all.vars.trexlab_lab.name", lab.name, "a lab name: A-Z a-z 0-9 _ . - (it names the "
                                                                       "state directory on every node)")
     for node in lab.nodes.values():
         where = f"{node.name}"
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", node.name):
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z", node.name):
             raise InvalidParameter("host", node.name, "a host name: A-Z a-z 0-9 _ . - (inventory host names "
                                                       "become directory names)")
-        if not re.match(r"^[a-z_][a-z0-9_-]{0,31}$", str(node.ansible_user)):
+        if not re.match(r"^[a-z_][a-z0-9_-]{0,31}\Z", str(node.ansible_user)):
             raise InvalidParameter(f"{where}.ansible_user", node.ansible_user, "a user name (no ssh option)")
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$", str(node.ansible_host)):
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}\Z", str(node.ansible_host)):
             raise InvalidParameter(f"{where}.ansible_host", node.ansible_host, "a host name or address")
-        if node.netns is not None and not _INTERFACE.match(str(node.netns)):
-            raise InvalidParameter(f"{where}.trexlab_netns", node.netns, "a namespace name: A-Z a-z 0-9 _ . @ -")
+        if node.netns is not None and (not _NAMESPACE.match(str(node.netns)) or str(node.netns) in (".", "..")):
+            raise InvalidParameter(f"{where}.trexlab_netns", node.netns,
+                                   "a namespace name: 1-255 characters A-Z a-z 0-9 _ . @ - (a file under /run/netns)")
         for port in node.test_ports:
             label = f"{where}.test_ports[{port.index}]"
             check_interface(f"{label}.name", port.name)

@@ -29,7 +29,7 @@ import shlex
 from .addressing import eamt_entries
 from .params import InvalidParameter
 
-_INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,15}$")
+_INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,15}\Z")
 
 
 def jool_config(networks: int, instance: str = "benchmarking", pool6: str = "") -> dict:

@@ -29,8 +29,9 @@ def status(env: dict):
 
 def other_checkout(tmp_path):
     """scripts/lab.sh status of another checkout (its own .cache/labs, without this lab)."""
-    for part in ("scripts", "terraform/labs/local/scripts", "terraform/labs/vm/scripts"):
-        shutil.copytree(REPO / part, tmp_path / part)
+    # trexlab: the lab name's rule (rolevalues), which scripts/common.sh reads and nslab.py imports
+    for part in ("scripts", "terraform/labs/local/scripts", "terraform/labs/vm/scripts", "trexlab"):
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     return lambda: run(str(tmp_path / "scripts/lab.sh"), "status", env={"LAB_NAME": ""}, check=False, timeout=60)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trexlab.addressing import destination
+from trexlab.rolevalues import LAB_NAME_MAX
 from trexlab.testbed.inventory import load_lab
 
 from labtools import (
@@ -81,19 +82,24 @@ def test_frames_cross_the_duts_port0_to_port1_only(topology, networks):
     assert lab_leftovers(name) == []
 
 
+#: The loopback lab's name is as long as a lab name may be (rolevalues.LAB_NAME_MAX): make lab-up took such a name
+#: and load_lab then refused its tester's namespace tl-<name>-tester, one character over an interface name's 15.
+LOOPBACK = ("tl" + "x" * LAB_NAME_MAX)[:LAB_NAME_MAX]
+
+
 def test_loopback_topology_joins_the_tester_ports():
-    env = lab_env("tl", "loopback")
+    env = lab_env(LOOPBACK, "loopback")
     try:
         run("scripts/lab.sh", "up", env=env)
         configure(env)
-        lab = load_lab("inventory/generated/tl/hosts.yml")
+        lab = load_lab(f"inventory/generated/{LOOPBACK}/hosts.yml")
         assert lab.duts == [] and lab.tester.port(0).peer_mac == lab.tester.port(1).mac
         # An SSH session (each Ansible task) starts above shell level 1, where bash reads no ~/.bashrc of the host.
         level = run(*lab.tester.ssh(), "echo $SHLVL").stdout.strip()
         assert int(level) >= 2, f"SHLVL={level}: bash read the host user's ~/.bashrc for the session"
     finally:
         run("scripts/lab.sh", "down", env=env, check=False)
-    assert lab_leftovers("tl") == []
+    assert lab_leftovers(LOOPBACK) == []
 
 
 def test_lab_up_recovers_after_an_interrupted_lab_down_and_rebuilds_a_lab_of_another_topology():

@@ -133,8 +133,8 @@ while True:
 """
 #: The integers in swtester's report of a direction that count no test frame of the trial by what became of it: of
 #: another trial or direction, the receive ring's own, the sender's pacing and threads.
-NOT_FRAME_COUNTS = {"foreign", "ring_frames", "ring_blocks", "ring_block_bytes", "max_lag_ns", "max_burst", "slips",
-                    "slip_ns", "threads", "send_waited_ns"}
+NOT_FRAME_COUNTS = {"foreign", "ring_frames", "ring_blocks", "ring_block_bytes", "max_lag_ns", "start_lag_ns",
+                    "max_burst", "slips", "slip_ns", "threads", "send_waited_ns"}
 #: What the DUT does to each frame (the frame from its EtherType, its number) for each count: the IP version sent.
 CHANGE = {
     "wrong_length": (4, f"lambda f, n: f + bytes({PAD}) if n % 2 else f[:{TRUNCATED - 12}]"),

@@ -74,6 +74,21 @@ def test_a_longer_stall_is_caught_up_by_the_limit_and_slips_only_the_excess(paci
     assert due <= last_at + 2 < due + QUANTUM_NS + 2
 
 
+def test_the_start_lag_is_the_first_frames_and_no_later_stall_changes_it(pacing_check):
+    """A sender first woken LATE after its schedule's start (as one released late is) sends the frames due by then
+    back to back: start_lag_ns is that lag, max_lag_ns the larger one of a later stall, which leaves it as it was."""
+    rate, frames, late, stall_ns = 100_000.0, 1_000, 300_000, 2_000_000
+    ns_per_frame = 1e9 / rate
+    wakes = [late, *range(late + QUANTUM_NS, STALL_AT_NS, QUANTUM_NS),
+             *range(STALL_AT_NS + stall_ns, int(frames * ns_per_frame) + stall_ns + 10_000_000, QUANTUM_NS)]
+    out = subprocess.run([pacing_check, repr(rate), str(frames)], input="\n".join(map(str, wakes)),
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    report = json.loads(out)
+    assert report["sends"][0] == [late, 0, int(late / ns_per_frame) + 1], "every frame due by then, at once"
+    assert report["start_lag_ns"] == late
+    assert report["max_lag_ns"] >= stall_ns - QUANTUM_NS > late
+
+
 @pytest.mark.parametrize("args, named", [
     ([], "usage"), (["1000"], "usage"),
     # Mistyped numbers, which atof and atoll read as other numbers (1x as 1, abc as 0, 1.5 frames as 1).

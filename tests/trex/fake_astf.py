@@ -2,8 +2,9 @@
 
 It answers in the shapes TRex's own client (lbr-trex-client 3.4.0, ASTFClient)
 documents and returns: ``get_traffic_stats`` gives sections "client" and
-"server", each with every counter of TRex's table by name (skip_zero=False),
-counting from the profile's start; ``get_flow_info`` gives, per flow id
+"server", each with every counter of TRex's table by name (skip_zero=False;
+with skip_zero=True the zero ones are left out, as TRex does), counting from
+the profile's start; ``get_flow_info`` gives, per flow id
 "<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
 with "origin", "duration" (ms since established) and "rtt" (the smoothed RTT
 in whole milliseconds, truncated, as trex-core's src/44bsd/tcp_subr.cpp
@@ -22,10 +23,10 @@ tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
 all) complete their handshake (a DUT that drops SYNs): the others carry
 nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
-``rpc_time``. ``get_stats``'s "global" section carries ``cpu_util`` (TRex's
-data-plane cores' utilisation, %, as lbr-trex-client's GlobalStats.to_dict
-names m_cpu_util) when one is declared, else nothing: a server whose figures
-the engine must not assume.
+``rpc_time``. ``get_stats``'s "global" section carries every figure of
+lbr-trex-client's GlobalStats.to_dict, ``cpu_util`` (TRex's data-plane cores'
+utilisation, %, the server's m_cpu_util) the declared one, else "N/A" as that
+client gives a figure the server did not send: one the engine must not assume.
 
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
 last refresh: TRex's master thread refreshes them every 500 ms (its slow path,
@@ -41,20 +42,20 @@ import argparse
 import math
 import sys
 import types
+from pathlib import Path
 
 from trexlab.paths import paths
 
-from fake_trex import FakeClock
+from fake_trex import GLOBAL_COUNTERS, PORT_COUNTERS, FakeClock
 
-#: A part of TRex's ASTF counter table (names as the server describes them); with skip_zero=False every one of
-#: them is returned, zero or not.
-COUNTERS = ("m_active_flows", "m_est_flows", "m_tx_bw_l7", "m_rx_bw_l7", "m_traffic_duration",
-            "tcps_connattempt", "tcps_accepts", "tcps_connects", "tcps_closed", "tcps_segstimed",
-            "tcps_rttupdated", "tcps_delack", "tcps_sndtotal", "tcps_sndpack", "tcps_sndbyte", "tcps_sndbyte_ok",
-            "tcps_sndctrl", "tcps_sndacks", "tcps_rcvtotal", "tcps_rcvpack", "tcps_rcvbyte", "tcps_rcvackpack",
-            "tcps_rcvackbyte", "tcps_drops", "tcps_conndrops", "tcps_rexmttimeo", "tcps_sndrexmitpack",
-            "tcps_sndrexmitbyte", "tcps_rcvduppack", "tcps_rcvdupbyte", "tcps_rcvoopack", "tcps_rcvoobyte",
-            "err_cwf", "err_no_syn", "err_no_template")
+#: TRex's ASTF counter table (names as the server describes them), recorded from trex-core (the file says where);
+#: with skip_zero=False every one of them is returned, zero or not.
+COUNTER_NAMES_FILE = Path(__file__).resolve().parent.parent / "data" / "trex" / "astf_counter_names.txt"
+COUNTERS = tuple(line for line in COUNTER_NAMES_FILE.read_text().splitlines() if line and not line.startswith("#"))
+#: The counters TRex returns even at zero when skip_zero=True (registered with keep_zero: trex-core src/stt_cp.cpp
+#: CMN_S_ADD_CNT*, all but m_traffic_duration); every other zero counter is left out then.
+KEPT_WHEN_ZERO = frozenset(("m_active_flows", "m_est_flows", "m_tx_bw_l7_r", "m_tx_bw_l7_total_r", "m_rx_bw_l7_r",
+                            "m_tx_pps_r", "m_rx_pps_r", "m_avg_size", "m_tx_ratio"))
 
 
 class TRexError(Exception):
@@ -203,6 +204,8 @@ class FakeAstfClient:
         if pid_input not in self.started:
             raise TRexError(f"*** get_traffic_stats: profile {pid_input} was not started")
         stats = {side: self._section(pid_input, side) for side in ("client", "server")}
+        if skip_zero:
+            stats = {side: {k: v for k, v in c.items() if v or k in KEPT_WHEN_ZERO} for side, c in stats.items()}
         self._done()
         return stats
 
@@ -213,10 +216,13 @@ class FakeAstfClient:
         if sync_now:
             self.synced_at = self.clock.now
         self._done()
-        ports = {port: {"opackets": 0, "ipackets": 0} for port in (0, 1)}
-        cpu = {} if self.cpu_util is None else {"cpu_util": self.cpu_util}
-        return {"global": cpu, **ports, "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum),
-                "latency": {}}
+        # As TRex's client: every global and port figure by name (GlobalStats/PortStats.to_dict), the text "N/A"
+        # for one the server did not send (AbstractStats.get), and the ports' sum as "total".
+        ports = {port: dict.fromkeys(PORT_COUNTERS, 0) for port in (0, 1)}
+        cpu = "N/A" if self.cpu_util is None else self.cpu_util
+        return {"global": {**dict.fromkeys(GLOBAL_COUNTERS, 0.0), "cpu_util": cpu}, **ports,
+                "total": dict.fromkeys(PORT_COUNTERS, 0),
+                "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum), "latency": {}}
 
     def get_flow_info(self, profile_id="_", duration=0, index=None):
         self._call("get_flow_info", profile_id=profile_id, index=index)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from trexlab.testbed.endpoints import LabView
 
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
-CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z"
 
 
 class PlanError(ValueError):

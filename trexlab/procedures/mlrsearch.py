@@ -77,7 +77,7 @@ RFC2544 = {"name": "RFC2544", "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_
 
 
 #: A goal's name: its figure is <name>_fps (summary.csv and trials.parquet columns, the report's headings).
-GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}\Z")
 #: The trials a goal may ask for at one load (its duration_sum over its final_trial_duration): the reference
 #: implementation runs them all, and so does the dry run's simulation, on the CPU of whoever checks the spec.
 MAX_FINAL_TRIALS = 1000

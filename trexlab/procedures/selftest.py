@@ -29,6 +29,7 @@ import dataclasses
 import fcntl
 import json
 import math
+import os
 import socket
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -39,7 +40,7 @@ from trexlab.params import check_range
 from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
-from trexlab.results.store import read_json, write_json_atomic
+from trexlab.results.store import open_no_link, read_json, write_json_atomic
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_SIZE,
@@ -272,8 +273,9 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
             entry["latency_floor"] = max(floors, key=lambda f: f["median_s"])
         entries.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Opened for appending: a file of that name is never truncated (nothing is written to it).
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+    # Opened for appending: a file of that name is never truncated (nothing is written to it); nor a link followed.
+    with os.fdopen(open_no_link(path.with_name(path.name + ".lock"), os.O_WRONLY | os.O_CREAT | os.O_APPEND),
+                   "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         kept = [e for e in read_ceilings(path) if not any(_matches(e, {k: n[k] for k in KEY}) for n in entries)]
         write_json_atomic(path, {"ceilings": kept + entries})

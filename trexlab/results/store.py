@@ -159,9 +159,16 @@ def make_directories(path: Path) -> None:
         fsync_directory(made.parent)
 
 
+def open_no_link(path: str | os.PathLike, flags: int) -> int:
+    """os.open of a file that is not a symbolic link (OSError, ELOOP, where it is one), as a new file 0o666 less the
+    umask, as open() makes them. A results root received from someone else may hold a link where trexlab writes
+    beside its files (tester-ceilings.json.tmp -> ~/.bashrc): writing through it wrote that file."""
+    return os.open(path, flags | os.O_NOFOLLOW, 0o666)
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
+    with os.fdopen(open_no_link(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as f:
         f.write(dumps(data, indent=2))
         f.flush()
         os.fsync(f.fileno())

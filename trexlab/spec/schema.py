@@ -33,14 +33,18 @@ from trexlab.trial import (
     RFC2544_RESTABILIZE_WAIT,
 )
 
+#: Where a whole-value pattern ends: at the value's end. Python's $ (jsonschema's re.search, and re.match) also
+#: matches before a final newline, so "demo\n" passed for a name and a campaign made a directory of it; (?!\n)
+#: refuses that, and changes nothing in JSON Schema's own (ECMA-262) patterns, whose $ is the end already.
+END = r"(?!\n)$"
 #: An experiment's name: its results directory, so nothing that could leave the results root.
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}" + END
 #: A spec's report notebook: one of the tree's own analysis notebooks (the report executes it).
-NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb$"
+NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb" + END
 #: A host name or address given as an option (it reaches a connection, never a shell or ssh option).
-HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}" + END
 #: The sweep keys: dotted paths into the spec.
-SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$"
+SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+" + END
 #: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
 DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000

@@ -28,7 +28,8 @@ sections "client" and "server"; descriptions from TRex's counter table):
   data-plane cores' utilisation, %, as TRex smooths it), the larger of the
   two reads: TRex plays both ends of every connection on those cores, so it is
   the sender's and the receiver's figure; a server that returns none leaves
-  the CPU unknown (None), never assumed idle;
+  the CPU unknown (None), never assumed idle (TRex's client then gives the
+  text "N/A");
 * RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
   runs). Its ``rtt`` field is whole milliseconds: TRex keeps the smoothed RTT
@@ -272,8 +273,11 @@ class TRexAstfEngine(TRexSession):
         for pid in ids:
             before = self.clock()
             stats = self.client.get_stats(skip_zero=False, pid_input=pid)
+            # TRex's client gives every global figure, the text "N/A" for one the server did not send
+            # (AbstractStats.get): that is no figure, never a crash nor 0 %.
             cpu = (stats.get("global") or {}).get("cpu_util")
-            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], None if cpu is None else float(cpu))
+            known = isinstance(cpu, (int, float)) and not isinstance(cpu, bool)
+            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], float(cpu) if known else None)
         return snapshot
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trexlab import rolevalues
 from trexlab.params import MAX_PORT
 
 DEFAULT_INVENTORY = Path("inventory/generated/local/hosts.yml")
@@ -214,7 +214,7 @@ def lab_up_advice(inventory: Path) -> str:
     """What makes the lab of a missing inventory, said as scripts/lab.sh says it: the make lab-up of that lab
     (inventory/generated/<LAB_NAME>/hosts.yml). A plain 'make lab-up' brings up lab local, not another lab's."""
     *_, top, generated, name, file = ("", "", "", "", *Path(inventory).parts)
-    if (top, generated, file) != ("inventory", "generated", "hosts.yml") or not re.fullmatch(r"[a-z0-9]{1,6}", name):
+    if (top, generated, file) != ("inventory", "generated", "hosts.yml") or not rolevalues.LAB_NAME.fullmatch(name):
         return "make lab-up writes a lab's inventory to inventory/generated/<LAB_NAME>/hosts.yml"
     if name == "local":
         return "lab local is not up: run 'make lab-up' first"
@@ -227,7 +227,6 @@ def lab_up_advice(inventory: Path) -> str:
 def load_lab(inventory: str | os.PathLike | None = None) -> Lab:
     """Read a generated inventory (hosts.yml) into a Lab; its values that reach hosts are checked
     (trexlab.rolevalues), each error one line naming the inventory and the key."""
-    from trexlab import rolevalues
     from trexlab.params import InvalidParameter
     from trexlab.spec import safeyaml
 

@@ -3,8 +3,9 @@ variable "lab_name" {
   type        = string
   default     = "vm"
   validation {
+    # make lab-up's rule, trexlab/rolevalues.py LAB_NAME (tests/test_lab_name_rule.py holds this copy to it).
     condition     = can(regex("^[a-z0-9]{1,6}$", var.lab_name))
-    error_message = "lab_name must be 1-6 characters of a-z and 0-9 (interface names are at most 15 characters)."
+    error_message = "lab_name must be 1-6 characters a-z 0-9 (interface names are at most 15 characters)."
   }
 }
 

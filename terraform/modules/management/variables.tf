@@ -1,5 +1,5 @@
 variable "lab_name" {
-  description = "The lab's name (the local and VM labs allow 1-6 characters of a-z and 0-9); its SHA-1 chooses the block."
+  description = "The lab's name (the local and VM labs allow make lab-up's LAB_NAME, trexlab/rolevalues.py LAB_NAME); its SHA-1 chooses the block."
   type        = string
   validation {
     # It is part of interface names (links: tl<lab_name>m<n>), which Linux allows 15 characters: a longer name

@@ -38,7 +38,7 @@ from pathlib import Path
 _CHECKOUT = str(Path(__file__).resolve().parents[4])
 if _CHECKOUT not in sys.path:
     sys.path.insert(0, _CHECKOUT)
-from trexlab.rolevalues import STATE_ROOT, node_state_dir  # noqa: E402
+from trexlab.rolevalues import LAB_NAME, STATE_ROOT, node_state_dir  # noqa: E402
 
 SSHD = "/usr/sbin/sshd"
 
@@ -601,8 +601,8 @@ def realise(argv: list[str], plan_variable: str, up, down, problems, usage: str)
     return 0
 
 
-#: A lab's namespaces on this host: tl-<lab>-<node>, the lab name as make lab-up allows it (scripts/common.sh).
-LAB_NAMESPACE = re.compile(r"tl-([a-z0-9]{1,6})-[a-z0-9]+")
+#: A lab's namespaces on this host: tl-<lab>-<node>, the lab name as make lab-up allows it (rolevalues.LAB_NAME).
+LAB_NAMESPACE = re.compile(rf"tl-({LAB_NAME.pattern})-[a-z0-9]+")
 
 
 def owners() -> dict[str, set[str]]:
