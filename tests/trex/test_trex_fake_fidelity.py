@@ -278,3 +278,10 @@ def test_the_astf_counters_are_trexs_and_the_engine_reads_only_those():
     sparse = astf.get_traffic_stats(skip_zero=True, pid_input="p")
     # No retransmissions: TRex leaves the zero counter out; m_est_flows (kept at zero too) and the bytes stay.
     assert "tcps_sndrexmitbyte" not in sparse["client"] and {"m_est_flows", "tcps_sndbyte_ok"} <= set(sparse["client"])
+
+
+def test_the_fake_astf_client_refuses_a_profile_as_the_real_one():
+    # ASTFClient.load_profile turns what ASTFProfile.load raised into a TRexError "Could not load profile: ..."
+    # (lbr-trex-client trex_astf_client.py): the engine's one-line error comes from that, never a bare ValueError.
+    with pytest.raises(fake_astf.TRexError, match=r"^Could not load profile: --connections=0: allowed >= 1$"):
+        fake_astf.FakeAstfClient().load_profile("p", tunables={"connections": 0}, pid_input="p")

@@ -134,6 +134,17 @@ def test_the_flow_dumps_rtt_is_whole_milliseconds():
     assert flow_rtts(flows, "client", omit=1.0) == []
 
 
+def test_a_test_longer_than_trexs_flow_dump_span_keeps_every_rtt_sample():
+    # TRex keeps the last 10 s of flow dumps and overwrites older ones (trex-core src/stx/astf/trex_astf.cpp): read
+    # only at the end, a 30 s test would keep its last 10 s. Here the queue fills over 20 s (RTT 20 ms rising to
+    # 30 ms): the RTTs of the whole test, after omit, run from 20 to 30 ms, not 30 ms only.
+    trex = engine(client=fake_astf.FakeAstfClient(rtt_s=20e-3, queue_fill_s=20.0))
+    [stats] = trex.run([TcpTest("download", "download", 1, port=5201, duration=30, omit=1, interval=1.0)])
+    download = stats["download"]
+    assert (download.rtt_min_s, download.rtt_max_s) == (pytest.approx(20e-3), pytest.approx(30e-3))
+    assert download.rtt_min_s < download.rtt_mean_s < download.rtt_max_s
+
+
 def test_a_server_error_is_one_line_and_stops_what_it_started():
     trex = engine(client=fake_astf.FakeAstfClient(fail_at="get_flow_info"))
     with pytest.raises(GeneratorError) as err:
