@@ -89,9 +89,11 @@ class FakeAstfClient:
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
                  refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0):
         # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
-        # of a paced connection is exact only on a path of whole milliseconds: the fake takes no other.
-        if abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9 or rtt_s <= 0:
-            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds (TRex's RTT samples are)")
+        # of a paced connection is exact only on a path of whole milliseconds; below 1 ms the dump reads 0 whatever
+        # the samples: the fake takes no other paths.
+        if rtt_s <= 0 or (rtt_s >= 1e-3 and abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9):
+            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds, or below 1 ms (TRex's RTT samples are "
+                             "whole ms)")
         self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
         self.refresh_s, self.refresh_phase = refresh_s, refresh_phase
         self.established = established

@@ -292,9 +292,17 @@ def test_a_baseline_rtt_of_few_milliseconds_is_flagged():
 
 
 def test_the_fake_flow_dump_takes_only_whole_millisecond_rtts():
-    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds.
-    with pytest.raises(ValueError, match=r"rtt_s=0\.0002: allowed whole milliseconds"):
-        fake_astf.FakeAstfClient(rtt_s=200e-6)
+    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds (or below 1 ms: 0).
+    with pytest.raises(ValueError, match=r"rtt_s=0\.0025: allowed whole milliseconds, or below 1 ms"):
+        fake_astf.FakeAstfClient(rtt_s=2.5e-3)
+
+
+def test_a_path_below_the_flow_dumps_millisecond_says_trex_cannot_measure_its_rtt():
+    # TRex's flow dump reads a smoothed RTT below 1 ms as 0, as it reads a flow not yet sampled: the baseline RTT
+    # cannot be measured with engine trex there, and the error says so rather than that TRex sampled nothing.
+    with pytest.raises(GeneratorError, match=r"^baseline RTT: trex reported no RTT of the sending side \(none "
+                                             r"sampled, or below its resolution of 1 ms, which it reads as 0\)$"):
+        run(engine(client=fake_astf.FakeAstfClient(rtt_s=200e-6)), tests=("download",))
 
 
 def test_the_baseline_rtt_carries_the_engines_resolution_and_the_interval_it_allows():
