@@ -194,3 +194,30 @@ def test_a_sweep_over_destination_networks_is_estimated_once(monkeypatch):
                                               estimate.COST_FREE_TRAFFIC, networks)}) for networks in (1, 256)]
         assert costs[0] == costs[1], procedure["name"]
     assert len(seen) >= 4, seen
+
+
+def test_mlrsearch_goals_whose_estimate_would_simulate_without_bound_are_refused_after_bounded_work(monkeypatch):
+    """The lab time estimate runs a search against some 30 simulated DUTs: goals a spec may declare made it take
+    minutes or more per sweep point (16 goals of width 1e-9: still running after 120 s; eight 1000-trial goals 12 s).
+    Past mlrsearch.ESTIMATE_WORK_MAX it is refused in one line naming the goals. Counted here in simulated trials,
+    with the bound lowered so that the refusal comes quickly (at the real bound it takes seconds)."""
+    from trexlab.generators.sim import SimGenerator
+    from trexlab.params import InvalidParameter
+    from trexlab.procedures import mlrsearch
+
+    trials = []
+    run_trial = SimGenerator.run_trial
+
+    def counted(self, spec):
+        trials.append(spec.offered_load)
+        assert len(trials) <= 5000, "the estimate simulated 5000 trials and went on"
+        return run_trial(self, spec)
+
+    monkeypatch.setattr(SimGenerator, "run_trial", counted)
+    monkeypatch.setattr(mlrsearch, "ESTIMATE_WORK_MAX", 40_000, raising=False)
+    goals = [{**mlrsearch.NDR, "name": f"g{i}", "loss_ratio": i / 1000, "duration_sum": 1000.0} for i in range(8)]
+    with pytest.raises(InvalidParameter) as refused:
+        estimate.repetition_cost("mlrsearch", {"goals": goals}, {})
+    assert str(refused.value).startswith("goals='8 goals': allowed ") and "\n" not in str(refused.value)
+    # Each trial costs at least TRIAL_WORK of the bound, shared by the goals.
+    assert 0 < len(trials) <= 40_000 // 8 // estimate.TRIAL_WORK + 1

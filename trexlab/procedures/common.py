@@ -217,11 +217,20 @@ def generator_traffic_only(params: Mapping) -> bool:
     return False
 
 
-def simulated_cost(name: str, params, traffic: TrialSpec):
-    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost)."""
+class SimulationTooLong(Exception):
+    """A lab time estimate's simulation did the most work it was allowed (simulated_cost's work_max)."""
+
+    def __init__(self, work_max: int, capacities: int):
+        super().__init__(f"more than {work_max} of simulated work over {capacities} DUT capacities")
+        self.work_max, self.capacities = work_max, capacities
+
+
+def simulated_cost(name: str, params, traffic: TrialSpec, work_max: int | None = None):
+    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost); more
+    than work_max of work over them all raises SimulationTooLong."""
     from trexlab.plan.estimate import simulated_cost as simulate
 
-    return simulate(name, params, traffic)
+    return simulate(name, params, traffic, work_max)
 
 
 def simulated_cost_of(name: str) -> Callable[[Any, TrialSpec], Any]:
