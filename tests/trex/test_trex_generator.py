@@ -3,6 +3,7 @@
 import gc
 import math
 import os
+import re
 import socket
 import struct
 import sys
@@ -24,7 +25,7 @@ from trexlab.generators.trex import (
 from trexlab.testbed.inventory import Lab, Node
 from trexlab.trial import GeneratorError, TrialSpec
 
-from fake_trex import FakeClient, install
+from fake_trex import PORT_COUNTERS, FakeClient, install
 from labtools import refused_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -91,6 +92,38 @@ def test_dut_loss_and_tester_drops_are_reported_apart(api):
     assert d.frames_lost == 107 and d.tester_drops == 7
     assert client.get_xstats(1)["rx_missed_errors"] == 7 and "get_xstats" not in client.call_names()[:-1]
     assert "reverse" not in gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions
+
+
+@pytest.mark.parametrize(("fake", "latency_mode", "counter", "port"), [
+    ({"unsent": ("rx_pkts",)}, "none", "rx_pkts", 1),
+    ({"unsent": ("rx_pkts",)}, "all", "rx_pkts", 1),
+    ({"unsent": ("tx_pkts",)}, "none", "tx_pkts", 0),
+    ({"dummy_ports": (1,)}, "none", "rx_pkts", 1),
+])
+def test_a_frame_count_trex_did_not_give_fails_the_trial_naming_counter_and_port(api, fake, latency_mode, counter,
+                                                                               port):
+    # TRex's client gives "N/A" for a flow counter the server did not send and no entry for a port the server leaves
+    # out (a dummy port): the trial's counts cannot be guessed, and a 0 would be reported as frames lost.
+    gen, _ = generator(api, **fake)
+    with pytest.raises(GeneratorError) as failed:
+        gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward", latency_mode=latency_mode))
+    given = "nothing" if "dummy_ports" in fake else "'N/A'"
+    assert re.fullmatch(rf"TRex server \S+: pg_id \d+ has no {counter} count for port {port} \(TRex gave {given}\): "
+                        "the trial's frames cannot be counted", str(failed.value)), str(failed.value)
+
+
+def test_figures_trex_did_not_give_beside_the_frame_counts_are_unknown_and_said_so(api):
+    # rx_bytes (a NIC that counts no received bytes: trexlab reads none), tx_bytes and every port figure (a server
+    # that sends none): the frame counts stand; the tester's own drops and the frame size check are unknown, said so.
+    gen, _ = generator(api, forwarded=0.9, rx_missed=7, unsent=("rx_bytes", "tx_bytes", *PORT_COUNTERS))
+    spec = TrialSpec(offered_load=1000, duration=1, directions="forward")
+    result = gen.run_trial(spec)
+    d = result.directions["forward"]
+    # The fake's ring drops rx_missed of the frames the DUT forwarded before TRex counts them.
+    forwarded = int(spec.frames_per_direction * 0.9)
+    assert (d.frames_sent, d.frames_received, d.tester_drops) == (spec.frames_per_direction, forwarded - 7, 0)
+    assert "forward: frames tester port 1 dropped itself unknown: TRex gave no ierrors for it" in result.notes
+    assert "forward: frame sizes on the wire not checked: TRex gave no tx_bytes for port 0" in result.notes
 
 
 def test_tester_below_offered_load_is_stretched_from_its_send_time(api):
