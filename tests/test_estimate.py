@@ -10,7 +10,7 @@ import pytest
 from trexlab import cli
 from trexlab.paths import paths
 from trexlab.plan import estimate
-from trexlab.spec.experiment import InvalidExperiment, validate
+from trexlab.spec.experiment import InvalidExperiment, load, validate
 
 SHIPPED = sorted(p.name for p in paths().experiments.iterdir() if (p / "experiment.yml").is_file())
 
@@ -162,3 +162,35 @@ def test_campaign_eta_starts_from_the_estimate_and_is_refined_by_measured_repeti
     etas = [line.split(", ETA ")[1] for line in lines if ", ETA " in line]
     assert len(etas) == 3 and etas[0].endswith("(estimate)")
     assert all("x estimate)" in eta for eta in etas[1:]), etas
+
+
+def test_a_sweep_over_destination_networks_is_estimated_once(monkeypatch):
+    """A repetition's cost is the same for any number of destination networks (estimate.COST_FREE_TRAFFIC): a sweep
+    over them (siitperf's 1..256) is simulated once, not once per point (256 points of throughput kept a dry run
+    busy for 46 s, 1000 of long MLRsearch goals for hours)."""
+    spec = {"name": "n", "generator": "sim", "procedure": {"name": "throughput", "params": {"max_rate": 1e6}},
+            "traffic": {"frame_size": [64, 64], "receive_tail": 0},
+            "sweep": {"traffic.destination_networks": [1, 16, 256]}, "repetitions": 1}
+    calls = []
+    real = estimate.repetition_cost
+    monkeypatch.setattr(estimate, "repetition_cost", lambda *args: calls.append(args) or real(*args))
+    plans = estimate.plan(validate(spec))
+    assert len(plans) == 3 and len(calls) == 1 and len({p.cost for p in plans}) == 1
+    monkeypatch.setattr(estimate, "repetition_cost", real)
+    # What that rests on, for every procedure a shipped experiment runs: its cost does not read the field.
+    seen = set()
+    for path in sorted(paths().experiments.glob("*/experiment.yml")):
+        experiment = load(path)
+        point = next(iter(experiment.scaled("ci" if "ci" in (experiment.spec.get("scale") or {}) else None).points()))
+        procedure = point.spec["procedure"]
+        if procedure["name"] in seen:
+            continue
+        seen.add(procedure["name"])
+        params = procedure.get("params") or {}
+        if procedure["name"] == "selftest":  # one of its searches will do (each frame size's is alike)
+            params = {**params, "frame_sizes": params.get("frame_sizes", [64])[:1]}
+        costs = [estimate.repetition_cost(procedure["name"], params,
+                                          {**(point.spec.get("traffic") or {}), **dict.fromkeys(
+                                              estimate.COST_FREE_TRAFFIC, networks)}) for networks in (1, 256)]
+        assert costs[0] == costs[1], procedure["name"]
+    assert len(seen) >= 4, seen
