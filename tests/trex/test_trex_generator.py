@@ -121,7 +121,9 @@ def test_figures_trex_did_not_give_beside_the_frame_counts_are_unknown_and_said_
     d = result.directions["forward"]
     # The fake's ring drops rx_missed of the frames the DUT forwarded before TRex counts them.
     forwarded = int(spec.frames_per_direction * 0.9)
-    assert (d.frames_sent, d.frames_received, d.tester_drops) == (spec.frames_per_direction, forwarded - 7, 0)
+    assert (d.frames_sent, d.frames_received, d.tester_drops) == (spec.frames_per_direction, forwarded - 7, None)
+    assert result.tester_drops_unknown == ("forward",)
+    assert result.to_dict()["directions"]["forward"]["tester_drops"] is None  # the trial record's null
     assert "forward: frames tester port 1 dropped itself unknown: TRex gave no ierrors for it" in result.notes
     assert "forward: frame sizes on the wire not checked: TRex gave no tx_bytes for port 0" in result.notes
 
@@ -631,3 +633,27 @@ def test_the_trial_ends_with_the_wait_for_the_dut_to_restabilize(api):
     without = client.clock() - start
     gen.run_trial(TrialSpec(offered_load=1000, duration=2, restabilize_wait=5.0))
     assert client.clock() - start - 2 * without == pytest.approx(5.0, abs=0.05)
+
+
+def test_tester_drops_trex_did_not_give_are_unknown_in_the_result_never_none(api):
+    # A server that sends no port ierrors ("N/A" from the client): the loss of a trial may be the tester's own, so a
+    # throughput resting on failed trials is marked as possibly the tester's limit, and the notes say where and how
+    # often the count was unknown. Without loss no frame can have been dropped: nothing is marked.
+    from trexlab.procedures import throughput
+    from trexlab.procedures.common import RunContext
+
+    def result(forwarded):
+        gen, _ = generator(api, forwarded=forwarded, unsent=("ierrors",))
+        traffic = TrialSpec(offered_load=1, duration=1, directions="forward")
+        params = throughput.Params(max_rate=8000, min_rate=1000, resolution=2000, trial_duration=1)
+        return throughput.run(RunContext(gen, traffic), params).to_dict()
+
+    lossy = result(0.99)
+    trials = len(lossy["search"])
+    assert lossy["below_minimum_load"] and lossy["tester_bound_reasons"] == ["tester drops unknown"]
+    assert (f"tester drops unknown on port 1 (forward direction's receiver) in {trials} trial(s): the generator gave "
+            "no count of the frames the tester dropped itself, so loss in those trials may be the tester's, not the "
+            "DUT's") in lossy["notes"]
+    assert all(t["tester_drops_unknown"] == ["forward"] for t in lossy["search"])
+    lossless = result(1.0)
+    assert lossless["tester_bound_reasons"] == [] and any("tester drops unknown" in n for n in lossless["notes"])

@@ -537,12 +537,12 @@ class TRexGenerator(TRexSession):
                              f"{SEND_OVERRUN_TOLERANCE:.1%} of the frames): the trial counts as not paced")
             # TRex's port ierrors already sum the NIC's imissed (xstat rx_missed_errors: a full AF_PACKET
             # ring in software mode), ierrors and rx_nombuf: adding rx_missed_errors would count them twice.
-            ierrors = _figure(stats.get(receiver, stats.get(str(receiver), {})), "ierrors")
-            if ierrors is None:
-                # A diagnostic (it has a trial run again), not a count the result rests on: unknown, and said so.
+            # None: unknown (DirectionResult.tester_drops), never 0; not a count the frame counts rest on, so the
+            # trial stands, said so here and by the procedures (TrialRunner.notes, tester_limits).
+            tester_drops = _figure(stats.get(receiver, stats.get(str(receiver), {})), "ierrors")
+            if tester_drops is None:
                 notes.append(f"{direction}: frames tester port {receiver} dropped itself unknown: TRex gave no "
                              "ierrors for it")
-            tester_drops = ierrors or 0
             latency, duplicates, reordered, tags = None, 0, 0, {}
             if timed:
                 latency_pg = self.pg_ids(sender)[1]
