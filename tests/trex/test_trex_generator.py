@@ -332,6 +332,15 @@ def test_latency_without_hdrh_on_the_server_is_a_clear_error(api):
         gen.run_trial(TrialSpec(offered_load=100, duration=1, latency_mode="all"))
 
 
+def test_a_latency_stream_missing_from_trex_answer_is_named_not_blamed_on_hdrh(api):
+    gen, client = generator(api, latency_missing=True)
+    with pytest.raises(GeneratorError) as failed:
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, directions="forward", latency_mode="all"))
+    pg_id = gen.pg_ids(0)[1]
+    assert str(failed.value) == (f"TRex server {gen.server}: no latency statistics for pg_id {pg_id} (the forward "
+                                 "latency stream) in its answer: its delays cannot be read")
+
+
 def test_ipv6_frames_too_small_for_the_latency_signature_are_refused_before_trex_is_asked(api):
     # RFC 5180's 78 B IPv6 frame has no room for TRex's 16 B latency signature after the UDP header: 82 B at least.
     gen, client = generator(api)

@@ -547,6 +547,9 @@ class TRexGenerator(TRexSession):
             if timed:
                 latency_pg = self.pg_ids(sender)[1]
                 entry = _pg(stats.get("latency", {}), latency_pg)
+                if not entry:  # checked first: the histogram check's cause (no --hdrh) would be the wrong one
+                    raise GeneratorError(f"TRex server {self.server}: no latency statistics for pg_id {latency_pg} "
+                                         f"(the {direction} latency stream) in its answer: its delays cannot be read")
                 errors = entry.get("err_cntrs", {})
                 duplicates, reordered = int(errors.get("dup", 0)), int(errors.get("out_of_order", 0))
                 encoded = entry.get("latency", {}).get("hdrh")
