@@ -62,6 +62,15 @@ endif
 ifneq ($(call _not_one_of,NETWORKS,$(shell seq 1 256)),)
 $(call _refuse,NETWORKS,allowed 1..256)
 endif
+# A value given on the command line reaches the scripts as typed, as the checks above read it: make hands each
+# command-line variable to every recipe's environment (and through MAKEFLAGS to sub-makes) expanded once, so that
+# CEILINGS='$(shell touch F)', which no check here reads, ran touch F. Each becomes a simple variable of its text.
+_var_chars := $(_lab_name_chars) A B C D E F G H I J K L M N O P Q R S T U V W X Y Z _
+$(foreach _v,$(.VARIABLES),$(if $(filter command line,$(origin $(_v))),$(if $(call _without,$(_v),$(_var_chars)),\
+  $(error $(_v)=: a variable given to make is named with A-Z a-z 0-9 _),\
+  $(eval override export $(_v) := $$(value $(_v))))))
+MAKEOVERRIDES :=
+
 export LAB TOPOLOGY NETWORKS
 
 .PHONY: help setup providers swtester lab-up configure lab-down lab-status run report demo lint test test-unit test-lab bench clean

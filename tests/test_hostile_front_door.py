@@ -205,6 +205,16 @@ def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variabl
     assert not step.exists(), "a step of make demo ran before the refusal"
 
 
+def test_make_hands_a_command_line_value_on_as_typed(tmp_path):
+    """make expanded each command-line variable once when it handed it to a recipe's environment: X='$(shell touch
+    F)', read by no check, ran touch F whatever the goal (make help too)."""
+    mark = tmp_path / "injected"
+    result = subprocess.run(["make", "--no-print-directory", "help", f"X=$(shell touch {mark})"], capture_output=True,
+                            text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not mark.exists(), f"the injected command ran: {mark} exists"
+
+
 def test_make_accepts_the_names_it_documents():
     """The checks refuse only what is wrong: every experiment in the repo and the documented values pass."""
     for experiment in sorted(p.name for p in (REPO / "experiments").iterdir() if (p / "experiment.yml").exists()):
