@@ -64,6 +64,20 @@ MAKE_INPUTS = [
     ("configure", "NETWORKS", "-1"),
     ("configure", "NETWORKS", "01"),
     ("configure", "NETWORKS", "1e3"),
+    # Values the goal's script checks (scripts/common.sh): refused by it before any recipe runs, in one line too, not
+    # with make's own "*** [Makefile:NN: run] Error 2" after it; and handed on as typed, never expanded by make.
+    ("run", "CEILINGS", "-h"),
+    ("run", "CEILINGS", "$(shell touch {mark})"),
+    ("run", "CEILINGS", "results/c.json\nx"),
+    ("run", "MEASURE_AGAIN", "0"),
+    ("run", "RESULTS", "--scale"),
+    ("run", "RESULTS", "-r'; touch {mark}; '"),
+    ("report", "CAMPAIGN", "--notebook=/tmp/{mark}.ipynb"),
+    ("report", "CAMPAIGN", "-$(shell touch {mark})"),
+    ("report", "RESULTS", "-h"),
+    ("demo", "DEMO_EXP", "../x"),
+    ("demo", "DEMO_LAB_NAME", "toolong"),
+    ("demo", "RESULTS", "-h"),
 ]
 
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
