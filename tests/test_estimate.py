@@ -221,3 +221,30 @@ def test_mlrsearch_goals_whose_estimate_would_simulate_without_bound_are_refused
     assert str(refused.value).startswith("goals='8 goals': allowed ") and "\n" not in str(refused.value)
     # Each trial costs at least TRIAL_WORK of the bound, shared by the goals.
     assert 0 < len(trials) <= 40_000 // 8 // estimate.TRIAL_WORK + 1
+
+
+def test_a_campaigns_points_together_may_simulate_at_most_campaign_work_max(monkeypatch):
+    """Each point's estimate is bounded (mlrsearch.ESTIMATE_WORK_MAX), but up to 1000 points of different traffic are
+    each simulated: 1000 frame sizes of MLRsearch goals inside their own bound kept a dry run busy for over an hour.
+    Past estimate.CAMPAIGN_WORK_MAX in all the campaign is refused in one line; here with the bound set between one
+    point's work and three's."""
+    spent = []
+    spend = estimate._SimulationBudget.spend
+
+    def counted(self, load):
+        before = self.work
+        spend(self, load)
+        spent.append(self.work - before)
+
+    monkeypatch.setattr(estimate._SimulationBudget, "spend", counted)
+    spec = {"name": "n", "generator": "sim", "procedure": {"name": "throughput", "params": {"max_rate": 1e6}},
+            "traffic": {"receive_tail": 0}, "sweep": {"traffic.frame_size": [[64, 64]]}, "repetitions": 1}
+    estimate.plan(validate(spec))
+    one_point = sum(spent)
+    monkeypatch.setattr(estimate, "CAMPAIGN_WORK_MAX", one_point * 5 // 2, raising=False)
+    sweep = {**spec, "sweep": {"traffic.frame_size": [[64, 64], [128, 128], [256, 256]]}}
+    with pytest.raises(InvalidExperiment) as refused:
+        estimate.plan(validate(sweep))
+    assert "sweep (3 point(s))" in str(refused.value) and "by point 3" in str(refused.value), refused.value
+    assert "\n" not in str(refused.value)
+    assert len(estimate.plan(validate({**sweep, "sweep": {"traffic.frame_size": [[64, 64], [128, 128]]}}))) == 2

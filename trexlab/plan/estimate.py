@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from trexlab.media import max_frame_rate, media_speed
@@ -99,6 +100,20 @@ class _PlanLatency(Latency):
 TRIAL_WORK = 32
 
 
+#: The most simulated work (_SimulationBudget's units) one campaign's estimate may do over all its sweep points: a
+#: procedure bounds one point's (mlrsearch.ESTIMATE_WORK_MAX), this their sum, which up to 1000 points of different
+#: traffic would multiply (1000 points of MLRsearch goals just inside their own bound: about 80 min of a dry run).
+#: Measured here: the shipped campaigns at most 66,744 (siitperf-frame-sizes); 1000 frame sizes of the default
+#: MLRsearch goals about 19 M (110 s), of throughput 41 s; at 1 to 6 us a unit, a dry run of at most a few minutes.
+CAMPAIGN_WORK_MAX = 30_000_000
+#: The work the campaign being planned (plan()) may still simulate; None outside plan().
+_campaign_work_left: ContextVar[list[int] | None] = ContextVar("campaign_work_left", default=None)
+
+
+class CampaignEstimateTooLong(Exception):
+    """The estimate of a campaign's sweep points together simulated more than CAMPAIGN_WORK_MAX."""
+
+
 class _SimulationBudget:
     """The work a simulation may still do over the whole capacity grid (None: no bound), in loads scanned: each trial
     costs TRIAL_WORK plus the distinct loads its run has tried so far (a search such as MLRsearch's scans them after
@@ -114,6 +129,11 @@ class _SimulationBudget:
     def spend(self, load: float) -> None:
         self.loads.add(load)
         self.work += TRIAL_WORK + len(self.loads)
+        campaign = _campaign_work_left.get()
+        if campaign is not None:
+            campaign[0] -= TRIAL_WORK + len(self.loads)
+            if campaign[0] < 0:
+                raise CampaignEstimateTooLong
         if self.work_max is not None and self.work > self.work_max:
             raise SimulationTooLong(self.work_max, self.capacities)
 
@@ -211,8 +231,26 @@ def plan(experiment) -> list[PointPlan]:
 
     rule = repetition_rule(experiment.spec)
     cache: dict[str, Cost] = {}
-    plans = []
-    for point in experiment.points():
+    plans: list[PointPlan] = []
+    points = experiment.points()
+    token = _campaign_work_left.set([CAMPAIGN_WORK_MAX])
+    try:
+        _plan_points(points, rule, cache, plans)
+    except CampaignEstimateTooLong:
+        from trexlab.spec.experiment import InvalidExperiment
+
+        raise InvalidExperiment(
+            f"{experiment.path or experiment.name}: sweep ({len(points)} point(s)): estimating their lab time "
+            f"simulated more than {CAMPAIGN_WORK_MAX:,} units of work by point {len(plans) + 1}: at most that per "
+            "campaign; fewer points of different traffic or procedure.params, or split it into campaigns") from None
+    finally:
+        _campaign_work_left.reset(token)
+    return plans
+
+
+def _plan_points(points, rule, cache: dict, plans: list) -> None:
+    """plan()'s loop: each point's PointPlan appended to plans."""
+    for point in points:
         procedure = point.spec["procedure"]
         # Keyed by what a repetition's cost can depend on: no procedure nor the simulated tester reads the number of
         # destination networks, so a sweep over it (siitperf's 1..256) is estimated once, not once per point (256
@@ -222,7 +260,6 @@ def plan(experiment) -> list[PointPlan]:
         if key not in cache:
             cache[key] = repetition_cost(procedure["name"], procedure.get("params") or {}, point.spec.get("traffic"))
         plans.append(PointPlan(point.point_id, point.values, rule.maximum, rule.minimum, cache[key]))
-    return plans
 
 
 def check_length(experiment, plans: list[PointPlan]) -> None:
