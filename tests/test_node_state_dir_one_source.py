@@ -20,9 +20,9 @@ import jinja2
 import yaml
 
 from ansible_collections.trexlab.lab.plugins.filter import trexlab as filters
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir, trex_root
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir, trex_current, trex_root
 from trexlab import rolevalues
-from trexlab.generators.trex import TREX_CURRENT, installed_trex_paths
+from trexlab.generators.trex import installed_trex_paths
 from trexlab.testbed.inventory import Lab, Node
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,6 +48,7 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["trexlab.lab.node_state_dir"] = node_state_dir
     env.filters["trexlab.lab.trex_root"] = trex_root
+    env.filters["trexlab.lab.trex_current"] = trex_current
     rendered = {}
     for path in sorted(ROLES.glob("*/defaults/main.yml")):
         variables = yaml.safe_load(path.read_text()) or {}
@@ -87,7 +88,37 @@ def test_the_trex_root_of_the_role_and_of_the_generator_is_one(monkeypatch):
     roots = [role_defaults(namespace_node=True)[("trex", "trex_root")],
              role_defaults(namespace_node=False)[("trex", "trex_root")]]
     assert roots == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex-elsewhere", "/srv/trex-elsewhere"]
-    assert installed_trex_paths(lab) == [f"{root}/{TREX_CURRENT}" for root in roots]
+    assert installed_trex_paths(lab) == [rolevalues.trex_current(root) for root in roots]
+
+
+def test_the_trex_current_link_is_named_only_in_its_one_source(monkeypatch):
+    """roles/trex's link to the release it runs ('current' below trex_root) was spelled by the role's tasks (the
+    server command, the link itself), its two service templates and the trex generator (TREX_CURRENT): renamed in
+    one, the generator would load no client, or the service run none. Renamed in rolevalues, the role's
+    trex_current_dir and the generator's paths follow, and no role file or module of the package names it again."""
+    tester = Node(name=NODE, role="tester", ansible_host="192.0.2.1", netns="trexlab-ns")
+    lab = Lab(name=LAB, kind="local", topology="loopback", nodes={NODE: tester}, inventory=Path("hosts.yml"))
+    monkeypatch.delenv("TREXLAB_TREX_PATH", raising=False)
+    for module in {rolevalues, filters.rolevalues}:
+        monkeypatch.setattr(module, "TREX_CURRENT", "release-now")
+    role_vars = yaml.safe_load((ROLES / "trex/vars/main.yml").read_text())
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["trexlab.lab.trex_current"] = trex_current
+    links = [env.from_string(role_vars["trex_current_dir"]).render(trex_root=role_defaults(namespace)[("trex",
+                                                                                                      "trex_root")])
+             for namespace in (True, False)]
+    assert links == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex/release-now", "/opt/trex/release-now"]
+    assert installed_trex_paths(lab) == links
+
+    monkeypatch.undo()
+    spelled = re.compile(rf"""/{rolevalues.TREX_CURRENT}\b|['"]{rolevalues.TREX_CURRENT}['"]""")
+    copies = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+              for path in sorted([*(ROLES / "trex").rglob("*"), *(REPO / "trexlab").rglob("*.py")])
+              if path.is_file() and path.suffix in (".yml", ".j2", ".py") and path.parent.name != "meta"
+              and path != REPO / "trexlab/rolevalues.py"
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if spelled.search(line) and not line.lstrip().startswith(("#", "{#"))]
+    assert not copies, "the trex role's current link named outside rolevalues.TREX_CURRENT:\n" + "\n".join(copies)
 
 
 def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():

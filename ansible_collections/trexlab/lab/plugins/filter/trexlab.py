@@ -370,6 +370,11 @@ def trex_root(lab: str, node: str, namespace: bool) -> str:
     return rolevalues.trex_root(str(lab), str(node), bool(namespace))
 
 
+def trex_current(root: str) -> str:
+    """The link to the release that runs, below a TRex installation root: the trex generator loads its client there."""
+    return rolevalues.trex_current(str(root))
+
+
 def address_error(value, name: str, version: int, network: bool = False) -> str:
     """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
     kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
@@ -436,6 +441,7 @@ class FilterModule:
             "state_path_error": state_path_error,
             "node_state_dir": node_state_dir,
             "trex_root": trex_root,
+            "trex_current": trex_current,
             "address_error": address_error,
             "missing_packages": missing_packages,
             "endpoints_error": endpoints_error,
