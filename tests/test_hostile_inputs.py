@@ -257,6 +257,14 @@ CORPUS = [
     ("endpoints file escapes", "spec", text(spec(LAB_SPEC, procedure={"name": "http_download"},
                                                  endpoints={"http_file": "../../etc/passwd"})), [],
      ["{file}", "endpoints.http_file"]),
+    # One iperf3 server per port on the server node: 1000 ports were 1000 servers started, a port twice a role failed
+    # half way.
+    ("endpoints 1000 iperf3 servers", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp"},
+                                                        endpoints={"iperf3_ports": list(range(6000, 7000))})), [],
+     ["{file}", "endpoints.iperf3_ports", "at most 64"]),
+    ("endpoints iperf3 port twice", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp"},
+                                                      endpoints={"iperf3_ports": [5201, 5201]})), [],
+     ["{file}", "endpoints.iperf3_ports[1]"]),
     ("endpoints algorithm injection", "spec", text(spec(LAB_SPEC, procedure={"name": "tcp"},
                                                         endpoints={"congestion_control": "reno;reboot"})), [],
      ["{file}", "endpoints.congestion_control"]),

@@ -12,7 +12,8 @@ from trexlab.trial import RFC2544_TRIAL_DURATION, SIIT_SIZE_DELTA, TrialSpec
 
 from labtools import REPO
 
-SIIT = ("siit-single-dut", "siit-dual-dut")
+#: Fig. 11's three set-ups: the paper's DUT3 alone as NAT64 (Fig. 10), DUT2 alone as NAT46 (Fig. 9), both together.
+SIIT = ("siit-single-dut", "siit-single-dut-nat46", "siit-dual-dut")
 #: What each of the paper's figures shows, by the procedure that measures it: Fig. 6 IPv4 forwarding and Fig. 11
 #: SIIT throughput (sections 4.4, 5.2), Figs. 12-13 typical latency forward and reverse (section 5.3).
 PAPER_FIGURES = {6: "throughput", 11: "throughput", 12: "latency", 13: "latency"}
@@ -81,3 +82,12 @@ def test_the_tester_selftest_measures_the_ceiling_a_siit_run_looks_up(name, scal
                       directions=traffic["directions"])
     measured = spec("tester-selftest", scale)["procedure"]["params"]["frame_sizes"]
     assert ceiling_key("software", None, trial)["frame_size"] in measured
+
+
+def test_the_single_duts_translate_as_the_papers_dut3_and_dut2():
+    # Fig. 11 has each single DUT beside the dual set-up; siit-single-dut was the NAT64 one alone, so the report's
+    # comparison had only one of the paper's two single-DUT series.
+    nat64, nat46 = spec("siit-single-dut"), spec("siit-single-dut-nat46")
+    assert nat64["traffic"]["ip_version"] == [6, 4] and (nat64["dut"]["siit"] or {}).get("ipv6_side", "auto") == "auto"
+    assert nat46["traffic"]["ip_version"] == [4, 6] and nat46["dut"]["siit"]["ipv6_side"] == "right"
+    assert "siit-single-dut-nat46" in (REPO / "analysis" / "siit-dual-dut.ipynb").read_text()

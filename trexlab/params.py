@@ -12,6 +12,10 @@ from collections.abc import Iterable
 
 #: The largest TCP or UDP port number (the headers' port fields are 16 bits).
 MAX_PORT = 2**16 - 1
+#: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
+#: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
+#: run busy for minutes).
+LIST_ITEMS_MAX = 64
 
 
 class InvalidParameter(ValueError):

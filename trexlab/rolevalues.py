@@ -14,7 +14,7 @@ import posixpath
 import re
 
 from .addressing import MAX_NETWORKS
-from .params import MAX_PORT, InvalidParameter
+from .params import LIST_ITEMS_MAX, MAX_PORT, InvalidParameter
 
 #: RFC 2544 (IPv4) and RFC 5180 (IPv6) address ranges for benchmarking.
 BENCHMARKING_NETWORKS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:2::/48"))
@@ -221,9 +221,19 @@ def check_endpoints_block(settings: dict) -> None:
         if key in settings and (isinstance(settings[key], bool) or not isinstance(settings[key], int)
                                 or not 1 <= settings[key] <= MAX_PORT):
             raise InvalidParameter(key, settings[key], f"a TCP port 1..{MAX_PORT}")
-    for i, port in enumerate(settings.get("iperf3_ports") or ()):
+    ports = settings.get("iperf3_ports") or ()
+    # One iperf3 server per port on the server node, for one concurrent test each: rfc6349 runs at most as many as its
+    # dscp list holds (LIST_ITEMS_MAX). A spec of 60,000 ports started 60,000 servers; a port twice, or the HTTP
+    # port, failed the role half way.
+    if len(ports) > LIST_ITEMS_MAX:
+        raise InvalidParameter("iperf3_ports", f"<{len(ports)} values>", f"at most {LIST_ITEMS_MAX} TCP ports (one "
+                                                                         "iperf3 server each, one per concurrent test)")
+    for i, port in enumerate(ports):
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= MAX_PORT:
             raise InvalidParameter(f"iperf3_ports[{i}]", port, f"a TCP port 1..{MAX_PORT}")
+        if port in ports[:i] or port == settings.get("http_port"):
+            raise InvalidParameter(f"iperf3_ports[{i}]", port, "a TCP port no other server of the node is given "
+                                                               "(each iperf3 server and nginx listen on their own)")
 
 
 def check_lab(lab) -> None:

@@ -24,7 +24,7 @@ EXPERIMENTS = sorted(p.parent.name for p in (REPO / "experiments").glob("*/exper
 LAB_NAMES = {"single": "ex1", "dual": "ex2", "loopback": "ex3"}
 #: Single-DUT experiments on a second single-DUT lab, ex4: make test's workers then share the single-DUT ones
 #: (about two minutes on each lab) instead of one worker running them all.
-ON_EX4 = ("siit-single-dut", "siitperf-frame-sizes")
+ON_EX4 = ("siit-single-dut", "siit-single-dut-nat46", "siitperf-frame-sizes")
 
 
 def spec(name: str) -> dict:

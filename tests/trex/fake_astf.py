@@ -5,18 +5,21 @@ documents and returns: ``get_traffic_stats`` gives sections "client" and
 "server", each with every counter of TRex's table by name (skip_zero=False;
 with skip_zero=True the zero ones are left out, as TRex does), counting from
 the profile's start; ``get_flow_info`` gives, per flow id
-"<src_ip>:<src_port>-<dst_ip>:<dst_port>", the samples of the flow dump, each
-with "origin", "duration" (ms since established) and "rtt" (the smoothed RTT
-in whole milliseconds, truncated, as trex-core's src/44bsd/tcp_subr.cpp
-CTcpFlow::to_json sends it; TRex's samples are whole milliseconds, so the
-fake's path RTT is too), plus "next_index" when an index is asked for.
+"<src_ip>:<src_port>-<dst_ip>:<dst_port>" (each side's own first), the samples
+of the flow dump, each with "origin", "duration" (ms since established) and
+"rtt" (the smoothed RTT in whole milliseconds, truncated, as trex-core's
+src/44bsd/tcp_subr.cpp CTcpFlow::to_json sends it; TRex's samples are whole
+milliseconds, so the fake's path RTT is too), plus "next_index" when an index
+is asked for. As TRex's (one data-plane core), the dump samples only the first
+connection of each side, and keeps only its last 10 s of dumps.
 
 The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
 direction, shared by every connection sending that way; a connection carries
 at most window x 8 / RTT and, when the profile paces it (--bitrate), that.
 Connections send nothing for ``setup_s`` after start (the handshake and slow
 start iperf3's --omit leaves out). A paced connection sees the base RTT, a
-bulk one ``loaded_rtt_factor`` times it (queues fill). The sender retransmits
+bulk one ``loaded_rtt_factor`` times it (queues fill), reached linearly over
+``queue_fill_s`` s from the start (0: at once). The sender retransmits
 ``retransmit_ratio`` of the bytes it sends, in ``mss``-byte segments; its
 application is ``app_ahead`` bytes ahead of the wire (tcps_sndbyte vs
 tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
@@ -58,6 +61,12 @@ KEPT_WHEN_ZERO = frozenset(("m_active_flows", "m_est_flows", "m_tx_bw_l7_r", "m_
                             "m_tx_pps_r", "m_rx_pps_r", "m_avg_size", "m_tx_ratio"))
 
 
+#: Seconds of flow dumps TRex keeps per profile: (10 / dump interval) dumps per data-plane core, the oldest
+#: overwritten (trex-core src/stx/astf/trex_astf.cpp TrexAstfPerProfile::init_flow_info and add_flow_info). Stated
+#: here apart from the engine's: the fake stands for the server, so a wrong figure in the engine can fail a test.
+FLOW_DUMP_SPAN_S = 10.0
+
+
 class TRexError(Exception):
     pass
 
@@ -78,17 +87,19 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 class FakeAstfClient:
     def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
-                 refresh_phase=0.0, cpu_util=None):
+                 refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0):
         # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
-        # of a paced connection is exact only on a path of whole milliseconds: the fake takes no other.
-        if abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9 or rtt_s <= 0:
-            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds (TRex's RTT samples are)")
+        # of a paced connection is exact only on a path of whole milliseconds; below 1 ms the dump reads 0 whatever
+        # the samples: the fake takes no other paths.
+        if rtt_s <= 0 or (rtt_s >= 1e-3 and abs(rtt_s * 1000 - round(rtt_s * 1000)) > 1e-9):
+            raise ValueError(f"rtt_s={rtt_s!r}: allowed whole milliseconds, or below 1 ms (TRex's RTT samples are "
+                             "whole ms)")
         self.link_bps, self.rtt_s, self.loaded_rtt_factor = link_bps, rtt_s, loaded_rtt_factor
         self.refresh_s, self.refresh_phase = refresh_s, refresh_phase
         self.established = established
         self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
         self.rpc_time, self.fail_at = rpc_time, fail_at
-        self.cpu_util = cpu_util
+        self.cpu_util, self.queue_fill_s = cpu_util, queue_fill_s
         self.clock = FakeClock()
         self.origin = self.clock.now
         self.synced_at = -math.inf  # the last refresh get_stats asked for
@@ -126,7 +137,10 @@ class FakeAstfClient:
 
     def load_profile(self, profile, tunables=None, pid_input="_"):
         self._call("load_profile", profile=profile, tunables=dict(tunables or {}), pid_input=pid_input)
-        self.loaded[pid_input] = tunables_of(tunables or {})
+        try:
+            self.loaded[pid_input] = tunables_of(tunables or {})
+        except Exception as exc:  # as ASTFClient.load_profile: what the profile raised, in a TRexError
+            raise TRexError(f"Could not load profile: {exc}") from exc
         self._done()
 
     def start(self, mult=1, duration=-1, nc=False, block=True, latency_pps=0, ipv6=False, pid_input="_",
@@ -167,8 +181,14 @@ class FakeAstfClient:
             rate = min(rate, args.bitrate)
         return rate
 
-    def rtt(self, pid: str) -> float:
-        return self.rtt_s if self.loaded[pid].bitrate else self.rtt_s * self.loaded_rtt_factor
+    def rtt(self, pid: str, at: float | None = None) -> float:
+        """The smoothed RTT of a profile's connections (at a time: a bulk one's rises as the queue fills)."""
+        if self.loaded[pid].bitrate:
+            return self.rtt_s
+        filled = 1.0
+        if self.queue_fill_s and at is not None:
+            filled = min(1.0, (at - self.started[pid][0]) / self.queue_fill_s)
+        return self.rtt_s * (1 + (self.loaded_rtt_factor - 1) * filled)
 
     def refreshed_at(self) -> float:
         """When the server last refreshed the counters it answers with."""
@@ -225,20 +245,29 @@ class FakeAstfClient:
                 "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum), "latency": {}}
 
     def get_flow_info(self, profile_id="_", duration=0, index=None):
+        """The flow dumps taken since ``index``, as TRex keeps them: one dump at the start and one every dump
+        interval, each with the first connection of each side only (the one its profile context tracks), and only
+        the last FLOW_DUMP_SPAN_S s of dumps kept (older ones are overwritten)."""
         self._call("get_flow_info", profile_id=profile_id, index=index)
         args = self.loaded[profile_id]
         start, interval = self.started[profile_id]
-        flows = {}
-        samples = int((self.clock.now - start) / interval) if interval else 0
-        for c in range(self.up(args)):
-            flow_id = f"{args.client_address}:{40000 + c}-{args.server_address}:{args.port}"
-            flows[flow_id] = [{"origin": origin, "duration": int(k * interval * 1000), "state": 4,
-                               # A side that has not sent yet has no RTT sample: 0. TRex truncates to whole ms.
-                               "rtt": math.floor(self.rtt(profile_id) * 1000 + 1e-9)
-                               if self.rate(profile_id, origin) else 0}
-                              for k in range(1, samples + 1) for origin in ("client", "server")]
+        taken = int((self.clock.now - start) / interval) + 1 if interval else 0
+        kept = int(FLOW_DUMP_SPAN_S / interval) if interval else 0
+        flows: dict = {}
+        next_index = index or 0
+        for k in range(max(next_index, taken - kept), taken):
+            if self.up(args):
+                at = start + k * interval
+                ends = {"client": (args.client_address, 40000, args.server_address, args.port),
+                        "server": (args.server_address, args.port, args.client_address, 40000)}
+                for origin, (src, sport, dst, dport) in ends.items():
+                    # A side that has not sent yet has no RTT sample: 0. TRex truncates to whole ms.
+                    rtt = math.floor(self.rtt(profile_id, at) * 1000 + 1e-9) if self.rate(profile_id, origin) else 0
+                    flows.setdefault(f"{src}:{sport}-{dst}:{dport}", []).append(
+                        {"origin": origin, "duration": int(k * interval * 1000), "state": 4, "rtt": rtt})
+            next_index = k + 1
         if index is not None:
-            flows["next_index"] = samples
+            flows["next_index"] = next_index
         self._done()
         return flows
 

@@ -353,7 +353,9 @@ class FakeClient:
                 "flow_stats": flow, "latency": latency}
 
     def _latency(self, received):
-        histogram = HdrHistogram(1, 60 * 1000 * 1000, 3)
+        # TRex's own HDR histogram: 1 us to 10 s, 3 significant digits (trex-core src/time_histogram.cpp HDRH_*); a
+        # delay beyond what it can hold (about 16.8 s) it leaves out, as the HdrHistogram library does here too.
+        histogram = HdrHistogram(1, 10 * 1000 * 1000, 3)
         delays = [self.delays_us[i % len(self.delays_us)] for i in range(received)]
         for delay in delays:
             histogram.record_value(delay)

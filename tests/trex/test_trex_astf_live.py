@@ -43,6 +43,7 @@ import pytest
 
 from trexlab.plan.repetition import SUMMARY
 from trexlab.results.store import PROVENANCE, RESULT, TRIALS
+from trexlab.tcp import engines
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.testbed.inventory import load_lab
 
@@ -107,6 +108,10 @@ def test_trex_astf_measures_the_policed_path(lab, policed_dut, tmp_path):
     print(f"\nbaseline RTT {result['baseline_rtt_s'] * 1e3:.3f} ms, max achievable {maximum / 1e6:.2f} Mbit/s; "
           f"notes: {result['notes']}")
     assert result["engine"] == "trex" and result["baseline_rtt_s"] > 0
+    # TRex's flow dump gives the smoothed RTT in whole ms (trexlab.tcp.engines.ASTF_RTT_UNIT_S): a figure between
+    # steps of it is a misread unit (as 1/32 ms steps were).
+    steps = result["baseline_rtt_s"] / engines.ASTF_RTT_UNIT_S
+    assert steps == pytest.approx(round(steps)) and round(steps) >= 1, result["baseline_rtt_s"]
     for test in result["tests"]:
         for direction, d in test["directions"].items():
             print(f"{test['test']['name']} {direction}: {d['actual_tcp_throughput_bps'] / 1e6:.2f} Mbit/s, "

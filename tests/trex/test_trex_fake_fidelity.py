@@ -50,6 +50,8 @@ for module, name, member in request["signatures"]:
     out["signatures"][f"{module}.{name}.{member}"] = None if target is None else [
         [p.name, p.kind.name, p.default is not p.empty] for p in inspect.signature(target).parameters.values()]
 out["constants"] = {name: getattr(stl, name) for name in request["constants"]}
+out["missing"] = {module: [n for n in names if not hasattr({"stl": stl, "astf": astf}[module], n)]
+                  for module, names in request["api_names"].items()}
 out["L4_TYPE"] = {name: getattr(stl.CTRexVmInsFixHwCs, name) for name in ("L4_TYPE_UDP", "L4_TYPE_TCP", "L4_TYPE_IP")}
 out["STLError is TRexError"] = stl.STLError is stl.TRexError
 
@@ -128,11 +130,21 @@ def checked() -> list[tuple[str, str, str]]:
             + [("stl", name, member) for name, members in STL_CLASSES.items() for member in members])
 
 
+def fake_api_names() -> dict[str, list[str]]:
+    """What the fake trex.stl.api and trex.astf.api modules offer (the generator, the engine and the profile take
+    from them)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        stl = fake_trex.install(monkeypatch)
+    return {module: sorted(n for n in vars(api) if not n.startswith("_"))
+            for module, api in (("stl", stl), ("astf", fake_astf.api()))}
+
+
 @pytest.fixture(scope="module")
 def real() -> dict:
     if importlib.util.find_spec("lbr_trex_client") is None:
         pytest.skip("lbr-trex-client is not installed (requirements.txt): no real TRex client to hold the fakes to")
-    request = {"signatures": checked(), "constants": CONSTANTS, "server_pgid_stats": SERVER_PGID_STATS}
+    request = {"signatures": checked(), "constants": CONSTANTS, "server_pgid_stats": SERVER_PGID_STATS,
+               "api_names": fake_api_names()}
     done = subprocess.run([sys.executable, "-c", REAL], input=json.dumps(request), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -220,6 +232,8 @@ def test_the_fake_stl_classes_take_their_arguments_as_the_real_ones(real):
     assert {name: getattr(fake_trex, name) for name in CONSTANTS} == real["constants"]
     assert {k: getattr(fake_trex.CTRexVmInsFixHwCs, k) for k in real["L4_TYPE"]} == real["L4_TYPE"]
     assert real["STLError is TRexError"]  # the fake API's STLError is its TRexError too
+    # Every name the fake API modules offer, the real ones do.
+    assert real["missing"] == {"stl": [], "astf": []}, real["missing"]
 
 
 def shape(value):
@@ -278,3 +292,10 @@ def test_the_astf_counters_are_trexs_and_the_engine_reads_only_those():
     sparse = astf.get_traffic_stats(skip_zero=True, pid_input="p")
     # No retransmissions: TRex leaves the zero counter out; m_est_flows (kept at zero too) and the bytes stay.
     assert "tcps_sndrexmitbyte" not in sparse["client"] and {"m_est_flows", "tcps_sndbyte_ok"} <= set(sparse["client"])
+
+
+def test_the_fake_astf_client_refuses_a_profile_as_the_real_one():
+    # ASTFClient.load_profile turns what ASTFProfile.load raised into a TRexError "Could not load profile: ..."
+    # (lbr-trex-client trex_astf_client.py): the engine's one-line error comes from that, never a bare ValueError.
+    with pytest.raises(fake_astf.TRexError, match=r"^Could not load profile: --connections=0: allowed >= 1$"):
+        fake_astf.FakeAstfClient().load_profile("p", tunables={"connections": 0}, pid_input="p")

@@ -279,6 +279,18 @@ def test_lost_tags_are_counted_and_enter_the_percentiles_as_infinity(api):
         assert d.latency.percentile(50) == pytest.approx(10e-6) and d.latency.percentile(99.9) == math.inf
 
 
+def test_a_tag_later_than_trexs_histogram_holds_ranks_as_lost_or_late(api):
+    # TRex's HDR histogram tracks 1 us to 10 s (trex-core src/time_histogram.cpp): a delay beyond what it holds (about
+    # 16.8 s) is counted as received but never recorded. Such a tag has no delay to report: it ranks as lost or late.
+    gen, _ = generator(api, delays_us=(5, 20_000_000))
+    result = gen.run_trial(TrialSpec(offered_load=1000, duration=1, receive_tail=30, latency_mode="tagged",
+                                     latency_frames=500))
+    for d in result.directions.values():
+        assert (d.tags_sent, d.tags_received, d.tags_lost_or_late) == (500, 500, 250)
+        assert d.latency.size == 250 and d.latency.percentile(51) == math.inf
+        assert d.latency.percentile(50) == pytest.approx(5e-6)
+
+
 def test_latency_without_hdrh_on_the_server_is_a_clear_error(api):
     gen, _ = generator(api, hdrh=False)
     with pytest.raises(GeneratorError, match="--hdrh"):

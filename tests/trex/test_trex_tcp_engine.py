@@ -134,6 +134,17 @@ def test_the_flow_dumps_rtt_is_whole_milliseconds():
     assert flow_rtts(flows, "client", omit=1.0) == []
 
 
+def test_a_test_longer_than_trexs_flow_dump_span_keeps_every_rtt_sample():
+    # TRex keeps the last 10 s of flow dumps and overwrites older ones (trex-core src/stx/astf/trex_astf.cpp): read
+    # only at the end, a 30 s test would keep its last 10 s. Here the queue fills over 20 s (RTT 20 ms rising to
+    # 30 ms): the RTTs of the whole test, after omit, run from 20 to 30 ms, not 30 ms only.
+    trex = engine(client=fake_astf.FakeAstfClient(rtt_s=20e-3, queue_fill_s=20.0))
+    [stats] = trex.run([TcpTest("download", "download", 1, port=5201, duration=30, omit=1, interval=1.0)])
+    download = stats["download"]
+    assert (download.rtt_min_s, download.rtt_max_s) == (pytest.approx(20e-3), pytest.approx(30e-3))
+    assert download.rtt_min_s < download.rtt_mean_s < download.rtt_max_s
+
+
 def test_a_server_error_is_one_line_and_stops_what_it_started():
     trex = engine(client=fake_astf.FakeAstfClient(fail_at="get_flow_info"))
     with pytest.raises(GeneratorError) as err:
@@ -281,9 +292,17 @@ def test_a_baseline_rtt_of_few_milliseconds_is_flagged():
 
 
 def test_the_fake_flow_dump_takes_only_whole_millisecond_rtts():
-    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds.
-    with pytest.raises(ValueError, match=r"rtt_s=0\.0002: allowed whole milliseconds"):
-        fake_astf.FakeAstfClient(rtt_s=200e-6)
+    # Its smoothed RTT is exact only where TRex's would be: a path of whole milliseconds (or below 1 ms: 0).
+    with pytest.raises(ValueError, match=r"rtt_s=0\.0025: allowed whole milliseconds, or below 1 ms"):
+        fake_astf.FakeAstfClient(rtt_s=2.5e-3)
+
+
+def test_a_path_below_the_flow_dumps_millisecond_says_trex_cannot_measure_its_rtt():
+    # TRex's flow dump reads a smoothed RTT below 1 ms as 0, as it reads a flow not yet sampled: the baseline RTT
+    # cannot be measured with engine trex there, and the error says so rather than that TRex sampled nothing.
+    with pytest.raises(GeneratorError, match=r"^baseline RTT: trex reported no RTT of the sending side \(none "
+                                             r"sampled, or below its resolution of 1 ms, which it reads as 0\)$"):
+        run(engine(client=fake_astf.FakeAstfClient(rtt_s=200e-6)), tests=("download",))
 
 
 def test_the_baseline_rtt_carries_the_engines_resolution_and_the_interval_it_allows():

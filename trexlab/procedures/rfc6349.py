@@ -482,7 +482,9 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     baseline_connection = rtt_result.to_dict()["directions"]["upload"]
     baseline_rtt = rtt_result.directions["upload"].rtt_min_s
     if not baseline_rtt:
-        raise GeneratorError(f"baseline RTT: {engine.name} reported no RTT of the sending side")
+        # An engine cannot tell an RTT below its resolution from none (TRex's flow dump reads both as 0).
+        raise GeneratorError(f"baseline RTT: {engine.name} reported no RTT of the sending side (none sampled, or "
+                             f"below its resolution of {engine.rtt_resolution_s * 1e3:g} ms, which it reads as 0)")
 
     if baseline_rtt < RTT_STEPS * engine.rtt_resolution_s:
         notes.append(f"baseline RTT {baseline_rtt * 1e3:.3f} ms is fewer than {RTT_STEPS} steps of {engine.name}'s "

@@ -16,6 +16,7 @@ lower bound.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -30,7 +31,7 @@ from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
-from trexlab.spec.schema import DEFAULT_REPETITIONS
+from trexlab.spec.schema import DEFAULT_REPETITIONS, Traffic
 from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -744,15 +745,35 @@ def _short_label(value) -> str:
 
 def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
     """Campaigns of another experiment under the same results root that ran this campaign's procedure with its
-    parameters (e.g. the single-DUT half of a comparison: not a CI-scale one, of other trial durations and
-    resolution, beside a full one), the one run last at the end (their campaign.json is written at every run)."""
+    parameters on the same test frames (e.g. the single-DUT half of a comparison: not a CI-scale one, of other trial
+    durations and resolution, beside a full one, nor one of fixed ports beside RFC 4814 ones; the SIIT ports' own
+    sizes aside: spec_traffic_as_ipv4), the one run last at the end (their campaign.json is written at every run)."""
     root = Path(campaign).resolve().parent.parent
     if not (root / experiment).is_dir():
         return []
-    procedure = json.loads((Path(campaign) / "campaign.json").read_text())["spec"].get("procedure")
-    like = [path for path in campaign_dirs(root / experiment)
-            if json.loads((path / "campaign.json").read_text())["spec"].get("procedure") == procedure]
+    def measured(path: Path) -> tuple:
+        spec = json.loads((path / "campaign.json").read_text())["spec"]
+        return spec.get("procedure"), spec_traffic_as_ipv4(spec)
+
+    own = measured(Path(campaign))
+    like = [path for path in campaign_dirs(root / experiment) if measured(path) == own]
     return sorted(like, key=lambda path: (path / "campaign.json").stat().st_mtime_ns)
+
+
+def spec_traffic_as_ipv4(spec: dict) -> dict:
+    """A spec's traffic with its defaults, each port's frame size as the IPv4 frame it is or translates to (as
+    as_ipv4_frames reads the runs) and no IP versions nor destination networks (the comparison's x axis): what the
+    two set-ups of a comparison share."""
+    traffic = {f.name: f.default for f in dataclasses.fields(Traffic)} | dict(spec.get("traffic") or {})
+
+    def pair(value) -> list:
+        return list(value) if isinstance(value, list | tuple) else [value, value]
+
+    sizes, versions = pair(traffic.pop("frame_size")), pair(traffic.pop("ip_version"))
+    traffic.pop("destination_networks", None)
+    traffic["frame_size_as_ipv4"] = [size - SIIT_SIZE_DELTA * (version == 6)
+                                     for size, version in zip(sizes, versions, strict=True)]
+    return traffic
 
 
 # -- the user's side next to RFC 2544 (HTTP download experiments) ------------------------------------------

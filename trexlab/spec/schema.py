@@ -21,7 +21,7 @@ from typing import Literal
 
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import MAX_NETWORKS
-from trexlab.params import MAX_PORT, InvalidParameter, check_range
+from trexlab.params import LIST_ITEMS_MAX, MAX_PORT, InvalidParameter, check_range
 from trexlab.trial import (
     MAX_FRAME_SIZE,
     MAX_RECEIVE_TAIL,
@@ -53,10 +53,6 @@ REPETITIONS_MAX = 1000
 #: (results.stats.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
 #: change when the campaigns of existing specs stop.
 MEDIAN_CI_CONFIDENCE = 0.95
-#: Values in one list parameter (frame sizes, DSCP values, MLRsearch goals, ...): each is a search or a test of
-#: its own, so a long list is a sweep that SWEEP_POINTS_MAX does not see (3000 self-test frame sizes kept the dry
-#: run busy for minutes).
-LIST_ITEMS_MAX = 64
 #: Sweep points one experiment may expand to: the product of the sweep's lengths is refused above it before
 #: anything is expanded (a campaign of more points would not finish in any lab's lifetime).
 SWEEP_POINTS_MAX = 1000
@@ -515,7 +511,10 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
     "siit_jool": {"networks": {"minimum": 1, "maximum": MAX_NETWORKS}},
     "tcp_endpoints": {"http_file_mib": {"minimum": 1, "maximum": rolevalues.HTTP_FILE_MIB_MAX},
                       "http_port": {"minimum": 1, "maximum": MAX_PORT},
-                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": MAX_PORT}}},
+                      # One iperf3 server per port on the server node, one per concurrent test: rfc6349 runs at most
+                      # as many as its dscp list holds (LIST_ITEMS_MAX); 60,000 ports started 60,000 servers.
+                      "iperf3_ports": {"items": {"type": "integer", "minimum": 1, "maximum": MAX_PORT},
+                                       "maxItems": LIST_ITEMS_MAX, "uniqueItems": True}},
 }
 
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},

@@ -30,9 +30,13 @@ sections "client" and "server"; descriptions from TRex's counter table):
   the sender's and the receiver's figure; a server that returns none leaves
   the CPU unknown (None), never assumed idle (TRex's client then gives the
   text "N/A");
-* RTT: the sending side's per-flow smoothed RTT from TRex's flow dump
+* RTT: the sending side's smoothed RTT from TRex's flow dump
   (ASTFClient.get_flow_info, sampled every TcpTest.interval while the test
-  runs). Its ``rtt`` field is whole milliseconds: TRex keeps the smoothed RTT
+  runs). Each dump holds, per data-plane core, the first connection of each
+  side only (the one TRex's profile context tracks: src/44bsd/tcp_var.h
+  set_flow_info), and TRex keeps the last 10 s of dumps, overwriting older
+  ones: the engine reads them every 5 s, so a longer test loses none. Its
+  ``rtt`` field is whole milliseconds: TRex keeps the smoothed RTT
   in ticks scaled by 2^5 (TCP_RTT_SHIFT) and shifts that scaling out before it
   sends it, truncating (trex-core src/44bsd/tcp_subr.cpp, CTcpFlow::to_json;
   the client's "msec >> TCP_RTT_SHIFT(5)" says the same). TRex's TCP clock
@@ -74,6 +78,9 @@ ASTF_PROFILE = paths().trex_profiles / "astf_tcp_throughput.py"
 #: s per unit of the flow dump's "rtt": TRex sends its smoothed RTT in whole milliseconds, the 2^5 scaling it keeps it
 #: in (TCP_RTT_SHIFT) shifted out (trex-core src/44bsd/tcp_subr.cpp, CTcpFlow::to_json).
 ASTF_RTT_UNIT_S = 1e-3
+#: Seconds of flow dumps TRex keeps per profile, the oldest overwritten: (10 / dump interval) dumps per data-plane
+#: core (trex-core src/stx/astf/trex_astf.cpp, TrexAstfPerProfile::init_flow_info and add_flow_info).
+FLOW_DUMP_SPAN_S = 10.0
 #: s per tick of TRex's TCP clock, from which its RTT samples are whole ticks.
 TCP_CLOCK_TICK_S = 1e-3
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
@@ -190,8 +197,9 @@ class TRexAstfEngine(TRexSession):
     # A sample counts the clock's tick boundaries between a segment and its ACK: a path of r ticks reads floor(r) or
     # floor(r) + 1 by where in a tick the segment left, so neither truncated nor rounded but within one tick.
     # Truncating keeps it within one tick: a smoothed RTT of floor(r) to floor(r) + 1 ticks reads one of the two.
-    rtt_sampling = (f"TRex's smoothed RTT (flow dump, truncated to whole ms), its samples whole ticks of its "
-                    f"{TCP_CLOCK_TICK_S * 1e3:g} ms TCP clock")
+    rtt_sampling = (f"TRex's smoothed RTT (flow dump: the first connection of each side on each TRex data-plane "
+                    f"core, truncated to whole ms), its samples whole ticks of its {TCP_CLOCK_TICK_S * 1e3:g} ms "
+                    "TCP clock")
     cpu_method = ("TRex's data-plane cores, which play both ends: the global cpu_util TRex returns with the counters "
                   "(its smoothed utilisation, %, the mean over those cores: one busy core among idle ones reads "
                   "below 100 %), the larger of the reads after omit and at the end")
@@ -276,9 +284,24 @@ class TRexAstfEngine(TRexSession):
             # TRex's client gives every global figure, the text "N/A" for one the server did not send
             # (AbstractStats.get): that is no figure, never a crash nor 0 %.
             cpu = (stats.get("global") or {}).get("cpu_util")
-            known = isinstance(cpu, (int, float)) and not isinstance(cpu, bool)
-            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], float(cpu) if known else None)
+            figure = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else None
+            snapshot[pid] = ((before + self.clock()) / 2, stats["traffic"], figure)
         return snapshot
+
+    def _read_flows(self, ids: list[str], flows: dict[str, dict], read_from: dict[str, int]) -> None:
+        """Add each profile's flow dumps taken since the last read to flows (flow id -> samples)."""
+        for pid in ids:
+            dump = self.client.get_flow_info(profile_id=pid, index=read_from[pid])
+            read_from[pid] = dump.pop("next_index", read_from[pid])
+            for flow_id, samples in dump.items():
+                flows[pid].setdefault(flow_id, []).extend(samples)
+
+    def _wait(self, until: float, ids: list[str], flows: dict[str, dict], read_from: dict[str, int]) -> None:
+        """Sleep until `until`, reading the flow dumps twice per span TRex keeps them, before it overwrites any."""
+        while self.clock() < until:
+            self.sleep(min(until - self.clock(), FLOW_DUMP_SPAN_S / 2))
+            if self.clock() < until:
+                self._read_flows(ids, flows, read_from)
 
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         ids = [f"trexlab-tcp-{test.port}" for test in tests]
@@ -288,16 +311,18 @@ class TRexAstfEngine(TRexSession):
             for pid, test in zip(ids, tests, strict=True):
                 self.client.load_profile(str(self.profile), tunables=self.tunables(test), pid_input=pid)
             for pid, test in zip(ids, tests, strict=True):
-                # The flow dump samples every connection's TCP state (its smoothed RTT) each interval.
+                # The flow dump samples a connection's TCP state (its smoothed RTT) each interval.
                 self.client.start(duration=-1, pid_input=pid, dump_interval=test.interval)
                 started.append(pid)
             origin = self.clock()
-            self.sleep(max(0.0, origin + omit - self.clock()))
+            flows: dict[str, dict] = {pid: {} for pid in ids}
+            read_from = dict.fromkeys(ids, 0)  # the index of the next flow dump to read, per profile
+            self._wait(origin + omit, ids, flows, read_from)
             # A profile's counters start at zero when it starts: without omit, that is the first read.
             first = self._snapshot(ids) if omit > 0 else {pid: (origin, {}, None) for pid in ids}
-            self.sleep(max(0.0, min(at for at, _, _ in first.values()) + duration - self.clock()))
+            self._wait(min(at for at, _, _ in first.values()) + duration, ids, flows, read_from)
             last = self._snapshot(ids)
-            flows = {pid: self.client.get_flow_info(profile_id=pid, index=0) for pid in ids}
+            self._read_flows(ids, flows, read_from)
         finally:
             for pid in started:
                 self.client.stop(pid_input=pid, is_remove=True)
