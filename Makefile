@@ -62,6 +62,27 @@ endif
 ifneq ($(call _not_one_of,NETWORKS,$(shell seq 1 256)),)
 $(call _refuse,NETWORKS,allowed 1..256)
 endif
+# A value given on the command line reaches the scripts as typed, as the checks above read it: make hands each
+# command-line variable to every recipe's environment (and through MAKEFLAGS to sub-makes) expanded once, so that
+# CEILINGS='$(shell touch F)', which no check here reads, ran touch F. Each becomes a simple variable of its text.
+_var_chars := $(_lab_name_chars) A B C D E F G H I J K L M N O P Q R S T U V W X Y Z _
+$(foreach _v,$(.VARIABLES),$(if $(filter command line,$(origin $(_v))),$(if $(call _without,$(_v),$(_var_chars)),\
+  $(error $(_v)=: a variable given to make is named with A-Z a-z 0-9 _),\
+  $(eval override export $(_v) := $$(value $(_v))))))
+MAKEOVERRIDES :=
+
+# The values a goal's script reads and checks itself (scripts/common.sh, their one source), checked by that script
+# run with --check-only before any recipe: a refusal is then one line, as those above are, not the script's line
+# and make's own "*** [Makefile:NN: run] Error 2" after it. Each value is handed to it as typed, in single quotes.
+_sh_quoted = '$(subst $(_newline),'$$'\n'',$(subst ','\'',$(value $(1))))'
+_script_env = $(foreach _v,SCALE LAB LAB_NAME TOPOLOGY NETWORKS RESULTS CAMPAIGN CEILINGS MEASURE_AGAIN DEMO_EXP \
+  DEMO_LAB_NAME,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v))))
+_check_run := scripts/run-experiment.sh --check-only $(EXP)
+_check_report := scripts/report.sh --check-only $(EXP)
+_check_demo := scripts/demo.sh --check-only
+$(foreach _goal,$(filter run report demo,$(MAKECMDGOALS)),\
+  $(eval _refusal := $$(shell $$(_script_env) $$(_check_$(_goal)) 2>&1 >/dev/null))\
+  $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(_refusal))))
 export LAB TOPOLOGY NETWORKS
 
 .PHONY: help setup providers swtester lab-up configure lab-down lab-status run report demo lint test test-unit test-lab bench clean

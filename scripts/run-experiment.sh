@@ -5,6 +5,8 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
+# --check-only: check the values it reads, then stop (make runs it so before any recipe: a refusal is one line).
+check_only=; [ "${1:-}" != --check-only ] || { check_only=1; shift; }
 
 exp=${1:-}
 [ -n "$exp" ] || refuse "EXP=: usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
@@ -13,7 +15,6 @@ named_lab=${LAB_NAME:-}
 LAB_NAME=${LAB_NAME:-${LAB:-local}}
 check_lab_name "$LAB_NAME"
 check_scale "${SCALE:-}"
-[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
 results=${RESULTS:-results}
 check_results "$results"
 # The tester's ceilings live in the results root: make run RESULTS=elsewhere reads and records its own
@@ -22,6 +23,8 @@ ceilings=${CEILINGS:-$results/tester-ceilings.json}
 check_ceilings "$ceilings" "$results"
 [[ -z "${MEASURE_AGAIN:-}" || "$MEASURE_AGAIN" == 1 ]] \
   || refuse "MEASURE_AGAIN=$MEASURE_AGAIN: allowed 1 (a new campaign, not the last one resumed) or nothing"
+[ -z "$check_only" ] || exit 0
+[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
 args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.

@@ -10,7 +10,7 @@ import pytest
 from trexlab import cli
 from trexlab.paths import paths
 from trexlab.plan import estimate
-from trexlab.spec.experiment import InvalidExperiment, validate
+from trexlab.spec.experiment import InvalidExperiment, load, validate
 
 SHIPPED = sorted(p.name for p in paths().experiments.iterdir() if (p / "experiment.yml").is_file())
 
@@ -162,3 +162,62 @@ def test_campaign_eta_starts_from_the_estimate_and_is_refined_by_measured_repeti
     etas = [line.split(", ETA ")[1] for line in lines if ", ETA " in line]
     assert len(etas) == 3 and etas[0].endswith("(estimate)")
     assert all("x estimate)" in eta for eta in etas[1:]), etas
+
+
+def test_a_sweep_over_destination_networks_is_estimated_once(monkeypatch):
+    """A repetition's cost is the same for any number of destination networks (estimate.COST_FREE_TRAFFIC): a sweep
+    over them (siitperf's 1..256) is simulated once, not once per point (256 points of throughput kept a dry run
+    busy for 46 s, 1000 of long MLRsearch goals for hours)."""
+    spec = {"name": "n", "generator": "sim", "procedure": {"name": "throughput", "params": {"max_rate": 1e6}},
+            "traffic": {"frame_size": [64, 64], "receive_tail": 0},
+            "sweep": {"traffic.destination_networks": [1, 16, 256]}, "repetitions": 1}
+    calls = []
+    real = estimate.repetition_cost
+    monkeypatch.setattr(estimate, "repetition_cost", lambda *args: calls.append(args) or real(*args))
+    plans = estimate.plan(validate(spec))
+    assert len(plans) == 3 and len(calls) == 1 and len({p.cost for p in plans}) == 1
+    monkeypatch.setattr(estimate, "repetition_cost", real)
+    # What that rests on, for every procedure a shipped experiment runs: its cost does not read the field.
+    seen = set()
+    for path in sorted(paths().experiments.glob("*/experiment.yml")):
+        experiment = load(path)
+        point = next(iter(experiment.scaled("ci" if "ci" in (experiment.spec.get("scale") or {}) else None).points()))
+        procedure = point.spec["procedure"]
+        if procedure["name"] in seen:
+            continue
+        seen.add(procedure["name"])
+        params = procedure.get("params") or {}
+        if procedure["name"] == "selftest":  # one of its searches will do (each frame size's is alike)
+            params = {**params, "frame_sizes": params.get("frame_sizes", [64])[:1]}
+        costs = [estimate.repetition_cost(procedure["name"], params,
+                                          {**(point.spec.get("traffic") or {}), **dict.fromkeys(
+                                              estimate.COST_FREE_TRAFFIC, networks)}) for networks in (1, 256)]
+        assert costs[0] == costs[1], procedure["name"]
+    assert len(seen) >= 4, seen
+
+
+def test_mlrsearch_goals_whose_estimate_would_simulate_without_bound_are_refused_after_bounded_work(monkeypatch):
+    """The lab time estimate runs a search against some 30 simulated DUTs: goals a spec may declare made it take
+    minutes or more per sweep point (16 goals of width 1e-9: still running after 120 s; eight 1000-trial goals 12 s).
+    Past mlrsearch.ESTIMATE_WORK_MAX it is refused in one line naming the goals. Counted here in simulated trials,
+    with the bound lowered so that the refusal comes quickly (at the real bound it takes seconds)."""
+    from trexlab.generators.sim import SimGenerator
+    from trexlab.params import InvalidParameter
+    from trexlab.procedures import mlrsearch
+
+    trials = []
+    run_trial = SimGenerator.run_trial
+
+    def counted(self, spec):
+        trials.append(spec.offered_load)
+        assert len(trials) <= 5000, "the estimate simulated 5000 trials and went on"
+        return run_trial(self, spec)
+
+    monkeypatch.setattr(SimGenerator, "run_trial", counted)
+    monkeypatch.setattr(mlrsearch, "ESTIMATE_WORK_MAX", 40_000, raising=False)
+    goals = [{**mlrsearch.NDR, "name": f"g{i}", "loss_ratio": i / 1000, "duration_sum": 1000.0} for i in range(8)]
+    with pytest.raises(InvalidParameter) as refused:
+        estimate.repetition_cost("mlrsearch", {"goals": goals}, {})
+    assert str(refused.value).startswith("goals='8 goals': allowed ") and "\n" not in str(refused.value)
+    # Each trial costs at least TRIAL_WORK of the bound, shared by the goals.
+    assert 0 < len(trials) <= 40_000 // 8 // estimate.TRIAL_WORK + 1

@@ -64,6 +64,20 @@ MAKE_INPUTS = [
     ("configure", "NETWORKS", "-1"),
     ("configure", "NETWORKS", "01"),
     ("configure", "NETWORKS", "1e3"),
+    # Values the goal's script checks (scripts/common.sh): refused by it before any recipe runs, in one line too, not
+    # with make's own "*** [Makefile:NN: run] Error 2" after it; and handed on as typed, never expanded by make.
+    ("run", "CEILINGS", "-h"),
+    ("run", "CEILINGS", "$(shell touch {mark})"),
+    ("run", "CEILINGS", "results/c.json\nx"),
+    ("run", "MEASURE_AGAIN", "0"),
+    ("run", "RESULTS", "--scale"),
+    ("run", "RESULTS", "-r'; touch {mark}; '"),
+    ("report", "CAMPAIGN", "--notebook=/tmp/{mark}.ipynb"),
+    ("report", "CAMPAIGN", "-$(shell touch {mark})"),
+    ("report", "RESULTS", "-h"),
+    ("demo", "DEMO_EXP", "../x"),
+    ("demo", "DEMO_LAB_NAME", "toolong"),
+    ("demo", "RESULTS", "-h"),
 ]
 
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
@@ -203,6 +217,16 @@ def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variabl
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
     assert_refused(result, variable, mark, before)
     assert not step.exists(), "a step of make demo ran before the refusal"
+
+
+def test_make_hands_a_command_line_value_on_as_typed(tmp_path):
+    """make expanded each command-line variable once when it handed it to a recipe's environment: X='$(shell touch
+    F)', read by no check, ran touch F whatever the goal (make help too)."""
+    mark = tmp_path / "injected"
+    result = subprocess.run(["make", "--no-print-directory", "help", f"X=$(shell touch {mark})"], capture_output=True,
+                            text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not mark.exists(), f"the injected command ran: {mark} exists"
 
 
 def test_make_accepts_the_names_it_documents():

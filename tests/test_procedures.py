@@ -169,6 +169,10 @@ def test_selftest_finds_the_ceiling_and_procedures_warn_near_it():
     (lambda: mlrsearch.Params(goals=({"name": "x", "final_trial_duration": 30, "duration_sum": 20},)),
      "goals[0].duration_sum"),
     (lambda: mlrsearch.Params(goals=({"name": "x", "speed": 1},)), "goals[0].speed"),
+    # More goals than MAX_GOALS: the search, and the lab time estimate's simulation of it, weigh each trial against
+    # every goal (64 goals kept a dry run busy for 35 s per sweep point).
+    (lambda: mlrsearch.Params(goals=tuple({"name": f"g{i}"} for i in range(mlrsearch.MAX_GOALS + 1))),
+     f"goals='{mlrsearch.MAX_GOALS + 1} goals': allowed 1..{mlrsearch.MAX_GOALS} goals"),
     (lambda: selftest.Params(frame_sizes=(32,)), "frame_sizes"),
 ])
 def test_bad_parameters_name_themselves_in_one_line(make, name):

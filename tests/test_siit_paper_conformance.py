@@ -91,3 +91,10 @@ def test_the_single_duts_translate_as_the_papers_dut3_and_dut2():
     assert nat64["traffic"]["ip_version"] == [6, 4] and (nat64["dut"]["siit"] or {}).get("ipv6_side", "auto") == "auto"
     assert nat46["traffic"]["ip_version"] == [4, 6] and nat46["dut"]["siit"]["ipv6_side"] == "right"
     assert "siit-single-dut-nat46" in (REPO / "analysis" / "siit-dual-dut.ipynb").read_text()
+
+
+def test_the_selftest_report_says_which_statistic_of_table_1_it_replaces():
+    # Table 1 (section 4.2) prints the average of 20 searches, the report their median: both are "the" ceiling of a
+    # reader who compares the two, so the description printed above the figures names each.
+    description = spec("tester-selftest")["description"]
+    assert "Table 1 gives the average" in description and "gives the median" in description

@@ -421,7 +421,9 @@ class DirectionResult:
     time, including frames the tester failed to send: a tester that cannot keep
     up must never make the DUT look better.  ``tester_drops`` (frames the
     tester's own receiver dropped, e.g. a full AF_PACKET ring) are reported
-    apart so that a reader can tell tester limits from DUT loss.
+    apart so that a reader can tell tester limits from DUT loss; None when the
+    generator could not read them (TRex gave "N/A" for the port's ierrors):
+    unknown, never taken for none (TrialResult.tester_drops_unknown).
     """
 
     direction: Direction
@@ -429,7 +431,7 @@ class DirectionResult:
     frames_sent: int
     frames_received: int  # received within the frame timeout (or the tail)
     frames_late: int = 0  # received, but after the frame timeout
-    tester_drops: int = 0
+    tester_drops: int | None = 0
     duplicates: int = 0
     reordered: int = 0
     # Frames the tester sent ahead of the paced schedule (a start-up burst, or a send span shorter than the
@@ -529,9 +531,16 @@ class TrialResult:
 
     @property
     def tester_drops(self) -> int:
-        """Frames the tester's own receivers dropped, over all directions (DirectionResult.tester_drops): the
-        tester's loss, not the DUT's, so a trial with any is invalid."""
-        return sum(d.tester_drops for d in self.directions.values())
+        """Frames the tester's own receivers are known to have dropped, over all directions
+        (DirectionResult.tester_drops): the tester's loss, not the DUT's, so a trial with any is invalid. Directions
+        whose count is unknown add nothing here and are named by tester_drops_unknown."""
+        return sum(d.tester_drops or 0 for d in self.directions.values())
+
+    @property
+    def tester_drops_unknown(self) -> tuple[Direction, ...]:
+        """The directions whose tester drops the generator could not read (DirectionResult.tester_drops None): the
+        trial's loss there may be the tester's, which no count rules out."""
+        return tuple(name for name, d in self.directions.items() if d.tester_drops is None)
 
     @property
     def stretched(self) -> bool:
@@ -568,7 +577,9 @@ class TrialResult:
     def valid(self) -> bool:
         """Whether the trial measured the DUT at the offered load: not stretched, and no frame dropped by the
         host's receive backlog or by the tester's own receivers (their loss would count as the DUT's). Procedures
-        never count an invalid trial as a pass (trexlab.procedures.common.TrialRunner runs it again first)."""
+        never count an invalid trial as a pass (trexlab.procedures.common.TrialRunner runs it again first). An unknown
+        count (tester_drops_unknown) leaves the trial valid, as no drop was seen, and is disclosed instead: a result
+        resting on such a trial with loss is marked tester-bound ("tester drops unknown", TrialRunner.tester_limits)."""
         return not self.stretched and not self.host_drops and not self.tester_drops
 
     def passes(self, loss_tolerance: float | Fraction) -> bool:

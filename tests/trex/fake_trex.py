@@ -145,6 +145,20 @@ def _flow_entry(sender: int, sent: int, received: int, size: int) -> dict:
             **{key: {0: 0.0, 1: 0.0, "total": 0.0} for key in RATE_KEYS}}
 
 
+class StatNotAvailable(str):
+    """The client's mark for a flow figure the server did not send (trex.common.trex_types.StatNotAvailable): the
+    text "N/A"."""
+
+    def __new__(cls, name):
+        return super().__new__(cls, "N/A")
+
+
+#: The flow counters a server can leave out of a pg_id's statistics: TRex's sends "rb" only from NICs that count
+#: received bytes (trex-core src/stx/stl/trex_stl_fs.cpp dump_json, IF_STAT_RX_BYTES_COUNT: not an X710 filtering
+#: in hardware, not the mock platform); the client makes any one missing "N/A" (CPgIdStats.get_stats).
+FLOW_COUNTS = ("rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes")
+
+
 def _latency_entry(dropped: int, dup: int, latency: dict) -> dict:
     return {"err_cntrs": {"dropped": dropped, "out_of_order": 0, "dup": dup, "seq_too_high": 0, "seq_too_low": 0},
             "latency": latency}
@@ -185,7 +199,7 @@ class FakeClient:
                  extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
                  port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
                  dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
-                 duplicated_test=0):
+                 duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False):
         # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
         self.port_mac, self.dest_mac = port_mac, dest_mac
         # duplicated: latency frames of each latency stream the DUT delivers twice (TRex counts the copy in rx_pkts,
@@ -193,6 +207,12 @@ class FakeClient:
         # the HDR histogram (a server that did not reset it).
         self.duplicated, self.stale_delays = duplicated, stale_delays
         self.duplicated_test = duplicated_test  # frames of each test stream the DUT delivers twice (no sequence)
+        # unsent: figures the server does not send, which the client gives as "N/A": flow counters (FLOW_COUNTS) of
+        # every pg_id, port figures (PORT_COUNTERS) of every port (TRex's mock platform sends none); dummy_ports:
+        # ports the server leaves out of flow statistics (trex_cfg "dummy" interfaces, trex_stl_fs.cpp m_port_ids).
+        assert set(unsent) <= {*FLOW_COUNTS, *PORT_COUNTERS}, unsent
+        self.unsent, self.dummy_ports = tuple(unsent), tuple(dummy_ports)
+        self.latency_missing = latency_missing  # get_stats leaves the latency streams' pg_ids out of "latency"
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
@@ -295,8 +315,8 @@ class FakeClient:
             for stream in self.streams[port]:
                 pg = stream.flow_stats.pg_id
                 # Frames sent so far; the fake counts arrivals only in get_stats (the generator reads tx here).
-                flow[pg] = _flow_entry(port, self._sent_at(port, stream, self.clock.now), 0,
-                                       len(stream.packet.pkt_buffer) + 4)
+                flow[pg] = self._as_sent(_flow_entry(port, self._sent_at(port, stream, self.clock.now), 0,
+                                                     len(stream.packet.pkt_buffer) + 4))
                 if isinstance(stream.flow_stats, STLFlowLatencyStats):
                     latency[pg] = _latency_entry(0, 0, self._latency(0))
         self.clock.now += self.rpc_time / 2
@@ -308,6 +328,15 @@ class FakeClient:
         return {"flow_stats": {**{pg: flow[pg] for pg in pgid_list}, "global": _flow_stats_global()},
                 "latency": {**{pg: latency[pg] for pg in pgid_list if pg in latency}, "global": _latency_global()},
                 "ver_id": {str(pg): 1 for pg in pgid_list}}
+
+    def _as_sent(self, entry: dict) -> dict:
+        """A pg_id's flow statistics as the client makes them of the server's answer: a counter the server did not
+        send is "N/A" for every port and the total; a dummy port has no entry."""
+        for key, per_port in entry.items():
+            if key in self.unsent and key in FLOW_COUNTS:  # a rate's name is a port figure's (tx_pps, ...)
+                per_port = {port: StatNotAvailable(key) for port in per_port}
+            entry[key] = {port: value for port, value in per_port.items() if port not in self.dummy_ports}
+        return entry
 
     def wait_on_traffic(self, ports, timeout, rx_delay_ms):
         self._call("wait_on_traffic", ports=ports, timeout=timeout, rx_delay_ms=rx_delay_ms)
@@ -344,11 +373,14 @@ class FakeClient:
                 latency_stream = isinstance(stream.flow_stats, STLFlowLatencyStats)
                 copies = (self.duplicated if latency_stream else self.duplicated_test) if received else 0
                 received += copies
-                flow[pg] = _flow_entry(sender, sent, received, size)
-                if latency_stream:
+                flow[pg] = self._as_sent(_flow_entry(sender, sent, received, size))
+                if latency_stream and not self.latency_missing:
                     latency[pg] = _latency_entry(max(0, sent - received + copies), copies,
                                                  self._latency(received + self.stale_delays))
         total = {key: sum(port_stats[p][key] for p in port_stats) for key in PORT_COUNTERS}  # the client's PortStatsSum
+        for key in set(self.unsent) & set(PORT_COUNTERS):  # AbstractStats.get_rel's text for a figure not sent
+            for figures in (*port_stats.values(), total):
+                figures[key] = "N/A"
         return {**port_stats, "global": dict.fromkeys(GLOBAL_COUNTERS, 0.0), "total": total,
                 "flow_stats": flow, "latency": latency}
 

@@ -66,15 +66,24 @@ class Reply:
 
 
 class Rpc:  # the server's answers to get_active_pgids and get_pgid_stats
+    def __init__(self, reply):
+        self.reply = reply
     def transmit(self, method, params=None):
         if method == "get_active_pgids":
             return Reply({"ids": {"latency": [2], "flow_stats": [1]}})
-        return Reply(request["server_pgid_stats"])
+        return Reply(self.reply)
 
 
-stats = CPgIdStats(Rpc()).get_stats([1, 2])
+stats = CPgIdStats(Rpc(request["server_pgid_stats"])).get_stats([1, 2])
 out["get_pgid_stats"] = shape(stats)
-out["port"] = sorted(PortStatsSum().to_dict())
+# A reply without "rb" (a NIC that counts no received bytes) nor port 1 (a dummy port): pg_id 1's figures.
+reply = json.loads(json.dumps(request["server_pgid_stats"]))
+for entry in reply["flow_stats"].values():
+    del entry["rb"]
+    for per_port in entry.values():
+        del per_port["1"]
+out["pg_id 1 without rb nor port 1"] = CPgIdStats(Rpc(reply)).get_stats([1, 2])["flow_stats"][1]
+out["port"] = PortStatsSum().to_dict()  # no port added: every figure one no server sent
 out["global"] = GlobalStats(None).to_dict()
 print(json.dumps(out))
 """
@@ -264,7 +273,7 @@ def test_the_fake_stl_statistics_have_the_real_clients_shape(real):
         k: v for k, v in real["get_pgid_stats"].items() if k != "'ver_id'"}
     # Ports by number, the ports' sum and the global figures, each with the real client's figures by name.
     assert set(stats) == {0, 1, "total", "global", "flow_stats", "latency"}
-    assert sorted(stats[0]) == sorted(stats[1]) == sorted(stats["total"]) == real["port"]
+    assert sorted(stats[0]) == sorted(stats[1]) == sorted(stats["total"]) == sorted(real["port"])
     assert sorted(stats["global"]) == sorted(real["global"])
     # A figure the server did not send is the text "N/A" in the real client: the ASTF fake's unknown cpu_util too.
     assert real["global"]["cpu_util"] == "N/A"
@@ -273,7 +282,25 @@ def test_the_fake_stl_statistics_have_the_real_clients_shape(real):
     astf.start(pid_input="p")
     astf_stats = astf.get_stats(pid_input="p")
     assert sorted(astf_stats["global"]) == sorted(real["global"]) and astf_stats["global"]["cpu_util"] == "N/A"
-    assert sorted(astf_stats[0]) == sorted(astf_stats["total"]) == real["port"]
+    assert sorted(astf_stats[0]) == sorted(astf_stats["total"]) == sorted(real["port"])
+
+
+def test_the_fake_stl_client_gives_figures_the_server_did_not_send_as_the_real_one(real):
+    # rx_bytes not sent, port 1 a dummy port: "N/A" for every port and the total, no entry for the dummy port.
+    client = fake_trex.FakeClient(unsent=("rx_bytes", *fake_trex.PORT_COUNTERS), dummy_ports=(1,))
+    packet = fake_trex.STLPktBuilder(pkt_buffer=bytes(60))
+    client.add_streams([fake_trex.STLStream("test", packet, fake_trex.STLTXCont(pps=10),
+                                            flow_stats=fake_trex.STLFlowStats(1))], ports=[0])
+    client.start(ports=[0], duration=1)
+    flow = client.get_pgid_stats([1])["flow_stats"][1]
+    real_flow = real["pg_id 1 without rb nor port 1"]
+    assert sorted(flow) == sorted(real_flow)
+    for key in flow:  # the figures' places and whether each is "N/A" (JSON keys: the ports as text)
+        assert {str(p): v == "N/A" for p, v in flow[key].items()} == {p: v == "N/A" for p, v in real_flow[key].items()}
+    assert flow["rx_bytes"][0] == real_flow["rx_bytes"]["0"] == "N/A"
+    # Every port figure of a server that sent none (TRex's mock platform) is "N/A" in both.
+    stats = client.get_stats(ports=[0, 1])
+    assert stats[0] == stats["total"] == real["port"] == dict.fromkeys(real["port"], "N/A")
 
 
 def test_the_astf_counters_are_trexs_and_the_engine_reads_only_those():

@@ -3,6 +3,7 @@
 import gc
 import math
 import os
+import re
 import socket
 import struct
 import sys
@@ -24,7 +25,7 @@ from trexlab.generators.trex import (
 from trexlab.testbed.inventory import Lab, Node
 from trexlab.trial import GeneratorError, TrialSpec
 
-from fake_trex import FakeClient, install
+from fake_trex import PORT_COUNTERS, FakeClient, install
 from labtools import refused_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -91,6 +92,40 @@ def test_dut_loss_and_tester_drops_are_reported_apart(api):
     assert d.frames_lost == 107 and d.tester_drops == 7
     assert client.get_xstats(1)["rx_missed_errors"] == 7 and "get_xstats" not in client.call_names()[:-1]
     assert "reverse" not in gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward")).directions
+
+
+@pytest.mark.parametrize(("fake", "latency_mode", "counter", "port"), [
+    ({"unsent": ("rx_pkts",)}, "none", "rx_pkts", 1),
+    ({"unsent": ("rx_pkts",)}, "all", "rx_pkts", 1),
+    ({"unsent": ("tx_pkts",)}, "none", "tx_pkts", 0),
+    ({"dummy_ports": (1,)}, "none", "rx_pkts", 1),
+])
+def test_a_frame_count_trex_did_not_give_fails_the_trial_naming_counter_and_port(api, fake, latency_mode, counter,
+                                                                               port):
+    # TRex's client gives "N/A" for a flow counter the server did not send and no entry for a port the server leaves
+    # out (a dummy port): the trial's counts cannot be guessed, and a 0 would be reported as frames lost.
+    gen, _ = generator(api, **fake)
+    with pytest.raises(GeneratorError) as failed:
+        gen.run_trial(TrialSpec(offered_load=1000, duration=1, directions="forward", latency_mode=latency_mode))
+    given = "nothing" if "dummy_ports" in fake else "'N/A'"
+    assert re.fullmatch(rf"TRex server \S+: pg_id \d+ has no {counter} count for port {port} \(TRex gave {given}\): "
+                        "the trial's frames cannot be counted", str(failed.value)), str(failed.value)
+
+
+def test_figures_trex_did_not_give_beside_the_frame_counts_are_unknown_and_said_so(api):
+    # rx_bytes (a NIC that counts no received bytes: trexlab reads none), tx_bytes and every port figure (a server
+    # that sends none): the frame counts stand; the tester's own drops and the frame size check are unknown, said so.
+    gen, _ = generator(api, forwarded=0.9, rx_missed=7, unsent=("rx_bytes", "tx_bytes", *PORT_COUNTERS))
+    spec = TrialSpec(offered_load=1000, duration=1, directions="forward")
+    result = gen.run_trial(spec)
+    d = result.directions["forward"]
+    # The fake's ring drops rx_missed of the frames the DUT forwarded before TRex counts them.
+    forwarded = int(spec.frames_per_direction * 0.9)
+    assert (d.frames_sent, d.frames_received, d.tester_drops) == (spec.frames_per_direction, forwarded - 7, None)
+    assert result.tester_drops_unknown == ("forward",)
+    assert result.to_dict()["directions"]["forward"]["tester_drops"] is None  # the trial record's null
+    assert "forward: frames tester port 1 dropped itself unknown: TRex gave no ierrors for it" in result.notes
+    assert "forward: frame sizes on the wire not checked: TRex gave no tx_bytes for port 0" in result.notes
 
 
 def test_tester_below_offered_load_is_stretched_from_its_send_time(api):
@@ -295,6 +330,15 @@ def test_latency_without_hdrh_on_the_server_is_a_clear_error(api):
     gen, _ = generator(api, hdrh=False)
     with pytest.raises(GeneratorError, match="--hdrh"):
         gen.run_trial(TrialSpec(offered_load=100, duration=1, latency_mode="all"))
+
+
+def test_a_latency_stream_missing_from_trex_answer_is_named_not_blamed_on_hdrh(api):
+    gen, client = generator(api, latency_missing=True)
+    with pytest.raises(GeneratorError) as failed:
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, directions="forward", latency_mode="all"))
+    pg_id = gen.pg_ids(0)[1]
+    assert str(failed.value) == (f"TRex server {gen.server}: no latency statistics for pg_id {pg_id} (the forward "
+                                 "latency stream) in its answer: its delays cannot be read")
 
 
 def test_ipv6_frames_too_small_for_the_latency_signature_are_refused_before_trex_is_asked(api):
@@ -598,3 +642,27 @@ def test_the_trial_ends_with_the_wait_for_the_dut_to_restabilize(api):
     without = client.clock() - start
     gen.run_trial(TrialSpec(offered_load=1000, duration=2, restabilize_wait=5.0))
     assert client.clock() - start - 2 * without == pytest.approx(5.0, abs=0.05)
+
+
+def test_tester_drops_trex_did_not_give_are_unknown_in_the_result_never_none(api):
+    # A server that sends no port ierrors ("N/A" from the client): the loss of a trial may be the tester's own, so a
+    # throughput resting on failed trials is marked as possibly the tester's limit, and the notes say where and how
+    # often the count was unknown. Without loss no frame can have been dropped: nothing is marked.
+    from trexlab.procedures import throughput
+    from trexlab.procedures.common import RunContext
+
+    def result(forwarded):
+        gen, _ = generator(api, forwarded=forwarded, unsent=("ierrors",))
+        traffic = TrialSpec(offered_load=1, duration=1, directions="forward")
+        params = throughput.Params(max_rate=8000, min_rate=1000, resolution=2000, trial_duration=1)
+        return throughput.run(RunContext(gen, traffic), params).to_dict()
+
+    lossy = result(0.99)
+    trials = len(lossy["search"])
+    assert lossy["below_minimum_load"] and lossy["tester_bound_reasons"] == ["tester drops unknown"]
+    assert (f"tester drops unknown on port 1 (forward direction's receiver) in {trials} trial(s): the generator gave "
+            "no count of the frames the tester dropped itself, so loss in those trials may be the tester's, not the "
+            "DUT's") in lossy["notes"]
+    assert all(t["tester_drops_unknown"] == ["forward"] for t in lossy["search"])
+    lossless = result(1.0)
+    assert lossless["tester_bound_reasons"] == [] and any("tester drops unknown" in n for n in lossless["notes"])

@@ -320,8 +320,13 @@ class TRexSession:
             self.tunnel = None
 
 
-def _port(table: dict, port: int) -> int:
-    return int(table.get(port, table.get(str(port), 0)) or 0)
+def _figure(table: dict, key: int | str) -> int | None:
+    """A count from TRex's statistics (key: a port, or a port figure's name); None when TRex gave none. TRex's
+    client puts the text "N/A" for a figure the server did not send (CPgIdStats.get_stats, AbstractStats.get_rel:
+    e.g. rx_bytes on a NIC that counts no received bytes, every port figure from a server that sends none), and a
+    port the server leaves out of its flow statistics (a dummy port) has no entry."""
+    value = table.get(key, table.get(str(key)))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class TRexGenerator(TRexSession):
@@ -430,11 +435,23 @@ class TRexGenerator(TRexSession):
                                rx_delay_ms=int(spec.receive_tail * 1000))
         return self._result(spec, client.get_stats(ports=all_ports), samples, requested, latency_rate > 0)
 
+    def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
+        """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give
+        cannot be guessed, and 0 would be taken for frames lost or unsent, so the trial has no result."""
+        value = _pg(flow, pg_id).get(counter, {})
+        count = _figure(value, port)
+        if count is None:
+            given = value.get(port, value.get(str(port)))
+            raise GeneratorError(f"TRex server {self.server}: pg_id {pg_id} has no {counter} count for port {port} "
+                                 f"(TRex gave {'nothing' if given is None else repr(given)}): the trial's frames "
+                                 "cannot be counted")
+        return count
+
     def _sent_by_port(self, senders: list[int]) -> dict[int, int]:
         """Frames each sending port has sent so far, over all its pg_ids (TRex's flow-statistics counters)."""
         pg_ids = [pg for port in senders for pg in self.sending_pg_ids[port]]
         flow = self.client.get_pgid_stats(pg_ids).get("flow_stats", {})
-        return {port: sum(_port(_pg(flow, pg).get("tx_pkts", {}), port) for pg in self.sending_pg_ids[port])
+        return {port: sum(self._count(flow, pg, "tx_pkts", port) for pg in self.sending_pg_ids[port])
                 for port in senders}
 
     def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float) -> list[CounterSample]:
@@ -474,13 +491,17 @@ class TRexGenerator(TRexSession):
         for direction in spec.active_directions:
             sender = spec.sender_port(direction)
             receiver = 1 - sender
-            sent = received = tx_bytes = copies = 0
+            sent = received = copies = 0
+            tx_bytes: int | None = 0
             latency_pg = self.pg_ids(sender)[1] if timed else None
-            for pg_id in self.pg_ids(sender):
-                flow = _pg(stats.get("flow_stats", {}), pg_id)
-                pg_sent, pg_received = _port(flow.get("tx_pkts", {}), sender), _port(flow.get("rx_pkts", {}), receiver)
+            flows = stats.get("flow_stats", {})
+            # The pg_ids of the streams the port sent: each must be in TRex's answer (0 is no stand-in).
+            for pg_id in self.sending_pg_ids[sender]:
+                pg_sent = self._count(flows, pg_id, "tx_pkts", sender)
+                pg_received = self._count(flows, pg_id, "rx_pkts", receiver)
                 sent += pg_sent
-                tx_bytes += _port(flow.get("tx_bytes", {}), sender)
+                pg_bytes = _figure(_pg(flows, pg_id).get("tx_bytes", {}), sender)
+                tx_bytes = None if tx_bytes is None or pg_bytes is None else tx_bytes + pg_bytes
                 if pg_id == latency_pg:
                     received += pg_received  # its copies are counted by TRex's sequence check (below)
                 else:
@@ -491,7 +512,10 @@ class TRexGenerator(TRexSession):
                 notes.append(f"{direction}: {copies} test frames received beyond those sent: the DUT duplicates "
                              "frames, and TRex cannot tell a copy of a test frame from a frame (only latency frames "
                              "carry a sequence number), so loss among them may be hidden")
-            if sent and tx_bytes != sent * spec.frame_size[sender]:
+            if tx_bytes is None:
+                notes.append(f"{direction}: frame sizes on the wire not checked: TRex gave no tx_bytes for port "
+                             f"{sender}")
+            elif sent and tx_bytes != sent * spec.frame_size[sender]:
                 # TRex counts bytes with the FCS, as frame sizes are: a mismatch is a wrong frame.
                 notes.append(f"{direction}: {tx_bytes / sent:.1f} bytes per sent frame, "
                              f"frame size {spec.frame_size[sender]}")
@@ -511,12 +535,19 @@ class TRexGenerator(TRexSession):
                              f"{SEND_OVERRUN_TOLERANCE:.1%} of the frames): the trial counts as not paced")
             # TRex's port ierrors already sum the NIC's imissed (xstat rx_missed_errors: a full AF_PACKET
             # ring in software mode), ierrors and rx_nombuf: adding rx_missed_errors would count them twice.
-            port_rx = stats.get(receiver, stats.get(str(receiver), {}))
-            tester_drops = int(port_rx.get("ierrors", 0))
+            # None: unknown (DirectionResult.tester_drops), never 0; not a count the frame counts rest on, so the
+            # trial stands, said so here and by the procedures (TrialRunner.notes, tester_limits).
+            tester_drops = _figure(stats.get(receiver, stats.get(str(receiver), {})), "ierrors")
+            if tester_drops is None:
+                notes.append(f"{direction}: frames tester port {receiver} dropped itself unknown: TRex gave no "
+                             "ierrors for it")
             latency, duplicates, reordered, tags = None, 0, 0, {}
             if timed:
                 latency_pg = self.pg_ids(sender)[1]
                 entry = _pg(stats.get("latency", {}), latency_pg)
+                if not entry:  # checked first: the histogram check's cause (no --hdrh) would be the wrong one
+                    raise GeneratorError(f"TRex server {self.server}: no latency statistics for pg_id {latency_pg} "
+                                         f"(the {direction} latency stream) in its answer: its delays cannot be read")
                 errors = entry.get("err_cntrs", {})
                 duplicates, reordered = int(errors.get("dup", 0)), int(errors.get("out_of_order", 0))
                 encoded = entry.get("latency", {}).get("hdrh")
@@ -527,9 +558,8 @@ class TRexGenerator(TRexSession):
                 # never arrived within the receive tail is lost: +infinity in every percentile. TRex's rx_pkts and
                 # histogram count a duplicated tag twice (its sequence check counts the copies, dup): without them,
                 # a copy would stand in for a lost tag.
-                flow = _pg(stats.get("flow_stats", {}), latency_pg)
-                tags_sent = _port(flow.get("tx_pkts", {}), sender)
-                arrived = _port(flow.get("rx_pkts", {}), receiver)
+                tags_sent = self._count(flows, latency_pg, "tx_pkts", sender)
+                arrived = self._count(flows, latency_pg, "rx_pkts", receiver)
                 tags_received = min(tags_sent, max(0, arrived - duplicates))
                 latency = decode_hdrh(encoded, spec.frame_timeout)
                 if latency.size > arrived:

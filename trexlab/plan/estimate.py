@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from trexlab.media import max_frame_rate, media_speed
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
-from trexlab.procedures.common import RunContext
+from trexlab.procedures.common import RunContext, SimulationTooLong
 from trexlab.trial import MAX_FRAMES_PER_DIRECTION, Latency, TrialResult, TrialSpec
 
 #: DUT capacities per decade of the grid; 8 puts neighbours 33 % apart, finer than any search's first steps.
@@ -94,12 +94,37 @@ class _PlanLatency(Latency):
         return 0.0
 
 
-def _planning_generator(capacity: float):
-    """The simulated SUT of one grid capacity, its latencies reduced to _PlanLatency."""
+#: A simulated trial's own work (the simulated tester's, and a search's bookkeeping of it), in loads scanned: measured
+#: here, a trial cost about as much CPU as scanning 30 to 40 loads of MLRsearch's measurement database.
+TRIAL_WORK = 32
+
+
+class _SimulationBudget:
+    """The work a simulation may still do over the whole capacity grid (None: no bound), in loads scanned: each trial
+    costs TRIAL_WORK plus the distinct loads its run has tried so far (a search such as MLRsearch's scans them after
+    every trial), so both many trials at few loads and many loads count."""
+
+    def __init__(self, work_max: int | None, capacities: int):
+        self.work_max, self.capacities, self.work = work_max, capacities, 0
+        self.loads: set[float] = set()
+
+    def new_run(self) -> None:
+        self.loads = set()
+
+    def spend(self, load: float) -> None:
+        self.loads.add(load)
+        self.work += TRIAL_WORK + len(self.loads)
+        if self.work_max is not None and self.work > self.work_max:
+            raise SimulationTooLong(self.work_max, self.capacities)
+
+
+def _planning_generator(capacity: float, budget: _SimulationBudget):
+    """The simulated SUT of one grid capacity, its latencies reduced to _PlanLatency, each trial spent from budget."""
     from trexlab.generators.sim import SimGenerator, SimulatedSUT
 
     class PlanGenerator(SimGenerator):
         def run_trial(self, spec: TrialSpec) -> TrialResult:
+            budget.spend(spec.offered_load)
             result = super().run_trial(spec)
             return dataclasses.replace(result, directions={
                 name: d if d.latency is None else dataclasses.replace(d, latency=_PlanLatency(
@@ -109,22 +134,26 @@ def _planning_generator(capacity: float):
     return PlanGenerator(SimulatedSUT(capacity=capacity))
 
 
-def _simulate(module, params, traffic: TrialSpec, capacity: float) -> tuple[float, int]:
+def _simulate(module, params, traffic: TrialSpec, capacity: float, budget: _SimulationBudget) -> tuple[float, int]:
     """(lab seconds, trials) of one run of a procedure against a simulated SUT of this capacity."""
-    generator = _planning_generator(capacity)
+    budget.new_run()
+    generator = _planning_generator(capacity, budget)
     module.run(RunContext(generator, traffic), params)
     return generator.simulated_time, generator.trials
 
 
-def simulated_cost(name: str, params, traffic: TrialSpec) -> Cost:
-    """A trial-based procedure's cost over the capacity grid (see the module's doc)."""
+def simulated_cost(name: str, params, traffic: TrialSpec, work_max: int | None = None) -> Cost:
+    """A trial-based procedure's cost over the capacity grid (see the module's doc); SimulationTooLong beyond
+    work_max (_SimulationBudget) over the whole grid: a procedure whose parameters can make its simulation long
+    bounds it."""
     from trexlab.procedures import procedure
 
     module = procedure(name)
     low, high = _search_range(params, traffic)
     # A procedure at a given rate (latency, PDV) runs the same trials whatever the DUT: one capacity will do.
     grid = [high] if getattr(params, "rate", None) is not None else capacity_grid(low, high)
-    runs = [(capacity, *_simulate(module, params, traffic, capacity)) for capacity in grid]
+    budget = _SimulationBudget(work_max, len(grid))
+    runs = [(capacity, *_simulate(module, params, traffic, capacity, budget)) for capacity in grid]
     inside = [(s, n) for c, s, n in runs if low <= c <= high] or [(s, n) for _, s, n in runs]
     worst = max(runs, key=lambda r: r[1])
     if len(runs) == 1:
@@ -155,6 +184,10 @@ def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
     return cost
 
 
+#: Traffic fields no repetition's cost depends on (tests/test_estimate.py holds them to that).
+COST_FREE_TRAFFIC = ("destination_networks",)
+
+
 @dataclass(frozen=True)
 class PointPlan:
     point_id: str
@@ -181,7 +214,11 @@ def plan(experiment) -> list[PointPlan]:
     plans = []
     for point in experiment.points():
         procedure = point.spec["procedure"]
-        key = json.dumps([procedure, point.spec.get("traffic")], sort_keys=True, default=str)
+        # Keyed by what a repetition's cost can depend on: no procedure nor the simulated tester reads the number of
+        # destination networks, so a sweep over it (siitperf's 1..256) is estimated once, not once per point (256
+        # points of throughput took 46 s of a dry run, 1000 of MLRsearch's 1000-trial goals hours).
+        traffic = {k: v for k, v in (point.spec.get("traffic") or {}).items() if k not in COST_FREE_TRAFFIC}
+        key = json.dumps([procedure, traffic], sort_keys=True, default=str)
         if key not in cache:
             cache[key] = repetition_cost(procedure["name"], procedure.get("params") or {}, point.spec.get("traffic"))
         plans.append(PointPlan(point.point_id, point.values, rule.maximum, rule.minimum, cache[key]))

@@ -16,6 +16,7 @@ from trexlab.trial import (
     RFC2544_RECEIVE_TAIL,
     RFC2544_RESTABILIZE_WAIT,
     RFC2544_TRIAL_DURATION,
+    Direction,
     Generator,
     TrialResult,
     TrialSpec,
@@ -217,11 +218,20 @@ def generator_traffic_only(params: Mapping) -> bool:
     return False
 
 
-def simulated_cost(name: str, params, traffic: TrialSpec):
-    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost)."""
+class SimulationTooLong(Exception):
+    """A lab time estimate's simulation did the most work it was allowed (simulated_cost's work_max)."""
+
+    def __init__(self, work_max: int, capacities: int):
+        super().__init__(f"more than {work_max} of simulated work over {capacities} DUT capacities")
+        self.work_max, self.capacities = work_max, capacities
+
+
+def simulated_cost(name: str, params, traffic: TrialSpec, work_max: int | None = None):
+    """A trial-based procedure's cost: it runs against simulated SUTs (trexlab.plan.estimate.simulated_cost); more
+    than work_max of work over them all raises SimulationTooLong."""
     from trexlab.plan.estimate import simulated_cost as simulate
 
-    return simulate(name, params, traffic)
+    return simulate(name, params, traffic, work_max)
 
 
 def simulated_cost_of(name: str) -> Callable[[Any, TrialSpec], Any]:
@@ -325,6 +335,16 @@ class TrialRunner:
         """Frames the tester's own receivers dropped in the trials the procedure saw (TrialResult.tester_drops)."""
         return sum(r.tester_drops for r in self.seen)
 
+    @property
+    def tester_drops_unknown(self) -> dict[Direction, int]:
+        """Per direction, the trials the procedure saw whose tester drops the generator could not read
+        (TrialResult.tester_drops_unknown): unknown, never counted as none."""
+        counts: dict[Direction, int] = {}
+        for r in self.seen:
+            for direction in r.tester_drops_unknown:
+                counts[direction] = counts.get(direction, 0) + 1
+        return counts
+
     def notes(self, stretched_bearing: int | None = None) -> list[str]:
         """What the reader must know about the tester; `stretched_bearing`: how many stretched trials can hold
         the result down (None: all of them)."""
@@ -344,6 +364,10 @@ class TrialRunner:
             notes.append(f"{self.tester_drops} frame(s) dropped by the tester's own receivers in {trials} trial(s): "
                          "the tester's loss, counted as loss, and those trials as failed, so the result may be a "
                          "lower bound")
+        for direction, trials in self.tester_drops_unknown.items():
+            notes.append(f"tester drops unknown on port {1 - self.traffic.sender_port(direction)} ({direction} "
+                         f"direction's receiver) in {trials} trial(s): the generator gave no count of the frames the "
+                         "tester dropped itself, so loss in those trials may be the tester's, not the DUT's")
         if self.host_drops:
             trials = sum(1 for r in self.seen if r.host_drops)
             notes.append(f"{self.host_drops} frame(s) dropped by the host's receive backlog (net.core."
@@ -368,10 +392,13 @@ class TrialRunner:
 
     def tester_limits(self, ceiling: float | None, *rates: float | None, stretched_bearing: int | None = None,
                       host_drops_bearing: int | None = None, steal_bearing: float | None = None,
-                      tester_drops_bearing: int | None = None) -> list[str]:
+                      tester_drops_bearing: int | None = None,
+                      tester_drops_unknown_bearing: int | None = None) -> list[str]:
         """Why the procedure's result may be the tester's limit rather than the DUT's (empty: it is not), in a
         table's words: a stretched trial (those that can hold the result down, `stretched_bearing`; None: any),
-        tester drops (those in trials that can hold the result down, `tester_drops_bearing`; None: all), frames the
+        tester drops (those in trials that can hold the result down, `tester_drops_bearing`; None: all), tester drops
+        unknown (trials that lost frames with their tester drops unknown; those that can hold the result down,
+        `tester_drops_unknown_bearing`; None: all: a trial without loss had no frame dropped), frames the
         host's receive backlog dropped (their count; those in trials that can hold the result down,
         `host_drops_bearing`; None: all), or one of `rates` (the result, or the load it was measured
         at) within CEILING_MARGIN of the tester's ceiling. Trials the hypervisor stretched (TrialResult.stolen)
@@ -384,6 +411,9 @@ class TrialRunner:
             reasons.append(f"hypervisor steal ({steal * 1000:.0f} ms)")
         if self.tester_drops if tester_drops_bearing is None else tester_drops_bearing:
             reasons.append("tester drops")
+        if (sum(1 for r in self.seen if r.tester_drops_unknown and r.frames_lost)
+                if tester_drops_unknown_bearing is None else tester_drops_unknown_bearing):
+            reasons.append("tester drops unknown")
         if host_drops := self.host_drops if host_drops_bearing is None else host_drops_bearing:
             reasons.append(f"host backlog drops ({host_drops:,} frames)")
         if any(ceiling_warning(rate, ceiling) for rate in rates):

@@ -40,6 +40,7 @@ from trexlab.procedures.common import (
     MEDIA_FIELD,
     TESTER_CEILING_FIELD,
     RunContext,
+    SimulationTooLong,
     TrialRunner,
     ceiling_warning,
     generator_traffic_only,
@@ -81,6 +82,18 @@ GOAL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}\Z")
 #: The trials a goal may ask for at one load (its duration_sum over its final_trial_duration): the reference
 #: implementation runs them all, and so does the dry run's simulation, on the CPU of whoever checks the spec.
 MAX_FINAL_TRIALS = 1000
+#: The most goals one search may have. CSIT's jobs search two (NDR and PDR), the draft's examples one to three. The
+#: reference implementation weighs every trial against every goal, and so does the lab time estimate, which runs the
+#: search against some 30 simulated DUTs: per sweep point it took 0.4 s for the two default goals, 3.3 s for 32 goals
+#: and 35 s for 64 here (ESTIMATE_WORK_MAX bounds the rest of its work).
+MAX_GOALS = 16
+#: The most work the lab time estimate may simulate for one repetition, over all its simulated DUTs, in goals x loads
+#: scanned (trexlab.plan.estimate._SimulationBudget: after each trial the reference implementation scans the loads it
+#: has tried, for each goal). A goal's duration_sum multiplies its trials (up to MAX_FINAL_TRIALS per load), a fine
+#: width its loads. Measured here, at 1 to 3 us of CPU per unit: the two default goals 59,000 (0.4 s); two 1000-trial
+#: goals 2.3 M (4.8 s); one 1000-trial goal of width 1e-9 1.5 M (4.5 s); 16 goals of width 0.005 0.9 M (1.3 s); refused:
+#: eight 1000-trial goals (13.8 M, 11.6 s) and 16 goals of width 1e-9 (more than 19.8 M, minutes).
+ESTIMATE_WORK_MAX = 3_000_000
 #: The longest search, wall-clock s (search_time_max): one repetition at most a day.
 MAX_SEARCH_TIME = 86400.0
 #: The finest goal width: 1 frame/s at the highest load a trial may offer. A finer one tells apart no loads a tester
@@ -147,7 +160,7 @@ class Params:
         "the search goals (draft-ietf-bmwg-mlrsearch), each {name, loss_ratio, exceed_ratio, relative_width, "
         "initial_trial_duration, final_trial_duration, duration_sum}: ratios as fractions, durations in s; "
         "default NDR (loss ratio 0) and PDR (0.005), 1 s final trials, 21 s duration sum, exceed ratio 0.5, "
-        "width 0.005", minItems=1))
+        "width 0.005", minItems=1, maxItems=MAX_GOALS))
     max_rate: float | None = field(default=None, metadata=MAX_RATE_FIELD)
     min_rate: float = field(default=10_000.0, metadata=doc(
         "frames/s per direction, the lowest load the search tries (at most max_rate); a goal whose lower bound "
@@ -164,6 +177,8 @@ class Params:
     def __post_init__(self) -> None:
         if not self.goals:
             raise InvalidParameter("goals", self.goals, "at least one goal")
+        if len(self.goals) > MAX_GOALS:
+            raise InvalidParameter("goals", f"{len(self.goals)} goals", f"1..{MAX_GOALS} goals")
         for index, goal in enumerate(self.goals):
             if not isinstance(goal, dict):  # e.g. goals: [NDR] written as names
                 raise InvalidParameter(f"goals[{index}]", goal, f"a mapping of {', '.join(GOAL_KEYS)}")
@@ -326,7 +341,13 @@ check_lab = no_lab_checks
 
 
 def cost(params: Params, traffic: TrialSpec):
-    found = simulated_cost(NAME, params, traffic)
+    try:
+        found = simulated_cost(NAME, params, traffic, work_max=ESTIMATE_WORK_MAX // len(params.goals))
+    except SimulationTooLong as exc:
+        raise InvalidParameter("goals", f"{len(params.goals)} goals", (
+            f"a search the lab time estimate can simulate against its {exc.capacities} DUT capacities within "
+            f"{ESTIMATE_WORK_MAX:,} goals x loads scanned: fewer goals, a shorter duration_sum or a wider "
+            "relative_width")) from None
     return dataclasses.replace(found, basis=f"{found.basis}; MLRsearch itself stops after search_time_max "
                                             f"{params.search_time_max:g} s")
 

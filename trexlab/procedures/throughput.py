@@ -206,14 +206,14 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     runner = context.runner(NAME)
     extra = frame_timeout_override(params.frame_timeout)
     best = None
-    search = []
+    search: list[dict] = []
 
     def trial(load: float, phase: str) -> bool:
         result = runner.run(load, params.trial_duration, phase, **extra)
         passed = result.passes(tolerance) and result.valid
         search.append({"offered_load": load, "loss_ratio": result.loss_ratio, "passed": passed,
                        "stretched": result.stretched, "host_drops": result.host_drops,
-                       "tester_drops": result.tester_drops,
+                       "tester_drops": result.tester_drops, "tester_drops_unknown": list(result.tester_drops_unknown),
                        "host_steal": result.host_steal, "stolen": result.stolen})
         return passed
 
@@ -239,14 +239,16 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
             below_minimum = True
     # An invalid trial (stretched, or with host backlog or tester drops) counts as failed; it holds the result down
     # unless the DUT failed a lower load in a valid trial: a DUT that loses frames at a lower load loses them at this
-    # one too, so its verdict stands.
-    own_failure = min((t["offered_load"] for t in search
-                       if not t["passed"] and not (t["stretched"] or t["host_drops"] or t["tester_drops"])),
+    # one too, so its verdict stands. A failed trial whose tester drops are unknown is not surely the DUT's failure.
+    own_failure = min((t["offered_load"] for t in search if not t["passed"] and not (
+                           t["stretched"] or t["host_drops"] or t["tester_drops"] or t["tester_drops_unknown"])),
                       default=float("inf"))
     bearing = sum(1 for t in search if t["stretched"] and not t["stolen"] and t["offered_load"] < own_failure)
     steal_bearing = sum(t["host_steal"] for t in search if t["stolen"] and t["offered_load"] < own_failure)
     host_bearing = int(sum(t["host_drops"] for t in search if t["offered_load"] < own_failure))
     tester_bearing = int(sum(t["tester_drops"] for t in search if t["offered_load"] < own_failure))
+    unknown_bearing = sum(1 for t in search
+                          if t["tester_drops_unknown"] and not t["passed"] and t["offered_load"] < own_failure)
     notes = runner.notes(bearing)
     if below_minimum:
         notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
@@ -264,7 +266,8 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
                             search, notes,
                             runner.tester_limits(params.tester_ceiling, best, stretched_bearing=bearing,
                                                  host_drops_bearing=host_bearing, steal_bearing=steal_bearing,
-                                                 tester_drops_bearing=tester_bearing),
+                                                 tester_drops_bearing=tester_bearing,
+                                                 tester_drops_unknown_bearing=unknown_bearing),
                             rfc2544_deviations(params.trial_duration, context.traffic, params.frame_timeout,
                                                context.generator),
                             at_least)

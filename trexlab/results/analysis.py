@@ -488,7 +488,8 @@ def report_table(frame: pd.DataFrame):
 
 #: What a median marked LOWER_BOUND_MARK means, for the text beside a table that has one.
 LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
-                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops; "
+                    "tester-bound (stretched trials: the tester could not send the offered load; tester drops, or "
+                    "tester drops unknown where frames were lost; "
                     "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), "
                     "or its search met no failing load (max_rate below the limit measured: the DUT's throughput, "
                     "or in a self-test the tester's own ceiling), so the figure may be higher")
