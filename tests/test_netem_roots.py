@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.trexlab.lab.plugins.filter.trexlab import (
+    dut_state_name,
     empty_state_dirs,
     own_roots,
     qdisc_tree,
@@ -95,7 +96,7 @@ def _render(template: str, **variables) -> str:
     """A task's Jinja as Ansible renders it, with the few filters and the lookup these two tasks use."""
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters.update({"quote": shlex.quote, "to_json": json.dumps, "bool": bool, "dirname": posixpath.dirname,
-                        "trexlab.lab.empty_state_dirs": empty_state_dirs})
+                        "trexlab.lab.empty_state_dirs": empty_state_dirs, "trexlab.lab.dut_state_name": dut_state_name})
     env.globals["lookup"] = lambda kind, name: (ROLE / "files" / name).read_text()
     return env.from_string(template).render(ansible_check_mode=False, **variables)
 
@@ -114,11 +115,14 @@ def test_the_roles_record_and_probe_tell_its_htb_tree_from_someone_elses_of_the_
     applied = {"devices": ["d0"], "nft": "", "tc": tc}
     plan = {**applied, "backend": "netem", "table": "trexlab_impairment", "applied": applied}
     state_dir = str(tmp_path / "state")
+    # Where the role keeps its record (its vars/main.yml), in that state directory.
+    record = _render(yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["netem_record_file"],
+                     netem_state_dir=state_dir)
     apply = _render(_task("Replace what an earlier run applied by the plan"), netem_own_roots=[],
                     netem_replace_root=False, netem_previous={"nft": ""}, netem_plan=plan, netem_state_dir=state_dir,
-                    netem_gro_record=f"{state_dir}/netem-gro.json")
+                    netem_gro_record=f"{state_dir}/netem-gro.json", netem_record_file=record)
     look = _render(_task("Ask the kernel for sch_netem and read what an earlier run applied (changes nothing)"),
-                   netem_state_dir=state_dir, netem_gro_record=f"{state_dir}/netem-gro.json")
+                   netem_state_dir=state_dir, netem_gro_record=f"{state_dir}/netem-gro.json", netem_record_file=record)
     theirs = ("tc qdisc del dev d0 root; " + "; ".join(tc).replace("pfifo limit 100", "pfifo limit 50"))
     script = (f"set -e; ip link add d0 type veth peer name d1; ip link set d0 up; ip link set d1 up; {apply}\n"
               f"echo ===; ({look}) || true; echo ===; {theirs}; ({look}) || true")

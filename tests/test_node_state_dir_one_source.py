@@ -20,9 +20,15 @@ import jinja2
 import yaml
 
 from ansible_collections.trexlab.lab.plugins.filter import trexlab as filters
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir, trex_root
-from trexlab import rolevalues
-from trexlab.generators.trex import TREX_CURRENT, installed_trex_paths
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import (
+    dut_state_name,
+    node_state_dir,
+    trex_current,
+    trex_root,
+)
+from trexlab import rolevalues, siit
+from trexlab.generators.trex import installed_trex_paths
+from trexlab.plan import campaign
 from trexlab.testbed.inventory import Lab, Node
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,6 +54,8 @@ def role_defaults(namespace_node: bool) -> dict[tuple[str, str], str]:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["trexlab.lab.node_state_dir"] = node_state_dir
     env.filters["trexlab.lab.trex_root"] = trex_root
+    env.filters["trexlab.lab.trex_current"] = trex_current
+    env.filters["trexlab.lab.dut_state_name"] = dut_state_name
     rendered = {}
     for path in sorted(ROLES.glob("*/defaults/main.yml")):
         variables = yaml.safe_load(path.read_text()) or {}
@@ -87,7 +95,37 @@ def test_the_trex_root_of_the_role_and_of_the_generator_is_one(monkeypatch):
     roots = [role_defaults(namespace_node=True)[("trex", "trex_root")],
              role_defaults(namespace_node=False)[("trex", "trex_root")]]
     assert roots == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex-elsewhere", "/srv/trex-elsewhere"]
-    assert installed_trex_paths(lab) == [f"{root}/{TREX_CURRENT}" for root in roots]
+    assert installed_trex_paths(lab) == [rolevalues.trex_current(root) for root in roots]
+
+
+def test_the_trex_current_link_is_named_only_in_its_one_source(monkeypatch):
+    """roles/trex's link to the release it runs ('current' below trex_root) was spelled by the role's tasks (the
+    server command, the link itself), its two service templates and the trex generator (TREX_CURRENT): renamed in
+    one, the generator would load no client, or the service run none. Renamed in rolevalues, the role's
+    trex_current_dir and the generator's paths follow, and no role file or module of the package names it again."""
+    tester = Node(name=NODE, role="tester", ansible_host="192.0.2.1", netns="trexlab-ns")
+    lab = Lab(name=LAB, kind="local", topology="loopback", nodes={NODE: tester}, inventory=Path("hosts.yml"))
+    monkeypatch.delenv("TREXLAB_TREX_PATH", raising=False)
+    for module in {rolevalues, filters.rolevalues}:
+        monkeypatch.setattr(module, "TREX_CURRENT", "release-now")
+    role_vars = yaml.safe_load((ROLES / "trex/vars/main.yml").read_text())
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["trexlab.lab.trex_current"] = trex_current
+    links = [env.from_string(role_vars["trex_current_dir"]).render(trex_root=role_defaults(namespace)[("trex",
+                                                                                                      "trex_root")])
+             for namespace in (True, False)]
+    assert links == [f"{rolevalues.node_state_dir(LAB, NODE)}/trex/release-now", "/opt/trex/release-now"]
+    assert installed_trex_paths(lab) == links
+
+    monkeypatch.undo()
+    spelled = re.compile(rf"""/{rolevalues.TREX_CURRENT}\b|['"]{rolevalues.TREX_CURRENT}['"]""")
+    copies = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+              for path in sorted([*(ROLES / "trex").rglob("*"), *(REPO / "trexlab").rglob("*.py")])
+              if path.is_file() and path.suffix in (".yml", ".j2", ".py") and path.parent.name != "meta"
+              and path != REPO / "trexlab/rolevalues.py"
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if spelled.search(line) and not line.lstrip().startswith(("#", "{#"))]
+    assert not copies, "the trex role's current link named outside rolevalues.TREX_CURRENT:\n" + "\n".join(copies)
 
 
 def test_each_role_default_in_the_state_directory_resolves_to_the_same_directory():
@@ -173,3 +211,56 @@ def test_the_state_root_is_written_only_in_its_one_source():
                        if rolevalues.STATE_ROOT in line and not line.lstrip().startswith(("#", "{#"))]
     assert not copies, ("the state root or a node's state directory spelled outside rolevalues (roles: the filter "
                         "trexlab.lab.node_state_dir; Python: rolevalues.node_state_dir):\n" + "\n".join(copies))
+
+
+def _rendered(value: str, context: dict) -> str:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters.update({"trexlab.lab.node_state_dir": node_state_dir, "trexlab.lab.dut_state_name": dut_state_name})
+    for _ in range(4):  # a variable's template may name another's
+        value = env.from_string(value).render(context)
+    return value
+
+
+def test_what_the_dut_configuration_roles_keep_is_named_only_in_rolevalues(monkeypatch):
+    """The campaign refuses points on a DUT that carries a configuration block from before by the files the block's
+    role keeps in its state directory (campaign.dut_config_left): campaign.DUT_CONFIG_MARKERS named them (netem.json,
+    dut_reference.json, siit_jool.json, the tayga directory, its tayga.conf and device record) beside the roles that
+    write them, each spelled again: a role's file renamed, the check would find nothing and the block stay in every
+    figure, unseen. Renamed in rolevalues, every role's path follows, and nothing else names them."""
+    renamed = {"reference": "ref-x.json", "impairment": "imp-x.json", "siit": "tayga-x", "siit_jool": "jool-x.json"}
+    for module in {rolevalues, filters.rolevalues}:
+        for block, name in renamed.items():
+            monkeypatch.setitem(module.DUT_CONFIG_MARKERS, block, name)
+        monkeypatch.setattr(module, "TAYGA_CONFIG", "cfg-x")
+        monkeypatch.setattr(module, "TAYGA_DEVICE_RECORD", "dev-x")
+    own = rolevalues.node_state_dir(LAB, NODE)
+    context = {"trexlab_lab": {"name": LAB}, "inventory_hostname": NODE}
+    for role in ("dut_reference", "netem", "siit_jool", "siit_tayga"):
+        for part in ("defaults", "vars"):
+            if (ROLES / role / part / "main.yml").exists():
+                context.update(yaml.safe_load((ROLES / role / part / "main.yml").read_text()))
+    tayga_facts = next(t["ansible.builtin.set_fact"] for t in yaml.safe_load((ROLES / "siit_tayga/tasks/main.yml")
+                                                                              .read_text())
+                       if "siit_tayga_conf" in t.get("ansible.builtin.set_fact", {}))
+    paths = {key: _rendered(context[key], context) for key in ("dut_reference_record_file", "netem_record_file",
+                                                                "siit_jool_record_file", "siit_tayga_dir")}
+    paths.update({key: _rendered(tayga_facts[key], context) for key in ("siit_tayga_conf", "siit_tayga_record")})
+    assert paths == {"dut_reference_record_file": f"{own}/ref-x.json", "netem_record_file": f"{own}/imp-x.json",
+                     "siit_jool_record_file": f"{own}/jool-x.json", "siit_tayga_dir": f"{own}/tayga-x",
+                     "siit_tayga_conf": f"{own}/tayga-x/cfg-x", "siit_tayga_record": f"{own}/tayga-x/dev-x"}
+    assert campaign.DUT_CONFIG_MARKERS is rolevalues.DUT_CONFIG_MARKERS
+    monkeypatch.undo()
+
+    # The names themselves, anywhere but rolevalues: a role's files (not its documentation) and the package's code;
+    # a file name anywhere, the tayga directory and the device record as a path's last part (tayga is the program too).
+    names = [re.escape(n) for n in (*rolevalues.DUT_CONFIG_MARKERS.values(), rolevalues.TAYGA_CONFIG) if "." in n]
+    spelled = re.compile(rf"(?<![\w.-])(?:{'|'.join(names)})(?![\w.-])|/(?:{re.escape(rolevalues.TAYGA_DEVICE_RECORD)}"
+                         rf"|{re.escape(rolevalues.DUT_CONFIG_MARKERS['siit'])})(?![\w.-])")
+    files = [p for role in ("dut_reference", "netem", "siit_jool", "siit_tayga") for p in (ROLES / role).rglob("*")
+             if p.is_file() and p.suffix != ".md" and p.parent.name != "meta"]
+    files += [p for p in (REPO / "trexlab").rglob("*.py") if p != REPO / "trexlab/rolevalues.py"]
+    copies = [f"{path.relative_to(REPO)}:{n}: {line.strip()}" for path in sorted(files)
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if spelled.search(line) and not line.lstrip().startswith(("#", "{#"))]
+    assert siit.RECORD == rolevalues.DUT_CONFIG_MARKERS["siit_jool"]
+    assert not copies, "a DUT configuration role's state file named outside rolevalues:\n" + "\n".join(copies)

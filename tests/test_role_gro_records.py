@@ -11,7 +11,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.trexlab.lab.plugins.filter.trexlab import node_state_dir
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import dut_state_name, node_state_dir
 from trexlab import rolevalues
 
 ROLES = Path(__file__).resolve().parent.parent / "ansible_collections/trexlab/lab/roles"
@@ -28,7 +28,8 @@ def gro_record(role: str, **given) -> str:
         variables.update(yaml.safe_load((ROLES / role / "vars" / "main.yml").read_text()))
     variables.update(given)
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters.update({"trexlab.lab.node_state_dir": node_state_dir, "dirname": posixpath.dirname})
+    env.filters.update({"trexlab.lab.node_state_dir": node_state_dir, "trexlab.lab.dut_state_name": dut_state_name,
+                        "dirname": posixpath.dirname})
     for _ in range(5):  # a variable's template may name another's
         variables = {k: env.from_string(v).render(variables) if isinstance(v, str) else v for k, v in variables.items()}
     return env.from_string(template).render(variables)

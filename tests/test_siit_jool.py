@@ -15,8 +15,11 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import jinja2
 import pytest
+import yaml
 
+from ansible_collections.trexlab.lab.plugins.filter.trexlab import dut_state_name
 from trexlab import siit
 from trexlab.params import InvalidParameter
 from trexlab.siit import jool_config
@@ -242,8 +245,14 @@ def test_an_instance_the_role_did_not_make_is_neither_replaced_nor_removed(tmp_p
 
 
 def test_the_role_probes_the_record_the_plan_writes():
-    tasks = (Path(siit.__file__).parents[1] / "ansible_collections/trexlab/lab/roles/siit_jool/tasks/main.yml")
-    assert f"'/{siit.RECORD}'" in tasks.read_text()
+    """The role's probe reads the record at siit_jool_record_file (its vars/main.yml), which must be the file the
+    plan's removal reads (siit.RECORD) in the same state directory."""
+    role = Path(siit.__file__).parents[1] / "ansible_collections/trexlab/lab/roles/siit_jool"
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["trexlab.lab.dut_state_name"] = dut_state_name
+    record = yaml.safe_load((role / "vars/main.yml").read_text())["siit_jool_record_file"]
+    assert env.from_string(record).render(siit_jool_state_dir="/s") == f"/s/{siit.RECORD}"
+    assert "{{ siit_jool_record_file | quote }}" in (role / "tasks/main.yml").read_text()
 
 
 @pytest.mark.parametrize(("args", "name"), [

@@ -33,6 +33,18 @@ STATE_ROOT = "/var/lib/trexlab"
 #: a subdirectory of the node's state directory, where lab-down removes it with the rest.
 TREX_SYSTEM_ROOT = "/opt/trex"
 TREX_SUBDIR = "trex"
+#: What each DUT configuration block's role keeps in the DUT's state directory (node_state_dir) while the block is
+#: applied, and removes with state absent: a file, or for siit roles/siit_tayga's default directory (any directory
+#: below the state directory holding TAYGA_CONFIG is one too; TAYGA_DEVICE_RECORD there names the device it made).
+#: Their one source: the campaign looks for them to refuse points on a DUT left configured (campaign.dut_config_left),
+#: the roles name them through the filter trexlab.lab.dut_state_name.
+DUT_CONFIG_MARKERS = {"reference": "dut_reference.json", "impairment": "netem.json", "siit": "tayga",
+                      "siit_jool": "siit_jool.json"}
+TAYGA_CONFIG = "tayga.conf"
+TAYGA_DEVICE_RECORD = "device"
+#: roles/trex's link, below its trex_root, to the TRex release it runs (trex_current, its one source: the role's
+#: trex_current_dir takes it through the filter trexlab.lab.trex_current, the trex generator loads the client from it).
+TREX_CURRENT = "current"
 
 # Every whole-value pattern here ends with \Z, the string's end: $ also matches before a final newline, so "siit0\n"
 # passed for an interface name and "/var/lib/trexlab/l/n/tayga\n" for a state directory. (LAB_NAME, a part of
@@ -77,6 +89,11 @@ def check_instance(name: str, value: object) -> str:
 def node_state_dir(lab_name: str, node: str, root: str = STATE_ROOT) -> str:
     """A node's state directory, where the roles keep what absent puts back (root: another one, for tests)."""
     return posixpath.join(root, lab_name, node)
+
+
+def trex_current(root: str) -> str:
+    """The link to the TRex release that runs, below a TRex installation root (trex_root, or the role's own)."""
+    return posixpath.join(root, TREX_CURRENT)
 
 
 def trex_root(lab_name: str, node: str, namespace: bool) -> str:

@@ -28,6 +28,7 @@ import shlex
 
 from .addressing import eamt_entries
 from .params import InvalidParameter
+from .rolevalues import DUT_CONFIG_MARKERS
 
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,15}\Z")
 
@@ -50,8 +51,9 @@ def jool_config(networks: int, instance: str = "benchmarking", pool6: str = "") 
     return config
 
 
-#: The files the role keeps in its state directory: its record of what it applied, and Jool's file.
-RECORD = "siit_jool.json"
+#: The files the role keeps in its state directory: its record of what it applied (the campaign's marker of a
+#: siit_jool block left applied: rolevalues.DUT_CONFIG_MARKERS), and Jool's file.
+RECORD = DUT_CONFIG_MARKERS["siit_jool"]
 CONFIG_FILE = "siit_jool.jool.json"
 #: What the probe reports where Jool cannot run at all (no loadable modules): nothing in place.
 NOTHING = {"jool": "none", "loaded": False, "instance": False, "record": None}

@@ -79,8 +79,6 @@ from trexlab.trial import (
 )
 
 PROFILE = paths().trex_profiles / "stl_rfc2544_udp.py"
-#: The trex role's link to the versioned TRex directory below its trex_root (rolevalues.trex_root).
-TREX_CURRENT = "current"
 CLIENT_SUBDIR = "automation/trex_control_plane/interactive"
 DEFAULT_SYNC_PORT = 4501
 #: TRex reports latency in whole microseconds.
@@ -116,14 +114,14 @@ def installed_trex_paths(lab: Lab | None = None) -> list[str]:
     """
     paths = [os.environ.get("TREXLAB_TREX_PATH")]
     if lab is not None and lab.tester.netns:
-        paths.append(f"{rolevalues.trex_root(lab.name, lab.tester.name, namespace=True)}/{TREX_CURRENT}")
+        paths.append(rolevalues.trex_current(rolevalues.trex_root(lab.name, lab.tester.name, namespace=True)))
     paths.append(default_trex_path())
     return [p for p in paths if p]
 
 
 def default_trex_path() -> str:
     """Where roles/trex installs TRex on a tester with a disk of its own (not a namespace of this host)."""
-    return f"{rolevalues.TREX_SYSTEM_ROOT}/{TREX_CURRENT}"
+    return rolevalues.trex_current(rolevalues.TREX_SYSTEM_ROOT)
 
 
 def load_client_api(lab: Lab | None = None, module: str = "trex.stl.api"):

@@ -100,13 +100,11 @@ def dut_passes(node, probe: Path) -> bool:
     return result.returncode == 0
 
 
-#: What each DUT configuration block's role keeps in the DUT's state directory (rolevalues.node_state_dir, the
-#: roles' defaults) while it is applied, and removes with state absent.
-DUT_CONFIG_MARKERS = {"reference": "dut_reference.json", "impairment": "netem.json", "siit": "tayga",
-                      "siit_jool": "siit_jool.json"}
-#: roles/siit_tayga's directory may be any below the DUT's state directory (a spec's dut.siit.dir): it is known by
-#: the configuration the role writes there first, and names the device the role made in its record.
-TAYGA_CONFIG, TAYGA_DEVICE_RECORD = "tayga.conf", "device"
+#: What each DUT configuration block's role keeps in the DUT's state directory while it is applied (rolevalues, their
+#: one source). roles/siit_tayga's directory may be any below the DUT's state directory (a spec's dut.siit.dir): it
+#: is known by the configuration the role writes there first, and names the device the role made in its record.
+DUT_CONFIG_MARKERS = rolevalues.DUT_CONFIG_MARKERS
+TAYGA_CONFIG, TAYGA_DEVICE_RECORD = rolevalues.TAYGA_CONFIG, rolevalues.TAYGA_DEVICE_RECORD
 
 
 def dut_config_left(lab: Lab, state_root: str = rolevalues.STATE_ROOT) -> dict[str, list[tuple[str, dict]]]:

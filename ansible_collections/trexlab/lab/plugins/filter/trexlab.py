@@ -370,6 +370,21 @@ def trex_root(lab: str, node: str, namespace: bool) -> str:
     return rolevalues.trex_root(str(lab), str(node), bool(namespace))
 
 
+def dut_state_name(name: str) -> str:
+    """The name a DUT configuration role gives what it keeps in the state directory while applied (a block's marker:
+    reference, impairment, siit, siit_jool; or tayga_config, tayga_device_record): the campaign looks for it there."""
+    names = {**rolevalues.DUT_CONFIG_MARKERS, "tayga_config": rolevalues.TAYGA_CONFIG,
+             "tayga_device_record": rolevalues.TAYGA_DEVICE_RECORD}
+    if name not in names:
+        raise ValueError(f"dut_state_name: {name!r}: allowed {', '.join(names)}")
+    return names[name]
+
+
+def trex_current(root: str) -> str:
+    """The link to the release that runs, below a TRex installation root: the trex generator loads its client there."""
+    return rolevalues.trex_current(str(root))
+
+
 def address_error(value, name: str, version: int, network: bool = False) -> str:
     """'' for an IPv<version> address (or prefix, with network), else the one-line refusal."""
     kind = ipaddress.IPv4Network if version == 4 else ipaddress.IPv6Network
@@ -436,6 +451,8 @@ class FilterModule:
             "state_path_error": state_path_error,
             "node_state_dir": node_state_dir,
             "trex_root": trex_root,
+            "trex_current": trex_current,
+            "dut_state_name": dut_state_name,
             "address_error": address_error,
             "missing_packages": missing_packages,
             "endpoints_error": endpoints_error,
