@@ -76,11 +76,18 @@ MAKEOVERRIDES :=
 # and make's own "*** [Makefile:NN: run] Error 2" after it. Each value is handed to it as typed, in single quotes.
 _sh_quoted = '$(subst $(_newline),'$$'\n'',$(subst ','\'',$(value $(1))))'
 _script_env = $(foreach _v,SCALE LAB LAB_NAME TOPOLOGY NETWORKS RESULTS CAMPAIGN CEILINGS MEASURE_AGAIN DEMO_EXP \
-  DEMO_LAB_NAME,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v))))
-_check_run := scripts/run-experiment.sh --check-only $(EXP)
+  DEMO_LAB_NAME TFVARS,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v))))
+# run-experiment.sh and lab.sh also check what they find (a lab that is not up, a TFVARS file): make -n, which runs
+# no recipe, has them check the values only (--check-values), so that its answer does not depend on which labs are up.
+_check_found := $(if $(findstring n,$(firstword -$(MAKEFLAGS))),--check-values,--check-only)
+_check_run := scripts/run-experiment.sh $(_check_found) $(EXP)
 _check_report := scripts/report.sh --check-only $(EXP)
 _check_demo := scripts/demo.sh --check-only
-$(foreach _goal,$(filter run report demo,$(MAKECMDGOALS)),\
+_check_lab-up := scripts/lab.sh $(_check_found) up
+_check_configure := scripts/lab.sh $(_check_found) configure
+_check_lab-down := scripts/lab.sh $(_check_found) down
+_check_lab-status := scripts/lab.sh $(_check_found) status
+$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status,$(MAKECMDGOALS)),\
   $(eval _refusal := $$(shell $$(_script_env) $$(_check_$(_goal)) 2>&1 >/dev/null))\
   $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(_refusal))))
 export LAB TOPOLOGY NETWORKS

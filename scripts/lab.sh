@@ -7,6 +7,10 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
+# --check-only: check the values it reads and what it finds (the lab's kind, its inventory, TFVARS), then stop (make
+# runs it so before any recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must
+# not depend on the machine's state).
+check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 action=${1:-}
 NAMED=${LAB_NAME:-}  # lab-status: that lab only; without it, every lab of this checkout
 LAB=${LAB:-local}
@@ -24,7 +28,9 @@ case "$TOPOLOGY" in single|dual|loopback) ;; *) refuse "TOPOLOGY=$TOPOLOGY: allo
 check_lab_name "$LAB_NAME"
 [[ "$NETWORKS" =~ ^[1-9][0-9]{0,2}$ ]] && [ "$NETWORKS" -le 256 ] || refuse "NETWORKS=$NETWORKS: allowed 1..256"
 [ -d "$MODULE" ] || die "LAB=$LAB: $MODULE does not exist in this checkout"
-[ "$LAB:$TOPOLOGY" != vm:loopback ] || die "TOPOLOGY=loopback: a loopback lab has no DUT, so no VM: use LAB=local"
+[ "$LAB:$TOPOLOGY" != vm:loopback ] \
+  || refuse "TOPOLOGY=loopback: a loopback lab has no DUT, so no VM: allowed single, dual with LAB=vm (loopback: LAB=local)"
+[ "$check_only" != --check-values ] || exit 0
 # The kind a lab of this name was made as. Another kind's module reads the lab's Terraform state as its own:
 # lab-up LAB=static over a local lab dropped the namespaces' resources from the state without running their
 # destroy provisioners (its namespaces and sshd left running, found by nothing), lab-down LAB=vm of a local
@@ -97,7 +103,7 @@ run_realiser() {
   NSLAB_PLAN=$2 VMLAB_PLAN=$2 python3 "$script" "$3"
 }
 
-if [ "$action" = status ]; then lab_status; exit; fi
+if [ "$action" = status ]; then [ -n "$check_only" ] || lab_status; exit; fi
 if [ "$action" != configure ]; then
   kind=$(made_as)
   if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
@@ -105,7 +111,6 @@ if [ "$action" != configure ]; then
     refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME"
   fi
 fi
-case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
 # Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
 # MAAS credentials only from the environment, never from a file.
 if [ "$action" = up ] && [[ "$LAB" =~ ^(static|maas)$ ]]; then
@@ -113,6 +118,20 @@ if [ "$action" = up ] && [[ "$LAB" =~ ^(static|maas)$ ]]; then
   [ -f "$TFVARS" ] || refuse "TFVARS=$TFVARS: no such file"
   ! grep -q maas_api_key -- "$TFVARS" || refuse "TFVARS=$TFVARS sets maas_api_key: the key comes from the environment only (MAAS_API_KEY)"
 fi
+if [ "$action" = configure ]; then
+  # The lab-up that makes this lab, not the default one (a plain 'make lab-up' brings up lab local).
+  up="make lab-up"
+  [ "$LAB" = local ] || up+=" LAB=$LAB"
+  [ "$LAB_NAME" = "$LAB" ] || up+=" LAB_NAME=$LAB_NAME"
+  [ -f "$INVENTORY_DIR/hosts.yml" ] \
+    || refuse "LAB_NAME=$LAB_NAME: lab $LAB_NAME is not up (no ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml): run '$up' first"
+  # An inventory written before its groups were the roles in the plural (group tester held host tester, and Ansible
+  # warned on every run): site.yml's plays would match no group, and Ansible only warns and configures no host.
+  ! grep -qE '^    "?(tester|dut|client|server)"?:' "$INVENTORY_DIR/hosts.yml" \
+    || refuse "LAB_NAME=$LAB_NAME: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml has a group named like its host, written before the groups were renamed: run '$up' again (it rewrites the inventory)"
+fi
+[ -z "$check_only" ] || exit 0
+case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
 if [ "$action" != configure ] && [ "$LAB" = maas ]; then
   [ -n "${MAAS_API_URL:-}" ] && [ -n "${MAAS_API_KEY:-}" ] \
     || die "LAB=maas needs MAAS_API_URL and MAAS_API_KEY in the environment (the MAAS region and your API key)"
@@ -213,16 +232,6 @@ lab_up() {
 
 lab_configure() {
   local start=$SECONDS
-  # The lab-up that makes this lab, not the default one (a plain 'make lab-up' brings up lab local).
-  local up="make lab-up"
-  [ "$LAB" = local ] || up+=" LAB=$LAB"
-  [ "$LAB_NAME" = "$LAB" ] || up+=" LAB_NAME=$LAB_NAME"
-  [ -f "$INVENTORY_DIR/hosts.yml" ] \
-    || refuse "LAB_NAME=$LAB_NAME: lab $LAB_NAME is not up (no ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml): run '$up' first"
-  # An inventory written before its groups were the roles in the plural (group tester held host tester, and Ansible
-  # warned on every run): site.yml's plays would match no group, and Ansible only warns and configures no host.
-  ! grep -qE '^    "?(tester|dut|client|server)"?:' "$INVENTORY_DIR/hosts.yml" \
-    || refuse "LAB_NAME=$LAB_NAME: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml has a group named like its host, written before the groups were renamed: run '$up' again (it rewrites the inventory)"
   [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
   # ANSIBLE_ARGS: the user's own extra options (e.g. --check -v), split on blanks but never glob-expanded.
   local extra=()

@@ -5,8 +5,9 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
-# --check-only: check the values it reads, then stop (make runs it so before any recipe: a refusal is one line).
-check_only=; [ "${1:-}" != --check-only ] || { check_only=1; shift; }
+# --check-only: check the values it reads and that the lab named is up, then stop (make runs it so before any
+# recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must not depend on the labs).
+check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 
 exp=${1:-}
 [ -n "$exp" ] || refuse "EXP=: usage: make run EXP=<name>; experiments: $(ls experiments | tr '\n' ' ')"
@@ -23,17 +24,18 @@ ceilings=${CEILINGS:-$results/tester-ceilings.json}
 check_ceilings "$ceilings" "$results"
 [[ -z "${MEASURE_AGAIN:-}" || "$MEASURE_AGAIN" == 1 ]] \
   || refuse "MEASURE_AGAIN=$MEASURE_AGAIN: allowed 1 (a new campaign, not the last one resumed) or nothing"
-[ -z "$check_only" ] || exit 0
-[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
-args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
-[ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
-# MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
-[ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)
+[ "$check_only" != --check-values ] || exit 0
 # Always this lab's inventory: a lab that is not up is never stood in for by another (the campaign's default,
 # the local lab's). A lab named by LAB_NAME that is not up is refused here; otherwise the campaign says so, and
 # runs without a lab where its generator needs none (sim).
 inventory="inventory/generated/$LAB_NAME/hosts.yml"
 [ -z "$named_lab" ] || [ -f "$inventory" ] \
   || refuse "LAB_NAME=$named_lab: lab $named_lab is not up (no $inventory): run 'make lab-up LAB_NAME=$named_lab'"
+[ -z "$check_only" ] || exit 0
+[ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
+[ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
+# MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
+[ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)
 args+=(--inventory "$inventory")
 exec "$VENV/bin/trexlab" "${args[@]}"

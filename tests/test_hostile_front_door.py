@@ -80,6 +80,17 @@ MAKE_INPUTS = [
     ("demo", "RESULTS", "-h"),
 ]
 
+# (make goal, variables, the variable the one line must name): refused by the goal's script from what it finds (a lab
+# that is not up, a TFVARS file) or from values together, before any recipe runs: one line, not the script's line
+# and make's own "*** [Makefile:NN: configure] Error 2" after it.
+MAKE_FOUND_INPUTS = [
+    ("run", {"LAB_NAME": "nolab9"}, "LAB_NAME"),
+    ("configure", {"LAB_NAME": "nolab9"}, "LAB_NAME"),
+    ("lab-up", {"LAB": "static"}, "LAB"),
+    ("lab-up", {"LAB": "maas", "TFVARS": "/nonexistent/{mark}.tfvars"}, "TFVARS"),
+    ("lab-up", {"LAB": "vm", "TOPOLOGY": "loopback"}, "TOPOLOGY"),
+]
+
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
 SCRIPT_INPUTS = [
     (["scripts/run-experiment.sh", "x; touch {mark}"], {}, "EXP"),
@@ -183,6 +194,26 @@ def test_make_refuses_a_hostile_variable(tmp_path, goal, variable, value):
     result = subprocess.run(["make", "--no-print-directory", goal, f"{variable}={value.format(mark=mark)}"],
                             capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
     assert_refused(result, variable, mark, before)
+
+
+@pytest.mark.parametrize(("goal", "variables", "variable"), MAKE_FOUND_INPUTS,
+                         ids=[f"{g}-{v}" for g, _, v in MAKE_FOUND_INPUTS])
+def test_make_refuses_what_the_script_finds_in_one_line(tmp_path, goal, variables, variable):
+    mark = tmp_path / "injected"
+    before = machine_state()
+    result = subprocess.run(["make", "--no-print-directory", goal,
+                             *(f"{k}={v.format(mark=mark)}" for k, v in variables.items())],
+                            capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+    assert_refused(result, variable, mark, before)
+
+
+def test_make_n_checks_the_values_not_what_is_up():
+    """make -n prints the recipes and runs none: it checks the values, not which labs are up or which files exist,
+    so that its answer does not depend on the machine's state (make run LAB_NAME=nolab9 itself is refused)."""
+    for goal, variables, _ in MAKE_FOUND_INPUTS[:3]:
+        result = subprocess.run(["make", "-n", goal, *(f"{k}={v}" for k, v in variables.items())], capture_output=True,
+                                text=True, cwd=REPO, env=front_door_env({}), timeout=60)
+        assert result.returncode == 0, (goal, result.stderr)
 
 
 @pytest.mark.parametrize(("argv", "env", "variable"), SCRIPT_INPUTS,
