@@ -8,6 +8,7 @@ import dataclasses
 from test_tester_stalls import Stalling
 
 from trexlab.generators import create_generator
+from trexlab.plan.repetition import observation
 from trexlab.procedures import mlrsearch, throughput
 from trexlab.procedures.common import STRETCHED_RETRIES, RunContext, TrialRunner
 from trexlab.trial import TrialSpec
@@ -51,3 +52,41 @@ def test_tester_drops_that_persist_fail_the_load_and_mark_the_result_tester_boun
     clean = throughput.run(RunContext(create_generator("sim", capacity=100_000), SPEC), params)
     recovered = throughput.run(RunContext(DroppingTester(capacity=100_000), SPEC), params)
     assert recovered.throughput == clean.throughput and recovered.tester_bound_reasons == []
+
+
+class UnknownDropsAbove:
+    """The simulated SUT behind a tester that gives no count of its own drops (tester_drops None, as TRex's "N/A"
+    ierrors) in trials above `above` fps only."""
+
+    name = "sim"
+
+    def __init__(self, capacity: float, above: float):
+        self.generator = create_generator("sim", capacity=capacity)
+        self.above = above
+
+    def run_trial(self, spec):
+        result = self.generator.run_trial(spec)
+        if spec.offered_load <= self.above:
+            return result
+        return dataclasses.replace(result, directions={k: dataclasses.replace(d, tester_drops=None)
+                                                       for k, d in result.directions.items()})
+
+    def describe(self):
+        return self.generator.describe()
+
+
+def test_mlrsearch_marks_only_the_goals_whose_figure_a_lossy_trial_with_unknown_tester_drops_can_hold_down():
+    # Loss above the DUT's capacity; the tester's drops unknown only well above it. NDR's relevant upper bound lies
+    # near the capacity, below every such trial: their loss classified only loads above its figure. A goal that
+    # tolerates 10 % loss has its upper bound where they ran: its figure may be the tester's limit.
+    capacity, unknown_above = 100_000, 105_000
+    lossy_goal = {**mlrsearch.NDR, "name": "LOSSY", "loss_ratio": 0.1}  # upper bound near capacity / 0.9
+    found = mlrsearch.run(RunContext(UnknownDropsAbove(capacity, unknown_above), SPEC),
+                          mlrsearch.Params(max_rate=200_000, min_rate=10_000, goals=(mlrsearch.NDR, lossy_goal)))
+    ndr, lossy = found.goals
+    assert ndr["relevant_upper_bound"] < unknown_above < lossy["relevant_upper_bound"]
+    data = found.to_dict()
+    assert (observation(data, "NDR_fps").tester_bound, observation(data, "LOSSY_fps").tester_bound) == (
+        (), ("tester drops unknown",)), "the summary and report mark each figure by its own reasons"
+    assert data["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": ["tester drops unknown"]}
+    assert data["tester_bound_reasons"] == ["tester drops unknown"]

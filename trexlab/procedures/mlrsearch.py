@@ -241,6 +241,8 @@ class MlrResult:
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
     deviations: list[str] = field(default_factory=list)  # where its trials fall short of RFC 2544 section 23's
+    # Per goal figure, why it may be the tester's limit (headline_tester_bound); tester_bound_reasons is their union.
+    headline_tester_bound: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -253,6 +255,7 @@ class MlrResult:
             "notes": self.notes,
             "deviations": self.deviations,
             **tester_bound_fields(self.tester_bound_reasons),
+            "headline_tester_bound": self.headline_tester_bound,
             "params": asdict(self.params),
             "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
             # Beside each figure its goal's relevant bounds, fps per direction: the report must show the relevant
@@ -451,9 +454,22 @@ def run(context: RunContext, params: Params) -> MlrResult:
     log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
             "stretched": r.stretched, "host_drops": r.host_drops, "host_steal": r.host_steal,
             "valid": r.valid, "searched": id(r) in measurer.searched} for r in runner.log]
-    limits = runner.tester_limits(params.tester_ceiling, *(g["conditional_throughput"] for g in reported))
+    # Per goal, the searched trials that lost frames with their tester drops unknown at or below its relevant upper
+    # bound (any load, without one): a trial above it classified only loads above the goal's figure, so its loss, the
+    # tester's or not, cannot hold that figure down. Warm-up and repeated trials the search never saw bear on none.
+    # Loads and bounds are the same rounded loads: the tolerance covers float rounding only.
+    unknown = [r.spec.offered_load for r in runner.log
+               if id(r) in measurer.searched and r.tester_drops_unknown and r.frames_lost]
+    headline_limits = {
+        f"{g['name']}_fps": runner.tester_limits(
+            params.tester_ceiling, g["conditional_throughput"],
+            tester_drops_unknown_bearing=sum(1 for load in unknown if g["relevant_upper_bound"] is None
+                                             or load <= g["relevant_upper_bound"] * (1 + 1e-9)))
+        for g in reported}
+    limits = list(dict.fromkeys(reason for reasons in headline_limits.values() for reason in reasons))
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
     # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the
     # RFC 2544 goal is the one that is 60 s.
     deviations = rfc2544_trial_deviations(context.traffic, None, context.generator)
-    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations)
+    return MlrResult(params, reported, len(runner.log), runner.trial_seconds, log, notes, limits, deviations,
+                     headline_limits)
