@@ -128,10 +128,11 @@ class _SimulationBudget:
 
     def spend(self, load: float) -> None:
         self.loads.add(load)
-        self.work += TRIAL_WORK + len(self.loads)
+        work = TRIAL_WORK + len(self.loads)
+        self.work += work
         campaign = _campaign_work_left.get()
         if campaign is not None:
-            campaign[0] -= TRIAL_WORK + len(self.loads)
+            campaign[0] -= work
             if campaign[0] < 0:
                 raise CampaignEstimateTooLong
         if self.work_max is not None and self.work > self.work_max:

@@ -108,6 +108,9 @@ def fewer_repetitions(standard: str, count: int, minimum: int) -> list[str]:
 #: software tester and TRex write the DUT port's MAC from the inventory as each frame's destination; TRex with
 #: trex_addressing ip resolves it by its own ARP), and so wait for nothing.
 RFC2544_SETTLE_WAIT = 2.0  # s after the routing update (a) and after the learning frames (b)
+#: The start of RFC2544_SETUP_PHASES' item for a SUT that gets neither phase, before why.
+_NEITHER_PHASE = (f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
+                  f"{RFC2544_SETTLE_WAIT:g} s to settle): ")
 RFC2544_SETUP_PHASES = {  # no comma inside an item: the method line lists a result's deviations comma-separated
     "dut": [f"no routing update before each trial (RFC 2544 section 23 a: an update then {RFC2544_SETTLE_WAIT:g} s "
             "to settle): not applicable as the DUT runs no routing protocol (its routes are static and set before "
@@ -116,14 +119,11 @@ RFC2544_SETUP_PHASES = {  # no comma inside an item: the method line lists a res
             f"{RFC2544_SETTLE_WAIT:g} s to settle): the DUT's neighbour entries for its next hops (the tester's ports "
             "and in the dual topology the other DUT) are permanent and set before the run by roles/dut_routing so "
             "nothing is learned or times out between trials"],
-    "loopback": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
-                 f"{RFC2544_SETTLE_WAIT:g} s to settle): no DUT (the tester's ports are cabled to each other)"],
-    "sim": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
-            f"{RFC2544_SETTLE_WAIT:g} s to settle): the simulated SUT has no routes or address tables to prime"],
+    "loopback": [f"{_NEITHER_PHASE}no DUT (the tester's ports are cabled to each other)"],
+    "sim": [f"{_NEITHER_PHASE}the simulated SUT has no routes or address tables to prime"],
     # A tester outside a trexlab lab (a TRex server given directly): its DUT is not one roles/dut_routing set up.
-    "unknown": [f"no routing update or learning frames before each trial (RFC 2544 section 23 a and b: each then "
-                f"{RFC2544_SETTLE_WAIT:g} s to settle): the tester sends none and the DUT is not a trexlab lab's (how "
-                "it learns its routes and the tester's addresses is not known here)"],
+    "unknown": [f"{_NEITHER_PHASE}the tester sends none and the DUT is not a trexlab lab's (how it learns its routes "
+                "and the tester's addresses is not known here)"],
 }
 
 

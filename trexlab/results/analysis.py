@@ -275,13 +275,18 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
 _FRAME_SIZE, _IP_VERSION = "provenance.traffic.frame_size", "provenance.traffic.ip_version"
 
 
+def ipv4_frame_sizes(sizes, versions) -> list:
+    """Each port's frame size as the IPv4 frame it is or is translated to: an IPv6 one is SIIT_SIZE_DELTA longer."""
+    return [size - SIIT_SIZE_DELTA * (version == 6) for size, version in zip(sizes, versions, strict=True)]
+
+
 def as_ipv4_frames(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs with each port's frame size as the IPv4 frame it is or is translated to (an IPv6 one SIIT_SIZE_DELTA
     longer), column frame_size_as_ipv4, in place of the frame sizes and the ports' IP versions: for comparing a SIIT
     set-up's traffic with a same-version one's."""
     if _FRAME_SIZE not in runs or _IP_VERSION not in runs:
         return runs
-    sizes = [[size - SIIT_SIZE_DELTA * (version == 6) for size, version in zip(sizes, versions, strict=True)]
+    sizes = [ipv4_frame_sizes(sizes, versions)
              if isinstance(sizes, list | tuple) and isinstance(versions, list | tuple) else sizes
              for sizes, versions in zip(runs[_FRAME_SIZE], runs[_IP_VERSION], strict=True)]
     return runs.drop(columns=[_FRAME_SIZE, _IP_VERSION]).assign(
@@ -772,8 +777,7 @@ def spec_traffic_as_ipv4(spec: dict) -> dict:
 
     sizes, versions = pair(traffic.pop("frame_size")), pair(traffic.pop("ip_version"))
     traffic.pop("destination_networks", None)
-    traffic["frame_size_as_ipv4"] = [size - SIIT_SIZE_DELTA * (version == 6)
-                                     for size, version in zip(sizes, versions, strict=True)]
+    traffic["frame_size_as_ipv4"] = ipv4_frame_sizes(sizes, versions)
     return traffic
 
 
