@@ -184,6 +184,17 @@ def test_the_readme_names_each_dut_block_and_the_playbook_a_campaign_applies_it_
     assert [playbook for playbook, _ in experiment.DUT_CONFIG.values() if playbook not in paragraph] == []
 
 
+def test_the_readme_names_every_experiment_that_needs_netem_as_one_ci_runs_on_the_vm_lab():
+    """'What is not here yet' says which experiments CI runs on the VM lab: those that need sch_netem, each a
+    campaign of tests/vm/test_vm_experiments.py (gaming-selective-delay, run there, was left out)."""
+    said = (REPO / "README.md").read_text().split("On the local lab the experiments that need netem", 1)[1]
+    said = said.split("\n\n", 1)[0]
+    run = (REPO / "tests" / "vm" / "test_vm_experiments.py").read_text()
+    netem = sorted(p.parent.name for p in (REPO / "experiments").glob("*/experiment.yml")
+                   if "sch_netem" in (yaml.safe_load(p.read_text()).get("lab") or {}).get("requires", []))
+    assert netem and [n for n in netem if f"`{n}`" not in said or f'campaign("{n}"' not in run] == []
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:
