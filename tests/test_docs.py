@@ -195,6 +195,26 @@ def test_the_readme_names_every_experiment_that_needs_netem_as_one_ci_runs_on_th
     assert netem and [n for n in netem if f"`{n}`" not in said or f'campaign("{n}"' not in run] == []
 
 
+def test_the_inventory_example_has_the_local_labs_own_names():
+    """docs/architecture.md's inventory of a local lab gives each namespace and tester port the name
+    terraform/labs/local gives it (it showed tlx-tester and tlx-t0 where the lab makes tl-local-tester and port0)."""
+    local = (REPO / "terraform" / "labs" / "local" / "main.tf").read_text()
+    prefix = re.search(r'prefix\s*=\s*"([^"$]*)\$\{var\.lab_name\}"', local).group(1)
+    ports = re.search(r'port_name\s*=\s*\{\s*tester\s*=\s*\[("[^]]+)\]', local).group(1)
+    shape = (REPO / "docs" / "architecture.md").read_text().split("## Inventory shape", 1)[1].split("\n## ", 1)[0]
+    lab = re.search(r"trexlab_lab: \{name: (\w+),", shape).group(1)
+    host, netns, names = None, {}, {}
+    for line in shape.splitlines():
+        if match := re.fullmatch(r" {8}(\w+):", line):
+            host = match.group(1)
+        elif match := re.search(r"trexlab_netns: (\S+)", line):
+            netns[host] = match.group(1)
+        elif host == "tester" and (match := re.search(r"- \{index: \d, name: ([^,]+),", line)):
+            names.setdefault(host, []).append(match.group(1))
+    assert netns and netns == {h: f"{prefix}{lab}-{h}" for h in netns}
+    assert names["tester"] == re.findall(r'"([^"]+)"', ports)
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:
