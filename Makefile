@@ -113,10 +113,10 @@ swtester: ## build the native software tester
 lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-LAB_NAME_MAX of a-z0-9, default LAB; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
-configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB)
+configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh configure
 
-lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
+lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh down
 
 lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only); exit 1 if one is down

@@ -104,12 +104,15 @@ run_realiser() {
 }
 
 if [ "$action" = status ]; then [ -n "$check_only" ] || lab_status; exit; fi
-if [ "$action" != configure ]; then
-  kind=$(made_as)
-  if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
-    [ "$action" = up ] && refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: take it down first (make lab-down LAB=$kind LAB_NAME=$LAB_NAME) or choose another LAB_NAME"
-    refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME"
-  fi
+# configure too: it read no Terraform state, so configure LAB=vm of a local lab ran site.yml on its namespaces and
+# said nothing of the kind the user had named (needing root or not by that kind), where lab-up and lab-down refuse it.
+kind=$(made_as)
+if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
+  case "$action" in
+    up) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: take it down first (make lab-down LAB=$kind LAB_NAME=$LAB_NAME) or choose another LAB_NAME";;
+    configure) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make configure LAB=$kind LAB_NAME=$LAB_NAME";;
+    *) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME";;
+  esac
 fi
 # Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
 # MAAS credentials only from the environment, never from a file.

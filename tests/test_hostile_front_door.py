@@ -369,3 +369,43 @@ def test_configure_refuses_an_inventory_whose_groups_are_named_like_its_hosts(tm
     assert old.returncode == 2 and old.stderr.count("\n") == 1, (old.returncode, old.stdout, old.stderr)
     assert "LAB_NAME=old1: " in old.stderr and "run 'make lab-up LAB_NAME=old1' again" in old.stderr, old.stderr
     assert new.returncode == 1 and "ansible-playbook: run 'make setup' first" in new.stderr, new.stderr
+
+
+def front_door_copy(root: Path) -> Path:
+    """The front door (Makefile, scripts/lab.sh) rooted in a directory of the test's own: the labs it finds there are
+    the test's, written by hand as lab-up leaves them, and the checkout gets none."""
+    (root / "scripts").mkdir(parents=True)
+    for name in ("Makefile", "scripts/lab.sh", "scripts/common.sh", "trexlab/rolevalues.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, root / name)
+    (root / "experiments").symlink_to(REPO / "experiments")  # make's EXP check, whatever the goal
+    for kind in ("local", "vm", "static", "maas"):
+        (root / "terraform" / "labs" / kind).mkdir(parents=True)
+    return root
+
+
+@pytest.mark.parametrize(("made", "argv", "message"), [
+    ("local", ["lab-up", "LAB=vm"],
+     "LAB=vm: lab kind1 is a local lab: take it down first (make lab-down LAB=local LAB_NAME=kind1)"),
+    ("local", ["configure", "LAB=vm"], "LAB=vm: lab kind1 is a local lab: make configure LAB=local LAB_NAME=kind1"),
+    ("vm", ["configure"], "LAB=local: lab kind1 is a vm lab: make configure LAB=vm LAB_NAME=kind1"),
+    ("vm", ["lab-down", "LAB=static"], "LAB=static: lab kind1 is a vm lab: make lab-down LAB=vm LAB_NAME=kind1"),
+], ids=["up", "configure", "configure-default-lab", "down"])
+def test_make_refuses_a_lab_made_as_another_kind_in_one_line(tmp_path, made, argv, message):
+    """make lab-up LAB=local LAB_NAME=x, then make configure LAB=vm LAB_NAME=x: configure ran site.yml on the local
+    lab's namespaces as if it were the VM lab named (lab-up and lab-down refused another kind, scripts/lab.sh made_as;
+    tests/terraform/test_lab_kind.py runs the script alone). Refused before any recipe, in one line."""
+    root = front_door_copy(tmp_path / "checkout")
+    state = root / ".cache" / "labs" / "kind1"
+    state.mkdir(parents=True)
+    (state / "kind").write_text(f"{made}\n")
+    (state / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    (root / "inventory" / "generated" / "kind1").mkdir(parents=True)
+    # No ansible-playbook in this VENV: a configure the check lets through stops at that, having run nothing.
+    (root / "inventory" / "generated" / "kind1" / "hosts.yml").write_text('"all":\n  "children": {}\n')
+    lab = sorted(p.relative_to(root) for p in root.rglob("*") if "experiments" not in p.parts)
+    result = subprocess.run(["make", "--no-print-directory", *argv, "LAB_NAME=kind1"], capture_output=True, text=True,
+                            cwd=root, env=front_door_env({"VENV": str(tmp_path / "no-venv")}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and message in output[0], (result.returncode, output)
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if "experiments" not in p.parts) == lab
