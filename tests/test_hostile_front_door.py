@@ -6,6 +6,7 @@ No lab is needed: every refusal happens before anything is provisioned, configur
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -381,6 +382,8 @@ def front_door_copy(root: Path) -> Path:
     (root / "experiments").symlink_to(REPO / "experiments")  # make's EXP check, whatever the goal
     for kind in ("local", "vm", "static", "maas"):
         (root / "terraform" / "labs" / kind).mkdir(parents=True)
+    # The local lab's realiser, which make lab-status asks what of a lab is down (it reads, changes nothing).
+    (root / "terraform" / "labs" / "local" / "scripts").symlink_to(REPO / "terraform" / "labs" / "local" / "scripts")
     return root
 
 
@@ -409,3 +412,31 @@ def test_make_refuses_a_lab_made_as_another_kind_in_one_line(tmp_path, made, arg
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and message in output[0], (result.returncode, output)
     assert sorted(p.relative_to(root) for p in root.rglob("*") if "experiments" not in p.parts) == lab
+
+
+def test_lab_status_of_a_lab_that_is_not_up_says_how_to_bring_it_up_and_is_not_zero(tmp_path):
+    """make lab-status LAB_NAME=x of a lab that is not up printed "not up" and exited 0, as for a lab that is up: a
+    script around it could not tell. scripts/lab.sh status exits 3 for it (as systemctl is-active for an inactive
+    unit), its one line naming the lab-up that brings it up; 1 for a lab that is down. Through make each is that one
+    line, before any recipe, and make's own exit 2 (GNU make exits 0 or 2, whatever a recipe returned)."""
+    root = front_door_copy(tmp_path / "checkout")
+    labs = root / ".cache" / "labs"
+    (labs / "kind2").mkdir(parents=True)
+    (labs / "kind2" / "kind").write_text("vm\n")  # a lab-up that failed before Terraform ran
+    # A local lab in its Terraform state whose namespace is gone (tl-kind3-dut: no such namespace on this host).
+    (labs / "kind3").mkdir()
+    (labs / "kind3" / "kind").write_text("local\n")
+    plan = {"topology": "single", "state_dir": str(labs / "kind3"), "nodes": {"dut": {"netns": "tl-kind3-dut"}}}
+    (labs / "kind3" / "terraform.tfstate").write_text(json.dumps({"outputs": {"plan": {"value": plan}}}))
+    for name, code, line in (
+            ("nolab9", 3, "lab nolab9: not up (no Terraform state): make lab-up LAB_NAME=nolab9 brings it up"),
+            ("kind2", 3, "lab kind2: not up (no Terraform state): make lab-up LAB=vm LAB_NAME=kind2 brings it up"),
+            ("kind3", 1, f"lab kind3 (local, single, {labs / 'kind3'}): down: dut: namespace tl-kind3-dut is gone; no "
+                         f"known_hosts in {labs / 'kind3'}; make lab-up LAB=local LAB_NAME=kind3 makes it again")):
+        script = subprocess.run([str(root / "scripts" / "lab.sh"), "status"], capture_output=True, text=True,
+                                env=front_door_env({"LAB_NAME": name}), timeout=60)
+        assert (script.returncode, script.stdout, script.stderr) == (code, f"{line}\n", ""), script
+        made = subprocess.run(["make", "--no-print-directory", "lab-status", f"LAB_NAME={name}"], capture_output=True,
+                              text=True, cwd=root, env=front_door_env({}), timeout=60)
+        output = (made.stdout + made.stderr).strip().splitlines()
+        assert made.returncode == 2 and len(output) == 1 and line in output[0], (made.returncode, output)
