@@ -325,7 +325,16 @@ def _figure(table: dict, key: int | str) -> int | None:
     client puts the text "N/A" for a figure the server did not send (CPgIdStats.get_stats, AbstractStats.get_rel:
     e.g. rx_bytes on a NIC that counts no received bytes, every port figure from a server that sends none), and a
     port the server leaves out of its flow statistics (a dummy port) has no entry."""
-    value = table.get(key, table.get(str(key)))
+    return _count_of(_given(table, key))
+
+
+def _given(table: dict, key: int | str):
+    """What TRex gave under key, a port or a figure's name (the client's int key or JSON's text); None: nothing."""
+    return table.get(key, table.get(str(key)))
+
+
+def _count_of(value) -> int | None:
+    """value if it is a count (an int, not "N/A" nor a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -438,10 +447,9 @@ class TRexGenerator(TRexSession):
     def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
         """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give
         cannot be guessed, and 0 would be taken for frames lost or unsent, so the trial has no result."""
-        value = _pg(flow, pg_id).get(counter, {})
-        count = _figure(value, port)
+        given = _given(_pg(flow, pg_id).get(counter, {}), port)
+        count = _count_of(given)
         if count is None:
-            given = value.get(port, value.get(str(port)))
             raise GeneratorError(f"TRex server {self.server}: pg_id {pg_id} has no {counter} count for port {port} "
                                  f"(TRex gave {'nothing' if given is None else repr(given)}): the trial's frames "
                                  "cannot be counted")
