@@ -75,19 +75,24 @@ MAKEOVERRIDES :=
 # run with --check-only before any recipe: a refusal is then one line, as those above are, not the script's line
 # and make's own "*** [Makefile:NN: run] Error 2" after it. Each value is handed to it as typed, in single quotes.
 _sh_quoted = '$(subst $(_newline),'$$'\n'',$(subst ','\'',$(value $(1))))'
+# Also PATH as the recipes get it (.venv/bin first) and VENV where given: make 4.3's $(shell) gets neither.
 _script_env = $(foreach _v,SCALE LAB LAB_NAME TOPOLOGY NETWORKS RESULTS CAMPAIGN CEILINGS MEASURE_AGAIN DEMO_EXP \
-  DEMO_LAB_NAME TFVARS,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v))))
-# run-experiment.sh and lab.sh also check what they find (a lab that is not up, a TFVARS file): make -n, which runs
-# no recipe, has them check the values only (--check-values), so that its answer does not depend on which labs are up.
+  DEMO_LAB_NAME TFVARS,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v)))) \
+  PATH=$(call _sh_quoted,PATH) $(if $(filter-out file,$(origin VENV)),VENV=$(call _sh_quoted,VENV))
+# The scripts also check what they find (a lab that is not up, a TFVARS file) and what the goal needs of the machine
+# (root, terraform, trexlab in .venv, MAAS credentials): make -n, which runs no recipe, has them check the values only
+# (--check-values), so that its answer does not depend on the machine's state.
 _check_found := $(if $(findstring n,$(firstword -$(MAKEFLAGS))),--check-values,--check-only)
 _check_run := scripts/run-experiment.sh $(_check_found) $(EXP)
-_check_report := scripts/report.sh --check-only $(EXP)
-_check_demo := scripts/demo.sh --check-only
+_check_report := scripts/report.sh $(_check_found) $(EXP)
+_check_demo := scripts/demo.sh $(_check_found)
 _check_lab-up := scripts/lab.sh $(_check_found) up
 _check_configure := scripts/lab.sh $(_check_found) configure
 _check_lab-down := scripts/lab.sh $(_check_found) down
 _check_lab-status := scripts/lab.sh $(_check_found) status
-$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status,$(MAKECMDGOALS)),\
+_check_providers := scripts/providers.sh $(_check_found)
+_check_bench := scripts/bench.sh $(_check_found)
+$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status providers bench,$(MAKECMDGOALS)),\
   $(eval _refusal := $$(shell $$(_script_env) $$(_check_$(_goal)) 2>&1 >/dev/null))\
   $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(_refusal))))
 export LAB TOPOLOGY NETWORKS
@@ -110,13 +115,13 @@ swtester: ## build the native software tester
 lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-LAB_NAME_MAX of a-z0-9, default LAB; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
-configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB)
+configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh configure
 
-lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
+lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh down
 
-lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only); exit 1 if one is down
+lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only, not up: its lab-up); not 0 if one is down or the lab named is not up (README)
 	@scripts/lab.sh status
 
 run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results] [CEILINGS=RESULTS/x.json] [MEASURE_AGAIN=1]

@@ -59,6 +59,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,10 @@ WARMUP: dict[str, Any] = {"offered_load": 1000.0, "duration": 1.0, "receive_tail
 #: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
 POLL_INTERVAL = 0.05
 FINE_WINDOW = 0.2
+#: Latency frames/s TRex times accurately over all ports together: its RX core timestamps and checks them in
+#: software, and TRex's stateless manual ("Per stream latency/jitter/packet errors") says to keep the latency streams'
+#: total at most 5 Mpps. Beyond it the delays would be TRex's as much as the DUT's.
+MAX_LATENCY_FPS = 5_000_000
 #: Seconds the reads wait back to back for every sending port's first frames after start().
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
@@ -278,6 +283,32 @@ def _pg(table: dict, pg_id: int) -> dict:
     return table.get(pg_id) or table.get(str(pg_id)) or {}
 
 
+#: The figures of one pg_id that TRex's client reads from the server's answer without checking they are there
+#: (lbr-trex-client 3.4.0, trex/stl/trex_stl_stats.py CPgIdStats.get_stats): a latency pg_id's "lat", and "tp" of
+#: the first pg_id (whose ports it takes for every pg_id's); each with what it is and what is lost without it.
+#: trex-core v3.07's dump_json (src/stx/stl/trex_stl_fs.cpp) puts "tp" in every pg_id's entry and "lat" in a latency
+#: pg_id's while it is mapped to a hardware id; an unmapped one gets "lat" only from a saved histogram and an entry
+#: at all only from non-zero sequence counters ("er", which unmapping resets). A server answer without them (another
+#: version, a mock) makes the client fail with a bare KeyError, in clear_stats, start, get_pgid_stats or get_stats.
+UNCHECKED_BY_CLIENT = {"lat": ("latency figures", "its delays cannot be read"),
+                       "tp": ("tx_pkts counts", "the trial's frames cannot be counted")}
+
+
+def reply_lacking(exc: KeyError) -> str | None:
+    """What a KeyError raised in TRex's client says the server's answer lacked, naming the pg_id and the figure; None
+    for any other KeyError (a fault of trexlab's own, which must keep its traceback). The client raises it in its loop
+    over the answer's pg_ids, whose pg_id (the answer's key) is then a local of the frame that raised."""
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+    if not frames or not exc.args or exc.args[0] not in UNCHECKED_BY_CLIENT:
+        return None
+    pg_id = frames[-1].f_locals.get("pg_id")
+    if pg_id is None:
+        return None
+    figure, lost = UNCHECKED_BY_CLIENT[exc.args[0]]
+    return (f'no {figure} ("{exc.args[0]}") for pg_id {pg_id} in its answer, which TRex\'s client cannot do '
+            f"without: {lost}")
+
+
 class TRexSession:
     """One connection to a TRex server's RPC port, direct or through an SSH tunnel to a node's loopback.
 
@@ -325,7 +356,16 @@ def _figure(table: dict, key: int | str) -> int | None:
     client puts the text "N/A" for a figure the server did not send (CPgIdStats.get_stats, AbstractStats.get_rel:
     e.g. rx_bytes on a NIC that counts no received bytes, every port figure from a server that sends none), and a
     port the server leaves out of its flow statistics (a dummy port) has no entry."""
-    value = table.get(key, table.get(str(key)))
+    return _count_of(_given(table, key))
+
+
+def _given(table: dict, key: int | str):
+    """What TRex gave under key, a port or a figure's name (the client's int key or JSON's text); None: nothing."""
+    return table.get(key, table.get(str(key)))
+
+
+def _count_of(value) -> int | None:
+    """value if it is a count (an int, not "N/A" nor a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -373,6 +413,11 @@ class TRexGenerator(TRexSession):
             raise GeneratorError(f"TRex server {self.server}: {str(exc).strip().splitlines()[-1]}") from exc
         except (ConnectionError, TimeoutError, OSError) as exc:
             raise GeneratorError(f"TRex server {self.server} went away: {exc}") from exc
+        except KeyError as exc:
+            lacking = reply_lacking(exc)
+            if lacking is None:
+                raise
+            raise GeneratorError(f"TRex server {self.server}: {lacking}") from exc
         restabilize(spec, self.sleep)
         return result
 
@@ -413,6 +458,7 @@ class TRexGenerator(TRexSession):
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
+        self._check_latency_rate(spec, latency_rate * len(senders))
         delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
@@ -435,13 +481,28 @@ class TRexGenerator(TRexSession):
                                rx_delay_ms=int(spec.receive_tail * 1000))
         return self._result(spec, client.get_stats(ports=all_ports), samples, requested, latency_rate > 0)
 
+    @staticmethod
+    def _check_latency_rate(spec: TrialSpec, total: float) -> None:
+        """Refuse latency streams beyond MAX_LATENCY_FPS over all ports (total), naming the trial's figure that sets
+        their rate: offered_load with latency_mode "all", latency_frames (over duration - tag_delay) with "tagged"."""
+        if total <= MAX_LATENCY_FPS:
+            return
+        per_direction = MAX_LATENCY_FPS / len(spec.active_directions)
+        if spec.latency_mode == "all":
+            name, value, allowed = "offered_load", spec.offered_load, f"<= {per_direction:.0f} frames/s per direction"
+        else:
+            name, value = "latency_frames", spec.latency_frames
+            allowed = f"<= {math.floor(per_direction * (spec.duration - spec.tag_delay)):d} per direction"
+        raise InvalidParameter(name, value, f"{allowed} with latency_mode={spec.latency_mode} on the trex generator "
+                                            "(TRex timestamps latency frames in software on its RX core: at most "
+                                            f"{MAX_LATENCY_FPS:d} frames/s over all ports, its manual says)")
+
     def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
         """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give
         cannot be guessed, and 0 would be taken for frames lost or unsent, so the trial has no result."""
-        value = _pg(flow, pg_id).get(counter, {})
-        count = _figure(value, port)
+        given = _given(_pg(flow, pg_id).get(counter, {}), port)
+        count = _count_of(given)
         if count is None:
-            given = value.get(port, value.get(str(port)))
             raise GeneratorError(f"TRex server {self.server}: pg_id {pg_id} has no {counter} count for port {port} "
                                  f"(TRex gave {'nothing' if given is None else repr(given)}): the trial's frames "
                                  "cannot be counted")
