@@ -24,12 +24,16 @@
  * (the realtime throttle, or the fair server of kernels from 6.12 on): those gaps are waited ones, the probe's own.
  * --policy other spins in the normal class instead (the gaps are then the other tasks' time slices).
  *
- * Usage: stall_probe [--spin] [--policy fifo|other] SECONDS CPU [MIN_NS]. Prints one JSON document: the wake-ups
- * that came late (--spin: the gaps), each as [deadline (gap start) in ns after the start, lateness (gap) in ns] and
- * with --spin also [..., waited ns, hidden ns] (the first MAX_LATE of them; "late_total" counts all), the longest
- * lateness, the sum of all latenesses, the quantum and the catch-up limit, and whether it ran realtime; with --spin
- * also the longest gap less its waited part (a stall no scheduling in this guest explains; a lower bound, as waited
- * may include a wait before the gap), and the run's wall, CPU and waited time.
+ * --early NS is the sender in between: it sleeps to NS before each deadline and spins from its wake-up to the
+ * deadline, as a sender would that spins through the last part of each quantum to be awake on time: lateness is
+ * then counted from the deadline, and "cpu_share" (its CPU time over the run, in every mode) says what it costs.
+ *
+ * Usage: stall_probe [--spin | --early NS] [--policy fifo|other] SECONDS CPU [MIN_NS]. Prints one JSON document:
+ * the deadlines met late (--spin: the gaps), each as [deadline (gap start) in ns after the start, lateness (gap)
+ * in ns] and with --spin also [..., waited ns, hidden ns] (the first MAX_LATE of them; "late_total" counts all),
+ * the longest lateness, the sum of all latenesses, the quantum and the catch-up limit, whether it ran realtime and
+ * its CPU share; with --spin also the longest gap less its waited part (a stall no scheduling in this guest
+ * explains; a lower bound, as waited may include a wait before the gap), and the run's wall, CPU and waited time.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -52,8 +56,8 @@ static void die(const char *msg) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: stall_probe [--spin] [--policy fifo|other] SECONDS [0.001-3600] CPU [0-%d] "
-                    "[MIN_NS [1-1e9], default 100000]\n", CPU_SETSIZE - 1);
+    fprintf(stderr, "usage: stall_probe [--spin | --early NS [0-1e9]] [--policy fifo|other] SECONDS [0.001-3600] "
+                    "CPU [0-%d] [MIN_NS [1-1e9], default 100000]\n", CPU_SETSIZE - 1);
     exit(2);
 }
 
@@ -86,12 +90,16 @@ static void record(uint64_t at, uint64_t lateness, uint64_t waited, uint64_t hid
     if (lateness - waited > longest_unwaited) longest_unwaited = lateness - waited;
 }
 
-/* Sleeps to a deadline every pacing quantum; records each wake-up at least min_ns late. */
-static void sleep_to_deadlines(uint64_t start, uint64_t end, uint64_t min_ns) {
+/* Sleeps to early ns before a deadline every pacing quantum, spins to the deadline; records each deadline met at
+ * least min_ns late. */
+static void sleep_to_deadlines(uint64_t start, uint64_t end, uint64_t min_ns, uint64_t early) {
     for (uint64_t deadline = start; deadline < end;) {
-        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull), .tv_nsec = (long)(deadline % 1000000000ull)};
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        uint64_t woke = now_ns(CLOCK_MONOTONIC), lateness = woke > deadline ? woke - deadline : 0;
+        uint64_t wake = deadline > early ? deadline - early : 0, woke;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull), .tv_nsec = (long)(wake % 1000000000ull)};
+        if (now_ns(CLOCK_MONOTONIC) < wake) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        while ((woke = now_ns(CLOCK_MONOTONIC)) < deadline) {
+        }
+        uint64_t lateness = woke > deadline ? woke - deadline : 0;
         if (lateness >= min_ns) record(deadline - start, lateness, 0, 0);
         /* The next deadline after this wake-up: the ones it slept through were part of this stall (a wake-up before
          * the deadline, by a signal, sleeps to the same one again). */
@@ -128,9 +136,12 @@ static void spin(uint64_t start, uint64_t end, uint64_t min_ns, int schedstat, u
 
 int main(int argc, char **argv) {
     int spinning = 0, policy = SCHED_FIFO, a = 1;
+    uint64_t early = 0;
     for (; a < argc && strncmp(argv[a], "--", 2) == 0; a++) {
         if (strcmp(argv[a], "--spin") == 0) {
             spinning = 1;
+        } else if (strcmp(argv[a], "--early") == 0 && a + 1 < argc) {
+            early = (uint64_t)parse_integer(argv[++a], "--early", 0, 1000000000);
         } else if (strcmp(argv[a], "--policy") == 0 && a + 1 < argc) {
             a++;
             if (strcmp(argv[a], "fifo") == 0) policy = SCHED_FIFO;
@@ -145,6 +156,7 @@ int main(int argc, char **argv) {
         }
     }
     if (argc - a < 2 || argc - a > 3) usage();
+    if (spinning && early) die("--spin and --early: choose one (--spin never sleeps)");
     double seconds = parse_number(argv[a], "SECONDS", 1e-3, 3600);
     int cpu = (int)parse_integer(argv[a + 1], "CPU", 0, CPU_SETSIZE - 1);
     uint64_t min_ns = argc - a > 2 ? (uint64_t)parse_integer(argv[a + 2], "MIN_NS", 1, 1000000000) : 100000;
@@ -160,16 +172,20 @@ int main(int argc, char **argv) {
     int schedstat = spinning ? open("/proc/thread-self/schedstat", O_RDONLY) : -1;
     uint64_t wall = 0, cpu_time = 0, waited = 0;
     uint64_t start = now_ns(CLOCK_MONOTONIC) + PACING_QUANTUM_NS, end = start + (uint64_t)(seconds * 1e9);
-    if (spinning)
+    if (spinning) {
         spin(start, end, min_ns, schedstat, &wall, &cpu_time, &waited);
-    else
-        sleep_to_deadlines(start, end, min_ns);
+    } else {
+        uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        sleep_to_deadlines(start, end, min_ns, early);
+        cpu_time = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        wall = now_ns(CLOCK_MONOTONIC) - start;
+    }
     printf("{\"mode\": \"%s\", \"cpu\": %d, \"seconds\": %g, \"realtime\": %s, \"quantum_ns\": %d, "
            "\"catch_up_limit\": %d, \"min_ns\": %llu, \"late_total\": %llu, \"longest_ns\": %llu, "
-           "\"late_sum_ns\": %llu, ",
+           "\"late_sum_ns\": %llu, \"early_ns\": %llu, \"cpu_share\": %.4f, ",
            spinning ? "spin" : "sleep", cpu, seconds, realtime ? "true" : "false", PACING_QUANTUM_NS, CATCH_UP,
            (unsigned long long)min_ns, (unsigned long long)total, (unsigned long long)longest,
-           (unsigned long long)sum);
+           (unsigned long long)sum, (unsigned long long)early, (double)cpu_time / (double)wall);
     if (spinning)
         printf("\"longest_unwaited_ns\": %llu, \"wall_ns\": %llu, \"cpu_ns\": %llu, \"waited_ns\": %llu, "
                "\"schedstat\": %s, ", (unsigned long long)longest_unwaited, (unsigned long long)wall,

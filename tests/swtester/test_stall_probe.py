@@ -90,9 +90,12 @@ def test_a_spinning_probe_reports_a_stop_as_a_stall_it_did_not_wait_through(stal
     assert probe.returncode == 0 and report["mode"] == "spin" and report["realtime"] is False
     at, gap, waited, hidden = max(report["late"], key=lambda late: late[1])
     assert gap == report["longest_ns"] and STALL * 0.9 <= gap / 1e9 < resumed - stopped + 0.25, (gap, resumed - stopped)
-    assert waited < gap / 10 and hidden >= gap * 0.9, (gap, waited, hidden)
-    assert report["longest_unwaited_ns"] >= gap - waited
-    assert report["wall_ns"] >= report["cpu_ns"] + report["waited_ns"] + gap * 0.9
+    # The stop is hidden time; a wait to run after SIGCONT, behind a busy machine's other work, is waited (20 ms
+    # measured at load average 14).
+    assert STALL * 0.9 <= hidden / 1e9 < resumed - stopped + 0.25, (gap, waited, hidden)
+    assert hidden + waited <= gap * 1.1, (gap, waited, hidden)
+    assert report["longest_unwaited_ns"] >= gap - waited >= STALL * 0.9 * 1e9
+    assert report["wall_ns"] >= report["cpu_ns"] + report["waited_ns"] + STALL * 0.9 * 1e9
 
 
 def test_a_spinning_probe_tells_a_stall_it_waited_through(stall_probe):
@@ -112,6 +115,27 @@ def test_a_spinning_probe_tells_a_stall_it_waited_through(stall_probe):
     assert report["longest_unwaited_ns"] == max(late[1] - late[2] for late in report["late"])
 
 
+def voluntary_switches_of_a_run(*argv: str) -> tuple[dict, int]:
+    """A run's report and how often it gave up its CPU of its own accord (went to sleep): its rusage."""
+    probe = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    out = probe.stdout.read()
+    _, status, usage = os.wait4(probe.pid, 0)
+    probe.stdout.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    return json.loads(out), usage.ru_nvcsw
+
+
+def test_early_sleeps_to_before_each_deadline_and_spins_to_it(stall_probe):
+    """--early NS: asleep until NS before each deadline, spinning after. Early by a whole run it never sleeps; early
+    by nothing it sleeps once a quantum (6,000 quanta in 0.3 s). ~0.7 s."""
+    cpu = str(min(os.sched_getaffinity(0)))
+    spun, spun_switches = voluntary_switches_of_a_run(stall_probe, "--early", "1000000000", "0.3", cpu)
+    slept, slept_switches = voluntary_switches_of_a_run(stall_probe, "0.3", cpu)
+    assert spun["early_ns"] == 1_000_000_000 and slept["early_ns"] == 0
+    assert spun_switches < 50 and slept_switches > 1000, (spun_switches, slept_switches)
+    assert spun["cpu_share"] > slept["cpu_share"], (spun["cpu_share"], slept["cpu_share"])
+
+
 def test_without_a_stall_nothing_near_its_length_is_reported(stall_probe):
     report = json.loads(run(stall_probe, "0.5", str(min(os.sched_getaffinity(0)))).stdout)
     assert report["longest_ns"] < STALL * 0.9 * 1e9, report["longest_ns"]
@@ -121,7 +145,9 @@ def test_without_a_stall_nothing_near_its_length_is_reported(stall_probe):
 @pytest.mark.parametrize("args", [[], ["0", "0"], ["1", "-1"], ["4000", "0"], ["1", "0", "5", "6"],
                                   # Mistyped numbers, which atof/atoi/strtoull read as other numbers.
                                   ["1x", "0"], ["1", "0x"], ["1", "0", "abc"], ["1", "0", "-1"], ["1", "0", "1.5"],
-                                  ["--policy", "rr", "1", "0"], ["--policy"], ["--spin"], ["--sleep", "1", "0"]])
+                                  ["--policy", "rr", "1", "0"], ["--policy"], ["--spin"], ["--sleep", "1", "0"],
+                                  ["--early", "-1", "1", "0"], ["--early", "1x", "1", "0"],
+                                  ["--spin", "--early", "5", "1", "0"]])
 def test_bad_arguments_are_one_line_and_exit_2(stall_probe, args):
     result = subprocess.run([stall_probe, *args], capture_output=True, text=True, timeout=10)
     assert result.returncode == 2 and result.stdout == ""
