@@ -75,14 +75,17 @@ MAKEOVERRIDES :=
 # run with --check-only before any recipe: a refusal is then one line, as those above are, not the script's line
 # and make's own "*** [Makefile:NN: run] Error 2" after it. Each value is handed to it as typed, in single quotes.
 _sh_quoted = '$(subst $(_newline),'$$'\n'',$(subst ','\'',$(value $(1))))'
+# Also PATH as the recipes get it (.venv/bin first) and VENV where given: make 4.3's $(shell) gets neither.
 _script_env = $(foreach _v,SCALE LAB LAB_NAME TOPOLOGY NETWORKS RESULTS CAMPAIGN CEILINGS MEASURE_AGAIN DEMO_EXP \
-  DEMO_LAB_NAME TFVARS,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v))))
-# run-experiment.sh and lab.sh also check what they find (a lab that is not up, a TFVARS file): make -n, which runs
-# no recipe, has them check the values only (--check-values), so that its answer does not depend on which labs are up.
+  DEMO_LAB_NAME TFVARS,$(if $(filter-out undefined,$(origin $(_v))),$(_v)=$(call _sh_quoted,$(_v)))) \
+  PATH=$(call _sh_quoted,PATH) $(if $(filter-out file,$(origin VENV)),VENV=$(call _sh_quoted,VENV))
+# The scripts also check what they find (a lab that is not up, a TFVARS file) and what the goal needs of the machine
+# (root, terraform, trexlab in .venv, MAAS credentials): make -n, which runs no recipe, has them check the values only
+# (--check-values), so that its answer does not depend on the machine's state.
 _check_found := $(if $(findstring n,$(firstword -$(MAKEFLAGS))),--check-values,--check-only)
 _check_run := scripts/run-experiment.sh $(_check_found) $(EXP)
-_check_report := scripts/report.sh --check-only $(EXP)
-_check_demo := scripts/demo.sh --check-only
+_check_report := scripts/report.sh $(_check_found) $(EXP)
+_check_demo := scripts/demo.sh $(_check_found)
 _check_lab-up := scripts/lab.sh $(_check_found) up
 _check_configure := scripts/lab.sh $(_check_found) configure
 _check_lab-down := scripts/lab.sh $(_check_found) down

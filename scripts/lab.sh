@@ -7,9 +7,9 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
-# --check-only: check the values it reads and what it finds (the lab's kind, its inventory, TFVARS), then stop (make
-# runs it so before any recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must
-# not depend on the machine's state).
+# --check-only: check the values it reads, what it finds (the lab's kind, its inventory, TFVARS) and what the action
+# needs of the machine (root, its tools, MAAS credentials), then stop (make runs it so before any recipe: a refusal is
+# one line); --check-values: the values only (make -n, whose answer must not depend on the machine's state).
 check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 action=${1:-}
 NAMED=${LAB_NAME:-}  # lab-status: that lab only; without it, every lab of this checkout
@@ -130,14 +130,23 @@ if [ "$action" = configure ]; then
   ! grep -qE '^    "?(tester|dut|client|server)"?:' "$INVENTORY_DIR/hosts.yml" \
     || refuse "LAB_NAME=$LAB_NAME: ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml has a group named like its host, written before the groups were renamed: run '$up' again (it rewrites the inventory)"
 fi
-[ -z "$check_only" ] || exit 0
+# What the action needs of this machine (root, MAAS credentials, its tools): checked with the rest, so that through
+# make a refusal of it is one line too (make -n's --check-values stopped above: its answer does not depend on these).
 case "$LAB" in local|vm) need_root "LAB=$LAB";; esac
 if [ "$action" != configure ] && [ "$LAB" = maas ]; then
   [ -n "${MAAS_API_URL:-}" ] && [ -n "${MAAS_API_KEY:-}" ] \
     || die "LAB=maas needs MAAS_API_URL and MAAS_API_KEY in the environment (the MAAS region and your API key)"
   export TF_VAR_maas_api_url="$MAAS_API_URL" TF_VAR_maas_api_key="$MAAS_API_KEY"
 fi
-have terraform || die "terraform not found on PATH (need >= 1.6)"
+if [ "$action" = configure ]; then
+  [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
+else
+  have terraform || die "terraform not found on PATH (need >= 1.6)"
+fi
+if [ "$action:$LAB" = up:vm ]; then
+  have qemu-system-x86_64 && have mmdebstrap || die "LAB=vm needs qemu-system-x86 and mmdebstrap: run 'make setup'"
+fi
+[ -z "$check_only" ] || exit 0
 
 # Providers: the repo-local mirror only where it was built (make providers); none for the local lab.
 if [ -f terraform/providers/terraformrc ] && [ -d terraform/providers/mirror ]; then
@@ -194,7 +203,6 @@ tf_init() {
 # The VM lab's guest image (built once into .cache/vm, then reused) and accelerator, as Terraform variables.
 vm_prepare() {
   mkdir -p "$STATE_DIR"
-  have qemu-system-x86_64 && have mmdebstrap || die "LAB=vm needs qemu-system-x86 and mmdebstrap: run 'make setup'"
   python3 "$MODULE/scripts/vmlab.py" prepare "$TREXLAB_ROOT/.cache/vm" "$STATE_DIR/vm.tfvars.json" \
     || die "LAB=vm: the guest image could not be prepared"
 }
@@ -232,7 +240,6 @@ lab_up() {
 
 lab_configure() {
   local start=$SECONDS
-  [ -x "$VENV/bin/ansible-playbook" ] || die "no $VENV/bin/ansible-playbook: run 'make setup' first"
   # ANSIBLE_ARGS: the user's own extra options (e.g. --check -v), split on blanks but never glob-expanded.
   local extra=()
   read -r -a extra <<<"${ANSIBLE_ARGS:-}"

@@ -3,8 +3,9 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
-# --check-only: check the values it reads, then stop (make runs it so before any recipe: a refusal is one line).
-check_only=; [ "${1:-}" != --check-only ] || { check_only=1; shift; }
+# --check-only: check the values it reads and that trexlab is installed, then stop (make runs it so before any recipe:
+# a refusal is one line); --check-values: the values only (make -n, whose answer must not depend on the machine's state).
+check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 
 exp=${1:-}
 [ -n "$exp" ] || refuse "EXP=: usage: make report EXP=<name>"
@@ -14,8 +15,9 @@ check_results "$results"
 # CAMPAIGN=: a campaign directory, never an option (CAMPAIGN=-h reached trexlab's own flags) nor lines.
 [[ -z "${CAMPAIGN:-}" || ( "$CAMPAIGN" != -* && "$CAMPAIGN" != *[[:cntrl:]]* ) ]] \
   || refuse "CAMPAIGN=$CAMPAIGN: allowed a campaign directory, e.g. $results/$exp/<id> (not one starting with -, no control characters)"
-[ -z "$check_only" ] || exit 0
+[ "$check_only" != --check-values ] || exit 0
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+[ -z "$check_only" ] || exit 0
 args=(report "$exp" --results "$results")
 [ -n "${CAMPAIGN:-}" ] && args+=(--campaign "$CAMPAIGN")
 html=$("$VENV/bin/trexlab" "${args[@]}")

@@ -5,8 +5,9 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
-# --check-only: check the values it reads and that the lab named is up, then stop (make runs it so before any
-# recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must not depend on the labs).
+# --check-only: check the values it reads, that the lab named is up and that trexlab is installed, then stop (make runs
+# it so before any recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must not
+# depend on the machine's state).
 check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 
 exp=${1:-}
@@ -31,8 +32,8 @@ check_ceilings "$ceilings" "$results"
 inventory="inventory/generated/$LAB_NAME/hosts.yml"
 [ -z "$named_lab" ] || [ -f "$inventory" ] \
   || refuse "LAB_NAME=$named_lab: lab $named_lab is not up (no $inventory): run 'make lab-up LAB_NAME=$named_lab'"
-[ -z "$check_only" ] || exit 0
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
+[ -z "$check_only" ] || exit 0
 args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.

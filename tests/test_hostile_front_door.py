@@ -91,6 +91,18 @@ MAKE_FOUND_INPUTS = [
     ("lab-up", {"LAB": "vm", "TOPOLOGY": "loopback"}, "TOPOLOGY"),
 ]
 
+# (make goal and variables, what the machine lacks, what the one line must say): what a goal needs of the machine is
+# checked before any recipe too, so that its refusal is one line, not the script's and make's "*** [...] Error 1".
+MAKE_MACHINE_INPUTS = [
+    (["lab-up", "LAB_NAME=nolab9"], "terraform", "terraform not found on PATH"),
+    (["lab-down", "LAB_NAME=nolab9"], "terraform", "terraform not found on PATH"),
+    (["lab-up", "LAB_NAME=nolab9"], "root", "LAB=local needs root"),
+    (["demo"], "root", "make demo needs root"),
+    (["lab-up", "LAB=maas", "LAB_NAME=nolab9", "TFVARS={tfvars}"], "maas", "needs MAAS_API_URL and MAAS_API_KEY"),
+    (["run", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
+    (["report", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
+]
+
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
 SCRIPT_INPUTS = [
     (["scripts/run-experiment.sh", "x; touch {mark}"], {}, "EXP"),
@@ -214,6 +226,33 @@ def test_make_n_checks_the_values_not_what_is_up():
         result = subprocess.run(["make", "-n", goal, *(f"{k}={v}" for k, v in variables.items())], capture_output=True,
                                 text=True, cwd=REPO, env=front_door_env({}), timeout=60)
         assert result.returncode == 0, (goal, result.stderr)
+
+
+@pytest.mark.parametrize(("argv", "lacks", "said"), MAKE_MACHINE_INPUTS,
+                         ids=[f"{a[0]}-{lacks}" for a, lacks, _ in MAKE_MACHINE_INPUTS])
+def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, said):
+    """Simulated without changing the machine: terraform off PATH, MAAS credentials and the venv off the
+    environment, and `id` on PATH saying uid 1000 where root is lacking (uid 0 elsewhere, so that the test asks the
+    same whoever runs it)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "id").write_text(f"#!/bin/sh\necho {1000 if lacks == 'root' else 0}\n")
+    (fake / "id").chmod(0o755)
+    path = os.environ["PATH"].split(os.pathsep)
+    if lacks == "terraform":
+        path = [d for d in path if not (Path(d) / "terraform").exists()]
+    env = {k: v for k, v in front_door_env({}).items() if not k.startswith("MAAS_")}
+    env["PATH"] = os.pathsep.join([str(fake), *path])
+    if lacks == "venv":
+        env["VENV"] = str(tmp_path / "no-venv")
+    tfvars = tmp_path / "machines.tfvars"
+    tfvars.write_text("")
+    before = machine_state()
+    result = subprocess.run(["make", "--no-print-directory", *(a.format(tfvars=tfvars) for a in argv)],
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    assert machine_state() == before
 
 
 @pytest.mark.parametrize(("argv", "env", "variable"), SCRIPT_INPUTS,

@@ -4,6 +4,7 @@ DUT's: a trial with them is invalid and run again, as one with host backlog drop
 they persist the load fails and the result names the tester. No lab: the simulated SUT, its tester dropping."""
 
 import dataclasses
+import json
 
 from test_tester_stalls import Stalling
 
@@ -90,3 +91,23 @@ def test_mlrsearch_marks_only_the_goals_whose_figure_a_lossy_trial_with_unknown_
         (), ("tester drops unknown",)), "the summary and report mark each figure by its own reasons"
     assert data["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": ["tester drops unknown"]}
     assert data["tester_bound_reasons"] == ["tester drops unknown"]
+
+
+def test_mlrsearch_trial_log_names_each_trials_unknown_tester_drops_and_each_goals_mark_is_counted_from_it():
+    # A goal's "tester drops unknown" rests on the trials that lost frames with their tester drops unknown: a reader of
+    # result.json must find them in trial_log to check each figure's mark (before, the log did not say which they
+    # were, and the mark could not be counted again).
+    capacity, unknown_above = 100_000, 105_000
+    lossy_goal = {**mlrsearch.NDR, "name": "LOSSY", "loss_ratio": 0.1}
+    found = mlrsearch.run(RunContext(UnknownDropsAbove(capacity, unknown_above), SPEC),
+                          mlrsearch.Params(max_rate=200_000, min_rate=10_000, goals=(mlrsearch.NDR, lossy_goal)))
+    data = json.loads(json.dumps(found.to_dict()))  # as result.json has it
+    log = data["trial_log"]
+    assert [t["tester_drops_unknown"] for t in log] == [
+        ["forward"] if t["offered_load"] > unknown_above else [] for t in log]
+    for goal in data["goals"]:
+        bearing = [t for t in log if t["searched"] and t["tester_drops_unknown"] and t["loss_ratio"] > 0
+                   and t["offered_load"] <= goal["relevant_upper_bound"]]
+        assert data["headline_tester_bound"][f"{goal['name']}_fps"] == (
+            ["tester drops unknown"] if bearing else []), goal["name"]
+    assert data["headline_tester_bound"]["LOSSY_fps"], "a goal the log marks"

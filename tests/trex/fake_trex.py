@@ -199,7 +199,7 @@ class FakeClient:
                  extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
                  port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
                  dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
-                 duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False):
+                 duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False, lacking=()):
         # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
         self.port_mac, self.dest_mac = port_mac, dest_mac
         # duplicated: latency frames of each latency stream the DUT delivers twice (TRex counts the copy in rx_pkts,
@@ -213,6 +213,10 @@ class FakeClient:
         assert set(unsent) <= {*FLOW_COUNTS, *PORT_COUNTERS}, unsent
         self.unsent, self.dummy_ports = tuple(unsent), tuple(dummy_ports)
         self.latency_missing = latency_missing  # get_stats leaves the latency streams' pg_ids out of "latency"
+        # lacking: (figure, pg_id) pairs the server's answer leaves out, of those the client reads unchecked ("lat" of
+        # a latency pg_id, "tp"): the client fails on them as the real one (_read_as_the_client).
+        assert {figure for figure, _ in lacking} <= {"lat", "tp"}, lacking
+        self.lacking = tuple(lacking)
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
@@ -324,10 +328,27 @@ class FakeClient:
         # dump_json): here that fails the test, as the generator has no business asking for one.
         unknown = sorted(set(pgid_list) - set(flow))
         assert not unknown, f"get_pgid_stats: pg_id {unknown[0]} has no stream"
+        flow, latency = {pg: flow[pg] for pg in pgid_list}, {pg: latency[pg] for pg in pgid_list if pg in latency}
+        self._read_as_the_client(flow, latency)
         # As the client's CPgIdStats.get_stats: a "global" entry in both tables, the pg_ids' version ids.
-        return {"flow_stats": {**{pg: flow[pg] for pg in pgid_list}, "global": _flow_stats_global()},
-                "latency": {**{pg: latency[pg] for pg in pgid_list if pg in latency}, "global": _latency_global()},
-                "ver_id": {str(pg): 1 for pg in pgid_list}}
+        return {"flow_stats": {**flow, "global": _flow_stats_global()},
+                "latency": {**latency, "global": _latency_global()}, "ver_id": {str(pg): 1 for pg in pgid_list}}
+
+    def _read_as_the_client(self, flow: dict, latency: dict) -> None:
+        """Read the server's answer as the real client's CPgIdStats.get_stats does: its pg_ids are text, in the order
+        the server's JSON object sorts them; it reads every latency pg_id's "lat", then the first pg_id's "tp" (its
+        ports), unchecked: one the answer lacks is a KeyError raised in that loop, its pg_id a local there. Another
+        pg_id's missing "tp" is "N/A" for its tx_pkts."""
+        pg_ids = sorted(str(pg) for pg in flow if pg != "global")
+        for pg_id in sorted(str(pg) for pg in latency if pg != "global"):
+            if ("lat", int(pg_id)) in self.lacking:
+                raise KeyError("lat")
+        for pg_id in pg_ids:
+            if ("tp", int(pg_id)) in self.lacking:
+                if pg_id == pg_ids[0]:
+                    raise KeyError("tp")
+                entry = flow[int(pg_id)]
+                entry["tx_pkts"] = {port: StatNotAvailable("tx_pkts") for port in entry["tx_pkts"]}
 
     def _as_sent(self, entry: dict) -> dict:
         """A pg_id's flow statistics as the client makes them of the server's answer: a counter the server did not
@@ -377,6 +398,7 @@ class FakeClient:
                 if latency_stream and not self.latency_missing:
                     latency[pg] = _latency_entry(max(0, sent - received + copies), copies,
                                                  self._latency(received + self.stale_delays))
+        self._read_as_the_client(flow, latency)
         total = {key: sum(port_stats[p][key] for p in port_stats) for key in PORT_COUNTERS}  # the client's PortStatsSum
         for key in set(self.unsent) & set(PORT_COUNTERS):  # AbstractStats.get_rel's text for a figure not sent
             for figures in (*port_stats.values(), total):

@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import fake_astf
 import pytest
@@ -83,6 +84,18 @@ for entry in reply["flow_stats"].values():
     for per_port in entry.values():
         del per_port["1"]
 out["pg_id 1 without rb nor port 1"] = CPgIdStats(Rpc(reply)).get_stats([1, 2])["flow_stats"][1]
+# Replies without a figure the client reads unchecked (a latency pg_id's "lat", the first pg_id's "tp") or without
+# "tp" of another pg_id: what trexlab makes of the client's failure, or the client's tx_pkts of that pg_id.
+sys.path.insert(0, request["trexlab"])
+from trexlab.generators.trex import reply_lacking
+out["lacking"] = {}
+for figure, pg_id in request["lacking"]:
+    reply = json.loads(json.dumps(request["server_pgid_stats"]))
+    del reply["latency" if figure == "lat" else "flow_stats"][str(pg_id)][figure]
+    try:
+        out["lacking"][f"{figure} {pg_id}"] = CPgIdStats(Rpc(reply)).get_stats([1, 2])["flow_stats"][pg_id]["tx_pkts"]
+    except KeyError as exc:
+        out["lacking"][f"{figure} {pg_id}"] = reply_lacking(exc)
 out["port"] = PortStatsSum().to_dict()  # no port added: every figure one no server sent
 out["global"] = GlobalStats(None).to_dict()
 print(json.dumps(out))
@@ -102,6 +115,10 @@ SERVER_PGID_STATS = {
                       "er": {"dup": 1}}},
     "ver_id": {"1": 1, "2": 1},
 }
+
+#: Figures left out of SERVER_PGID_STATS, one at a time: those the client reads unchecked ("lat" of latency pg_id 2,
+#: "tp" of pg_id 1, the first) and one it checks ("tp" of pg_id 2).
+LACKING = (("lat", 2), ("tp", 1), ("tp", 2))
 
 #: The real clients, by API module and class, each with the fake that stands in for it in the tests.
 CLIENTS = {("stl", "STLClient"): fake_trex.FakeClient, ("astf", "ASTFClient"): fake_astf.FakeAstfClient}
@@ -153,7 +170,8 @@ def real() -> dict:
     if importlib.util.find_spec("lbr_trex_client") is None:
         pytest.skip("lbr-trex-client is not installed (requirements.txt): no real TRex client to hold the fakes to")
     request = {"signatures": checked(), "constants": CONSTANTS, "server_pgid_stats": SERVER_PGID_STATS,
-               "api_names": fake_api_names()}
+               "api_names": fake_api_names(), "lacking": LACKING,
+               "trexlab": str(Path(trex_generator.__file__).parents[2])}  # this tree's trexlab, not the installed one
     done = subprocess.run([sys.executable, "-c", REAL], input=json.dumps(request), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -252,15 +270,20 @@ def shape(value):
     return {repr(k): None if k == "histogram" else shape(v) for k, v in value.items()}
 
 
-def fake_trial_stats():
-    """The fake STL client's answers after a trial with a test and a latency stream from port 0."""
-    client = fake_trex.FakeClient()
+def sending(client: fake_trex.FakeClient) -> fake_trex.FakeClient:
+    """client sending a test stream (pg_id 1) and a latency stream (pg_id 2) from port 0, as SERVER_PGID_STATS."""
     packet = fake_trex.STLPktBuilder(pkt_buffer=bytes(60))
     client.add_streams([fake_trex.STLStream("test", packet, fake_trex.STLTXCont(pps=10),
                                             flow_stats=fake_trex.STLFlowStats(1)),
                         fake_trex.STLStream("latency", packet, fake_trex.STLTXCont(pps=10),
                                             flow_stats=fake_trex.STLFlowLatencyStats(2))], ports=[0])
     client.start(ports=[0], duration=1)
+    return client
+
+
+def fake_trial_stats():
+    """The fake STL client's answers after a trial with a test and a latency stream from port 0."""
+    client = sending(fake_trex.FakeClient())
     during = client.get_pgid_stats([1, 2])
     client.wait_on_traffic(ports=[0], timeout=10, rx_delay_ms=0)
     return during, client.get_stats(ports=[0, 1])
@@ -301,6 +324,23 @@ def test_the_fake_stl_client_gives_figures_the_server_did_not_send_as_the_real_o
     # Every port figure of a server that sent none (TRex's mock platform) is "N/A" in both.
     stats = client.get_stats(ports=[0, 1])
     assert stats[0] == stats["total"] == real["port"] == dict.fromkeys(real["port"], "N/A")
+
+
+def test_the_fake_stl_client_fails_on_figures_the_server_left_out_as_the_real_one(real):
+    # Each as trexlab sees it: the one-line description of the client's KeyError (pg_id and figure), or the tx_pkts of a
+    # pg_id whose "tp" the client does not need (JSON keys: the ports as text).
+    for figure, pg_id in LACKING:
+        client = sending(fake_trex.FakeClient(lacking=[(figure, pg_id)]))
+        try:
+            seen = client.get_pgid_stats([1, 2])["flow_stats"][pg_id]["tx_pkts"]
+        except KeyError as exc:
+            seen = trex_generator.reply_lacking(exc)
+        else:
+            seen = {str(port): value for port, value in seen.items()}
+        assert seen == real["lacking"][f"{figure} {pg_id}"], (figure, pg_id)
+    assert real["lacking"]["lat 2"] == ('no latency figures ("lat") for pg_id 2 in its answer, which TRex\'s client '
+                                        "cannot do without: its delays cannot be read")
+    assert real["lacking"]["tp 2"] == {"0": "N/A", "1": "N/A", "total": "N/A"}
 
 
 def test_the_astf_counters_are_trexs_and_the_engine_reads_only_those():

@@ -666,3 +666,36 @@ def test_tester_drops_trex_did_not_give_are_unknown_in_the_result_never_none(api
     assert all(t["tester_drops_unknown"] == ["forward"] for t in lossy["search"])
     lossless = result(1.0)
     assert lossless["tester_bound_reasons"] == [] and any("tester drops unknown" in n for n in lossless["notes"])
+
+
+@pytest.mark.parametrize(("figure", "latency_mode", "stream", "named", "lost"), [
+    ("lat", "all", 1, "latency figures", "its delays cannot be read"),
+    ("tp", "none", 0, "tx_pkts counts", "the trial's frames cannot be counted"),
+])
+def test_a_figure_trexs_client_reads_unchecked_missing_fails_the_trial_naming_pg_id_and_figure(
+        api, figure, latency_mode, stream, named, lost):
+    # TRex's client reads a latency pg_id's "lat" and the first pg_id's "tp" without checking they are there: a server
+    # answer without one is a bare KeyError inside the client (test_trex_fake_fidelity holds the fake to it).
+    gen, _ = generator(api)
+    pg_id = gen.pg_ids(0)[stream]
+    gen.client.lacking = ((figure, pg_id),)
+    with pytest.raises(GeneratorError) as failed:
+        gen.run_trial(TrialSpec(offered_load=100, duration=1, directions="forward", latency_mode=latency_mode))
+    assert str(failed.value) == (f'TRex server {gen.server}: no {named} ("{figure}") for pg_id {pg_id} in its answer, '
+                                 f"which TRex's client cannot do without: {lost}")
+
+
+def test_a_keyerror_not_of_a_pg_ids_missing_figure_keeps_its_traceback():
+    def raising(key, pg_id=None):  # pg_id: the local of the client's loop over the answer's pg_ids
+        raise KeyError(key)
+
+    def caught(key, pg_id=None):
+        try:
+            raising(key, pg_id)
+        except KeyError as exc:
+            return exc
+
+    assert trex.reply_lacking(caught("lat", "2")).startswith('no latency figures ("lat") for pg_id 2 ')
+    assert trex.reply_lacking(caught("lat")) is None  # not raised in a loop over pg_ids
+    assert trex.reply_lacking(caught("rp", pg_id=2)) is None  # a figure the client reads with a check
+    assert trex.reply_lacking(KeyError("lat")) is None  # never raised

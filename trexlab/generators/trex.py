@@ -59,6 +59,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,32 @@ def _pg(table: dict, pg_id: int) -> dict:
     return table.get(pg_id) or table.get(str(pg_id)) or {}
 
 
+#: The figures of one pg_id that TRex's client reads from the server's answer without checking they are there
+#: (lbr-trex-client 3.4.0, trex/stl/trex_stl_stats.py CPgIdStats.get_stats): a latency pg_id's "lat", and "tp" of
+#: the first pg_id (whose ports it takes for every pg_id's); each with what it is and what is lost without it.
+#: trex-core v3.07's dump_json (src/stx/stl/trex_stl_fs.cpp) puts "tp" in every pg_id's entry and "lat" in a latency
+#: pg_id's while it is mapped to a hardware id; an unmapped one gets "lat" only from a saved histogram and an entry
+#: at all only from non-zero sequence counters ("er", which unmapping resets). A server answer without them (another
+#: version, a mock) makes the client fail with a bare KeyError, in clear_stats, start, get_pgid_stats or get_stats.
+UNCHECKED_BY_CLIENT = {"lat": ("latency figures", "its delays cannot be read"),
+                       "tp": ("tx_pkts counts", "the trial's frames cannot be counted")}
+
+
+def reply_lacking(exc: KeyError) -> str | None:
+    """What a KeyError raised in TRex's client says the server's answer lacked, naming the pg_id and the figure; None
+    for any other KeyError (a fault of trexlab's own, which must keep its traceback). The client raises it in its loop
+    over the answer's pg_ids, whose pg_id (the answer's key) is then a local of the frame that raised."""
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+    if not frames or not exc.args or exc.args[0] not in UNCHECKED_BY_CLIENT:
+        return None
+    pg_id = frames[-1].f_locals.get("pg_id")
+    if pg_id is None:
+        return None
+    figure, lost = UNCHECKED_BY_CLIENT[exc.args[0]]
+    return (f'no {figure} ("{exc.args[0]}") for pg_id {pg_id} in its answer, which TRex\'s client cannot do '
+            f"without: {lost}")
+
+
 class TRexSession:
     """One connection to a TRex server's RPC port, direct or through an SSH tunnel to a node's loopback.
 
@@ -325,7 +352,16 @@ def _figure(table: dict, key: int | str) -> int | None:
     client puts the text "N/A" for a figure the server did not send (CPgIdStats.get_stats, AbstractStats.get_rel:
     e.g. rx_bytes on a NIC that counts no received bytes, every port figure from a server that sends none), and a
     port the server leaves out of its flow statistics (a dummy port) has no entry."""
-    value = table.get(key, table.get(str(key)))
+    return _count_of(_given(table, key))
+
+
+def _given(table: dict, key: int | str):
+    """What TRex gave under key, a port or a figure's name (the client's int key or JSON's text); None: nothing."""
+    return table.get(key, table.get(str(key)))
+
+
+def _count_of(value) -> int | None:
+    """value if it is a count (an int, not "N/A" nor a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -373,6 +409,11 @@ class TRexGenerator(TRexSession):
             raise GeneratorError(f"TRex server {self.server}: {str(exc).strip().splitlines()[-1]}") from exc
         except (ConnectionError, TimeoutError, OSError) as exc:
             raise GeneratorError(f"TRex server {self.server} went away: {exc}") from exc
+        except KeyError as exc:
+            lacking = reply_lacking(exc)
+            if lacking is None:
+                raise
+            raise GeneratorError(f"TRex server {self.server}: {lacking}") from exc
         restabilize(spec, self.sleep)
         return result
 
@@ -438,10 +479,9 @@ class TRexGenerator(TRexSession):
     def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
         """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give
         cannot be guessed, and 0 would be taken for frames lost or unsent, so the trial has no result."""
-        value = _pg(flow, pg_id).get(counter, {})
-        count = _figure(value, port)
+        given = _given(_pg(flow, pg_id).get(counter, {}), port)
+        count = _count_of(given)
         if count is None:
-            given = value.get(port, value.get(str(port)))
             raise GeneratorError(f"TRex server {self.server}: pg_id {pg_id} has no {counter} count for port {port} "
                                  f"(TRex gave {'nothing' if given is None else repr(given)}): the trial's frames "
                                  "cannot be counted")

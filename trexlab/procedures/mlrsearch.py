@@ -50,7 +50,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
 )
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialSpec, check_trial_frames
+from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialResult, TrialSpec, check_trial_frames
 
 NAME = "mlrsearch"
 TAKES_RATE = False
@@ -393,6 +393,18 @@ def search(config: Config, measurer: _Measurer, goals: list[SearchGoal]) -> tupl
                 for goal in goals}, True
 
 
+def trial_entry(result: TrialResult, searched: bool) -> dict:
+    """One trial as trial_log gives it: what a reader needs to classify the loads again (searched: the search
+    classified loads with it, not the warm-up nor a run TrialRunner repeated; an invalid one, valid false, as all
+    frames lost) and to tell which trials may be the tester's limit (stretched, stolen: the hypervisor's steal
+    stretched it; host_drops and tester_drops in frames; tester_drops_unknown: the directions whose tester drops the
+    generator could not read, which in a trial that lost frames may be the tester's loss)."""
+    return {"offered_load": result.spec.offered_load, "duration": result.spec.duration,
+            "loss_ratio": result.loss_ratio, "stretched": result.stretched, "stolen": result.stolen,
+            "host_drops": result.host_drops, "host_steal": result.host_steal, "tester_drops": result.tester_drops,
+            "tester_drops_unknown": list(result.tester_drops_unknown), "valid": result.valid, "searched": searched}
+
+
 def run(context: RunContext, params: Params) -> MlrResult:
     top = top_rate(params, context.traffic)
     runner = context.runner(NAME)
@@ -449,17 +461,13 @@ def run(context: RunContext, params: Params) -> MlrResult:
         if entry["no_upper_bound"]:
             notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
                          "lower bound")
-    # searched: the search classified loads with this trial (not the warm-up, nor a run TrialRunner repeated), an
-    # invalid one (valid false) as all frames lost: what a reader needs to classify the loads again from this log.
-    log = [{"offered_load": r.spec.offered_load, "duration": r.spec.duration, "loss_ratio": r.loss_ratio,
-            "stretched": r.stretched, "host_drops": r.host_drops, "host_steal": r.host_steal,
-            "valid": r.valid, "searched": id(r) in measurer.searched} for r in runner.log]
+    log = [trial_entry(r, id(r) in measurer.searched) for r in runner.log]
     # Per goal, the searched trials that lost frames with their tester drops unknown at or below its relevant upper
     # bound (any load, without one): a trial above it classified only loads above the goal's figure, so its loss, the
     # tester's or not, cannot hold that figure down. Warm-up and repeated trials the search never saw bear on none.
     # Loads and bounds are the same rounded loads: the tolerance covers float rounding only.
-    unknown = [r.spec.offered_load for r in runner.log
-               if id(r) in measurer.searched and r.tester_drops_unknown and r.frames_lost]
+    # Counted from the log itself, so that a reader of result.json can count them again.
+    unknown = [t["offered_load"] for t in log if t["searched"] and t["tester_drops_unknown"] and t["loss_ratio"] > 0]
     headline_limits = {
         f"{g['name']}_fps": runner.tester_limits(
             params.tester_ceiling, g["conditional_throughput"],
