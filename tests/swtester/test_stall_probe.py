@@ -88,10 +88,11 @@ def test_a_spinning_probe_reports_a_stop_as_a_stall_it_did_not_wait_through(stal
     out, _ = probe.communicate(timeout=30)
     report = json.loads(out)
     assert probe.returncode == 0 and report["mode"] == "spin" and report["realtime"] is False
-    at, gap, waited, hidden = max(report["late"], key=lambda late: late[1])
-    assert gap == report["longest_ns"] and STALL * 0.9 <= gap / 1e9 < resumed - stopped + 0.25, (gap, resumed - stopped)
     # The stop is hidden time; a wait to run after SIGCONT, behind a busy machine's other work, is waited (20 ms
-    # measured at load average 14).
+    # measured at load average 14). That work may also make a longer gap of its own (waited): the stop's gap is the
+    # one with the most hidden time.
+    at, gap, waited, hidden = max(report["late"], key=lambda late: late[3])
+    assert report["longest_ns"] >= gap >= STALL * 0.9 * 1e9, (gap, report["longest_ns"])
     assert STALL * 0.9 <= hidden / 1e9 < resumed - stopped + 0.25, (gap, waited, hidden)
     assert hidden + waited <= gap * 1.1, (gap, waited, hidden)
     assert report["longest_unwaited_ns"] >= gap - waited >= STALL * 0.9 * 1e9
