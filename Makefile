@@ -113,13 +113,13 @@ swtester: ## build the native software tester
 lab-up: ## provision a lab (LAB=local|vm|static|maas TOPOLOGY=single|dual|loopback LAB_NAME=1-LAB_NAME_MAX of a-z0-9, default LAB; static, maas: TFVARS=file)
 	@scripts/lab.sh up
 
-configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB)
+configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh configure
 
-lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB)
+lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh down
 
-lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only); exit 1 if one is down
+lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only, not up: its lab-up); not 0 if one is down or the lab named is not up (README)
 	@scripts/lab.sh status
 
 run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results] [CEILINGS=RESULTS/x.json] [MEASURE_AGAIN=1]

@@ -48,10 +48,25 @@ made_as() {
     fi
   fi
 }
+# The make lab-up that makes lab $2 as kind $1 (a plain 'make lab-up' brings up lab local).
+lab_up_command() {
+  local up="make lab-up"
+  [ "$1" = local ] || up+=" LAB=$1"
+  [ "$2" = "$1" ] || up+=" LAB_NAME=$2"
+  printf '%s\n' "$up"
+}
+# The line of a lab with no Terraform state ($1: its state directory, which may not exist): nothing of it is up. Its
+# lab-up is of the kind a lab-up that failed before Terraform ran recorded there, else of LAB.
+not_up() {
+  local kind=$LAB
+  [ ! -f "$1/kind" ] || kind=$(cat "$1/kind")
+  printf '%s\n' "lab ${1##*/}: not up (no Terraform state): $(lab_up_command "$kind" "${1##*/}") brings it up"
+}
 # make lab-status: each lab of this checkout (LAB_NAME given: that one) with its kind, topology and state
 # directory, and whether it is up; a local or VM lab's realiser names what of it is down (a node's sshd that
 # died, a VM, a namespace). Bare-metal machines are not probed (make configure reaches them). Without LAB_NAME,
-# also the labs on this host that are not this checkout's. Exit 1 when a lab of this checkout is down.
+# also the labs on this host that are not this checkout's. Exit 1 when a lab of this checkout is down; 3 when the
+# lab named is not up (as systemctl is-active for an inactive unit), so that a script tells it from a broken lab.
 lab_status() {
   local dir name kind plan topology found rc=0 lab owners
   local dirs=("$TREXLAB_ROOT/.cache/labs/$NAMED")
@@ -61,7 +76,8 @@ lab_status() {
     dir=${dir%/}
     name=${dir##*/}
     if [ ! -f "$dir/terraform.tfstate" ]; then
-      printf '%s\n' "lab $name: not up (no Terraform state)"
+      not_up "$dir"
+      [ -z "$NAMED" ] || rc=3
       continue
     fi
     kind=$(made_as "$dir")
@@ -103,13 +119,25 @@ run_realiser() {
   NSLAB_PLAN=$2 VMLAB_PLAN=$2 python3 "$script" "$3"
 }
 
-if [ "$action" = status ]; then [ -n "$check_only" ] || lab_status; exit; fi
-if [ "$action" != configure ]; then
-  kind=$(made_as)
-  if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
-    [ "$action" = up ] && refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: take it down first (make lab-down LAB=$kind LAB_NAME=$LAB_NAME) or choose another LAB_NAME"
-    refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME"
+if [ "$action" = status ]; then
+  # The lab named, not up or down: its one line before any recipe, so that through make it is one line too (make's
+  # exit 2), not the line and make's "*** [...] Error 3". Up, the recipe probes it again and says so.
+  if [ -n "$check_only" ] && [ -n "$NAMED" ]; then
+    found=$(lab_status) || { rc=$?; printf '%s\n' "$found" >&2; exit "$rc"; }
+  elif [ -z "$check_only" ]; then
+    lab_status
   fi
+  exit
+fi
+# configure too: it read no Terraform state, so configure LAB=vm of a local lab ran site.yml on its namespaces and
+# said nothing of the kind the user had named (needing root or not by that kind), where lab-up and lab-down refuse it.
+kind=$(made_as)
+if [ -n "$kind" ] && [ "$kind" != "$LAB" ]; then
+  case "$action" in
+    up) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: take it down first (make lab-down LAB=$kind LAB_NAME=$LAB_NAME) or choose another LAB_NAME";;
+    configure) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make configure LAB=$kind LAB_NAME=$LAB_NAME";;
+    *) refuse "LAB=$LAB: lab $LAB_NAME is a $kind lab: make lab-down LAB=$kind LAB_NAME=$LAB_NAME";;
+  esac
 fi
 # Bare metal: the machines come from TFVARS at lab-up (kept in the state dir, so lab-down needs none);
 # MAAS credentials only from the environment, never from a file.
@@ -119,10 +147,7 @@ if [ "$action" = up ] && [[ "$LAB" =~ ^(static|maas)$ ]]; then
   ! grep -q maas_api_key -- "$TFVARS" || refuse "TFVARS=$TFVARS sets maas_api_key: the key comes from the environment only (MAAS_API_KEY)"
 fi
 if [ "$action" = configure ]; then
-  # The lab-up that makes this lab, not the default one (a plain 'make lab-up' brings up lab local).
-  up="make lab-up"
-  [ "$LAB" = local ] || up+=" LAB=$LAB"
-  [ "$LAB_NAME" = "$LAB" ] || up+=" LAB_NAME=$LAB_NAME"
+  up=$(lab_up_command "$LAB" "$LAB_NAME")  # this lab's, not the default one
   [ -f "$INVENTORY_DIR/hosts.yml" ] \
     || refuse "LAB_NAME=$LAB_NAME: lab $LAB_NAME is not up (no ${INVENTORY_DIR#"$TREXLAB_ROOT"/}/hosts.yml): run '$up' first"
   # An inventory written before its groups were the roles in the plural (group tester held host tester, and Ansible

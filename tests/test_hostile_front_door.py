@@ -6,6 +6,7 @@ No lab is needed: every refusal happens before anything is provisioned, configur
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -369,3 +370,73 @@ def test_configure_refuses_an_inventory_whose_groups_are_named_like_its_hosts(tm
     assert old.returncode == 2 and old.stderr.count("\n") == 1, (old.returncode, old.stdout, old.stderr)
     assert "LAB_NAME=old1: " in old.stderr and "run 'make lab-up LAB_NAME=old1' again" in old.stderr, old.stderr
     assert new.returncode == 1 and "ansible-playbook: run 'make setup' first" in new.stderr, new.stderr
+
+
+def front_door_copy(root: Path) -> Path:
+    """The front door (Makefile, scripts/lab.sh) rooted in a directory of the test's own: the labs it finds there are
+    the test's, written by hand as lab-up leaves them, and the checkout gets none."""
+    (root / "scripts").mkdir(parents=True)
+    for name in ("Makefile", "scripts/lab.sh", "scripts/common.sh", "trexlab/rolevalues.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, root / name)
+    (root / "experiments").symlink_to(REPO / "experiments")  # make's EXP check, whatever the goal
+    for kind in ("local", "vm", "static", "maas"):
+        (root / "terraform" / "labs" / kind).mkdir(parents=True)
+    # The local lab's realiser, which make lab-status asks what of a lab is down (it reads, changes nothing).
+    (root / "terraform" / "labs" / "local" / "scripts").symlink_to(REPO / "terraform" / "labs" / "local" / "scripts")
+    return root
+
+
+@pytest.mark.parametrize(("made", "argv", "message"), [
+    ("local", ["lab-up", "LAB=vm"],
+     "LAB=vm: lab kind1 is a local lab: take it down first (make lab-down LAB=local LAB_NAME=kind1)"),
+    ("local", ["configure", "LAB=vm"], "LAB=vm: lab kind1 is a local lab: make configure LAB=local LAB_NAME=kind1"),
+    ("vm", ["configure"], "LAB=local: lab kind1 is a vm lab: make configure LAB=vm LAB_NAME=kind1"),
+    ("vm", ["lab-down", "LAB=static"], "LAB=static: lab kind1 is a vm lab: make lab-down LAB=vm LAB_NAME=kind1"),
+], ids=["up", "configure", "configure-default-lab", "down"])
+def test_make_refuses_a_lab_made_as_another_kind_in_one_line(tmp_path, made, argv, message):
+    """make lab-up LAB=local LAB_NAME=x, then make configure LAB=vm LAB_NAME=x: configure ran site.yml on the local
+    lab's namespaces as if it were the VM lab named (lab-up and lab-down refused another kind, scripts/lab.sh made_as;
+    tests/terraform/test_lab_kind.py runs the script alone). Refused before any recipe, in one line."""
+    root = front_door_copy(tmp_path / "checkout")
+    state = root / ".cache" / "labs" / "kind1"
+    state.mkdir(parents=True)
+    (state / "kind").write_text(f"{made}\n")
+    (state / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    (root / "inventory" / "generated" / "kind1").mkdir(parents=True)
+    # No ansible-playbook in this VENV: a configure the check lets through stops at that, having run nothing.
+    (root / "inventory" / "generated" / "kind1" / "hosts.yml").write_text('"all":\n  "children": {}\n')
+    lab = sorted(p.relative_to(root) for p in root.rglob("*") if "experiments" not in p.parts)
+    result = subprocess.run(["make", "--no-print-directory", *argv, "LAB_NAME=kind1"], capture_output=True, text=True,
+                            cwd=root, env=front_door_env({"VENV": str(tmp_path / "no-venv")}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and message in output[0], (result.returncode, output)
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if "experiments" not in p.parts) == lab
+
+
+def test_lab_status_of_a_lab_that_is_not_up_says_how_to_bring_it_up_and_is_not_zero(tmp_path):
+    """make lab-status LAB_NAME=x of a lab that is not up printed "not up" and exited 0, as for a lab that is up: a
+    script around it could not tell. scripts/lab.sh status exits 3 for it (as systemctl is-active for an inactive
+    unit), its one line naming the lab-up that brings it up; 1 for a lab that is down. Through make each is that one
+    line, before any recipe, and make's own exit 2 (GNU make exits 0 or 2, whatever a recipe returned)."""
+    root = front_door_copy(tmp_path / "checkout")
+    labs = root / ".cache" / "labs"
+    (labs / "kind2").mkdir(parents=True)
+    (labs / "kind2" / "kind").write_text("vm\n")  # a lab-up that failed before Terraform ran
+    # A local lab in its Terraform state whose namespace is gone (tl-kind3-dut: no such namespace on this host).
+    (labs / "kind3").mkdir()
+    (labs / "kind3" / "kind").write_text("local\n")
+    plan = {"topology": "single", "state_dir": str(labs / "kind3"), "nodes": {"dut": {"netns": "tl-kind3-dut"}}}
+    (labs / "kind3" / "terraform.tfstate").write_text(json.dumps({"outputs": {"plan": {"value": plan}}}))
+    for name, code, line in (
+            ("nolab9", 3, "lab nolab9: not up (no Terraform state): make lab-up LAB_NAME=nolab9 brings it up"),
+            ("kind2", 3, "lab kind2: not up (no Terraform state): make lab-up LAB=vm LAB_NAME=kind2 brings it up"),
+            ("kind3", 1, f"lab kind3 (local, single, {labs / 'kind3'}): down: dut: namespace tl-kind3-dut is gone; no "
+                         f"known_hosts in {labs / 'kind3'}; make lab-up LAB=local LAB_NAME=kind3 makes it again")):
+        script = subprocess.run([str(root / "scripts" / "lab.sh"), "status"], capture_output=True, text=True,
+                                env=front_door_env({"LAB_NAME": name}), timeout=60)
+        assert (script.returncode, script.stdout, script.stderr) == (code, f"{line}\n", ""), script
+        made = subprocess.run(["make", "--no-print-directory", "lab-status", f"LAB_NAME={name}"], capture_output=True,
+                              text=True, cwd=root, env=front_door_env({}), timeout=60)
+        output = (made.stdout + made.stderr).strip().splitlines()
+        assert made.returncode == 2 and len(output) == 1 and line in output[0], (made.returncode, output)

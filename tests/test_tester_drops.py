@@ -107,7 +107,7 @@ def test_mlrsearch_trial_log_names_each_trials_unknown_tester_drops_and_each_goa
         ["forward"] if t["offered_load"] > unknown_above else [] for t in log]
     for goal in data["goals"]:
         bearing = [t for t in log if t["searched"] and t["tester_drops_unknown"] and t["loss_ratio"] > 0
-                   and t["offered_load"] <= goal["relevant_upper_bound"]]
+                   and goal["relevant_lower_bound"] <= t["offered_load"] <= goal["relevant_upper_bound"]]
         assert data["headline_tester_bound"][f"{goal['name']}_fps"] == (
             ["tester drops unknown"] if bearing else []), goal["name"]
     assert data["headline_tester_bound"]["LOSSY_fps"], "a goal the log marks"

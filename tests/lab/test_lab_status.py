@@ -91,4 +91,5 @@ def test_lab_status_names_a_lab_whose_sshd_is_down_and_lab_up_makes_it_again(tmp
     assert lab_leftovers(NAME) == []
     assert not (Path("/run/trexlab/owners") / NAME).exists(), "lab-down left the lab's owner recorded"
     gone = status(env)
-    assert (gone.returncode, gone.stdout.strip()) == (0, f"lab {NAME}: not up (no Terraform state)"), gone
+    assert (gone.returncode, gone.stdout.strip()) == (3, f"lab {NAME}: not up (no Terraform state): make lab-up "
+                                                         f"LAB_NAME={NAME} brings it up"), gone

@@ -404,21 +404,37 @@ class TrialRunner:
         at) within CEILING_MARGIN of the tester's ceiling. Trials the hypervisor stretched (TrialResult.stolen)
         are named by the steal in them (s; those that can hold the result down, `steal_bearing`; None: all), not as
         stretched trials (`stretched_bearing` counts the others)."""
-        reasons = []
-        if self.stretched_trials if stretched_bearing is None else stretched_bearing:
-            reasons.append("stretched trials")
-        if steal := self.stolen_steal if steal_bearing is None else steal_bearing:
-            reasons.append(f"hypervisor steal ({steal * 1000:.0f} ms)")
-        if self.tester_drops if tester_drops_bearing is None else tester_drops_bearing:
-            reasons.append("tester drops")
-        if (sum(1 for r in self.seen if r.tester_drops_unknown and r.frames_lost)
-                if tester_drops_unknown_bearing is None else tester_drops_unknown_bearing):
-            reasons.append("tester drops unknown")
-        if host_drops := self.host_drops if host_drops_bearing is None else host_drops_bearing:
-            reasons.append(f"host backlog drops ({host_drops:,} frames)")
-        if any(ceiling_warning(rate, ceiling) for rate in rates):
-            reasons.append("near tester ceiling")
-        return reasons
+        return tester_limit_reasons(
+            ceiling, *rates,
+            stretched=self.stretched_trials if stretched_bearing is None else stretched_bearing,
+            steal=self.stolen_steal if steal_bearing is None else steal_bearing,
+            tester_drops=self.tester_drops if tester_drops_bearing is None else tester_drops_bearing,
+            tester_drops_unknown=(sum(1 for r in self.seen if r.tester_drops_unknown and r.frames_lost)
+                                  if tester_drops_unknown_bearing is None else tester_drops_unknown_bearing),
+            host_drops=self.host_drops if host_drops_bearing is None else host_drops_bearing)
+
+
+def tester_limit_reasons(ceiling: float | None, *rates: float | None, stretched: int, steal: float,
+                         tester_drops: int, tester_drops_unknown: int, host_drops: int) -> list[str]:
+    """The tester-bound reasons, in a table's words, of the trials that can hold a figure down: `stretched` trials
+    (the hypervisor's left out), the `steal` (s) in the trials it stretched, `tester_drops` (frames), trials that lost
+    frames with their `tester_drops_unknown`, `host_drops` (frames), and one of `rates` (the figure, or the load it
+    was measured at) within CEILING_MARGIN of the tester's `ceiling`. The one wording of them (TrialRunner.
+    tester_limits; an MLRsearch goal's from its trial log, mlrsearch.tester_bound_of)."""
+    reasons = []
+    if stretched:
+        reasons.append("stretched trials")
+    if steal:
+        reasons.append(f"hypervisor steal ({steal * 1000:.0f} ms)")
+    if tester_drops:
+        reasons.append("tester drops")
+    if tester_drops_unknown:
+        reasons.append("tester drops unknown")
+    if host_drops:
+        reasons.append(f"host backlog drops ({host_drops:,} frames)")
+    if any(ceiling_warning(rate, ceiling) for rate in rates):
+        reasons.append("near tester ceiling")
+    return reasons
 
 
 def retry_stretched(result: TrialResult) -> bool:

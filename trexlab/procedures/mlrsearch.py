@@ -48,6 +48,7 @@ from trexlab.procedures.common import (
     rfc2544_trial_deviations,
     simulated_cost,
     tester_bound_fields,
+    tester_limit_reasons,
 )
 from trexlab.spec.schema import doc
 from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialResult, TrialSpec, check_trial_frames
@@ -241,7 +242,8 @@ class MlrResult:
     notes: list[str] = field(default_factory=list)
     tester_bound_reasons: list[str] = field(default_factory=list)  # why the result may be the tester's limit
     deviations: list[str] = field(default_factory=list)  # where its trials fall short of RFC 2544 section 23's
-    # Per goal figure, why it may be the tester's limit (headline_tester_bound); tester_bound_reasons is their union.
+    # Per goal figure, why it may be the tester's limit (headline_tester_bound: the trials bearing on its goal);
+    # tester_bound_reasons: those of the trials bearing on any goal.
     headline_tester_bound: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -405,6 +407,46 @@ def trial_entry(result: TrialResult, searched: bool) -> dict:
             "tester_drops_unknown": list(result.tester_drops_unknown), "valid": result.valid, "searched": searched}
 
 
+def bears_on(goal: dict, load: float) -> bool:
+    """Whether a searched trial at `load` bears on the goal's figure: its load lies from the goal's relevant lower
+    bound to its relevant upper bound (an end the goal lacks leaves that side open).
+
+    The reference implementation classifies each load by its own trials only, and a goal's figure rests on two loads:
+    the relevant upper bound (the lowest load classified an upper bound), and the relevant lower bound (the highest
+    one classified a lower bound below it), whose trials' loss ratios also give the conditional throughput. A trial
+    that counted all frames lost (invalid: stretched, stolen, host or tester drops) or whose loss may be the tester's
+    (tester drops unknown) can hold the figure down only at those loads or between them: there it may have made a
+    load an upper bound, lowered the conditional throughput, or kept a load from being a lower bound. Above the
+    relevant upper bound its load's class cannot move either bound; below the relevant lower bound the load is no
+    upper bound (the relevant upper bound is the lowest), and being a lower bound or not it cannot raise a figure
+    resting on a higher one. It is throughput's rule (only the trials below the lowest load the DUT itself failed
+    bear) for a goal's two bounds. Loads and bounds are the same rounded loads: the tolerance covers float rounding
+    only."""
+    lower, upper = goal["relevant_lower_bound"], goal["relevant_upper_bound"]
+    return ((lower is None or load >= lower * (1 - 1e-9)) and (upper is None or load <= upper * (1 + 1e-9)))
+
+
+def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> list[str]:
+    """Why the figures of `goals` may be the tester's limit, counted from result.json's own trial_log and goals (and
+    params.tester_ceiling), so that a reader can count them again: the reasons of the searched trials that bear on
+    any of the goals (bears_on), and a figure near the tester's ceiling. The warm-up and the runs TrialRunner
+    repeated bear on none: the search never classified a load with them."""
+    bearing = [t for t in trial_log if t["searched"] and any(bears_on(goal, t["offered_load"]) for goal in goals)]
+    return tester_limit_reasons(
+        ceiling, *(goal["conditional_throughput"] for goal in goals),
+        stretched=sum(1 for t in bearing if t["stretched"] and not t["stolen"]),
+        steal=sum(t["host_steal"] for t in bearing if t["stolen"]),
+        tester_drops=sum(t["tester_drops"] for t in bearing),
+        tester_drops_unknown=sum(1 for t in bearing if t["tester_drops_unknown"] and t["loss_ratio"] > 0),
+        host_drops=sum(t["host_drops"] for t in bearing))
+
+
+def headline_tester_bound(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> dict[str, list[str]]:
+    """Per goal figure (<name>_fps), why it may be the tester's limit: the reasons of the trials bearing on that
+    goal alone (bearing_reasons)."""
+    return {f"{goal['name']}_fps": bearing_reasons(trial_log, [goal], ceiling) for goal in goals}
+
+
 def run(context: RunContext, params: Params) -> MlrResult:
     top = top_rate(params, context.traffic)
     runner = context.runner(NAME)
@@ -462,19 +504,14 @@ def run(context: RunContext, params: Params) -> MlrResult:
             notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
                          "lower bound")
     log = [trial_entry(r, id(r) in measurer.searched) for r in runner.log]
-    # Per goal, the searched trials that lost frames with their tester drops unknown at or below its relevant upper
-    # bound (any load, without one): a trial above it classified only loads above the goal's figure, so its loss, the
-    # tester's or not, cannot hold that figure down. Warm-up and repeated trials the search never saw bear on none.
-    # Loads and bounds are the same rounded loads: the tolerance covers float rounding only.
-    # Counted from the log itself, so that a reader of result.json can count them again.
-    unknown = [t["offered_load"] for t in log if t["searched"] and t["tester_drops_unknown"] and t["loss_ratio"] > 0]
-    headline_limits = {
-        f"{g['name']}_fps": runner.tester_limits(
-            params.tester_ceiling, g["conditional_throughput"],
-            tester_drops_unknown_bearing=sum(1 for load in unknown if g["relevant_upper_bound"] is None
-                                             or load <= g["relevant_upper_bound"] * (1 + 1e-9)))
-        for g in reported}
-    limits = list(dict.fromkeys(reason for reasons in headline_limits.values() for reason in reasons))
+    # Each figure is marked by the trials bearing on its goal; the result by those bearing on any goal, each trial
+    # counted once (a union of the goals' reasons would name host drops twice where their counts differ).
+    headline_limits = headline_tester_bound(log, reported, params.tester_ceiling)
+    limits = bearing_reasons(log, reported, params.tester_ceiling)
+    if runner.tester_limits(None):  # runner.notes() named the trials' limits as the result's: say which figures
+        notes.append("tester limits per goal figure, from the searched trials at loads from its relevant lower to "
+                     "its relevant upper bound, the only ones bearing on it: " + "; ".join(
+                         f"{figure} {', '.join(reasons) or 'none'}" for figure, reasons in headline_limits.items()))
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
     # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the
     # RFC 2544 goal is the one that is 60 s.
