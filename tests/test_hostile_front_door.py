@@ -102,6 +102,8 @@ MAKE_MACHINE_INPUTS = [
     (["lab-up", "LAB=maas", "LAB_NAME=nolab9", "TFVARS={tfvars}"], "maas", "needs MAAS_API_URL and MAAS_API_KEY"),
     (["run", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
     (["report", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
+    (["bench"], "venv", "no-venv: run 'make setup' first"),
+    (["providers"], "go", "go not found"),
 ]
 
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
@@ -232,7 +234,7 @@ def test_make_n_checks_the_values_not_what_is_up():
 @pytest.mark.parametrize(("argv", "lacks", "said"), MAKE_MACHINE_INPUTS,
                          ids=[f"{a[0]}-{lacks}" for a, lacks, _ in MAKE_MACHINE_INPUTS])
 def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, said):
-    """Simulated without changing the machine: terraform off PATH, MAAS credentials and the venv off the
+    """Simulated without changing the machine: terraform or Go off PATH, MAAS credentials and the venv off the
     environment, and `id` on PATH saying uid 1000 where root is lacking (uid 0 elsewhere, so that the test asks the
     same whoever runs it)."""
     fake = tmp_path / "bin"
@@ -240,8 +242,8 @@ def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, 
     (fake / "id").write_text(f"#!/bin/sh\necho {1000 if lacks == 'root' else 0}\n")
     (fake / "id").chmod(0o755)
     path = os.environ["PATH"].split(os.pathsep)
-    if lacks == "terraform":
-        path = [d for d in path if not (Path(d) / "terraform").exists()]
+    if lacks in ("terraform", "go"):
+        path = [d for d in path if not (Path(d) / lacks).exists()]
     env = {k: v for k, v in front_door_env({}).items() if not k.startswith("MAAS_")}
     env["PATH"] = os.pathsep.join([str(fake), *path])
     if lacks == "venv":

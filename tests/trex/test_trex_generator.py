@@ -699,3 +699,30 @@ def test_a_keyerror_not_of_a_pg_ids_missing_figure_keeps_its_traceback():
     assert trex.reply_lacking(caught("lat")) is None  # not raised in a loop over pg_ids
     assert trex.reply_lacking(caught("rp", pg_id=2)) is None  # a figure the client reads with a check
     assert trex.reply_lacking(KeyError("lat")) is None  # never raised
+
+
+@pytest.mark.parametrize("latency_mode", ["all", "tagged"])
+def test_latency_streams_beyond_what_trex_times_accurately_are_refused_before_any_traffic(api, monkeypatch,
+                                                                                          latency_mode):
+    # TRex's manual: latency frames are timestamped in software on its RX core, at most MAX_LATENCY_FPS over all ports
+    # together. A lower ceiling here keeps the fake's histograms small; the rule is the same.
+    ceiling = 200
+    monkeypatch.setattr(trex, "MAX_LATENCY_FPS", ceiling)
+    gen, client = generator(api)
+    duration, tag_delay = 2, 1
+    # Each direction's latency stream carries half the ceiling and one frame/s more: together, beyond it.
+    over = {"all": {"offered_load": ceiling / 2 + 1},
+            "tagged": {"offered_load": ceiling, "latency_frames": (ceiling // 2 + 1) * (duration - tag_delay),
+                       "tag_delay": tag_delay}}[latency_mode]
+    with pytest.raises(ValueError) as refused:
+        gen.run_trial(TrialSpec(duration=duration, latency_mode=latency_mode, **over))
+    name, allowed = (("offered_load", f"<= {ceiling // 2} frames/s per direction") if latency_mode == "all" else
+                     ("latency_frames", f"<= {ceiling // 2 * (duration - tag_delay)} per direction"))
+    assert str(refused.value) == (
+        f"{name}={over[name]!r}: allowed {allowed} with latency_mode={latency_mode} on the trex generator (TRex "
+        f"timestamps latency frames in software on its RX core: at most {ceiling} frames/s over all ports, its manual "
+        "says)")
+    assert "start" not in client.call_names()
+    # One direction alone stays within it.
+    result = gen.run_trial(TrialSpec(duration=duration, latency_mode=latency_mode, directions="forward", **over))
+    assert result.directions["forward"].latency is not None

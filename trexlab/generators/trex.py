@@ -91,6 +91,10 @@ WARMUP: dict[str, Any] = {"offered_load": 1000.0, "duration": 1.0, "receive_tail
 #: and last frame are timed to about a round trip, not to TRex's end-of-traffic event (+-30 ms, measured).
 POLL_INTERVAL = 0.05
 FINE_WINDOW = 0.2
+#: Latency frames/s TRex times accurately over all ports together: its RX core timestamps and checks them in
+#: software, and TRex's stateless manual ("Per stream latency/jitter/packet errors") says to keep the latency streams'
+#: total at most 5 Mpps. Beyond it the delays would be TRex's as much as the DUT's.
+MAX_LATENCY_FPS = 5_000_000
 #: Seconds the reads wait back to back for every sending port's first frames after start().
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
@@ -454,6 +458,7 @@ class TRexGenerator(TRexSession):
         client, all_ports = self.client, [0, 1]
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
+        self._check_latency_rate(spec, latency_rate * len(senders))
         delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
@@ -475,6 +480,22 @@ class TRexGenerator(TRexSession):
         client.wait_on_traffic(ports=senders, timeout=spec.duration + spec.receive_tail + 30,
                                rx_delay_ms=int(spec.receive_tail * 1000))
         return self._result(spec, client.get_stats(ports=all_ports), samples, requested, latency_rate > 0)
+
+    @staticmethod
+    def _check_latency_rate(spec: TrialSpec, total: float) -> None:
+        """Refuse latency streams beyond MAX_LATENCY_FPS over all ports (total), naming the trial's figure that sets
+        their rate: offered_load with latency_mode "all", latency_frames (over duration - tag_delay) with "tagged"."""
+        if total <= MAX_LATENCY_FPS:
+            return
+        per_direction = MAX_LATENCY_FPS / len(spec.active_directions)
+        if spec.latency_mode == "all":
+            name, value, allowed = "offered_load", spec.offered_load, f"<= {per_direction:.0f} frames/s per direction"
+        else:
+            name, value = "latency_frames", spec.latency_frames
+            allowed = f"<= {math.floor(per_direction * (spec.duration - spec.tag_delay)):d} per direction"
+        raise InvalidParameter(name, value, f"{allowed} with latency_mode={spec.latency_mode} on the trex generator "
+                                            "(TRex timestamps latency frames in software on its RX core: at most "
+                                            f"{MAX_LATENCY_FPS:d} frames/s over all ports, its manual says)")
 
     def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
         """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give
