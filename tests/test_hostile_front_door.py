@@ -397,7 +397,9 @@ def front_door_copy(root: Path) -> Path:
     ("local", ["configure", "LAB=vm"], "LAB=vm: lab kind1 is a local lab: make configure LAB=local LAB_NAME=kind1"),
     ("vm", ["configure"], "LAB=local: lab kind1 is a vm lab: make configure LAB=vm LAB_NAME=kind1"),
     ("vm", ["lab-down", "LAB=static"], "LAB=static: lab kind1 is a vm lab: make lab-down LAB=vm LAB_NAME=kind1"),
-], ids=["up", "configure", "configure-default-lab", "down"])
+    # Its own kind passes that check, and stops at the next.
+    ("vm", ["configure", "LAB=vm"], "no-venv/bin/ansible-playbook: run 'make setup' first"),
+], ids=["up", "configure", "configure-default-lab", "down", "configure-its-own-kind"])
 def test_make_refuses_a_lab_made_as_another_kind_in_one_line(tmp_path, made, argv, message):
     """make lab-up LAB=local LAB_NAME=x, then make configure LAB=vm LAB_NAME=x: configure ran site.yml on the local
     lab's namespaces as if it were the VM lab named (lab-up and lab-down refused another kind, scripts/lab.sh made_as;
