@@ -17,7 +17,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import MAX_NETWORKS
@@ -48,6 +48,8 @@ SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+" + END
 #: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
 DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
+#: The order of the points' repetitions when a spec gives none (ExperimentSpec.order says why it is an option).
+DEFAULT_ORDER: Final = "sequential"
 #: The confidence of the median's interval in adaptive repetitions' stop rule (trexlab.plan.adaptive): part of what a
 #: spec's until: {median_ci_percent} means, so it is the spec's, and its own choice, not the comparison's
 #: (results.stats.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
@@ -165,6 +167,17 @@ class ExperimentSpec:
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
         f"{{median_ci_percent[, figures]}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its "
         "median (of each headline figure, or of those in figures) is that narrow (trexlab.plan.adaptive)",
+        minimum=1, maximum=REPETITIONS_MAX))
+    order: Literal["sequential", "interleaved"] = field(default=DEFAULT_ORDER, metadata=doc(
+        "the order the points' repetitions run in: sequential (every repetition of the first point, then of the "
+        "second ...), or interleaved (round r runs repetition r of every point, in an order shuffled per round with "
+        "a seed recorded in campaign.json and in each repetition's provenance), so that a disturbance of the lab "
+        "lasting minutes falls on one repetition of several points, not on all of one point's; it costs a DUT "
+        "configuration per point and round instead of per point"))
+    repetitions_per_round: int = field(default=1, metadata=doc(
+        "with order interleaved: the repetitions each point runs per round (round r runs its repetitions "
+        "(r-1)*n+1 .. r*n), fewer DUT configurations for repetitions of seconds, where each configuration costs "
+        "more than they do; a disturbance then falls on at most one round's repetitions of a point",
         minimum=1, maximum=REPETITIONS_MAX))
     scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
 
