@@ -215,6 +215,22 @@ def test_the_inventory_example_has_the_local_labs_own_names():
     assert names["tester"] == re.findall(r'"([^"]+)"', ports)
 
 
+def test_the_capabilities_table_is_each_generators_own():
+    """docs/architecture.md's table of what each generator can do (yes / no per Capabilities field) says what its
+    class declares (trexlab.generators.capabilities)."""
+    from dataclasses import fields
+
+    from trexlab.generators import GENERATORS, capabilities
+    text = (REPO / "docs" / "architecture.md").read_text()
+    header = re.search(r"^\| generator \|(.+)\|$", text, re.M)
+    columns = re.findall(r"`(\w+)`", header.group(1))
+    rows = {line.split("|")[1].split()[0]: [c.split()[0] for c in line.split("|")[2:-1]]
+            for line in text[header.end():].split("\n\n", 1)[0].splitlines()[2:]}
+    assert columns == [f.name for f in fields(capabilities("sim"))] and set(rows) == set(GENERATORS)
+    assert {g: dict(zip(columns, cells, strict=True)) for g, cells in rows.items()} == {
+        g: {c: "yes" if getattr(capabilities(g), c) else "no" for c in columns} for g in GENERATORS}
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:

@@ -165,8 +165,8 @@ class ExperimentSpec:
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
     repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
-        f"{{median_ci_percent}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its median is that "
-        "narrow (trexlab.plan.adaptive)",
+        f"{{median_ci_percent[, figures]}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its "
+        "median (of each headline figure, or of those in figures) is that narrow (trexlab.plan.adaptive)",
         minimum=1, maximum=REPETITIONS_MAX))
     order: Literal["sequential", "interleaved"] = field(default=DEFAULT_ORDER, metadata=doc(
         "the order the points' repetitions run in: sequential (every repetition of the first point, then of the "
@@ -465,6 +465,7 @@ def experiment_schema(detailed: bool = True) -> dict:
     detailed=False leaves the procedure's params, the generator's options and the role blocks as plain
     mappings: trexlab.spec.experiment validates with that schema first and then checks those by their own types
     (Params, the options classes, the roles' specs), whose one-line errors say more than a schema's would."""
+    from trexlab.plan.adaptive import rule_schema
     from trexlab.plan.rate_from import GIVES_RATE
     from trexlab.procedures import registry
     from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
@@ -504,6 +505,9 @@ def experiment_schema(detailed: bool = True) -> dict:
                                              "description": props["dut"]["properties"][block]["description"]}
     props["endpoints"] = {**_role_schema(ENDPOINTS_CONFIG[1], role_options(ENDPOINTS_CONFIG[1])),
                           "description": props["endpoints"]["description"]}
+    # The adaptive rule's keys (validation checks it with trexlab.plan.adaptive's own one-line errors).
+    props["repetitions"]["anyOf"] = [alternative if alternative.get("type") != "object" else rule_schema()
+                                     for alternative in props["repetitions"]["anyOf"]]
     schema["allOf"] = conditions
     return schema
 
