@@ -53,6 +53,14 @@ realtime class, as swtester's sender, under the same capture): worst 100 ms = it
 100 ms (the window that ends in that stall misses the frames due during it), error = minus the time its stalls
 beyond the catch-up limit (512 frames at the offered rate) would slip a schedule, over the run; slips and slip ms
 likewise. The platform's stalls are not the same ones as during the tools' runs: compare orders of magnitude.
+platform floor (never sleeps) = the same from stall_probe --spin, run right after it: a realtime thread on the
+sender's CPU that never sleeps (it reads CLOCK_MONOTONIC back to back), so no slow wake-up of a halted virtual CPU
+is in it; its stalls are its gaps between two readings less the time it waited runnable in them (schedstat
+run_delay: the realtime throttle or fair server, which stop a thread that keeps its CPU busy for up to 50 ms of
+each second while a normal task waits there, and other jobs' threads; a sender that sleeps now and then meets
+neither), what remains being the hypervisor's stops (the steal clock) and interrupt work in the guest: stalls that
+no sender on this CPU avoids, sleeping or not. A lower bound (a wait just before a gap is subtracted from it too,
+and the thread sees nothing while it waits). The 0.1 % window needs no such stall over 100 us in the run.
 Not all of them show as steal: a stall in the guest's interrupt handling is charged to the task it interrupted.
 
 Latency (64 B, bidirectional): the software generator as trials use it (all its threads on the lab's tester
@@ -338,7 +346,7 @@ def send_rate(bench: Bench, figures: dict, args, save) -> None:
 
 
 # The pacing table's columns, for the header and every row alike.
-PACING_COLUMNS = "{:>9} {:>5} {:18} {:>9} {:>9} {:>12} {:>9} {:>15} {:>9} {:>5} {:>8} {:>5}"
+PACING_COLUMNS = "{:>9} {:>5} {:29} {:>9} {:>9} {:>12} {:>9} {:>15} {:>9} {:>5} {:>8} {:>5}"
 
 
 def pacing_row(offered: float, k: int, tool: str, frames: int | None, on_wire: int | None, row: dict,
@@ -369,8 +377,9 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                 tools["swtester-baseline"] = lambda spec=spec: bench.swtester(spec, binary=args.baseline)
             if args.trafgen:
                 tools["trafgen"] = lambda offered=offered, count=count: bench.trafgen(64, rate=offered, count=count)
-            floor_row(bench, offered, k, seconds, args, rows)
-            save()
+            for spin in (False, True):
+                floor_row(bench, offered, k, seconds, args, rows, spin)
+                save()
             for tool, measure in tools.items():
                 load = os.getloadavg()[0]
                 if args.trafgen:
@@ -389,27 +398,41 @@ def pacing(bench: Bench, figures: dict, args, save) -> None:
                 save()
 
 
+#: The pacing table's names of the platform floor rows, by stall_probe mode.
+FLOOR_ROWS = {False: "platform floor", True: "platform floor (never sleeps)"}
+
+
+def probe_stalls(probe: dict) -> list[int]:
+    """The stalls (ns) of a stall_probe report: a sleeping probe's late wake-ups; a spinning probe's gaps less the
+    time it waited runnable in them (the guest's scheduling: the realtime throttle, other threads), which a sender
+    that does not keep its CPU busy does not meet."""
+    if probe.get("mode") == "spin":
+        return [late[1] - late[2] for late in probe["late"]]
+    return [late[1] for late in probe["late"]]
+
+
 def platform_floor(probe: dict, offered: float, window: float = WINDOW) -> dict:
-    """The pacing figures of a sender that loses no time of its own, from stall_probe's late wake-ups on its CPU:
-    the worst window misses the frames due in the longest stall (at most the whole window); each stall longer
-    than the catch-up limit's frames at the offered rate slips the schedule by its excess, which the run's
-    achieved rate loses."""
-    worst = {"worst_window_percent": min(probe["longest_ns"] / 1e9, window) / window * 100}
+    """The pacing figures of a sender that loses no time of its own, from stall_probe's stalls on its CPU
+    (probe_stalls): the worst window misses the frames due in the longest stall (at most the whole window); each
+    stall longer than the catch-up limit's frames at the offered rate slips the schedule by its excess, which the
+    run's achieved rate loses."""
+    longest = probe["longest_unwaited_ns"] if probe.get("mode") == "spin" else probe["longest_ns"]
+    worst = {"worst_window_percent": min(longest / 1e9, window) / window * 100}
     if len(probe["late"]) < probe["late_total"]:
         # The probe lists its first late wake-ups only; from part of them the slips would be understated: no figure.
         return {**worst, "error_percent": None, "slips": None, "slip_ns": None}
     kept = (probe["catch_up_limit"] - 1) / offered * 1e9
-    excess = [lateness - kept for _, lateness in probe["late"] if lateness > kept]
+    excess = [stall - kept for stall in probe_stalls(probe) if stall > kept]
     return {**worst, "error_percent": -sum(excess) / 1e9 / probe["seconds"] * 100, "slips": len(excess),
             "slip_ns": int(sum(excess))}
 
 
-def floor_row(bench: Bench, offered: float, k: int, seconds: float, args, rows: list) -> None:
+def floor_row(bench: Bench, offered: float, k: int, seconds: float, args, rows: list, spin: bool = False) -> None:
     """One run of stall_probe on the sender's CPU (under the same capture as the tools, where they have one):
-    the platform floor row of this round."""
+    a platform floor row of this round, of the sleeping probe or (spin) of the one that never sleeps."""
     def probe() -> dict:
-        out = subprocess.run([str(STALL_PROBE), f"{seconds:g}", str(SENDER_CPU)], capture_output=True, text=True,
-                             check=True, timeout=seconds + 30).stdout
+        out = subprocess.run([str(STALL_PROBE), *(["--spin"] if spin else []), f"{seconds:g}", str(SENDER_CPU)],
+                             capture_output=True, text=True, check=True, timeout=seconds + 30).stdout
         return json.loads(out)
     load = os.getloadavg()[0]
     if args.trafgen:
@@ -417,9 +440,9 @@ def floor_row(bench: Bench, offered: float, k: int, seconds: float, args, rows: 
     else:
         result, stolen = probe(), None
     floor = platform_floor(result, offered)
-    rows.append({"offered": offered, "round": k, "tool": "platform floor", **floor, "stall_probe": result,
+    rows.append({"offered": offered, "round": k, "tool": FLOOR_ROWS[spin], **floor, "stall_probe": result,
                  "stolen_seconds": stolen, "loadavg": load})
-    say(pacing_row(offered, k, "platform floor", None, None, {**floor, "stolen_seconds": stolen}, load))
+    say(pacing_row(offered, k, FLOOR_ROWS[spin], None, None, {**floor, "stolen_seconds": stolen}, load))
 
 
 def latency(lab, figures: dict, args, save) -> None:

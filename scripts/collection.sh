@@ -45,8 +45,10 @@ print(get_venv_packages(types.SimpleNamespace(version="'"$python"'"))["pip"])') 
     trap 'rm -rf "$work"' EXIT
     mkdir -p "$work/ansible_collections/trexlab"
     cp -rL "$COLLECTION" "$work/ansible_collections/trexlab/lab"
-    # shellcheck (the roles' files/*.sh) is a Debian package that make setup installs; ansible-test would
-    # otherwise pass over it with a warning only. pslint has no PowerShell file to check here.
+    # The roles' files/*.sh are checked by the shellcheck program, a Debian package that make setup installs;
+    # without it ansible-test would pass over them with a warning only. pslint has no PowerShell file to check here.
+    # (A comment line may not start with that program's name: shellcheck reads it as a directive and checked
+    # nothing of this file.)
     skip=()
     if ! have shellcheck; then
       say "ansible-test sanity: shellcheck skipped, it is not installed (make setup installs it)"

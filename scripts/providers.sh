@@ -10,7 +10,11 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
 
+# --check-only: that Go is found, then stop (make runs it so before any recipe: a refusal is one line);
+# --check-values: nothing to check (make -n, whose answer must not depend on the machine's state).
+[ "${1:-}" != --check-values ] || exit 0
 have go || die "go not found: make providers builds the providers with Go (https://go.dev/dl, or apt install golang)"
+[ "${1:-}" != --check-only ] || exit 0
 mirror="$TREXLAB_ROOT/terraform/providers/mirror"
 os_arch="$(go env GOOS)_$(go env GOARCH)"
 work=$(mktemp -d)

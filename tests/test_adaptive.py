@@ -134,3 +134,27 @@ def test_warm_start_campaign_starts_later_repetitions_near_the_median_and_disclo
         assert result["search"][0]["offered_load"] == high and result["trials"] < results[0]["trials"]
     written = json.loads((tmp_path / SUMMARY).read_text())
     assert "warm start" in "\n".join(summary_lines(written["figures"], written["method"]))
+
+
+def test_the_schema_declares_the_adaptive_rule_that_validation_takes():
+    """trexlab schema gave the adaptive rule no keys ({"type": "object"}): an editor offered none and passed any,
+    and the description left out until.figures. It declares trexlab.plan.adaptive's, and refuses what that
+    refuses."""
+    from trexlab.params import InvalidParameter
+    from trexlab.spec.schema import experiment_schema
+    validator = jsonschema.Draft202012Validator(experiment_schema()["properties"]["repetitions"])
+    until = {"median_ci_percent": 1}
+    good = [{"min": 5, "max": 50, "until": until},
+            {"min": 1, "max": 1000, "until": {"median_ci_percent": 100, "figures": ["throughput_fps"]}}]
+    bad = [{"mni": 5, "max": 50, "until": until}, {"min": 5, "max": 50}, {"min": 0, "max": 50, "until": until},
+           {"min": 5, "max": 1001, "until": until}, {"min": 5, "max": 50, "until": {"median_ci_percen": 1}},
+           {"min": 5, "max": 50, "until": {"median_ci_percent": 0}},
+           {"min": 5, "max": 50, "until": {"median_ci_percent": 101}},
+           {"min": 5, "max": 50, "until": {"median_ci_percent": 1, "figures": "throughput_fps"}}]
+    for rule in good:
+        assert validator.is_valid(rule) and adaptive.rule_from_mapping(rule), rule
+    for rule in bad:
+        with pytest.raises(InvalidParameter):
+            adaptive.rule_from_mapping(rule)
+        assert not validator.is_valid(rule), rule
+    assert "figures" in validator.schema["description"]

@@ -145,6 +145,72 @@ def test_killed_campaign_resumes_with_no_repetition_lost_or_duplicated(tmp_path)
     assert "done earlier" in rerun.stderr
 
 
+def results_in_run_order(campaign: Path) -> list[tuple[str, str]]:
+    """(point, repetition) of every finished repetition, in the order their results were written."""
+    done = [r for reps in finished_reps(campaign).values() for r in reps]
+    return [(r.parent.name, r.name) for r in sorted(done, key=lambda r: (r / "result.json").stat().st_mtime_ns)]
+
+
+def test_an_interleaved_campaign_runs_in_seeded_rounds_and_resumes_mid_round_as_if_never_stopped(tmp_path,
+                                                                                                 monkeypatch):
+    """order: interleaved runs repetition r of every point in round r, the round's points in the order its seed
+    gives (campaign.json, each repetition's provenance): a burst of load on the host then falls on one repetition of
+    several points, not on one point's median. Stopped in the middle of a repetition of round 2, it goes on with
+    that repetition (its logged trials replayed) and the rest of round 2, in the same order, and ends with the
+    results of an uninterrupted run: none lost, none run twice."""
+    spec = {**json.loads(json.dumps(SPEC)), "order": "interleaved", "repetitions": 3,
+            "sweep": {"generator_options.capacity": [300000, 600000, 450000]}}
+    exp = experiment.validate(spec)
+    from trexlab.plan.campaign import round_order
+    from trexlab.results.store import RunDir
+
+    ids = [p.point_id for p in exp.points()]
+    whole = Path(Campaign(exp, tmp_path / "whole").run()["campaign"])
+    manifest = json.loads((whole / "campaign.json").read_text())
+    seed = manifest["order"]["seed"]
+    assert manifest["order"] == {"order": "interleaved", "seed": seed, "repetitions_per_round": 1}
+    rounds: list[list[str]] = []
+    for r in (1, 2, 3):  # each round in its seed's order, not beginning with the point the last one ended with
+        rounds.append(round_order(seed, 1, r, ids))
+        if r > 1 and rounds[-1][0] == rounds[-2][-1]:
+            rounds[-1][:2] = rounds[-1][1::-1]
+    assert rounds != [ids] * 3, "the seed shuffles some round"
+    expected = [(pid, f"rep-{r:03d}") for r, order in enumerate(rounds, start=1) for pid in order]
+    assert results_in_run_order(whole) == expected
+    for pid, rep in expected:
+        order = json.loads((whole / pid / rep / "provenance.json").read_text())["order"]
+        assert order == {**manifest["order"], "stage": "procedure", "round": int(rep[4:]),
+                         "place": rounds[int(rep[4:]) - 1].index(pid) + 1, "points_in_round": 3}
+
+    # Stopped (as by a crash) as the third trial of round 2's second repetition is logged.
+    trials_before = sum(len((whole / p / r / "trials.jsonl").read_text().splitlines()) for p, r in expected[:4])
+    append_trial, count = RunDir.append_trial, [0]
+
+    def crashing(self, *args, **kwargs):
+        count[0] += 1
+        if count[0] == trials_before + 3:
+            raise KeyboardInterrupt
+        return append_trial(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunDir, "append_trial", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        Campaign(exp, tmp_path / "stopped").run()
+    monkeypatch.setattr(RunDir, "append_trial", append_trial)
+    stopped = tmp_path / "stopped" / whole.relative_to(tmp_path / "whole")
+    kept = {(p, r): (stopped / p / r / "result.json").read_bytes() for p, r in results_in_run_order(stopped)}
+    assert list(kept) == expected[:4]
+    lines: list[str] = []
+    assert Campaign(exp, tmp_path / "stopped", progress=lines.append).run()["done"] == 3
+    assert results_in_run_order(stopped) == expected, "round 2 finished in its order, then round 3"
+    assert all((stopped / p / r / "result.json").read_bytes() == kept[p, r] for p, r in kept), "not run again"
+    assert any(f"{expected[4][0]}: repetition 2 resumed: 2 logged trial(s) replayed" in line for line in lines)
+    for p, r in expected:  # no repetition and no trial lost or duplicated
+        assert (stopped / p / r / "result.json").read_bytes() == (whole / p / r / "result.json").read_bytes()
+        assert len((stopped / p / r / "trials.jsonl").read_text().splitlines()) == len(
+            (whole / p / r / "trials.jsonl").read_text().splitlines())
+    assert {d.name for p in ids for d in (stopped / p).glob("rep-*")} == {"rep-001", "rep-002", "rep-003"}
+
+
 def test_run_experiment_playbook_runs_the_campaign_and_logs_its_progress(tmp_path):
     """playbooks/run-experiment.yml is the Ansible spelling of make run: same campaign, same store."""
     (tmp_path / "exp").mkdir()
@@ -385,6 +451,7 @@ def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_t
     campaign.lab, campaign._based_on_networks, campaign._report = Lab(), 1, lambda line: None
     campaign.dir, campaign._eta, campaign._pending_undo, campaign._pending_spec = tmp_path / "none", None, [], {}
     campaign._dut_config_left_removed = True  # the DUT carried nothing from before (dut_config_left)
+    campaign.order, campaign._said_skipped = {"order": "sequential"}, set()
     campaign.playbook = lambda name, extra: calls.append(
         (Path(name).stem, extra.get("netem_state") or extra.get("siit_tayga_state"), extra.get("netem_delay_ms")))
 

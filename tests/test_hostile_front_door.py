@@ -102,6 +102,8 @@ MAKE_MACHINE_INPUTS = [
     (["lab-up", "LAB=maas", "LAB_NAME=nolab9", "TFVARS={tfvars}"], "maas", "needs MAAS_API_URL and MAAS_API_KEY"),
     (["run", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
     (["report", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
+    (["bench"], "venv", "no-venv: run 'make setup' first"),
+    (["providers"], "go", "go not found"),
 ]
 
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
@@ -232,7 +234,7 @@ def test_make_n_checks_the_values_not_what_is_up():
 @pytest.mark.parametrize(("argv", "lacks", "said"), MAKE_MACHINE_INPUTS,
                          ids=[f"{a[0]}-{lacks}" for a, lacks, _ in MAKE_MACHINE_INPUTS])
 def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, said):
-    """Simulated without changing the machine: terraform off PATH, MAAS credentials and the venv off the
+    """Simulated without changing the machine: terraform or Go off PATH, MAAS credentials and the venv off the
     environment, and `id` on PATH saying uid 1000 where root is lacking (uid 0 elsewhere, so that the test asks the
     same whoever runs it)."""
     fake = tmp_path / "bin"
@@ -240,8 +242,8 @@ def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, 
     (fake / "id").write_text(f"#!/bin/sh\necho {1000 if lacks == 'root' else 0}\n")
     (fake / "id").chmod(0o755)
     path = os.environ["PATH"].split(os.pathsep)
-    if lacks == "terraform":
-        path = [d for d in path if not (Path(d) / "terraform").exists()]
+    if lacks in ("terraform", "go"):
+        path = [d for d in path if not (Path(d) / lacks).exists()]
     env = {k: v for k, v in front_door_env({}).items() if not k.startswith("MAAS_")}
     env["PATH"] = os.pathsep.join([str(fake), *path])
     if lacks == "venv":
@@ -376,10 +378,12 @@ def front_door_copy(root: Path) -> Path:
     """The front door (Makefile, scripts/lab.sh) rooted in a directory of the test's own: the labs it finds there are
     the test's, written by hand as lab-up leaves them, and the checkout gets none."""
     (root / "scripts").mkdir(parents=True)
-    for name in ("Makefile", "scripts/lab.sh", "scripts/common.sh", "trexlab/rolevalues.py"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, root / name)
-    (root / "experiments").symlink_to(REPO / "experiments")  # make's EXP check, whatever the goal
+    shutil.copy2(REPO / "Makefile", root / "Makefile")
+    for name in ("lab.sh", "common.sh", "run-experiment.sh"):
+        shutil.copy2(REPO / "scripts" / name, root / "scripts" / name)
+    (root / "trexlab").symlink_to(REPO / "trexlab")  # the lab name's rule, the campaign's checks (make run)
+    (root / "experiments").mkdir()  # make's EXP check, whatever the goal
+    (root / "experiments" / "demo").symlink_to(REPO / "experiments" / "demo")
     for kind in ("local", "vm", "static", "maas"):
         (root / "terraform" / "labs" / kind).mkdir(parents=True)
     # The local lab's realiser, which make lab-status asks what of a lab is down (it reads, changes nothing).
@@ -440,3 +444,25 @@ def test_lab_status_of_a_lab_that_is_not_up_says_how_to_bring_it_up_and_is_not_z
                               text=True, cwd=root, env=front_door_env({}), timeout=60)
         output = (made.stdout + made.stderr).strip().splitlines()
         assert made.returncode == 2 and len(output) == 1 and line in output[0], (made.returncode, output)
+
+
+def test_make_run_refuses_what_its_campaign_would_in_one_line(tmp_path):
+    """make run EXP=demo with the default lab (local) not up, or SCALE= a scale the experiment does not declare: the
+    campaign refused it in the recipe, its line and make's "*** [Makefile:NN: run] Error 2". The same refusals, by the
+    campaign's own code, come before any recipe; an experiment whose generator is sim needs no lab and passes."""
+    root = front_door_copy(tmp_path / "checkout")
+    (root / "experiments" / "simcheck").mkdir()
+    (root / "experiments" / "simcheck" / "experiment.yml").write_text(
+        "name: simcheck\ndescription: a simulated DUT, no lab\ngenerator: sim\ngenerator_options: {capacity: 1000}\n"
+        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
+        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+    for argv, said in ((["EXP=demo"], "lab local is not up: run 'make lab-up' first"),
+                       (["EXP=demo", "SCALE=nosuch"], "scale.nosuch: not declared in this experiment")):
+        result = subprocess.run(["make", "--no-print-directory", "run", *argv], capture_output=True, text=True,
+                                cwd=root, env=front_door_env({}), timeout=60)
+        output = (result.stdout + result.stderr).strip().splitlines()
+        assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    sim = subprocess.run([str(root / "scripts" / "run-experiment.sh"), "--check-only", "simcheck"], capture_output=True,
+                         text=True, env=front_door_env({}), timeout=60)
+    assert (sim.returncode, sim.stdout, sim.stderr) == (0, "", ""), sim
+    assert not (root / "results").exists() and not (root / "inventory").exists()

@@ -3,6 +3,7 @@ from the goal's relevant lower to its relevant upper bound), as throughput count
 load the DUT itself failed. No lab: the simulated SUT behind a tester disturbed in some trials (the stand-ins of
 tests/test_tester_stalls.py, test_host_backlog.py, test_tester_drops.py, test_hypervisor_steal.py)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -11,8 +12,9 @@ from test_hypervisor_steal import Stolen
 from test_tester_drops import SPEC, DroppingTester, UnknownDropsAbove
 from test_tester_stalls import Stalling
 
+from trexlab.generators import create_generator
 from trexlab.procedures import mlrsearch
-from trexlab.procedures.common import RunContext
+from trexlab.procedures.common import CEILING_MARGIN, RunContext
 
 CAPACITY = 100_000  # fps, the simulated DUT's
 #: A goal that tolerates 10 % loss: its relevant bounds lie near CAPACITY / 0.9, NDR's near CAPACITY.
@@ -86,3 +88,18 @@ def test_each_goals_marks_are_counted_again_from_result_json_alone():
         f"host backlog drops ({sum(t['host_drops'] for t in bearing):,} frames)"]
     assert mlrsearch.headline_tester_bound(data["trial_log"], data["goals"], data["params"]["tester_ceiling"]) == (
         data["headline_tester_bound"])
+
+
+def test_a_goal_whose_relevant_bounds_reach_the_testers_ceiling_is_marked_though_its_figure_is_below_it():
+    # LOSSY's figure lies some 10 % below its relevant lower bound (its loss ratio): a ceiling the loads it rests on
+    # reached may have made them fail, its figure outside CEILING_MARGIN of it. Before, only the figure was checked.
+    ceiling = 1.2 * CAPACITY
+    found = mlrsearch.run(RunContext(create_generator("sim", capacity=CAPACITY), SPEC),
+                          dataclasses.replace(PARAMS, tester_ceiling=ceiling))
+    ndr, lossy = found.goals
+    near = ceiling * (1 - CEILING_MARGIN)
+    assert ndr["relevant_upper_bound"] < near
+    assert lossy["conditional_throughput"] < near <= lossy["relevant_lower_bound"]
+    assert found.to_dict()["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": ["near tester ceiling"]}
+    assert any(note.startswith(f"LOSSY: relevant lower bound {lossy['relevant_lower_bound']:.0f} fps is within")
+               for note in found.notes)

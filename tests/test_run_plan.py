@@ -15,8 +15,9 @@ from trexlab.results.store import read_json
 from trexlab.spec import experiment
 from trexlab.trial import GeneratorError
 
-#: What identifies the invocation, not the run: the CLI records its argv, a campaign its point.
-INVOCATION = {"started", "argv", "experiment", "campaign", "point", "sweep", "spec"}
+#: What identifies the invocation, not the run: the CLI records its argv, a campaign its point and the order of its
+#: repetitions.
+INVOCATION = {"started", "argv", "experiment", "campaign", "point", "sweep", "spec", "order"}
 
 
 def test_a_campaign_and_the_cli_verb_write_the_same_provenance_and_results(tmp_path, capsys):

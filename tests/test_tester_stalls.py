@@ -86,6 +86,22 @@ def test_a_trial_whose_last_frame_left_late_is_stretched_and_its_note_says_why()
     assert not trial_from_report(TCG_SPEC, on_time).stretched and trial_from_report(TCG_SPEC, on_time).notes == ()
 
 
+def test_the_notes_with_the_sender_s_figures_say_how_late_it_started():
+    """swtester reports how late each direction's first frame left (start_lag_ns); the notes that give the sender's
+    lag, bursts and slip gave every figure but that one. An swtester without it: the notes above, unchanged."""
+    slipped = report(slip_ns=100_000_000, max_lag_ns=100_100_000, slips=1, max_burst=64)
+    slipped["directions"]["forward"]["start_lag_ns"] = 12_300
+    assert trial_from_report(SPEC, slipped).notes == (
+        "forward: the sender fell more than 64 frames behind its schedule 1 time(s) (longest lag 100.1 ms; started "
+        "12.3 us late): rather than a catch-up burst above 64 frames it moved its schedule 100 ms later, more than the "
+        "overrun tolerance: the trial is stretched",)
+    late_end = json.loads(json.dumps(TCG_LATE_END))
+    late_end["directions"]["reverse"]["start_lag_ns"] = 2_500_000
+    assert trial_from_report(TCG_SPEC, late_end).notes[0].startswith(
+        f"reverse: {OVERRUN_NOTE} (the sender started 2.5 ms late, lagged its schedule by up to 5.348 ms, caught up in "
+        "bursts of up to 11 frames and did not slip): sending took 1.004 s")
+
+
 def test_frames_never_sent_are_named_in_a_note():
     short = report()
     short["directions"]["forward"].update(sent=39_000, received=39_000)

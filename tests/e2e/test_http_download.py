@@ -75,6 +75,16 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     medians = summary["median"]
     print(f"\nmedian download time by loss %: {medians.round(4).to_dict()}")
     assert list(summary.index) == [0, 0.1, 1] and (summary["count"] == CI.repetitions).all()
+    # The loss rates took turns (order: interleaved), so that a burst of other work on the host slows a few
+    # downloads of each rate rather than all of one rate's: each round ran every rate's next repetitions_per_round
+    # downloads. In sequence, a 5 s burst on both CPUs from the first lossless download slowed 6 of its 9 and its
+    # median passed the 1 % one (0.440 s vs 0.257 s); in rounds it slows at most one round's of a rate.
+    orders = runs["run"].map(lambda run: json.loads(open(f"{run}/provenance.json").read())["order"])
+    assert {(o["order"], o["repetitions_per_round"]) for o in orders} == {("interleaved", CI.repetitions_per_round)}
+    assert CI.repetitions_per_round < CI.repetitions, "more than one round"
+    rounds = sorted(o["round"] for o in orders)
+    assert rounds == sorted(-(-k // CI.repetitions_per_round) for k in range(1, CI.repetitions + 1)
+                            for _ in CI.points())
     # 1 % loss slows the download, more than 0.1 % does. Over 10 sets of 9 downloads per loss rate on this shared
     # 2-CPU host (wire-sized frames, reno, 2026-11-27), the 1 % median was 1.57-1.74x the lossless one with the
     # 64 MiB file (46,350 frames, 0.07 s lossless), 1.46-1.69x with 16 MiB, 1.41-1.72x with 8 MiB, 1.60-1.79x
@@ -103,5 +113,8 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     for loss in (0, 0.1, 1):
         assert f"{medians[loss]:,.3f}" in table, loss
     assert "Side by side with RFC 2544" in text
+    per_round = CI.repetitions_per_round
+    assert (f"order of the repetitions: interleaved: round r runs repetitions {per_round}(r-1)+1 .. {per_round}r"
+            in text), "the order is disclosed beside the figures"
     assert "the server's TCP sends frames of at most the MTU" in text, "the method says how the frames were cut"
     assert bar_pixels > 1000, "the download-time bars are drawn"

@@ -19,7 +19,9 @@ at most window x 8 / RTT and, when the profile paces it (--bitrate), that.
 Connections send nothing for ``setup_s`` after start (the handshake and slow
 start iperf3's --omit leaves out). A paced connection sees the base RTT, a
 bulk one ``loaded_rtt_factor`` times it (queues fill), reached linearly over
-``queue_fill_s`` s from the start (0: at once). The sender retransmits
+``queue_fill_s`` s from the start (0: at once). Each start takes
+``build_s`` s before the profile transmits (TRex builds it first; the start
+RPC returns once it transmits). The sender retransmits
 ``retransmit_ratio`` of the bytes it sends, in ``mss``-byte segments; its
 application is ``app_ahead`` bytes ahead of the wire (tcps_sndbyte vs
 tcps_sndbyte_ok). Of each profile's connections, only ``established`` (None:
@@ -87,7 +89,7 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 class FakeAstfClient:
     def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
-                 refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0):
+                 refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0, build_s=0.0):
         # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
         # of a paced connection is exact only on a path of whole milliseconds; below 1 ms the dump reads 0 whatever
         # the samples: the fake takes no other paths.
@@ -100,6 +102,7 @@ class FakeAstfClient:
         self.retransmit_ratio, self.mss, self.setup_s, self.app_ahead = retransmit_ratio, mss, setup_s, app_ahead
         self.rpc_time, self.fail_at = rpc_time, fail_at
         self.cpu_util, self.queue_fill_s = cpu_util, queue_fill_s
+        self.build_s = build_s
         self.clock = FakeClock()
         self.origin = self.clock.now
         self.synced_at = -math.inf  # the last refresh get_stats asked for
@@ -148,6 +151,8 @@ class FakeAstfClient:
         self._call("start", duration=duration, pid_input=pid_input, dump_interval=dump_interval)
         if pid_input not in self.loaded:
             raise TRexError(f"*** start: profile {pid_input} is not loaded")
+        # ASTFClient.start(block=True) waits until TRex has built the profile and reports it transmitting.
+        self.clock.now += self.build_s
         self.started[pid_input] = (self.clock.now, dump_interval)
         self.stopped.pop(pid_input, None)  # a profile id is used again once removed
         self._done()

@@ -338,3 +338,19 @@ def test_trexs_cpu_util_is_both_ends_cpu_and_a_saturated_tester_bounds_its_tests
     assert download["sender_cpu_percent"] is None
     assert download["sender_cpu_limit_percent"] is download["receiver_cpu_limit_percent"] is None
     assert not silent["tester_bound"] and any(n.startswith("endpoint CPU not judged") for n in silent["notes"])
+
+
+def test_concurrent_tests_without_omit_are_each_measured_from_their_own_first_read():
+    # The DSCP connections run as one profile each, started one after another; each start is an RPC that waits for
+    # TRex to build and start the profile (here 0.2 s). Without omit, every profile's bytes were counted from its own
+    # start but its time from after the last start: the first profile's 0.8 s more of transfer read as 8 % more
+    # throughput than its path gave it, the DSCP classes compared unequal on an equal path. Each profile's bytes and
+    # time now run between two reads of its counters.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, setup_s=0.0, build_s=0.2)
+    window = 16384  # window-limited: 65.5 Mbit/s per connection, five of them well below the link
+    tests = [TcpTest(f"dscp {d}", "upload", 1, window, dscp=d, port=p, duration=10, omit=0.0)
+             for d, p in zip((46, 10, 12, 14, 0), PORTS, strict=True)]
+    results = engine(client=client).run(tests)
+    for test, stats in zip(tests, results, strict=True):
+        upload = stats["upload"]
+        assert upload.good_bytes * 8 / upload.seconds == pytest.approx(window * 8 / RTT_S, rel=2e-3), test.name

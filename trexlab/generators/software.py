@@ -526,13 +526,22 @@ def pacing_fields(direction: dict) -> dict:
             "send_slip": direction["slip_ns"] * 1e-9}
 
 
+def start_lag_text(direction: dict, before: str = "", after: str = "") -> str:
+    """How late swtester's sender sent its first frame (start_lag_ns: after the due time its senders are released
+    for), between `before` and `after`, for the notes that give the sender's pacing figures; '' for an swtester
+    without it (older builds). A late start is caught up as any later lag: a figure of those notes, not a note."""
+    if "start_lag_ns" not in direction:
+        return ""
+    return f"{before}started {format_seconds(direction['start_lag_ns'] * 1e-9)} late{after}"
+
+
 def slip_note(name: str, direction: dict, limit: int | None) -> str:
     """What the trial's notes say when swtester's sender slipped its schedule by more than the overrun tolerance."""
     behind = f"{limit} frames" if limit else "its catch-up limit"
     return (f"{name}: the sender fell more than {behind} behind its schedule {direction['slips']} time(s) (longest "
-            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}): rather than a catch-up burst above {behind} it "
-            f"moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} later, more than the overrun "
-            "tolerance: the trial is stretched")
+            f"lag {format_seconds(direction['max_lag_ns'] * 1e-9)}{start_lag_text(direction, before='; ')}): rather "
+            f"than a catch-up burst above {behind} it moved its schedule {format_seconds(direction['slip_ns'] * 1e-9)} "
+            "later, more than the overrun tolerance: the trial is stretched")
 
 
 #: What overrun_note's note says first, after the direction's name: the name it is known by (tests that check a
@@ -548,7 +557,8 @@ def overrun_note(name: str, direction: dict, duration: float) -> str:
     figures = ""
     if "max_lag_ns" in direction:  # an swtester without them (older builds) measured none
         slip_ns = direction["slip_ns"]
-        figures = (f" (the sender lagged its schedule by up to {format_seconds(direction['max_lag_ns'] * 1e-9)}, "
+        figures = (f" (the sender {start_lag_text(direction, after=', ')}lagged its schedule by up to "
+                   f"{format_seconds(direction['max_lag_ns'] * 1e-9)}, "
                    f"caught up in bursts of up to {direction['max_burst']} frames and "
                    + (f"slipped {format_seconds(slip_ns * 1e-9)})" if slip_ns else "did not slip)"))
     send_duration = direction["send_duration"]

@@ -134,8 +134,27 @@ def _count(value: dict, key: str) -> int:
     return number
 
 
+#: The keys of an adaptive rule and of its until: what rule_from_mapping takes, and rule_schema declares.
+RULE_KEYS = ("min", "max", "until")
+UNTIL_KEYS = ("median_ci_percent", "figures")
+
+
+def rule_schema() -> dict:
+    """The JSON Schema of an adaptive rule (trexlab schema's, for editors): the shape rule_from_mapping takes."""
+    count = {"type": "integer", "minimum": 1, "maximum": REPETITIONS_MAX}
+    return {"type": "object", "additionalProperties": False, "required": list(RULE_KEYS), "properties": {
+        "min": {**count, "description": "repetitions of a point at least"},
+        "max": {**count, "description": "repetitions of a point at most (not below min)"},
+        "until": {"type": "object", "additionalProperties": False, "required": [UNTIL_KEYS[0]], "properties": {
+            "median_ci_percent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "description":
+                                  f"%: a point stops once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of each figure's "
+                                  "median is narrower than this share of it"},
+            "figures": {"type": "array", "items": {"type": "string"}, "description":
+                        "the headline figures the rule looks at (default: every one)"}}}}}
+
+
 def rule_from_mapping(value: dict) -> RepetitionRule:
-    allowed = ("min", "max", "until")
+    allowed = RULE_KEYS
     if not isinstance(value, dict) or set(value) - set(allowed):
         extra = sorted(set(value) - set(allowed)) if isinstance(value, dict) else [type(value).__name__]
         raise InvalidParameter("repetitions", extra[0], f"a count, or a mapping of {', '.join(allowed)}")
@@ -143,7 +162,7 @@ def rule_from_mapping(value: dict) -> RepetitionRule:
     if minimum > maximum:
         raise InvalidParameter("repetitions.min", minimum, f"<= repetitions.max ({maximum})")
     until = value.get("until")
-    if not isinstance(until, dict) or set(until) - {"median_ci_percent", "figures"} or "median_ci_percent" not in until:
+    if not isinstance(until, dict) or set(until) - set(UNTIL_KEYS) or UNTIL_KEYS[0] not in until:
         raise InvalidParameter("repetitions.until", until, "{median_ci_percent: <percent>[, figures: [...]]}")
     percent = until["median_ci_percent"]
     if not isinstance(percent, int | float) or isinstance(percent, bool) or not 0 < percent <= 100:

@@ -12,14 +12,27 @@ playbooks (routing for the point's destination networks, then the
 experiment's impairment/SIIT blocks) and restored afterwards: after the point, or,
 where the next point applies the same blocks to the same networks with roles that replace
 what they applied (REPLACED_IN_PLACE), after the last such point.
+
+The spec's ``order`` says when each repetition runs. sequential: all of a point's repetitions, then the next
+point's. interleaved: in rounds, round r running repetition r of every point (repetitions_per_round n: its
+repetitions (r-1)n+1 .. rn), the throughput runs a point's rate comes from first, in rounds of their own; the
+points of each round in an order shuffled with a seed kept in campaign.json (round_order), no round beginning with
+the point the last one ended with. A disturbance of the lab that lasts minutes (another job's load, a hypervisor's
+steal) then lands on one round's repetitions of several points, where in sequence it lands on many repetitions of
+one point and moves that point's median against the others. Each visit of a point configures the DUT for it, so
+interleaving costs up to a configuration per point and round. A campaign interrupted mid-round resumes with the
+round's points that had not run their repetitions, then the next rounds, in the same orders: no stored repetition
+is run again, none is lost.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
+import random
 import shlex
 import subprocess
 import sys
@@ -34,7 +47,7 @@ from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
-from trexlab.plan.repetition import SUMMARY, summary_lines
+from trexlab.plan.repetition import SUMMARY, next_repetition, order_text, summary_lines
 from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
@@ -265,6 +278,31 @@ def difference_text(before, now, prefix: str) -> str | None:
     return f"{key}: {dumps(then)} then, {dumps(later)} now"
 
 
+#: What fails one point (recorded with its error, the campaign going on); anything else stops the campaign.
+POINT_ERRORS = (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
+                subprocess.SubprocessError, OSError)
+
+#: An interleaved campaign's stages: the throughput runs a point's rate comes from (RFC 8219: all of them before its
+#: procedure's first repetition), then the procedure's repetitions.
+RATE_STAGE, PROCEDURE_STAGE = 0, 1
+
+
+def order_seed(campaign: str) -> int:
+    """The seed of an interleaved campaign's round orders: from its id, so that a resumed campaign (same id) goes on
+    in the orders it began with."""
+    return int(hashlib.sha256(campaign.encode()).hexdigest()[:8], 16)
+
+
+def round_order(seed: int, stage: int, round_: int, point_ids: list[str]) -> list[str]:
+    """The order of one round of an interleaved campaign: every point of the campaign, shuffled by a generator
+    seeded with (seed, stage, round) alone, so that each round's order is the same whichever points still have
+    repetitions in it (a resumed campaign's); the round runs those that have, in this order, except that it does
+    not begin with the point the round before ended with (the first two swap places)."""
+    shuffled = list(point_ids)
+    random.Random(f"{seed}/{stage}/{round_}").shuffle(shuffled)
+    return shuffled
+
+
 class Campaign:
     def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
@@ -287,6 +325,13 @@ class Campaign:
         self._pending_undo: list[tuple[str, dict]] = []
         self._dut_config_left_removed = False  # remove_dut_config_left ran (once, before the first configuration)
         self._pending_spec: dict = {}  # the spec of the point that left it
+        #: How the repetitions are ordered: kept in campaign.json and in each repetition's provenance.
+        self.order: dict = ({"order": "interleaved", "seed": order_seed(self.id),
+                             "repetitions_per_round": experiment.repetitions_per_round}
+                            if experiment.order == "interleaved" else {"order": "sequential"})
+        # The repetitions this run ran or said were done earlier: an interleaved campaign visits each point once per
+        # round, and each visit passes the point's finished repetitions again (said once, counted once by the ETA).
+        self._said_skipped: set[tuple[str, str, int]] = set()
 
     # -- bookkeeping -----------------------------------------------------------------------
     def progress(self, line: str) -> None:
@@ -370,20 +415,29 @@ class Campaign:
         for playbook, extra in reversed(undo):
             self.playbook(playbook, extra)
 
-    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None, next_spec: dict | None = None) -> None:
+    def run_point(self, point, k: int, n: int, plan: RunPlan | None = None, next_spec: dict | None = None,
+                  upto: int | None = None, stage: int = PROCEDURE_STAGE, order: dict | None = None) -> None:
         """One point: its generator first (it may fail without leaving the DUT configured), then the DUT's
         configuration, the plan's repetitions, and the DUT restored: at once, or, where next_spec (the point that
         runs next) applies the same blocks to the same networks (dut_config_key), by that point's configuration
-        replacing it."""
+        replacing it. An interleaved campaign's visit runs the repetitions up to upto (of the throughput runs for
+        the rate at stage RATE_STAGE), with order (its round and place) in their provenance."""
         plan = plan or self.plans[point.index]
         key = dut_config_key(point.spec)
         generator = plan.create_generator()
         try:
             if not self._dut_config_left_removed:
                 self.remove_dut_config_left()
-            if self._pending_undo and dut_config_key(self._pending_spec) != key:
-                self.undo_pending()
-            undo = self.configure_dut(point.spec)
+            if self._pending_undo and key is not None and self._pending_spec == point.spec:
+                # The same point again (an interleaved campaign's round of this point alone, after a round that
+                # ended with it): the DUT is configured for it already.
+                undo = self._pending_undo
+                self.progress(f"point {k}/{n} {point.point_id}: the DUT is configured for it already (the point "
+                              "before was the same)")
+            else:
+                if self._pending_undo and dut_config_key(self._pending_spec) != key:
+                    self.undo_pending()
+                undo = self.configure_dut(point.spec)
             self._pending_undo = []  # replaced by this point's configuration
             finished = False
             current = {"repetition": 0, "rate repetition": 0}  # the repetition whose trials run now
@@ -394,7 +448,19 @@ class Campaign:
                     if phase not in ("repetition", "resume") and info.get("done"):
                         self.progress(f"point {k}/{n} {point.point_id}: {what} {trial_text(phase, info)}")
 
+                def said_before(phase: str, info: dict, which: str) -> bool:
+                    """A finished repetition that an earlier visit of the point ran or said was done earlier."""
+                    if phase != "repetition":
+                        return False
+                    said = (point.point_id, which, info["repetition"])
+                    if info.get("skipped") and said in self._said_skipped:
+                        return True
+                    self._said_skipped.add(said)
+                    return False
+
                 def progress(phase: str, info: dict) -> None:
+                    if said_before(phase, info, "procedure"):
+                        return
                     if phase == "repetition":
                         current["repetition"] = info["repetition"]
                     trial_done(f"repetition {current['repetition']},", phase, info)
@@ -410,6 +476,8 @@ class Campaign:
                                       f"{self.eta()}")
 
                 def rate_progress(phase: str, info: dict) -> None:
+                    if said_before(phase, info, "rate"):
+                        return
                     if phase == "repetition":
                         current["rate repetition"] = info["repetition"]
                     trial_done(f"throughput for the rate, repetition {current['rate repetition']},", phase, info)
@@ -418,12 +486,20 @@ class Campaign:
                         self.progress(f"point {k}/{n} {point.point_id}: throughput for the rate, repetition "
                                       f"{info['repetition']}/{info['repetitions']}{done}")
 
-                summary = execute(plan, generator, progress=progress, rate_progress=rate_progress,
-                                  say=lambda line: self.progress(f"point {k}/{n} {point.point_id}: {line}"))
-                # The point's figures with their limits and method, as the procedure CLI prints them.
-                method = read_json(plan.output / SUMMARY).get("method")
-                for line in summary_lines(summary, method):
+                def say(line: str) -> None:
                     self.progress(f"point {k}/{n} {point.point_id}: {line}")
+
+                order = order or self.order
+                if stage == RATE_STAGE and plan.rate_from is not None:
+                    execute(plan.rate_from, generator, progress=rate_progress, say=say, upto=upto, order=order)
+                else:
+                    summary = execute(plan, generator, progress=progress, rate_progress=rate_progress, say=say,
+                                      upto=upto, order=order)
+                    if upto is None or next_repetition(plan.repetitions, plan.output) is None:
+                        # The point's figures with their limits and method, as the procedure CLI prints them.
+                        method = read_json(plan.output / SUMMARY).get("method")
+                        for line in summary_lines(summary, method):
+                            self.progress(f"point {k}/{n} {point.point_id}: {line}")
                 finished = True
             finally:
                 if finished and key is not None and next_spec is not None and dut_config_key(next_spec) == key:
@@ -557,35 +633,104 @@ class Campaign:
                     "points": [{"point": p.point_id, "index": p.index, "values": p.values} for p in self.points],
                     # What the campaign was begun with (kept when it is resumed): check_resumable's reference.
                     "measured_on": earlier.get("measured_on", self.measured_on()),
-                    "git_commit": earlier.get("git_commit", git_commit())}
+                    "git_commit": earlier.get("git_commit", git_commit()),
+                    # How the repetitions are ordered (the spec's order; its seed from the campaign id).
+                    "order": self.order}
         write_json_atomic(self.dir / "campaign.json", manifest)
         done_before = {pid for pid, r in self.status().items() if r["status"] == "done"}
         todo = [p for p in self.points if p.point_id not in done_before]
         self._eta = estimate.Eta([p for p in estimates if p.point_id not in done_before])
         n = len(self.points)
         self.progress(f"campaign {self.experiment.name}/{self.id}: {n} point(s), {len(done_before)} done earlier, "
-                      f"{self.experiment.repetition_rule.describe()} each -> {self.dir}")
+                      f"{self.experiment.repetition_rule.describe()} each, {order_text(self.order)} -> {self.dir}")
         for warning in [*(self.lab.warnings() if self.lab else ()), lab_kind_warning(self.experiment, self.lab)]:
             if warning:
                 self.progress(f"warning: {warning}")
         with self.tcp_endpoints(bool(todo)), self._undone_at_the_end():
-            for i, point in enumerate(todo):
-                k = point.index + 1
-                start = time.monotonic()
-                try:
-                    self.run_point(point, k, n, self.plans[point.index],
-                                   next_spec=todo[i + 1].spec if i + 1 < len(todo) else None)
-                except (GeneratorError, PlaybookError, DownloadError, InvalidParameter, InvalidExperiment, LabError,
-                        subprocess.SubprocessError, OSError) as exc:
-                    self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
-                    self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
-                else:
-                    self.record(point, "done", None, time.monotonic() - start)
-                    self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
-                if self._eta is not None:
-                    self._eta.point_finished(point.point_id)
+            (self._run_interleaved if self.order["order"] == "interleaved" else self._run_sequential)(todo, n)
         export_campaign(self.dir)  # summary.csv, trials.parquet: what other tools read
+        return self._outcome(n)
+
+    def _outcome(self, n: int) -> dict:
         status = self.status()
         return {"campaign": str(self.dir), "points": n,
                 "done": sum(1 for r in status.values() if r["status"] == "done"),
                 "failed": sorted(pid for pid, r in status.items() if r["status"] == "failed")}
+
+    def _run_sequential(self, todo: list, n: int) -> None:
+        """The points one after the other, each with all its repetitions; a point that fails is recorded."""
+        for i, point in enumerate(todo):
+            k = point.index + 1
+            start = time.monotonic()
+            try:
+                self.run_point(point, k, n, self.plans[point.index],
+                               next_spec=todo[i + 1].spec if i + 1 < len(todo) else None)
+            except POINT_ERRORS as exc:
+                self.record(point, "failed", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
+                self.progress(f"point {k}/{n} {point.point_id}: FAILED: {exc}")
+            else:
+                self.record(point, "done", None, time.monotonic() - start)
+                self.progress(f"point {k}/{n} {point.point_id}: done in {time.monotonic() - start:.0f} s")
+            if self._eta is not None:
+                self._eta.point_finished(point.point_id)
+
+    def next_visit(self, point) -> tuple[int, int]:
+        """The round an interleaved campaign runs this point in next: (stage, round), the throughput runs for its
+        rate first, round r holding repetitions (r-1)*n+1 .. r*n (n: the spec's repetitions_per_round);
+        (PROCEDURE_STAGE, 0) where every repetition is finished but the point was not recorded done (interrupted in
+        between): a visit then writes its summary."""
+        plan, per_round = self.plans[point.index], self.experiment.repetitions_per_round
+        if plan.rate_from is not None and (
+                k := next_repetition(plan.rate_from.repetitions, plan.rate_from.output)) is not None:
+            return RATE_STAGE, -(-k // per_round)
+        k = next_repetition(plan.repetitions, plan.output)
+        return PROCEDURE_STAGE, 0 if k is None else -(-k // per_round)
+
+    def _run_interleaved(self, todo: list, n: int) -> None:
+        """The points in rounds (the module's doc): each round runs the next repetitions of every point that is
+        furthest behind, in round_order; a point that fails is recorded and left out of the rounds after."""
+        left = {point.point_id: point for point in todo}
+        seconds = dict.fromkeys(left, 0.0)
+        everyone = [point.point_id for point in self.points]
+        per_round = self.experiment.repetitions_per_round
+        last = None  # the point visited last
+        while left:
+            due = {pid: self.next_visit(point) for pid, point in left.items()}
+            stage, round_ = min(due.values())
+            visits = [pid for pid in round_order(self.order["seed"], stage, round_, everyone)
+                      if due.get(pid) == (stage, round_)]
+            if len(visits) > 1 and visits[0] == last:
+                # Not the point the last round ended with: its repetitions of both rounds would run back to back,
+                # where one burst of load could slow them all.
+                visits[0], visits[1] = visits[1], visits[0]
+            what = "throughput for the rate, round" if stage == RATE_STAGE else "round"
+            self.progress(f"{what} {round_ or 'of summaries'}: point(s) "
+                          f"{', '.join(str(left[pid].index + 1) for pid in visits)}")
+            for place, pid in enumerate(visits, start=1):
+                point, last = left[pid], pid
+                start = time.monotonic()
+                # The next visit's point, or this one (the next round's first point is not known yet: it may be
+                # this one); a configuration left for a point that turns out to differ is removed before it.
+                following = left[visits[place]].spec if place < len(visits) else point.spec
+                order = {**self.order, "stage": "rate" if stage == RATE_STAGE else "procedure",
+                         "round": round_, "place": place, "points_in_round": len(visits)}
+                try:
+                    self.run_point(point, point.index + 1, n, self.plans[point.index], next_spec=following,
+                                   upto=round_ * per_round or None, stage=stage, order=order)
+                except POINT_ERRORS as exc:
+                    seconds[pid] += time.monotonic() - start
+                    self.record(point, "failed", f"{type(exc).__name__}: {exc}", seconds[pid])
+                    self.progress(f"point {point.index + 1}/{n} {pid}: FAILED: {exc}")
+                    del left[pid]
+                else:
+                    seconds[pid] += time.monotonic() - start
+                    now = self.next_visit(point)
+                    if now != (PROCEDURE_STAGE, 0):
+                        if now <= (stage, round_):  # would be visited for it again and again
+                            raise CampaignError(f"point {pid}: round {round_} did not finish its repetitions")
+                        continue
+                    self.record(point, "done", None, seconds[pid])
+                    self.progress(f"point {point.index + 1}/{n} {pid}: done in {seconds[pid]:.0f} s of visits")
+                    del left[pid]
+                if self._eta is not None:
+                    self._eta.point_finished(pid)

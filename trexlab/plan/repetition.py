@@ -44,20 +44,40 @@ def repetition_dir(parent: Path, k: int) -> Path:
     return Path(parent) / f"rep-{k:03d}"
 
 
+def as_rule(repetitions: int | RepetitionRule) -> RepetitionRule:
+    return repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
+
+
+def next_repetition(repetitions: int | RepetitionRule, parent: str | Path) -> int | None:
+    """The repetition ``repeat`` would run next in parent (the first one not finished), or None where the rule
+    needs no more: what an interleaved campaign (trexlab.plan.campaign) asks of each point before a round."""
+    rule, results = as_rule(repetitions), list[dict]()
+    for k in range(1, rule.maximum + 1):
+        if rule.done(results):
+            return None
+        path = repetition_dir(Path(parent), k)
+        if not is_finished(path):
+            return k
+        results.append(read_json(path / RESULT))
+    return None
+
+
 def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: int | RepetitionRule,
-           parent: str | Path, provenance: dict, progress: Callable[[str, dict], None] | None = None) -> dict:
+           parent: str | Path, provenance: dict, progress: Callable[[str, dict], None] | None = None,
+           upto: int | None = None) -> dict:
     """Run (or finish) the repetitions; write and return the summary of their headline figures.
 
     ``repetitions``: a count, or a rule (trexlab.plan.adaptive) that may stop before its maximum. A repetition
     interrupted mid-search is resumed from its trial log (trexlab.plan.resume); ``params.warm_start`` starts each
-    repetition's search near the earlier ones' median (trexlab.plan.adaptive.warm_bounds)."""
-    rule = repetitions if isinstance(repetitions, RepetitionRule) else RepetitionRule(repetitions, repetitions)
+    repetition's search near the earlier ones' median (trexlab.plan.adaptive.warm_bounds). ``upto``: run no
+    repetition beyond this one (an interleaved campaign's round); the summary is then of those finished so far."""
+    rule = as_rule(repetitions)
     module = procedure_of(procedure)
     parent = Path(parent)
     make_directories(parent)
     check_same_run(parent, {**provenance, "procedure": procedure})
     results: list[dict] = []
-    for k in range(1, rule.maximum + 1):
+    for k in range(1, rule.maximum + 1 if upto is None else min(upto, rule.maximum) + 1):
         if rule.done(results):
             break
         total = rule.maximum
@@ -343,6 +363,18 @@ def method_line(method: dict) -> str:
         parts.append("warm start: each repetition's search began near the earlier ones' median (bounds verified "
                      "by full-duration trials; start_bounds in each result)")
     return "; ".join(parts)
+
+
+def order_text(order: object) -> str:
+    """A campaign's order of repetitions (campaign.json's "order", trexlab.plan.campaign) in words, as its progress and
+    report say it; a campaign.json without one was written when every campaign ran sequentially."""
+    if not isinstance(order, dict) or order.get("order") != "interleaved":
+        return "sequential: all repetitions of a point, then those of the next point" + (
+            "" if isinstance(order, dict) else " (campaign.json records no order: begun before there was a choice)")
+    per_round = order.get("repetitions_per_round", 1)
+    which = "repetition r" if per_round == 1 else f"repetitions {per_round}(r-1)+1 .. {per_round}r"
+    return (f"interleaved: round r runs {which} of every point, in an order shuffled per round (seed "
+            f"{order.get('seed')}), never beginning with the point the round before ended with")
 
 
 def cell(value, spec: str = ".6g") -> str:

@@ -495,20 +495,23 @@ def fresh_output(procedure: str) -> Path:
 
 def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | None = None,
             say: Callable[[str], None] | None = None,
-            rate_progress: Callable[[str, dict], None] | None = None) -> dict:
+            rate_progress: Callable[[str, dict], None] | None = None, upto: int | None = None,
+            order: Mapping | None = None) -> dict:
     """Run (or finish) the plan's repetitions with a generator made from it; the summary of their figures.
 
     progress receives the procedure's progress (repetitions, trials); say one line of news (the rate measured,
-    the self-test's record); rate_progress the progress of the throughput runs a rate comes from."""
+    the self-test's record); rate_progress the progress of the throughput runs a rate comes from. upto: run no
+    repetition beyond this one (an interleaved campaign's round: the throughput runs of a rate are all finished
+    by then); order: how the campaign orders its repetitions, kept in their provenance."""
     from trexlab.plan.rate_from import GIVES_RATE, median_throughput
-    from trexlab.plan.repetition import repeat
+    from trexlab.plan.repetition import next_repetition, repeat
     from trexlab.procedures import selftest
     from trexlab.results.provenance import provenance
 
     say = say or (lambda line: None)
     params, rate_source = plan.params, plan.rate_source
     if plan.rate_from is not None:
-        execute(plan.rate_from, generator, rate_progress, say)
+        execute(plan.rate_from, generator, rate_progress, say, order=order)
         rate, rate_source = median_throughput(plan.rate_from.output)
         say(f"measuring at {rate:.0f} fps ({rate_source['statistic']} of {GIVES_RATE})")
         params = dataclasses.replace(params, rate=rate)
@@ -518,10 +521,12 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
                        params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,
                        tester_ceiling=plan.tester_ceiling,
-                       **({"rate_source": dict(rate_source)} if rate_source else {}))
+                       **({"rate_source": dict(rate_source)} if rate_source else {}),
+                       **({"order": dict(order)} if order else {}))
     summary = repeat(plan.procedure, generator, plan.traffic, params, plan.repetitions, plan.output, facts,
-                     progress=progress)
-    if plan.procedure == selftest.NAME:
+                     progress=progress, upto=upto)
+    # A self-test's ceilings are recorded from all its repetitions: not after an interleaved round that left some.
+    if plan.procedure == selftest.NAME and (upto is None or next_repetition(plan.repetitions, plan.output) is None):
         count = plan.repetitions.maximum if isinstance(plan.repetitions, RepetitionRule) else plan.repetitions
         say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings))
     return summary

@@ -426,14 +426,28 @@ def bears_on(goal: dict, load: float) -> bool:
     return ((lower is None or load >= lower * (1 - 1e-9)) and (upper is None or load <= upper * (1 + 1e-9)))
 
 
+#: What of a goal result is checked against the tester's ceiling, in a note's words: its figure, and the loads the
+#: figure rests on (bears_on), which the tester offered. A goal that tolerates loss has its figure below its relevant
+#: lower bound by up to its loss ratio: at 10 %, a figure outside CEILING_MARGIN of a ceiling its loads reached.
+CEILING_CHECKS = (("conditional_throughput", "result"), ("relevant_lower_bound", "relevant lower bound"),
+                  ("relevant_upper_bound", "relevant upper bound"))
+
+
+def goal_ceiling_warning(goal: dict, ceiling: float | None) -> str | None:
+    """The first of a goal result's CEILING_CHECKS near the tester's ceiling, as a note says it; None: none is."""
+    return next((warning for key, what in CEILING_CHECKS if (warning := ceiling_warning(goal[key], ceiling, what))),
+                None)
+
+
 def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> list[str]:
     """Why the figures of `goals` may be the tester's limit, counted from result.json's own trial_log and goals (and
     params.tester_ceiling), so that a reader can count them again: the reasons of the searched trials that bear on
-    any of the goals (bears_on), and a figure near the tester's ceiling. The warm-up and the runs TrialRunner
+    any of the goals (bears_on), and a figure or a load it rests on near the tester's ceiling (CEILING_CHECKS). The
+    warm-up and the runs TrialRunner
     repeated bear on none: the search never classified a load with them."""
     bearing = [t for t in trial_log if t["searched"] and any(bears_on(goal, t["offered_load"]) for goal in goals)]
     return tester_limit_reasons(
-        ceiling, *(goal["conditional_throughput"] for goal in goals),
+        ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS),
         stretched=sum(1 for t in bearing if t["stretched"] and not t["stolen"]),
         steal=sum(t["host_steal"] for t in bearing if t["stolen"]),
         tester_drops=sum(t["tester_drops"] for t in bearing),
@@ -498,7 +512,7 @@ def run(context: RunContext, params: Params) -> MlrResult:
                          "below minimum load")
         elif lower is None:
             notes.append(f"{entry['name']}: no figure: no load classified a lower bound before search_time_max")
-        elif warning := ceiling_warning(entry["conditional_throughput"], params.tester_ceiling):
+        elif warning := goal_ceiling_warning(entry, params.tester_ceiling):
             notes.append(f"{entry['name']}: {warning}")
         if entry["no_upper_bound"]:
             notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "

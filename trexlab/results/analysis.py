@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line
+from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line, order_text
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
@@ -682,6 +682,8 @@ def method_disclosure(campaign: str | Path) -> str:
               f"- procedure: {code(procedure.get('name'))} with "
               + (", ".join(text(f"{k}={v}") for k, v in sorted(params.items())) or "defaults"),
               f"- repetitions per point: {text(spec.get('repetitions', DEFAULT_REPETITIONS))}",
+              # When each repetition ran: in sequence, a disturbance of the lab falls on one point's repetitions.
+              f"- order of the repetitions: {text(order_text(manifest.get('order')))}",
               "- traffic: " + (", ".join(text(f"{k}={v}") for k, v in sorted((spec.get('traffic') or {}).items()))
                                 or "defaults")]
     if "loss_tolerance_percent" in params:

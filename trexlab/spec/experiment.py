@@ -33,7 +33,14 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
 from trexlab.spec import safeyaml
-from trexlab.spec.schema import NOT_FROM_SPECS, SWEEP_POINTS_MAX, experiment_schema, role_defaults, spec_option
+from trexlab.spec.schema import (
+    DEFAULT_ORDER,
+    NOT_FROM_SPECS,
+    SWEEP_POINTS_MAX,
+    experiment_schema,
+    role_defaults,
+    spec_option,
+)
 
 LAB_KINDS = ("local", "vm", "static", "maas")
 TOPOLOGIES = ("single", "dual", "loopback")
@@ -164,6 +171,16 @@ class Experiment:
         return repetition_rule(self.spec)
 
     @property
+    def order(self) -> str:
+        """The order the points' repetitions run in: sequential or interleaved (trexlab.plan.campaign)."""
+        return self.spec.get("order", DEFAULT_ORDER)
+
+    @property
+    def repetitions_per_round(self) -> int:
+        """The repetitions an interleaved campaign runs of a point per round (1 in a sequential one's terms)."""
+        return self.spec.get("repetitions_per_round", 1)
+
+    @property
     def lab_kind(self) -> str | None:
         """The kind of lab the experiment was made and checked on (lab.kind), or None when it declares none.
         A campaign on another kind runs, with a warning (lab_kind_warning in trexlab.plan.campaign): the kernel
@@ -272,6 +289,9 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
                                 "simulated SUT in generator_options")
     if isinstance(spec.get("sweep"), dict):
         check_sweep_size(spec["sweep"], source)
+    if spec.get("repetitions_per_round", 1) != 1 and spec.get("order", DEFAULT_ORDER) != "interleaved":
+        raise InvalidExperiment(f"{source}: repetitions_per_round: {spec['repetitions_per_round']}: allowed 1 with "
+                                f"order {spec.get('order', DEFAULT_ORDER)} (rounds are an interleaved campaign's)")
     experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
     try:
         experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)

@@ -17,7 +17,7 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from trexlab import impairment, reference_dut, rolevalues
 from trexlab.addressing import MAX_NETWORKS
@@ -48,6 +48,8 @@ SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+" + END
 #: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
 DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
+#: The order of the points' repetitions when a spec gives none (ExperimentSpec.order says why it is an option).
+DEFAULT_ORDER: Final = "sequential"
 #: The confidence of the median's interval in adaptive repetitions' stop rule (trexlab.plan.adaptive): part of what a
 #: spec's until: {median_ci_percent} means, so it is the spec's, and its own choice, not the comparison's
 #: (results.stats.SHIFT_CONFIDENCE, a verdict's level chosen when campaigns are compared): changing that must not
@@ -163,8 +165,19 @@ class ExperimentSpec:
         propertyNames={"pattern": SWEEP_KEY_PATTERN}))
     repetitions: int | dict = field(default=DEFAULT_REPETITIONS, metadata=doc(
         "repetitions of each point (siitperf's authors repeat 20 times), or adaptive: {min, max, until: "
-        f"{{median_ci_percent}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its median is that "
-        "narrow (trexlab.plan.adaptive)",
+        f"{{median_ci_percent[, figures]}}}} stops a point once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of its "
+        "median (of each headline figure, or of those in figures) is that narrow (trexlab.plan.adaptive)",
+        minimum=1, maximum=REPETITIONS_MAX))
+    order: Literal["sequential", "interleaved"] = field(default=DEFAULT_ORDER, metadata=doc(
+        "the order the points' repetitions run in: sequential (every repetition of the first point, then of the "
+        "second ...), or interleaved (round r runs repetition r of every point, in an order shuffled per round with "
+        "a seed recorded in campaign.json and in each repetition's provenance), so that a disturbance of the lab "
+        "lasting minutes falls on one repetition of several points, not on all of one point's; it costs a DUT "
+        "configuration per point and round instead of per point"))
+    repetitions_per_round: int = field(default=1, metadata=doc(
+        "with order interleaved: the repetitions each point runs per round (round r runs its repetitions "
+        "(r-1)*n+1 .. r*n), fewer DUT configurations for repetitions of seconds, where each configuration costs "
+        "more than they do; a disturbance then falls on at most one round's repetitions of a point",
         minimum=1, maximum=REPETITIONS_MAX))
     scale: ScaleOverrides = field(default_factory=ScaleOverrides, metadata=doc("named overrides"))
 
@@ -452,6 +465,7 @@ def experiment_schema(detailed: bool = True) -> dict:
     detailed=False leaves the procedure's params, the generator's options and the role blocks as plain
     mappings: trexlab.spec.experiment validates with that schema first and then checks those by their own types
     (Params, the options classes, the roles' specs), whose one-line errors say more than a schema's would."""
+    from trexlab.plan.adaptive import rule_schema
     from trexlab.plan.rate_from import GIVES_RATE
     from trexlab.procedures import registry
     from trexlab.spec.experiment import DUT_CONFIG, ENDPOINTS_CONFIG, role_options
@@ -491,6 +505,9 @@ def experiment_schema(detailed: bool = True) -> dict:
                                              "description": props["dut"]["properties"][block]["description"]}
     props["endpoints"] = {**_role_schema(ENDPOINTS_CONFIG[1], role_options(ENDPOINTS_CONFIG[1])),
                           "description": props["endpoints"]["description"]}
+    # The adaptive rule's keys (validation checks it with trexlab.plan.adaptive's own one-line errors).
+    props["repetitions"]["anyOf"] = [alternative if alternative.get("type") != "object" else rule_schema()
+                                     for alternative in props["repetitions"]["anyOf"]]
     schema["allOf"] = conditions
     return schema
 
