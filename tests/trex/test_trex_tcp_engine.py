@@ -370,3 +370,19 @@ def test_a_test_without_a_window_is_judged_against_trexs_default_buffers():
     assert stress["max_achievable_tcp_throughput_bps"] == pytest.approx(window_limited)
     assert stress["transfer_time_ratio"] == pytest.approx(1.0, rel=0.01)
     assert any(n.startswith("stress: no window given") and "32768 bytes" in n for n in result["notes"]), result["notes"]
+
+
+def test_a_window_below_trexs_smallest_buffer_is_refused_before_the_tcp_tests():
+    # TRex refuses a tcp.rxbufsize/txbufsize below 1 KiB (trex-core src/astf/astf_db.cpp, 1K-1G). The reduced-window
+    # tests give each of 4 connections 25 % of the BDP / 4: on a 1 ms path of 0.54 Gbit/s that is 4.2 KB, but on a
+    # 100 Mbit/s one (the application note's example), 782 bytes: TRex then refused the profile after the download,
+    # upload, bidirectional and single tests had run. As a too-large window, it is refused before the first.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=1e-3)
+    with pytest.raises(InvalidParameter) as err:
+        run(engine(client=client), bottleneck_bandwidth=1e8, mtu=PATH_MTU)
+    assert str(err.value).startswith("window_bytes (reduced 25%)=782: allowed >= 1024 bytes (TRex ASTF's smallest "
+                                     "tcp.rxbufsize/txbufsize)") and "\n" not in str(err.value)
+    assert [c for c in client.call_names() if c == "load_profile"] == ["load_profile"], "only the baseline RTT's"
+    # A declared window is refused before any traffic.
+    with pytest.raises(InvalidParameter, match=r"^window_bytes=512: allowed >= 1024 bytes"):
+        rfc6349.check_engine(engine(), params(engine="trex", window_bytes=512), TrialSpec(1, 1))

@@ -404,12 +404,17 @@ def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSp
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
-        check_window("window_bytes", params.window_bytes, engine.window_limit())
+        check_window("window_bytes", params.window_bytes, engine.window_limit(), engine.min_window)
     if params.mtu is None:
         mtu_trial_sizes(engine, traffic, params)
 
 
-def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
+def check_window(name: str, window: int, limit: tuple[int | None, str],
+                 minimum: tuple[int, str] | None = None) -> None:
+    """A window per connection the engine gives as asked: within its limit and, where it has one, its minimum."""
+    if minimum is not None and window < minimum[0]:
+        raise InvalidParameter(name, window, f">= {minimum[0]} bytes ({minimum[1]}): use fewer connections, a "
+                                             "larger window, or leave this test out")
     if limit[0] is not None and window > limit[0]:
         raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): the kernel would silently give "
                                              "a smaller window; raise it or use more connections")
@@ -499,7 +504,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     plan = plan_tests(params, engine.ports, bdp, window, ip_version, tcp.mss)
     for test in plan:
         if test.window_bytes is not None:
-            check_window(f"window_bytes ({test.name})", test.window_bytes, limit)
+            check_window(f"window_bytes ({test.name})", test.window_bytes, limit, engine.min_window)
 
     # 5./6. The TCP tests and their metrics.
     tests = []
