@@ -386,3 +386,14 @@ def test_a_window_below_trexs_smallest_buffer_is_refused_before_the_tcp_tests():
     # A declared window is refused before any traffic.
     with pytest.raises(InvalidParameter, match=r"^window_bytes=512: allowed >= 1024 bytes"):
         rfc6349.check_engine(engine(), params(engine="trex", window_bytes=512), TrialSpec(1, 1))
+
+
+def test_the_result_says_trexs_timestamps_hold_the_transfer_time_ratio_above_1():
+    # TRex sends RFC 1323 timestamps on every segment (tcp.do_rfc1323, on by default; both ends are TRex): 12 bytes
+    # of TCP options within the MSS (trex-core src/44bsd/netinet/tcp_output.c: payload <= t_maxseg - optlen). The
+    # maximum achievable TCP throughput counts MTU - 40 bytes of payload per frame (RFC 6349's formula), so a path
+    # that delivers all it can reads a transfer time ratio of (MTU - 40) / (MTU - 52), not 1: the reader must know.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    mss = tcp_metrics.mss_bytes(PATH_MTU)
+    [note] = [n for n in result["notes"] if "timestamps" in n]
+    assert f"{mss - 12}-byte" in note and f"{mss / (mss - 12):.4f}" in note, note

@@ -519,6 +519,15 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
         notes.append(f"{', '.join(unsized)}: no window given, so {engine.name} gave each connection its default "
                      f"{engine.default_window_bytes} bytes, which bounds the maximum achievable TCP throughput "
                      "(window / baseline RTT) as a declared window does")
+    if engine.segment_option_bytes:
+        # RFC 6349's maximum achievable TCP throughput counts MTU - 40 (IPv4) bytes of payload per frame, no options.
+        payload = tcp.mss - engine.segment_option_bytes
+        notes.append(f"{engine.name} carries {engine.segment_option_bytes} bytes of TCP options (RFC 1323 "
+                     f"timestamps) in every segment, so a full-size frame carries a {payload}-byte payload, not the "
+                     f"{tcp.mss} bytes the maximum achievable TCP throughput counts (RFC 6349's MTU - "
+                     f"{tcp_metrics.TCP_IP_HEADER_BYTES[ip_version]}): a path that delivers all it can reads a "
+                     f"transfer time ratio of {tcp.mss / payload:.4f}, not 1, and an actual TCP throughput "
+                     f"{1 - payload / tcp.mss:.2%} below the maximum achievable")
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests, baseline_connection))
