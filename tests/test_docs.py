@@ -233,6 +233,32 @@ def test_the_capabilities_table_is_each_generators_own():
         g: {c: "yes" if getattr(capabilities(g), c) else "no" for c in columns} for g in GENERATORS}
 
 
+def test_the_address_plan_table_is_the_topology_modules():
+    """docs/architecture.md's address plan (the contract to "change here first, then everywhere") and the
+    addresses terraform/modules/topology gives every lab kind's ports, both ways."""
+    tf = (REPO / "terraform" / "modules" / "topology" / "main.tf").read_text()
+    given = set(re.findall(r'"(\w+/\d)" = "([^"]+)"', tf)) | {
+        (f"{node}/0", address) for node, v4, v6 in
+        re.findall(r'(client|server) = \{[^}]*ipv4 = "([^"]+)", ipv6 = "([^"]+)"', tf) for address in (v4, v6)}
+    ports = {"tester port 0": [["tester/0"]], "DUT (first) left port": [["dut1/0"]],
+             "DUT (last) right port": [["dut1/1", "dut2/1"]], "tester port 1": [["tester/1"]],
+             "dual: dut1 right <-> dut2 left": [["dut1/1"], ["dut2/0"]], "client": [["client/0"]],
+             "server": [["server/0"]]}
+    table = (REPO / "docs" / "architecture.md").read_text().split("| link | IPv4 | IPv6 |", 1)[1].split("\n\n", 1)[0]
+    documented, wrong = set(), []
+    for link, *cells in re.findall(r"^\| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \|$", table, re.M):
+        keys = next(v for k, v in ports.items() if link.startswith(k))
+        for cell in cells:
+            addresses = [a.strip() for a in cell.split("<->")]
+            addresses = [a if not a.startswith("::") else addresses[0].split("::")[0] + a + "/" +
+                         addresses[0].split("/")[1] for a in addresses]
+            for candidates, address in zip(keys, addresses, strict=True):
+                found = [(k, address) for k in candidates if (k, address) in given]
+                documented.update(found)
+                wrong += [] if found else [f"{link}: {address}"]
+    assert wrong == [] and given - documented == set()
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:
