@@ -104,6 +104,7 @@ MAKE_MACHINE_INPUTS = [
     (["report", "EXP=demo"], "venv", "/bin/trexlab: run 'make setup' first"),
     (["bench"], "venv", "no-venv: run 'make setup' first"),
     (["providers"], "go", "go not found"),
+    (["lab-up", "LAB=vm", "LAB_NAME=nolab9"], "vm", "LAB=vm needs qemu-system-x86 and mmdebstrap"),
 ]
 
 # (script and its arguments, extra environment); the scripts check the same values when run without make.
@@ -234,16 +235,24 @@ def test_make_n_checks_the_values_not_what_is_up():
 @pytest.mark.parametrize(("argv", "lacks", "said"), MAKE_MACHINE_INPUTS,
                          ids=[f"{a[0]}-{lacks}" for a, lacks, _ in MAKE_MACHINE_INPUTS])
 def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, said):
-    """Simulated without changing the machine: terraform or Go off PATH, MAAS credentials and the venv off the
-    environment, and `id` on PATH saying uid 1000 where root is lacking (uid 0 elsewhere, so that the test asks the
-    same whoever runs it)."""
+    """Simulated without changing the machine: a tool off PATH (each directory of PATH holding it stands in as
+    one of links to everything else it holds), MAAS credentials and the venv off the environment, and `id` on PATH
+    saying uid 1000 where root is lacking (uid 0 elsewhere, so that the test asks the same whoever runs it)."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "id").write_text(f"#!/bin/sh\necho {1000 if lacks == 'root' else 0}\n")
     (fake / "id").chmod(0o755)
-    path = os.environ["PATH"].split(os.pathsep)
-    if lacks in ("terraform", "go"):
-        path = [d for d in path if not (Path(d) / lacks).exists()]
+    tools = {"terraform": ["terraform"], "go": ["go"], "vm": ["qemu-system-x86_64", "mmdebstrap"]}.get(lacks, [])
+    path = []
+    for i, directory in enumerate(os.environ["PATH"].split(os.pathsep)):
+        if any((Path(directory) / tool).exists() for tool in tools):
+            others = tmp_path / f"path{i}"
+            others.mkdir()
+            for entry in Path(directory).iterdir():
+                if entry.name not in tools:
+                    (others / entry.name).symlink_to(entry)
+            directory = str(others)
+        path.append(directory)
     env = {k: v for k, v in front_door_env({}).items() if not k.startswith("MAAS_")}
     env["PATH"] = os.pathsep.join([str(fake), *path])
     if lacks == "venv":
@@ -397,7 +406,9 @@ def front_door_copy(root: Path) -> Path:
     ("local", ["configure", "LAB=vm"], "LAB=vm: lab kind1 is a local lab: make configure LAB=local LAB_NAME=kind1"),
     ("vm", ["configure"], "LAB=local: lab kind1 is a vm lab: make configure LAB=vm LAB_NAME=kind1"),
     ("vm", ["lab-down", "LAB=static"], "LAB=static: lab kind1 is a vm lab: make lab-down LAB=vm LAB_NAME=kind1"),
-], ids=["up", "configure", "configure-default-lab", "down"])
+    # Its own kind passes that check, and stops at the next.
+    ("vm", ["configure", "LAB=vm"], "no-venv/bin/ansible-playbook: run 'make setup' first"),
+], ids=["up", "configure", "configure-default-lab", "down", "configure-its-own-kind"])
 def test_make_refuses_a_lab_made_as_another_kind_in_one_line(tmp_path, made, argv, message):
     """make lab-up LAB=local LAB_NAME=x, then make configure LAB=vm LAB_NAME=x: configure ran site.yml on the local
     lab's namespaces as if it were the VM lab named (lab-up and lab-down refused another kind, scripts/lab.sh made_as;

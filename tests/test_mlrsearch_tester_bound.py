@@ -103,3 +103,14 @@ def test_a_goal_whose_relevant_bounds_reach_the_testers_ceiling_is_marked_though
     assert found.to_dict()["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": ["near tester ceiling"]}
     assert any(note.startswith(f"LOSSY: relevant lower bound {lossy['relevant_lower_bound']:.0f} fps is within")
                for note in found.notes)
+
+
+def test_the_trial_log_gives_the_effective_duration_the_search_summed_a_stretched_one_longer():
+    # Draft-15 section 4.5.8: the search sums each trial's effective duration; a stretched trial's sender took
+    # 0.1 s longer (Stalling), so a reader classifying the loads again from trial_log needs it, not only the
+    # trial duration (before, the log had only that).
+    found = mlrsearch.run(RunContext(DisturbedAbove(Stalling(capacity=CAPACITY, stalls=None), 1.05 * CAPACITY),
+                                     SPEC), PARAMS)
+    stretched = [t for t in found.trial_log if t["searched"] and t["stretched"]]
+    assert stretched and all(t["effective_duration"] == pytest.approx(t["duration"] + 0.1) for t in stretched)
+    assert all(t["effective_duration"] == t["duration"] for t in found.trial_log if not t["stretched"])

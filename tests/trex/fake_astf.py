@@ -15,7 +15,8 @@ connection of each side, and keeps only its last 10 s of dumps.
 
 The path behind it: a bottleneck of ``link_bps`` bit/s of TCP payload per
 direction, shared by every connection sending that way; a connection carries
-at most window x 8 / RTT and, when the profile paces it (--bitrate), that.
+at most window x 8 / RTT (a profile without --window: TRex's default socket
+buffers) and, when the profile paces it (--bitrate), that.
 Connections send nothing for ``setup_s`` after start (the handshake and slow
 start iperf3's --omit leaves out). A paced connection sees the base RTT, a
 bulk one ``loaded_rtt_factor`` times it (queues fill), reached linearly over
@@ -67,6 +68,10 @@ KEPT_WHEN_ZERO = frozenset(("m_active_flows", "m_est_flows", "m_tx_bw_l7_r", "m_
 #: overwritten (trex-core src/stx/astf/trex_astf.cpp TrexAstfPerProfile::init_flow_info and add_flow_info). Stated
 #: here apart from the engine's: the fake stands for the server, so a wrong figure in the engine can fail a test.
 FLOW_DUMP_SPAN_S = 10.0
+#: Bytes of socket buffer per connection TRex gives where a profile sets no tcp.rxbufsize/txbufsize (trex-core
+#: doc/trex_astf.asciidoc's tunables table, 32K; src/44bsd/tcp_subr.cpp CTcpTunableCtx). The server's figure, stated
+#: apart from the engine's as FLOW_DUMP_SPAN_S is.
+DEFAULT_BUFFER_BYTES = 32 * 1024
 
 
 class TRexError(Exception):
@@ -180,8 +185,7 @@ class FakeAstfClient:
         sharing = sum(self.up(self.loaded[p]) for p in self.started
                       if (p == pid or p not in self.stopped) and self._sends(self.loaded[p], side))
         rate = self.link_bps / sharing
-        if args.window:
-            rate = min(rate, args.window * 8 / self.rtt_s)
+        rate = min(rate, (args.window or DEFAULT_BUFFER_BYTES) * 8 / self.rtt_s)
         if args.bitrate:
             rate = min(rate, args.bitrate)
         return rate

@@ -175,7 +175,9 @@ def test_counters_are_read_fresh_not_as_of_the_last_half_second_refresh(phase):
     # can get values up to 0.5 s old, one after the duration fresh ones, and 2.25 s of transfer read as 2.0-2.5 s
     # (up to 11 % off). Read through get_stats, which has the server refresh them, the bottleneck's rate comes out.
     client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, refresh_phase=phase)
-    [stats] = engine(client=client).run([TcpTest("download", "download", 1, port=5201, duration=2.25, omit=1.0)])
+    window = 1 << 20  # 4.2 Gbit/s at RTT_S: the bottleneck limits, not the window
+    [stats] = engine(client=client).run([TcpTest("download", "download", 1, window, port=5201, duration=2.25,
+                                                 omit=1.0)])
     download = stats["download"]
     assert download.good_bytes * 8 / download.seconds == pytest.approx(LINK_BPS, rel=2e-3)
     assert download.seconds == pytest.approx(2.25, abs=0.01)
@@ -354,3 +356,17 @@ def test_concurrent_tests_without_omit_are_each_measured_from_their_own_first_re
     for test, stats in zip(tests, results, strict=True):
         upload = stats["upload"]
         assert upload.good_bytes * 8 / upload.seconds == pytest.approx(window * 8 / RTT_S, rel=2e-3), test.name
+
+
+def test_a_test_without_a_window_is_judged_against_trexs_default_buffers():
+    # The stress test sets no window: iperf3's kernels then autotune theirs, but TRex gives each connection its
+    # default 32 KiB socket buffers (tcp.rxbufsize/txbufsize). One connection of a 2 ms path then carries at most
+    # 32 KiB x 8 / 2 ms = 131 Mbit/s whatever the link: judged against the link's (541 Mbit/s here) its transfer
+    # time ratio read 4.1, a path four times slower than it should be, when the tester's own window held it down.
+    result, _ = run(engine(), omit=1.0, tests=("stress",), stress_connections=1)
+    stress = result["tests"][0]["directions"]["download"]
+    window_limited = tcp_metrics.window_limited_throughput(fake_astf.DEFAULT_BUFFER_BYTES, result["baseline_rtt_s"])
+    assert window_limited < result["max_achievable_tcp_throughput_bps"] / 2
+    assert stress["max_achievable_tcp_throughput_bps"] == pytest.approx(window_limited)
+    assert stress["transfer_time_ratio"] == pytest.approx(1.0, rel=0.01)
+    assert any(n.startswith("stress: no window given") and "32768 bytes" in n for n in result["notes"]), result["notes"]

@@ -226,10 +226,16 @@ class _Measurer(AbstractMeasurer):
             loss_count=sent if not result.valid else sent - received,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
-            # Never shorter than intended: a paced sender that ends one frame interval early (59.99999 s of a
-            # 60 s trial) would otherwise never reach a goal's duration sum and the load would be measured again.
-            offered_duration=max(intended_duration, *(d.send_duration for d in directions)),
+            offered_duration=effective_duration(result),
         )
+
+
+def effective_duration(result: TrialResult) -> float:
+    """The trial effective duration (draft-15 section 4.5.8) the search sums a trial's duration with: the longer of
+    the trial duration and the sender's measured sending time (a stretched trial's is longer). Never shorter than
+    intended: a paced sender that ends one frame interval early (59.99999 s of a 60 s trial) would otherwise never
+    reach a goal's duration sum and the load would be measured again."""
+    return max(result.spec.duration, *(d.send_duration for d in result.directions.values()))
 
 
 @dataclass
@@ -398,12 +404,14 @@ def search(config: Config, measurer: _Measurer, goals: list[SearchGoal]) -> tupl
 def trial_entry(result: TrialResult, searched: bool) -> dict:
     """One trial as trial_log gives it: what a reader needs to classify the loads again (searched: the search
     classified loads with it, not the warm-up nor a run TrialRunner repeated; an invalid one, valid false, as all
-    frames lost) and to tell which trials may be the tester's limit (stretched, stolen: the hypervisor's steal
-    stretched it; host_drops and tester_drops in frames; tester_drops_unknown: the directions whose tester drops the
-    generator could not read, which in a trial that lost frames may be the tester's loss)."""
+    frames lost; effective_duration, what the search summed its duration as) and to tell which trials may be the
+    tester's limit (stretched, stolen: the hypervisor's steal stretched it; host_drops and tester_drops in frames;
+    tester_drops_unknown: the directions whose tester drops the generator could not read, which in a trial that
+    lost frames may be the tester's loss)."""
     return {"offered_load": result.spec.offered_load, "duration": result.spec.duration,
-            "loss_ratio": result.loss_ratio, "stretched": result.stretched, "stolen": result.stolen,
-            "host_drops": result.host_drops, "host_steal": result.host_steal, "tester_drops": result.tester_drops,
+            "effective_duration": effective_duration(result), "loss_ratio": result.loss_ratio,
+            "stretched": result.stretched, "stolen": result.stolen, "host_drops": result.host_drops,
+            "host_steal": result.host_steal, "tester_drops": result.tester_drops,
             "tester_drops_unknown": list(result.tester_drops_unknown), "valid": result.valid, "searched": searched}
 
 

@@ -506,9 +506,14 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     for group in _groups(plan):
         phase = "tcp test " + group[0].name.split(" ")[0]
         for result in tcp.run(group, phase):
-            add_metrics(result, link_max / len(group), baseline_rtt)
+            add_metrics(result, link_max / len(group), baseline_rtt, engine.default_window_bytes)
             tcp.record(result, phase)
             tests.append(result.to_dict())
+    unsized = sorted({t.name for t in plan if t.window_bytes is None})
+    if unsized and engine.default_window_bytes is not None:
+        notes.append(f"{', '.join(unsized)}: no window given, so {engine.name} gave each connection its default "
+                     f"{engine.default_window_bytes} bytes, which bounds the maximum achievable TCP throughput "
+                     "(window / baseline RTT) as a declared window does")
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests, baseline_connection))
@@ -663,13 +668,15 @@ def bdp_interval(bottleneck_bps: float, rtt: float, resolution: float) -> list[f
             for t in baseline_rtt_interval(rtt, resolution)]
 
 
-def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: float) -> None:
-    """RFC 6349 metrics of each direction; the ideal is the link's share, or window / RTT when smaller."""
+def add_metrics(result: TcpTestResult, link_share_bps: float, baseline_rtt: float,
+                default_window: int | None = None) -> None:
+    """RFC 6349 metrics of each direction; the ideal is the link's share, or window / RTT when smaller (the test's
+    window, else the engine's default_window, which a test without one gets; None: no fixed window)."""
     test = result.test
     ideal = link_share_bps
-    if test.window_bytes is not None:
-        ideal = min(ideal, tcp_metrics.window_limited_throughput(test.window_bytes * test.connections,
-                                                                 baseline_rtt))
+    window = test.window_bytes if test.window_bytes is not None else default_window
+    if window is not None:
+        ideal = min(ideal, tcp_metrics.window_limited_throughput(window * test.connections, baseline_rtt))
     for name, d in result.directions.items():
         actual = tcp_metrics.actual_tcp_throughput(d.good_bytes, d.seconds) if d.seconds > 0 else 0.0
         result.metrics[name] = {

@@ -84,6 +84,9 @@ ASTF_RTT_UNIT_S = 1e-3
 FLOW_DUMP_SPAN_S = 10.0
 #: s per tick of TRex's TCP clock, from which its RTT samples are whole ticks.
 TCP_CLOCK_TICK_S = 1e-3
+#: Bytes of socket buffer, each way, TRex gives a connection whose profile sets no tcp.rxbufsize/txbufsize (trex-core
+#: doc/trex_astf.asciidoc's tunables table: 32K; src/44bsd/tcp_subr.cpp, CTcpTunableCtx): its window then.
+TREX_DEFAULT_BUFFER_BYTES = 32 * 1024
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -107,6 +110,9 @@ class TcpEngine(Protocol):
     #: Whether the endpoints' kernel TCP handed its ports TSO/GSO super-frames (True) or frames of at most the MTU
     #: (False), as roles/tcp_endpoints recorded it; None: not recorded, or not a kernel's TCP.
     segmentation_offload: bool | None
+    #: The window per connection of a test that sets none, which bounds its throughput as a declared one does
+    #: (window / RTT); None: the endpoints size it themselves (a kernel's autotuning), no fixed figure.
+    default_window_bytes: int | None
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -126,6 +132,7 @@ class Iperf3Engine:
 
     name = "iperf3"
     method = "iperf3"
+    default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
@@ -192,6 +199,8 @@ class TRexAstfEngine(TRexSession):
     # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
     congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
     segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
+    # A profile without --window sets no buffers: TRex's fixed defaults, not sized to the path as a kernel's are.
+    default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
     rtt_resolution_s = TCP_CLOCK_TICK_S
