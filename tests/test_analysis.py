@@ -322,3 +322,49 @@ def test_a_count_is_written_whole_and_a_ratio_or_a_delay_is_not(figure, value, t
     shown_as = analysis.figure_format(figure)
     scaled = value * analysis.figure_scale(figure)
     assert (shown_as(scaled) if callable(shown_as) else shown_as.format(scaled)) == text
+
+
+def sim_latency_campaign(tmp_path, name, capacity, latency_base, **traffic):
+    """A CI-like SIIT latency campaign on the sim: each point's throughput first, then latency at its median. The
+    sim delays every frame by latency_base exactly (no spread), so each set-up's latency is known beforehand."""
+    spec = {"name": name, "generator": "sim",
+            "generator_options": {"capacity": capacity, "latency_base": latency_base, "latency_spread": 0},
+            "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0, **traffic},
+            "procedure": {"name": "latency", "params": {
+                "rate": {"from": "throughput", "params": {"max_rate": 1e6, "resolution": 5000, "trial_duration": 1}},
+                "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500}},
+            "sweep": {"traffic.destination_networks": [1, 2]}, "repetitions": 1}
+    return Campaign(experiment.validate(json.loads(json.dumps(spec))), tmp_path).run()["campaign"]
+
+
+def test_the_dual_dut_latency_report_sets_figs_12_and_13_beside_the_throughput_they_were_measured_at(tmp_path):
+    # Lencse & Szilagyi 2024, Figs. 12-13: typical latency forward and reverse of each single DUT and of both
+    # together, which no report showed (the SIIT campaigns measured throughput only, Fig. 11). Each set-up's delay
+    # is known: NAT64 10 us, NAT46 15 us, dual 20 us; its throughput rate 400, 300 and 200 kfps.
+    nat64 = sim_latency_campaign(tmp_path, "siit-single-dut-latency", 400000, 10e-6, frame_size=[84, 64],
+                                 ip_version=[6, 4])
+    nat46 = sim_latency_campaign(tmp_path, "siit-single-dut-nat46-latency", 300000, 15e-6, frame_size=[64, 84],
+                                 ip_version=[4, 6])
+    dual = sim_latency_campaign(tmp_path, "siit-dual-dut-latency", 200000, 20e-6)
+    text = render(dual).read_text()
+    assert "Traceback" not in text and "No campaign of" not in text
+    assert Path(nat64).name in text and Path(nat46).name in text, "the single-DUT campaigns beside, with their method"
+    sections = re.split(r"<h2[^>]*>", text)
+    def section(title):
+        found = [s for s in sections if s.startswith(title)]
+        assert len(found) == 1, f"one section {title!r}"
+        return found[0]
+    for title in ("Fig. 12: typical latency, forward", "Fig. 13: typical latency, reverse",
+                  "Worst-case latency (99.9th percentile), forward", "Worst-case latency (99.9th percentile), reverse"):
+        part = section(title)
+        # Medians in ms, each set-up's own delay at both points; the ratios dual / single of the medians.
+        # Median, min and max alike (every frame delayed alike), at both points.
+        assert part.count(">0.01000<") == part.count(">0.01500<") == part.count(">0.02000<") == 6, title
+        assert part.count(">2.000<") == 2 and part.count(">1.333<") == 2, title
+        # Both translators in a row: the dual set-up's delay against the sum of the single ones, 20 / (10 + 15).
+        assert part.count(">0.800<") == 2, title
+        assert "data:image/png" in part, f"{title}: plotted"
+    # The rate each point's latency was measured at: its throughput median, measured first in the same campaign.
+    ratios = [float(r) for r in re.findall(r">(0\.\d{3})<", section("Offered load: each point"))]
+    assert len(ratios) == 4 and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios[0::2]), ratios
+    assert all(math.isclose(r, 2 / 3, abs_tol=0.05) for r in ratios[1::2]), ratios

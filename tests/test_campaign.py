@@ -74,16 +74,19 @@ def test_campaign_log_times_carry_their_utc_offset(tmp_path, monkeypatch):
     assert started[19:] == lines[0].split(" ", 1)[0][19:] == "+00:00", (started, lines[0])
 
 
-def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
-    # Latency at each point's measured throughput: the first point's SUT forwards less than the search's
+@pytest.mark.parametrize("order", ["sequential", "interleaved"])
+def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path, order):
+    # Latency at each point's measured throughput: the second point's SUT forwards less than the search's
     # minimum rate, so its throughput runs find no rate and the point fails when it is run (every plan was valid).
-    spec = {"name": "fails", "generator": "sim", "generator_options": {"capacity": 300000},
+    # Interleaved, every point's throughput runs go first, in rounds; the failed point is left out of the latency
+    # rounds after.
+    spec = {"name": "fails", "generator": "sim", "generator_options": {"capacity": 300000}, "order": order,
             "traffic": {"directions": "forward", "receive_tail": 0},
             "procedure": {"name": "latency", "params": {
                 "rate": {"from": "throughput", "params": {"max_rate": 1000000, "min_rate": 20000,
                                                          "trial_duration": 1}},
                 "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500}},
-            "sweep": {"generator_options.capacity": [5000, 600000]}, "repetitions": 1}
+            "sweep": {"generator_options.capacity": [600000, 5000]}, "repetitions": 1}
     outcome = Campaign(experiment.validate(spec), tmp_path).run()
     assert outcome["done"] == 1 and len(outcome["failed"]) == 1
     log = read_point_log(outcome["campaign"])
@@ -96,6 +99,12 @@ def test_a_failing_point_is_recorded_and_the_campaign_goes_on(tmp_path):
     assert len(failed) == len(summary) / 2 and set(failed["status"]) == {"failed"} and set(failed["count"]) == {0}
     assert set(failed["error"]) == {error} and set(failed["capacity"]) == {5000}
     assert set(summary[summary["point"] != outcome["failed"][0]]["status"]) == {"done"}
+    good = next(point for point in log if point not in outcome["failed"])
+    latency = (Path(outcome["campaign"]) / good / "rep-001" / "result.json").stat().st_mtime_ns
+    throughputs = [p.stat().st_mtime_ns for p in Path(outcome["campaign"]).glob("*/throughput/rep-*/result.json")]
+    # In sequence the first point's throughput and latency ran before the second point's throughput; in rounds
+    # every point's throughput ran before any latency repetition.
+    assert len(throughputs) == 2 and (max(throughputs) < latency) == (order == "interleaved")
 
 
 def test_a_point_that_cannot_be_planned_stops_the_campaign_before_any_point_runs(tmp_path):

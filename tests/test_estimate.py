@@ -131,6 +131,21 @@ def test_adaptive_repetitions_estimate_their_maximum_and_say_their_minimum():
     assert "6 to 40 repetitions" in text and "if every point stops at 6 repetitions" in text
 
 
+def test_the_dry_run_says_the_order_and_the_visits_an_interleaved_campaign_makes():
+    """Each visit of a point configures its DUT (a playbook run the estimate leaves out): the dry run says how many
+    an interleaved campaign makes (its rounds, the rate's throughput rounds first), beside the sequential count."""
+    spec = {"name": "a", "generator": "sim", "procedure": {"name": "throughput", "params": {"trial_duration": 1}},
+            "sweep": {"generator_options.capacity": [1e5, 2e5, 3e5]}, "repetitions": 8, "order": "interleaved",
+            "repetitions_per_round": 3}
+    text = "\n".join(estimate.plan_lines(validate(spec), estimate.plan(validate(spec))))
+    assert "per round: up to 3 round(s), 9 visit(s) of the points, a DUT configuration each (sequential: 3)" in text
+    assert "up to 6 round(s), 18 visit(s)" in estimate.order_line(validate({**spec, "procedure": {
+        "name": "latency", "params": {"rate": {"from": "throughput", "params": {"trial_duration": 1}},
+                                      "trial_duration": 2, "tag_delay": 1, "tagged_frames": 500}}}), 3, 8)
+    assert estimate.order_line(validate({**spec, "order": "sequential", "repetitions_per_round": 1}), 3, 8) == (
+        "  order: sequential, one visit of each point (3 visit(s), a DUT configuration each)")
+
+
 def test_eta_is_the_estimate_until_repetitions_are_measured_then_scaled_by_them(monkeypatch):
     cost = estimate.Cost(100.0, 80.0, 9, 8.0, "test")
     plans = [estimate.PointPlan("p1", {}, 3, 3, cost), estimate.PointPlan("p2", {}, 3, 3, cost)]

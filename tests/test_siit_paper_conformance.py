@@ -6,6 +6,7 @@ import re
 import pytest
 
 from trexlab.addressing import MAX_NETWORKS
+from trexlab.procedures import latency
 from trexlab.procedures.selftest import ceiling_key
 from trexlab.spec.experiment import load
 from trexlab.trial import RFC2544_TRIAL_DURATION, SIIT_SIZE_DELTA, TrialSpec
@@ -14,6 +15,9 @@ from labtools import REPO
 
 #: Fig. 11's three set-ups: the paper's DUT3 alone as NAT64 (Fig. 10), DUT2 alone as NAT46 (Fig. 9), both together.
 SIIT = ("siit-single-dut", "siit-single-dut-nat46", "siit-dual-dut")
+#: Figs. 12-13's set-ups, the same three, each beside the throughput experiment whose search gives its rate.
+SIIT_LATENCY = {"siit-single-dut-latency": "siit-single-dut", "siit-single-dut-nat46-latency": "siit-single-dut-nat46",
+                "siit-dual-dut-latency": "siit-dual-dut"}
 #: What each of the paper's figures shows, by the procedure that measures it: Fig. 6 IPv4 forwarding and Fig. 11
 #: SIIT throughput (sections 4.4, 5.2), Figs. 12-13 typical latency forward and reverse (section 5.3).
 PAPER_FIGURES = {6: "throughput", 11: "throughput", 12: "latency", 13: "latency"}
@@ -44,7 +48,7 @@ def test_figures_claimed_reads_ranges_and_lists():
     assert figures_claimed("Fig. 11 (y), Figs. 12, 13") == [11, 12, 13]
 
 
-@pytest.mark.parametrize("name", SIIT)
+@pytest.mark.parametrize("name", [*SIIT, *SIIT_LATENCY])
 def test_a_siit_experiment_claims_only_the_paper_figures_its_procedure_measures(name):
     # Both claimed Figs. 12-13 (latency) with a throughput search: the report printed "Reproduces: ... Figs. 11-13"
     # above throughput figures alone.
@@ -73,7 +77,7 @@ def test_a_siit_experiment_measures_fig_11_as_the_paper_did(name):
 
 
 @pytest.mark.parametrize("scale", [None, "ci"])
-@pytest.mark.parametrize("name", SIIT)
+@pytest.mark.parametrize("name", [*SIIT, *SIIT_LATENCY])
 def test_the_tester_selftest_measures_the_ceiling_a_siit_run_looks_up(name, scale):
     # siit-single-dut's runs look their ceiling up at 84 B (the larger of 84/64), which the self-test never
     # measured (64 and 1518 B): they were compared against no ceiling, the dual-DUT half against one.
@@ -98,3 +102,23 @@ def test_the_selftest_report_says_which_statistic_of_table_1_it_replaces():
     # reader who compares the two, so the description printed above the figures names each.
     description = spec("tester-selftest")["description"]
     assert "Table 1 gives the average" in description and "gives the median" in description
+
+
+@pytest.mark.parametrize("scale", [None, "ci"])
+@pytest.mark.parametrize("name", SIIT_LATENCY)
+def test_a_siit_latency_experiment_measures_at_the_throughput_its_fig_11_twin_measures(name, scale):
+    # Section 5.3 (Figs. 12-13): latency of the same three set-ups, at the throughput rate (RFC 8219 section 7.2),
+    # so each point's rate comes from the search its Fig. 11 twin runs, on the same lab, DUT, frames and networks.
+    experiment, twin = spec(name, scale), spec(SIIT_LATENCY[name], scale)
+    for key in ("lab", "generator", "dut", "traffic", "sweep", "repetitions"):
+        assert experiment.get(key) == twin.get(key), key
+    params = experiment["procedure"]["params"]
+    assert experiment["procedure"]["name"] == latency.NAME
+    assert params["rate"] == {"from": "throughput", "params": twin["procedure"]["params"]}
+    assert params["tagged_frames"] >= latency.MIN_TAGGED_FRAMES
+    # Every tag fits the frames after tag_delay even at the search's lowest rate: no point can fail for it.
+    frames = twin["procedure"]["params"]["min_rate"] * (params["trial_duration"] - params["tag_delay"])
+    assert params["tagged_frames"] <= frames
+    if scale is None:  # RFC 8219's durations and repetitions; the CI scale's are shorter and its reports say so
+        assert params["trial_duration"] >= latency.TRIAL_DURATION and params["tag_delay"] >= latency.TAG_DELAY
+        assert experiment["repetitions"] >= latency.MIN_REPETITIONS

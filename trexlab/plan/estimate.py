@@ -328,11 +328,26 @@ def plan_lines(experiment, plans: list[PointPlan]) -> list[str]:
         fewest = sum(p.min_repetitions * (p.cost.expected_s or p.cost.worst_s) for p in plans)
         lines.append(f"  adaptive repetitions: as little as {hours(fewest)} if every point stops at "
                      f"{rule.minimum} repetitions")
+    lines.append(order_line(experiment, len(plans), rule.maximum))
     lines.append("  counted: trial durations and receive tails; not counted: DUT configuration playbooks and "
                  "tester start-up (the ETA during the run is refined from the measured repetitions)")
     for basis in dict.fromkeys(p.cost.basis for p in plans):
         lines.append(f"  how: {basis}")
     return lines
+
+
+def order_line(experiment, points: int, repetitions: int) -> str:
+    """The campaign's order of repetitions (trexlab.plan.campaign) and the visits of the points it makes: each visit
+    applies the point's DUT configuration (where the spec has one), a playbook run the estimate does not count."""
+    if experiment.order != "interleaved":
+        return f"  order: sequential, one visit of each point ({points} visit(s), a DUT configuration each)"
+    per_round = experiment.repetitions_per_round
+    rounds = -(-repetitions // per_round)
+    # The throughput runs a rate comes from run in rounds of their own first.
+    stages = 2 if split_rate_from(experiment.spec["procedure"].get("params") or {})[1] is not None else 1
+    return (f"  order: interleaved, {per_round} repetition(s) of each point per round: up to {stages * rounds} "
+            f"round(s), {stages * rounds * points} visit(s) of the points, a DUT configuration each (sequential: "
+            f"{points})")
 
 
 class Eta:

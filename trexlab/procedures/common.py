@@ -420,7 +420,7 @@ def tester_limit_reasons(ceiling: float | None, *rates: float | None, stretched:
     (the hypervisor's left out), the `steal` (s) in the trials it stretched, `tester_drops` (frames), trials that lost
     frames with their `tester_drops_unknown`, `host_drops` (frames), and one of `rates` (the figure, or the load it
     was measured at) within CEILING_MARGIN of the tester's `ceiling`. The one wording of them (TrialRunner.
-    tester_limits; an MLRsearch goal's from its trial log, mlrsearch.tester_bound_of)."""
+    tester_limits; an MLRsearch goal's from its trial log, mlrsearch.bearing_reasons)."""
     reasons = []
     if stretched:
         reasons.append("stretched trials")

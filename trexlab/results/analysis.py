@@ -57,12 +57,17 @@ def campaign_dirs(paths: Iterable[str | Path] | str | Path) -> list[Path]:
     return sorted(found)
 
 
-def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
+def load_campaigns(paths: Iterable[str | Path] | str | Path, procedure: str | None = None) -> pd.DataFrame:
     """One row per finished repetition of every campaign found.
 
     Columns: experiment, campaign, point, repetition, one column per sweep key
     (its last dotted part, e.g. destination_networks), and the procedure's
     headline figures (e.g. throughput_fps, forward_typical_s).
+
+    procedure: the runs of that procedure instead of the campaign's own, e.g. the
+    throughput runs a latency campaign measured each point's rate with
+    (trexlab.plan.rate_from), whose figure is the throughput that latency was
+    measured at.
     """
     # One table built at once from every campaign's rows. Columns set one at a time on each campaign's table,
     # then the tables concatenated over campaigns whose columns differ, left it in about a block per column (115
@@ -79,10 +84,10 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame:
         if not runs:
             continue
         flat = dict.fromkeys(name for run in runs for name in run)  # load_runs' columns, of unfinished runs too
-        procedure = (manifest.get("spec") or {}).get("procedure", {}).get("name")
+        wanted = procedure or (manifest.get("spec") or {}).get("procedure", {}).get("name")
         finished = [run for run in runs if run["finished"]]
-        if procedure and "provenance.procedure" in flat:  # not the throughput runs a latency campaign's rate came from
-            finished = [run for run in finished if run.get("provenance.procedure") == procedure]
+        if wanted and "provenance.procedure" in flat:  # a latency campaign's rate runs are throughput's, and apart
+            finished = [run for run in finished if run.get("provenance.procedure") == wanted]
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
         swept = {key.rsplit(".", 1)[-1]: f"provenance.sweep.{key}" for key in sweep
                  if f"provenance.sweep.{key}" in flat}
@@ -269,6 +274,77 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
         for stat in ("missing", "tester_bound", "median_lower_bound"):
             table[f"{label}_{stat}"] = side[stat]
     return table.reset_index()
+
+
+def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: str, by: str,
+                  label: str = "dual") -> pd.DataFrame:
+    """Lencse & Szilagyi 2024, Figs. 11-13's series in one table: each single set-up's median, min and max of a
+    figure per value of `by` beside the dual set-up's, with the ratio of the medians dual / single for each
+    (compare() per single set-up, which refuses one measured otherwise; the dual set-up's columns once)."""
+    if not singles:
+        raise ValueError(f"{figure}: no single set-up to set beside the {label} one")
+    parts = [compare(runs, dual, figure, by=by, labels=(name, label)).rename(
+        columns={"ratio": f"ratio {label} / {name}"}) for name, runs in singles.items()]
+    table = parts[0]
+    for part in parts[1:]:
+        table = table.merge(part.drop(columns=[c for c in map(str, part.columns) if c.startswith(f"{label}_")]),
+                            on=by, how="outer")
+    return table
+
+
+def styled_setups(table: pd.DataFrame, figure: str):
+    """setups_beside's table as a report shows it: statistics in the figure's display unit (a delay among lost tags
+    as LOST_TEXT), ratios to 3 decimals ('-' where a median is missing or among lost tags), a lower-bound median
+    marked LOWER_BOUND_MARK."""
+    scale, digits = figure_scale(figure), figure_format(figure)
+    view = table.copy()
+    columns = [str(c) for c in table.columns]
+    for column in columns:
+        if column.endswith(("_median", "_min", "_max")):
+            view[column] = [shown(v, digits, scale) for v in table[column]]
+        elif column.startswith("ratio "):
+            view[column] = [f"{v:.3f}" if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
+                            for v in table[column]]
+    bounds = [c for c in columns if c.endswith("_median_lower_bound")]
+    for column in bounds:
+        median = column.removesuffix("_lower_bound")
+        view[median] = [LOWER_BOUND_MARK + m if b else m
+                        for m, b in zip(view[median], table[column].fillna(False).astype(bool), strict=True)]
+    return report_table(view.drop(columns=bounds)).hide(axis="index")
+
+
+def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str, colours: dict[str, str],
+                ylabel: str | None = None, ax=None):
+    """Grouped bars of setups_beside's table, as Figs. 11-13 draw them: per value of `by` one bar per set-up (its
+    median, min-max error bars), a lower-bound median hatched in LOWER_BOUND_COLOUR, a median among lost tags no
+    bar but a marker at the top (LOST_TEXT): no delay is drawn that no frame had."""
+    import matplotlib.pyplot as plt
+
+    labels = list(labels)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    scale, width = figure_scale(figure), 0.8 / len(labels)
+    for k, label in enumerate(labels):
+        x = [i + (k - (len(labels) - 1) / 2) * width for i in range(len(table))]
+        median = table[f"{label}_median"].map(numeric) * scale
+        lost = median == math.inf
+        median = median.where(~lost, math.nan)
+        low = (median - table[f"{label}_min"].map(numeric) * scale).fillna(0)
+        high = (table[f"{label}_max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
+        bars = ax.bar(x, median.fillna(0), width=width, color=colours[label], yerr=[low, high], capsize=3,
+                      label="dual DUT" if label == "dual" else f"single DUT ({label})")
+        bound = table.get(f"{label}_median_lower_bound", pd.Series(False, index=table.index))
+        for bar, is_bound in zip(bars, bound.fillna(False).astype(bool), strict=True):
+            if is_bound:
+                bar.set_hatch("//")
+                bar.set_edgecolor(LOWER_BOUND_COLOUR)
+        for position in (p for p, is_lost in zip(x, lost, strict=True) if is_lost):
+            _mark_lost(ax, position)
+    ax.set_xticks(list(range(len(table))), [str(v) for v in table[by]])
+    ax.set_xlabel(by.replace("_", " "))
+    ax.set_ylabel(ylabel or figure_unit_label(figure))
+    ax.legend()
+    return ax
 
 
 #: The traffic columns in which a SIIT set-up differs from a same-version one measuring the same frames.
