@@ -109,6 +109,18 @@ def test_paths_named_in_the_docs_exist():
     assert in_docs(lambda text: missing_paths(text, tops)) == []
 
 
+def broken_links(doc: Path, text: str) -> list[str]:
+    """Markdown links to files ([text](target)) whose target, relative to the document, is not there."""
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    return [t for t in targets if t and not (doc.parent / t).exists()]
+
+
+def test_links_in_the_docs_lead_to_a_file():
+    assert [f"{rel(doc)}: {t}" for doc in DOCS for t in broken_links(doc, doc.read_text())] == []
+    assert broken_links(COLLECTION / "README.md", "[trexlab](../../../README.md), [x](../gone.md#part), "
+                        "[web](https://example.org/x)") == ["../gone.md"]
+
+
 def test_the_path_check_faults_a_path_that_is_gone():
     tops = tracked_top_directories()
     text = "see trexlab/plan/runplan.py, roles/netem and roles/nonesuch, swtester/ring_check, trexlab/gone.py."
