@@ -271,6 +271,31 @@ def test_the_address_plan_table_is_the_topology_modules():
     assert wrong == [] and given - documented == set()
 
 
+def dry_run_hours(experiment_name: str, tmp_path: Path) -> tuple[str, str]:
+    """The worst and expected lab time a dry run prints for a shipped experiment, in hours as it prints them."""
+    from trexlab import cli
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["campaign", experiment_name, "--dry-run", "--results", str(tmp_path),
+                  "--inventory", str(tmp_path / "no-lab.yml")])
+    match = re.search(r"lab time: worst case ([\d.]+) h, expected (not known|[\d.]+ h)", out.getvalue())
+    assert match, out.getvalue()
+    return match.group(1), match.group(2).removesuffix(" h")
+
+
+def test_the_lab_times_the_readme_quotes_are_the_dry_runs(tmp_path):
+    """The README quotes the dry run's lab time of shipped campaigns: an estimate that changes (its simulation, a
+    spec) changes them, and the quote must follow."""
+    text = (REPO / "README.md").read_text().replace("\n", " ")
+    quoted = re.findall(r"`([a-z0-9-]+)`: ([\d.]+) h worst, ([\d.]+) h expected", text)
+    each = re.findall(r"`([a-z0-9-]+)` and `([a-z0-9-]+)`, plan ([\d.]+) h each", text)
+    assert quoted and each
+    for name, worst, expected in quoted:
+        assert dry_run_hours(name, tmp_path) == (worst, expected), name
+    for *names, worst in each:
+        assert [float(dry_run_hours(n, tmp_path)[0]) for n in names] == [float(worst)] * len(names), names
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:
