@@ -72,6 +72,8 @@ FLOW_DUMP_SPAN_S = 10.0
 #: doc/trex_astf.asciidoc's tunables table, 32K; src/44bsd/tcp_subr.cpp CTcpTunableCtx). The server's figure, stated
 #: apart from the engine's as FLOW_DUMP_SPAN_S is.
 DEFAULT_BUFFER_BYTES = 32 * 1024
+#: The tcp.rxbufsize/txbufsize TRex takes (trex-core src/astf/astf_db.cpp); it refuses a profile with others.
+BUFFER_RANGE = (1024, 1 << 30)
 
 
 class TRexError(Exception):
@@ -149,6 +151,10 @@ class FakeAstfClient:
             self.loaded[pid_input] = tunables_of(tunables or {})
         except Exception as exc:  # as ASTFClient.load_profile: what the profile raised, in a TRexError
             raise TRexError(f"Could not load profile: {exc}") from exc
+        window = self.loaded[pid_input].window
+        if window and not BUFFER_RANGE[0] <= window <= BUFFER_RANGE[1]:
+            del self.loaded[pid_input]
+            raise TRexError(f"field 'rxbufsize' value {window} is out of {BUFFER_RANGE[0]}..{BUFFER_RANGE[1]}")
         self._done()
 
     def start(self, mult=1, duration=-1, nc=False, block=True, latency_pps=0, ipv6=False, pid_input="_",

@@ -370,3 +370,30 @@ def test_a_test_without_a_window_is_judged_against_trexs_default_buffers():
     assert stress["max_achievable_tcp_throughput_bps"] == pytest.approx(window_limited)
     assert stress["transfer_time_ratio"] == pytest.approx(1.0, rel=0.01)
     assert any(n.startswith("stress: no window given") and "32768 bytes" in n for n in result["notes"]), result["notes"]
+
+
+def test_a_window_below_trexs_smallest_buffer_is_refused_before_the_tcp_tests():
+    # TRex refuses a tcp.rxbufsize/txbufsize below 1 KiB (trex-core src/astf/astf_db.cpp, 1K-1G). The reduced-window
+    # tests give each of 4 connections 25 % of the BDP / 4: on a 1 ms path of 0.54 Gbit/s that is 4.2 KB, but on a
+    # 100 Mbit/s one (the application note's example), 782 bytes: TRex then refused the profile after the download,
+    # upload, bidirectional and single tests had run. As a too-large window, it is refused before the first.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=1e-3)
+    with pytest.raises(InvalidParameter) as err:
+        run(engine(client=client), bottleneck_bandwidth=1e8, mtu=PATH_MTU)
+    assert str(err.value).startswith("window_bytes (reduced 25%)=782: allowed >= 1024 bytes (TRex ASTF's smallest "
+                                     "tcp.rxbufsize/txbufsize)") and "\n" not in str(err.value)
+    assert [c for c in client.call_names() if c == "load_profile"] == ["load_profile"], "only the baseline RTT's"
+    # A declared window is refused before any traffic.
+    with pytest.raises(InvalidParameter, match=r"^window_bytes=512: allowed >= 1024 bytes"):
+        rfc6349.check_engine(engine(), params(engine="trex", window_bytes=512), TrialSpec(1, 1))
+
+
+def test_the_result_says_trexs_timestamps_hold_the_transfer_time_ratio_above_1():
+    # TRex sends RFC 1323 timestamps on every segment (tcp.do_rfc1323, on by default; both ends are TRex): 12 bytes
+    # of TCP options within the MSS (trex-core src/44bsd/netinet/tcp_output.c: payload <= t_maxseg - optlen). The
+    # maximum achievable TCP throughput counts MTU - 40 bytes of payload per frame (RFC 6349's formula), so a path
+    # that delivers all it can reads a transfer time ratio of (MTU - 40) / (MTU - 52), not 1: the reader must know.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    mss = tcp_metrics.mss_bytes(PATH_MTU)
+    [note] = [n for n in result["notes"] if "timestamps" in n]
+    assert f"{mss - 12}-byte" in note and f"{mss / (mss - 12):.4f}" in note, note

@@ -404,12 +404,17 @@ def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSp
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
-        check_window("window_bytes", params.window_bytes, engine.window_limit())
+        check_window("window_bytes", params.window_bytes, engine.window_limit(), engine.min_window)
     if params.mtu is None:
         mtu_trial_sizes(engine, traffic, params)
 
 
-def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
+def check_window(name: str, window: int, limit: tuple[int | None, str],
+                 minimum: tuple[int, str] | None = None) -> None:
+    """A window per connection the engine gives as asked: within its limit and, where it has one, its minimum."""
+    if minimum is not None and window < minimum[0]:
+        raise InvalidParameter(name, window, f">= {minimum[0]} bytes ({minimum[1]}): use fewer connections, a "
+                                             "larger window, or leave this test out")
     if limit[0] is not None and window > limit[0]:
         raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): the kernel would silently give "
                                              "a smaller window; raise it or use more connections")
@@ -499,7 +504,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     plan = plan_tests(params, engine.ports, bdp, window, ip_version, tcp.mss)
     for test in plan:
         if test.window_bytes is not None:
-            check_window(f"window_bytes ({test.name})", test.window_bytes, limit)
+            check_window(f"window_bytes ({test.name})", test.window_bytes, limit, engine.min_window)
 
     # 5./6. The TCP tests and their metrics.
     tests = []
@@ -514,6 +519,15 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
         notes.append(f"{', '.join(unsized)}: no window given, so {engine.name} gave each connection its default "
                      f"{engine.default_window_bytes} bytes, which bounds the maximum achievable TCP throughput "
                      "(window / baseline RTT) as a declared window does")
+    if engine.segment_option_bytes:
+        # RFC 6349's maximum achievable TCP throughput counts MTU - 40 (IPv4) bytes of payload per frame, no options.
+        payload = tcp.mss - engine.segment_option_bytes
+        notes.append(f"{engine.name} carries {engine.segment_option_bytes} bytes of TCP options (RFC 1323 "
+                     f"timestamps) in every segment, so a full-size frame carries a {payload}-byte payload, not the "
+                     f"{tcp.mss} bytes the maximum achievable TCP throughput counts (RFC 6349's MTU - "
+                     f"{tcp_metrics.TCP_IP_HEADER_BYTES[ip_version]}): a path that delivers all it can reads a "
+                     f"transfer time ratio of {tcp.mss / payload:.4f}, not 1, and an actual TCP throughput "
+                     f"{1 - payload / tcp.mss:.2%} below the maximum achievable")
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests, baseline_connection))

@@ -87,6 +87,13 @@ TCP_CLOCK_TICK_S = 1e-3
 #: Bytes of socket buffer, each way, TRex gives a connection whose profile sets no tcp.rxbufsize/txbufsize (trex-core
 #: doc/trex_astf.asciidoc's tunables table: 32K; src/44bsd/tcp_subr.cpp, CTcpTunableCtx): its window then.
 TREX_DEFAULT_BUFFER_BYTES = 32 * 1024
+#: The smallest tcp.rxbufsize/txbufsize TRex takes: it refuses a profile with less (trex-core src/astf/astf_db.cpp,
+#: the tunables' 1K-1G range).
+TREX_MIN_BUFFER_BYTES = 1024
+#: Bytes of TCP options on each of TRex's data segments: the RFC 1323 timestamps (10 bytes, padded to 12), which
+#: tcp.do_rfc1323 (on by default; the profile leaves it) has both ends, TRex, agree on; they are within the MSS
+#: (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most t_maxseg less its options).
+TREX_TIMESTAMP_OPTION_BYTES = 12
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -113,6 +120,12 @@ class TcpEngine(Protocol):
     #: The window per connection of a test that sets none, which bounds its throughput as a declared one does
     #: (window / RTT); None: the endpoints size it themselves (a kernel's autotuning), no fixed figure.
     default_window_bytes: int | None
+    #: The smallest window per connection the engine takes and what sets it; None: none known (a kernel raises a
+    #: smaller socket buffer to its own minimum).
+    min_window: tuple[int, str] | None
+    #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
+    #: them); None: not known (the kernels' settings are not read).
+    segment_option_bytes: int | None
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -133,6 +146,8 @@ class Iperf3Engine:
     name = "iperf3"
     method = "iperf3"
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
+    min_window: tuple[int, str] | None = None
+    segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
@@ -201,6 +216,9 @@ class TRexAstfEngine(TRexSession):
     segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
     # A profile without --window sets no buffers: TRex's fixed defaults, not sized to the path as a kernel's are.
     default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
+    # TRex refuses a smaller buffer when it builds the profile: refused before the first test instead.
+    min_window: tuple[int, str] | None = (TREX_MIN_BUFFER_BYTES, "TRex ASTF's smallest tcp.rxbufsize/txbufsize")
+    segment_option_bytes: int | None = TREX_TIMESTAMP_OPTION_BYTES
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
     rtt_resolution_s = TCP_CLOCK_TICK_S
