@@ -109,6 +109,18 @@ def test_paths_named_in_the_docs_exist():
     assert in_docs(lambda text: missing_paths(text, tops)) == []
 
 
+def broken_links(doc: Path, text: str) -> list[str]:
+    """Markdown links to files ([text](target)) whose target, relative to the document, is not there."""
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    return [t for t in targets if t and not (doc.parent / t).exists()]
+
+
+def test_links_in_the_docs_lead_to_a_file():
+    assert [f"{rel(doc)}: {t}" for doc in DOCS for t in broken_links(doc, doc.read_text())] == []
+    assert broken_links(COLLECTION / "README.md", "[trexlab](../../../README.md), [x](../gone.md#part), "
+                        "[web](https://example.org/x)") == ["../gone.md"]
+
+
 def test_the_path_check_faults_a_path_that_is_gone():
     tops = tracked_top_directories()
     text = "see trexlab/plan/runplan.py, roles/netem and roles/nonesuch, swtester/ring_check, trexlab/gone.py."
@@ -257,6 +269,31 @@ def test_the_address_plan_table_is_the_topology_modules():
                 documented.update(found)
                 wrong += [] if found else [f"{link}: {address}"]
     assert wrong == [] and given - documented == set()
+
+
+def dry_run_hours(experiment_name: str, tmp_path: Path) -> tuple[str, str]:
+    """The worst and expected lab time a dry run prints for a shipped experiment, in hours as it prints them."""
+    from trexlab import cli
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["campaign", experiment_name, "--dry-run", "--results", str(tmp_path),
+                  "--inventory", str(tmp_path / "no-lab.yml")])
+    match = re.search(r"lab time: worst case ([\d.]+) h, expected (not known|[\d.]+ h)", out.getvalue())
+    assert match, out.getvalue()
+    return match.group(1), match.group(2).removesuffix(" h")
+
+
+def test_the_lab_times_the_readme_quotes_are_the_dry_runs(tmp_path):
+    """The README quotes the dry run's lab time of shipped campaigns: an estimate that changes (its simulation, a
+    spec) changes them, and the quote must follow."""
+    text = (REPO / "README.md").read_text().replace("\n", " ")
+    quoted = re.findall(r"`([a-z0-9-]+)`: ([\d.]+) h worst, ([\d.]+) h expected", text)
+    each = re.findall(r"`([a-z0-9-]+)` and `([a-z0-9-]+)`, plan ([\d.]+) h each", text)
+    assert quoted and each
+    for name, worst, expected in quoted:
+        assert dry_run_hours(name, tmp_path) == (worst, expected), name
+    for *names, worst in each:
+        assert [float(dry_run_hours(n, tmp_path)[0]) for n in names] == [float(worst)] * len(names), names
 
 
 # --- make ---------------------------------------------------------------------------------------------------------
