@@ -411,3 +411,11 @@ def test_without_omit_the_cpu_is_the_last_reads_not_the_one_before_the_handshake
     client.cpu_util = lambda now: busy if now < started + 1.0 else idle
     [stats] = engine(client=client).run([TcpTest("download", "download", 1, 1 << 20, port=5201, duration=5)])
     assert stats["download"].sender_cpu_percent == idle
+
+
+def test_the_result_names_trexs_congestion_control_algorithm():
+    # iperf3's results name the kernels' algorithm (cubic, bbr, ...); TRex's profile sets no tcp.cc_algo, so TRex runs
+    # its default, NewReno (trex-core src/44bsd/tcp_var.h: 0 newreno, 1 cubic; tcp_subr.cpp CTcpTunableCtx sets 0).
+    # The result said only "TRex ASTF default": a reader comparing engines could not tell which algorithm ran.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    assert result["congestion_control"].split(" ")[0] == "newreno", result["congestion_control"]
