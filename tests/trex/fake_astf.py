@@ -31,7 +31,8 @@ nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
 ``rpc_time``. ``get_stats``'s "global" section carries every figure of
 lbr-trex-client's GlobalStats.to_dict, ``cpu_util`` (TRex's data-plane cores'
-utilisation, %, the server's m_cpu_util) the declared one, else "N/A" as that
+utilisation, %, the server's m_cpu_util) the declared one (or a function of
+the clock's time: TRex low-pass filters it, so it trails the load), else "N/A" as that
 client gives a figure the server did not send: one the engine must not assume.
 
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
@@ -254,7 +255,8 @@ class FakeAstfClient:
         # As TRex's client: every global and port figure by name (GlobalStats/PortStats.to_dict), the text "N/A"
         # for one the server did not send (AbstractStats.get), and the ports' sum as "total".
         ports = {port: dict.fromkeys(PORT_COUNTERS, 0) for port in (0, 1)}
-        cpu = "N/A" if self.cpu_util is None else self.cpu_util
+        figure = self.cpu_util(self.clock.now) if callable(self.cpu_util) else self.cpu_util
+        cpu = "N/A" if figure is None else figure
         return {"global": {**dict.fromkeys(GLOBAL_COUNTERS, 0.0), "cpu_util": cpu}, **ports,
                 "total": dict.fromkeys(PORT_COUNTERS, 0),
                 "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum), "latency": {}}

@@ -22,11 +22,13 @@ sections "client" and "server"; descriptions from TRex's counter table):
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
 * connections: the client's ``m_est_flows`` (established, not closed) at both
-  reads; a test with fewer than its connections up is refused, as iperf3
-  fails a stream that cannot connect;
+  reads (without omit, the last: the first precedes the handshakes); a test
+  with fewer than its connections up is refused, as iperf3 fails a stream
+  that cannot connect;
 * CPU: the global ``cpu_util`` get_stats returns with each read (TRex's
   data-plane cores' utilisation, %, as TRex smooths it), the larger of the
-  two reads: TRex plays both ends of every connection on those cores, so it is
+  two reads (without omit, the last: TRex's low-pass filter makes the first
+  the load of the seconds before the test): TRex plays both ends of every connection on those cores, so it is
   the sender's and the receiver's figure; a server that returns none leaves
   the CPU unknown (None), never assumed idle (TRex's client then gives the
   text "N/A");
@@ -230,7 +232,8 @@ class TRexAstfEngine(TRexSession):
                     "TCP clock")
     cpu_method = ("TRex's data-plane cores, which play both ends: the global cpu_util TRex returns with the counters "
                   "(its smoothed utilisation, %, the mean over those cores: one busy core among idle ones reads "
-                  "below 100 %), the larger of the reads after omit and at the end")
+                  "below 100 %), the larger of the reads after omit and at the end (without omit, the one at the end: "
+                  "read right after the start, the smoothed figure is the load before the test)")
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
@@ -361,17 +364,19 @@ class TRexAstfEngine(TRexSession):
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
+        # The reads that saw the test running: without omit the first comes right after the start, before the
+        # handshakes, and with TRex's cpu_util low-pass filtered (3/4 of the last figure each update) it is the
+        # seconds before the test, such as the previous test's load; the last read only then.
+        measured = {pid: (first[pid], last[pid]) if omit > 0 else (last[pid],) for pid in ids}
         for pid, test in zip(ids, tests, strict=True):
             # TRex carries on with the connections that came up; fewer than the test's would be measured as its
             # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
-            # Without omit the first read comes right after the start, before the handshakes: the last read only.
-            up = min(established(read[1]) for read in ((first[pid], last[pid]) if omit > 0 else (last[pid],)))
+            up = min(established(read[1]) for read in measured[pid])
             if up < test.connections:
                 raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
                                      f"{test.connections} connections established while it was measured (the "
                                      "client's m_est_flows): the others' handshakes failed or they were dropped")
-        cpu = {pid: max((read[2] for read in (first[pid], last[pid]) if read[2] is not None), default=None)
-               for pid in ids}
+        cpu = {pid: max((read[2] for read in measured[pid] if read[2] is not None), default=None) for pid in ids}
         return [{name: direction_stats(name, test, first[pid][1], last[pid][1], last[pid][0] - first[pid][0],
                                        flows[pid], cpu[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
