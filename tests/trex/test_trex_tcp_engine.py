@@ -388,6 +388,25 @@ def test_a_window_below_trexs_smallest_buffer_is_refused_before_the_tcp_tests():
         rfc6349.check_engine(engine(), params(engine="trex", window_bytes=512), TrialSpec(1, 1))
 
 
+def test_a_window_above_trexs_largest_buffer_is_refused_before_the_tcp_tests():
+    # TRex refuses a tcp.rxbufsize/txbufsize above 1 GiB (trex-core src/astf/astf_db.cpp, 1K-1G) when it loads the
+    # profile. The single-connection test's window is the whole BDP: on a 100 Gbit/s path of 100 ms, 1.25 GB, which
+    # no kernel cap catches with TRex, so TRex refused it after the download, upload and bidirectional tests had run.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=0.1)
+    largest = fake_astf.BUFFER_RANGE[1]
+    with pytest.raises(InvalidParameter) as err:
+        run(engine(client=client), bottleneck_bandwidth=1e11, mtu=PATH_MTU)
+    message = str(err.value)
+    assert message.startswith("window_bytes (single)="), message
+    assert f": allowed <= {largest} bytes (TRex ASTF's largest tcp.rxbufsize/txbufsize)" in message, message
+    assert "kernel" not in message and "\n" not in message, "TRex refuses the window; no kernel shrinks it"
+    assert [c for c in client.call_names() if c == "load_profile"] == ["load_profile"], "only the baseline RTT's"
+    # A declared window is refused before any traffic; the largest TRex takes is not.
+    with pytest.raises(InvalidParameter, match=rf"^window_bytes={largest + 1}: allowed <= {largest} bytes"):
+        rfc6349.check_engine(engine(), params(engine="trex", window_bytes=largest + 1), TrialSpec(1, 1))
+    rfc6349.check_engine(engine(), params(engine="trex", window_bytes=largest), TrialSpec(1, 1))
+
+
 def test_the_result_says_trexs_timestamps_hold_the_transfer_time_ratio_above_1():
     # TRex sends RFC 1323 timestamps on every segment (tcp.do_rfc1323, on by default; both ends are TRex): 12 bytes
     # of TCP options within the MSS (trex-core src/44bsd/netinet/tcp_output.c: payload <= t_maxseg - optlen). The

@@ -394,7 +394,7 @@ def check_lab(plan, lab: LabView) -> None:
 
 def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSpec) -> None:
     """What only the lab can tell: the engine's endpoints configured (engine_of), their address of the traffic's IP
-    version, enough server ports for the concurrent tests, the kernels' window limit for a declared window, and a
+    version, enough server ports for the concurrent tests, the engine's window limits for a declared window, and a
     MTU frame size the tester ports can send (check(plan) did the rest)."""
     if traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
@@ -404,20 +404,20 @@ def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSp
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
-        check_window("window_bytes", params.window_bytes, engine.window_limit(), engine.min_window)
+        check_window("window_bytes", params.window_bytes, engine, engine.window_limit())
     if params.mtu is None:
         mtu_trial_sizes(engine, traffic, params)
 
 
-def check_window(name: str, window: int, limit: tuple[int | None, str],
-                 minimum: tuple[int, str] | None = None) -> None:
-    """A window per connection the engine gives as asked: within its limit and, where it has one, its minimum."""
+def check_window(name: str, window: int, engine: tcp_engines.TcpEngine, limit: tuple[int | None, str]) -> None:
+    """A window per connection the engine gives as asked: within its limit (engine.window_limit(), read once by the
+    caller) and, where it has one, its minimum; a refusal says what that engine would do with it."""
+    minimum = engine.min_window
     if minimum is not None and window < minimum[0]:
         raise InvalidParameter(name, window, f">= {minimum[0]} bytes ({minimum[1]}): use fewer connections, a "
                                              "larger window, or leave this test out")
     if limit[0] is not None and window > limit[0]:
-        raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): the kernel would silently give "
-                                             "a smaller window; raise it or use more connections")
+        raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): {engine.over_window_limit}")
 
 
 def cost(params: Params, traffic: TrialSpec):
@@ -501,7 +501,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                      f"to {2 * step * 100:.0f} percentage points and {step:.0%} of itself (its RTT under load and the "
                      "baseline each within one step)")
 
-    # 4. BDP and windows, checked against both kernels before any TCP test.
+    # 4. BDP and windows, checked against the engine's limits (both kernels', or TRex's) before any TCP test.
     bdp = tcp_metrics.bdp_bytes(bb, baseline_rtt)
     window = params.window_bytes or tcp_metrics.window_per_connection(bdp, params.connections)
     limit = engine.window_limit()
@@ -509,7 +509,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     plan = plan_tests(params, engine.ports, bdp, window, ip_version, tcp.mss)
     for test in plan:
         if test.window_bytes is not None:
-            check_window(f"window_bytes ({test.name})", test.window_bytes, limit, engine.min_window)
+            check_window(f"window_bytes ({test.name})", test.window_bytes, engine, limit)
 
     # 5./6. The TCP tests and their metrics.
     tests = []

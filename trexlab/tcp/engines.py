@@ -89,9 +89,10 @@ TCP_CLOCK_TICK_S = 1e-3
 #: Bytes of socket buffer, each way, TRex gives a connection whose profile sets no tcp.rxbufsize/txbufsize (trex-core
 #: doc/trex_astf.asciidoc's tunables table: 32K; src/44bsd/tcp_subr.cpp, CTcpTunableCtx): its window then.
 TREX_DEFAULT_BUFFER_BYTES = 32 * 1024
-#: The smallest tcp.rxbufsize/txbufsize TRex takes: it refuses a profile with less (trex-core src/astf/astf_db.cpp,
-#: the tunables' 1K-1G range).
+#: The smallest and largest tcp.rxbufsize/txbufsize TRex takes, both included: it refuses a profile with a buffer
+#: outside them when it loads it (trex-core src/astf/astf_db.cpp, the tunables' 1K-1G range, checked on load).
 TREX_MIN_BUFFER_BYTES = 1024
+TREX_MAX_BUFFER_BYTES = 1 << 30
 #: Bytes of TCP options on each of TRex's data segments: the RFC 1323 timestamps (10 bytes, padded to 12), which
 #: tcp.do_rfc1323 (on by default; the profile leaves it) has both ends, TRex, agree on; they are within the MSS
 #: (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most t_maxseg less its options).
@@ -125,6 +126,8 @@ class TcpEngine(Protocol):
     #: The smallest window per connection the engine takes and what sets it; None: none known (a kernel raises a
     #: smaller socket buffer to its own minimum).
     min_window: tuple[int, str] | None
+    #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
+    over_window_limit: str
     #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
     #: them); None: not known (the kernels' settings are not read).
     segment_option_bytes: int | None
@@ -149,6 +152,8 @@ class Iperf3Engine:
     method = "iperf3"
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
     min_window: tuple[int, str] | None = None
+    # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
+    over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
     segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
@@ -221,6 +226,8 @@ class TRexAstfEngine(TRexSession):
     default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
     # TRex refuses a smaller buffer when it builds the profile: refused before the first test instead.
     min_window: tuple[int, str] | None = (TREX_MIN_BUFFER_BYTES, "TRex ASTF's smallest tcp.rxbufsize/txbufsize")
+    # No kernel between: TRex's own bound, which it enforces by refusing the profile, mid-run unless checked first.
+    over_window_limit = "TRex refuses a larger buffer; use more connections or a smaller window"
     segment_option_bytes: int | None = TREX_TIMESTAMP_OPTION_BYTES
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
@@ -260,7 +267,7 @@ class TRexAstfEngine(TRexSession):
         return self._address(1, "198.19.0.2")
 
     def window_limit(self) -> tuple[int | None, str]:
-        return None, "TRex ASTF tcp.rxbufsize/txbufsize (no kernel cap)"
+        return TREX_MAX_BUFFER_BYTES, "TRex ASTF's largest tcp.rxbufsize/txbufsize"
 
     def tester_port_mtu(self, indexes) -> int | None:
         """The tester ports' MTU where their kernel shows it (AF_PACKET mode); None under DPDK or without a lab."""
