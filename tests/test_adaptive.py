@@ -158,3 +158,11 @@ def test_the_schema_declares_the_adaptive_rule_that_validation_takes():
             adaptive.rule_from_mapping(rule)
         assert not validator.is_valid(rule), rule
     assert "figures" in validator.schema["description"]
+
+
+def test_until_figures_null_means_every_figure_to_the_schema_as_to_the_code():
+    """The schema refused figures: null, which the code reads as every headline figure; both take it now."""
+    from trexlab.spec.schema import experiment_schema
+    rule = {"min": 5, "max": 50, "until": {"median_ci_percent": 1, "figures": None}}
+    assert jsonschema.Draft202012Validator(experiment_schema()["properties"]["repetitions"]).is_valid(rule)
+    assert experiment.validate({**json.loads(json.dumps(SPEC)), "repetitions": rule}).repetition_rule.figures == ()
