@@ -508,9 +508,14 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                              f"below its resolution of {engine.rtt_resolution_s * 1e3:g} ms, which it reads as 0)")
 
     if baseline_rtt < RTT_STEPS * engine.rtt_resolution_s:
+        # A buffer delay's two RTTs are each within one step: its difference off by up to two steps of the baseline,
+        # and its divisor, the baseline, by one step, which scales the figure itself.
+        step = engine.rtt_resolution_s / baseline_rtt
         notes.append(f"baseline RTT {baseline_rtt * 1e3:.3f} ms is fewer than {RTT_STEPS} steps of {engine.name}'s "
                      f"RTT resolution ({engine.rtt_resolution_s * 1e3:.4g} ms): the BDP and the windows from it carry "
-                     f"up to {engine.rtt_resolution_s / baseline_rtt:.0%} error; declare --window-bytes if it matters")
+                     f"up to {step:.0%} error; declare --window-bytes if it matters; each buffer delay is off by up "
+                     f"to {2 * step * 100:.0f} percentage points and {step:.0%} of itself (its RTT under load and the "
+                     "baseline each within one step)")
 
     # 4. BDP and windows, checked against both kernels before any TCP test.
     bdp = tcp_metrics.bdp_bytes(bb, baseline_rtt)
