@@ -411,3 +411,22 @@ def test_without_omit_the_cpu_is_the_last_reads_not_the_one_before_the_handshake
     client.cpu_util = lambda now: busy if now < started + 1.0 else idle
     [stats] = engine(client=client).run([TcpTest("download", "download", 1, 1 << 20, port=5201, duration=5)])
     assert stats["download"].sender_cpu_percent == idle
+
+
+def test_the_result_names_trexs_congestion_control_algorithm():
+    # iperf3's results name the kernels' algorithm (cubic, bbr, ...); TRex's profile sets no tcp.cc_algo, so TRex runs
+    # its default, NewReno (trex-core src/44bsd/tcp_var.h: 0 newreno, 1 cubic; tcp_subr.cpp CTcpTunableCtx sets 0).
+    # The result said only "TRex ASTF default": a reader comparing engines could not tell which algorithm ran.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    assert result["congestion_control"].split(" ")[0] == "newreno", result["congestion_control"]
+
+
+def test_a_coarse_baseline_rtt_says_how_far_off_the_buffer_delays_can_be():
+    # Buffer delay = (RTT under load - baseline RTT) / baseline RTT from two RTTs each within one step (1 ms) of the
+    # truth: on a 3 ms baseline, a path of 3.9 ms under load read 3 ms (0 %) or 4 ms (33 %) for a true 30 %; off by up
+    # to 2 steps / baseline (67 points), plus one step / baseline of the figure itself from the divisor. The note
+    # named the BDP's error only, while the buffer delay, resting on the baseline RTT twice, can be further off.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=3e-3)), tests=("download",))
+    [note] = [n for n in result["notes"] if "RTT resolution" in n]
+    step = 1e-3 / result["baseline_rtt_s"]
+    assert f"buffer delay is off by up to {2 * step * 100:.0f} percentage points and {step:.0%} of itself" in note, note

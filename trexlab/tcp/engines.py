@@ -213,8 +213,9 @@ class TRexAstfEngine(TRexSession):
 
     name = "trex"
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
-    # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
-    congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
+    # TRex's own TCP stack with its default algorithm, the profile setting no tcp.cc_algo: 0, NewReno (trex-core
+    # src/44bsd/tcp_var.h names 0 newreno and 1 cubic; tcp_subr.cpp, CTcpTunableCtx, sets 0).
+    congestion_control: str | None = "newreno (TRex ASTF's default: the profile sets no tcp.cc_algo)"
     segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
     # A profile without --window sets no buffers: TRex's fixed defaults, not sized to the path as a kernel's are.
     default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
