@@ -13,7 +13,7 @@ from trexlab.plan.campaign import Campaign
 from trexlab.plan.repetition import SUMMARY, repeat, summary_lines
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext
-from trexlab.spec import experiment
+from trexlab.spec import experiment, safeyaml
 from trexlab.spec.experiment import InvalidExperiment
 from trexlab.trial import TrialSpec
 
@@ -158,3 +158,90 @@ def test_the_schema_declares_the_adaptive_rule_that_validation_takes():
             adaptive.rule_from_mapping(rule)
         assert not validator.is_valid(rule), rule
     assert "figures" in validator.schema["description"]
+
+
+# -- until.figures: only the figures the procedure reports ---------------------------------------------------------
+
+def test_a_misspelt_until_figure_is_refused_naming_it_and_the_allowed_ones():
+    """until.figures took any name: a misspelt one never narrowed, so the point silently ran max repetitions
+    ("without a figure (missing or censored)"). validate refuses it, naming what the procedure reports."""
+    spec = json.loads(json.dumps(SPEC))
+    spec["repetitions"]["until"]["figures"] = ["throughput_pfs"]
+    with pytest.raises(InvalidExperiment) as info:
+        experiment.validate(spec, "exp.yml")
+    message = str(info.value)
+    assert message.startswith("exp.yml: repetitions.until.figures='throughput_pfs': allowed ")
+    assert message.endswith(" throughput_fps") and "\n" not in message
+    spec["repetitions"]["until"]["figures"] = ["throughput_fps"]
+    assert experiment.validate(spec, "exp.yml").repetition_rule.figures == ("throughput_fps",)
+
+
+def test_a_figure_one_sweep_point_does_not_report_is_refused_at_that_point():
+    spec = {**json.loads(json.dumps(SPEC)), "procedure": {"name": "pdv", "params": {"rate": 1000,
+                                                                                     "trial_duration": 1}},
+            "sweep": {"traffic.directions": ["bidirectional", "forward"]}}
+    spec["repetitions"]["until"]["figures"] = ["reverse_pdv_s"]
+    with pytest.raises(InvalidExperiment) as info:
+        experiment.validate(spec, "exp.yml")
+    assert "point 1 " in str(info.value) and "allowed forward_pdv_s" in str(info.value)
+
+
+def test_until_figures_null_means_every_figure_to_the_schema_as_to_the_code():
+    """The schema refused figures: null, which the code reads as every headline figure; both take it now."""
+    from trexlab.spec.schema import experiment_schema
+    rule = {"min": 5, "max": 50, "until": {"median_ci_percent": 1, "figures": None}}
+    assert jsonschema.Draft202012Validator(experiment_schema()["properties"]["repetitions"]).is_valid(rule)
+    assert experiment.validate({**json.loads(json.dumps(SPEC)), "repetitions": rule}).repetition_rule.figures == ()
+
+
+def test_every_shipped_experiment_validates_with_until_naming_each_figure_it_reports():
+    """No shipped experiment declares until.figures yet: each, given a rule naming every figure its procedure
+    reports at all its points (procedure.headline_names), still validates; the test below compares those names
+    with what runs report."""
+    from trexlab.plan.runplan import procedure_params, traffic_template
+    from trexlab.procedures import procedure
+    specs = sorted((paths().root / "experiments").glob("*/experiment.yml"))
+    assert specs
+    for path in specs:
+        spec = safeyaml.load(path)
+        reported = None
+        for point in experiment.Experiment(spec, path).points():  # validated below, with the rule
+            name, params = point.spec["procedure"]["name"], dict(point.spec["procedure"].get("params") or {})
+            if isinstance(params.get("rate"), dict):  # rate: {from: throughput}: any rate names the same figures
+                params["rate"] = 1.0
+            names = procedure(name).headline_names(procedure_params(name, params),
+                                                   traffic_template(point.spec.get("traffic")))
+            reported = [n for n in (names if reported is None else reported) if n in names]
+        assert reported, path
+        rule = {"min": 2, "max": 3, "until": {"median_ci_percent": 5, "figures": reported}}
+        assert experiment.validate({**spec, "repetitions": rule}, str(path), path).repetition_rule.figures \
+            == tuple(reported), path
+
+
+@pytest.mark.parametrize("name, params, directions", [
+    ("throughput", {"max_rate": 1e6, "resolution_percent": 1, "trial_duration": 1}, "bidirectional"),
+    ("mlrsearch", {"max_rate": 1e6, "goals": [{"name": "NDR", "loss_ratio": 0.0, "exceed_ratio": 0.5,
+                                               "relative_width": 0.05, "initial_trial_duration": 1.0,
+                                               "final_trial_duration": 1.0, "duration_sum": 1.0},
+                                              {"loss_ratio": 0.005, "relative_width": 0.05,
+                                               "final_trial_duration": 1.0, "duration_sum": 1.0}]},
+     "bidirectional"),
+    ("flr", {"max_rate": 1e6, "trial_duration": 1}, "forward"),
+    ("latency", {"rate": 100_000, "trial_duration": 1, "tag_delay": 0.5, "rfc2544_trials": 0}, "bidirectional"),
+    ("latency", {"rate": 100_000, "trial_duration": 1, "tag_delay": 0.5, "rfc2544_trials": 0}, "reverse"),
+    ("pdv", {"rate": 100_000, "trial_duration": 1}, "bidirectional"),
+    ("selftest", {"frame_sizes": [64, 1518], "max_rate": 1e6, "resolution": 10_000, "trial_duration": 1},
+     "bidirectional"),
+    ("selftest", {"frame_sizes": [128], "max_rate": 1e6, "resolution": 10_000, "trial_duration": 1,
+                  "floor_load_percent": 0}, "bidirectional"),
+])
+def test_headline_names_are_what_a_sim_run_reports(name, params, directions):
+    """The names validate allows in until.figures (procedure.headline_names) are the headline of a real run on the
+    sim generator, so the two cannot drift apart (rfc6349 and http_download: in tests/test_rfc6349.py)."""
+    from trexlab.plan.runplan import procedure_params
+    from trexlab.procedures import procedure
+    module = procedure(name)
+    built = procedure_params(name, params)
+    traffic = TrialSpec.from_dict({**TRAFFIC.to_dict(), "directions": directions})
+    result = module.run(RunContext(create(capacity=400000), traffic), built).to_dict()
+    assert list(result["headline"]) == list(module.headline_names(built, traffic))

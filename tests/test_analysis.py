@@ -361,6 +361,8 @@ def test_the_dual_dut_latency_report_sets_figs_12_and_13_beside_the_throughput_t
         # Median, min and max alike (every frame delayed alike), at both points.
         assert part.count(">0.01000<") == part.count(">0.01500<") == part.count(">0.02000<") == 6, title
         assert part.count(">2.000<") == 2 and part.count(">1.333<") == 2, title
+        # Both translators in a row: the dual set-up's delay against the sum of the single ones, 20 / (10 + 15).
+        assert part.count(">0.800<") == 2, title
         assert "data:image/png" in part, f"{title}: plotted"
     # The rate each point's latency was measured at: its throughput median, measured first in the same campaign.
     ratios = [float(r) for r in re.findall(r">(0\.\d{3})<", section("Offered load: each point"))]

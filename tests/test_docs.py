@@ -41,6 +41,11 @@ def rel(path: Path) -> str:
     return str(path.relative_to(REPO))
 
 
+def in_docs(check) -> list[str]:
+    """What check(text) finds in each document, each naming the document."""
+    return [f"{rel(doc)}: {found}" for doc in DOCS for found in check(doc.read_text())]
+
+
 #: Fences whose lines are commands a user types; other fenced blocks are YAML, HCL or diagrams.
 SHELL_FENCES = ("```sh", "```bash", "```console")
 
@@ -101,8 +106,19 @@ def missing_paths(text: str, tops: set[str]) -> list[str]:
 
 def test_paths_named_in_the_docs_exist():
     tops = tracked_top_directories()
-    wrong = [f"{rel(doc)}: {path}" for doc in DOCS for path in missing_paths(doc.read_text(), tops)]
-    assert wrong == []
+    assert in_docs(lambda text: missing_paths(text, tops)) == []
+
+
+def broken_links(doc: Path, text: str) -> list[str]:
+    """Markdown links to files ([text](target)) whose target, relative to the document, is not there."""
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    return [t for t in targets if t and not (doc.parent / t).exists()]
+
+
+def test_links_in_the_docs_lead_to_a_file():
+    assert [f"{rel(doc)}: {t}" for doc in DOCS for t in broken_links(doc, doc.read_text())] == []
+    assert broken_links(COLLECTION / "README.md", "[trexlab](../../../README.md), [x](../gone.md#part), "
+                        "[web](https://example.org/x)") == ["../gone.md"]
 
 
 def test_the_path_check_faults_a_path_that_is_gone():
@@ -132,8 +148,7 @@ def galaxy_refusals(text: str) -> list[str]:
 
 
 def test_the_docs_install_the_collection_as_ansible_galaxy_accepts():
-    wrong = [f"{rel(doc)}: {line}" for doc in DOCS for line in galaxy_refusals(doc.read_text())]
-    assert wrong == []
+    assert in_docs(galaxy_refusals) == []
     assert galaxy_refusals("```sh\nansible-galaxy collection install -r requirements.yml x.tar.gz\n```\n")
 
 
@@ -158,8 +173,7 @@ def broken_references(text: str) -> list[str]:
 
 
 def test_cross_references_name_a_section():
-    wrong = [f"{rel(doc)}: {ref}" for doc in DOCS for ref in broken_references(doc.read_text())]
-    assert wrong == []
+    assert in_docs(broken_references) == []
     assert broken_references('(docs/architecture.md, "Comparing\ncampaigns"; README, "The VM lab"; '
                              'docs/architecture.md, "No such part")') == ['docs/architecture.md, "No such part"']
 
@@ -231,6 +245,57 @@ def test_the_capabilities_table_is_each_generators_own():
         g: {c: "yes" if getattr(capabilities(g), c) else "no" for c in columns} for g in GENERATORS}
 
 
+def test_the_address_plan_table_is_the_topology_modules():
+    """docs/architecture.md's address plan (the contract to "change here first, then everywhere") and the
+    addresses terraform/modules/topology gives every lab kind's ports, both ways."""
+    tf = (REPO / "terraform" / "modules" / "topology" / "main.tf").read_text()
+    given = set(re.findall(r'"(\w+/\d)" = "([^"]+)"', tf)) | {
+        (f"{node}/0", address) for node, v4, v6 in
+        re.findall(r'(client|server) = \{[^}]*ipv4 = "([^"]+)", ipv6 = "([^"]+)"', tf) for address in (v4, v6)}
+    ports = {"tester port 0": [["tester/0"]], "DUT (first) left port": [["dut1/0"]],
+             "DUT (last) right port": [["dut1/1", "dut2/1"]], "tester port 1": [["tester/1"]],
+             "dual: dut1 right <-> dut2 left": [["dut1/1"], ["dut2/0"]], "client": [["client/0"]],
+             "server": [["server/0"]]}
+    table = (REPO / "docs" / "architecture.md").read_text().split("| link | IPv4 | IPv6 |", 1)[1].split("\n\n", 1)[0]
+    documented, wrong = set(), []
+    for link, *cells in re.findall(r"^\| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \|$", table, re.M):
+        keys = next(v for k, v in ports.items() if link.startswith(k))
+        for cell in cells:
+            addresses = [a.strip() for a in cell.split("<->")]
+            addresses = [a if not a.startswith("::") else addresses[0].split("::")[0] + a + "/" +
+                         addresses[0].split("/")[1] for a in addresses]
+            for candidates, address in zip(keys, addresses, strict=True):
+                found = [(k, address) for k in candidates if (k, address) in given]
+                documented.update(found)
+                wrong += [] if found else [f"{link}: {address}"]
+    assert wrong == [] and given - documented == set()
+
+
+def dry_run_hours(experiment_name: str, tmp_path: Path) -> tuple[str, str]:
+    """The worst and expected lab time a dry run prints for a shipped experiment, in hours as it prints them."""
+    from trexlab import cli
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["campaign", experiment_name, "--dry-run", "--results", str(tmp_path),
+                  "--inventory", str(tmp_path / "no-lab.yml")])
+    match = re.search(r"lab time: worst case ([\d.]+) h, expected (not known|[\d.]+ h)", out.getvalue())
+    assert match, out.getvalue()
+    return match.group(1), match.group(2).removesuffix(" h")
+
+
+def test_the_lab_times_the_readme_quotes_are_the_dry_runs(tmp_path):
+    """The README quotes the dry run's lab time of shipped campaigns: an estimate that changes (its simulation, a
+    spec) changes them, and the quote must follow."""
+    text = (REPO / "README.md").read_text().replace("\n", " ")
+    quoted = re.findall(r"`([a-z0-9-]+)`: ([\d.]+) h worst, ([\d.]+) h expected", text)
+    each = re.findall(r"`([a-z0-9-]+)` and `([a-z0-9-]+)`, plan ([\d.]+) h each", text)
+    assert quoted and each
+    for name, worst, expected in quoted:
+        assert dry_run_hours(name, tmp_path) == (worst, expected), name
+    for *names, worst in each:
+        assert [float(dry_run_hours(n, tmp_path)[0]) for n in names] == [float(worst)] * len(names), names
+
+
 # --- make ---------------------------------------------------------------------------------------------------------
 
 def make_commands(text: str) -> list[list[str]]:
@@ -280,6 +345,40 @@ def test_the_make_check_faults_an_unknown_goal_or_variable():
     assert front_door(["run", "EXP=no-such-experiment"]).returncode == 2
 
 
+# --- Playbooks ---------------------------------------------------------------------------------------------------
+
+def playbook_problems(text: str) -> list[str]:
+    """ansible-playbook commands whose playbook is not there, or whose -e variable neither a role the playbook
+    applies declares (its meta/argument_specs.yml) nor the playbook itself reads: Ansible would take it silently."""
+    wrong = []
+    for line in block_lines(text):
+        if not line.startswith("ansible-playbook "):
+            continue
+        words = shlex.split(line)
+        playbook = next((w for w in words if w.startswith("playbooks/")), None)
+        if playbook is None or not (REPO / playbook).is_file():
+            wrong.append(f"{line}: no playbook {playbook}")
+            continue
+        read = (REPO / playbook).read_text()
+        declared = {option for role in re.findall(r"role: trexlab\.lab\.(\w+)", read)
+                    for option in yaml.safe_load((COLLECTION / "roles" / role / "meta" / "argument_specs.yml")
+                                                 .read_text())["argument_specs"]["main"]["options"]}
+        given = [w for i, w in enumerate(words) if i and words[i - 1] == "-e"]
+        names = [n for g in given for n in (yaml.safe_load(g) if g.startswith("{") else {g.split("=")[0]: 0})]
+        wrong += [f"{line}: {n} is read by neither {playbook} nor its roles" for n in names
+                  if n not in declared and not re.search(rf"\b{n}\b", read)]
+    return wrong
+
+
+def test_every_playbook_command_in_the_docs_gives_variables_its_roles_read():
+    assert in_docs(playbook_problems) == []
+    assert playbook_problems("```sh\nansible-playbook -i x playbooks/dut-impairment.yml -e netem_delay_ms=100 "
+                             "-e netem_dely_ms=1 -e '{\"trex_extra_args\": [1]}'\n```\n") == [
+        "ansible-playbook -i x playbooks/dut-impairment.yml -e netem_delay_ms=100 -e netem_dely_ms=1 -e "
+        "'{\"trex_extra_args\": [1]}': " + f"{n} is read by neither playbooks/dut-impairment.yml nor its roles"
+        for n in ("netem_dely_ms", "trex_extra_args")]
+
+
 # --- The CLI -------------------------------------------------------------------------------------------------------
 
 def verbs() -> dict[str, argparse.ArgumentParser]:
@@ -311,8 +410,7 @@ def cli_problems(text: str) -> list[str]:
 
 
 def test_every_trexlab_command_in_the_docs_is_one_the_cli_takes():
-    wrong = [f"{rel(doc)}: {p}" for doc in DOCS for p in cli_problems(doc.read_text())]
-    assert wrong == []
+    assert in_docs(cli_problems) == []
 
 
 def test_the_cli_check_faults_an_option_that_is_gone():
@@ -378,8 +476,7 @@ def spec_problems(text: str) -> list[str]:
 
 
 def test_every_spec_key_the_docs_name_is_the_specs():
-    wrong = [f"{rel(doc)}: {p}" for doc in DOCS for p in spec_problems(doc.read_text())]
-    assert wrong == []
+    assert in_docs(spec_problems) == []
 
 
 def test_the_spec_check_faults_a_key_that_is_gone():
@@ -418,8 +515,7 @@ def unresolved_names(text: str) -> list[str]:
 
 
 def test_every_trexlab_name_in_the_docs_exists():
-    wrong = [f"{rel(doc)}: {name}" for doc in DOCS for name in unresolved_names(doc.read_text())]
-    assert wrong == []
+    assert in_docs(unresolved_names) == []
     assert unresolved_names("trexlab.results.stats.summarize, trexlab.plan.runplan.RunPlan.nope, "
                             "trexlab.runs, trexlab.nowhere") == ["trexlab.nowhere", "trexlab.plan.runplan.RunPlan.nope"]
 

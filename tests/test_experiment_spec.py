@@ -156,3 +156,18 @@ def test_load_reads_a_directory(tmp_path):
 def test_missing_file_is_one_line():
     with pytest.raises(InvalidExperiment, match="no such experiment spec"):
         experiment.load("/nonexistent/experiment.yml")
+
+
+def test_a_number_in_exponent_notation_yaml_1_1_reads_as_text_is_refused_saying_so(tmp_path):
+    """Specs are read as YAML 1.1 (PyYAML's, as Ansible's): 100e6 is the string '100e6' there, though the CLI's
+    --bottleneck-bandwidth 100e6 and an editor's YAML 1.2 read a number, and the README's own spec block wrote it
+    so. The refusal said only "allowed a number or null"; it says why, and the form that is read as a number."""
+    spec = tmp_path / "experiment.yml"
+    block = "procedure: {name: tcp, params: {engine: trex, mtu: 1500, bottleneck_bandwidth: %s}}\n"
+    spec.write_text("name: tcp-trex\ngenerator: trex\n" + block % "100e6")
+    with pytest.raises(InvalidExperiment) as refused:
+        experiment.load(spec)
+    assert str(refused.value).endswith("bottleneck_bandwidth='100e6': allowed a number or null (YAML 1.1, which "
+                                       "reads specs, takes 100e6 as text: write 100.0e+6)"), str(refused.value)
+    spec.write_text("name: tcp-trex\ngenerator: trex\n" + block % "100.0e+6")
+    assert experiment.load(spec).spec["procedure"]["params"]["bottleneck_bandwidth"] == 1e8

@@ -42,7 +42,8 @@ def test_a_procedure_missing_a_member_fails(monkeypatch):
     from trexlab.procedures import throughput
 
     fake = types.ModuleType("fake")
-    for member in ("NAME", "Params", "TAKES_RATE", "needs_tcp_endpoints", "check_lab", "cost", "run"):
+    for member in ("NAME", "Params", "TAKES_RATE", "needs_tcp_endpoints", "check_lab", "headline_names", "cost",
+                   "run"):
         setattr(fake, member, getattr(throughput, member))
     assert conformance(fake) == ["no check"]
     fake.check = lambda generator, params, traffic: None  # the old signature

@@ -160,6 +160,8 @@ def run(generator, p, endpoints, recorded=None):
 def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     generator, endpoints, recorded = PathGenerator(capacity=50_000), FakeEndpoints(), []
     result = run(generator, params(), endpoints, recorded).to_dict()
+    # The headline is what an adaptive rule's until.figures may name (validate takes headline_names).
+    assert list(result["headline"]) == list(rfc6349.headline_names(params(), TrialSpec(1, 1)))
     # 1. The largest loss-free DF frame is 1418 bytes: MTU 1400 (the 1518-byte frames were dropped).
     assert result["path_mtu"] == PATH_MTU and result["mtu_source"] == "measured"
     assert [s["passed"] for s in result["mtu_search"]] == [True, True, False]
@@ -302,6 +304,9 @@ def test_a_window_larger_than_the_kernel_allows_is_refused_before_any_traffic(de
     with pytest.raises(InvalidParameter) as err:
         rfc6349.check_lab(a_plan(params(window_bytes=1_000_000)), SOME_LAB)
     assert str(err.value).startswith("window_bytes=1000000: allowed <= 212992 bytes (net.core.rmem_max on node")
+    # The kernel takes a larger SO_RCVBUF/SO_SNDBUF and caps it: the refusal says so (TRex's says TRex refuses it).
+    assert str(err.value).endswith("): the kernel would silently give a smaller window; raise it or use more "
+                                   "connections")
     assert "\n" not in str(err.value)
 
 
@@ -373,6 +378,7 @@ def test_http_download_times_one_whole_download():
     result = http_download.run(RunContext(None, TrialSpec(1, 1), on_trial=lambda r, c: recorded.append(r)),
                                http_download.Params(timeout=10), endpoints=endpoints).to_dict()
     assert result["headline"]["download_time_s"] == 0.25 and result["bytes"] == 1_048_576
+    assert list(result["headline"]) == list(http_download.headline_names(http_download.Params(), TrialSpec(1, 1)))
     assert result["headline"]["download_throughput_bps"] == pytest.approx(1_048_576 * 8 / 0.25)
     argv = endpoints.client.calls[0]
     assert argv[0] == "curl" and argv[-1] == "http://198.19.0.3:80/download.bin" and "%{json}" in argv

@@ -4,9 +4,11 @@ With pytest 9.2 and pytest-xdist 3.8 the groups were silently ignored: a file's 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,19 +37,31 @@ def test_one_worker_per_file_and_per_shared_lab():
     assert all(len(workers) == 1 for workers in ran.values()), ran
 
 
+@pytest.mark.timeout(60)  # a claim that waited for the holder would wait forever: the holder waits for this test
 def test_a_lab_name_in_use_by_another_test_process_fails_at_once():
     """Two workers giving their labs one name would share namespaces: the second is stopped before lab-up."""
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, labtools; labtools.claim_lab('zzgrp');"
-                               "print('held', flush=True); sys.stdin.read()"],
+    # The claim's lock is machine-wide, as a lab's namespaces are: under a fixed name ("zzgrp") the make test of
+    # another checkout running this test at the same moment held it, and this test failed there or here. This
+    # process's id names a lab no other living process uses.
+    name = f"zz{os.getpid()}"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, labtools; labtools.claim_lab(sys.argv[1]);"
+                               "print('held', flush=True); sys.stdin.read()", name],
                               cwd=REPO / "tests", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(AssertionError, match="lab zzgrp is in use by another test process"):
-            labtools.lab_env("zzgrp")
+        with pytest.raises(AssertionError, match=f"lab {name} is in use by another test process"):
+            labtools.lab_env(name)
     finally:
         holder.communicate("", timeout=30)
-    labtools.lab_env("zzgrp")  # free again once that process ended; this process may now use it, and again
-    assert labtools.lab_env("zzgrp", "dual", 2)["TOPOLOGY"] == "dual"
+    try:
+        labtools.lab_env(name)  # free again once that process ended; this process may now use it, and again
+        assert labtools.lab_env(name, "dual", 2)["TOPOLOGY"] == "dual"
+    finally:
+        # This process would hold the name until it ends, and the lock file would stay in /tmp: one per run.
+        held = labtools._LABS_HELD.pop(name, None)
+        if held is not None:
+            held.close()
+            Path(held.name).unlink()
 
 
 def test_the_long_groups_are_handed_out_first(request):

@@ -31,7 +31,8 @@ nothing, and the client's ``m_est_flows`` and ``tcps_connects`` count them as
 TRex does. The clock advances only through ``sleep`` and each RPC's
 ``rpc_time``. ``get_stats``'s "global" section carries every figure of
 lbr-trex-client's GlobalStats.to_dict, ``cpu_util`` (TRex's data-plane cores'
-utilisation, %, the server's m_cpu_util) the declared one, else "N/A" as that
+utilisation, %, the server's m_cpu_util) the declared one (or a function of
+the clock's time: TRex low-pass filters it, so it trails the load), else "N/A" as that
 client gives a figure the server did not send: one the engine must not assume.
 
 As TRex's, the counters ``get_traffic_stats`` answers with are those of the
@@ -72,6 +73,8 @@ FLOW_DUMP_SPAN_S = 10.0
 #: doc/trex_astf.asciidoc's tunables table, 32K; src/44bsd/tcp_subr.cpp CTcpTunableCtx). The server's figure, stated
 #: apart from the engine's as FLOW_DUMP_SPAN_S is.
 DEFAULT_BUFFER_BYTES = 32 * 1024
+#: The tcp.rxbufsize/txbufsize TRex takes (trex-core src/astf/astf_db.cpp); it refuses a profile with others.
+BUFFER_RANGE = (1024, 1 << 30)
 
 
 class TRexError(Exception):
@@ -149,6 +152,10 @@ class FakeAstfClient:
             self.loaded[pid_input] = tunables_of(tunables or {})
         except Exception as exc:  # as ASTFClient.load_profile: what the profile raised, in a TRexError
             raise TRexError(f"Could not load profile: {exc}") from exc
+        window = self.loaded[pid_input].window
+        if window and not BUFFER_RANGE[0] <= window <= BUFFER_RANGE[1]:
+            del self.loaded[pid_input]
+            raise TRexError(f"field 'rxbufsize' value {window} is out of {BUFFER_RANGE[0]}..{BUFFER_RANGE[1]}")
         self._done()
 
     def start(self, mult=1, duration=-1, nc=False, block=True, latency_pps=0, ipv6=False, pid_input="_",
@@ -248,7 +255,8 @@ class FakeAstfClient:
         # As TRex's client: every global and port figure by name (GlobalStats/PortStats.to_dict), the text "N/A"
         # for one the server did not send (AbstractStats.get), and the ports' sum as "total".
         ports = {port: dict.fromkeys(PORT_COUNTERS, 0) for port in (0, 1)}
-        cpu = "N/A" if self.cpu_util is None else self.cpu_util
+        figure = self.cpu_util(self.clock.now) if callable(self.cpu_util) else self.cpu_util
+        cpu = "N/A" if figure is None else figure
         return {"global": {**dict.fromkeys(GLOBAL_COUNTERS, 0.0), "cpu_util": cpu}, **ports,
                 "total": dict.fromkeys(PORT_COUNTERS, 0),
                 "traffic": self.get_traffic_stats(skip_zero, pid_input, is_sum), "latency": {}}

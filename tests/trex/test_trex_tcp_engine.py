@@ -370,3 +370,82 @@ def test_a_test_without_a_window_is_judged_against_trexs_default_buffers():
     assert stress["max_achievable_tcp_throughput_bps"] == pytest.approx(window_limited)
     assert stress["transfer_time_ratio"] == pytest.approx(1.0, rel=0.01)
     assert any(n.startswith("stress: no window given") and "32768 bytes" in n for n in result["notes"]), result["notes"]
+
+
+def test_a_window_below_trexs_smallest_buffer_is_refused_before_the_tcp_tests():
+    # TRex refuses a tcp.rxbufsize/txbufsize below 1 KiB (trex-core src/astf/astf_db.cpp, 1K-1G). The reduced-window
+    # tests give each of 4 connections 25 % of the BDP / 4: on a 1 ms path of 0.54 Gbit/s that is 4.2 KB, but on a
+    # 100 Mbit/s one (the application note's example), 782 bytes: TRex then refused the profile after the download,
+    # upload, bidirectional and single tests had run. As a too-large window, it is refused before the first.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=1e-3)
+    with pytest.raises(InvalidParameter) as err:
+        run(engine(client=client), bottleneck_bandwidth=1e8, mtu=PATH_MTU)
+    assert str(err.value).startswith("window_bytes (reduced 25%)=782: allowed >= 1024 bytes (TRex ASTF's smallest "
+                                     "tcp.rxbufsize/txbufsize)") and "\n" not in str(err.value)
+    assert [c for c in client.call_names() if c == "load_profile"] == ["load_profile"], "only the baseline RTT's"
+    # A declared window is refused before any traffic.
+    with pytest.raises(InvalidParameter, match=r"^window_bytes=512: allowed >= 1024 bytes"):
+        rfc6349.check_engine(engine(), params(engine="trex", window_bytes=512), TrialSpec(1, 1))
+
+
+def test_a_window_above_trexs_largest_buffer_is_refused_before_the_tcp_tests():
+    # TRex refuses a tcp.rxbufsize/txbufsize above 1 GiB (trex-core src/astf/astf_db.cpp, 1K-1G) when it loads the
+    # profile. The single-connection test's window is the whole BDP: on a 100 Gbit/s path of 100 ms, 1.25 GB, which
+    # no kernel cap catches with TRex, so TRex refused it after the download, upload and bidirectional tests had run.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=0.1)
+    largest = fake_astf.BUFFER_RANGE[1]
+    with pytest.raises(InvalidParameter) as err:
+        run(engine(client=client), bottleneck_bandwidth=1e11, mtu=PATH_MTU)
+    message = str(err.value)
+    assert message.startswith("window_bytes (single)="), message
+    assert f": allowed <= {largest} bytes (TRex ASTF's largest tcp.rxbufsize/txbufsize)" in message, message
+    assert "kernel" not in message and "\n" not in message, "TRex refuses the window; no kernel shrinks it"
+    assert [c for c in client.call_names() if c == "load_profile"] == ["load_profile"], "only the baseline RTT's"
+    # A declared window is refused before any traffic; the largest TRex takes is not.
+    with pytest.raises(InvalidParameter, match=rf"^window_bytes={largest + 1}: allowed <= {largest} bytes"):
+        rfc6349.check_engine(engine(), params(engine="trex", window_bytes=largest + 1), TrialSpec(1, 1))
+    rfc6349.check_engine(engine(), params(engine="trex", window_bytes=largest), TrialSpec(1, 1))
+
+
+def test_the_result_says_trexs_timestamps_hold_the_transfer_time_ratio_above_1():
+    # TRex sends RFC 1323 timestamps on every segment (tcp.do_rfc1323, on by default; both ends are TRex): 12 bytes
+    # of TCP options within the MSS (trex-core src/44bsd/netinet/tcp_output.c: payload <= t_maxseg - optlen). The
+    # maximum achievable TCP throughput counts MTU - 40 bytes of payload per frame (RFC 6349's formula), so a path
+    # that delivers all it can reads a transfer time ratio of (MTU - 40) / (MTU - 52), not 1: the reader must know.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    mss = tcp_metrics.mss_bytes(PATH_MTU)
+    [note] = [n for n in result["notes"] if "timestamps" in n]
+    assert f"{mss - 12}-byte" in note and f"{mss / (mss - 12):.4f}" in note, note
+
+
+def test_without_omit_the_cpu_is_the_last_reads_not_the_one_before_the_handshakes():
+    # TRex's cpu_util is low-pass filtered (trex-core src/utils/utl_cpuu.cpp, CCpuUtlCp::Update: 3/4 of the last
+    # figure each update): read right after a profile started, it is the load of the seconds before, such as the
+    # previous test's. Without omit that read is the first of the test's two: its CPU was the previous test's, and an
+    # idle TRex read as saturated.
+    limit = rfc6349.ENDPOINT_CPU_SATURATED * 100
+    busy, idle = (limit + 100) / 2, limit / 2
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S)
+    started = client.clock.now
+    client.cpu_util = lambda now: busy if now < started + 1.0 else idle
+    [stats] = engine(client=client).run([TcpTest("download", "download", 1, 1 << 20, port=5201, duration=5)])
+    assert stats["download"].sender_cpu_percent == idle
+
+
+def test_the_result_names_trexs_congestion_control_algorithm():
+    # iperf3's results name the kernels' algorithm (cubic, bbr, ...); TRex's profile sets no tcp.cc_algo, so TRex runs
+    # its default, NewReno (trex-core src/44bsd/tcp_var.h: 0 newreno, 1 cubic; tcp_subr.cpp CTcpTunableCtx sets 0).
+    # The result said only "TRex ASTF default": a reader comparing engines could not tell which algorithm ran.
+    result, _ = run(engine(), omit=1.0, tests=("download",))
+    assert result["congestion_control"].split(" ")[0] == "newreno", result["congestion_control"]
+
+
+def test_a_coarse_baseline_rtt_says_how_far_off_the_buffer_delays_can_be():
+    # Buffer delay = (RTT under load - baseline RTT) / baseline RTT from two RTTs each within one step (1 ms) of the
+    # truth: on a 3 ms baseline, a path of 3.9 ms under load read 3 ms (0 %) or 4 ms (33 %) for a true 30 %; off by up
+    # to 2 steps / baseline (67 points), plus one step / baseline of the figure itself from the divisor. The note
+    # named the BDP's error only, while the buffer delay, resting on the baseline RTT twice, can be further off.
+    result, _ = run(engine(client=fake_astf.FakeAstfClient(rtt_s=3e-3)), tests=("download",))
+    [note] = [n for n in result["notes"] if "RTT resolution" in n]
+    step = 1e-3 / result["baseline_rtt_s"]
+    assert f"buffer delay is off by up to {2 * step * 100:.0f} percentage points and {step:.0%} of itself" in note, note

@@ -149,8 +149,10 @@ def rule_schema() -> dict:
             "median_ci_percent": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "description":
                                   f"%: a point stops once the {MEDIAN_CI_CONFIDENCE * 100:g} % CI of each figure's "
                                   "median is narrower than this share of it"},
-            "figures": {"type": "array", "items": {"type": "string"}, "description":
-                        "the headline figures the rule looks at (default: every one)"}}}}}
+            # null, as absent or [], is every figure: rule_from_mapping reads it so.
+            "figures": {"type": ["array", "null"], "items": {"type": "string"}, "description":
+                        "the headline figures the rule looks at, ones the procedure reports "
+                        "(absent, null or empty: every one)"}}}}}
 
 
 def rule_from_mapping(value: dict) -> RepetitionRule:

@@ -49,6 +49,10 @@ class Procedure(Protocol):
       before any run directory is made or any host configured: the CLI before its generator, a campaign for
       every point before the first (trexlab.plan.runplan.check_on_lab). ``run`` then refuses nothing it could
       have refused here: what it still refuses depends on what it measured (e.g. RFC 6349's BDP window).
+    * ``headline_names(params, traffic)``: the names of the headline figures (result.json ``headline``) a run with
+      these Params and trial template reports, or may report (a figure it could not measure is missing): what an
+      adaptive rule's ``until.figures`` may name (trexlab.spec.experiment.validate). Each module builds its
+      result's headline from the same names.
     * ``cost(params, traffic)``: the lab time of one run (trexlab.plan.estimate.Cost), touching nothing.
     * ``run(context, params)``: one run. ``context`` (:class:`trexlab.procedures.common.RunContext`) holds the
       generator, the trial template (its load and duration replaced per trial), ``on_trial(result, context)``
@@ -69,6 +73,8 @@ class Procedure(Protocol):
 
     def check_lab(self, plan: RunPlan, lab: LabView) -> None: ...
 
+    def headline_names(self, params, traffic: TrialSpec) -> tuple[str, ...]: ...
+
     def cost(self, params, traffic: TrialSpec) -> Cost: ...
 
     def run(self, context: RunContext, params): ...
@@ -76,7 +82,7 @@ class Procedure(Protocol):
 
 #: Each callable member's parameters, in order (a module's own function may add optional ones after them).
 SIGNATURES = {"needs_tcp_endpoints": ("params",), "check": ("plan",), "check_lab": ("plan", "lab"),
-              "cost": ("params", "traffic"),
+              "cost": ("params", "traffic"), "headline_names": ("params", "traffic"),
               "run": ("context", "params")}
 
 

@@ -91,8 +91,17 @@ class FrameLossResult:
             "notes": self.notes,
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
-            "headline": {"frame_loss_rate_at_max_percent": self.points[0]["frame_loss_rate_percent"]},
+            "headline": {HEADLINE: self.points[0]["frame_loss_rate_percent"]},
         }
+
+
+#: The one headline figure: the frame loss rate at the highest load, %.
+HEADLINE = "frame_loss_rate_at_max_percent"
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run reports."""
+    return (HEADLINE,)
 
 
 def loads(params: Params, traffic: TrialSpec) -> tuple[float, float, int]:

@@ -84,8 +84,17 @@ class DownloadResult:
                 "download_time_s": d.time_s, "congestion_control": d.congestion_control,
                 "segmentation_offload": d.segmentation_offload, "curl": d.curl,
                 "params": asdict(self.params),
-                "headline": {"download_time_s": d.time_s,
-                             "download_throughput_bps": d.expected_bytes * 8 / d.time_s if d.time_s else None}}
+                "headline": dict(zip(HEADLINE, (d.time_s, d.expected_bytes * 8 / d.time_s if d.time_s else None),
+                                     strict=True))}
+
+
+#: The headline figures, in order: the download's time, s, and its file's bits over that time, bit/s.
+HEADLINE = ("download_time_s", "download_throughput_bps")
+
+
+def headline_names(params: Params, traffic) -> tuple[str, ...]:
+    """The headline figures a run reports."""
+    return HEADLINE
 
 
 def needs_tcp_endpoints(params: Mapping) -> bool:

@@ -58,6 +58,7 @@ from trexlab.trial import (
     GeneratorError,
     Latency,
     TrialResult,
+    TrialSpec,
     check_trial_frames,
     delay_for_json,
     lost_tags_text,
@@ -163,13 +164,10 @@ class LatencyResult:
         if 0 < self.params.rfc2544_trials < RFC2544_TRIALS:  # the average beside the figures is over fewer
             deviations.append(f"RFC 2544 single-frame latency trials {self.params.rfc2544_trials} "
                               f"(RFC 2544: at least {RFC2544_TRIALS})")
-        headline = {}
-        for direction, stats in self.directions.items():
-            # Numbers for the statistics over repetitions: +inf where the percentile lies among lost tags
-            # (the directions block and every table show it as "> timeout (lost tags)").
-            headline[f"{direction}_typical_s"] = stats["typical_s"]
-            headline[f"{direction}_worst_case_s"] = stats["worst_case_s"]
-            headline[f"{direction}_tags_lost_or_late"] = stats["tags_lost_or_late"]
+        # Numbers for the statistics over repetitions: +inf where the percentile lies among lost tags
+        # (the directions block and every table show it as "> timeout (lost tags)").
+        headline = {headline_name(direction, key): stats[key]
+                    for direction, stats in self.directions.items() for key in HEADLINE_FIGURES}
         directions = {d: {k: v for k, v in s.items() if not k.endswith("_s")} for d, s in self.directions.items()}
         return {
             "procedure": NAME,
@@ -210,6 +208,18 @@ def check_tag_window(params: Params) -> None:
 
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
+
+#: Each direction's headline figures: the keys of its statistics (LatencyResult.directions) that go in.
+HEADLINE_FIGURES = ("typical_s", "worst_case_s", "tags_lost_or_late")
+
+
+def headline_name(direction: str, key: str) -> str:
+    return f"{direction}_{key}"
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run reports: each of HEADLINE_FIGURES per direction of the traffic."""
+    return tuple(headline_name(d, key) for d in traffic.active_directions for key in HEADLINE_FIGURES)
 
 
 def check(plan) -> None:

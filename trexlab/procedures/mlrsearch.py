@@ -109,6 +109,21 @@ MIN_RELATIVE_WIDTH = 1 / MAX_OFFERED_LOAD
 LOAD_ROUNDING_STEPS_MAX = 1_000_000
 
 
+def goal_name(goal: dict, index: int) -> str:
+    """A goal's name: its own, or goalN after its place among the goals."""
+    return goal.get("name", f"goal{index}")
+
+
+def goal_figure(name: str) -> str:
+    """The headline figure of the goal of this name: its conditional throughput, frames/s."""
+    return f"{name}_fps"
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run reports: one per goal."""
+    return tuple(goal_figure(goal_name(goal, i)) for i, goal in enumerate(params.goals))
+
+
 def search_goal(goal: dict, index: int = 0) -> SearchGoal:
     """The reference implementation's SearchGoal for one of our goal mappings."""
     unknown = sorted(set(goal) - set(GOAL_KEYS))
@@ -183,7 +198,7 @@ class Params:
         for index, goal in enumerate(self.goals):
             if not isinstance(goal, dict):  # e.g. goals: [NDR] written as names
                 raise InvalidParameter(f"goals[{index}]", goal, f"a mapping of {', '.join(GOAL_KEYS)}")
-        names = [g.get("name", f"goal{i}") for i, g in enumerate(self.goals)]
+        names = [goal_name(g, i) for i, g in enumerate(self.goals)]
         if len(set(names)) != len(names):
             raise InvalidParameter("goals", names, "distinct goal names")
         for index, goal in enumerate(self.goals):
@@ -265,20 +280,22 @@ class MlrResult:
             **tester_bound_fields(self.tester_bound_reasons),
             "headline_tester_bound": self.headline_tester_bound,
             "params": asdict(self.params),
-            "headline": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals},
+            "headline": {goal_figure(g["name"]): g["conditional_throughput"] for g in self.goals},
             # Beside each figure its goal's relevant bounds, fps per direction: the report must show the relevant
             # lower bound and should show the upper one (draft-15 section 4.8.4.1); summary.json and the report
             # carry them per repetition, marked irregular with the figure (headline_irregular).
             "headline_bounds": {
-                f"{g['name']}_fps": dict(zip(FIGURE_BOUND_KEYS, (g["relevant_lower_bound"], g["relevant_upper_bound"]),
-                                             strict=True)) for g in self.goals},
+                goal_figure(g["name"]): dict(zip(FIGURE_BOUND_KEYS, (g["relevant_lower_bound"],
+                                                                     g["relevant_upper_bound"]), strict=True))
+                for g in self.goals},
             # A goal with no relevant lower bound above min_rate: its figure is known only to be below min_rate.
-            "headline_below": {f"{g['name']}_fps": self.params.min_rate for g in self.goals if g["below_minimum_load"]},
+            "headline_below": {goal_figure(g["name"]): self.params.min_rate for g in self.goals
+                               if g["below_minimum_load"]},
             # One with no relevant upper bound below the medium's limit: a lower bound (throughput's likewise).
-            "headline_at_least": {f"{g['name']}_fps": g["conditional_throughput"] for g in self.goals
+            "headline_at_least": {goal_figure(g["name"]): g["conditional_throughput"] for g in self.goals
                                   if g.get("no_upper_bound")},
             # A figure from an irregular goal result, and why it is one (draft-15 section 4.8.4.2: marked as such).
-            "headline_irregular": {f"{g['name']}_fps": g["irregular"] for g in self.goals
+            "headline_irregular": {goal_figure(g["name"]): g["irregular"] for g in self.goals
                                    if g.get("irregular") and g["conditional_throughput"] is not None},
         }
 
@@ -466,7 +483,7 @@ def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | N
 def headline_tester_bound(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> dict[str, list[str]]:
     """Per goal figure (<name>_fps), why it may be the tester's limit: the reasons of the trials bearing on that
     goal alone (bearing_reasons)."""
-    return {f"{goal['name']}_fps": bearing_reasons(trial_log, [goal], ceiling) for goal in goals}
+    return {goal_figure(goal["name"]): bearing_reasons(trial_log, [goal], ceiling) for goal in goals}
 
 
 def run(context: RunContext, params: Params) -> MlrResult:
@@ -506,7 +523,7 @@ def run(context: RunContext, params: Params) -> MlrResult:
             # Out of time, max load may be undecided: no load shown to pass up to it.
             "no_upper_bound": lower is not None and not upper and top < medium and not out_of_time,
         }
-        entry["name"] = spec.get("name", f"goal{len(reported)}")
+        entry["name"] = goal_name(spec, len(reported))
         entry["irregular"] = irregular(entry["relevant_lower_bound"], entry["relevant_upper_bound"],
                                        goal.relative_width, top, medium,
                                        params.search_time_max if out_of_time else None)

@@ -117,12 +117,21 @@ class PdvResult:
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
             # +inf where the 99.9th percentile lies among lost frames (the directions block says "> ...").
-            "headline": {f"{d}_pdv_s": v["pdv_s"] for d, v in self.directions.items()},
+            "headline": {headline_name(d): v["pdv_s"] for d, v in self.directions.items()},
         }
 
 
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
+
+
+def headline_name(direction: str) -> str:
+    return f"{direction}_pdv_s"
+
+
+def headline_names(params: Params, traffic) -> tuple[str, ...]:
+    """The headline figures a run reports: one PDV per direction of the traffic."""
+    return tuple(headline_name(d) for d in traffic.active_directions)
 
 
 def check(plan) -> None:

@@ -236,6 +236,29 @@ class Params:
         check_range("trex_server_port", self.trex_server_port, 1, MAX_PORT - len(self.dscp), integer=True)
 
 
+#: The headline figures of the path, in Rfc6349Result.headline's order: the MTU, bottleneck bandwidth, baseline RTT
+#: and BDP the TCP tests rest on.
+PATH_FIGURES = ("path_mtu_bytes", "bottleneck_bandwidth_bps", "baseline_rtt_s", "bdp_bytes")
+#: The tests whose directions have headline figures; the other tests vary one thing (window, DSCP, connections):
+#: see result.tests.
+HEADLINE_TESTS = ("download", "upload", "bidirectional")
+
+
+def headline_directions(tests: list[dict]):
+    """(headline name prefix, direction's dict) of each direction of the HEADLINE_TESTS among tests."""
+    for where, d in test_directions([t for t in tests if t["test"]["name"] in HEADLINE_TESTS]):
+        yield where.replace(" ", "_"), d
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run reports: the path's, and each figure of each direction of the headline tests it
+    runs (the directions of each test as its engine measures them, tcp.engines.DIRECTIONS_OF)."""
+    planned = [{"test": {"name": name}, "directions": dict.fromkeys(tcp_engines.DIRECTIONS_OF[name])}
+               for name in params.tests if name in HEADLINE_TESTS]
+    return (*PATH_FIGURES, *(f"{prefix}_{suffix}" for prefix, _ in headline_directions(planned)
+                             for suffix in Rfc6349Result.HEADLINE_FIGURES.values()))
+
+
 def needs_tcp_endpoints(params: Mapping) -> bool:
     """Whether a run with these procedure.params needs the lab's client and server nodes (iperf3 does)."""
     return (params or {}).get("engine", Params.engine) == "iperf3"
@@ -301,17 +324,10 @@ class Rfc6349Result:
                         "tcp_efficiency_percent": "tcp_efficiency_percent",
                         "buffer_delay_percent": "buffer_delay_percent"}
 
-    def _headline_directions(self):
-        """(headline name prefix, direction's dict) of the download, upload and bidirectional tests; the other tests
-        vary one thing (window, DSCP, connections): see result.tests."""
-        headline_tests = [t for t in self.tests if t["test"]["name"] in ("download", "upload", "bidirectional")]
-        for where, d in test_directions(headline_tests):
-            yield where.replace(" ", "_"), d
-
     def headline(self) -> dict:
-        figures = {"path_mtu_bytes": self.path_mtu, "bottleneck_bandwidth_bps": self.bottleneck_bandwidth_bps,
-                   "baseline_rtt_s": self.baseline_rtt_s, "bdp_bytes": self.bdp_bytes}
-        for prefix, d in self._headline_directions():
+        figures = dict(zip(PATH_FIGURES, (self.path_mtu, self.bottleneck_bandwidth_bps, self.baseline_rtt_s,
+                                          self.bdp_bytes), strict=True))
+        for prefix, d in headline_directions(self.tests):
             figures.update({f"{prefix}_{suffix}": d[key] for key, suffix in self.HEADLINE_FIGURES.items()})
         return figures
 
@@ -337,7 +353,7 @@ class Rfc6349Result:
                  for name in self.headline()}
         bound["baseline_rtt_s"] += from_rtt
         bound["bdp_bytes"] += from_rtt
-        for prefix, d in self._headline_directions():
+        for prefix, d in headline_directions(self.tests):
             for suffix in self.HEADLINE_FIGURES.values():
                 bound[f"{prefix}_{suffix}"] += d.get("tester_bound_reasons") or []
             bound[f"{prefix}_buffer_delay_percent"] += from_rtt
@@ -394,7 +410,7 @@ def check_lab(plan, lab: LabView) -> None:
 
 def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSpec) -> None:
     """What only the lab can tell: the engine's endpoints configured (engine_of), their address of the traffic's IP
-    version, enough server ports for the concurrent tests, the kernels' window limit for a declared window, and a
+    version, enough server ports for the concurrent tests, the engine's window limits for a declared window, and a
     MTU frame size the tester ports can send (check(plan) did the rest)."""
     if traffic.ip_version[0] != traffic.ip_version[1]:
         raise InvalidParameter("ip_version", traffic.ip_version, "the same on both tester ports for TCP tests")
@@ -404,15 +420,20 @@ def check_engine(engine: tcp_engines.TcpEngine, params: Params, traffic: TrialSp
         raise InvalidParameter("dscp", params.dscp, f"at most {len(engine.ports)} values: the server "
                                                     "runs that many iperf3 servers (tcp_endpoints_iperf3_ports)")
     if params.window_bytes is not None:
-        check_window("window_bytes", params.window_bytes, engine.window_limit())
+        check_window("window_bytes", params.window_bytes, engine, engine.window_limit())
     if params.mtu is None:
         mtu_trial_sizes(engine, traffic, params)
 
 
-def check_window(name: str, window: int, limit: tuple[int | None, str]) -> None:
+def check_window(name: str, window: int, engine: tcp_engines.TcpEngine, limit: tuple[int | None, str]) -> None:
+    """A window per connection the engine gives as asked: within its limit (engine.window_limit(), read once by the
+    caller) and, where it has one, its minimum; a refusal says what that engine would do with it."""
+    minimum = engine.min_window
+    if minimum is not None and window < minimum[0]:
+        raise InvalidParameter(name, window, f">= {minimum[0]} bytes ({minimum[1]}): use fewer connections, a "
+                                             "larger window, or leave this test out")
     if limit[0] is not None and window > limit[0]:
-        raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): the kernel would silently give "
-                                             "a smaller window; raise it or use more connections")
+        raise InvalidParameter(name, window, f"<= {limit[0]} bytes ({limit[1]}): {engine.over_window_limit}")
 
 
 def cost(params: Params, traffic: TrialSpec):
@@ -487,11 +508,16 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                              f"below its resolution of {engine.rtt_resolution_s * 1e3:g} ms, which it reads as 0)")
 
     if baseline_rtt < RTT_STEPS * engine.rtt_resolution_s:
+        # A buffer delay's two RTTs are each within one step: its difference off by up to two steps of the baseline,
+        # and its divisor, the baseline, by one step, which scales the figure itself.
+        step = engine.rtt_resolution_s / baseline_rtt
         notes.append(f"baseline RTT {baseline_rtt * 1e3:.3f} ms is fewer than {RTT_STEPS} steps of {engine.name}'s "
                      f"RTT resolution ({engine.rtt_resolution_s * 1e3:.4g} ms): the BDP and the windows from it carry "
-                     f"up to {engine.rtt_resolution_s / baseline_rtt:.0%} error; declare --window-bytes if it matters")
+                     f"up to {step:.0%} error; declare --window-bytes if it matters; each buffer delay is off by up "
+                     f"to {2 * step * 100:.0f} percentage points and {step:.0%} of itself (its RTT under load and the "
+                     "baseline each within one step)")
 
-    # 4. BDP and windows, checked against both kernels before any TCP test.
+    # 4. BDP and windows, checked against the engine's limits (both kernels', or TRex's) before any TCP test.
     bdp = tcp_metrics.bdp_bytes(bb, baseline_rtt)
     window = params.window_bytes or tcp_metrics.window_per_connection(bdp, params.connections)
     limit = engine.window_limit()
@@ -499,7 +525,7 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
     plan = plan_tests(params, engine.ports, bdp, window, ip_version, tcp.mss)
     for test in plan:
         if test.window_bytes is not None:
-            check_window(f"window_bytes ({test.name})", test.window_bytes, limit)
+            check_window(f"window_bytes ({test.name})", test.window_bytes, engine, limit)
 
     # 5./6. The TCP tests and their metrics.
     tests = []
@@ -514,6 +540,15 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
         notes.append(f"{', '.join(unsized)}: no window given, so {engine.name} gave each connection its default "
                      f"{engine.default_window_bytes} bytes, which bounds the maximum achievable TCP throughput "
                      "(window / baseline RTT) as a declared window does")
+    if engine.segment_option_bytes:
+        # RFC 6349's maximum achievable TCP throughput counts MTU - 40 (IPv4) bytes of payload per frame, no options.
+        payload = tcp.mss - engine.segment_option_bytes
+        notes.append(f"{engine.name} carries {engine.segment_option_bytes} bytes of TCP options (RFC 1323 "
+                     f"timestamps) in every segment, so a full-size frame carries a {payload}-byte payload, not the "
+                     f"{tcp.mss} bytes the maximum achievable TCP throughput counts (RFC 6349's MTU - "
+                     f"{tcp_metrics.TCP_IP_HEADER_BYTES[ip_version]}): a path that delivers all it can reads a "
+                     f"transfer time ratio of {tcp.mss / payload:.4f}, not 1, and an actual TCP throughput "
+                     f"{1 - payload / tcp.mss:.2%} below the maximum achievable")
     if mtu_source == "tester limit":
         notes.append(f"path MTU {mtu} is the largest size the tester ports can send: the path may allow more")
     notes.extend(result_notes(tests, baseline_connection))

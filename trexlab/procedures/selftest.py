@@ -107,10 +107,9 @@ class SelfTestResult:
     floors: dict = field(default_factory=dict)  # frame size -> latency floor (floor_of_trial), when measured
 
     def to_dict(self) -> dict:
-        headline = {f"ceiling_{k}B_fps": v for k, v in self.ceilings.items()}
+        headline = {ceiling_name(k): v for k, v in self.ceilings.items()}
         for size, floor in self.floors.items():
-            headline[f"latency_floor_{size}B_median_s"] = floor["median_s"]
-            headline[f"latency_floor_{size}B_p99_9_s"] = floor["p99_9_s"]
+            headline.update({floor_name(size, key): floor[key] for key in FLOOR_FIGURES})
         # The searches' loss tolerance and resolution are the ceiling's method, disclosed with it as throughput's
         # are (summary.json's method, the CLI's and the report's method line): a ceiling found with a tolerance
         # is higher than a zero-loss one, and every later run is compared against it.
@@ -131,12 +130,31 @@ class SelfTestResult:
             "params": asdict(self.params),
             "headline": headline,
             # A ceiling whose search met no failing load (max_rate below what the tester sends) is a lower bound.
-            "headline_at_least": {f"ceiling_{size}B_fps": search["throughput_fps"] for size, search in
+            "headline_at_least": {ceiling_name(size): search["throughput_fps"] for size, search in
                                   self.searches.items() if (search.get("headline_at_least") or {})},
         }
 
 
 needs_tcp_endpoints = generator_traffic_only
+
+#: The latency floor's headline figures: the keys of a floor (floor_of_trial) that go in.
+FLOOR_FIGURES = ("median_s", "p99_9_s")
+
+
+def ceiling_name(size) -> str:
+    return f"ceiling_{size}B_fps"
+
+
+def floor_name(size, key: str) -> str:
+    return f"latency_floor_{size}B_{key}"
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run may report: a ceiling per frame size and, with floor_load_percent, its latency
+    floor's figures (missing where no ceiling was found)."""
+    floors = FLOOR_FIGURES if params.floor_load_percent else ()
+    return (*(ceiling_name(size) for size in params.frame_sizes),
+            *(floor_name(size, key) for size in params.frame_sizes for key in floors))
 
 
 def check(plan) -> None:
@@ -263,7 +281,7 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
         entry = {**ceiling_key(generator, lab, sized), "ceiling_fps": found[lowest],
                  # The lowest repetition's search met no failing load (max_rate below what the tester sends): the
                  # tester sends at least this much, and where its limit lies is not known.
-                 "ceiling_at_least": f"ceiling_{size}B_fps" in (results[lowest].get("headline_at_least") or {}),
+                 "ceiling_at_least": ceiling_name(size) in (results[lowest].get("headline_at_least") or {}),
                  "repetitions_fps": found, "measured": measured, "selftest_run": str(run_dir),
                  "lab": lab.name if lab else None}
         # The floor a DUT is compared against: the repetition whose median was highest (as the ceiling is the

@@ -176,7 +176,7 @@ class ThroughputResult:
             "notes": self.notes,
             **tester_bound_fields(self.tester_bound_reasons),
             "params": asdict(self.params),
-            "headline": {"throughput_fps": self.throughput},
+            "headline": {HEADLINE: self.throughput},
             # A search that ended below the minimum load still observed something: the figure is below min_rate.
             "headline_below": {"throughput_fps": self.params.min_rate} if self.below_minimum else {},
             # One in which no trial failed observed no limit: the figure is a lower bound of the DUT's.
@@ -186,6 +186,14 @@ class ThroughputResult:
 
 # The trial procedures' shared members (trexlab.procedures.common).
 needs_tcp_endpoints = generator_traffic_only
+
+#: The one headline figure: the RFC 2544 throughput, frames/s.
+HEADLINE = "throughput_fps"
+
+
+def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:
+    """The headline figures a run reports."""
+    return (HEADLINE,)
 
 
 def check(plan) -> None:

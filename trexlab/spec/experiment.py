@@ -294,13 +294,13 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
                                 f"order {spec.get('order', DEFAULT_ORDER)} (rounds are an interleaved campaign's)")
     experiment = Experiment(spec, path if path is not None else Path(source) if source != "<spec>" else None)
     try:
-        experiment.repetition_rule  # noqa: B018  (raises on a bad adaptive rule)
+        figures = experiment.repetition_rule.figures  # raises on a bad adaptive rule
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{source}: {exc}") from None
     _check_endpoints(spec, source)
     for point in experiment.points():
         _check_dut(point, source)
-        _check_point(point, source)
+        _check_point(point, source, figures)
     # A shared spec's CI scale is part of it: a dry run, or a campaign at full scale, that passed the spec while
     # `--scale ci` would be refused (zero repetitions, a trial_duration of -1 in its overrides) checked half of it.
     for name, overrides in (spec.get("scale") or {}).items() if scales else ():
@@ -438,8 +438,10 @@ def _check_role_settings(where: str, label: str, role: str, settings: dict) -> N
                                     f"{', '.join(map(str, choices))}")
 
 
-def _check_point(point: SweepPoint, source: str) -> None:
-    """Build the traffic template and procedure parameters of a point: their own checks apply."""
+def _check_point(point: SweepPoint, source: str, figures: tuple[str, ...] = ()) -> None:
+    """Build the traffic template and procedure parameters of a point: their own checks apply; and the figures an
+    adaptive rule names (until.figures) must be ones the point's procedure reports: another would never narrow, and
+    the point would run its maximum repetitions."""
     from trexlab.plan.runplan import check_generator_options, procedure_params, traffic_template
     from trexlab.procedures import names, procedure, taking_rate
 
@@ -450,7 +452,7 @@ def _check_point(point: SweepPoint, source: str) -> None:
         raise InvalidExperiment(f"{source}: procedure.name: {name!r} is not allowed; "
                                 f"allowed {', '.join(names())}")
     try:
-        traffic_template(spec.get("traffic"))
+        traffic = traffic_template(spec.get("traffic"))
         check_generator_options(spec.get("generator", "software"), spec.get("generator_options"))
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
@@ -463,11 +465,16 @@ def _check_point(point: SweepPoint, source: str) -> None:
                                        f"{', '.join(taking_rate())} take a rate from {GIVES_RATE})")
             procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
-        procedure_params(name, params, "procedure.params.")
+        built = procedure_params(name, params, "procedure.params.")
     except InvalidParameter as exc:
         if exc.name == "rate" or exc.name.startswith("rate."):  # split_rate_from's own names
             raise InvalidExperiment(f"{where}: procedure.params.{exc}") from None
         raise InvalidExperiment(f"{where}: {exc}") from None
+    reported = procedure(name).headline_names(built, traffic)
+    for figure in figures:
+        if figure not in reported:
+            refused = InvalidParameter("repetitions.until.figures", figure, ", ".join(reported))
+            raise InvalidExperiment(f"{where}: {refused}")
 
 
 def procedure_params_class(name: str):

@@ -277,6 +277,23 @@ def _describe(hint) -> str:
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
+#: A number in exponent notation as YAML 1.2 writes it and YAML 1.1 does not read (100e6, 1e-3, 2.5E6).
+_EXPONENT_TEXT = re.compile(r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))[eE]([-+]?)([0-9]+)")
+
+
+def _allowed(value, hint) -> str:
+    """What hint allows, and, for a number in exponent notation given where a number is allowed, why it is text:
+    specs are read as YAML 1.1 (PyYAML's, as Ansible's), whose floats want a dot and a signed exponent, so 100e6
+    is the string '100e6' (an editor's YAML 1.2 reads a number), and "allowed a number" alone was a riddle."""
+    allowed = _describe(hint)
+    match = _EXPONENT_TEXT.fullmatch(value) if isinstance(value, str) else None
+    if match and {int, float} & set(_union_args(hint) or (hint,)):
+        mantissa, sign, exponent = match.groups()
+        written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{sign or '+'}{exponent}"
+        return f"{allowed} (YAML 1.1, which reads specs, takes {value} as text: write {written})"
+    return allowed
+
+
 def convert(name: str, value, hint, from_text: bool = False):
     """value as the type hint asks (from_text: a CLI string, parsed), or InvalidParameter naming name."""
     if (args := _union_args(hint)) is not None:
@@ -289,12 +306,12 @@ def convert(name: str, value, hint, from_text: bool = False):
                 return convert(name, value, arg, from_text)
             except InvalidParameter:
                 continue
-        raise InvalidParameter(name, value, _describe(hint))
+        raise InvalidParameter(name, value, _allowed(value, hint))
     origin = typing.get_origin(hint)
     if origin is Literal:
         if value in typing.get_args(hint):
             return value
-        raise InvalidParameter(name, value, _describe(hint))
+        raise InvalidParameter(name, value, _allowed(value, hint))
     if hint is bool:
         if isinstance(value, bool):
             return value
@@ -307,13 +324,13 @@ def convert(name: str, value, hint, from_text: bool = False):
                 number = float(value)  # 1e6 is a count too
                 value = number if hint is float else int(number) if number.is_integer() else value
             except (ValueError, OverflowError):
-                raise InvalidParameter(name, value, _describe(hint)) from None
+                raise InvalidParameter(name, value, _allowed(value, hint)) from None
         if hint is int and isinstance(value, float) and value.is_integer():
             # 1000.0 is an integer to JSON Schema, so to trexlab schema and every editor checking a spec with it:
             # taken as the integer, or the schema would pass a spec a run refuses.
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)):
-            raise InvalidParameter(name, value, _describe(hint))
+            raise InvalidParameter(name, value, _allowed(value, hint))
         # 300000 in a spec and 300000 from a flag are one value: the same provenance whichever way it came.
         return float(value) if hint is float else value
     if hint is str:

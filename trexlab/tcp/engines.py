@@ -22,11 +22,13 @@ sections "client" and "server"; descriptions from TRex's counter table):
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
 * connections: the client's ``m_est_flows`` (established, not closed) at both
-  reads; a test with fewer than its connections up is refused, as iperf3
-  fails a stream that cannot connect;
+  reads (without omit, the last: the first precedes the handshakes); a test
+  with fewer than its connections up is refused, as iperf3 fails a stream
+  that cannot connect;
 * CPU: the global ``cpu_util`` get_stats returns with each read (TRex's
   data-plane cores' utilisation, %, as TRex smooths it), the larger of the
-  two reads: TRex plays both ends of every connection on those cores, so it is
+  two reads (without omit, the last: TRex's low-pass filter makes the first
+  the load of the seconds before the test): TRex plays both ends of every connection on those cores, so it is
   the sender's and the receiver's figure; a server that returns none leaves
   the CPU unknown (None), never assumed idle (TRex's client then gives the
   text "N/A");
@@ -87,6 +89,14 @@ TCP_CLOCK_TICK_S = 1e-3
 #: Bytes of socket buffer, each way, TRex gives a connection whose profile sets no tcp.rxbufsize/txbufsize (trex-core
 #: doc/trex_astf.asciidoc's tunables table: 32K; src/44bsd/tcp_subr.cpp, CTcpTunableCtx): its window then.
 TREX_DEFAULT_BUFFER_BYTES = 32 * 1024
+#: The smallest and largest tcp.rxbufsize/txbufsize TRex takes, both included: it refuses a profile with a buffer
+#: outside them when it loads it (trex-core src/astf/astf_db.cpp, the tunables' 1K-1G range, checked on load).
+TREX_MIN_BUFFER_BYTES = 1024
+TREX_MAX_BUFFER_BYTES = 1 << 30
+#: Bytes of TCP options on each of TRex's data segments: the RFC 1323 timestamps (10 bytes, padded to 12), which
+#: tcp.do_rfc1323 (on by default; the profile leaves it) has both ends, TRex, agree on; they are within the MSS
+#: (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most t_maxseg less its options).
+TREX_TIMESTAMP_OPTION_BYTES = 12
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -113,6 +123,14 @@ class TcpEngine(Protocol):
     #: The window per connection of a test that sets none, which bounds its throughput as a declared one does
     #: (window / RTT); None: the endpoints size it themselves (a kernel's autotuning), no fixed figure.
     default_window_bytes: int | None
+    #: The smallest window per connection the engine takes and what sets it; None: none known (a kernel raises a
+    #: smaller socket buffer to its own minimum).
+    min_window: tuple[int, str] | None
+    #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
+    over_window_limit: str
+    #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
+    #: them); None: not known (the kernels' settings are not read).
+    segment_option_bytes: int | None
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -133,6 +151,10 @@ class Iperf3Engine:
     name = "iperf3"
     method = "iperf3"
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
+    min_window: tuple[int, str] | None = None
+    # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
+    over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
+    segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
@@ -196,11 +218,17 @@ class TRexAstfEngine(TRexSession):
 
     name = "trex"
     method = "TRex ASTF (clients on tester port 0, server on port 1)"
-    # TRex's own TCP stack with its default algorithm: the profile sets no tcp.cc_algo, so none is named here.
-    congestion_control: str | None = "TRex ASTF default (tcp.cc_algo not set)"
+    # TRex's own TCP stack with its default algorithm, the profile setting no tcp.cc_algo: 0, NewReno (trex-core
+    # src/44bsd/tcp_var.h names 0 newreno and 1 cubic; tcp_subr.cpp, CTcpTunableCtx, sets 0).
+    congestion_control: str | None = "newreno (TRex ASTF's default: the profile sets no tcp.cc_algo)"
     segmentation_offload: bool | None = None  # TRex's own TCP stack on its ports: no kernel's TSO/GSO
     # A profile without --window sets no buffers: TRex's fixed defaults, not sized to the path as a kernel's are.
     default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
+    # TRex refuses a smaller buffer when it builds the profile: refused before the first test instead.
+    min_window: tuple[int, str] | None = (TREX_MIN_BUFFER_BYTES, "TRex ASTF's smallest tcp.rxbufsize/txbufsize")
+    # No kernel between: TRex's own bound, which it enforces by refusing the profile, mid-run unless checked first.
+    over_window_limit = "TRex refuses a larger buffer; use more connections or a smaller window"
+    segment_option_bytes: int | None = TREX_TIMESTAMP_OPTION_BYTES
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
     rtt_resolution_s = TCP_CLOCK_TICK_S
@@ -212,7 +240,8 @@ class TRexAstfEngine(TRexSession):
                     "TCP clock")
     cpu_method = ("TRex's data-plane cores, which play both ends: the global cpu_util TRex returns with the counters "
                   "(its smoothed utilisation, %, the mean over those cores: one busy core among idle ones reads "
-                  "below 100 %), the larger of the reads after omit and at the end")
+                  "below 100 %), the larger of the reads after omit and at the end (without omit, the one at the end: "
+                  "read right after the start, the smoothed figure is the load before the test)")
 
     def __init__(self, lab: Lab | None, ports: list[int], server: str | None = None, sync_port: int = 4501,
                  tunnel_node=None, api=None, client=None, profile=ASTF_PROFILE):
@@ -238,7 +267,7 @@ class TRexAstfEngine(TRexSession):
         return self._address(1, "198.19.0.2")
 
     def window_limit(self) -> tuple[int | None, str]:
-        return None, "TRex ASTF tcp.rxbufsize/txbufsize (no kernel cap)"
+        return TREX_MAX_BUFFER_BYTES, "TRex ASTF's largest tcp.rxbufsize/txbufsize"
 
     def tester_port_mtu(self, indexes) -> int | None:
         """The tester ports' MTU where their kernel shows it (AF_PACKET mode); None under DPDK or without a lab."""
@@ -343,17 +372,19 @@ class TRexAstfEngine(TRexSession):
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
+        # The reads that saw the test running: without omit the first comes right after the start, before the
+        # handshakes, and with TRex's cpu_util low-pass filtered (3/4 of the last figure each update) it is the
+        # seconds before the test, such as the previous test's load; the last read only then.
+        measured = {pid: (first[pid], last[pid]) if omit > 0 else (last[pid],) for pid in ids}
         for pid, test in zip(ids, tests, strict=True):
             # TRex carries on with the connections that came up; fewer than the test's would be measured as its
             # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
-            # Without omit the first read comes right after the start, before the handshakes: the last read only.
-            up = min(established(read[1]) for read in ((first[pid], last[pid]) if omit > 0 else (last[pid],)))
+            up = min(established(read[1]) for read in measured[pid])
             if up < test.connections:
                 raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
                                      f"{test.connections} connections established while it was measured (the "
                                      "client's m_est_flows): the others' handshakes failed or they were dropped")
-        cpu = {pid: max((read[2] for read in (first[pid], last[pid]) if read[2] is not None), default=None)
-               for pid in ids}
+        cpu = {pid: max((read[2] for read in measured[pid] if read[2] is not None), default=None) for pid in ids}
         return [{name: direction_stats(name, test, first[pid][1], last[pid][1], last[pid][0] - first[pid][0],
                                        flows[pid], cpu[pid])
                  for name in DIRECTIONS_OF[test.direction]} for pid, test in zip(ids, tests, strict=True)]
