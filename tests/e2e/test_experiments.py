@@ -23,12 +23,8 @@ EXPERIMENTS = sorted(p.parent.name for p in (REPO / "experiments").glob("*/exper
                      if p.parent.name not in OWN_TESTS)
 LAB_NAMES = {"single": "ex1", "dual": "ex2", "loopback": "ex3"}
 #: Single-DUT experiments on a second single-DUT lab, ex4: make test's workers then share the single-DUT ones
-#: (about two minutes on each lab) instead of one worker running them all.
-ON_EX4 = ("siit-single-dut", "siit-single-dut-nat46", "siitperf-frame-sizes")
-#: Run to their end by hand, not by make test: each runs a throughput search before its latency trial, some 40 s
-#: of lab time per experiment at CI scale, where make test is near its 25 minutes; their CI scale's spec is checked
-#: in phase 1 (test_siit_paper_conformance, test_estimate) and their report from the sim (test_analysis).
-BY_HAND = ("siit-dual-dut-latency", "siit-single-dut-latency", "siit-single-dut-nat46-latency")
+#: (about two and a half minutes on each lab) instead of one worker running them all.
+ON_EX4 = ("siit-single-dut", "siit-single-dut-nat46", "siit-single-dut-nat46-latency", "siitperf-frame-sizes")
 
 
 def spec(name: str) -> dict:
@@ -87,9 +83,6 @@ def not_run_here(name: str) -> str:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(f"lab-{lab_name(n)}"))
                                   for n in EXPERIMENTS])
 def test_shipped_experiment_runs_at_ci_scale(lab_factory, tmp_path, name):
-    if name in BY_HAND:
-        pytest.skip(f"{name} runs by hand (`trexlab campaign experiments/{name} --scale ci` on its lab), not in make "
-                    "test: a throughput search before its latency trial")
     if name in NEEDS_NETEM and not kernel_has_netem():
         pytest.skip(not_run_here(name))
     lab = lab_factory(lab_name(name), topology(name), lab_networks(lab_name(name)))
