@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
+from trexlab.procedures import throughput
 from trexlab.spec.schema import DEFAULT_REPETITIONS, MEDIAN_CI_CONFIDENCE, REPETITIONS_MAX
 
 
@@ -198,7 +199,7 @@ def warm_bounds(previous: list[dict], params) -> tuple[float, float] | None:
     plus and minus the larger of one resolution step and half their interquartile range (so that a noisy DUT
     widens them); None when no earlier repetition found a throughput."""
     values = sorted(float(v) for r in previous
-                    if isinstance(v := (r.get("headline") or {}).get("throughput_fps"), int | float))
+                    if isinstance(v := (r.get("headline") or {}).get(throughput.HEADLINE), int | float))
     if not values:
         return None
     median = _median(values)

@@ -26,7 +26,7 @@ from pathlib import Path
 from trexlab.params import InvalidParameter
 from trexlab.procedures import throughput
 
-FIGURE = "throughput_fps"
+FIGURE = throughput.HEADLINE
 #: The procedure that gives the rate (those that take one declare TAKES_RATE: trexlab.procedures.taking_rate).
 GIVES_RATE = throughput.NAME
 #: Where a point's throughput repetitions go, below the point's own directory.

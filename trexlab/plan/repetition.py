@@ -21,6 +21,7 @@ from trexlab.params import InvalidParameter
 from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
+from trexlab.procedures import throughput
 from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
 from trexlab.results.stats import Observation, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
@@ -176,7 +177,7 @@ def observation(result: dict, figure: str, repetition: int | None = None) -> Obs
     """One repetition's headline figure with what limits it: censored (below min_rate) or tester-bound."""
     value = result.get("headline", {}).get(figure)
     below = (result.get("headline_below") or {}).get(figure)
-    if below is None and value is None and figure == "throughput_fps" and result.get("below_minimum_load"):
+    if below is None and value is None and figure == throughput.HEADLINE and result.get("below_minimum_load"):
         below = result.get("params", {}).get("min_rate")  # a result written before headline_below
     return Observation(None if value is None else float(value), below, figure_tester_bound(result, figure),
                        repetition, figure in (result.get("headline_at_least") or {}),

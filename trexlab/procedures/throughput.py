@@ -178,9 +178,9 @@ class ThroughputResult:
             "params": asdict(self.params),
             "headline": {HEADLINE: self.throughput},
             # A search that ended below the minimum load still observed something: the figure is below min_rate.
-            "headline_below": {"throughput_fps": self.params.min_rate} if self.below_minimum else {},
+            "headline_below": {HEADLINE: self.params.min_rate} if self.below_minimum else {},
             # One in which no trial failed observed no limit: the figure is a lower bound of the DUT's.
-            "headline_at_least": {"throughput_fps": self.throughput} if self.at_least else {},
+            "headline_at_least": {HEADLINE: self.throughput} if self.at_least else {},
         }
 
 
