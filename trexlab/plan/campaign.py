@@ -296,8 +296,8 @@ def order_seed(campaign: str) -> int:
 def round_order(seed: int, stage: int, round_: int, point_ids: list[str]) -> list[str]:
     """The order of one round of an interleaved campaign: every point of the campaign, shuffled by a generator
     seeded with (seed, stage, round) alone, so that each round's order is the same whichever points still have
-    repetitions in it (a resumed campaign's); the round runs those that have, in this order, except that it does
-    not begin with the point the round before ended with (the first two swap places)."""
+    repetitions in it (a resumed campaign's); the round runs those that have, in this order (_run_interleaved
+    swaps its first two where the first is the point the round before ended with)."""
     shuffled = list(point_ids)
     random.Random(f"{seed}/{stage}/{round_}").shuffle(shuffled)
     return shuffled

@@ -468,8 +468,7 @@ def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | N
     """Why the figures of `goals` may be the tester's limit, counted from result.json's own trial_log and goals (and
     params.tester_ceiling), so that a reader can count them again: the reasons of the searched trials that bear on
     any of the goals (bears_on), and a figure or a load it rests on near the tester's ceiling (CEILING_CHECKS). The
-    warm-up and the runs TrialRunner
-    repeated bear on none: the search never classified a load with them."""
+    warm-up and the runs TrialRunner repeated bear on none: the search never classified a load with them."""
     bearing = [t for t in trial_log if t["searched"] and any(bears_on(goal, t["offered_load"]) for goal in goals)]
     return tester_limit_reasons(
         ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS),
