@@ -208,3 +208,24 @@ def test_lower_bounds_never_decide_against_their_own_side():
                             "result.tester_bound_reasons": ["stretched trials"]} for i in range(20)])
     faster = delays.assign(forward_typical_s=1e-5)
     assert _compare_point(delays, faster, "forward_typical_s", 0.95)["verdict"] == "lower"
+
+
+def test_the_report_writes_each_figure_as_every_table_does():
+    """compare.styled wrote every figure but frames/s to 3 decimals in its display unit: a 2.4 us latency read
+    '0.002' ms beside a 2.5 us one, also '0.002', and a TCP rate '105,923,456.700' bit/s. It writes each as the
+    campaign report does (analysis.figure_format)."""
+    from trexlab.results import analysis
+    from trexlab.results.compare import styled
+
+    delays = _compare_point(pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_typical_s": 2.4e-6}
+                                          for i in range(5)]),
+                            pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_typical_s": 2.5e-6}
+                                          for i in range(5)]), "forward_typical_s", 0.95)
+    rates = _compare_point(pd.DataFrame([{"experiment": "e", "repetition": 1, "tcp_throughput_bps": 105923456.7}]),
+                           pd.DataFrame([{"experiment": "e", "repetition": 1, "tcp_throughput_bps": 105923457.2}]),
+                           "tcp_throughput_bps", 0.95)
+    table = pd.DataFrame([{"figure": "forward_typical_s", **delays}, {"figure": "tcp_throughput_bps", **rates}])
+    shown = styled(table).data
+    assert list(shown["A median"]) == [analysis.shown(2.4e-6, analysis.figure_format("forward_typical_s"), 1e3),
+                                       analysis.shown(105923456.7, analysis.figure_format("tcp_throughput_bps"))]
+    assert list(shown["A median"]) == ["0.002400", "105,923,457"] and shown["B median"][0] == "0.002500"

@@ -334,7 +334,7 @@ def styled(table: pd.DataFrame):
     rows = []
     for _, row in table.iterrows():
         scale = analysis.figure_scale(row["figure"])
-        digits = "{:,.0f}" if row["figure"].endswith("_fps") else "{:,.3f}"
+        digits = analysis.figure_format(row["figure"])  # as every table of the campaign report writes it
         interval = ("-" if row["ci_low_percent"] != row["ci_low_percent"]
                     else f"[{row['ci_low_percent']:+.2f}, {row['ci_high_percent']:+.2f}]")
         rows.append({**{k: row[k] for k in sweep}, "figure": analysis.figure_title(row["figure"]),
