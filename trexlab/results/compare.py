@@ -44,7 +44,14 @@ import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
-from trexlab.results.stats import SHIFT_CONFIDENCE, held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.stats import (
+    SHIFT_CONFIDENCE,
+    figure_spec,
+    held_down_by_tester,
+    is_censored,
+    numeric,
+    summarize,
+)
 
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
 EXACT_LIMIT = 2_500
@@ -278,10 +285,13 @@ def text_lines(table: pd.DataFrame, a: Path, b: Path) -> list[str]:
     lines += [header, "-" * len(header)]
     for _, row in table.iterrows():
         point = ", ".join(f"{k}={row[k]}" for k in sweep) or "-"
-        interval = "-" if math.isnan(row["ci_low"]) else f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]"
+        spec = figure_spec(row["figure"])  # a count whole, as the report writes it
+        interval = ("-" if math.isnan(row["ci_low"])
+                    else f"[{_cell(row['ci_low'], spec)}, {_cell(row['ci_high'], spec)}]")
         conf = "-" if math.isnan(row["confidence"]) else f"{row['confidence'] * 100:.1f}%"
-        lines.append(f"{point:24} {row['figure']:18} {_cell(row['a_median']):>14} {_cell(row['b_median']):>14} "
-                     f"{_cell(row['difference_percent'], '+.2f'):>8} {_cell(row['shift']):>12} {interval:>27} "
+        lines.append(f"{point:24} {row['figure']:18} {_cell(row['a_median'], spec):>14} "
+                     f"{_cell(row['b_median'], spec):>14} {_cell(row['difference_percent'], '+.2f'):>8} "
+                     f"{_cell(row['shift'], spec):>12} {interval:>27} "
                      f"{conf:>6}  {row['verdict']}")
         if row["notes"]:
             lines.append(f"{'':24} note: {row['notes']}")
