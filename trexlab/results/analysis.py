@@ -40,6 +40,10 @@ STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1"
 LOWER_BOUND_COLOUR = "#F28E2B"
 #: How a median held down by a tester-bound repetition is marked in tables.
 LOWER_BOUND_MARK = "≥ "
+#: How a ratio over such a median (the divisor) is marked: the true ratio may be lower.
+UPPER_BOUND_MARK = "≤ "
+#: A ratio of two such medians, each maybe higher: no bound either way, so no figure.
+NO_RATIO = "- (both medians lower bounds)"
 #: How a statistic among lost or late frames (+inf: a latency or PDV percentile beyond the frame timeout,
 #: trexlab.trial.Latency) is shown in tables and plots: never as a number.
 LOST_TEXT = "> timeout (lost)"
@@ -273,7 +277,17 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
     for label, side in zip(labels, (a, b), strict=True):
         for stat in ("missing", "tester_bound", "median_lower_bound"):
             table[f"{label}_{stat}"] = side[stat]
+    table["ratio_bound"] = [ratio_bound(first_bound, second_bound) for first_bound, second_bound in zip(
+        table[f"{labels[0]}_median_lower_bound"], table[f"{labels[1]}_median_lower_bound"], strict=True)]
     return table.reset_index()
+
+
+def ratio_bound(divisor_bound, dividend_bound) -> str:
+    """What a ratio of two medians is when either may be a lower bound (median_lower_bound): LOWER_BOUND_MARK where
+    only the dividend is (the true ratio may be higher), UPPER_BOUND_MARK where only the divisor is, NO_RATIO where
+    both are (it may be either), '' where it is the ratio of two figures. NaN (a side without the point) is none."""
+    dividend, divisor = (bool(b) and b == b for b in (dividend_bound, divisor_bound))
+    return NO_RATIO if dividend and divisor else LOWER_BOUND_MARK if dividend else UPPER_BOUND_MARK if divisor else ""
 
 
 def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: str, by: str,
@@ -284,7 +298,8 @@ def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: 
     if not singles:
         raise ValueError(f"{figure}: no single set-up to set beside the {label} one")
     parts = [compare(runs, dual, figure, by=by, labels=(name, label)).rename(
-        columns={"ratio": f"ratio {label} / {name}"}) for name, runs in singles.items()]
+        columns={"ratio": f"ratio {label} / {name}", "ratio_bound": f"ratio {label} / {name}{RATIO_BOUND}"})
+        for name, runs in singles.items()]
     table = parts[0]
     for part in parts[1:]:
         table = table.merge(part.drop(columns=[c for c in map(str, part.columns) if c.startswith(f"{label}_")]),
@@ -292,25 +307,32 @@ def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: 
     return table
 
 
+#: setups_beside's column beside each ratio saying what bound it is (ratio_bound), named after the ratio's.
+RATIO_BOUND = " bound"
+
+
 def styled_setups(table: pd.DataFrame, figure: str):
     """setups_beside's table as a report shows it: statistics in the figure's display unit (a delay among lost tags
     as LOST_TEXT), ratios to 3 decimals ('-' where a median is missing or among lost tags), a lower-bound median
-    marked LOWER_BOUND_MARK."""
+    marked LOWER_BOUND_MARK, a ratio over one as the bound it is (ratio_bound)."""
     scale, digits = figure_scale(figure), figure_format(figure)
     view = table.copy()
     columns = [str(c) for c in table.columns]
+    marks = [c for c in columns if c.startswith("ratio ") and c.endswith(RATIO_BOUND)]
     for column in columns:
         if column.endswith(("_median", "_min", "_max")):
             view[column] = [shown(v, digits, scale) for v in table[column]]
-        elif column.startswith("ratio "):
-            view[column] = [f"{v:.3f}" if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
-                            for v in table[column]]
+        elif column.startswith("ratio ") and column not in marks:
+            mark = table.get(column + RATIO_BOUND, pd.Series("", index=table.index)).fillna("")
+            view[column] = [m if m == NO_RATIO else m + f"{v:.3f}"
+                            if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
+                            for v, m in zip(table[column], mark, strict=True)]
     bounds = [c for c in columns if c.endswith("_median_lower_bound")]
     for column in bounds:
         median = column.removesuffix("_lower_bound")
         view[median] = [LOWER_BOUND_MARK + m if b else m
                         for m, b in zip(view[median], table[column].fillna(False).astype(bool), strict=True)]
-    return report_table(view.drop(columns=bounds)).hide(axis="index")
+    return report_table(view.drop(columns=[*bounds, *marks])).hide(axis="index")
 
 
 def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str, colours: dict[str, str],
