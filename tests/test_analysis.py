@@ -411,3 +411,16 @@ def test_a_ratio_of_a_lower_bound_median_is_marked_as_the_bound_it_is():
         table = analysis.setups_beside({"NAT64": single}, dual, "throughput_fps", by="destination_networks")
         cells.append(analysis.styled_setups(table, "throughput_fps").data["ratio dual / NAT64"].iloc[0])
     assert cells == [html.escape("≥ 0.500"), html.escape("≤ 0.500"), "- (both medians lower bounds)", "0.500"], cells
+
+
+def test_the_paper_table_and_the_setups_table_say_how_many_repetitions_each_figure_rests_on():
+    """Lencse 2021's layout (median, min, max, disp.) and Figs. 11-13's table gave no count: with adaptive
+    repetitions (repetitions.until) each point stops at its own, and a reader could not tell 5 from 50."""
+    runs = runs_frame({1: [100.0, 110.0, 90.0, 95.0, 105.0], 16: [80.0, 82.0, 81.0]})
+    table = analysis.paper_table(analysis.summarize_points(runs, "throughput_fps"), "destination_networks")
+    assert list(table.loc["repetitions"]) == [5, 3] and list(table.index)[:5] == [
+        "median", "min", "max", "disp. (%)", "repetitions"]
+    setups = analysis.setups_beside({"NAT64": runs}, runs_frame({1: [50.0] * 6, 16: [40.0] * 7}), "throughput_fps",
+                                    by="destination_networks")
+    shown = analysis.styled_setups(setups, "throughput_fps").data
+    assert list(shown["NAT64_count"]) == ["5", "3"] and list(shown["dual_count"]) == ["6", "7"]
