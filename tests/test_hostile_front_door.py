@@ -477,3 +477,42 @@ def test_make_run_refuses_what_its_campaign_would_in_one_line(tmp_path):
                          text=True, env=front_door_env({}), timeout=60)
     assert (sim.returncode, sim.stdout, sim.stderr) == (0, "", ""), sim
     assert not (root / "results").exists() and not (root / "inventory").exists()
+
+
+def test_lab_status_without_lab_name_when_no_lab_of_the_checkout_is_up_is_not_zero(tmp_path):
+    """make lab-status without LAB_NAME said "no lab in this checkout" and exited 0, as when every lab is up: a script
+    around it could not tell. Now it exits 3, as for a lab named that is not up (through make: one line before any
+    recipe, make's 2), its line naming the make lab-up that brings one up; labs whose lab-up failed before Terraform
+    ran are named with theirs. A lab in its Terraform state (a bare-metal one, not probed: up for lab-status) is
+    listed with the others, 0."""
+    root = front_door_copy(tmp_path / "checkout")
+    labs = root / ".cache" / "labs"
+    empty = "no lab of this checkout is up (.cache/labs/ is empty): make lab-up brings up lab local"
+    none = "no lab of this checkout is up (none in .cache/labs/ has a Terraform state): make lab-up brings up lab local"
+    kind2 = "lab kind2: not up (no Terraform state): make lab-up LAB=vm LAB_NAME=kind2 brings it up"
+
+    def status() -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+        script = subprocess.run([str(root / "scripts" / "lab.sh"), "status"], capture_output=True, text=True,
+                                env=front_door_env({}), timeout=60)
+        made = subprocess.run(["make", "--no-print-directory", "lab-status"], capture_output=True, text=True,
+                              cwd=root, env=front_door_env({}), timeout=60)
+        return script, made
+
+    for lines in ([empty], [none, kind2]):
+        if len(lines) > 1:  # a lab-up that failed before Terraform ran
+            (labs / "kind2").mkdir(parents=True)
+            (labs / "kind2" / "kind").write_text("vm\n")
+        script, made = status()
+        # Another checkout's labs up on this host follow, one line each.
+        assert script.returncode == 3 and script.stdout.splitlines()[:len(lines)] == lines, script
+        output = (made.stdout + made.stderr).strip().splitlines()
+        assert made.returncode == 2 and len(output) == 1 and "; ".join(lines) in output[0], (made.returncode, output)
+    (labs / "metal1").mkdir()
+    (labs / "metal1" / "kind").write_text("static\n")
+    (labs / "metal1" / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    (labs / "metal1" / "lab.tfvars").write_text('topology = "dual"\n')
+    script, made = status()
+    listed = [kind2, f"lab metal1 (static, dual, {labs / 'metal1'}): in its Terraform state (bare-metal machines are "
+                     "not probed here)"]
+    assert script.returncode == 0 and script.stdout.splitlines()[:2] == listed, script
+    assert made.returncode == 0 and made.stdout.splitlines()[:2] == listed, made
