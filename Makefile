@@ -92,7 +92,8 @@ _check_lab-down := scripts/lab.sh $(_check_found) down
 _check_lab-status := scripts/lab.sh $(_check_found) status
 _check_providers := scripts/providers.sh $(_check_found)
 _check_bench := scripts/bench.sh $(_check_found)
-$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status providers bench,$(MAKECMDGOALS)),\
+_check_setup := scripts/setup.sh $(_check_found)
+$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status providers bench setup,$(MAKECMDGOALS)),\
   $(eval _refusal := $$(shell $$(_script_env) $$(_check_$(_goal)) 2>&1 >/dev/null))\
   $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(_refusal))))
 export LAB TOPOLOGY NETWORKS
