@@ -1,5 +1,6 @@
 """Hostile values at the front door (make variables, scripts/ arguments): each is refused with exit code 2 and
-one line on stderr naming the variable, runs nothing it carries, and leaves the machine as it was.
+one line on stderr naming the variable, runs nothing it carries, and leaves what it could change as it was (the
+checkout, and the labs it names: call_state).
 
 No lab is needed: every refusal happens before anything is provisioned, configured or run.
 """
@@ -10,11 +11,17 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from trexlab.rolevalues import LAB_NAME, STATE_ROOT
+
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
+import nslab  # noqa: E402  (the local lab's realiser, its record of each lab's owner: standard library only)
+
 # The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
 FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS",
                         "CEILINGS", "MEASURE_AGAIN", "DEMO_EXP", "DEMO_LAB_NAME")
@@ -174,18 +181,37 @@ def checkout_state(root: Path = REPO) -> str:
                ":!.cache", ":!swtester", ":!terraform/providers", ":(exclude,glob)**/__pycache__/**", cwd=root)
 
 
-def machine_state() -> dict:
-    """What a refused input must leave unchanged: namespaces, the ruleset, the roles' state, the checkout."""
-    state_root = Path("/var/lib/trexlab")
-    return {
-        "netns": out("ip", "netns", "list"),
-        "nft": out("nft", "list", "ruleset") if os.geteuid() == 0 else "",
-        # The labs whose state is kept there (their contents change under a concurrent lab's own runs).
-        "var_lib_trexlab": sorted(p.name for p in state_root.iterdir()) if state_root.exists() else [],
-        # The one host-wide setting a lab changes (nslab.py raises it while a lab is up).
-        "netdev_max_backlog": Path("/proc/sys/net/core/netdev_max_backlog").read_text(),
-        "checkout": checkout_state(),
-    }
+def tree(root: Path) -> list[str]:
+    """Every path below root (none when it does not exist), the links not followed."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+def lab_names(*names: str | None) -> list[str]:
+    """The labs a call could make or change: those it names (LAB_NAME, DEMO_LAB_NAME; else LAB, whose name is the
+    default one) and the default lab, local; a name the lab name's rule refuses can name no lab."""
+    return sorted({n for n in (*names, "local") if n is not None and LAB_NAME.fullmatch(n)})
+
+
+def call_state(labs: list[str]) -> dict:
+    """What a refused call in this checkout must leave unchanged: the checkout, and of each lab it could make or
+    change (lab_names) this checkout's state directory and, when that lab is this checkout's (the owner nslab.py
+    records at lab-up), its namespaces, its processes and the roles' state on this host. Nothing else: the host's
+    namespaces, ruleset and receive backlog change whenever another checkout's lab goes up or down, and such a lab
+    is not the call's doing (nslab.py refuses a lab-up of a name that is up for another state directory)."""
+    state = {"checkout": checkout_state()}
+    for lab in labs:
+        state_dir = REPO / ".cache" / "labs" / lab
+        ours = nslab.recorded_owner(lab) == os.path.realpath(state_dir)
+        state[lab] = {
+            "state_dir": tree(state_dir),
+            "owner": ours,
+            "namespaces": [n for n in out("ip", "netns", "list").split() if n.startswith(f"tl-{lab}-")] if ours else [],
+            # Its "/" as [/]: the pattern is then in no command line it matches (another worker's pgrep of it).
+            "processes": out("pgrep", "-f", "".join(f"[{c}]" if c in "./+*?()[]{}|^$" else c
+                                                    for c in f"{state_dir}/")).split(),
+            "roles_state": tree(Path(STATE_ROOT) / lab) if ours else [],
+        }
+    return state
 
 
 def front_door_env(extra: dict) -> dict:
@@ -193,34 +219,36 @@ def front_door_env(extra: dict) -> dict:
     return {**env, "VENV": str(REPO / ".venv"), **extra}
 
 
-def assert_refused(result: subprocess.CompletedProcess, variable: str, mark: Path, before: dict) -> None:
+def assert_refused(result: subprocess.CompletedProcess, variable: str, mark: Path, before: dict, after: dict) -> None:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{variable}=" in lines[0], result.stderr
     assert "Traceback" not in result.stderr
     assert not mark.exists(), f"the injected command ran: {mark} exists"
-    assert machine_state() == before
+    assert after == before
 
 
 @pytest.mark.parametrize(("goal", "variable", "value"), MAKE_INPUTS,
                          ids=[f"{g}-{v}-{i}" for i, (g, v, _) in enumerate(MAKE_INPUTS)])
 def test_make_refuses_a_hostile_variable(tmp_path, goal, variable, value):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(value if variable in ("LAB_NAME", "DEMO_LAB_NAME") else None, "demo" if goal == "demo" else None)
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", goal, f"{variable}={value.format(mark=mark)}"],
                             capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 @pytest.mark.parametrize(("goal", "variables", "variable"), MAKE_FOUND_INPUTS,
                          ids=[f"{g}-{v}" for g, _, v in MAKE_FOUND_INPUTS])
 def test_make_refuses_what_the_script_finds_in_one_line(tmp_path, goal, variables, variable):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(variables.get("LAB_NAME", variables.get("LAB")))
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", goal,
                              *(f"{k}={v.format(mark=mark)}" for k, v in variables.items())],
                             capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 def test_make_n_checks_the_values_not_what_is_up():
@@ -259,22 +287,25 @@ def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, 
         env["VENV"] = str(tmp_path / "no-venv")
     tfvars = tmp_path / "machines.tfvars"
     tfvars.write_text("")
-    before = machine_state()
+    variables = dict(a.split("=", 1) for a in argv if "=" in a)
+    labs = lab_names(variables.get("LAB_NAME", variables.get("LAB")), "demo" if argv[0] == "demo" else None)
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", *(a.format(tfvars=tfvars) for a in argv)],
                             capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
-    assert machine_state() == before
+    assert call_state(labs) == before
 
 
 @pytest.mark.parametrize(("argv", "env", "variable"), SCRIPT_INPUTS,
                          ids=[f"{Path(a[0]).stem}-{i}" for i, (a, _, _) in enumerate(SCRIPT_INPUTS)])
 def test_script_refuses_a_hostile_value(tmp_path, argv, env, variable):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(env.get("LAB_NAME", env.get("LAB")))
+    before = call_state(labs)
     result = subprocess.run([a.format(mark=mark) for a in argv], capture_output=True, text=True, cwd=REPO,
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 @pytest.mark.parametrize(("env", "variable"), DEMO_INPUTS, ids=[v for _, v in DEMO_INPUTS])
@@ -294,10 +325,10 @@ def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variabl
         (root / "scripts" / name).chmod(0o755)
     (root / "experiments").symlink_to(REPO / "experiments")
     mark = tmp_path / "injected"
-    before = machine_state()
+    before = tree(root)  # its steps stand in for the checkout's: what it could write is in its copy
     result = subprocess.run([str(root / "scripts" / "demo.sh")], capture_output=True, text=True, cwd=root,
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, tree(root))
     assert not step.exists(), "a step of make demo ran before the refusal"
 
 
