@@ -379,7 +379,7 @@ def test_a_search_that_met_no_failing_load_reports_a_lower_bound():
     figures = summarize_headlines([result, result])
     assert figures["throughput_fps"]["median_lower_bound"]
     lines = summary_lines(figures)
-    assert ">= 500000" in lines[2]
+    assert ">= 500,000" in lines[2]
     assert "no failing load up to max_rate (the figure is a lower bound): rep 1-2" in "\n".join(lines)
     row = {"experiment": "x", "throughput_fps": 5e5, "result.headline_at_least.throughput_fps": 5e5, "repetition": 1}
     runs = pd.DataFrame([row, {**row, "repetition": 2}])
