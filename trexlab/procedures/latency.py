@@ -49,6 +49,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.procedures.selftest import latency_floor_check
+from trexlab.results.stats import nearest_rank
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -263,6 +264,12 @@ def run(context: RunContext, params: Params) -> LatencyResult:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
                          f"than the frame timeout; they count as infinite delays "
                          f"({lost_tags_text(params.frame_timeout)} where a percentile falls among them)")
+        if nearest_rank(99.9, latency.measured) == latency.measured:
+            # Below 1000 tags the 99.9th percentile's rank is the last: no rare outlier (a tester's timestamping
+            # error, Lencse et al. 2021 section III) is left out of the worst case, as more tags would leave it.
+            notes.append(f"{direction}: of {latency.measured} tagged frames the worst-case latency (99.9th "
+                         f"percentile, nearest rank ceil(0.999 n) as siitperf's) is rank {latency.measured} of "
+                         f"{latency.measured}: the largest delay, any rare outlier included")
         if coarse := coarse_delay_note(direction, "typical latency", summary["median"], latency.unit):
             notes.append(coarse)
         if summary["samples"] < MIN_TAGGED_FRAMES:
