@@ -4,8 +4,10 @@ RFC 8219: at the throughput rate, for at least 120 s, with at least 500 tagged
 frames sent after the first 60 s (siitperf's ``delay``: a DUT's warm-up is not
 measured); typical latency = median, worst-case latency = 99.9th percentile of
 the tagged frames' one-way delays, per direction. A tagged frame that is lost
-or arrives after the frame timeout counts as an infinite delay (RFC 8219: the
-timeout makes a late frame lost; siitperf gives it a penalty delay), so a
+or arrives after the frame timeout counts as an infinite delay (RFC 8219 sets
+no per-frame timeout, as RFC 2544 sets none: Lencse et al. 2020 propose one,
+and siitperf-pdv's counts a later frame as lost; siitperf-lat gives a lost tag
+a penalty delay above any it can measure), so a
 percentile that falls among lost tags is reported as "> <frame timeout> (lost
 tags)", never as a delay some received frame had. The delays come from the
 generator's HDR histogram (trexlab.trial.Latency): the median of an even count
