@@ -453,14 +453,16 @@ def retry_drops(drops: int, result: TrialResult) -> bool:
 DELAY_STEPS = 10
 
 
-def coarse_delay_note(direction: str, figure: str, value: float, unit: float) -> str | None:
+def coarse_delay_note(direction: str, figure: str, value: float, unit: float,
+                      resolution: str = "the generator's delay resolution") -> str | None:
     """A note when a delay figure (s) spans fewer than DELAY_STEPS steps of the delays' resolution (unit, s per
-    histogram value: TRex reports whole microseconds): RFC 8219's figures are per-frame delays, and at a few steps
-    a step is a large part of the figure. None for a figure of enough steps, zero or infinite."""
+    step: TRex reports whole microseconds; or a histogram bucket's width, Latency.resolution): RFC 8219's figures
+    are per-frame delays, and at a few steps a step is a large part of the figure. None for a figure of enough
+    steps, zero or infinite."""
     if not (0 < value < DELAY_STEPS * unit):
         return None
-    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of the generator's "
-            f"delay resolution ({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
+    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of {resolution} "
+            f"({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
 
 
 def near_floor(floor: dict | None) -> list[str]:
