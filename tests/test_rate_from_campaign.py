@@ -89,7 +89,7 @@ def test_latency_is_measured_at_the_stored_campaigns_median_of_the_same_point_an
 
 @pytest.mark.parametrize(("change", "refusal"), [
     (lambda s: s["traffic"].update(frame_size=[128, 128]),
-     "no point of this set-up (its point capacity=600000-edfaf4: traffic.frame_size [64, 64] there, [128, 128] here)"),
+     "no point of this set-up (its point capacity=600000-{}: traffic.frame_size [64, 64] there, [128, 128] here)"),
     (lambda s: s["sweep"].update({"generator_options.capacity": [500000]}),
      ": generator_options.capacity 300000.0 there, 500000.0 here)"),
     (rate_of({"campaign": {"experiment": "elsewhere"}}), "none with experiment elsewhere (run it first"),
@@ -97,10 +97,11 @@ def test_latency_is_measured_at_the_stored_campaigns_median_of_the_same_point_an
     (rate_of({"params": {**SEARCH, "loss_tolerance_percent": 0.01}}),
      "its search differs: rate.params.loss_tolerance_percent 0.0 there, 0.01 here"),
 ])
-def test_a_stored_campaign_of_another_set_up_or_none_is_refused_in_one_line(root, change, refusal):
+def test_a_stored_campaign_of_another_set_up_or_none_is_refused_in_one_line(stored, root, change, refusal):
     with pytest.raises(experiment.InvalidExperiment) as caught:
         plan_campaign(latency(change), root)
     message = str(caught.value)
+    refusal = refusal.format(stored_point(stored[1], 600000)[0].rsplit("-", 1)[-1])
     assert refusal in message and "\n" not in message, message
     assert message.startswith("<spec>: procedure.params.rate.campaign=")
 
@@ -184,5 +185,5 @@ def test_a_stored_rate_costs_no_search_in_the_estimate_and_the_dry_run_names_it(
     spec.write_text(json.dumps(LATENCY))
     assert cli.main(["campaign", str(spec), "--results", str(root), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "point 1/1 capacity=600000-edfaf4: rate " in out
+    assert f"point 1/1 {latency().points()[0].point_id}: rate " in out
     assert "fps, the median of 3 repetition(s) of throughput_fps of stored campaign tp/c-" in out
