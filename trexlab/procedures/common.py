@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,11 +162,12 @@ def rfc2544_wait_checks(traffic: TrialSpec, frame_timeout: float | None) -> list
 
 
 def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None,
-                       generator) -> list[str]:
+                       generator, procedure: Sequence[str] = ()) -> list[str]:
     """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's trials: its
-    trial duration (section 24), then each trial's phases (rfc2544_trial_deviations)."""
+    trial duration (section 24), what the procedure itself does otherwise (procedure: FLR's first load), then each
+    trial's phases (rfc2544_trial_deviations)."""
     return [*shorter_than("RFC 2544", [("trial duration", trial_duration, RFC2544_TRIAL_DURATION)]),
-            *rfc2544_trial_deviations(traffic, frame_timeout, generator)]
+            *procedure, *rfc2544_trial_deviations(traffic, frame_timeout, generator)]
 
 
 @dataclass(frozen=True)
