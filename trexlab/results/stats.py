@@ -129,10 +129,14 @@ RATE_SUFFIXES = ("_fps", "_bps")
 WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
 
 
+#: How a count (WHOLE_FIGURES) is written in text: whole, with thousands separators (14,880,952).
+WHOLE = ",.0f"
+
+
 def figure_spec(figure: str) -> str:
     """How a text table (the CLI's summary, trexlab compare's) writes a figure's statistic in the figure's own unit:
     a count whole with thousands separators, as the report writes it; anything else to 6 significant digits."""
-    return ",.0f" if figure.endswith(WHOLE_FIGURES) else ".6g"
+    return WHOLE if figure.endswith(WHOLE_FIGURES) else ".6g"
 
 
 def held_down_by_tester(figure: str) -> bool:
