@@ -128,9 +128,9 @@ class TcpEngine(Protocol):
     #: The window per connection of a test that sets none, which bounds its throughput as a declared one does
     #: (window / RTT); None: the endpoints size it themselves (a kernel's autotuning), no fixed figure.
     default_window_bytes: int | None
-    #: The smallest window per connection the engine takes and what sets it; None: none known (a kernel raises a
-    #: smaller socket buffer to its own minimum).
-    min_window: tuple[int, str] | None
+    @property
+    def min_window(self) -> tuple[int, str] | None:
+        """The smallest window per connection the engine gives as asked and what sets it; None: none known."""
     #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
     over_window_limit: str
     #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
@@ -156,7 +156,6 @@ class Iperf3Engine:
     name = "iperf3"
     method = "iperf3"
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
-    min_window: tuple[int, str] | None = None
     # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
     over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
     segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
@@ -182,6 +181,15 @@ class Iperf3Engine:
         self.congestion_control = endpoints.congestion_control
         self.segmentation_offload = endpoints.facts.get("segmentation_offload")
         self.ports = list(endpoints.iperf3_ports)
+        self._min_window: tuple[int, str] | None = None
+
+    @property
+    def min_window(self) -> tuple[int, str] | None:
+        """Below it a kernel gives a socket buffer its own minimum, not twice the window (Endpoints.window_floor):
+        read from the nodes once, when first asked (before the first TCP test)."""
+        if self._min_window is None:
+            self._min_window = self.endpoints.window_floor()
+        return self._min_window
 
     def server_address(self, ip_version: int) -> str:
         return self.endpoints.server_address(ip_version)
