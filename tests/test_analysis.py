@@ -368,3 +368,27 @@ def test_the_dual_dut_latency_report_sets_figs_12_and_13_beside_the_throughput_t
     ratios = [float(r) for r in re.findall(r">(0\.\d{3})<", section("Offered load: each point"))]
     assert len(ratios) == 4 and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios[0::2]), ratios
     assert all(math.isclose(r, 2 / 3, abs_tol=0.05) for r in ratios[1::2]), ratios
+
+
+def test_the_cli_summary_writes_the_figure_the_report_writes():
+    """The CLI's and a campaign's summary table wrote every statistic to 6 significant digits: a 10GbE line rate of
+    14,880,952 frames/s read '1.4881e+07' (14,881,000), its median 14,880,951.5 as well, where the report writes
+    '14,880,952' and '14,880,951': two figures for one result. Counts (frames/s, bit/s, bytes) are whole in both, and
+    the adaptive rule's interval, in the method line, no longer rounds its width away."""
+    from trexlab.plan.adaptive import rule_text
+    from trexlab.plan.repetition import summary_lines
+    from trexlab.results.stats import summarize
+
+    values = [14880951.0, 14880952.0, 14880950.0, 14880953.0]
+    summary = summarize(values)
+    [row] = [line for line in summary_lines({"throughput_fps": summary}) if line.startswith("throughput_fps")]
+    report = analysis.styled(pd.DataFrame([{"experiment": "e", **summary}]), "throughput_fps").data.iloc[0]
+    assert row.split()[4:7] == [report["median"], report["min"], report["max"]] == ["14,880,952", "14,880,950",
+                                                                                    "14,880,953"], row
+    rule = {"min": 5, "max": 50, "median_ci_percent": 1, "confidence": 0.95, "reached": 6, "stopped": "maximum "
+            "reached", "intervals": {"throughput_fps": {"median": 14880951.5, "low": 14880000.0, "high": 14881500.0,
+                                                        "ranks": [1, 6], "confidence": 0.969, "width_percent": 0.01}}}
+    assert "median 14,880,952, CI 14,880,000..14,881,500" in rule_text(rule), rule_text(rule)
+    # A delay keeps its digits, in its own unit (s): the CLI's table is in the figures' units.
+    [row] = [line for line in summary_lines({"forward_typical_s": summarize([2.4e-6])}) if "forward" in line]
+    assert row.split()[4] == "2.4e-06"

@@ -126,6 +126,28 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
         method_line(method_of(result.to_dict())))
 
 
+def test_frame_loss_rate_gives_each_load_in_percent_of_the_media_maximum_and_a_lower_first_load_is_a_deviation():
+    # RFC 2544 section 26.3: the first trial SHOULD run at 100 % of the maximum rate for the frame size on the input
+    # media, and the X axis of its graph MUST be the input rate as a percent of that theoretical rate (Lencse et al.
+    # 2021 and 2024 likewise: "starting from the (theoretical) maximum frame rate for the media"). A run from a given
+    # max_rate started below it, and neither the points nor the deviations said by how much.
+    from trexlab.media import max_frame_rate, media_speed
+    from trexlab.plan.repetition import method_line, method_of
+
+    medium = max_frame_rate(media_speed("1g"), max(TRAFFIC.frame_size))
+    full = flr.run(RunContext(sim(capacity=0.45 * medium), TRAFFIC), flr.Params(media="1g", trial_duration=10))
+    percents = [p["offered_load_percent"] for p in full.points]
+    assert percents == pytest.approx([100, 90, 80, 70, 60, 50, 40, 30]), "down to two lossless trials below 45 %"
+    assert not any("first offered load" in d for d in full.to_dict()["deviations"])
+    given = flr.run(RunContext(sim(capacity=0.45 * medium), TRAFFIC),
+                    flr.Params(max_rate=medium / 2, media="1g", trial_duration=10)).to_dict()
+    assert [p["offered_load_percent"] for p in given["points"]] == pytest.approx([50, 45, 40, 35])
+    [first] = [d for d in given["deviations"] if "first offered load" in d]
+    assert f"{medium / 2:g} fps: 50 % of the 1g medium's maximum for {max(TRAFFIC.frame_size)}-byte frames" in first
+    assert "RFC 2544 section 26.3" in first and "," not in first, "the method line lists deviations comma-separated"
+    assert first in method_line(method_of(given))
+
+
 def test_pdv_is_the_999th_percentile_minus_the_minimum():
     generator = sim(latency_base=20e-6, latency_spread=5e-6, delay=0.01, delay_fraction=0.01, seed=2)
     result = pdv.run(RunContext(generator, ONE_WAY), pdv.Params(rate=100_000, trial_duration=10))
@@ -357,7 +379,7 @@ def test_a_search_that_met_no_failing_load_reports_a_lower_bound():
     figures = summarize_headlines([result, result])
     assert figures["throughput_fps"]["median_lower_bound"]
     lines = summary_lines(figures)
-    assert ">= 500000" in lines[2]
+    assert ">= 500,000" in lines[2]
     assert "no failing load up to max_rate (the figure is a lower bound): rep 1-2" in "\n".join(lines)
     row = {"experiment": "x", "throughput_fps": 5e5, "result.headline_at_least.throughput_fps": 5e5, "repetition": 1}
     runs = pd.DataFrame([row, {**row, "repetition": 2}])

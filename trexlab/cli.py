@@ -363,10 +363,12 @@ def add_compare_parser(subparsers) -> None:
     from trexlab.results.stats import SHIFT_CONFIDENCE
 
     parser = subparsers.add_parser(
-        "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
+        "compare", help="compare two campaigns per sweep point: B lower, higher, no significant difference or "
+                         "undecided",
         description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
                     f"shift with its distribution-free {SHIFT_CONFIDENCE * 100:g} % (Mann-Whitney) confidence "
-                    "interval, and a verdict (lower / higher / no significant difference).")
+                    "interval, and a verdict (lower / higher / no significant difference; undecided where "
+                    "repetitions below min_rate or lower bounds could undo it).")
     parser.set_defaults(command=compare_command)
     parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
                                                "campaign under --results)")

@@ -29,7 +29,7 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line, order_text
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
-from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.stats import WHOLE_FIGURES, Observation, held_down_by_tester, is_censored, numeric, summarize
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS, Traffic
 from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
@@ -478,9 +478,6 @@ def _mark_lost(ax, x: float) -> None:
 #: Unit of a headline figure, read off its name's suffix: (suffix, label, scale to display).
 _UNITS = (("_fps", "frames/s", 1.0), ("_bps", "bit/s", 1.0), ("_bytes", "bytes", 1.0), ("_s", "ms", 1e3),
           ("_percent", "%", 1.0))
-#: Figures that count whole things (frames per second, bits per second, bytes, tags): written without decimals,
-#: as a "3.000 tags lost" or "1,234,567.000 bit/s" suggests a precision no count has.
-WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
 
 
 def figure_scale(figure: str) -> float:
