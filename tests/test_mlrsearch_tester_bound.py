@@ -1,5 +1,6 @@
-"""MLRsearch marks each goal's figure tester-bound only by the trials that bear on it (mlrsearch.bears_on: at loads
-from the goal's relevant lower to its relevant upper bound), as throughput counts only the trials below the lowest
+"""MLRsearch marks each goal's figure tester-bound only by the trials that bear on it (mlrsearch.bearing_loads: at loads
+from the goal's relevant lower to its relevant upper bound, whose class, or at the lower bound whose loss quantile,
+the disturbed trials read as the DUT's success would move), as throughput counts only the trials below the lowest
 load the DUT itself failed. No lab: the simulated SUT behind a tester disturbed in some trials (the stand-ins of
 tests/test_tester_stalls.py, test_host_backlog.py, test_tester_drops.py, test_hypervisor_steal.py)."""
 
@@ -82,8 +83,9 @@ def test_each_goals_marks_are_counted_again_from_result_json_alone():
                                      SPEC), PARAMS)
     data = json.loads(json.dumps(found.to_dict()))
     lossy = data["goals"][1]
-    bearing = [t for t in data["trial_log"] if t["searched"]
-               and lossy["relevant_lower_bound"] <= t["offered_load"] <= lossy["relevant_upper_bound"]]
+    loads = mlrsearch.bearing_loads(data["trial_log"], lossy)
+    assert lossy["relevant_upper_bound"] in loads, "all its trials disturbed: read as successes, no upper bound"
+    bearing = [t for t in data["trial_log"] if t["searched"] and t["offered_load"] in loads]
     assert data["headline_tester_bound"]["LOSSY_fps"] == [
         f"host backlog drops ({sum(t['host_drops'] for t in bearing):,} frames)"]
     assert mlrsearch.headline_tester_bound(data["trial_log"], data["goals"], data["params"]["tester_ceiling"]) == (
@@ -114,3 +116,75 @@ def test_the_trial_log_gives_the_effective_duration_the_search_summed_a_stretche
     stretched = [t for t in found.trial_log if t["searched"] and t["stretched"]]
     assert stretched and all(t["effective_duration"] == pytest.approx(t["duration"] + 0.1) for t in stretched)
     assert all(t["effective_duration"] == t["duration"] for t in found.trial_log if not t["stretched"])
+
+
+class UnknownDropsFirst(Stalling):
+    """The simulated SUT behind a tester that gives no count of its own drops (tester_drops None, as TRex's "N/A"
+    ierrors) in the first trial at each load: the trial stays valid, its loss, where it has any, maybe the tester's."""
+
+    def disturb(self, result, spec):
+        return dataclasses.replace(result, directions={k: dataclasses.replace(d, tester_drops=None)
+                                                       for k, d in result.directions.items()})
+
+
+def test_a_disturbed_trial_at_a_load_its_clean_trials_alone_make_the_relevant_upper_bound_does_not_mark_it():
+    # Two goals of loss ratio 0 share their relevant upper bound; LONG needs 41 s of trials there, NDR 21 s. The first
+    # trial at that load lost frames with its tester drops unknown; the 20 clean ones after it all lost frames too.
+    # For NDR those 20 alone make the load an upper bound however the disturbed one is read (20 of 21 s high-loss):
+    # it cannot have moved NDR's figure. For LONG they do not (20 of 41 s): read as the DUT's success, the load is
+    # no upper bound. Before, every disturbed trial from a goal's relevant lower to its upper bound marked it.
+    long = {**mlrsearch.NDR, "name": "LONG", "duration_sum": 41.0}
+    found = mlrsearch.run(RunContext(UnknownDropsFirst(capacity=CAPACITY, stalls=1), SPEC),
+                          dataclasses.replace(PARAMS, goals=(mlrsearch.NDR, long)))
+    ndr, longer = found.goals
+    assert ndr["relevant_upper_bound"] == longer["relevant_upper_bound"]
+    at_upper = [t for t in found.trial_log if t["searched"] and t["offered_load"] == ndr["relevant_upper_bound"]]
+    assert [bool(t["tester_drops_unknown"]) for t in at_upper] == [True] + [False] * 20
+    assert all(t["loss_ratio"] > 0 for t in at_upper)
+    assert found.to_dict()["headline_tester_bound"] == {"NDR_fps": [], "LONG_fps": ["tester drops unknown"]}
+
+
+#: A goal tolerating 10 % loss, decided by 4 s of trials of 1 s (short ones of 0.5 s), and the loads of a trial log
+#: written by hand: its relevant lower bound (LOWER), a load between (BETWEEN), its relevant upper bound (UPPER), fps.
+GOAL = {"name": "G", "loss_ratio": 0.1, "exceed_ratio": 0.5, "relative_width": 0.1, "initial_trial_duration": 0.5,
+        "final_trial_duration": 1.0, "duration_sum": 4.0, "conditional_throughput": None}
+LOWER, BETWEEN, UPPER = 100_000.0, 104_000.0, 108_000.0
+CLEAN_LOWER, CLEAN_UPPER = [0.05] * 4, [0.2] * 4  # 4 s of 5 % loss: a lower bound; of 20 %: an upper bound
+
+
+def logged(load: float, loss: float, disturbed: str = "", duration: float = 1.0) -> dict:
+    """One searched trial as trial_log has it; `disturbed`: "unknown" (a valid trial, its tester drops unknown) or
+    "stretched" (invalid: the search counted all its frames lost)."""
+    return {"offered_load": load, "duration": duration, "effective_duration": duration, "loss_ratio": loss,
+            "stretched": disturbed == "stretched", "stolen": False, "host_drops": 0, "host_steal": 0.0,
+            "tester_drops": 0, "tester_drops_unknown": ["forward"] if disturbed == "unknown" else [],
+            "valid": disturbed != "stretched", "searched": True}
+
+
+@pytest.mark.parametrize(("at_lower", "between", "at_upper", "marks"), [
+    # The disturbed trial's 8 % sits above the quantile the figure takes (5 %) and stays there read as 0 %: the
+    # load is a lower bound with or without it, the figure the same. Before, it marked the figure.
+    ([0.05, 0.05, 0.05, (0.08, "unknown")], [], CLEAN_UPPER, []),
+    # Two trials counted as all lost: read as the DUT's 0 % they are the quantile's, the figure the load's own (the
+    # load a lower bound either way: a class alone would miss it).
+    ([0.05, 0.08, (0.0, "stretched"), (0.0, "stretched")], [], CLEAN_UPPER, ["stretched trials"]),
+    # A short disturbed trial at the lower bound: no full-length loss ratio, and the load a lower bound either way.
+    ([*CLEAN_LOWER, (0.5, "unknown", 0.5)], [], CLEAN_UPPER, []),
+    # Between the bounds, undecided: read as the DUT's success, the disturbed trials make it a lower bound.
+    (CLEAN_LOWER, [0.05, (0.2, "unknown"), (0.2, "unknown")], CLEAN_UPPER, ["tester drops unknown"]),
+    # Between the bounds, too few trials to decide either way: undecided however they are read.
+    (CLEAN_LOWER, [0.2, (0.2, "unknown")], CLEAN_UPPER, []),
+    # At the upper bound, 3 s of 4 high-loss: read as the DUT's success, the disturbed one leaves 2 s, no upper bound.
+    (CLEAN_LOWER, [], [0.2, 0.2, (0.2, "unknown"), 0.05], ["tester drops unknown"]),
+    # At the upper bound, its 4 clean high-loss trials alone make it one: the disturbed trial moved nothing.
+    (CLEAN_LOWER, [], [*CLEAN_UPPER, (0.0, "stretched")], []),
+], ids=["lower-quantile-kept", "lower-quantile-moved", "lower-short", "between-decided", "between-undecided",
+        "upper-moved", "upper-kept"])
+def test_a_disturbed_trial_at_or_between_the_relevant_bounds_marks_a_figure_only_if_reading_it_otherwise_moves_it(
+        at_lower, between, at_upper, marks):
+    def trials(load, losses):
+        return [logged(load, *(spec if isinstance(spec, tuple) else (spec,))) for spec in losses]
+
+    log = trials(LOWER, at_lower) + trials(BETWEEN, between) + trials(UPPER, at_upper)
+    goal = {**GOAL, "relevant_lower_bound": LOWER, "relevant_upper_bound": UPPER}
+    assert mlrsearch.headline_tester_bound(log, [goal], None) == {"G_fps": marks}

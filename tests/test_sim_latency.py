@@ -158,3 +158,17 @@ def test_pdv_behind_a_long_constant_delay_says_the_histogram_bucket_bounds_it(sp
     near = pdv.run(RunContext(sim(latency_base=10e-6, latency_spread=spread, seed=3), ONE_WAY),
                    pdv.Params(rate=10_000, trial_duration=10)).to_dict()
     assert not any(n.startswith("forward: PDV") for n in near["notes"]), near["notes"]
+
+
+def test_a_worst_case_latency_of_fewer_than_1000_tags_says_it_is_the_largest_delay():
+    # Nearest rank ceil(0.999 n) (siitperf's too) is n itself below 1000 tags: RFC 8219's minimum of 500 makes the
+    # worst-case latency the single largest delay, a rare timestamping error of the tester's included (Lencse et al.
+    # 2021, section III: tag more frames so that the 99.9th percentile leaves such rare errors out). Say so.
+    def notes(tags):
+        params = latency.Params(rate=10_000, tagged_frames=tags)
+        return [n for n in latency.run(RunContext(sim(seed=3), ONE_WAY), params).notes if "largest" in n]
+
+    [note] = notes(500)
+    assert note.startswith("forward: of 500 tagged frames the worst-case latency (99.9th percentile")
+    assert "rank 500 of 500: the largest delay" in note
+    assert notes(1000) == [], "of 1000 the 99.9th percentile is the 999th delay: the largest one is left out"

@@ -276,9 +276,10 @@ class Latency:
     library's encode() format, the one TRex's ``--hdrh`` exports) of the delays
     of the frames received within the frame timeout, in units of ``unit``
     seconds.  ``lost_or_late`` measured frames never arrived or arrived after
-    the frame timeout: they enter every percentile as +infinity (RFC 8219: the
-    timeout makes a late frame lost; siitperf gives a lost tag a penalty delay
-    for the same reason), so a 99.9th percentile that falls among them is
+    the frame timeout: they enter every percentile as +infinity (the frame
+    timeout is Lencse et al. 2020's proposal, siitperf-pdv's, not RFC 8219's: a
+    later frame is lost; siitperf-lat gives a lost tag a penalty delay above
+    any it can measure), so a 99.9th percentile that falls among them is
     reported as "> timeout (lost tags)", never as a delay a received frame had.
     """
 

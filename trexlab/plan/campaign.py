@@ -31,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
 import random
 import shlex
 import subprocess
@@ -48,7 +47,7 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
 from trexlab.plan.repetition import SUMMARY, next_repetition, order_text, summary_lines
-from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, plan_campaign
+from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, lab_identity, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import trial_text
@@ -588,10 +587,7 @@ class Campaign:
     def measured_on(self) -> dict | None:
         """The lab a campaign's points are measured on, as campaign.json keeps it (None: the simulated SUT): a
         resumed campaign must find the same one (check_resumable)."""
-        if self.lab is None:
-            return None
-        return {"name": self.lab.name, "kind": self.lab.kind, "topology": self.lab.topology,
-                "controller": platform.node()}
+        return lab_identity(self.lab)
 
     def check_resumable(self) -> None:
         """Refuse to go on with a campaign directory that another spec or another lab began (--campaign ID names
