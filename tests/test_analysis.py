@@ -155,6 +155,8 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     dual = sim_campaign(tmp_path, "siit-dual-dut", {"traffic.destination_networks": [1, 2]}, capacity=200000)
     text = render(dual).read_text()
     assert "NAT64_median" in text and "ratio dual / NAT64" in text and "Traceback" not in text
+    # As the latency report shows it (styled_setups): a lower bound is marked on its median and ratio, no True/False.
+    assert "median_lower_bound" not in text
     assert "No campaign of <code>siit-single-dut-nat46</code>" in text, "the missing half of Fig. 11 is named"
     # The single-DUT figures printed beside come with their method, as the dual-DUT ones do.
     assert "The single-DUT campaigns beside it" in text and Path(single).name in text
@@ -392,3 +394,33 @@ def test_the_cli_summary_writes_the_figure_the_report_writes():
     # A delay keeps its digits, in its own unit (s): the CLI's table is in the figures' units.
     [row] = [line for line in summary_lines({"forward_typical_s": summarize([2.4e-6])}) if "forward" in line]
     assert row.split()[4] == "2.4e-06"
+
+
+def test_a_ratio_of_a_lower_bound_median_is_marked_as_the_bound_it_is():
+    """A dual-DUT median that a tester-bound repetition may hold down is a lower bound (marked ≥), and so is its
+    ratio to an exact single-DUT median; over a lower-bound single-DUT median the ratio is an upper bound; over two
+    lower bounds it is neither. The ratio was printed as a plain number beside the marked medians."""
+    def runs(values, bound):
+        return runs_frame({1: values}).assign(**{"result.tester_bound_reasons": [["stretched trials"] if bound
+                                                                                 else [] for _ in values]})
+
+    exact, bound = runs([100.0, 100.0, 100.0], False), runs([100.0, 100.0, 100.0], True)
+    half, half_bound = runs([50.0, 50.0, 50.0], False), runs([50.0, 50.0, 50.0], True)
+    cells = []
+    for single, dual in ((exact, half_bound), (bound, half), (bound, half_bound), (exact, half)):
+        table = analysis.setups_beside({"NAT64": single}, dual, "throughput_fps", by="destination_networks")
+        cells.append(analysis.styled_setups(table, "throughput_fps").data["ratio dual / NAT64"].iloc[0])
+    assert cells == [html.escape("≥ 0.500"), html.escape("≤ 0.500"), "- (both medians lower bounds)", "0.500"], cells
+
+
+def test_the_paper_table_and_the_setups_table_say_how_many_repetitions_each_figure_rests_on():
+    """Lencse 2021's layout (median, min, max, disp.) and Figs. 11-13's table gave no count: with adaptive
+    repetitions (repetitions.until) each point stops at its own, and a reader could not tell 5 from 50."""
+    runs = runs_frame({1: [100.0, 110.0, 90.0, 95.0, 105.0], 16: [80.0, 82.0, 81.0]})
+    table = analysis.paper_table(analysis.summarize_points(runs, "throughput_fps"), "destination_networks")
+    assert list(table.loc["repetitions"]) == [5, 3] and list(table.index)[:5] == [
+        "median", "min", "max", "disp. (%)", "repetitions"]
+    setups = analysis.setups_beside({"NAT64": runs}, runs_frame({1: [50.0] * 6, 16: [40.0] * 7}), "throughput_fps",
+                                    by="destination_networks")
+    shown = analysis.styled_setups(setups, "throughput_fps").data
+    assert list(shown["NAT64_count"]) == ["5", "3"] and list(shown["dual_count"]) == ["6", "7"]

@@ -12,11 +12,17 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
+from trexlab.plan.runplan import default_campaign_id
 from trexlab.rolevalues import LAB_NAME, STATE_ROOT
+from trexlab.spec.experiment import load
+from trexlab.testbed.lock import LabLock
+
+from labtools import static_inventory
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
@@ -596,3 +602,40 @@ def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, ref
         check = subprocess.run([str(root / "scripts" / "setup.sh"), "--check-only"], capture_output=True, text=True,
                                env=env, timeout=60)
         assert (check.returncode, check.stdout, check.stderr) == (0, "", ""), check
+
+
+def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
+    """make run on a lab another run holds (trexlab.testbed.lock): the campaign planned its points, then refused at
+    its LabLock in the recipe, its line and make's "*** [Makefile:NN: run] Error 2". Asked before any recipe now
+    (trexlab campaign --check: LabLock.check_free reads the kernel's flocks, never tries the lock), it is one line,
+    and nothing is written; the lock let go, the same make run passes that check (a static lab's inventory, reached
+    nowhere: --check touches no host)."""
+    root = front_door_copy(tmp_path / "checkout")
+    (root / "experiments" / "lockchk").mkdir()
+    (root / "experiments" / "lockchk" / "experiment.yml").write_text(
+        "name: lockchk\ndescription: a lab held by another run\ngenerator: software\n"
+        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
+        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+    inventory = root / "inventory" / "generated" / "held1" / "hosts.yml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text(static_inventory("held1"))
+    lab = types.SimpleNamespace(name="held1", inventory=inventory)
+    argv = ["make", "--no-print-directory", "run", "EXP=lockchk", "LAB_NAME=held1"]
+    files = tree(root)
+    with LabLock(lab, "campaign lockchk/c-other"):  # its own lab.lock and lab.procs.json, which it removes
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=root, env=front_door_env({}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    said = f"lab held1 is in use by campaign lockchk/c-other (PID {os.getpid()}): one run per lab at a time"
+    assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    assert [f for f in tree(root) if not f.endswith("/lab.lock")] == files
+    free = subprocess.run([str(root / "scripts" / "run-experiment.sh"), "--check-only", "lockchk"], capture_output=True,
+                          text=True, env=front_door_env({"LAB_NAME": "held1"}), timeout=60)
+    assert (free.returncode, free.stdout, free.stderr) == (0, "", ""), free
+    # A refusal of the campaign's run() besides the lock's, asked the same way: its directory begun with another spec.
+    begun = root / "results" / "lockchk" / default_campaign_id(load(root / "experiments" / "lockchk"))
+    begun.mkdir(parents=True)
+    (begun / "campaign.json").write_text(json.dumps({"spec": {"name": "lockchk", "repetitions": 2}}))
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=root, env=front_door_env({}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and f"campaign {begun.relative_to(root)} was begun with " \
+        "another spec" in output[0], (result.returncode, output)

@@ -42,7 +42,7 @@ def test_max_load_classified_a_lower_bound_at_the_mediums_limit_is_an_irregular_
     found = result.to_dict()
     assert found["headline_irregular"] == {"NDR_fps": goal["irregular"]}
     assert found["headline_at_least"] == {}, "the medium's limit: no higher load exists, not a lower bound"
-    assert any(note.startswith("NDR: irregular goal result") for note in found["notes"])
+    assert any(note.startswith("irregular goal result") for note in goal["notes"]), "the goal's own notes say so"
     lines = "\n".join(summary_lines(summarize_headlines([found])))
     assert f"irregular goal result: {goal['irregular']}: rep 1" in lines
 

@@ -280,6 +280,11 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the experiment and print its points, repetitions and an estimate of the lab "
                              "time (worst case and expected); touches no host")
+    parser.add_argument("--check", action="store_true",
+                        help="what the campaign refuses before it starts (its plan, the lab held by another run, a "
+                             "campaign directory begun otherwise, the ceilings file), asked without touching a host or "
+                             "writing: nothing printed and exit 0, or its refusal and exit 2 (make run, before its "
+                             "recipe)")
     add_ceilings_flag(parser)
 
 
@@ -293,7 +298,11 @@ def campaign_command(args: argparse.Namespace) -> int:
             from trexlab.plan.runplan import measure_again_campaign_id
 
             args.campaign, why = measure_again_campaign_id(experiment, args.results)
-            print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
+            if not args.check:
+                print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
+        if args.check:
+            Campaign(experiment, args.results, args.campaign, args.inventory, ceilings=args.ceilings).check()
+            return 0
         if args.dry_run:
             print("\n".join(dry_run(experiment, args)))
             return 0

@@ -374,6 +374,12 @@ class TrialRunner:
             notes.append(f"{self.host_drops} frame(s) dropped by the host's receive backlog (net.core."
                          f"netdev_max_backlog) in {trials} trial(s): the host's loss, counted as loss, and those "
                          "trials as failed, so the result may be a lower bound")
+        return notes + self.repeat_notes()
+
+    def repeat_notes(self) -> list[str]:
+        """What the reader must know about the trials run again (only the repeat counts): facts of the whole run,
+        which a procedure reporting several figures keeps result-wide while it says per figure what bears on it."""
+        notes = []
         if self.run_again:
             notes.append(f"{self.run_again} trial(s) stretched with every frame sent (the tester's schedule slipped, "
                          "or its last frame left late: the machine stalled it) were run again; only the repeat counts, "

@@ -223,12 +223,15 @@ class _Measurer(AbstractMeasurer):
         # The reference implementation's first call is the warm-up when it has one, whose result it discards.
         self.warmup = warmup
         self.searched: set[int] = set()  # ids of the trial results the search classified loads with
+        self.warmup_result: int | None = None  # id of the warm-up's result, which the search discards
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
         warmup, self.warmup = self.warmup, False
         result = self.runner.run(intended_load, intended_duration, "MLRsearch warm-up" if warmup else "MLRsearch")
         if not warmup:  # not a run TrialRunner repeated either: those the search never saw
             self.searched.add(id(result))
+        else:
+            self.warmup_result = id(result)
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
         received = sum(d.frames_received for d in directions)
@@ -550,13 +553,47 @@ def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | N
     loads = [bearing_loads(trial_log, goal) for goal in goals]
     bearing = [t for t in trial_log if t["searched"] and tester_disturbed(t)
                and any(t["offered_load"] in found for found in loads)]
+    return trial_reasons(bearing, ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS))
+
+
+def trial_reasons(trials: list[dict], ceiling: float | None = None, *rates: float | None) -> list[str]:
+    """The tester-bound reasons of these logged trials (and of `rates` near the tester's `ceiling`), in
+    tester_limit_reasons' words."""
     return tester_limit_reasons(
-        ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS),
-        stretched=sum(1 for t in bearing if t["stretched"] and not t["stolen"]),
-        steal=sum(t["host_steal"] for t in bearing if t["stolen"]),
-        tester_drops=sum(t["tester_drops"] for t in bearing),
-        tester_drops_unknown=sum(1 for t in bearing if t["tester_drops_unknown"] and t["loss_ratio"] > 0),
-        host_drops=sum(t["host_drops"] for t in bearing))
+        ceiling, *rates,
+        stretched=sum(1 for t in trials if t["stretched"] and not t["stolen"]),
+        steal=sum(t["host_steal"] for t in trials if t["stolen"]),
+        tester_drops=sum(t["tester_drops"] for t in trials),
+        tester_drops_unknown=sum(1 for t in trials if t["tester_drops_unknown"] and t["loss_ratio"] > 0),
+        host_drops=sum(t["host_drops"] for t in trials))
+
+
+def disturbed_notes(trial_log: list[dict], goals: list[dict], warmup: int | None) -> tuple[list[list[str]], list[str]]:
+    """What the notes say of the trials that may be the tester's or the host's (tester_disturbed): per goal, those
+    bearing on it (bearing_loads), in its own notes; result-wide, the searched ones bearing on no goal and a
+    disturbed warm-up (`warmup`: its index in trial_log, None: none), whose loads no figure rests on."""
+    per_goal, bearing = [], set()
+    for goal in goals:
+        loads = bearing_loads(trial_log, goal)
+        found = [i for i, t in enumerate(trial_log) if t["searched"] and tester_disturbed(t)
+                 and t["offered_load"] in loads]
+        bearing.update(found)
+        reasons = ", ".join(trial_reasons([trial_log[i] for i in found]))
+        per_goal.append([] if not found else [
+            f"{len(found)} trial(s) at {len(loads)} load(s) from its relevant lower to its relevant upper bound may be "
+            f"the tester's or the host's ({reasons}): read as the DUT's success they would move its relevant bounds or "
+            "its figure, so its figure may be a lower bound"])
+    notes = []
+    idle = [t for i, t in enumerate(trial_log) if t["searched"] and tester_disturbed(t) and i not in bearing]
+    if idle:
+        notes.append(f"{len(idle)} searched trial(s) may be the tester's or the host's "
+                     f"({', '.join(trial_reasons(idle))}): they bear on no goal's figure (read as the DUT's success "
+                     "they would move no goal's relevant bounds nor figure), so none is marked by them")
+    if warmup is not None and tester_disturbed(trial_log[warmup]):
+        notes.append("the warm-up trial may be the tester's or the host's "
+                     f"({', '.join(trial_reasons([trial_log[warmup]]))}): the search discards it, and no figure rests "
+                     "on it")
+    return per_goal, notes
 
 
 def headline_tester_bound(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> dict[str, list[str]]:
@@ -578,7 +615,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     measurer = _Measurer(runner, bool(params.warmup_duration))
     found, out_of_time = search(config, measurer, goals)
     reported: list[dict] = []
-    notes = runner.notes()
+    # The trials run again are the whole run's; what may be the tester's is said per goal it bears on, below.
+    notes = runner.repeat_notes()
     if out_of_time:
         notes.append(f"search_time_max {params.search_time_max:g} s ran out: each goal's result is the bounds the "
                      "search had; an unfinished goal's is irregular")
@@ -607,29 +645,29 @@ def run(context: RunContext, params: Params) -> MlrResult:
                                        goal.relative_width, top, medium,
                                        params.search_time_max if out_of_time else None)
         entry["regular"] = entry["irregular"] is None
+        entry["notes"] = goal_notes = []  # what the reader must know about this goal's result alone
         reported.append(entry)
         if entry["irregular"] and throughput is not None:
-            notes.append(f"{entry['name']}: irregular goal result ({entry['irregular']}): its figure is the "
-                         "conditional throughput at the load it has for a relevant lower bound, not a regular result")
+            goal_notes.append(f"irregular goal result ({entry['irregular']}): its figure is the conditional "
+                              "throughput at the load it has for a relevant lower bound, not a regular result")
         if entry["below_minimum_load"]:
-            notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
-                         "below minimum load")
+            goal_notes.append(f"no relevant lower bound above min_rate {params.min_rate:.0f} fps: below minimum load")
         elif lower is None:
-            notes.append(f"{entry['name']}: no figure: no load classified a lower bound before search_time_max")
+            goal_notes.append("no figure: no load classified a lower bound before search_time_max")
         elif warning := goal_ceiling_warning(entry, params.tester_ceiling):
-            notes.append(f"{entry['name']}: {warning}")
+            goal_notes.append(warning)
         if entry["no_upper_bound"]:
-            notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
-                         "lower bound")
+            goal_notes.append(f"no load up to max_rate {top:.0f} fps failed the goal: its figure is a lower bound")
     log = [trial_entry(r, id(r) in measurer.searched) for r in runner.log]
     # Each figure is marked by the trials bearing on its goal; the result by those bearing on any goal, each trial
     # counted once (a union of the goals' reasons would name host drops twice where their counts differ).
     headline_limits = headline_tester_bound(log, reported, params.tester_ceiling)
     limits = bearing_reasons(log, reported, params.tester_ceiling)
-    if runner.tester_limits(None):  # runner.notes() named the trials' limits as the result's: say which figures
-        notes.append("tester limits per goal figure, from the searched trials at loads from its relevant lower to "
-                     "its relevant upper bound, the only ones bearing on it: " + "; ".join(
-                         f"{figure} {', '.join(reasons) or 'none'}" for figure, reasons in headline_limits.items()))
+    warmup = next((i for i, r in enumerate(runner.log) if id(r) == measurer.warmup_result), None)
+    per_goal, idle = disturbed_notes(log, reported, warmup)
+    for entry, disturbed in zip(reported, per_goal, strict=True):
+        entry["notes"].extend(disturbed)
+    notes.extend(idle)
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
     # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the
     # RFC 2544 goal is the one that is 60 s.
