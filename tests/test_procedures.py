@@ -149,6 +149,30 @@ def test_frame_loss_rate_gives_each_load_in_percent_of_the_media_maximum_and_a_l
     assert first in method_line(method_of(given))
 
 
+def test_frame_loss_rate_gives_each_directions_loss_beside_the_total():
+    # A SIIT DUT translates one way faster than the other: a bidirectional point losing 40 % of one direction and
+    # none of the other read 20 % (the loss over both, as siitperf's script sums their received frames), and no
+    # figure said which direction lost. Each point now gives each direction's loss too, as latency and PDV do.
+    class OneWayLoss:
+        """The sim, its reverse direction forwarding every frame."""
+
+        def __init__(self):
+            self.sim = sim(capacity=600_000)
+
+        def __getattr__(self, name):
+            return getattr(self.sim, name)
+
+        def run_trial(self, spec):
+            result = self.sim.run_trial(spec)
+            reverse = result.directions["reverse"]
+            whole = dataclasses.replace(reverse, frames_received=reverse.frames_intended)
+            return dataclasses.replace(result, directions={**result.directions, "reverse": whole})
+
+    first = flr.run(RunContext(OneWayLoss(), TRAFFIC), flr.Params(max_rate=1e6, trial_duration=1)).points[0]
+    assert first["directions"] == pytest.approx({"forward": 40.0, "reverse": 0.0})
+    assert first["frame_loss_rate_percent"] == pytest.approx(20.0)
+
+
 def test_pdv_is_the_999th_percentile_minus_the_minimum():
     generator = sim(latency_base=20e-6, latency_spread=5e-6, delay=0.01, delay_fraction=0.01, seed=2)
     result = pdv.run(RunContext(generator, ONE_WAY), pdv.Params(rate=100_000, trial_duration=10))
