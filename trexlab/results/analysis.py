@@ -996,6 +996,7 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
     if not rfc2544_runs.empty and "none" in set(impairment_labels(rfc2544_runs)):
         labels.add("none")
     rows = {}
+    figures: dict[str, str] = {}  # each RFC 2544 column's figure: how styled_side_by_side writes it
     for label in sorted(labels, key=_impairment_order):
         s = summarize(user.loc[user["impairment"] == label, user_figure].tolist())
         title = user_figure.removesuffix("_s").replace("_", " ")  # in s, as the paper's tables
@@ -1020,6 +1021,7 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                     where = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], values, strict=True))
                     check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
                     column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                    figures[column] = figure
                     # Each repetition as every table reads it: a search that ended below min_rate is an observation
                     # below it (a median among such reads "< min_rate"), never left out, which raised the median.
                     # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
@@ -1032,7 +1034,29 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                         if summary["median_lower_bound"] else median * figure_scale(figure))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
-    return table.reset_index()
+    table = table.reset_index()
+    table.attrs[SIDE_FIGURES] = figures
+    return table
+
+
+#: side_by_side's table.attrs key: each RFC 2544 column's figure (its name), for styled_side_by_side.
+SIDE_FIGURES = "figures"
+#: How the download times beside them are written, in s: as download_table's in the report above them.
+DOWNLOAD_FORMAT = "{:,.3f}"
+
+
+def styled_side_by_side(table: pd.DataFrame):
+    """side_by_side's table as the HTTP report shows it: download times in s to 3 decimals (as download_table's),
+    each RFC 2544 figure as every table writes it (figure_format, in its display unit: frames/s whole, a latency in
+    ms to 4 significant digits, not '81,274.000' frames/s and a 2.4 us latency '0.002' ms), a marked or censored
+    median as it is, '-' where there is none."""
+    figures = table.attrs.get(SIDE_FIGURES, {})
+    view = table.copy()
+    for column in view.columns[1:]:
+        figure = figures.get(column)
+        digits = DOWNLOAD_FORMAT if figure is None else figure_format(figure)
+        view[column] = [shown(v, digits) for v in table[column]]  # side_by_side scaled them to the display unit
+    return report_table(view).hide(axis="index")
 
 
 def disclosure_beside(campaigns: Iterable[str | Path], table: pd.DataFrame | None = None,
