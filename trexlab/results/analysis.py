@@ -290,12 +290,13 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
                              "needs the same procedure, parameters and traffic")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
-    for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
-        side[["median", "min", "max"]] = side[["median", "min", "max"]].map(numeric)
+    # A censored statistic ("< 500") stays as it is, as every table shows it (it was made NaN here, and the report's
+    # table read '-' as for a point not measured); a ratio needs numbers: a censored median takes no part in it.
     table = pd.DataFrame({f"{labels[0]}_median": a["median"], f"{labels[0]}_min": a["min"],
                           f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
                           f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
-    table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
+    table["ratio"] = (table[f"{labels[1]}_median"].map(numeric, na_action="ignore")
+                      / table[f"{labels[0]}_median"].map(numeric, na_action="ignore"))
     # What each side's figures rest on and what limits them, per point: the repetitions with a figure, missing and
     # tester-bound ones, a lower-bound median.
     for label, side in zip(labels, (a, b), strict=True):
@@ -377,7 +378,8 @@ def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str
         median = table[f"{label}_median"].map(numeric) * scale
         lost = median == math.inf
         median = median.where(~lost, math.nan)
-        low = (median - table[f"{label}_min"].map(numeric) * scale).fillna(0)
+        # A censored minimum ('< 100') takes the error bar down to 0, as bar_plot's: a repetition lies below it.
+        low = (median - table[f"{label}_min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
         high = (table[f"{label}_max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
         bars = ax.bar(x, median.fillna(0), width=width, color=colours[label], yerr=[low, high], capsize=3,
                       label="dual DUT" if label == "dual" else f"single DUT ({label})")
