@@ -123,7 +123,7 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
     # Its headline figure is the loss at the first load: the method line says which load, and the step.
     from trexlab.plan.repetition import method_line, method_of
 
-    assert "offered loads from 1e+06 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
+    assert "offered loads from 1,000,000 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
         method_line(method_of(result.to_dict())))
 
 
@@ -147,6 +147,30 @@ def test_frame_loss_rate_gives_each_load_in_percent_of_the_media_maximum_and_a_l
     assert f"{medium / 2:g} fps: 50 % of the 1g medium's maximum for {max(TRAFFIC.frame_size)}-byte frames" in first
     assert "RFC 2544 section 26.3" in first and "," not in first, "the method line lists deviations comma-separated"
     assert first in method_line(method_of(given))
+
+
+def test_frame_loss_rate_gives_each_directions_loss_beside_the_total():
+    # A SIIT DUT translates one way faster than the other: a bidirectional point losing 40 % of one direction and
+    # none of the other read 20 % (the loss over both, as siitperf's script sums their received frames), and no
+    # figure said which direction lost. Each point now gives each direction's loss too, as latency and PDV do.
+    class OneWayLoss:
+        """The sim, its reverse direction forwarding every frame."""
+
+        def __init__(self):
+            self.sim = sim(capacity=600_000)
+
+        def __getattr__(self, name):
+            return getattr(self.sim, name)
+
+        def run_trial(self, spec):
+            result = self.sim.run_trial(spec)
+            reverse = result.directions["reverse"]
+            whole = dataclasses.replace(reverse, frames_received=reverse.frames_intended)
+            return dataclasses.replace(result, directions={**result.directions, "reverse": whole})
+
+    first = flr.run(RunContext(OneWayLoss(), TRAFFIC), flr.Params(max_rate=1e6, trial_duration=1)).points[0]
+    assert first["directions"] == pytest.approx({"forward": 40.0, "reverse": 0.0})
+    assert first["frame_loss_rate_percent"] == pytest.approx(20.0)
 
 
 def test_pdv_is_the_999th_percentile_minus_the_minimum():

@@ -2,9 +2,10 @@
 
 The first trial runs at the maximum rate; each next one is lower by a step of
 at most 10 % of it, until two consecutive trials lose no frame. Each point
-gives its load also as a percent of the media's maximum rate at the frame size
-(section 26.3's X axis), and a first load other than that maximum (a max_rate
-given) is listed in the deviations with its percent.
+gives the loss over every direction and each direction's, and its load also
+as a percent of the media's maximum rate at the frame size (section 26.3's X
+axis); a first load other than that maximum (a max_rate given) is listed in
+the deviations with its percent.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ class Params:
 @dataclass
 class FrameLossResult:
     params: Params
-    # [{"offered_load", "offered_load_percent", "loss_ratio", "frame_loss_rate_percent"}], highest load first
+    # [{"offered_load", "offered_load_percent", "loss_ratio", "frame_loss_rate_percent", "directions": {direction:
+    # its frame loss rate %}}], highest load first
     points: list[dict]
     trials: int
     trial_seconds: float
@@ -164,9 +166,13 @@ def run(context: RunContext, params: Params) -> FrameLossResult:
             break
         result = runner.run(load, params.trial_duration, "frame loss rate", **timeout)
         # RFC 2544 section 26.3's graph: the load as a percent of the media's maximum rate, the loss in percent.
+        # The loss over every direction (siitperf's script sums them too), and each direction's: a translator's two
+        # directions differ, and the sum alone hides which one lost.
         points.append({"offered_load": load, "offered_load_percent": 100 * load / maximum,
                        "loss_ratio": result.loss_ratio,
-                       "frame_loss_rate_percent": 100 * result.loss_ratio, "stretched": result.stretched})
+                       "frame_loss_rate_percent": 100 * result.loss_ratio,
+                       "directions": {d: 100 * r.loss_ratio for d, r in result.directions.items()},
+                       "stretched": result.stretched})
         lossless_in_a_row = lossless_in_a_row + 1 if result.frames_lost == 0 else 0
         k += 1
     notes = runner.notes()
