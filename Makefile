@@ -92,7 +92,8 @@ _check_lab-down := scripts/lab.sh $(_check_found) down
 _check_lab-status := scripts/lab.sh $(_check_found) status
 _check_providers := scripts/providers.sh $(_check_found)
 _check_bench := scripts/bench.sh $(_check_found)
-$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status providers bench,$(MAKECMDGOALS)),\
+_check_setup := scripts/setup.sh $(_check_found)
+$(foreach _goal,$(filter run report demo lab-up configure lab-down lab-status providers bench setup,$(MAKECMDGOALS)),\
   $(eval _refusal := $$(shell $$(_script_env) $$(_check_$(_goal)) 2>&1 >/dev/null))\
   $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(_refusal))))
 export LAB TOPOLOGY NETWORKS
@@ -121,7 +122,7 @@ configure: ## apply playbooks/site.yml to the lab (NETWORKS=1..256, default 1; L
 lab-down: ## destroy everything lab-up made (LAB_NAME=lab, default LAB; LAB=the kind lab-up made)
 	@scripts/lab.sh down
 
-lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only, not up: its lab-up); not 0 if one is down or the lab named is not up (README)
+lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab: that one only, not up: its lab-up); not 0 if one is down, or none (the lab named) is up (README)
 	@scripts/lab.sh status
 
 run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results] [CEILINGS=RESULTS/x.json] [MEASURE_AGAIN=1]

@@ -66,12 +66,30 @@ not_up() {
 # directory, and whether it is up; a local or VM lab's realiser names what of it is down (a node's sshd that
 # died, a VM, a namespace). Bare-metal machines are not probed (make configure reaches them). Without LAB_NAME,
 # also the labs on this host that are not this checkout's. Exit 1 when a lab of this checkout is down; 3 when the
-# lab named is not up (as systemctl is-active for an inactive unit), so that a script tells it from a broken lab.
+# lab named is not up (as systemctl is-active for an inactive unit), so that a script tells it from a broken lab,
+# and without LAB_NAME when no lab of this checkout is (other checkouts' labs are not its own: a script around
+# make lab-status asks about the labs of the checkout it runs in). Several up: one line each, 0.
+# $1 = --found-only (make's --check-only without LAB_NAME): whether any lab is in its Terraform state, no lab
+# probed; the lines of a checkout with none, one line joined by "; ", and 3.
 lab_status() {
-  local dir name kind plan topology found rc=0 lab owners
+  local dir name kind plan topology found rc=0 line lines=()
   local dirs=("$TREXLAB_ROOT/.cache/labs/$NAMED")
   [ -n "$NAMED" ] || dirs=("$TREXLAB_ROOT"/.cache/labs/*/)
-  [ -e "${dirs[0]}" ] || [ -n "$NAMED" ] || { printf '%s\n' "no lab in this checkout (.cache/labs/ is empty)"; dirs=(); }
+  [ -n "$NAMED" ] || [ -e "${dirs[0]}" ] || dirs=()
+  if [ -z "$NAMED" ] && ! compgen -G "$TREXLAB_ROOT/.cache/labs/*/terraform.tfstate" >/dev/null; then
+    if [ ${#dirs[@]} -eq 0 ]; then found=".cache/labs/ is empty"; else found="none in .cache/labs/ has a Terraform state"; fi
+    lines=("no lab of this checkout is up ($found): $(lab_up_command "$LAB" "$LAB") brings up lab $LAB")
+    for dir in "${dirs[@]}"; do lines+=("$(not_up "${dir%/}")"); done
+    while IFS= read -r line; do lines+=("$line"); done < <(other_labs)
+    if [ "${1:-}" = --found-only ]; then
+      line=$(printf '%s; ' "${lines[@]}")
+      printf '%s\n' "${line%; }"
+    else
+      printf '%s\n' "${lines[@]}"
+    fi
+    return 3
+  fi
+  [ "${1:-}" != --found-only ] || return 0
   for dir in "${dirs[@]}"; do
     dir=${dir%/}
     name=${dir##*/}
@@ -97,10 +115,14 @@ lab_status() {
         printf '%s\n' "lab $name (${kind:-unknown kind}, ${topology:-unknown topology}, $dir): in its Terraform state (bare-metal machines are not probed here)";;
     esac
   done
-  # Labs with namespaces on this host that are not this checkout's: another checkout's (its sshd or its recorded
-  # owner names its state directory), or one nothing names the owner of (made before owners were recorded, with
-  # its sshd down; or left over).
-  [ -z "$NAMED" ] || return "$rc"
+  [ -n "$NAMED" ] || other_labs
+  return "$rc"
+}
+# Labs with namespaces on this host that are not this checkout's: another checkout's (its sshd or its recorded
+# owner names its state directory), or one nothing names the owner of (made before owners were recorded, with
+# its sshd down; or left over). One line each.
+other_labs() {
+  local lab owners
   while IFS=$'\t' read -r lab owners; do
     [ ! -d "$TREXLAB_ROOT/.cache/labs/$lab" ] || continue
     if [ -n "$owners" ]; then
@@ -109,7 +131,6 @@ lab_status() {
       printf '%s\n' "lab $lab (owner unknown: no sshd runs in its namespaces tl-$lab-* and none is recorded): down or left over; the make lab-down of its own checkout removes it"
     fi
   done < <(python3 terraform/labs/local/scripts/nslab.py owners)
-  return "$rc"
 }
 
 # The realiser of a local or VM lab ($1) on the plan $2: up, down or status ($3).
@@ -120,11 +141,13 @@ run_realiser() {
 }
 
 if [ "$action" = status ]; then
-  # The lab named, not up or down: its one line before any recipe, so that through make it is one line too (make's
-  # exit 2), not the line and make's "*** [...] Error 3". Up, the recipe probes it again and says so.
-  if [ -n "$check_only" ] && [ -n "$NAMED" ]; then
-    found=$(lab_status) || { rc=$?; printf '%s\n' "$found" >&2; exit "$rc"; }
-  elif [ -z "$check_only" ]; then
+  # The lab named, not up or down, or without LAB_NAME no lab of the checkout up: its one line before any recipe, so
+  # that through make it is one line too (make's exit 2), not the line and make's "*** [...] Error 3". Up, the
+  # recipe probes it again and says so.
+  if [ -n "$check_only" ]; then
+    if [ -n "$NAMED" ]; then found=$(lab_status); else found=$(lab_status --found-only); fi \
+      || { rc=$?; printf '%s\n' "$found" >&2; exit "$rc"; }
+  else
     lab_status
   fi
   exit

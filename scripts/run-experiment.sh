@@ -33,28 +33,14 @@ inventory="inventory/generated/$LAB_NAME/hosts.yml"
 [ -z "$named_lab" ] || [ -f "$inventory" ] \
   || refuse "LAB_NAME=$named_lab: lab $named_lab is not up (no $inventory): run 'make lab-up LAB_NAME=$named_lab'"
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
-if [ -n "$check_only" ]; then
-  # What the campaign refuses before it starts, asked of its own code: the spec and SCALE as it reads them, and the
-  # lab's inventory unless the generator is sim (as trexlab.plan.campaign.Campaign). Through make that is one line,
-  # not the campaign's and make's "*** [...] Error 2" after it; run without make, the campaign says it itself.
-  "$VENV/bin/python" - "experiments/$exp" "${SCALE:-}" "$inventory" <<'PY' || exit 2
-import sys
-
-from trexlab.spec.experiment import InvalidExperiment, load
-from trexlab.testbed.inventory import LabError, load_lab
-
-spec, scale, inventory = sys.argv[1:]
-try:
-    if load(spec).scaled(scale or None).generator != "sim":
-        load_lab(inventory)
-except (InvalidExperiment, LabError) as exc:
-    sys.exit(f"trexlab: error: {exc}")
-PY
-  exit 0
-fi
 args=(campaign "experiments/$exp" --results "$results" --ceilings "$ceilings")
 [ -n "${SCALE:-}" ] && args+=(--scale "$SCALE")
 # MEASURE_AGAIN=1 (make demo): a complete campaign of the spec is not resumed, a new one measures anew.
 [ -n "${MEASURE_AGAIN:-}" ] && args+=(--measure-again)
 args+=(--inventory "$inventory")
+# What the campaign refuses before it starts (the spec and SCALE, the lab's inventory unless its generator is sim, its
+# plan, the lab held by another run, a campaign directory begun otherwise), asked of the campaign itself with the
+# same arguments, touching no host and writing nothing (trexlab campaign --check). Through make that is one line, not
+# the campaign's and make's "*** [...] Error 2" after it; run without make, the campaign says it itself.
+[ -z "$check_only" ] || exec "$VENV/bin/trexlab" "${args[@]}" --check
 exec "$VENV/bin/trexlab" "${args[@]}"

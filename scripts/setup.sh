@@ -3,6 +3,32 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
+# --check-only: what setup refuses (a linked venv it would reinstall, a terraform too old), then stop: make runs it so
+# before any recipe, so that a refusal is one line (not the line and make's "*** [...] Error 1") and comes before
+# anything is installed; --check-values: nothing (make -n: setup reads no value).
+check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
+[ "$check_only" != --check-values ] || exit 0
+
+# The requirements' hash, kept in the venv once installed from them.
+stamp="$VENV/.requirements.sha256"
+want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+requirements_differ() { [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; }
+# A venv symlinked from another checkout (a git worktree sharing the main checkout's .venv) must not be
+# reinstalled from this one: its editable install would then import this checkout's trexlab everywhere else.
+if [ -L "$VENV" ] && requirements_differ; then
+  die "$VENV links to $(readlink -f "$VENV"), whose requirements differ from this checkout's: run make setup in the checkout it belongs to"
+fi
+# Terraform: the one on PATH (the registry may be unreachable; see make providers), its version read from its first
+# line ("Terraform v1.5.7"), which every version prints (-json came with 0.13); the least one the labs' modules require.
+tf_least=$(sed -n 's/^ *required_version = ">= \([0-9]*\.[0-9]*\)"$/\1/p' terraform/labs/local/versions.tf)
+[ -n "$tf_least" ] || die "terraform/labs/local/versions.tf: no line 'required_version = \">= <major>.<minor>\"'"
+if have terraform; then
+  tf_version=$(terraform version 2>/dev/null | sed -n '1s/^Terraform v\([0-9]*\.[0-9][0-9.]*\).*/\1/p')
+  [ -n "$tf_version" ] || die "terraform ($(command -v terraform)): its 'terraform version' names no version (Terraform vX.Y.Z): lab-up needs >= $tf_least; install one or take it off PATH"
+  [ "$(printf '%s\n' "$tf_least" "$tf_version" | sort -V | head -n 1)" = "$tf_least" ] \
+    || die "terraform $tf_version ($(command -v terraform)) is too old: lab-up needs >= $tf_least; install a newer one or take it off PATH"
+fi
+[ -z "$check_only" ] || exit 0
 
 # Debian packages the local lab and the tests use (only as root on Debian/Ubuntu).
 DEB_PACKAGES=(iproute2 pciutils net-tools nftables iptables openssh-server openssh-client tayga iperf3 nginx curl
@@ -34,12 +60,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV"
   python3 -m venv "$VENV"
 fi
-stamp="$VENV/.requirements.sha256"
-want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # A venv symlinked from another checkout (a git worktree sharing the main checkout's .venv) must not be
-  # reinstalled from this one: its editable install would then import this checkout's trexlab everywhere else.
-  [ ! -L "$VENV" ] || die "$VENV links to $(readlink -f "$VENV"), whose requirements differ from this checkout's: run make setup in the checkout it belongs to"
+if requirements_differ; then  # a linked venv was refused above
   say "installing Python requirements into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   # The ansible package is Ansible's bundle of collections: 15,000 of the venv's 23,000 Python files, of which
@@ -53,17 +74,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# Terraform: the one on PATH (the registry may be unreachable; see make providers).
-if have terraform; then
-  ver=$(terraform version -json 2>/dev/null | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["terraform_version"])')
-  "$VENV/bin/python" - "$ver" <<'PY' || die "terraform $ver is too old: need >= 1.6"
-import sys
-major, minor = (int(x) for x in sys.argv[1].split(".")[:2])
-sys.exit(0 if (major, minor) >= (1, 6) else 1)
-PY
-else
-  say "terraform not found on PATH: lab-up needs terraform >= 1.6"
-fi
+have terraform || say "terraform not found on PATH: lab-up needs terraform >= $tf_least"
 
 # Native software tester.
 if [ -f swtester/Makefile ]; then

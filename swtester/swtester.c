@@ -1570,8 +1570,8 @@ static void receive_frame(struct direction *d, const uint8_t *f, size_t len, siz
     uint64_t tx = 0;
     for (int b = 0; b < 8; b++) tx = tx << 8 | pl[4 + b];
     uint64_t delay = rx_ns > tx ? rx_ns - tx : 0;
-    /* RFC 8219: a frame later than the frame timeout is lost; a late tagged frame stays out of the histogram and
-     * counts among the lost or late tags (tags_sent - tags_received). */
+    /* A frame later than the frame timeout is lost (siitperf-pdv's rule; RFC 8219 sets no timeout); a late tagged
+     * frame stays out of the histogram and counts among the lost or late tags (tags_sent - tags_received). */
     if (c->timeout >= 0 && (double)delay > c->timeout * 1e9) { d->late++; return; }
     d->received++;
     if (c->latency_mode && (pl[14] & 2)) {

@@ -155,6 +155,8 @@ def test_the_dual_dut_notebook_compares_with_the_single_dut_campaign(tmp_path):
     dual = sim_campaign(tmp_path, "siit-dual-dut", {"traffic.destination_networks": [1, 2]}, capacity=200000)
     text = render(dual).read_text()
     assert "NAT64_median" in text and "ratio dual / NAT64" in text and "Traceback" not in text
+    # As the latency report shows it (styled_setups): a lower bound is marked on its median and ratio, no True/False.
+    assert "median_lower_bound" not in text
     assert "No campaign of <code>siit-single-dut-nat46</code>" in text, "the missing half of Fig. 11 is named"
     # The single-DUT figures printed beside come with their method, as the dual-DUT ones do.
     assert "The single-DUT campaigns beside it" in text and Path(single).name in text
@@ -368,3 +370,57 @@ def test_the_dual_dut_latency_report_sets_figs_12_and_13_beside_the_throughput_t
     ratios = [float(r) for r in re.findall(r">(0\.\d{3})<", section("Offered load: each point"))]
     assert len(ratios) == 4 and all(math.isclose(r, 0.5, abs_tol=0.05) for r in ratios[0::2]), ratios
     assert all(math.isclose(r, 2 / 3, abs_tol=0.05) for r in ratios[1::2]), ratios
+
+
+def test_the_cli_summary_writes_the_figure_the_report_writes():
+    """The CLI's and a campaign's summary table wrote every statistic to 6 significant digits: a 10GbE line rate of
+    14,880,952 frames/s read '1.4881e+07' (14,881,000), its median 14,880,951.5 as well, where the report writes
+    '14,880,952' and '14,880,951': two figures for one result. Counts (frames/s, bit/s, bytes) are whole in both, and
+    the adaptive rule's interval, in the method line, no longer rounds its width away."""
+    from trexlab.plan.adaptive import rule_text
+    from trexlab.plan.repetition import summary_lines
+    from trexlab.results.stats import summarize
+
+    values = [14880951.0, 14880952.0, 14880950.0, 14880953.0]
+    summary = summarize(values)
+    [row] = [line for line in summary_lines({"throughput_fps": summary}) if line.startswith("throughput_fps")]
+    report = analysis.styled(pd.DataFrame([{"experiment": "e", **summary}]), "throughput_fps").data.iloc[0]
+    assert row.split()[4:7] == [report["median"], report["min"], report["max"]] == ["14,880,952", "14,880,950",
+                                                                                    "14,880,953"], row
+    rule = {"min": 5, "max": 50, "median_ci_percent": 1, "confidence": 0.95, "reached": 6, "stopped": "maximum "
+            "reached", "intervals": {"throughput_fps": {"median": 14880951.5, "low": 14880000.0, "high": 14881500.0,
+                                                        "ranks": [1, 6], "confidence": 0.969, "width_percent": 0.01}}}
+    assert "median 14,880,952, CI 14,880,000..14,881,500" in rule_text(rule), rule_text(rule)
+    # A delay keeps its digits, in its own unit (s): the CLI's table is in the figures' units.
+    [row] = [line for line in summary_lines({"forward_typical_s": summarize([2.4e-6])}) if "forward" in line]
+    assert row.split()[4] == "2.4e-06"
+
+
+def test_a_ratio_of_a_lower_bound_median_is_marked_as_the_bound_it_is():
+    """A dual-DUT median that a tester-bound repetition may hold down is a lower bound (marked ≥), and so is its
+    ratio to an exact single-DUT median; over a lower-bound single-DUT median the ratio is an upper bound; over two
+    lower bounds it is neither. The ratio was printed as a plain number beside the marked medians."""
+    def runs(values, bound):
+        return runs_frame({1: values}).assign(**{"result.tester_bound_reasons": [["stretched trials"] if bound
+                                                                                 else [] for _ in values]})
+
+    exact, bound = runs([100.0, 100.0, 100.0], False), runs([100.0, 100.0, 100.0], True)
+    half, half_bound = runs([50.0, 50.0, 50.0], False), runs([50.0, 50.0, 50.0], True)
+    cells = []
+    for single, dual in ((exact, half_bound), (bound, half), (bound, half_bound), (exact, half)):
+        table = analysis.setups_beside({"NAT64": single}, dual, "throughput_fps", by="destination_networks")
+        cells.append(analysis.styled_setups(table, "throughput_fps").data["ratio dual / NAT64"].iloc[0])
+    assert cells == [html.escape("≥ 0.500"), html.escape("≤ 0.500"), "- (both medians lower bounds)", "0.500"], cells
+
+
+def test_the_paper_table_and_the_setups_table_say_how_many_repetitions_each_figure_rests_on():
+    """Lencse 2021's layout (median, min, max, disp.) and Figs. 11-13's table gave no count: with adaptive
+    repetitions (repetitions.until) each point stops at its own, and a reader could not tell 5 from 50."""
+    runs = runs_frame({1: [100.0, 110.0, 90.0, 95.0, 105.0], 16: [80.0, 82.0, 81.0]})
+    table = analysis.paper_table(analysis.summarize_points(runs, "throughput_fps"), "destination_networks")
+    assert list(table.loc["repetitions"]) == [5, 3] and list(table.index)[:5] == [
+        "median", "min", "max", "disp. (%)", "repetitions"]
+    setups = analysis.setups_beside({"NAT64": runs}, runs_frame({1: [50.0] * 6, 16: [40.0] * 7}), "throughput_fps",
+                                    by="destination_networks")
+    shown = analysis.styled_setups(setups, "throughput_fps").data
+    assert list(shown["NAT64_count"]) == ["5", "3"] and list(shown["dual_count"]) == ["6", "7"]

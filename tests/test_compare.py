@@ -163,3 +163,69 @@ def test_latency_campaigns_compared_against_other_tester_floors_are_compared(tmp
 
     table = compare_campaigns(latency(tmp_path / "a", None), latency(tmp_path / "b", 1e-6))
     assert "forward_typical_s" in set(table["figure"])
+
+
+def _throughputs(values, **columns) -> pd.DataFrame:
+    """Repetitions of a throughput point as load_campaigns reads them: None for a search without a figure."""
+    return pd.DataFrame([{"experiment": "e", "repetition": i + 1, "throughput_fps": v,
+                          **{k: c[i] for k, c in columns.items()}} for i, v in enumerate(values)])
+
+
+def test_repetitions_below_min_rate_left_out_never_decide_against_their_own_side():
+    """A's 10 searches that ended below min_rate lie below every figure: left out, A's 10 figures at 1000 fps make
+    B's 900 look lower, although A's median ('< 550') is below B's. The verdict the left-out repetitions could undo is
+    withheld; the one they cannot (B higher than A's figures, so higher than A's all) stands."""
+    below = [100.0] * 10 + [None] * 10
+    a = _throughputs([None] * 10 + [1000.0] * 10, **{"result.headline_below.throughput_fps": below})
+    row = _compare_point(a, _throughputs([900.0] * 20), "throughput_fps", 0.95)
+    assert row["a_median"] == "< 550" and row["ci_high"] < 0, "the figures alone exclude 0"
+    assert row["verdict"] == "undecided", row
+    assert "verdict lower withheld: A's 10 left out below min_rate lie below every figure" in row["notes"]
+    # B above A's figures is above A's censored repetitions too.
+    row = _compare_point(a, _throughputs([1100.0] * 20), "throughput_fps", 0.95)
+    assert row["verdict"] == "higher"
+    # B's own censored repetitions could make B lower than its figures: B higher is withheld, B lower stands.
+    b = _throughputs([None] * 2 + [1100.0] * 18, **{"result.headline_below.throughput_fps": [100.0] * 2 + [None] * 18})
+    assert _compare_point(_throughputs([1000.0] * 20), b, "throughput_fps", 0.95)["verdict"] == "undecided"
+    b = b.assign(throughput_fps=[None] * 2 + [900.0] * 18)
+    assert _compare_point(_throughputs([1000.0] * 20), b, "throughput_fps", 0.95)["verdict"] == "lower"
+
+
+def test_lower_bounds_never_decide_against_their_own_side():
+    """A tester-bound rate (or one whose search met no failing load) is a lower bound of the DUT's: B's tester-bound
+    900 fps against A's 1000 says nothing of B's DUT being lower; A's lower bounds nothing of B's being higher."""
+    free = _throughputs([1000.0] * 20)
+    bound = {"result.tester_bound_reasons": [["stretched trials"]] * 20}
+    row = _compare_point(free, _throughputs([900.0] * 20, **bound), "throughput_fps", 0.95)
+    assert row["ci_high"] < 0 and row["verdict"] == "undecided", row
+    assert "verdict lower withheld: B's 20 lower bound(s) may be higher" in row["notes"]
+    assert _compare_point(free, _throughputs([1100.0] * 20, **bound), "throughput_fps", 0.95)["verdict"] == "higher"
+    capped = {"result.headline_at_least.throughput_fps": [900.0] * 20}
+    assert _compare_point(_throughputs([900.0] * 20, **capped), _throughputs([1000.0] * 20), "throughput_fps",
+                          0.95)["verdict"] == "undecided"
+    # A delay is no lower bound: its tester-bound repetitions leave the verdict as it is.
+    delays = pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_typical_s": 2e-5,
+                            "result.tester_bound_reasons": ["stretched trials"]} for i in range(20)])
+    faster = delays.assign(forward_typical_s=1e-5)
+    assert _compare_point(delays, faster, "forward_typical_s", 0.95)["verdict"] == "lower"
+
+
+def test_the_report_writes_each_figure_as_every_table_does():
+    """compare.styled wrote every figure but frames/s to 3 decimals in its display unit: a 2.4 us latency read
+    '0.002' ms beside a 2.5 us one, also '0.002', and a TCP rate '105,923,456.700' bit/s. It writes each as the
+    campaign report does (analysis.figure_format)."""
+    from trexlab.results import analysis
+    from trexlab.results.compare import styled
+
+    delays = _compare_point(pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_typical_s": 2.4e-6}
+                                          for i in range(5)]),
+                            pd.DataFrame([{"experiment": "e", "repetition": i + 1, "forward_typical_s": 2.5e-6}
+                                          for i in range(5)]), "forward_typical_s", 0.95)
+    rates = _compare_point(pd.DataFrame([{"experiment": "e", "repetition": 1, "tcp_throughput_bps": 105923456.7}]),
+                           pd.DataFrame([{"experiment": "e", "repetition": 1, "tcp_throughput_bps": 105923457.2}]),
+                           "tcp_throughput_bps", 0.95)
+    table = pd.DataFrame([{"figure": "forward_typical_s", **delays}, {"figure": "tcp_throughput_bps", **rates}])
+    shown = styled(table).data
+    assert list(shown["A median"]) == [analysis.shown(2.4e-6, analysis.figure_format("forward_typical_s"), 1e3),
+                                       analysis.shown(105923456.7, analysis.figure_format("tcp_throughput_bps"))]
+    assert list(shown["A median"]) == ["0.002400", "105,923,457"] and shown["B median"][0] == "0.002500"

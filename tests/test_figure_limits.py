@@ -178,7 +178,7 @@ def test_a_campaign_whose_repetitions_stretch_shows_it_in_the_cli_summary_json_a
     assert summaries[50]["method"]["stopping_rule"] == "0.5 % of the rate found"
 
     text = "\n".join(lines)
-    assert re.search(r"throughput_fps\s+3\s+0\s+3\s+>= 29\d{4}", text), text
+    assert re.search(r"throughput_fps\s+3\s+0\s+3\s+>= 29\d,\d{3}", text), text
     assert re.search(r"throughput_fps\s+0\s+3\s+0\s+< 100", text), text
     assert "LOWER BOUND" in text and "resolution 0.5 % of the rate found; trial duration 1 s" in text
 
@@ -202,7 +202,7 @@ def test_the_cli_summary_prints_the_method_beside_the_figure_and_marks_a_lower_b
                      "--ceilings", str(tmp_path / "none.json")])
     out = capsys.readouterr().out
     assert code == 0
-    assert re.search(r"throughput_fps\s+2\s+0\s+2\s+>= 29\d{4}", out), out
+    assert re.search(r"throughput_fps\s+2\s+0\s+2\s+>= 29\d,\d{3}", out), out
     assert "loss tolerance 0.01 %; resolution 0.5 % of the rate found; trial duration 2 s" in out
     assert "tester-bound: stretched trials: rep 1-2" in out
 

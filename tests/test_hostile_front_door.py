@@ -1,5 +1,6 @@
 """Hostile values at the front door (make variables, scripts/ arguments): each is refused with exit code 2 and
-one line on stderr naming the variable, runs nothing it carries, and leaves the machine as it was.
+one line on stderr naming the variable, runs nothing it carries, and leaves what it could change as it was (the
+checkout, and the labs it names: call_state).
 
 No lab is needed: every refusal happens before anything is provisioned, configured or run.
 """
@@ -10,11 +11,23 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
+from trexlab.plan.runplan import default_campaign_id
+from trexlab.rolevalues import LAB_NAME, STATE_ROOT
+from trexlab.spec.experiment import load
+from trexlab.testbed.lock import LabLock
+
+from labtools import static_inventory
+
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "terraform" / "labs" / "local" / "scripts"))
+import nslab  # noqa: E402  (the local lab's realiser, its record of each lab's owner: standard library only)
+
 # The variables the front door reads; the tests set them explicitly, whatever the calling shell has.
 FRONT_DOOR_VARIABLES = ("EXP", "SCALE", "LAB", "LAB_NAME", "TOPOLOGY", "NETWORKS", "RESULTS", "CAMPAIGN", "TFVARS",
                         "CEILINGS", "MEASURE_AGAIN", "DEMO_EXP", "DEMO_LAB_NAME")
@@ -174,18 +187,37 @@ def checkout_state(root: Path = REPO) -> str:
                ":!.cache", ":!swtester", ":!terraform/providers", ":(exclude,glob)**/__pycache__/**", cwd=root)
 
 
-def machine_state() -> dict:
-    """What a refused input must leave unchanged: namespaces, the ruleset, the roles' state, the checkout."""
-    state_root = Path("/var/lib/trexlab")
-    return {
-        "netns": out("ip", "netns", "list"),
-        "nft": out("nft", "list", "ruleset") if os.geteuid() == 0 else "",
-        # The labs whose state is kept there (their contents change under a concurrent lab's own runs).
-        "var_lib_trexlab": sorted(p.name for p in state_root.iterdir()) if state_root.exists() else [],
-        # The one host-wide setting a lab changes (nslab.py raises it while a lab is up).
-        "netdev_max_backlog": Path("/proc/sys/net/core/netdev_max_backlog").read_text(),
-        "checkout": checkout_state(),
-    }
+def tree(root: Path) -> list[str]:
+    """Every path below root (none when it does not exist), the links not followed."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+def lab_names(*names: str | None) -> list[str]:
+    """The labs a call could make or change: those it names (LAB_NAME, DEMO_LAB_NAME; else LAB, whose name is the
+    default one) and the default lab, local; a name the lab name's rule refuses can name no lab."""
+    return sorted({n for n in (*names, "local") if n is not None and LAB_NAME.fullmatch(n)})
+
+
+def call_state(labs: list[str]) -> dict:
+    """What a refused call in this checkout must leave unchanged: the checkout, and of each lab it could make or
+    change (lab_names) this checkout's state directory and, when that lab is this checkout's (the owner nslab.py
+    records at lab-up), its namespaces, its processes and the roles' state on this host. Nothing else: the host's
+    namespaces, ruleset and receive backlog change whenever another checkout's lab goes up or down, and such a lab
+    is not the call's doing (nslab.py refuses a lab-up of a name that is up for another state directory)."""
+    state = {"checkout": checkout_state()}
+    for lab in labs:
+        state_dir = REPO / ".cache" / "labs" / lab
+        ours = nslab.recorded_owner(lab) == os.path.realpath(state_dir)
+        state[lab] = {
+            "state_dir": tree(state_dir),
+            "owner": ours,
+            "namespaces": [n for n in out("ip", "netns", "list").split() if n.startswith(f"tl-{lab}-")] if ours else [],
+            # Its "/" as [/]: the pattern is then in no command line it matches (another worker's pgrep of it).
+            "processes": out("pgrep", "-f", "".join(f"[{c}]" if c in "./+*?()[]{}|^$" else c
+                                                    for c in f"{state_dir}/")).split(),
+            "roles_state": tree(Path(STATE_ROOT) / lab) if ours else [],
+        }
+    return state
 
 
 def front_door_env(extra: dict) -> dict:
@@ -193,34 +225,36 @@ def front_door_env(extra: dict) -> dict:
     return {**env, "VENV": str(REPO / ".venv"), **extra}
 
 
-def assert_refused(result: subprocess.CompletedProcess, variable: str, mark: Path, before: dict) -> None:
+def assert_refused(result: subprocess.CompletedProcess, variable: str, mark: Path, before: dict, after: dict) -> None:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{variable}=" in lines[0], result.stderr
     assert "Traceback" not in result.stderr
     assert not mark.exists(), f"the injected command ran: {mark} exists"
-    assert machine_state() == before
+    assert after == before
 
 
 @pytest.mark.parametrize(("goal", "variable", "value"), MAKE_INPUTS,
                          ids=[f"{g}-{v}-{i}" for i, (g, v, _) in enumerate(MAKE_INPUTS)])
 def test_make_refuses_a_hostile_variable(tmp_path, goal, variable, value):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(value if variable in ("LAB_NAME", "DEMO_LAB_NAME") else None, "demo" if goal == "demo" else None)
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", goal, f"{variable}={value.format(mark=mark)}"],
                             capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 @pytest.mark.parametrize(("goal", "variables", "variable"), MAKE_FOUND_INPUTS,
                          ids=[f"{g}-{v}" for g, _, v in MAKE_FOUND_INPUTS])
 def test_make_refuses_what_the_script_finds_in_one_line(tmp_path, goal, variables, variable):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(variables.get("LAB_NAME", variables.get("LAB")))
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", goal,
                              *(f"{k}={v.format(mark=mark)}" for k, v in variables.items())],
                             capture_output=True, text=True, cwd=REPO, env=front_door_env({}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 def test_make_n_checks_the_values_not_what_is_up():
@@ -259,22 +293,25 @@ def test_make_refuses_what_the_machine_lacks_in_one_line(tmp_path, argv, lacks, 
         env["VENV"] = str(tmp_path / "no-venv")
     tfvars = tmp_path / "machines.tfvars"
     tfvars.write_text("")
-    before = machine_state()
+    variables = dict(a.split("=", 1) for a in argv if "=" in a)
+    labs = lab_names(variables.get("LAB_NAME", variables.get("LAB")), "demo" if argv[0] == "demo" else None)
+    before = call_state(labs)
     result = subprocess.run(["make", "--no-print-directory", *(a.format(tfvars=tfvars) for a in argv)],
                             capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
-    assert machine_state() == before
+    assert call_state(labs) == before
 
 
 @pytest.mark.parametrize(("argv", "env", "variable"), SCRIPT_INPUTS,
                          ids=[f"{Path(a[0]).stem}-{i}" for i, (a, _, _) in enumerate(SCRIPT_INPUTS)])
 def test_script_refuses_a_hostile_value(tmp_path, argv, env, variable):
     mark = tmp_path / "injected"
-    before = machine_state()
+    labs = lab_names(env.get("LAB_NAME", env.get("LAB")))
+    before = call_state(labs)
     result = subprocess.run([a.format(mark=mark) for a in argv], capture_output=True, text=True, cwd=REPO,
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, call_state(labs))
 
 
 @pytest.mark.parametrize(("env", "variable"), DEMO_INPUTS, ids=[v for _, v in DEMO_INPUTS])
@@ -294,10 +331,10 @@ def test_demo_refuses_its_variables_before_its_first_step(tmp_path, env, variabl
         (root / "scripts" / name).chmod(0o755)
     (root / "experiments").symlink_to(REPO / "experiments")
     mark = tmp_path / "injected"
-    before = machine_state()
+    before = tree(root)  # its steps stand in for the checkout's: what it could write is in its copy
     result = subprocess.run([str(root / "scripts" / "demo.sh")], capture_output=True, text=True, cwd=root,
                             env=front_door_env({k: v.format(mark=mark) for k, v in env.items()}), timeout=60)
-    assert_refused(result, variable, mark, before)
+    assert_refused(result, variable, mark, before, tree(root))
     assert not step.exists(), "a step of make demo ran before the refusal"
 
 
@@ -477,3 +514,128 @@ def test_make_run_refuses_what_its_campaign_would_in_one_line(tmp_path):
                          text=True, env=front_door_env({}), timeout=60)
     assert (sim.returncode, sim.stdout, sim.stderr) == (0, "", ""), sim
     assert not (root / "results").exists() and not (root / "inventory").exists()
+
+
+def test_lab_status_without_lab_name_when_no_lab_of_the_checkout_is_up_is_not_zero(tmp_path):
+    """make lab-status without LAB_NAME said "no lab in this checkout" and exited 0, as when every lab is up: a script
+    around it could not tell. Now it exits 3, as for a lab named that is not up (through make: one line before any
+    recipe, make's 2), its line naming the make lab-up that brings one up; labs whose lab-up failed before Terraform
+    ran are named with theirs. A lab in its Terraform state (a bare-metal one, not probed: up for lab-status) is
+    listed with the others, 0."""
+    root = front_door_copy(tmp_path / "checkout")
+    labs = root / ".cache" / "labs"
+    empty = "no lab of this checkout is up (.cache/labs/ is empty): make lab-up brings up lab local"
+    none = "no lab of this checkout is up (none in .cache/labs/ has a Terraform state): make lab-up brings up lab local"
+    kind2 = "lab kind2: not up (no Terraform state): make lab-up LAB=vm LAB_NAME=kind2 brings it up"
+
+    def status() -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+        script = subprocess.run([str(root / "scripts" / "lab.sh"), "status"], capture_output=True, text=True,
+                                env=front_door_env({}), timeout=60)
+        made = subprocess.run(["make", "--no-print-directory", "lab-status"], capture_output=True, text=True,
+                              cwd=root, env=front_door_env({}), timeout=60)
+        return script, made
+
+    for lines in ([empty], [none, kind2]):
+        if len(lines) > 1:  # a lab-up that failed before Terraform ran
+            (labs / "kind2").mkdir(parents=True)
+            (labs / "kind2" / "kind").write_text("vm\n")
+        script, made = status()
+        # Another checkout's labs up on this host follow, one line each.
+        assert script.returncode == 3 and script.stdout.splitlines()[:len(lines)] == lines, script
+        output = (made.stdout + made.stderr).strip().splitlines()
+        assert made.returncode == 2 and len(output) == 1 and "; ".join(lines) in output[0], (made.returncode, output)
+    (labs / "metal1").mkdir()
+    (labs / "metal1" / "kind").write_text("static\n")
+    (labs / "metal1" / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    (labs / "metal1" / "lab.tfvars").write_text('topology = "dual"\n')
+    script, made = status()
+    listed = [kind2, f"lab metal1 (static, dual, {labs / 'metal1'}): in its Terraform state (bare-metal machines are "
+                     "not probed here)"]
+    assert script.returncode == 0 and script.stdout.splitlines()[:2] == listed, script
+    assert made.returncode == 0 and made.stdout.splitlines()[:2] == listed, made
+
+
+@pytest.mark.parametrize("refused", ["linked-venv", "terraform-too-old", "terraform-unknown-version"])
+def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, refused):
+    """make setup's refusals (a venv linked from another checkout whose requirements differ, which it would reinstall
+    from this one; a terraform older than the labs' modules require) were two lines through make, the script's and
+    make's "*** [Makefile:NN: setup] Error 1", and came after Debian's packages were installed (the terraform one after
+    the venv too). Now they are setup's --check-only, before any recipe: one line, nothing installed. Run from a copy
+    of the front door, with a venv of the test's own and stand-ins for terraform, dpkg-query (every package installed)
+    and id (not root: no apt-get), so that a check that lets it through installs nothing either."""
+    root = front_door_copy(tmp_path / "checkout")
+    shutil.copy2(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
+    for name in ("requirements.txt", "pyproject.toml"):
+        shutil.copy2(REPO / name, root / name)
+    (root / "terraform" / "labs" / "local" / "versions.tf").symlink_to(REPO / "terraform" / "labs" / "local" /
+                                                                     "versions.tf")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(shutil.which("python3"))
+    want = subprocess.run("sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1", shell=True,
+                          cwd=root, capture_output=True, text=True, check=True).stdout
+    (venv / ".requirements.sha256").write_text("another checkout's\n" if refused == "linked-venv" else want)
+    linked = tmp_path / "linked-venv"
+    linked.symlink_to(venv)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    version = {"terraform-too-old": "1.5.7", "terraform-unknown-version": "(unknown)"}.get(refused, "1.10.0")
+    stand_ins = {"terraform": f"""if [ "$2" = -json ]; then echo '{{"terraform_version": "{version}"}}'; """
+                              f"else echo 'Terraform v{version}'; fi",
+                 "dpkg-query": "printf 'install ok installed'", "id": "echo 1000"}
+    for name, body in stand_ins.items():
+        (fake / name).write_text(f"#!/bin/sh\n{body}\n")
+        (fake / name).chmod(0o755)
+    env = front_door_env({"VENV": str(linked), "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    said = {"linked-venv": f"{linked} links to {venv}, whose requirements differ from this checkout's: run make setup "
+                           "in the checkout it belongs to",
+            "terraform-too-old": f"terraform 1.5.7 ({fake / 'terraform'}) is too old: lab-up needs >= 1.6",
+            "terraform-unknown-version": "its 'terraform version' names no version"}[refused]
+    files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "experiments" not in p.parts)
+    result = subprocess.run(["make", "--no-print-directory", "setup"], capture_output=True, text=True, cwd=root,
+                            env=env, timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "experiments" not in p.parts) == files
+    if refused == "linked-venv":  # the same requirements: the checkout's own worktree venv, not refused
+        (venv / ".requirements.sha256").write_text(want)
+        check = subprocess.run([str(root / "scripts" / "setup.sh"), "--check-only"], capture_output=True, text=True,
+                               env=env, timeout=60)
+        assert (check.returncode, check.stdout, check.stderr) == (0, "", ""), check
+
+
+def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
+    """make run on a lab another run holds (trexlab.testbed.lock): the campaign planned its points, then refused at
+    its LabLock in the recipe, its line and make's "*** [Makefile:NN: run] Error 2". Asked before any recipe now
+    (trexlab campaign --check: LabLock.check_free reads the kernel's flocks, never tries the lock), it is one line,
+    and nothing is written; the lock let go, the same make run passes that check (a static lab's inventory, reached
+    nowhere: --check touches no host)."""
+    root = front_door_copy(tmp_path / "checkout")
+    (root / "experiments" / "lockchk").mkdir()
+    (root / "experiments" / "lockchk" / "experiment.yml").write_text(
+        "name: lockchk\ndescription: a lab held by another run\ngenerator: software\n"
+        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
+        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+    inventory = root / "inventory" / "generated" / "held1" / "hosts.yml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text(static_inventory("held1"))
+    lab = types.SimpleNamespace(name="held1", inventory=inventory)
+    argv = ["make", "--no-print-directory", "run", "EXP=lockchk", "LAB_NAME=held1"]
+    files = tree(root)
+    with LabLock(lab, "campaign lockchk/c-other"):  # its own lab.lock and lab.procs.json, which it removes
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=root, env=front_door_env({}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    said = f"lab held1 is in use by campaign lockchk/c-other (PID {os.getpid()}): one run per lab at a time"
+    assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    assert [f for f in tree(root) if not f.endswith("/lab.lock")] == files
+    free = subprocess.run([str(root / "scripts" / "run-experiment.sh"), "--check-only", "lockchk"], capture_output=True,
+                          text=True, env=front_door_env({"LAB_NAME": "held1"}), timeout=60)
+    assert (free.returncode, free.stdout, free.stderr) == (0, "", ""), free
+    # A refusal of the campaign's run() besides the lock's, asked the same way: its directory begun with another spec.
+    begun = root / "results" / "lockchk" / default_campaign_id(load(root / "experiments" / "lockchk"))
+    begun.mkdir(parents=True)
+    (begun / "campaign.json").write_text(json.dumps({"spec": {"name": "lockchk", "repetitions": 2}}))
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=root, env=front_door_env({}), timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and f"campaign {begun.relative_to(root)} was begun with " \
+        "another spec" in output[0], (result.returncode, output)

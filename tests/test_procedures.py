@@ -93,7 +93,8 @@ def test_mlrsearch_ndr_below_minimum_while_pdr_is_found():
     goals = {g["name"]: g for g in result.to_dict()["goals"]}
     assert goals["NDR"]["below_minimum_load"] and goals["NDR"]["conditional_throughput"] is None
     assert goals["PDR"]["conditional_throughput"] == pytest.approx(500_000, rel=0.02)
-    assert any("below minimum load" in n for n in result.notes)
+    assert any("below minimum load" in n for n in goals["NDR"]["notes"]) and not any(
+        "below minimum load" in n for n in goals["PDR"]["notes"] + result.notes), "NDR's own notes say so, none else"
 
 
 def test_mlrsearch_rfc2544_goal_is_expressible_and_agrees_with_binary_search():
@@ -124,6 +125,52 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
 
     assert "offered loads from 1e+06 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
         method_line(method_of(result.to_dict())))
+
+
+def test_frame_loss_rate_gives_each_load_in_percent_of_the_media_maximum_and_a_lower_first_load_is_a_deviation():
+    # RFC 2544 section 26.3: the first trial SHOULD run at 100 % of the maximum rate for the frame size on the input
+    # media, and the X axis of its graph MUST be the input rate as a percent of that theoretical rate (Lencse et al.
+    # 2021 and 2024 likewise: "starting from the (theoretical) maximum frame rate for the media"). A run from a given
+    # max_rate started below it, and neither the points nor the deviations said by how much.
+    from trexlab.media import max_frame_rate, media_speed
+    from trexlab.plan.repetition import method_line, method_of
+
+    medium = max_frame_rate(media_speed("1g"), max(TRAFFIC.frame_size))
+    full = flr.run(RunContext(sim(capacity=0.45 * medium), TRAFFIC), flr.Params(media="1g", trial_duration=10))
+    percents = [p["offered_load_percent"] for p in full.points]
+    assert percents == pytest.approx([100, 90, 80, 70, 60, 50, 40, 30]), "down to two lossless trials below 45 %"
+    assert not any("first offered load" in d for d in full.to_dict()["deviations"])
+    given = flr.run(RunContext(sim(capacity=0.45 * medium), TRAFFIC),
+                    flr.Params(max_rate=medium / 2, media="1g", trial_duration=10)).to_dict()
+    assert [p["offered_load_percent"] for p in given["points"]] == pytest.approx([50, 45, 40, 35])
+    [first] = [d for d in given["deviations"] if "first offered load" in d]
+    assert f"{medium / 2:g} fps: 50 % of the 1g medium's maximum for {max(TRAFFIC.frame_size)}-byte frames" in first
+    assert "RFC 2544 section 26.3" in first and "," not in first, "the method line lists deviations comma-separated"
+    assert first in method_line(method_of(given))
+
+
+def test_frame_loss_rate_gives_each_directions_loss_beside_the_total():
+    # A SIIT DUT translates one way faster than the other: a bidirectional point losing 40 % of one direction and
+    # none of the other read 20 % (the loss over both, as siitperf's script sums their received frames), and no
+    # figure said which direction lost. Each point now gives each direction's loss too, as latency and PDV do.
+    class OneWayLoss:
+        """The sim, its reverse direction forwarding every frame."""
+
+        def __init__(self):
+            self.sim = sim(capacity=600_000)
+
+        def __getattr__(self, name):
+            return getattr(self.sim, name)
+
+        def run_trial(self, spec):
+            result = self.sim.run_trial(spec)
+            reverse = result.directions["reverse"]
+            whole = dataclasses.replace(reverse, frames_received=reverse.frames_intended)
+            return dataclasses.replace(result, directions={**result.directions, "reverse": whole})
+
+    first = flr.run(RunContext(OneWayLoss(), TRAFFIC), flr.Params(max_rate=1e6, trial_duration=1)).points[0]
+    assert first["directions"] == pytest.approx({"forward": 40.0, "reverse": 0.0})
+    assert first["frame_loss_rate_percent"] == pytest.approx(20.0)
 
 
 def test_pdv_is_the_999th_percentile_minus_the_minimum():
@@ -357,7 +404,7 @@ def test_a_search_that_met_no_failing_load_reports_a_lower_bound():
     figures = summarize_headlines([result, result])
     assert figures["throughput_fps"]["median_lower_bound"]
     lines = summary_lines(figures)
-    assert ">= 500000" in lines[2]
+    assert ">= 500,000" in lines[2]
     assert "no failing load up to max_rate (the figure is a lower bound): rep 1-2" in "\n".join(lines)
     row = {"experiment": "x", "throughput_fps": 5e5, "result.headline_at_least.throughput_fps": 5e5, "repetition": 1}
     runs = pd.DataFrame([row, {**row, "repetition": 2}])

@@ -96,7 +96,7 @@ def test_throughput_far_below_the_ceiling_does_not_warn(selftest_run, capsys):
 def test_mlrsearch_near_the_ceiling_warns(selftest_run, capsys):
     result, _, _ = run_cli(selftest_run, capsys, "mlrsearch", *sim_args(780_000), "--max-rate", "1e6")
     assert all(g["conditional_throughput"] > 720_000 for g in result["goals"])
-    assert sum(near_ceiling([n]) for n in result["notes"]) == 2, "NDR and PDR both near the ceiling"
+    assert [near_ceiling(g["notes"]) for g in result["goals"]] == [True, True], "NDR and PDR both near the ceiling"
 
 
 @pytest.mark.parametrize(("procedure", "args"), [

@@ -11,7 +11,7 @@ from trexlab.plan.repetition import summarize_headlines
 from trexlab.procedures import latency, pdv
 from trexlab.procedures.common import RunContext
 from trexlab.results import analysis, store
-from trexlab.trial import Latency, TrialSpec
+from trexlab.trial import Latency, TrialSpec, format_seconds
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
 
@@ -138,3 +138,37 @@ def test_pdv_when_every_frame_is_lost_is_among_lost_frames_not_missing():
         summary = summarize_headlines(results)["forward_pdv_s"]
         assert summary["missing"] == 0 and summary["median"] == math.inf
         assert analysis.shown(summary["median"], "{:.3f}") == analysis.LOST_TEXT
+
+
+@pytest.mark.parametrize("spread", [10e-6, 1e-6])
+def test_pdv_behind_a_long_constant_delay_says_the_histogram_bucket_bounds_it(spread):
+    # A DUT (netem) holding every frame 100 ms, plus Exp(spread) of its own: PDV = spread * ln(1000) (69 us, 6.9 us).
+    # The delays' histogram keeps 3 significant digits: at 100 ms a bucket is tens of microseconds wide, and PDV is
+    # the difference of two buckets' lower bounds (one of 65.5 us or 0 here), whatever the true spread. Without a note
+    # the result showed that figure as measured to the nanosecond (the sim's unit): no note said it was coarse.
+    generator = sim(latency_base=0.1, latency_spread=spread, seed=3)
+    result = pdv.run(RunContext(generator, ONE_WAY), pdv.Params(rate=10_000, trial_duration=10)).to_dict()
+    forward = result["directions"]["forward"]
+    histogram = Latency.empty_histogram()
+    at = round(forward["p99_9"] / 1e-9)
+    width = (histogram.get_highest_equivalent_value(at) - histogram.get_lowest_equivalent_value(at) + 1) * 1e-9
+    assert width > 10 * 1e-9 and forward["pdv"] < 10 * width, "the case: PDV within a few buckets, not units"
+    assert any(n.startswith("forward: PDV") and format_seconds(width) in n for n in result["notes"]), result["notes"]
+    # Without the long delay the bucket at the 99.9th percentile is tens of nanoseconds: no note.
+    near = pdv.run(RunContext(sim(latency_base=10e-6, latency_spread=spread, seed=3), ONE_WAY),
+                   pdv.Params(rate=10_000, trial_duration=10)).to_dict()
+    assert not any(n.startswith("forward: PDV") for n in near["notes"]), near["notes"]
+
+
+def test_a_worst_case_latency_of_fewer_than_1000_tags_says_it_is_the_largest_delay():
+    # Nearest rank ceil(0.999 n) (siitperf's too) is n itself below 1000 tags: RFC 8219's minimum of 500 makes the
+    # worst-case latency the single largest delay, a rare timestamping error of the tester's included (Lencse et al.
+    # 2021, section III: tag more frames so that the 99.9th percentile leaves such rare errors out). Say so.
+    def notes(tags):
+        params = latency.Params(rate=10_000, tagged_frames=tags)
+        return [n for n in latency.run(RunContext(sim(seed=3), ONE_WAY), params).notes if "largest" in n]
+
+    [note] = notes(500)
+    assert note.startswith("forward: of 500 tagged frames the worst-case latency (99.9th percentile")
+    assert "rank 500 of 500: the largest delay" in note
+    assert notes(1000) == [], "of 1000 the 99.9th percentile is the 999th delay: the largest one is left out"

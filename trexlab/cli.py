@@ -280,6 +280,11 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the experiment and print its points, repetitions and an estimate of the lab "
                              "time (worst case and expected); touches no host")
+    parser.add_argument("--check", action="store_true",
+                        help="what the campaign refuses before it starts (its plan, the lab held by another run, a "
+                             "campaign directory begun otherwise, the ceilings file), asked without touching a host or "
+                             "writing: nothing printed and exit 0, or its refusal and exit 2 (make run, before its "
+                             "recipe)")
     add_ceilings_flag(parser)
 
 
@@ -293,7 +298,11 @@ def campaign_command(args: argparse.Namespace) -> int:
             from trexlab.plan.runplan import measure_again_campaign_id
 
             args.campaign, why = measure_again_campaign_id(experiment, args.results)
-            print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
+            if not args.check:
+                print(f"trexlab campaign: {why}", file=sys.stderr, flush=True)
+        if args.check:
+            Campaign(experiment, args.results, args.campaign, args.inventory, ceilings=args.ceilings).check()
+            return 0
         if args.dry_run:
             print("\n".join(dry_run(experiment, args)))
             return 0
@@ -320,17 +329,24 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
     from trexlab.procedures import selftest
 
     try:
-        plan.plan_campaign(experiment, args.results, args.campaign, inventory=args.inventory, ceilings=args.ceilings)
+        plans = plan.plan_campaign(experiment, args.results, args.campaign, inventory=args.inventory,
+                                   ceilings=args.ceilings)
         checked = "every point's plan valid" + ("" if experiment.generator == "sim" else ", with the lab's inventory")
+        unseen = ""
     except LabError as exc:
         root = Path(args.results)
         campaign = plan.check_campaign_id(args.campaign) if args.campaign else plan.default_campaign_id(experiment)
-        for point in experiment.points():
-            plan.plan_point(experiment, point, campaign, root / experiment.name / campaign, root, None,
-                            Path(args.ceilings or selftest.CEILINGS_FILE))
+        plans = plan.plan_points(experiment, campaign, root / experiment.name / campaign, root, None,
+                                 Path(args.ceilings or selftest.CEILINGS_FILE))
         checked = f"every point's plan valid without a lab ({exc})"
-    plans = estimate.checked_plan(experiment)
-    return [*estimate.plan_lines(experiment, plans), f"dry run: {checked}; nothing run"]
+        unseen = "; its lab not compared (no lab here)"
+    stored = [(k, p.rate_source) for k, p in enumerate(plans, start=1)
+              if p.rate_source and "campaign" in p.rate_source]
+    rates = [f"point {k}/{len(plans)} {plans[k - 1].facts['point']}: rate {source['rate']:.0f} fps, the "
+             f"{source['statistic']} of {source['figure']} of stored campaign {source['campaign']['experiment']}/"
+             f"{source['campaign']['id']}, its point {source['campaign']['point']}{unseen}" for k, source in stored]
+    return [*estimate.plan_lines(experiment, estimate.checked_plan(experiment)), *rates,
+            f"dry run: {checked}; nothing run"]
 
 
 def add_report_parser(subparsers) -> None:
@@ -363,10 +379,12 @@ def add_compare_parser(subparsers) -> None:
     from trexlab.results.stats import SHIFT_CONFIDENCE
 
     parser = subparsers.add_parser(
-        "compare", help="compare two campaigns per sweep point: B lower, higher or no significant difference",
+        "compare", help="compare two campaigns per sweep point: B lower, higher, no significant difference or "
+                         "undecided",
         description="B against A per matching sweep point and headline figure: both medians, the Hodges-Lehmann "
                     f"shift with its distribution-free {SHIFT_CONFIDENCE * 100:g} % (Mann-Whitney) confidence "
-                    "interval, and a verdict (lower / higher / no significant difference).")
+                    "interval, and a verdict (lower / higher / no significant difference; undecided where "
+                    "repetitions below min_rate or lower bounds could undo it).")
     parser.set_defaults(command=compare_command)
     parser.add_argument("a", metavar="A", help="the baseline: a campaign directory, or an experiment (its latest "
                                                "campaign under --results)")

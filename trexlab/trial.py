@@ -276,9 +276,10 @@ class Latency:
     library's encode() format, the one TRex's ``--hdrh`` exports) of the delays
     of the frames received within the frame timeout, in units of ``unit``
     seconds.  ``lost_or_late`` measured frames never arrived or arrived after
-    the frame timeout: they enter every percentile as +infinity (RFC 8219: the
-    timeout makes a late frame lost; siitperf gives a lost tag a penalty delay
-    for the same reason), so a 99.9th percentile that falls among them is
+    the frame timeout: they enter every percentile as +infinity (the frame
+    timeout is Lencse et al. 2020's proposal, siitperf-pdv's, not RFC 8219's: a
+    later frame is lost; siitperf-lat gives a lost tag a penalty delay above
+    any it can measure), so a 99.9th percentile that falls among them is
     reported as "> timeout (lost tags)", never as a delay a received frame had.
     """
 
@@ -372,6 +373,15 @@ class Latency:
                 lows.append(histogram.get_value_from_index(index) * self.unit)
                 cumulative.append(total)
         return [math.inf if rank > total else lows[bisect.bisect_left(cumulative, rank)] for rank in ranks]
+
+    def resolution(self, delay: float) -> float:
+        """s: the width of the histogram bucket holding a delay of this size (at least one unit). A figure read at
+        that delay (a bucket's lower bound) lies up to this far below the frame's delay, and a difference of two
+        figures (PDV: the 99.9th percentile less the minimum) is off by up to the wider bucket's width: at 100 ms a
+        3-significant-digit bucket is 65.5 us wide, however many nanoseconds the unit."""
+        histogram, value = self.decoded, round(delay / self.unit)
+        return (histogram.get_highest_equivalent_value(value) - histogram.get_lowest_equivalent_value(value) + 1) \
+            * self.unit
 
     def summary(self) -> dict[str, float]:
         """Frames received and lost/late, minimum, median (RFC 8219's, median()), 99.9th percentile and maximum

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
 from trexlab.procedures import throughput
+from trexlab.results.stats import figure_spec
 from trexlab.spec.schema import DEFAULT_REPETITIONS, MEDIAN_CI_CONFIDENCE, REPETITIONS_MAX
 
 
@@ -183,7 +184,8 @@ def rule_text(rule: dict | None) -> str | None:
     parts = []
     for name, i in (rule.get("intervals") or {}).items():
         if "low" in i:
-            parts.append(f"{name} median {i['median']:.6g}, CI {i['low']:.6g}..{i['high']:.6g} (ranks "
+            spec = figure_spec(name)  # a count whole: 6 digits rounded 14,880,000..14,881,500 fps to one figure
+            parts.append(f"{name} median {i['median']:{spec}}, CI {i['low']:{spec}}..{i['high']:{spec}} (ranks "
                          f"{i['ranks'][0]}-{i['ranks'][1]}, {i['confidence']:.1%}) = {i['width_percent']:.3g} %")
         else:
             parts.append(f"{name}: no interval ({i['why']})")

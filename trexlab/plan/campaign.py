@@ -31,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
 import random
 import shlex
 import subprocess
@@ -48,7 +47,7 @@ from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
 from trexlab.plan.repetition import SUMMARY, next_repetition, order_text, summary_lines
-from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, plan_campaign
+from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, lab_identity, plan_campaign
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import trial_text
@@ -569,6 +568,29 @@ class Campaign:
         """The remaining lab time: the dry run's estimate, refined by the repetitions measured so far."""
         return "" if self._eta is None else self._eta.text()
 
+    def check(self) -> None:
+        """What run() refuses before it touches a host or writes anything, asked without doing either: the lab held
+        by another run (LabLock.check_free), the lab time, a campaign directory begun otherwise, the ceilings file,
+        every point's lab checks. Not what only the DUTs tell (check_requirements asks them over SSH). make run asks
+        it before its recipe (trexlab campaign --check), so that through make a refusal is one line, not the
+        campaign's and make's "*** [...] Error 2"; run() checks it all again, holding the lock."""
+        if self.lab is not None:
+            LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}").check_free()
+        self._check_before_hosts(say=lambda line: None)
+        self.check_points_on_lab()
+
+    def _check_before_hosts(self, say: Callable[[str], None]) -> list[estimate.PointPlan]:
+        """The lab time (refused when it cannot be estimated; the ETA's basis, returned), a campaign directory begun
+        with another spec or lab (its warnings to say), a damaged ceilings file (stops the campaign here, not at
+        every point)."""
+        estimates = estimate.checked_plan(self.experiment)
+        self.check_resumable(say)
+        try:
+            selftest.read_ceilings(self.ceilings)
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
+        return estimates
+
     def run(self) -> dict:
         if self.lab is None:
             return self._run()
@@ -588,17 +610,16 @@ class Campaign:
     def measured_on(self) -> dict | None:
         """The lab a campaign's points are measured on, as campaign.json keeps it (None: the simulated SUT): a
         resumed campaign must find the same one (check_resumable)."""
-        if self.lab is None:
-            return None
-        return {"name": self.lab.name, "kind": self.lab.kind, "topology": self.lab.topology,
-                "controller": platform.node()}
+        return lab_identity(self.lab)
 
-    def check_resumable(self) -> None:
+    def check_resumable(self, say: Callable[[str], None] | None = None) -> None:
         """Refuse to go on with a campaign directory that another spec or another lab began (--campaign ID names
         any directory; the default id is the spec's hash, not the lab's): its finished points would be kept and
         reported under this spec's method, mixed with points measured otherwise. Another trexlab commit is not
         refused (an interrupted campaign stays resumable after an update) but said, and each repetition's
-        provenance names its own commit (method_disclosure lists them when they differ)."""
+        provenance names its own commit (method_disclosure lists them when they differ): said by say, default
+        progress."""
+        say = say or self.progress
         path = self.dir / "campaign.json"
         if not path.is_file():
             return
@@ -613,19 +634,12 @@ class Campaign:
                 manifest["measured_on"], self.measured_on(), "lab.")) is not None:
             raise CampaignError(f"campaign {self.dir} was begun on another lab ({changed}): {how}")
         if "git_commit" in manifest and manifest["git_commit"] != (commit := git_commit()):
-            self.progress(f"warning: campaign {self.dir} was begun by trexlab {manifest['git_commit']}, it goes on "
+            say(f"warning: campaign {self.dir} was begun by trexlab {manifest['git_commit']}, it goes on "
                           f"with {commit}: each repetition's provenance names the commit that measured it")
 
     def _run(self) -> dict:
-        # The campaign's lab time, checked before any host is touched (refused when it cannot be estimated); the
-        # ETA's basis.
-        estimates = estimate.checked_plan(self.experiment)
-        self.check_resumable()
+        estimates = self._check_before_hosts(say=self.progress)  # before any host is touched
         check_requirements(self.experiment, self.lab)
-        try:
-            selftest.read_ceilings(self.ceilings)  # a damaged ceilings file stops the campaign here, not at every point
-        except ValueError as exc:
-            raise CampaignError(str(exc)) from None
         self.check_points_on_lab()
         make_directories(self.dir)
         earlier = read_json(self.dir / "campaign.json") if (self.dir / "campaign.json").is_file() else {}

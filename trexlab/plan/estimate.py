@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from trexlab.media import max_frame_rate, media_speed
-from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
+from trexlab.plan.rate_from import GIVES_RATE, measured_in_campaign, split_rate_from
 from trexlab.procedures.common import RunContext, SimulationTooLong
 from trexlab.trial import MAX_FRAMES_PER_DIRECTION, Latency, TrialResult, TrialSpec
 
@@ -200,7 +200,8 @@ def repetition_cost(name: str, raw_params: dict, traffic: dict) -> Cost:
         raw = {**raw, "rate": min(PLACEHOLDER_RATE, MAX_FRAMES_PER_DIRECTION / duration)}
     params = procedure_params_class(name)(**{**raw, **({"goals": tuple(raw["goals"])} if "goals" in raw else {})})
     cost = procedure(name).cost(params, template)
-    if rate_from is not None:
+    # The search a point runs for its rate; a stored campaign's rate (rate.campaign) costs no lab time here.
+    if rate_from is not None and measured_in_campaign(rate_from):
         cost = repetition_cost(GIVES_RATE, rate_from["params"], traffic) + cost
     return cost
 
@@ -344,7 +345,7 @@ def order_line(experiment, points: int, repetitions: int) -> str:
     per_round = experiment.repetitions_per_round
     rounds = -(-repetitions // per_round)
     # The throughput runs a rate comes from run in rounds of their own first.
-    stages = 2 if split_rate_from(experiment.spec["procedure"].get("params") or {})[1] is not None else 1
+    stages = 2 if measured_in_campaign(split_rate_from(experiment.spec["procedure"].get("params") or {})[1]) else 1
     return (f"  order: interleaved, {per_round} repetition(s) of each point per round: up to {stages * rounds} "
             f"round(s), {stages * rounds * points} visit(s) of the points, a DUT configuration each (sequential: "
             f"{points})")

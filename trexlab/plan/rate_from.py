@@ -13,8 +13,16 @@ falls among those there is no rate and the run stops with one line.
   the throughput procedure (with those params and the experiment's traffic and
   repetitions) for each sweep point first, in ``<point>/throughput/``, and
   measures at the median of that point's repetitions.
+* Experiment: ``procedure.params.rate: {from: throughput, campaign: {experiment: NAME, id: ID}}`` (either key, or
+  both) takes each point's rate from a stored throughput campaign in the same results root instead (a Fig. 11
+  campaign for its Figs. 12-13): the median of the repetitions of that campaign's point whose set-up is this
+  point's. The set-up is the lab the campaign was measured on, the generator and its options, the traffic (with
+  the point's destination networks) and the DUT configuration blocks; ``params``, when given beside ``campaign``,
+  must be the stored search's. A campaign that is missing, not throughput, of another set-up, or whose point is
+  not done is refused in one line before anything runs: a rate from another set-up is not this DUT's throughput.
 
-The rate used and its source go into the provenance of every run (``rate_source``).
+The rate used and its source go into the provenance of every run (``rate_source``; from a stored campaign also
+``rate_source.campaign``: its experiment, id, point, trexlab commit, lab and search parameters).
 """
 
 from __future__ import annotations
@@ -33,14 +41,14 @@ GIVES_RATE = throughput.NAME
 SUBDIR = GIVES_RATE
 
 
-def median_throughput(path: str | Path) -> tuple[float, dict]:
-    """(rate, source) from the finished throughput runs at or below path."""
+def median_throughput(path: str | Path, runs: list[Path] | None = None) -> tuple[float, dict]:
+    """(rate, source) from the finished throughput runs at or below path (runs: those run directories only)."""
     from trexlab.plan.repetition import observation
     from trexlab.results.stats import held_down_by_tester, summarize
     from trexlab.results.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
 
     path = Path(path)
-    runs = [run for run in run_dirs([path]) if (run / RESULT).is_file()]
+    runs = [run for run in (run_dirs([path]) if runs is None else runs) if (run / RESULT).is_file()]
     values: list[float] = []
     found = []
     for run in runs:
@@ -66,16 +74,204 @@ def median_throughput(path: str | Path) -> tuple[float, dict]:
     return rate, source
 
 
+#: The keys that name a stored campaign (``rate.campaign``): its experiment, its id, or both.
+CAMPAIGN_KEYS = ("experiment", "id")
+
+
 def split_rate_from(params: dict) -> tuple[dict, dict | None]:
-    """An experiment's procedure params without ``rate: {from: throughput, params: ...}``, and that request."""
+    """An experiment's procedure params without ``rate: {from: throughput, ...}``, and that request: {from, params}
+    (params None where a stored campaign is named without them), and campaign where one is named."""
     rate = params.get("rate")
     if not isinstance(rate, dict):
         return params, None
-    unknown = sorted(set(rate) - {"from", "params"})
+    unknown = sorted(set(rate) - {"from", "params", "campaign"})
     if unknown:
-        raise InvalidParameter("rate", rate, "a number, or {from: throughput, params: {...}}")
+        raise InvalidParameter("rate", rate, "a number, or {from: throughput, params: {...}}, or {from: throughput, "
+                                             "campaign: {experiment: NAME, id: ID}}")
     if rate.get("from") != GIVES_RATE:
         raise InvalidParameter("rate.from", rate.get("from"), GIVES_RATE)
     if not isinstance(rate.get("params") or {}, dict):
         raise InvalidParameter("rate.params", rate.get("params"), f"the {GIVES_RATE} procedure's params")
-    return {k: v for k, v in params.items() if k != "rate"}, {"from": GIVES_RATE, "params": rate.get("params") or {}}
+    request: dict = {"from": GIVES_RATE, "params": rate.get("params") or {}}
+    if "campaign" in rate:
+        request["campaign"] = check_campaign_reference(rate["campaign"])
+        request["params"] = rate.get("params")  # None: whatever the stored search's were (its provenance says)
+    return {k: v for k, v in params.items() if k != "rate"}, request
+
+
+def measured_in_campaign(request: dict | None) -> bool:
+    """Whether the rate request runs the point's throughput search in the campaign itself (no stored one named)."""
+    return request is not None and "campaign" not in request
+
+
+def check_campaign_reference(reference: object) -> dict:
+    """rate.campaign: {experiment: NAME, id: ID}, either key or both, each a name a results directory may have."""
+    import re
+
+    from trexlab.plan.runplan import CAMPAIGN_ID_PATTERN
+    from trexlab.spec.schema import NAME_PATTERN
+
+    allowed = "{experiment: NAME, id: ID}: a stored throughput campaign's experiment name, id, or both"
+    if not isinstance(reference, dict) or not reference or set(reference) - set(CAMPAIGN_KEYS):
+        raise InvalidParameter("rate.campaign", reference, allowed)
+    patterns = {"experiment": NAME_PATTERN, "id": CAMPAIGN_ID_PATTERN}
+    for key, value in reference.items():
+        if not isinstance(value, str) or not re.match(patterns[key], value) or ".." in value:
+            raise InvalidParameter(f"rate.campaign.{key}", value, f"a name matching {patterns[key]}")
+    return dict(reference)
+
+
+# -- a stored throughput campaign ------------------------------------------------------------------------------
+
+#: What must be the same for a stored throughput to be this point's throughput rate: the set-up, not the procedure.
+SETUP = ("lab", "generator", "generator_options", "traffic", "dut")
+
+
+def setup_of(spec: dict, lab_identity: object) -> dict:
+    """A point's set-up (SETUP) from its spec, in one normal form whichever way the spec spelt it: the traffic as the
+    trial template holds it, the generator's options typed (not the simulated SUT's wall-clock pacing, which paces
+    watching and changes nothing measured), each DUT block with its role's defaults filled in."""
+    from trexlab.plan.repetition import NOT_COMPARED
+    from trexlab.plan.runplan import check_generator_options, traffic_template
+    from trexlab.results.store import dumps, loads
+    from trexlab.spec.experiment import with_role_defaults
+
+    generator = spec.get("generator", "software")
+    options = check_generator_options(generator, spec.get("generator_options"))
+    return loads(dumps({
+        "lab": lab_identity, "generator": generator,
+        "generator_options": {k: v for k, v in options.items() if k not in NOT_COMPARED["generator_options"]},
+        "traffic": traffic_template(spec.get("traffic")).to_dict(),
+        "dut": {block: with_role_defaults(block, settings) for block, settings in (spec.get("dut") or {}).items()
+                if settings is not None}}))
+
+
+def stored_campaigns(root: Path, reference: dict) -> list[Path]:
+    """The campaign directories below root that reference names (rate.campaign), sorted."""
+    experiments = [reference["experiment"]] if "experiment" in reference else sorted(
+        p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    found: list[Path] = []
+    for experiment in experiments:
+        base = root / experiment
+        ids = [reference["id"]] if "id" in reference else sorted(
+            p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        found.extend(base / cid for cid in ids if (base / cid / "campaign.json").is_file())
+    return found
+
+
+def _campaign_text(reference: dict) -> str:
+    return ", ".join(f"{key} {reference[key]}" for key in CAMPAIGN_KEYS if key in reference)
+
+
+def stored_rates(root: Path, request: dict, points: list[tuple[str, dict]], lab_identity: object,
+                 compare_lab: bool = True) -> dict[str, tuple[float, dict]]:
+    """Each point's (rate, source) from the one stored throughput campaign that request names (rate.campaign) and
+    that fits every point (its set-up, done); InvalidParameter, one line, where none or several do. points: (point
+    id, point spec) of the campaign that takes the rates; compare_lab False: the lab is not known (a dry run without
+    an inventory), the set-ups are compared without it."""
+    reference = request["campaign"]
+    name = "procedure.params.rate.campaign"
+    candidates = stored_campaigns(root, reference)
+    if not candidates:
+        raise InvalidParameter(name, reference, f"a stored {GIVES_RATE} campaign in {root}: none with "
+                                                f"{_campaign_text(reference)} (run it first, or name another)")
+    fits, refusals = [], []
+    for directory in candidates:
+        rates = {}
+        try:
+            for pid, spec in points:
+                where = f" for point {pid}" if len(points) > 1 else ""
+                rates[pid] = _stored_rate(directory, request, spec, lab_identity, compare_lab)
+        except _Unfit as exc:
+            refusals.append(f"{directory}{where}: {exc}")
+            continue
+        fits.append((directory, rates))
+    if len(fits) > 1:
+        raise InvalidParameter(name, reference, f"one stored campaign: {len(fits)} fit ("
+                               f"{', '.join(str(d) for d, _ in fits)}): name it by experiment and id")
+    if not fits:
+        some = f"none of the {len(refusals)} stored campaigns with {_campaign_text(reference)} fits; " if len(
+            refusals) > 1 else ""
+        raise InvalidParameter(name, reference, f"a complete {GIVES_RATE} campaign of this point's set-up "
+                                                f"({', '.join(SETUP)}); {some}{refusals[0]}")
+    return fits[0][1]
+
+
+class _Unfit(ValueError):
+    """Why a stored campaign gives no rate for a point: one line."""
+
+
+def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: object,
+                 compare_lab: bool) -> tuple[float, dict]:
+    from trexlab.plan.repetition import SUMMARY, repetition_dir
+    from trexlab.plan.runplan import procedure_params
+    from trexlab.results.store import PROVENANCE, first_difference, read_json, read_point_log
+
+    try:
+        manifest = read_json(directory / "campaign.json")
+        procedure = manifest["spec"]["procedure"]["name"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise _Unfit(f"campaign.json unreadable ({str(exc).splitlines()[0]})") from None
+    if procedure != GIVES_RATE:
+        raise _Unfit(f"a {procedure} campaign, not {GIVES_RATE}")
+    measured_on = manifest.get("measured_on")
+    wanted = setup_of(spec, lab_identity if compare_lab else None)
+    status = read_point_log(directory)
+    nearest = None
+    for stored in manifest.get("points") or []:
+        point = directory / str(stored.get("point"))
+        try:  # the point's spec as its repetitions ran it (its sweep values applied)
+            facts = read_json(repetition_dir(point, 1) / PROVENANCE)
+            have = setup_of(facts["spec"], measured_on if compare_lab else None)
+        except (OSError, ValueError, KeyError, TypeError, InvalidParameter):
+            continue  # never ran, or a spec this trexlab cannot read: no rate from it
+        difference = first_difference(have, wanted)
+        if difference is not None:  # the refusal names the stored point that differs least, and how
+            count = _differing(have, wanted)
+            if nearest is None or count < nearest[0]:
+                nearest = (count, stored.get("point"), difference)
+            continue
+        record = status.get(stored["point"], {})
+        if record.get("status") != "done" or not (point / SUMMARY).is_file():
+            raise _Unfit(f"point {stored['point']} is not done ({record.get('status') or 'not run'}): finish that "
+                         "campaign first (run it again: it resumes)")
+        if request.get("params") is not None:  # the search the spec expects is the one stored
+            given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
+            try:
+                ran = procedure_params(GIVES_RATE, facts["spec"]["procedure"].get("params"), "")
+            except InvalidParameter as exc:
+                raise _Unfit(f"point {stored['point']}: its search's params no longer valid ({exc})") from None
+            if (found := first_difference(vars(ran), vars(given), "rate.params.")) is not None:
+                raise _Unfit(f"point {stored['point']}: its search differs: {_difference_text(found)}")
+        count = read_json(point / SUMMARY)["repetitions"]
+        runs = [repetition_dir(point, k) for k in range(1, count + 1)]
+        if unfinished := [run.name for run in runs if not (run / "result.json").is_file()]:
+            raise _Unfit(f"point {stored['point']}: repetition {unfinished[0]} of its {count} is not finished")
+        # RFC 8219's throughput rate is this point's figure as the stored campaign reports it: the median of its
+        # repetitions (median_throughput, as for a search run in the campaign itself).
+        try:
+            rate, source = median_throughput(point, runs)
+        except InvalidParameter as exc:
+            raise _Unfit(f"point {stored['point']}: {exc.allowed}") from None
+        source["campaign"] = {"experiment": manifest.get("experiment"), "id": manifest.get("campaign"),
+                              "point": stored["point"], "git_commit": manifest.get("git_commit"),
+                              "measured_on": measured_on, "params": facts.get("params")}
+        return rate, source
+    if nearest is None:
+        raise _Unfit("no point that ran a repetition")
+    raise _Unfit(f"no point of this set-up (its point {nearest[1]}: {_difference_text(nearest[2])})")
+
+
+def _differing(a: object, b: object) -> int:
+    """How many leaves of two JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sum(_differing(a.get(key), b.get(key)) for key in {*a, *b})
+    return int(a != b)
+
+
+def _difference_text(found: tuple[str, object, object]) -> str:
+    from trexlab.results.store import dumps
+
+    key, there, here = found
+    return f"{key} {dumps(there)} there, {dumps(here)} here"
+

@@ -23,7 +23,7 @@ from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures import throughput
 from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
-from trexlab.results.stats import Observation, held_down_by_tester, is_censored, summarize
+from trexlab.results.stats import Observation, figure_spec, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
     RunDir,
@@ -395,11 +395,13 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
     lines = [header, "-" * len(header)]
     notes = []
     for name, s in figures.items():
-        median = cell(s["median"])
+        spec = figure_spec(name)  # a count whole, as the report writes it
+        median = cell(s["median"], spec)
         if s.get("median_lower_bound"):
             median = f">= {median}"
         lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
-                     f"{cell(s['min']):>12} {cell(s['max']):>12} {cell(s['dispersion_percent'], '.2f'):>9}")
+                     f"{cell(s['min'], spec):>12} {cell(s['max'], spec):>12} "
+                     f"{cell(s['dispersion_percent'], '.2f'):>9}")
         if s.get("median_lower_bound"):
             # Said of no DUT: a self-test's figure (its ports looped back) is the tester's own ceiling.
             notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or its search "

@@ -73,7 +73,7 @@ class RunPlan:
     networks: int = 1
     #: Campaigns: the throughput runs whose median rate this procedure measures at (RFC 8219).
     rate_from: RunPlan | None = None
-    #: CLI --rate-from: the rate and where it came from.
+    #: CLI --rate-from, or a campaign's stored throughput campaign (rate.campaign): the rate and where it came from.
     rate_source: Mapping | None = None
 
     @property
@@ -252,8 +252,38 @@ def plan_campaign(experiment, results_root: str | Path = "results", campaign: st
     from trexlab.procedures import selftest
 
     ceilings = Path(ceilings if ceilings is not None else selftest.CEILINGS_FILE)
-    return [plan_point(experiment, point, campaign_id, directory, root, lab, ceilings)
-            for point in experiment.points()]
+    return plan_points(experiment, campaign_id, directory, root, lab, ceilings)
+
+
+def plan_points(experiment, campaign_id: str, directory: Path, root: Path, lab: Lab | None,
+                ceilings: Path) -> list[RunPlan]:
+    """Every point's RunPlan (plan_point), their rates from the stored throughput campaign the spec names, if it
+    names one (trexlab.plan.rate_from.stored_rates: one campaign for all points). lab None where the generator needs
+    one: a dry run without an inventory, which compares the stored campaign's set-up without the lab."""
+    from trexlab.plan.rate_from import split_rate_from, stored_rates
+    from trexlab.spec.experiment import InvalidExperiment
+
+    points = experiment.points()
+    stored: dict = {}
+    try:
+        _, request = split_rate_from(experiment.spec["procedure"].get("params") or {})
+        if request is not None and "campaign" in request:
+            stored = stored_rates(root, request, [(p.point_id, p.spec) for p in points], lab_identity(lab),
+                                  compare_lab=lab is not None or not needs_lab(experiment.generator))
+    except InvalidParameter as exc:
+        raise InvalidExperiment(f"{experiment.path or '<spec>'}: {exc}") from None
+    return [plan_point(experiment, point, campaign_id, directory, root, lab, ceilings, stored.get(point.point_id))
+            for point in points]
+
+
+def lab_identity(lab: Lab | None) -> dict | None:
+    """The lab a campaign's points are measured on, as campaign.json keeps it (measured_on; None: no lab, the
+    simulated SUT): a resumed campaign must find the same one, and a rate from a stored campaign must come from it."""
+    if lab is None:
+        return None
+    import platform
+
+    return {"name": lab.name, "kind": lab.kind, "topology": lab.topology, "controller": platform.node()}
 
 
 def default_campaign_id(experiment) -> str:
@@ -297,8 +327,9 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
 
 
 def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path, lab: Lab | None,
-               ceilings: Path) -> RunPlan:
-    """One sweep point's RunPlan (see plan_campaign)."""
+               ceilings: Path, stored_rate: tuple[float, Mapping] | None = None) -> RunPlan:
+    """One sweep point's RunPlan (see plan_campaign); stored_rate: its (rate, source) from the stored throughput
+    campaign the spec names (plan_points)."""
     from trexlab.plan.rate_from import GIVES_RATE, split_rate_from
     from trexlab.plan.rate_from import SUBDIR as RATE_SUBDIR
     from trexlab.spec.experiment import DUT_CONFIG, InvalidExperiment, with_role_defaults
@@ -315,8 +346,14 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
         traffic = traffic_template(spec.get("traffic"))
         options = check_generator_options(experiment.generator, spec.get("generator_options"))
         raw, rate_from = split_rate_from(spec["procedure"].get("params") or {})
-        rate_plan = None
-        if rate_from is not None:  # RFC 8219: latency and PDV at the point's measured throughput
+        rate_plan, rate_source = None, None
+        if rate_from is not None and "campaign" in rate_from:  # RFC 8219: at a stored campaign's throughput
+            if stored_rate is None:
+                raise InvalidParameter("procedure.params.rate.campaign", rate_from["campaign"],
+                                       "a stored campaign looked up for every point (plan_points)")
+            rate, rate_source = stored_rate
+            raw = {**raw, "rate": rate}
+        elif rate_from is not None:  # RFC 8219: latency and PDV at the point's measured throughput
             rate_params = procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
             rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, lab, ceilings, where)
             # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
@@ -346,7 +383,8 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                 raise InvalidParameter(f"endpoints.{exc.name}", exc.value, exc.allowed) from None
         params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
         return checked(RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule,
-                               output, ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan))
+                               output, ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan,
+                               rate_source))
     except InvalidParameter as exc:
         raise InvalidExperiment(f"{where}: {exc}") from None
     except LabError as exc:
@@ -517,6 +555,10 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
         params = dataclasses.replace(params, rate=rate)
         # The plan's checks that waited for the rate (latency's tags, every trial's frames), before the first trial.
         checked(dataclasses.replace(plan, params=params, rate_from=None))
+    elif rate_source and "campaign" in rate_source:
+        stored = rate_source["campaign"]
+        say(f"measuring at {rate_source['rate']:.0f} fps ({rate_source['statistic']} of {rate_source['figure']} in "
+            f"stored campaign {stored['experiment']}/{stored['id']}, its point {stored['point']})")
     facts = provenance(**plan.facts, generator=generator.describe(), generator_options=dict(plan.generator_options),
                        params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,

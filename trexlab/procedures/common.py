@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,11 +162,12 @@ def rfc2544_wait_checks(traffic: TrialSpec, frame_timeout: float | None) -> list
 
 
 def rfc2544_deviations(trial_duration: float, traffic: TrialSpec, frame_timeout: float | None,
-                       generator) -> list[str]:
+                       generator, procedure: Sequence[str] = ()) -> list[str]:
     """What an RFC 2544 trial-based procedure (throughput, frame loss rate) does short of RFC 2544's trials: its
-    trial duration (section 24), then each trial's phases (rfc2544_trial_deviations)."""
+    trial duration (section 24), what the procedure itself does otherwise (procedure: FLR's first load), then each
+    trial's phases (rfc2544_trial_deviations)."""
     return [*shorter_than("RFC 2544", [("trial duration", trial_duration, RFC2544_TRIAL_DURATION)]),
-            *rfc2544_trial_deviations(traffic, frame_timeout, generator)]
+            *procedure, *rfc2544_trial_deviations(traffic, frame_timeout, generator)]
 
 
 @dataclass(frozen=True)
@@ -373,6 +374,12 @@ class TrialRunner:
             notes.append(f"{self.host_drops} frame(s) dropped by the host's receive backlog (net.core."
                          f"netdev_max_backlog) in {trials} trial(s): the host's loss, counted as loss, and those "
                          "trials as failed, so the result may be a lower bound")
+        return notes + self.repeat_notes()
+
+    def repeat_notes(self) -> list[str]:
+        """What the reader must know about the trials run again (only the repeat counts): facts of the whole run,
+        which a procedure reporting several figures keeps result-wide while it says per figure what bears on it."""
+        notes = []
         if self.run_again:
             notes.append(f"{self.run_again} trial(s) stretched with every frame sent (the tester's schedule slipped, "
                          "or its last frame left late: the machine stalled it) were run again; only the repeat counts, "
@@ -453,14 +460,16 @@ def retry_drops(drops: int, result: TrialResult) -> bool:
 DELAY_STEPS = 10
 
 
-def coarse_delay_note(direction: str, figure: str, value: float, unit: float) -> str | None:
+def coarse_delay_note(direction: str, figure: str, value: float, unit: float,
+                      resolution: str = "the generator's delay resolution") -> str | None:
     """A note when a delay figure (s) spans fewer than DELAY_STEPS steps of the delays' resolution (unit, s per
-    histogram value: TRex reports whole microseconds): RFC 8219's figures are per-frame delays, and at a few steps
-    a step is a large part of the figure. None for a figure of enough steps, zero or infinite."""
+    step: TRex reports whole microseconds; or a histogram bucket's width, Latency.resolution): RFC 8219's figures
+    are per-frame delays, and at a few steps a step is a large part of the figure. None for a figure of enough
+    steps, zero or infinite."""
     if not (0 < value < DELAY_STEPS * unit):
         return None
-    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of the generator's "
-            f"delay resolution ({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
+    return (f"{direction}: {figure} {value * 1e6:.4g} us is fewer than {DELAY_STEPS} steps of {resolution} "
+            f"({unit * 1e6:.4g} us): it carries up to {unit / value:.0%} error")
 
 
 def near_floor(floor: dict | None) -> list[str]:

@@ -4,8 +4,10 @@ RFC 8219: at the throughput rate, for at least 120 s, with at least 500 tagged
 frames sent after the first 60 s (siitperf's ``delay``: a DUT's warm-up is not
 measured); typical latency = median, worst-case latency = 99.9th percentile of
 the tagged frames' one-way delays, per direction. A tagged frame that is lost
-or arrives after the frame timeout counts as an infinite delay (RFC 8219: the
-timeout makes a late frame lost; siitperf gives it a penalty delay), so a
+or arrives after the frame timeout counts as an infinite delay (RFC 8219 sets
+no per-frame timeout, as RFC 2544 sets none: Lencse et al. 2020 propose one,
+and siitperf-pdv's counts a later frame as lost; siitperf-lat gives a lost tag
+a penalty delay above any it can measure), so a
 percentile that falls among lost tags is reported as "> <frame timeout> (lost
 tags)", never as a delay some received frame had. The delays come from the
 generator's HDR histogram (trexlab.trial.Latency): the median of an even count
@@ -49,6 +51,7 @@ from trexlab.procedures.common import (
     trial_duration_field,
 )
 from trexlab.procedures.selftest import latency_floor_check
+from trexlab.results.stats import nearest_rank
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -263,6 +266,12 @@ def run(context: RunContext, params: Params) -> LatencyResult:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
                          f"than the frame timeout; they count as infinite delays "
                          f"({lost_tags_text(params.frame_timeout)} where a percentile falls among them)")
+        if nearest_rank(99.9, latency.measured) == latency.measured:
+            # Below 1000 tags the 99.9th percentile's rank is the last: no rare outlier (a tester's timestamping
+            # error, Lencse et al. 2021 section III) is left out of the worst case, as more tags would leave it.
+            notes.append(f"{direction}: of {latency.measured} tagged frames the worst-case latency (99.9th "
+                         f"percentile, nearest rank ceil(0.999 n) as siitperf's) is rank {latency.measured} of "
+                         f"{latency.measured}: the largest delay, any rare outlier included")
         if coarse := coarse_delay_note(direction, "typical latency", summary["median"], latency.unit):
             notes.append(coarse)
         if summary["samples"] < MIN_TAGGED_FRAMES:

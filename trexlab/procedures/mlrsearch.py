@@ -223,12 +223,15 @@ class _Measurer(AbstractMeasurer):
         # The reference implementation's first call is the warm-up when it has one, whose result it discards.
         self.warmup = warmup
         self.searched: set[int] = set()  # ids of the trial results the search classified loads with
+        self.warmup_result: int | None = None  # id of the warm-up's result, which the search discards
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
         warmup, self.warmup = self.warmup, False
         result = self.runner.run(intended_load, intended_duration, "MLRsearch warm-up" if warmup else "MLRsearch")
         if not warmup:  # not a run TrialRunner repeated either: those the search never saw
             self.searched.add(id(result))
+        else:
+            self.warmup_result = id(result)
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
         received = sum(d.frames_received for d in directions)
@@ -432,28 +435,105 @@ def trial_entry(result: TrialResult, searched: bool) -> dict:
             "tester_drops_unknown": list(result.tester_drops_unknown), "valid": result.valid, "searched": searched}
 
 
-def bears_on(goal: dict, load: float) -> bool:
-    """Whether a searched trial at `load` bears on the goal's figure: its load lies from the goal's relevant lower
-    bound to its relevant upper bound (an end the goal lacks leaves that side open).
-
-    The reference implementation classifies each load by its own trials only, and a goal's figure rests on two loads:
-    the relevant upper bound (the lowest load classified an upper bound), and the relevant lower bound (the highest
-    one classified a lower bound below it), whose trials' loss ratios also give the conditional throughput. A trial
-    that counted all frames lost (invalid: stretched, stolen, host or tester drops) or whose loss may be the tester's
-    (tester drops unknown) can hold the figure down only at those loads or between them: there it may have made a
-    load an upper bound, lowered the conditional throughput, or kept a load from being a lower bound. Above the
-    relevant upper bound its load's class cannot move either bound; below the relevant lower bound the load is no
-    upper bound (the relevant upper bound is the lowest), and being a lower bound or not it cannot raise a figure
-    resting on a higher one. It is throughput's rule (only the trials below the lowest load the DUT itself failed
-    bear) for a goal's two bounds. Loads and bounds are the same rounded loads: the tolerance covers float rounding
-    only."""
+def within_bounds(goal: dict, load: float) -> bool:
+    """Whether `load` lies from the goal's relevant lower bound to its relevant upper bound (an end the goal lacks
+    leaves that side open): the only loads whose class can move either bound. The relevant upper bound is the lowest
+    load classified an upper bound, and the relevant lower bound the highest one classified a lower bound below it,
+    whose trials' loss ratios also give the conditional throughput. Above the relevant upper bound a load's class
+    moves neither; below the relevant lower bound the load is no upper bound (the relevant upper bound is the
+    lowest), and being a lower bound or not it cannot raise a figure resting on a higher one. Loads and bounds are
+    the same rounded loads: the tolerance covers float rounding only."""
     lower, upper = goal["relevant_lower_bound"], goal["relevant_upper_bound"]
-    return ((lower is None or load >= lower * (1 - 1e-9)) and (upper is None or load <= upper * (1 + 1e-9)))
+    return (lower is None or load >= lower * (1 - 1e-9)) and (upper is None or load <= upper * (1 + 1e-9))
+
+
+def tester_disturbed(trial: dict) -> bool:
+    """Whether a logged trial's loss may be the tester's or the host's, not the DUT's: an invalid one (stretched,
+    stolen, host or tester drops), which the search counted all frames lost, or one that lost frames with its tester
+    drops unknown."""
+    return not trial["valid"] or bool(trial["tester_drops_unknown"]) and trial["loss_ratio"] > 0
+
+
+#: The classes of a load for a goal (draft-15's load classification).
+UPPER_BOUND, LOWER_BOUND, UNDECIDED = "upper bound", "lower bound", "undecided"
+
+
+def load_class(trials: list[tuple[float, float, float]], goal: dict) -> str:
+    """A load's class for a goal from its trials, each (trial duration, trial effective duration, trial loss ratio),
+    as draft-15 classifies it: a trial is high-loss above the goal loss ratio and full-length at the goal final
+    trial duration or longer; the effective durations are summed per kind; the short high-loss sum in excess of
+    the short low-loss sum times exceed ratio / (1 - exceed ratio) counts as full-length high-loss. The load is an
+    upper bound when that high-loss sum exceeds the exceed ratio of the larger of the goal duration sum and all
+    full-length sums (the optimistic exceed ratio), a lower bound when the high-loss sum with the duration still
+    missing from the goal duration sum does not (the pessimistic one), else undecided. Written as the reference
+    implementation compares them (products, not quotients), so that a load on the edge is classified as it was."""
+    exceed, final, high_ratio = goal["exceed_ratio"], goal["final_trial_duration"], goal["loss_ratio"]
+    long_high = long_low = short_high = short_low = 0.0
+    for duration, effective, loss in trials:
+        if duration >= final:
+            long_high, long_low = (long_high + effective, long_low) if loss > high_ratio else (
+                long_high, long_low + effective)
+        else:
+            short_high, short_low = (short_high + effective, short_low) if loss > high_ratio else (
+                short_high, short_low + effective)
+    high = long_high + max(0.0, short_high - short_low * exceed / (1.0 - exceed))
+    whole = max(goal["duration_sum"], high + long_low)
+    if high > whole * exceed:
+        return UPPER_BOUND
+    return LOWER_BOUND if whole - long_low <= whole * exceed else UNDECIDED
+
+
+def quantile_loss(trials: list[tuple[float, float, float]], goal: dict) -> float:
+    """The loss ratio a goal's conditional throughput takes at a load from its trials (as load_class's): the
+    full-length trials by loss ratio, the one at which the subceed ratio (1 - exceed ratio) of the larger of the goal
+    duration sum and their effective durations runs out; 1.0 when they run out first (the missing duration counted
+    as all lost)."""
+    full = sorted((loss, effective) for duration, effective, loss in trials if duration >= goal["final_trial_duration"])
+    remaining = max(goal["duration_sum"], sum(effective for _, effective in full)) * (1.0 - goal["exceed_ratio"])
+    found = None
+    for loss, effective in full:
+        if found is not None and remaining <= 0.0:
+            break
+        found, remaining = loss, remaining - effective
+    return 1.0 if found is None or remaining > 0.0 else found
+
+
+def bearing_loads(trial_log: list[dict], goal: dict) -> set[float]:
+    """The loads whose tester-disturbed trials (tester_disturbed) bear on the goal's figure: within its relevant
+    bounds (within_bounds), where reading those trials as the DUT's success (loss 0, the reading most in the DUT's
+    favour: the search counted an invalid one all lost, one with tester drops unknown by its loss) gives the load
+    another class (load_class), or, at the relevant lower bound, another loss ratio for the conditional throughput
+    (quantile_loss). A load whose class its clean trials decide alone, e.g. an upper bound by their loss however the
+    disturbed one is read, did not move on it. Every reading of the disturbed trials lies between the two compared
+    (a trial read with less loss never makes a load more of an upper bound nor less of a lower one), so none else
+    can give the load another class. The relevant lower bound is a lower bound read either way (it is one read as
+    the search did, the least favourable reading): there the trials' loss ratios are what a disturbed one can
+    move. Reading them as not run at all would miss some: four trials, three high-loss, one of them disturbed,
+    exceed ratio 0.5, duration sum 2 s: an upper bound with it (3 of 4) and without it (2 of 3), not read as a
+    success (2 of 4)."""
+    by_load: dict[float, list[dict]] = {}
+    for trial in trial_log:
+        if trial["searched"]:  # the warm-up and runs repeated: the search classified no load with them
+            by_load.setdefault(trial["offered_load"], []).append(trial)
+    bearing = set()
+    for load, trials in by_load.items():
+        if not within_bounds(goal, load) or not any(tester_disturbed(t) for t in trials):
+            continue
+        searched = [(t["duration"], t["effective_duration"], t["loss_ratio"] if t["valid"] else 1.0) for t in trials]
+        success = [(duration, effective, 0.0 if tester_disturbed(t) else loss)
+                   for (duration, effective, loss), t in zip(searched, trials, strict=True)]
+        lower = goal["relevant_lower_bound"]
+        at_lower = lower is not None and abs(load - lower) <= lower * 1e-9
+        if load_class(searched, goal) != load_class(success, goal) or at_lower and (
+                quantile_loss(searched, goal) != quantile_loss(success, goal)):
+            bearing.add(load)
+    return bearing
 
 
 #: What of a goal result is checked against the tester's ceiling, in a note's words: its figure, and the loads the
-#: figure rests on (bears_on), which the tester offered. A goal that tolerates loss has its figure below its relevant
-#: lower bound by up to its loss ratio: at 10 %, a figure outside CEILING_MARGIN of a ceiling its loads reached.
+#: figure rests on (its relevant bounds), which the tester offered. A goal that tolerates loss has its figure below
+#: its relevant lower bound by up to its loss ratio: at 10 %, a figure outside CEILING_MARGIN of a ceiling its loads
+#: reached.
 CEILING_CHECKS = (("conditional_throughput", "result"), ("relevant_lower_bound", "relevant lower bound"),
                   ("relevant_upper_bound", "relevant upper bound"))
 
@@ -466,17 +546,54 @@ def goal_ceiling_warning(goal: dict, ceiling: float | None) -> str | None:
 
 def bearing_reasons(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> list[str]:
     """Why the figures of `goals` may be the tester's limit, counted from result.json's own trial_log and goals (and
-    params.tester_ceiling), so that a reader can count them again: the reasons of the searched trials that bear on
-    any of the goals (bears_on), and a figure or a load it rests on near the tester's ceiling (CEILING_CHECKS). The
-    warm-up and the runs TrialRunner repeated bear on none: the search never classified a load with them."""
-    bearing = [t for t in trial_log if t["searched"] and any(bears_on(goal, t["offered_load"]) for goal in goals)]
+    params.tester_ceiling), so that a reader can count them again: the reasons of the searched trials that may be
+    the tester's at loads bearing on any of the goals (bearing_loads), and a figure or a load it rests on near the
+    tester's ceiling (CEILING_CHECKS). The warm-up and the runs TrialRunner repeated bear on none: the search never
+    classified a load with them."""
+    loads = [bearing_loads(trial_log, goal) for goal in goals]
+    bearing = [t for t in trial_log if t["searched"] and tester_disturbed(t)
+               and any(t["offered_load"] in found for found in loads)]
+    return trial_reasons(bearing, ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS))
+
+
+def trial_reasons(trials: list[dict], ceiling: float | None = None, *rates: float | None) -> list[str]:
+    """The tester-bound reasons of these logged trials (and of `rates` near the tester's `ceiling`), in
+    tester_limit_reasons' words."""
     return tester_limit_reasons(
-        ceiling, *(goal[key] for goal in goals for key, _ in CEILING_CHECKS),
-        stretched=sum(1 for t in bearing if t["stretched"] and not t["stolen"]),
-        steal=sum(t["host_steal"] for t in bearing if t["stolen"]),
-        tester_drops=sum(t["tester_drops"] for t in bearing),
-        tester_drops_unknown=sum(1 for t in bearing if t["tester_drops_unknown"] and t["loss_ratio"] > 0),
-        host_drops=sum(t["host_drops"] for t in bearing))
+        ceiling, *rates,
+        stretched=sum(1 for t in trials if t["stretched"] and not t["stolen"]),
+        steal=sum(t["host_steal"] for t in trials if t["stolen"]),
+        tester_drops=sum(t["tester_drops"] for t in trials),
+        tester_drops_unknown=sum(1 for t in trials if t["tester_drops_unknown"] and t["loss_ratio"] > 0),
+        host_drops=sum(t["host_drops"] for t in trials))
+
+
+def disturbed_notes(trial_log: list[dict], goals: list[dict], warmup: int | None) -> tuple[list[list[str]], list[str]]:
+    """What the notes say of the trials that may be the tester's or the host's (tester_disturbed): per goal, those
+    bearing on it (bearing_loads), in its own notes; result-wide, the searched ones bearing on no goal and a
+    disturbed warm-up (`warmup`: its index in trial_log, None: none), whose loads no figure rests on."""
+    per_goal, bearing = [], set()
+    for goal in goals:
+        loads = bearing_loads(trial_log, goal)
+        found = [i for i, t in enumerate(trial_log) if t["searched"] and tester_disturbed(t)
+                 and t["offered_load"] in loads]
+        bearing.update(found)
+        reasons = ", ".join(trial_reasons([trial_log[i] for i in found]))
+        per_goal.append([] if not found else [
+            f"{len(found)} trial(s) at {len(loads)} load(s) from its relevant lower to its relevant upper bound may be "
+            f"the tester's or the host's ({reasons}): read as the DUT's success they would move its relevant bounds or "
+            "its figure, so its figure may be a lower bound"])
+    notes = []
+    idle = [t for i, t in enumerate(trial_log) if t["searched"] and tester_disturbed(t) and i not in bearing]
+    if idle:
+        notes.append(f"{len(idle)} searched trial(s) may be the tester's or the host's "
+                     f"({', '.join(trial_reasons(idle))}): they bear on no goal's figure (read as the DUT's success "
+                     "they would move no goal's relevant bounds nor figure), so none is marked by them")
+    if warmup is not None and tester_disturbed(trial_log[warmup]):
+        notes.append("the warm-up trial may be the tester's or the host's "
+                     f"({', '.join(trial_reasons([trial_log[warmup]]))}): the search discards it, and no figure rests "
+                     "on it")
+    return per_goal, notes
 
 
 def headline_tester_bound(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> dict[str, list[str]]:
@@ -498,7 +615,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     measurer = _Measurer(runner, bool(params.warmup_duration))
     found, out_of_time = search(config, measurer, goals)
     reported: list[dict] = []
-    notes = runner.notes()
+    # The trials run again are the whole run's; what may be the tester's is said per goal it bears on, below.
+    notes = runner.repeat_notes()
     if out_of_time:
         notes.append(f"search_time_max {params.search_time_max:g} s ran out: each goal's result is the bounds the "
                      "search had; an unfinished goal's is irregular")
@@ -527,29 +645,29 @@ def run(context: RunContext, params: Params) -> MlrResult:
                                        goal.relative_width, top, medium,
                                        params.search_time_max if out_of_time else None)
         entry["regular"] = entry["irregular"] is None
+        entry["notes"] = goal_notes = []  # what the reader must know about this goal's result alone
         reported.append(entry)
         if entry["irregular"] and throughput is not None:
-            notes.append(f"{entry['name']}: irregular goal result ({entry['irregular']}): its figure is the "
-                         "conditional throughput at the load it has for a relevant lower bound, not a regular result")
+            goal_notes.append(f"irregular goal result ({entry['irregular']}): its figure is the conditional "
+                              "throughput at the load it has for a relevant lower bound, not a regular result")
         if entry["below_minimum_load"]:
-            notes.append(f"{entry['name']}: no relevant lower bound above min_rate {params.min_rate:.0f} fps: "
-                         "below minimum load")
+            goal_notes.append(f"no relevant lower bound above min_rate {params.min_rate:.0f} fps: below minimum load")
         elif lower is None:
-            notes.append(f"{entry['name']}: no figure: no load classified a lower bound before search_time_max")
+            goal_notes.append("no figure: no load classified a lower bound before search_time_max")
         elif warning := goal_ceiling_warning(entry, params.tester_ceiling):
-            notes.append(f"{entry['name']}: {warning}")
+            goal_notes.append(warning)
         if entry["no_upper_bound"]:
-            notes.append(f"{entry['name']}: no load up to max_rate {top:.0f} fps failed the goal: its figure is a "
-                         "lower bound")
+            goal_notes.append(f"no load up to max_rate {top:.0f} fps failed the goal: its figure is a lower bound")
     log = [trial_entry(r, id(r) in measurer.searched) for r in runner.log]
     # Each figure is marked by the trials bearing on its goal; the result by those bearing on any goal, each trial
     # counted once (a union of the goals' reasons would name host drops twice where their counts differ).
     headline_limits = headline_tester_bound(log, reported, params.tester_ceiling)
     limits = bearing_reasons(log, reported, params.tester_ceiling)
-    if runner.tester_limits(None):  # runner.notes() named the trials' limits as the result's: say which figures
-        notes.append("tester limits per goal figure, from the searched trials at loads from its relevant lower to "
-                     "its relevant upper bound, the only ones bearing on it: " + "; ".join(
-                         f"{figure} {', '.join(reasons) or 'none'}" for figure, reasons in headline_limits.items()))
+    warmup = next((i for i, r in enumerate(runner.log) if id(r) == measurer.warmup_result), None)
+    per_goal, idle = disturbed_notes(log, reported, warmup)
+    for entry, disturbed in zip(reported, per_goal, strict=True):
+        entry["notes"].extend(disturbed)
+    notes.extend(idle)
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
     # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the
     # RFC 2544 goal is the one that is 60 s.

@@ -3,7 +3,9 @@
 Every frame is timestamped; PDV = 99.9th percentile - minimum of the one-way
 delays of a direction (RFC 5481's PDV form, as RFC 8219 prescribes), both from
 the direction's HDR histogram of every received frame's delay (nearest rank,
-trexlab.trial.Latency). A frame lost or later than the frame timeout counts as
+trexlab.trial.Latency; each figure its bucket's lower bound, so PDV is off by up to the
+width of the bucket at the 99.9th percentile, and a note says so when that is a large part of it:
+pdv_resolution_note). A frame lost or later than the frame timeout counts as
 an infinite delay: when more than 0.1 % of the frames are lost or late, the
 99.9th percentile lies among them and PDV is reported as "> <timeout - min>
 (lost frames)", never as a number some received frame gave. When every frame is
@@ -50,7 +52,14 @@ from trexlab.procedures.latency import TRIAL_DURATION, check_rate, measured_late
 from trexlab.procedures.latency import repetition_deviations as rfc8219_repetitions
 from trexlab.procedures.selftest import latency_floor_check
 from trexlab.spec.schema import doc
-from trexlab.trial import MAX_FRAME_TIMEOUT, MAX_TRIAL_DURATION, check_trial_frames, delay_for_json, format_seconds
+from trexlab.trial import (
+    MAX_FRAME_TIMEOUT,
+    MAX_TRIAL_DURATION,
+    Latency,
+    check_trial_frames,
+    delay_for_json,
+    format_seconds,
+)
 
 NAME = "pdv"
 #: s, RFC 8219 section 7.3: the PDV stream lasts at least 60 s.
@@ -90,6 +99,24 @@ def pdv_text(minimum: float, timeout: float | None) -> str:
     if timeout is None:
         return "> receive tail - min (lost frames)"
     return f"> {format_seconds(timeout - minimum)} (lost frames)"
+
+
+def pdv_resolution_note(direction: str, latency: Latency, pdv: float, p99_9: float) -> str | None:
+    """A note when PDV spans few steps of what resolves it: the generator's unit, or, where the delays are long,
+    the width of the histogram bucket holding the 99.9th percentile (3 significant digits: 65.5 us at 100 ms). PDV
+    is the difference of two buckets' lower bounds, so it is off by up to that width: a netem DUT's 100 ms delay
+    turns a few microseconds of its own variation into 0 or 65.5 us. None for a PDV of enough steps or among lost
+    frames."""
+    if not math.isfinite(pdv):
+        return None
+    step = latency.resolution(p99_9)
+    if step <= latency.unit:
+        return coarse_delay_note(direction, "PDV", pdv, latency.unit)
+    buckets = f"the delays' histogram buckets near {format_seconds(p99_9)}"
+    if pdv == 0:
+        return (f"{direction}: PDV 0: the minimum and the 99.9th percentile fall in one of {buckets} "
+                f"({format_seconds(step)} wide): PDV lies below {format_seconds(step)}, not measured finer")
+    return coarse_delay_note(direction, "PDV", pdv, step, buckets)
 
 
 @dataclass
@@ -170,7 +197,7 @@ def run(context: RunContext, params: Params) -> PdvResult:
         if latency.lost_or_late:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} frames lost or later than "
                          "the frame timeout; they count as infinite delays")
-        if coarse := coarse_delay_note(direction, "PDV", pdv, latency.unit):
+        if coarse := pdv_resolution_note(direction, latency, pdv, p99_9):
             notes.append(coarse)
     if warning := ceiling_warning(params.rate, params.tester_ceiling, "offered load"):
         notes.append(warning)

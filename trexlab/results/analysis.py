@@ -29,7 +29,15 @@ import pandas as pd
 
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line, order_text
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
-from trexlab.results.stats import Observation, held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.stats import (
+    WHOLE_FIGURES,
+    Observation,
+    held_down_by_tester,
+    is_censored,
+    nearest_rank,
+    numeric,
+    summarize,
+)
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS, Traffic
 from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
@@ -40,6 +48,10 @@ STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1"
 LOWER_BOUND_COLOUR = "#F28E2B"
 #: How a median held down by a tester-bound repetition is marked in tables.
 LOWER_BOUND_MARK = "≥ "
+#: How a ratio over such a median (the divisor) is marked: the true ratio may be lower.
+UPPER_BOUND_MARK = "≤ "
+#: A ratio of two such medians, each maybe higher: no bound either way, so no figure.
+NO_RATIO = "- (both medians lower bounds)"
 #: How a statistic among lost or late frames (+inf: a latency or PDV percentile beyond the frame timeout,
 #: trexlab.trial.Latency) is shown in tables and plots: never as a number.
 LOST_TEXT = "> timeout (lost)"
@@ -269,11 +281,22 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
                           f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
                           f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
     table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
-    # What limits each side's figures, per point: missing and tester-bound repetitions, a lower-bound median.
+    # What each side's figures rest on and what limits them, per point: the repetitions with a figure, missing and
+    # tester-bound ones, a lower-bound median.
     for label, side in zip(labels, (a, b), strict=True):
-        for stat in ("missing", "tester_bound", "median_lower_bound"):
+        for stat in ("count", "missing", "tester_bound", "median_lower_bound"):
             table[f"{label}_{stat}"] = side[stat]
+    table["ratio_bound"] = [ratio_bound(first_bound, second_bound) for first_bound, second_bound in zip(
+        table[f"{labels[0]}_median_lower_bound"], table[f"{labels[1]}_median_lower_bound"], strict=True)]
     return table.reset_index()
+
+
+def ratio_bound(divisor_bound, dividend_bound) -> str:
+    """What a ratio of two medians is when either may be a lower bound (median_lower_bound): LOWER_BOUND_MARK where
+    only the dividend is (the true ratio may be higher), UPPER_BOUND_MARK where only the divisor is, NO_RATIO where
+    both are (it may be either), '' where it is the ratio of two figures. NaN (a side without the point) is none."""
+    dividend, divisor = (bool(b) and b == b for b in (dividend_bound, divisor_bound))
+    return NO_RATIO if dividend and divisor else LOWER_BOUND_MARK if dividend else UPPER_BOUND_MARK if divisor else ""
 
 
 def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: str, by: str,
@@ -284,7 +307,8 @@ def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: 
     if not singles:
         raise ValueError(f"{figure}: no single set-up to set beside the {label} one")
     parts = [compare(runs, dual, figure, by=by, labels=(name, label)).rename(
-        columns={"ratio": f"ratio {label} / {name}"}) for name, runs in singles.items()]
+        columns={"ratio": f"ratio {label} / {name}", "ratio_bound": f"ratio {label} / {name}{RATIO_BOUND}"})
+        for name, runs in singles.items()]
     table = parts[0]
     for part in parts[1:]:
         table = table.merge(part.drop(columns=[c for c in map(str, part.columns) if c.startswith(f"{label}_")]),
@@ -292,25 +316,34 @@ def setups_beside(singles: dict[str, pd.DataFrame], dual: pd.DataFrame, figure: 
     return table
 
 
+#: setups_beside's column beside each ratio saying what bound it is (ratio_bound), named after the ratio's.
+RATIO_BOUND = " bound"
+
+
 def styled_setups(table: pd.DataFrame, figure: str):
     """setups_beside's table as a report shows it: statistics in the figure's display unit (a delay among lost tags
     as LOST_TEXT), ratios to 3 decimals ('-' where a median is missing or among lost tags), a lower-bound median
-    marked LOWER_BOUND_MARK."""
+    marked LOWER_BOUND_MARK, a ratio over one as the bound it is (ratio_bound)."""
     scale, digits = figure_scale(figure), figure_format(figure)
     view = table.copy()
     columns = [str(c) for c in table.columns]
+    marks = [c for c in columns if c.startswith("ratio ") and c.endswith(RATIO_BOUND)]
     for column in columns:
         if column.endswith(("_median", "_min", "_max")):
             view[column] = [shown(v, digits, scale) for v in table[column]]
-        elif column.startswith("ratio "):
-            view[column] = [f"{v:.3f}" if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
-                            for v in table[column]]
+        elif column.endswith(("_count", "_missing", "_tester_bound")):  # whole, also where a merge made them float
+            view[column] = [shown(v, "{:.0f}") for v in table[column]]
+        elif column.startswith("ratio ") and column not in marks:
+            mark = table.get(column + RATIO_BOUND, pd.Series("", index=table.index)).fillna("")
+            view[column] = [m if m == NO_RATIO else m + f"{v:.3f}"
+                            if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
+                            for v, m in zip(table[column], mark, strict=True)]
     bounds = [c for c in columns if c.endswith("_median_lower_bound")]
     for column in bounds:
         median = column.removesuffix("_lower_bound")
         view[median] = [LOWER_BOUND_MARK + m if b else m
                         for m, b in zip(view[median], table[column].fillna(False).astype(bool), strict=True)]
-    return report_table(view.drop(columns=bounds)).hide(axis="index")
+    return report_table(view.drop(columns=[*bounds, *marks])).hide(axis="index")
 
 
 def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str, colours: dict[str, str],
@@ -478,9 +511,6 @@ def _mark_lost(ax, x: float) -> None:
 #: Unit of a headline figure, read off its name's suffix: (suffix, label, scale to display).
 _UNITS = (("_fps", "frames/s", 1.0), ("_bps", "bit/s", 1.0), ("_bytes", "bytes", 1.0), ("_s", "ms", 1e3),
           ("_percent", "%", 1.0))
-#: Figures that count whole things (frames per second, bits per second, bytes, tags): written without decimals,
-#: as a "3.000 tags lost" or "1,234,567.000 bit/s" suggests a precision no count has.
-WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
 
 
 def figure_scale(figure: str) -> float:
@@ -804,7 +834,8 @@ def repetition_plot(runs: pd.DataFrame, figure: str, ax=None):
 
 
 def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
-    """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value."""
+    """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value; then
+    the repetitions with a figure each column rests on, and the missing and tester-bound ones where there are."""
     labels = [_short_label(v) for v in summary[column]]
     median = summary["median"]
     if "median_lower_bound" in summary:  # a median a tester-bound repetition may hold down reads '≥ 885,643'
@@ -813,6 +844,8 @@ def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
                            index=summary.index, dtype=object)
     rows = {"median": median, "min": summary["min"], "max": summary["max"],
             "disp. (%)": summary["dispersion_percent"].map(lambda v: v if is_censored(v) else round(v, 2))}
+    if "count" in summary:  # what each column rests on: adaptive repetitions stop each point at its own count
+        rows["repetitions"] = summary["count"]
     for name, label in (("missing", "missing"), ("tester_bound", "tester-bound"), ("why", "why")):
         if name in summary and summary[name].astype(bool).any():
             rows[label] = summary[name]
@@ -900,17 +933,39 @@ def _impairment_order(label: str) -> tuple:
     return (label.split(" ")[0] != "none", numbers, label)
 
 
+#: download_table's rows of statistics (the paper's), in s; the counts follow them.
+DOWNLOAD_ROWS = ("median (s)", "1st percentile (s)", "99th percentile (s)")
+
+
 def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.DataFrame:
     """The paper's layout (Lencse et al. 2020, Tables I, III, IV): rows median / 1st / 99th percentile in s,
-    one column per DUT impairment, over the repetitions (downloads) of each point."""
+    one column per DUT impairment, over the repetitions (downloads) of each point; then how many downloads each
+    column rests on, and, where any failed (no time), how many were left out."""
     if runs.empty or figure not in runs:
-        return pd.DataFrame(index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+        return pd.DataFrame(index=list(DOWNLOAD_ROWS))
     runs = runs.assign(impairment=impairment_labels(runs))
     columns = {}
     for label in sorted(runs["impairment"].unique(), key=_impairment_order):
         s = summarize(runs.loc[runs["impairment"] == label, figure].tolist())
-        columns[label] = [s["median"], s["p1"], s["p99"]]
-    return pd.DataFrame(columns, index=["median (s)", "1st percentile (s)", "99th percentile (s)"])
+        columns[label] = [s["median"], s["p1"], s["p99"], s["count"], s["missing"]]
+    table = pd.DataFrame(columns, index=[*DOWNLOAD_ROWS, "downloads", "failed (left out)"], dtype=object)
+    return table if table.loc["failed (left out)"].any() else table.drop(index="failed (left out)")
+
+
+def percentile_note(counts: Iterable[int], what: str = "repetitions") -> str:
+    """What the 1st and 99th percentile of each count of values are (stats.nearest_rank): of fewer than 100, the
+    minimum and maximum themselves, which a reader of a '1st percentile' does not expect unless told."""
+    def ordinal(k: int) -> str:
+        return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+    parts = []
+    for n in sorted({int(c) for c in counts if c}, reverse=True):
+        low, high = nearest_rank(1, n), nearest_rank(99, n)
+        parts.append(f"of {n} {what} the 1st percentile is the {ordinal(low)} smallest"
+                     + (" (the minimum)" if low == 1 else "") + f", the 99th the {ordinal(high)} smallest"
+                     + (" (the maximum)" if high == n else ""))
+    return ("Percentiles are nearest rank (the value of rank ceil(q / 100 × n) in ascending order, never an "
+            "interpolation): " + "; ".join(parts) + ".") if parts else ""
 
 
 def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,

@@ -17,7 +17,8 @@ verdict follows:
   discrete loads of binary searches give, the closed interval covers at least as often as stated. The
   confidence reached (exactly, not just "at least SHIFT_CONFIDENCE") is reported beside it;
 * **verdict**: "lower" when the whole interval is below 0 (B's figure is lower than A's), "higher"
-  when it is above, else "no significant difference"; "too few repetitions" when m and n are too few for
+  when it is above, else "no significant difference"; "undecided" where repetitions the interval could not
+  see as they are could undo its direction (below); "too few repetitions" when m and n are too few for
   any interval at that confidence: the widest (c = 1) misses with probability 2 / C(m + n, m), so there is
   none while that exceeds 1 - confidence (a bound on m and n together, not on each side alone: fewer
   repetitions on one side can be made up for by more on the other); "only in A" / "only in B" for a point
@@ -25,7 +26,11 @@ verdict follows:
 
 Repetitions without a figure (below min_rate: censored, or failed) take no part in the interval; the
 notes column counts them, and tester-bound repetitions (a lower bound of the DUT's figure), per side.
-Which of the medians is the lower says nothing about a figure held down by the tester.
+Which of the medians is the lower says nothing about a figure held down by the tester: a side's repetitions below
+min_rate lie below all its figures, its lower bounds (a tester-bound rate, a search that met no failing load) may
+lie above theirs. So "lower" stands only where B has no lower bound and A none below min_rate, "higher" only the
+other way round (B above A's figures is then above A's too); else the verdict is "undecided" and the notes say
+which repetitions could undo it.
 """
 
 from __future__ import annotations
@@ -39,11 +44,19 @@ import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
 from trexlab.results import analysis
-from trexlab.results.stats import SHIFT_CONFIDENCE, held_down_by_tester, is_censored, numeric, summarize
+from trexlab.results.stats import (
+    SHIFT_CONFIDENCE,
+    figure_spec,
+    held_down_by_tester,
+    is_censored,
+    numeric,
+    summarize,
+)
 
 #: Up to this many pairs (m x n) the null distribution of U is computed exactly (m x n vector steps).
 EXACT_LIMIT = 2_500
-VERDICTS = ("lower", "higher", "no significant difference", "too few repetitions", "only in A", "only in B")
+VERDICTS = ("lower", "higher", "no significant difference", "undecided", "too few repetitions", "only in A",
+            "only in B")
 METHOD = ("Hodges-Lehmann shift (median of the pairwise differences B - A) with the distribution-free "
           "Mann-Whitney (Moses) confidence interval")
 
@@ -112,6 +125,29 @@ def verdict(ci_low: float, ci_high: float) -> str:
     if ci_low > 0:
         return "higher"
     return "no significant difference"
+
+
+def _undoers(found, lower_bounds: bool) -> tuple[int, int]:
+    """Of one side's repetitions: how many may lie below what the interval saw (below min_rate, left out), and how
+    many above it (lower bounds: tester-bound, where the figure is a rate, or no failing load up to max_rate)."""
+    below = sum(1 for o in found if o.censored)
+    above = sum(1 for o in found if o.value is not None and (o.at_least or (lower_bounds and o.tester_bound)))
+    return below, above
+
+
+def bounded_verdict(found: str, a: tuple[int, int], b: tuple[int, int]) -> tuple[str, str]:
+    """The verdict the interval gives, unless repetitions it could not see as they are could undo it: 'lower' when
+    B's may lie above their figures or A's below theirs, 'higher' the other way round. Then 'undecided', with why.
+    The other direction stands: B above A's figures is above A's left-out repetitions too (a, b: _undoers)."""
+    (a_below, a_above), (b_below, b_above) = a, b
+    higher, lower = ("B", b_above), ("A", a_below)
+    if found == "higher":
+        higher, lower = ("A", a_above), ("B", b_below)
+    elif found != "lower":
+        return found, ""
+    undo = ([f"{higher[0]}'s {higher[1]} lower bound(s) may be higher"] if higher[1] else []) + (
+        [f"{lower[0]}'s {lower[1]} left out below min_rate lie below every figure"] if lower[1] else [])
+    return ("undecided", f"verdict {found} withheld: {' and '.join(undo)}") if undo else (found, "")
 
 
 def _side_notes(label: str, found, lower_bounds: bool) -> list[str]:
@@ -221,12 +257,15 @@ def _compare_point(a: pd.DataFrame | None, b: pd.DataFrame | None, figure: str, 
     row.update(interval)
     for bound in ("shift", "ci_low", "ci_high"):
         row[f"{bound}_percent"] = interval[bound] / a_median * 100 if a_median else math.nan
+    rate = held_down_by_tester(figure)
+    withheld = ""
     if a is None or b is None:
         row["verdict"] = "only in B" if a is None else "only in A"
     else:
-        row["verdict"] = verdict(interval["ci_low"], interval["ci_high"])
-    rate = held_down_by_tester(figure)
+        row["verdict"], withheld = bounded_verdict(verdict(interval["ci_low"], interval["ci_high"]),
+                                                   _undoers(found["a"], rate), _undoers(found["b"], rate))
     notes = _side_notes("A", found["a"], rate) + _side_notes("B", found["b"], rate) + _tester_notes(a, b)
+    notes += [withheld] if withheld else []
     if is_censored(row["a_median"]) or is_censored(row["b_median"]):
         notes.append("a median below min_rate: no difference of medians")
     notes += [f"{label}'s median among lost or late frames: no difference of medians" for label in infinite]
@@ -246,10 +285,13 @@ def text_lines(table: pd.DataFrame, a: Path, b: Path) -> list[str]:
     lines += [header, "-" * len(header)]
     for _, row in table.iterrows():
         point = ", ".join(f"{k}={row[k]}" for k in sweep) or "-"
-        interval = "-" if math.isnan(row["ci_low"]) else f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]"
+        spec = figure_spec(row["figure"])  # a count whole, as the report writes it
+        interval = ("-" if math.isnan(row["ci_low"])
+                    else f"[{_cell(row['ci_low'], spec)}, {_cell(row['ci_high'], spec)}]")
         conf = "-" if math.isnan(row["confidence"]) else f"{row['confidence'] * 100:.1f}%"
-        lines.append(f"{point:24} {row['figure']:18} {_cell(row['a_median']):>14} {_cell(row['b_median']):>14} "
-                     f"{_cell(row['difference_percent'], '+.2f'):>8} {_cell(row['shift']):>12} {interval:>27} "
+        lines.append(f"{point:24} {row['figure']:18} {_cell(row['a_median'], spec):>14} "
+                     f"{_cell(row['b_median'], spec):>14} {_cell(row['difference_percent'], '+.2f'):>8} "
+                     f"{_cell(row['shift'], spec):>12} {interval:>27} "
                      f"{conf:>6}  {row['verdict']}")
         if row["notes"]:
             lines.append(f"{'':24} note: {row['notes']}")
@@ -302,7 +344,7 @@ def styled(table: pd.DataFrame):
     rows = []
     for _, row in table.iterrows():
         scale = analysis.figure_scale(row["figure"])
-        digits = "{:,.0f}" if row["figure"].endswith("_fps") else "{:,.3f}"
+        digits = analysis.figure_format(row["figure"])  # as every table of the campaign report writes it
         interval = ("-" if row["ci_low_percent"] != row["ci_low_percent"]
                     else f"[{row['ci_low_percent']:+.2f}, {row['ci_high_percent']:+.2f}]")
         rows.append({**{k: row[k] for k in sweep}, "figure": analysis.figure_title(row["figure"]),

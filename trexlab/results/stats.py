@@ -116,6 +116,18 @@ def _observation(value) -> Observation:
 RATE_SUFFIXES = ("_fps", "_bps")
 
 
+#: Figures that count whole things (frames per second, bits per second, bytes, tags): written without decimals in
+#: every table, the report's (results.analysis.figure_format) and the CLI's (figure_spec): a "3.000 tags lost" or
+#: "1,234,567.000 bit/s" suggests a precision no count has, and 6 significant digits round 14,880,952 fps away.
+WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
+
+
+def figure_spec(figure: str) -> str:
+    """How a text table (the CLI's summary, trexlab compare's) writes a figure's statistic in the figure's own unit:
+    a count whole with thousands separators, as the report writes it; anything else to 6 significant digits."""
+    return ",.0f" if figure.endswith(WHOLE_FIGURES) else ".6g"
+
+
 def held_down_by_tester(figure: str) -> bool:
     """Whether a tester's limit can only lower this figure: a rate (throughput, NDR, a TCP rate), whose tester-bound
     repetitions are lower bounds of the DUT's. A delay, a loss rate or a count is not held down by a tester that

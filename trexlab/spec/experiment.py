@@ -463,8 +463,9 @@ def _check_point(point: SweepPoint, source: str, figures: tuple[str, ...] = ()) 
             if not procedure(name).TAKES_RATE:
                 raise InvalidParameter("procedure.params.rate", {"from": GIVES_RATE}, f"a number (only "
                                        f"{', '.join(taking_rate())} take a rate from {GIVES_RATE})")
-            procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
-            params = {**params, "rate": 1.0}  # stands for the measured rate in this check only
+            if rate_from["params"] is not None:  # None: a stored campaign's, whatever they were
+                procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
+            params = {**params, "rate": 1.0}  # stands for the measured (or stored) rate in this check only
         built = procedure_params(name, params, "procedure.params.")
     except InvalidParameter as exc:
         if exc.name == "rate" or exc.name.startswith("rate."):  # split_rate_from's own names

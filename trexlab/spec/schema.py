@@ -506,11 +506,14 @@ def experiment_schema(detailed: bool = True) -> dict:
     for name, module in registry().items():
         params = schema_of(module.Params)
         params.pop("required", None)
-        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params: {...}} (trexlab.plan.rate_from)
+        if module.TAKES_RATE:  # rate: a number, or {from: throughput, params, campaign} (trexlab.plan.rate_from)
             rate = params["properties"]["rate"]
             params["properties"]["rate"] = {"description": rate.pop("description"), "anyOf": [rate, {
                 "type": "object", "additionalProperties": False, "required": ["from"],
-                "properties": {"from": {"const": GIVES_RATE}, "params": {"type": "object"}}}]}
+                "properties": {"from": {"const": GIVES_RATE}, "params": {
+                    "type": "object", "description": f"the {GIVES_RATE} search: run for each point first, in the "
+                    "campaign; beside campaign, the search the stored campaign must have run"},
+                    "campaign": rate_campaign_schema()}}]}
         conditions.append({"if": {"properties": {"procedure": {"properties": {"name": {"const": name}}}}},
                            "then": {"properties": {"procedure": {"properties": {"params": params}}}}})
     for generator in ("sim", "software", "trex"):
@@ -554,6 +557,22 @@ ROLE_BOUNDS: dict[str, dict[str, dict]] = {
 _ROLE_TYPES = {"int": {"type": "integer"}, "float": {"type": "number"}, "str": {"type": "string"},
                "path": {"type": "string"}, "bool": {"type": "boolean"}, "list": {"type": "array"},
                "dict": {"type": "object"}}
+
+
+def rate_campaign_schema() -> dict:
+    """rate.campaign: the stored throughput campaign a latency or PDV point takes its rate from (trexlab.plan.rate_from:
+    its checks, whose one-line errors validation gives)."""
+    from trexlab.plan.rate_from import CAMPAIGN_KEYS, FIGURE
+    from trexlab.plan.runplan import CAMPAIGN_ID_PATTERN
+
+    return {"type": "object", "additionalProperties": False, "minProperties": 1,
+            "description": "a stored throughput campaign in the same results root (its experiment, its id, or both) "
+                           "whose point of the same lab, generator, traffic and DUT configuration gives each point's "
+                           f"rate: the median of its repetitions' {FIGURE}, instead of a search in this campaign",
+            "properties": dict(zip(CAMPAIGN_KEYS, (
+                {"type": "string", "pattern": NAME_PATTERN, "description": "the stored campaign's experiment name"},
+                {"type": "string", "pattern": CAMPAIGN_ID_PATTERN.removesuffix(r"\Z") + END,
+                 "description": "the stored campaign's id (its directory below results/<experiment>/)"}), strict=True))}
 
 
 def _valid(schema: dict, value: typing.Any) -> bool:

@@ -9,6 +9,7 @@ configured, fail with one line saying what to do.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 from collections.abc import Mapping
@@ -96,6 +97,20 @@ class Endpoints:
                 limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
         return min(limits)
 
+    def window_floor(self) -> tuple[int, str]:
+        """The smallest per-connection window both ends' kernels give as asked, and where that floor is set.
+
+        iperf3 -w sets SO_SNDBUF and SO_RCVBUF on both ends; the kernel stores twice a requested size (socket(7)),
+        but never less than its minimum (SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF): a smaller window silently got that.
+        """
+        floors = []
+        for node in (self.client, self.server):
+            send, receive = socket_buffer_floors(node)
+            floors.append((math.ceil(max(send, receive) / 2),
+                           f"the kernel of node {node.name} raises a smaller SO_SNDBUF/SO_RCVBUF to its minimum, "
+                           f"{send}/{receive} bytes, instead of doubling it"))
+        return max(floors)
+
     def cpu_ticks(self) -> dict[str, dict[int, tuple[int, int]] | None]:
         """(busy, all) ticks since boot of each online CPU of the "client" and "server" nodes (node_cpu_ticks)."""
         return {"client": node_cpu_ticks(self.client), "server": node_cpu_ticks(self.server)}
@@ -123,6 +138,30 @@ class Endpoints:
         mtus = [read_number(tester, f"/sys/class/net/{tester.port(index).name}/mtu") for index in indexes]
         known = [m for m in mtus if m is not None]
         return None if len(known) < len(mtus) or not known else min(known)
+
+
+#: Asks a kernel for the socket buffers it gives a 1-byte SO_SNDBUF and SO_RCVBUF request: its minimums
+#: (include/net/sock.h SOCK_MIN_SNDBUF, SOCK_MIN_RCVBUF), which follow the size of its struct sk_buff, so the
+#: node's own kernel is asked rather than a figure assumed. Python: Ansible's requirement on every managed node.
+SOCKET_BUFFER_FLOOR_PROBE = ("import socket\n"
+                             "s = socket.socket()\n"
+                             "for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):\n"
+                             "    s.setsockopt(socket.SOL_SOCKET, option, 1)\n"
+                             "    print(s.getsockopt(socket.SOL_SOCKET, option))\n")
+
+
+def socket_buffer_floors(node) -> tuple[int, int]:
+    """(SO_SNDBUF, SO_RCVBUF) bytes a node's kernel gives a socket that asks for less than it keeps."""
+    try:
+        result = subprocess.run(node.command(["python3", "-c", SOCKET_BUFFER_FLOOR_PROBE]), capture_output=True,
+                                text=True, timeout=30)
+        send, receive = (int(word) for word in result.stdout.split())
+        if result.returncode == 0:
+            return send, receive
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    raise GeneratorError(f"node {node.name}: cannot read the kernel's smallest socket buffers (python3 -c "
+                         "setsockopt SO_SNDBUF/SO_RCVBUF)")
 
 
 def read_sysctl(node, name: str) -> int:

@@ -135,9 +135,9 @@ class LabLock:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             file.seek(0)
-            holder = file.read().strip() or "another run"
+            holder = file.read().strip()
             file.close()
-            raise LabError(f"lab {self.lab_name} is in use by {holder}: one run per lab at a time") from None
+            raise self._in_use(holder) from None
         self._file = file
         file.seek(0)
         previous = file.read().strip()
@@ -152,6 +152,28 @@ class LabLock:
         self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
         self._thread.start()
         return self
+
+    def _in_use(self, holder: str) -> LabError:
+        return LabError(f"lab {self.lab_name} is in use by {holder or 'another run'}: one run per lab at a time")
+
+    def check_free(self) -> None:
+        """The refusal __enter__ gives while another run holds the lock, raised without taking it (make run asks it
+        before its recipe, so that through make the refusal is one line): even a try of the lock (LOCK_NB) would
+        refuse a run that starts at that moment. The kernel's table of held flocks (/proc/locks: major:minor in
+        hex, then the inode) tells whether one is held on the file; where it cannot tell, the run's own __enter__
+        still refuses."""
+        try:
+            st = os.stat(self.lock_path)
+            locks = Path("/proc/locks").read_text()
+        except OSError:
+            return  # no lock file: no run has held this lab
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        if any("FLOCK" in line.split() and key in line.split() for line in locks.splitlines()):
+            try:
+                holder = self.lock_path.read_text().strip()
+            except OSError:
+                holder = ""
+            raise self._in_use(holder)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
