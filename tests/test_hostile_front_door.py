@@ -642,3 +642,26 @@ def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and f"campaign {begun.relative_to(root)} was begun with " \
         "another spec" in output[0], (result.returncode, output)
+
+
+def test_make_report_refuses_what_its_report_would_in_one_line(tmp_path):
+    """make report with no campaign of EXP under RESULTS, or a CAMPAIGN that is no campaign directory: trexlab report
+    refused it in the recipe, its line and make's "*** [Makefile:NN: report] Error 2". Asked before any recipe now
+    (trexlab report --check: render's checks, no notebook executed), it is one line and nothing is written; a
+    campaign directory passes that check."""
+    root = front_door_copy(tmp_path / "checkout")
+    shutil.copy2(REPO / "scripts" / "report.sh", root / "scripts" / "report.sh")
+    files = tree(root)
+    for argv, said in (([], "trexlab report: no campaign of experiment 'demo' under results: run `make run EXP=demo`"),
+                       ([f"CAMPAIGN={tmp_path}"], f"trexlab report: {tmp_path}: not a campaign directory")):
+        result = subprocess.run(["make", "--no-print-directory", "report", "EXP=demo", *argv], capture_output=True,
+                                text=True, cwd=root, env=front_door_env({}), timeout=60)
+        output = (result.stdout + result.stderr).strip().splitlines()
+        assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+        assert tree(root) == files
+    campaign = root / "results" / "demo" / "c1"
+    campaign.mkdir(parents=True)
+    (campaign / "campaign.json").write_text(json.dumps({"experiment": "demo", "spec": {"name": "demo"}}))
+    check = subprocess.run([str(root / "scripts" / "report.sh"), "--check-only", "demo"], capture_output=True,
+                           text=True, env=front_door_env({}), timeout=60)
+    assert (check.returncode, check.stdout, check.stderr) == (0, "", ""), check
