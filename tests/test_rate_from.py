@@ -13,11 +13,13 @@ SIM = ["--generator", "sim", "--generator-opt", "capacity=200000"]
 
 
 def test_cli_rate_from_a_throughput_result_uses_its_median_and_says_so(tmp_path, capsys):
-    assert cli.main(["throughput", *SIM, "--max-rate", "1e6", "--trial-duration", "1", "--repeat", "3",
-                     "--results", str(tmp_path / "tp")]) == 0
+    # One simulated DUT for both (--rate-from refuses another): 1 % random loss loses tags; its search allows 2 %.
+    lossy = [*SIM, "--generator-opt", "random_loss=0.01"]
+    assert cli.main(["throughput", *lossy, "--loss-tolerance-percent", "2", "--max-rate", "1e6", "--trial-duration",
+                     "1", "--repeat", "3", "--results", str(tmp_path / "tp")]) == 0
     throughput = json.loads((tmp_path / "tp" / "summary.json").read_text())["figures"]["throughput_fps"]["median"]
     capsys.readouterr()
-    assert cli.main(["latency", *SIM, "--generator-opt", "random_loss=0.01", "--rate-from", str(tmp_path / "tp"),
+    assert cli.main(["latency", *lossy, "--rate-from", str(tmp_path / "tp"),
                      "--frame-timeout", "0.01", "--results", str(tmp_path / "lat")]) == 0
     out, err = capsys.readouterr()
     provenance = json.loads((tmp_path / "lat" / "rep-001" / "provenance.json").read_text())
@@ -123,3 +125,22 @@ def test_a_rate_taken_from_a_throughput_median_that_is_a_lower_bound_says_so(tmp
     assert "a lower bound of the DUT's throughput" in lines["capped"], lines["capped"]
     assert "no failing load up to max_rate" in lines["capped"], "the reason is named"
     assert "lower bound" not in lines["found"], lines["found"]
+
+
+@pytest.mark.parametrize(("flags", "difference"), [
+    (["--frame-size", "128"], "traffic.frame_size [64, 64] there, [128, 128] here"),
+    (["--generator-opt", "capacity=300000"], "generator_options.capacity 200000.0 there, 300000.0 here"),
+])
+def test_cli_rate_from_throughput_runs_of_another_set_up_is_refused_before_any_traffic(tmp_path, capsys, flags,
+                                                                                         difference):
+    """RFC 8219 measures at the DUT's throughput rate: --rate-from took the median of any throughput runs, measured
+    with another frame size or another (simulated) DUT, as this run's rate. Compared as rate.campaign compares."""
+    assert cli.main(["throughput", *SIM, "--max-rate", "1e6", "--trial-duration", "1",
+                     "--results", str(tmp_path / "tp")]) == 0
+    capsys.readouterr()
+    assert cli.main(["latency", *SIM, *flags, "--rate-from", str(tmp_path / "tp"), "--frame-timeout", "0.01",
+                     "--results", str(tmp_path / "lat")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"trexlab latency: rate-from='{tmp_path / 'tp'}': allowed throughput runs of this run's "
+                           f"set-up (lab, generator, generator_options, traffic, dut); rep-001: {difference}")
+    assert not (tmp_path / "lat").exists()

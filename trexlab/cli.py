@@ -220,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
         if module.TAKES_RATE:
             sub.add_argument("--rate-from", metavar="DIR",
                              help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
-                                  "at the throughput rate); instead of --rate")
+                                  "at the throughput rate); instead of --rate. Refused unless every one of them ran "
+                                  "with this run's lab, generator, generator options and traffic")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
     add_compare_parser(subparsers)

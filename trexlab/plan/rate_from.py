@@ -8,7 +8,9 @@ the minimum load) is an observation below every found rate; when the median
 falls among those there is no rate and the run stops with one line.
 
 * CLI: ``trexlab latency --rate-from results/cli/throughput-...`` (a run
-  directory, or a directory of repetitions ``rep-*``).
+  directory, or a directory of repetitions ``rep-*``): each of its throughput
+  runs must have this run's set-up (run_setup: lab, generator and options,
+  traffic), else refused in one line naming the first difference.
 * Experiment: ``procedure.params.rate: {from: throughput, params: {...}}`` runs
   the throughput procedure (with those params and the experiment's traffic and
   repetitions) for each sweep point first, in ``<point>/throughput/``, and
@@ -27,6 +29,7 @@ The rate used and its source go into the provenance of every run (``rate_source`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from pathlib import Path
@@ -41,11 +44,13 @@ GIVES_RATE = throughput.NAME
 SUBDIR = GIVES_RATE
 
 
-def median_throughput(path: str | Path, runs: list[Path] | None = None) -> tuple[float, dict]:
-    """(rate, source) from the finished throughput runs at or below path (runs: those run directories only)."""
+def median_throughput(path: str | Path, runs: list[Path] | None = None,
+                      setup: dict | None = None) -> tuple[float, dict]:
+    """(rate, source) from the finished throughput runs at or below path (runs: those run directories only). setup
+    (run_setup of the run that takes the rate, --rate-from): each of those runs must have been measured with it."""
     from trexlab.plan.repetition import observation
     from trexlab.results.stats import held_down_by_tester, summarize
-    from trexlab.results.store import RESULT, read_json, run_dirs  # pandas: only when a rate is looked up
+    from trexlab.results.store import PROVENANCE, RESULT, first_difference, read_json, run_dirs  # pandas: only here
 
     path = Path(path)
     runs = [run for run in (run_dirs([path]) if runs is None else runs) if (run / RESULT).is_file()]
@@ -55,6 +60,15 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None) -> tuple
         result = read_json(run / RESULT)
         if result.get("procedure") != GIVES_RATE:
             continue
+        if setup is not None:  # a rate measured on another set-up is not this DUT's throughput (RFC 8219)
+            try:
+                have = run_setup(read_json(run / PROVENANCE))
+            except (OSError, ValueError, KeyError, TypeError, InvalidParameter):
+                raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} runs whose set-up ({', '.join(SETUP)})"
+                                       f" can be read: {run / PROVENANCE} cannot") from None
+            if (difference := first_difference(have, setup)) is not None:
+                raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} runs of this run's set-up ("
+                                       f"{', '.join(SETUP)}); {run.name}: {_difference_text(difference)}")
         value = (result.get("headline") or {}).get(FIGURE)
         values.append(-math.inf if value is None else float(value))
         found.append(observation(result, FIGURE, None))
@@ -144,6 +158,19 @@ def setup_of(spec: dict, lab_identity: object) -> dict:
         "traffic": traffic_template(spec.get("traffic")).to_dict(),
         "dut": {block: with_role_defaults(block, settings) for block, settings in (spec.get("dut") or {}).items()
                 if settings is not None}}))
+
+
+def run_setup(provenance: dict) -> dict:
+    """A run's set-up (SETUP, setup_of's form) from its provenance.json as a run writes it (a CLI run's or a campaign
+    repetition's): the lab as the run described it, the generator, its options, the traffic flags (Traffic's fields
+    of the trial template) and no DUT blocks (a run configures none: the lab's DUT is what it is)."""
+    from trexlab.spec.schema import Traffic
+
+    traffic = provenance["traffic"]
+    return setup_of({"generator": provenance["generator"]["generator"],
+                     "generator_options": provenance["generator_options"],
+                     "traffic": {f.name: traffic[f.name] for f in dataclasses.fields(Traffic) if f.name in traffic}},
+                    provenance["lab"])
 
 
 def stored_campaigns(root: Path, reference: dict) -> list[Path]:

@@ -448,7 +448,7 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
-    from trexlab.plan.rate_from import median_throughput
+    from trexlab.plan.rate_from import median_throughput, setup_of
     from trexlab.procedures import procedure, selftest
 
     config = read_config(args.config)
@@ -472,13 +472,12 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         if value is not None:
             params[f.name] = value
             from_config.discard(f.name)
-    rate_source = None
-    if getattr(args, "rate_from", None):
-        if params.get("rate") is not None:
-            raise PlanError("--rate and --rate-from: give one of them")
-        params["rate"], rate_source = median_throughput(args.rate_from)
-    # Named as their flags are (--dscp: dscp=...), the same keys as in the --config file's params.
-    procedure_parameters = procedure_params(args.procedure, params, prefix="")
+    rate_from = getattr(args, "rate_from", None)
+    if rate_from and params.get("rate") is not None:
+        raise PlanError("--rate and --rate-from: give one of them")
+    # Named as their flags are (--dscp: dscp=...), the same keys as in the --config file's params. A rate from
+    # throughput runs is looked up below, once the set-up they must share (generator, options, lab) is known.
+    procedure_parameters = procedure_params(args.procedure, params, prefix="") if not rate_from else None
     if args.repeat is None and "repeat" in config:
         from_config.add("repeat")
     repetitions = args.repeat if args.repeat is not None else config.get("repeat", 1)
@@ -508,6 +507,13 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         if inventory is not None and not isinstance(inventory, str):
             raise PlanError(f"{label}inventory: a file name")
         lab = load_lab(inventory)
+    rate_source = None
+    if rate_from:
+        setup = setup_of({"generator": generator, "generator_options": options, "traffic": traffic},
+                         lab.describe() if lab else None)
+        params["rate"], rate_source = median_throughput(rate_from, setup=setup)
+        procedure_parameters = procedure_params(args.procedure, params, prefix="")
+    assert procedure_parameters is not None
     output = Path(args.results) if args.results else fresh_output(args.procedure)
     check_output_dir(output, "--results")
     ceilings = Path(args.ceilings if args.ceilings is not None else selftest.CEILINGS_FILE)
