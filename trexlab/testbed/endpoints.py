@@ -190,6 +190,40 @@ def node_cpu_ticks(node) -> dict[int, tuple[int, int]] | None:
         return None
 
 
+#: The kernel's TCP counters a download's server reads around it (/proc/net/snmp's Tcp and /proc/net/netstat's TcpExt
+#: lines), by the name trexlab keeps them under: the segments it sent (retransmissions not included: RFC 4022's
+#: tcpOutSegs), the segments it sent again, the duplicates of those the receiver reported (D-SACK, RFC 2883: a
+#: retransmission of a segment that was not lost) and its retransmission timeouts.
+TCP_COUNTERS = {"segments_sent": ("Tcp", "OutSegs"), "retransmitted_segments": ("Tcp", "RetransSegs"),
+                "duplicate_segments_reported": ("TcpExt", "TCPDSACKRecvSegs"),
+                "retransmission_timeouts": ("TcpExt", "TCPTimeouts")}
+
+
+def node_tcp_counters(node) -> dict[str, int] | None:
+    """TCP_COUNTERS of a node's kernel since it started counting (a namespace node: its namespace's own), None where
+    they cannot be read. They count every connection of the node: one transfer's alone while nothing else talks
+    TCP there."""
+    try:
+        result = subprocess.run(node.command(["cat", "/proc/net/snmp", "/proc/net/netstat"]), capture_output=True,
+                                text=True, timeout=30)
+        if result.returncode != 0:
+            return None
+        # Each group is a line of names and a line of values, both led by "Tcp:", "TcpExt:", ...
+        lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
+        values = {(names[0].rstrip(":"), name): value for names, numbers in zip(lines[::2], lines[1::2], strict=True)
+                  if names[0] == numbers[0] for name, value in zip(names[1:], numbers[1:], strict=True)}
+        return {key: int(values[where]) for key, where in TCP_COUNTERS.items()}
+    except (OSError, subprocess.TimeoutExpired, KeyError, ValueError):
+        return None
+
+
+def counted_between(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
+    """What node_tcp_counters counted from before to after; None where either was not read."""
+    if before is None or after is None:
+        return None
+    return {key: after[key] - before[key] for key in TCP_COUNTERS}
+
+
 def cpu_list(text: str) -> frozenset[int]:
     """The CPUs of a kernel CPU list ("0-3,8"; cpuset(7)'s list format, as Cpus_allowed_list shows it); ValueError
     where it is not one."""
