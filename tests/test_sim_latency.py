@@ -172,3 +172,18 @@ def test_a_worst_case_latency_of_fewer_than_1000_tags_says_it_is_the_largest_del
     assert note.startswith("forward: of 500 tagged frames the worst-case latency (99.9th percentile")
     assert "rank 500 of 500: the largest delay" in note
     assert notes(1000) == [], "of 1000 the 99.9th percentile is the 999th delay: the largest one is left out"
+
+
+@pytest.mark.parametrize("ceiling", [12.0, 5.0])
+def test_tags_the_tester_never_sent_are_said_and_fewer_than_rfc8219s_500_sent_is_a_deviation(ceiling):
+    # A tester short of the rate (the sim's tester_ceiling, TRex's latency stream) tags only frames it sent: those
+    # after tag_delay. A tag never sent is no delay and no lost tag, so the percentiles rank fewer tags than
+    # tagged_frames declared: the result says so, and below RFC 8219's 500 tags sent it is a deviation.
+    params = latency.Params(rate=100_000)
+    result = latency.run(RunContext(sim(tester_ceiling=ceiling, seed=3), ONE_WAY), params).to_dict()
+    sent = result["directions"]["forward"]["tags_sent"]
+    assert sent == round(ceiling * (params.trial_duration - params.tag_delay)) < params.tagged_frames
+    assert (f"forward: the tester sent {sent} of the {params.tagged_frames} tagged frames asked for; the figures "
+            f"rank those {sent} only") in result["notes"]
+    short = f"forward: {sent} tagged frames sent (RFC 8219: at least {latency.MIN_TAGGED_FRAMES})"
+    assert (short in result["deviations"]) == (sent < latency.MIN_TAGGED_FRAMES), result["deviations"]
