@@ -11,7 +11,7 @@ from trexlab.plan.repetition import summarize_headlines
 from trexlab.procedures import latency, pdv
 from trexlab.procedures.common import RunContext
 from trexlab.results import analysis, store
-from trexlab.trial import Latency, TrialSpec, format_seconds
+from trexlab.trial import NANOSECOND, Latency, TrialSpec, format_seconds
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
 
@@ -187,3 +187,21 @@ def test_tags_the_tester_never_sent_are_said_and_fewer_than_rfc8219s_500_sent_is
             f"rank those {sent} only") in result["notes"]
     short = f"forward: {sent} tagged frames sent (RFC 8219: at least {latency.MIN_TAGGED_FRAMES})"
     assert (short in result["deviations"]) == (sent < latency.MIN_TAGGED_FRAMES), result["deviations"]
+
+
+def test_each_delay_figure_reads_its_buckets_cautious_edge_so_pdv_is_an_upper_bound():
+    # Every frame delayed exactly 100 ms (no spread): at 100 ms a 3-digit histogram bucket is 65.5 us wide and 100 ms
+    # lies inside one, not on its lower edge. Read at the lower edge the worst case and PDV's 99.9th percentile were
+    # 99.94 ms, below every frame's delay; the cautious reading is the upper edge for every figure but the minimum
+    # (an upper bound) and the lower edge for the minimum (a lower bound), so PDV = p99.9 - min is an upper bound.
+    delay = 0.1
+    tagged_result = latency.run(RunContext(sim(latency_base=delay, latency_spread=0.0), ONE_WAY),
+                                latency.Params(rate=10_000, rfc2544_trials=1)).to_dict()
+    forward = tagged_result["directions"]["forward"]
+    assert forward["min"] <= delay <= forward["typical"] <= forward["worst_case"] <= forward["max"], forward
+    assert tagged_result["rfc2544_single_frame_latency"]["forward"]["average"] >= delay
+    every = pdv.run(RunContext(sim(latency_base=delay, latency_spread=0.0), ONE_WAY),
+                    pdv.Params(rate=10_000, trial_duration=10)).to_dict()["directions"]["forward"]
+    width = Latency.from_delays([delay]).resolution(delay)
+    assert every["min"] <= delay <= every["p99_9"], every
+    assert every["pdv"] == pytest.approx(width - NANOSECOND), "the true PDV is 0: the upper bound is the bucket's width"

@@ -12,7 +12,10 @@ percentile that falls among lost tags is reported as "> <frame timeout> (lost
 tags)", never as a delay some received frame had. The delays come from the
 generator's HDR histogram (trexlab.trial.Latency): the median of an even count
 of tags is the mean of the two middle delays (RFC 8219's Median(Li), as
-siitperf computes it), the 99.9th percentile is nearest rank.
+siitperf computes it), the 99.9th percentile is nearest rank. A histogram keeps
+a delay only to its bucket (up to 0.1 % wide): every figure but the minimum
+reads its bucket's upper edge, so the worst case is never below the delay it
+stands for; the minimum reads its lower edge (trexlab.trial.Latency.percentile).
 
 The rate has no default: RFC 8219 measures latency at the throughput rate, so
 it is given (``rate``), or taken from a throughput result (``trexlab latency
@@ -293,7 +296,8 @@ def run(context: RunContext, params: Params) -> LatencyResult:
                               latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in context.traffic.active_directions:
-            delays = [single.percentile(0) for r in singles if (single := r.directions[direction].latency)]
+            # The one tag's delay, read as every latency figure is: its bucket's upper edge (Latency.percentile).
+            delays = [single.percentile(100) for r in singles if (single := r.directions[direction].latency)]
             values = [d for d in delays if math.isfinite(d)]
             rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
                                   "average": statistics.fmean(values) if values else None,
