@@ -424,3 +424,32 @@ def test_the_paper_table_and_the_setups_table_say_how_many_repetitions_each_figu
                                     by="destination_networks")
     shown = analysis.styled_setups(setups, "throughput_fps").data
     assert list(shown["NAT64_count"]) == ["5", "3"] and list(shown["dual_count"]) == ["6", "7"]
+
+
+def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report_alike(tmp_path, capsys):
+    # RFC 2544 section 26.3 reports the frame loss rate per offered load (its X axis in percent of the media's
+    # maximum); `trexlab flr` printed only the headline (the first load's loss) and the report no curve at all.
+    from trexlab import cli
+    sim = ["--generator", "sim", "--generator-opt", "capacity=650000", "--max-rate", "1e6", "--trial-duration", "1"]
+    assert cli.main(["flr", *sim, "--results", str(tmp_path / "cli"),
+                     "--ceilings", str(tmp_path / "ceilings.json")]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    result = json.loads((tmp_path / "cli" / "rep-001" / "result.json").read_text())
+    assert len(result["points"]) > 2 and {"forward", "reverse"} <= set(result["points"][0]["directions"])
+
+    def cells(point):
+        return [f"{point['offered_load']:.2f}", f"{point['offered_load_percent']:.4g}",
+                f"{point['frame_loss_rate_percent']:.4g}", *(f"{loss:.4g}" for loss in point["directions"].values())]
+
+    rows = [line.split() for line in printed.splitlines()]
+    for point in result["points"]:  # each load's row, in the order measured
+        assert cells(point) + ["no"] in rows, (cells(point), printed)
+    assert [row[0] for row in rows if row and row[-1] == "no"] == [cells(p)[0] for p in result["points"]]
+    spec = {"name": "flr-curve", "generator": "sim", "generator_options": {"capacity": 650000},
+            "traffic": {"frame_size": [64, 64], "directions": "bidirectional"},
+            "procedure": {"name": "flr", "params": {"max_rate": 1e6, "trial_duration": 1}}, "repetitions": 1}
+    campaign = Campaign(experiment.validate(spec), tmp_path / "campaigns").run()["campaign"]
+    report = analysis.loss_curves(campaign)
+    [stored] = Path(campaign).glob("*/rep-001/result.json")
+    for point in json.loads(stored.read_text())["points"]:
+        assert "| " + " | ".join(analysis.text(cell) for cell in [*cells(point), "no"]) + " |" in report, report
