@@ -13,11 +13,12 @@ check_lab_name "${DEMO_LAB_NAME:-demo}" DEMO_LAB_NAME
 check_scale "${SCALE:-}"
 RESULTS=${RESULTS:-results}
 check_results "$RESULTS"
-# --check-only: those checks and root, then stop (make runs it so before any recipe: a refusal is one line);
-# --check-values: those checks only (make -n, whose answer must not depend on the machine's state).
+# --check-only: those checks, root and what its first step, make setup, refuses, then stop (make runs it so before any
+# recipe: a refusal is one line); --check-values: those checks only (make -n, whose answer must not depend on the
+# machine's state).
 [ "${1:-}" != --check-values ] || exit 0
 need_root "make demo"
-[ "${1:-}" != --check-only ] || exit 0
+[ "${1:-}" != --check-only ] || exec scripts/setup.sh --check-only
 
 export LAB=local LAB_NAME=${DEMO_LAB_NAME:-demo} TOPOLOGY=single NETWORKS=1
 start=$SECONDS

@@ -194,6 +194,12 @@ fi
 if [ "$action:$LAB" = up:vm ]; then
   have qemu-system-x86_64 && have mmdebstrap || die "LAB=vm needs qemu-system-x86 and mmdebstrap: run 'make setup'"
 fi
+# A lab of this name up for another checkout: its realiser refuses it during Terraform's apply (twenty lines of its
+# log, the script's and make's), so asked here too, from the lab's namespaces on the host, before anything is made.
+if [ "$action" = up ] && [[ "$LAB" =~ ^(local|vm)$ ]]; then
+  found=$(python3 terraform/labs/local/scripts/nslab.py foreign "$LAB_NAME" "$STATE_DIR" 2>&1) \
+    || refuse "LAB_NAME=$LAB_NAME: ${found#nslab: }"
+fi
 [ -z "$check_only" ] || exit 0
 
 # Providers: the repo-local mirror only where it was built (make providers); none for the local lab.

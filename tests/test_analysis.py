@@ -12,7 +12,7 @@ import pytest
 from trexlab.plan.campaign import Campaign
 from trexlab.results import analysis
 from trexlab.results.report import render
-from trexlab.results.stats import dispersion_percent
+from trexlab.results.stats import WHOLE, dispersion_percent
 from trexlab.spec import experiment
 
 # Lencse 2021 (siitperf accuracy): (median, min, max, disp. %) per frame size, as printed.
@@ -296,13 +296,13 @@ def test_each_method_line_as_measured_names_the_points_it_comes_from(tmp_path):
                                                                               "rate": rate}}))
     lines = [line for line in analysis.method_disclosure(tmp_path).splitlines() if "as measured" in line]
     known = "\\; no tester ceiling known"
-    assert lines == [f"- as measured at points `rate=a-1`, `rate=b-2`: RFC 8219 latency\\; offered load 1000 fps"
+    assert lines == [f"- as measured at points `rate=a-1`, `rate=b-2`: RFC 8219 latency\\; offered load 1\\,000 fps"
                      f"{known}",
-                     f"- as measured at point `rate=c-3`: RFC 8219 latency\\; offered load 2500 fps{known}"], lines
+                     f"- as measured at point `rate=c-3`: RFC 8219 latency\\; offered load 2\\,500 fps{known}"], lines
     (tmp_path / "rate=c-3" / "summary.json").write_text(json.dumps({"method": {"method": "RFC 8219 latency",
                                                                                 "rate": 1000.0}}))
     lines = [line for line in analysis.method_disclosure(tmp_path).splitlines() if "as measured" in line]
-    assert lines == [f"- as measured at every point (3): RFC 8219 latency\\; offered load 1000 fps{known}"], lines
+    assert lines == [f"- as measured at every point (3): RFC 8219 latency\\; offered load 1\\,000 fps{known}"], lines
 
 
 def test_a_parameter_loaded_as_float_beside_a_campaign_without_it_is_the_same_integer():
@@ -426,6 +426,21 @@ def test_the_paper_table_and_the_setups_table_say_how_many_repetitions_each_figu
     assert list(shown["NAT64_count"]) == ["5", "3"] and list(shown["dual_count"]) == ["6", "7"]
 
 
+def test_the_method_line_writes_its_rates_as_the_tables_write_them():
+    """The offered load a latency was measured at (a throughput median), the tester ceiling (a self-test's figure) and
+    the first load of a frame loss rate curve read '1.4881e+07 fps' in the method line beside a table that writes the
+    same figure '14,880,952': a ceiling 'at least 1.4881e+07' claimed 48 fps its self-test never carried."""
+    from trexlab.plan.repetition import method_line
+
+    line = method_line({"method": "RFC 8219 latency", "rate": 14880951.5, "rate_source": "given",
+                        "tester_ceiling": 14880952.0})
+    shown = analysis.shown(14880951.5, analysis.figure_format("throughput_fps"))
+    assert f"offered load {shown} fps (given" in line and "tester ceiling 14,880,952 fps" in line, line
+    line = method_line({"method": "x", "tester_ceiling": 14880952.0, "tester_ceiling_at_least": True,
+                        "offered_loads": {"first_fps": 14880952.0, "step_percent": 10}})
+    assert "tester ceiling at least 14,880,952 fps" in line and "offered loads from 14,880,952 fps down" in line, line
+
+
 def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report_alike(tmp_path, capsys):
     # RFC 2544 section 26.3 reports the frame loss rate per offered load (its X axis in percent of the media's
     # maximum); `trexlab flr` printed only the headline (the first load's loss) and the report no curve at all.
@@ -438,7 +453,7 @@ def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report
     assert len(result["points"]) > 2 and {"forward", "reverse"} <= set(result["points"][0]["directions"])
 
     def cells(point):
-        return [f"{point['offered_load']:.2f}", f"{point['offered_load_percent']:.4g}",
+        return [f"{point['offered_load']:{WHOLE}}", f"{point['offered_load_percent']:.4g}",
                 f"{point['frame_loss_rate_percent']:.4g}", *(f"{loss:.4g}" for loss in point["directions"].values())]
 
     rows = [line.split() for line in printed.splitlines()]

@@ -102,6 +102,18 @@ def test_ten_repetitions_five_below_the_minimum_load():
                         "median < 550: mean of a repetition below min_rate 100 and 1000")
 
 
+def test_a_censored_statistic_states_its_bound_exactly_never_rounded_below_it():
+    """'< min_rate' was written to 6 significant digits: a search below min_rate 1,234,564 fps read '< 1.23456e+06',
+    a claim that it lies below 1,234,560, which nothing measured; its reason and a censored median's bound too."""
+    reps = [Observation(None, below=1234564.0, repetition=k) for k in (1, 2)] + [Observation(14880951.0, repetition=3),
+                                                                                Observation(14880953.0, repetition=4)]
+    s = summarize(reps)
+    assert (s["min"], s["median"]) == ("< 1234564", f"< {(1234564 + 14880951) / 2:.1f}") == ("< 1234564", "< 8057757.5")
+    assert s["why"] == ("below min_rate 1234564: rep 1-2; "
+                        "median < 8057757.5: mean of a repetition below min_rate 1234564 and 14880951")
+    assert analysis.numeric(s["median"]) != analysis.numeric(s["median"]), "still no number"
+
+
 def test_a_majority_below_the_minimum_load_is_a_median_below_min_rate():
     s = summarize([Observation(None, below=100.0)] * 6 + [1000.0, 1100.0, 2000.0, 3000.0])
     assert s["median"] == "< 100" and s["missing"] == 6 and s["count"] == 4

@@ -555,16 +555,19 @@ def test_lab_status_without_lab_name_when_no_lab_of_the_checkout_is_up_is_not_ze
     assert made.returncode == 0 and made.stdout.splitlines()[:2] == listed, made
 
 
-@pytest.mark.parametrize("refused", ["linked-venv", "terraform-too-old", "terraform-unknown-version"])
-def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, refused):
+@pytest.mark.parametrize(("goal", "refused"), [("setup", "linked-venv"), ("setup", "terraform-too-old"),
+                                              ("setup", "terraform-unknown-version"), ("demo", "linked-venv")])
+def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, goal, refused):
     """make setup's refusals (a venv linked from another checkout whose requirements differ, which it would reinstall
     from this one; a terraform older than the labs' modules require) were two lines through make, the script's and
     make's "*** [Makefile:NN: setup] Error 1", and came after Debian's packages were installed (the terraform one after
     the venv too). Now they are setup's --check-only, before any recipe: one line, nothing installed. Run from a copy
     of the front door, with a venv of the test's own and stand-ins for terraform, dpkg-query (every package installed)
-    and id (not root: no apt-get), so that a check that lets it through installs nothing either."""
+    and id (not root: no apt-get), so that a check that lets it through installs nothing either. make demo, whose
+    first step is make setup, checks setup's refusals before its own recipe too (as root, which it needs)."""
     root = front_door_copy(tmp_path / "checkout")
-    shutil.copy2(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
+    for name in ("setup.sh", "demo.sh"):
+        shutil.copy2(REPO / "scripts" / name, root / "scripts" / name)
     for name in ("requirements.txt", "pyproject.toml"):
         shutil.copy2(REPO / name, root / name)
     (root / "terraform" / "labs" / "local" / "versions.tf").symlink_to(REPO / "terraform" / "labs" / "local" /
@@ -582,7 +585,7 @@ def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, ref
     version = {"terraform-too-old": "1.5.7", "terraform-unknown-version": "(unknown)"}.get(refused, "1.10.0")
     stand_ins = {"terraform": f"""if [ "$2" = -json ]; then echo '{{"terraform_version": "{version}"}}'; """
                               f"else echo 'Terraform v{version}'; fi",
-                 "dpkg-query": "printf 'install ok installed'", "id": "echo 1000"}
+                 "dpkg-query": "printf 'install ok installed'", "id": f"echo {0 if goal == 'demo' else 1000}"}
     for name, body in stand_ins.items():
         (fake / name).write_text(f"#!/bin/sh\n{body}\n")
         (fake / name).chmod(0o755)
@@ -592,12 +595,12 @@ def test_make_setup_refuses_in_one_line_before_installing_anything(tmp_path, ref
             "terraform-too-old": f"terraform 1.5.7 ({fake / 'terraform'}) is too old: lab-up needs >= 1.6",
             "terraform-unknown-version": "its 'terraform version' names no version"}[refused]
     files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "experiments" not in p.parts)
-    result = subprocess.run(["make", "--no-print-directory", "setup"], capture_output=True, text=True, cwd=root,
+    result = subprocess.run(["make", "--no-print-directory", goal], capture_output=True, text=True, cwd=root,
                             env=env, timeout=60)
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "experiments" not in p.parts) == files
-    if refused == "linked-venv":  # the same requirements: the checkout's own worktree venv, not refused
+    if goal == "setup" and refused == "linked-venv":  # the same requirements: the checkout's own worktree venv
         (venv / ".requirements.sha256").write_text(want)
         check = subprocess.run([str(root / "scripts" / "setup.sh"), "--check-only"], capture_output=True, text=True,
                                env=env, timeout=60)

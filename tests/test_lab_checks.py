@@ -121,14 +121,20 @@ def tcp_plan(tmp_path, *flags):
 
 @pytest.fixture
 def kernel(monkeypatch):
-    """The nodes' kernel files, from a table (nothing is reached): rmem/wmem_max and the tester ports' MTU."""
+    """The nodes' kernel files, from a table (nothing is reached): rmem/wmem_max and the tester ports' MTU; and the
+    smallest socket buffers their kernels give (SO_SNDBUF, SO_RCVBUF: a 6.x kernel's on x86-64)."""
     table = {"/proc/sys/net/core/rmem_max": 212992, "/proc/sys/net/core/wmem_max": 212992}
     read = []
 
     def read_number(node, path):
         read.append((node.name, path))
         return table.get(path, 1500 if path.endswith("/mtu") else None)
+
+    def socket_buffer_floors(node):
+        read.append((node.name, "socket buffer floors"))
+        return 4608, 2304
     monkeypatch.setattr(endpoints_module, "read_number", read_number)
+    monkeypatch.setattr(endpoints_module, "socket_buffer_floors", socket_buffer_floors)
     return read
 
 

@@ -230,3 +230,16 @@ def test_disturbed_trials_that_bear_on_no_goal_are_named_in_the_results_notes_wi
         "figure (read as the DUT's success they would move no goal's relevant bounds nor figure), so none is marked by "
         "them"]
     assert [goal["notes"] for goal in found["goals"]] == [[], []]
+
+
+def test_a_disturbed_warm_up_is_named_in_the_results_notes_and_marks_no_goal():
+    # The warm-up runs at max_rate, above 105 kfps, and its host drops persist; the search discards its result, so
+    # no figure rests on it. Before, the runner's notes counted it among the trials that made "the result" a lower
+    # bound.
+    params = dataclasses.replace(PARAMS, warmup_duration=1.0)
+    found = mlrsearch.run(RunContext(DisturbedAbove(HostDropping(capacity=CAPACITY, stalls=None), 1.05 * CAPACITY),
+                                     SPEC), params)
+    warmup = found.trial_log[:next(i for i, t in enumerate(found.trial_log) if t["searched"])]  # its runs, first
+    assert warmup and all(t["offered_load"] == params.max_rate for t in warmup) and not warmup[-1]["valid"]
+    assert (f"the warm-up trial may be the tester's or the host's (host backlog drops ({warmup[-1]['host_drops']:,} "
+            "frames)): the search discards it, and no figure rests on it") in found.notes

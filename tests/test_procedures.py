@@ -123,7 +123,7 @@ def test_frame_loss_rate_steps_down_until_two_lossless_trials():
     # Its headline figure is the loss at the first load: the method line says which load, and the step.
     from trexlab.plan.repetition import method_line, method_of
 
-    assert "offered loads from 1e+06 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
+    assert "offered loads from 1,000,000 fps down in steps of 10 % of it, until two trials in a row lose no frame" in (
         method_line(method_of(result.to_dict())))
 
 

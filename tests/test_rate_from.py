@@ -29,7 +29,7 @@ def test_cli_rate_from_a_throughput_result_uses_its_median_and_says_so(tmp_path,
     worst = next(line for line in out.splitlines() if line.startswith("forward_worst_case_s"))
     assert "> timeout" in worst and "inf" not in worst, "the summary table never shows a number for lost tags"
     assert "1000 tagged frames after 60 s; frame timeout 10 ms" in out
-    assert (f"offered load {throughput:g} fps (the throughput rate: median of 3 repetition(s) of throughput_fps in "
+    assert (f"offered load {throughput:,.0f} fps (the throughput rate: median of 3 repetition(s) of throughput_fps in "
             f"{tmp_path / 'tp'})") in out
 
 
@@ -38,7 +38,7 @@ def test_a_given_rate_is_disclosed_as_given(tmp_path, capsys):
     not a throughput it took from results, in the CLI's summary and in summary.json."""
     assert cli.main(["pdv", *SIM, "--rate", "150000", "--trial-duration", "2", "--results", str(tmp_path / "p")]) == 0
     out = capsys.readouterr().out
-    assert ("offered load 150000 fps (given: not taken from throughput results; RFC 8219 measures at the "
+    assert ("offered load 150,000 fps (given: not taken from throughput results; RFC 8219 measures at the "
             "throughput rate)") in out
     assert json.loads((tmp_path / "p" / "summary.json").read_text())["method"]["rate_source"] == "given"
 

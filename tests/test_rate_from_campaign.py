@@ -14,7 +14,7 @@ from trexlab.plan import estimate
 from trexlab.plan.campaign import Campaign
 from trexlab.plan.rate_from import setup_of, stored_rates
 from trexlab.plan.runplan import plan_campaign
-from trexlab.results.analysis import method_disclosure
+from trexlab.results.analysis import load_campaigns, method_disclosure
 from trexlab.results.store import read_json, read_point_log
 from trexlab.spec import experiment
 from trexlab.spec.schema import experiment_schema
@@ -83,6 +83,11 @@ def test_latency_is_measured_at_the_stored_campaigns_median_of_the_same_point_an
         "measured_on": None, "params": None}
     assert source["campaign"]["params"]["trial_duration"] == SEARCH["trial_duration"], "the stored search's params"
     assert not list((results / "lat").glob("*/*/throughput")), "no search run again"
+    # The report's throughput beside the latency (load_campaigns' procedure): the stored repetitions the rate was
+    # the median of, with that campaign's own columns.
+    rates = load_campaigns(outcome["campaign"], procedure="throughput")
+    assert list(rates["point"]) == [point] * 3 and set(rates["campaign"]) == {manifest["campaign"]}
+    assert rates["throughput_fps"].median() == source["rate"] and set(rates["capacity"]) == {600000}
     disclosed = method_disclosure(outcome["campaign"]).replace("\\", "")
     assert f"(the throughput rate: median of 3 repetition(s) of throughput_fps in {results}/tp/" in disclosed
 

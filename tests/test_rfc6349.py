@@ -24,7 +24,7 @@ from trexlab.tcp import engines as tcp_engines
 from trexlab.tcp import iperf
 from trexlab.tcp import metrics as tcp_metrics
 from trexlab.tcp.iperf import TcpTest, parse
-from trexlab.testbed.endpoints import LabView
+from trexlab.testbed.endpoints import TCP_COUNTERS, Endpoints, LabView, counted_between, node_tcp_counters
 from trexlab.testbed.inventory import Lab, LabError, Node
 from trexlab.testbed.inventory import TestPort as Port
 from trexlab.trial import Capabilities, DirectionResult, GeneratorError, TrialResult, TrialSpec
@@ -79,12 +79,43 @@ class FakeNode:
         return [sys.executable, "-c", self.program, "", *argv[1:]]
 
 
+class RecordedNode:
+    """A node whose commands print recorded files, one per command in turn (none left: the command fails)."""
+
+    def __init__(self, name: str, *paths: Path):
+        self.name, self.paths = name, list(paths)
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["cat", str(self.paths.pop(0))] if self.paths else ["false"]
+
+
+class LocalNode:
+    """A node whose commands run on this machine as they are (its kernel is the node's)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def command(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+
+def kernel_window_floor():
+    """Endpoints.window_floor of two ends whose kernel is this machine's."""
+    return Endpoints.window_floor(SimpleNamespace(client=LocalNode("client"), server=LocalNode("server")))
+
+
 class FakeEndpoints:
     """What trexlab.testbed.endpoints.Endpoints gives the procedures, for a declared path."""
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
-                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=(), iperf3_cpus=None):
+                 client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=(), iperf3_cpus=None,
+                 window_floor=None, server=()):
         self.client = FakeNode("client", client_program)
+        # server: the files the server node's commands print in turn (its TCP counters before and after a download)
+        self.server = RecordedNode("server", *server)
+        # window_floor: what window_floor answers (kernel_window_floor(): this machine's kernel's); None: the declared
+        # path's ends take any window, so its small BDPs stand for a path of any size.
+        self._floor = window_floor or (1, "the declared endpoints take any window")
         # cpu_ticks: what cpu_ticks answers in turn ({"client": {cpu: (busy, all)}, "server": ...}), then None (not
         # read); iperf3_cpus: the CPUs each end's iperf3 may run on ({"client": frozenset, ...}; None: not read).
         self._cpu_ticks = list(cpu_ticks)
@@ -105,6 +136,9 @@ class FakeEndpoints:
 
     def window_limit(self):
         return self._limit, "net.core.rmem_max on node server"
+
+    def window_floor(self):
+        return self._floor
 
     def tester_port_mtu(self, indexes):
         return self._mtu
@@ -318,6 +352,42 @@ def test_a_bdp_window_larger_than_the_kernel_allows_stops_before_the_tcp_tests()
     assert tcp_tests == [], "no TCP test ran"
 
 
+def test_the_window_floor_is_the_smallest_window_the_kernel_doubles_on_both_buffers():
+    # The kernel stores twice a requested SO_SNDBUF/SO_RCVBUF (socket(7)) but never less than its minimum
+    # (include/net/sock.h SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF): a window below half of it got that minimum, silently.
+    import socket
+
+    floor, where = kernel_window_floor()
+    assert "node " in where and "SO_SNDBUF" in where
+
+    def doubled(window):
+        with socket.socket() as s:
+            got = []
+            for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+                s.setsockopt(socket.SOL_SOCKET, option, window)
+                got.append(s.getsockopt(socket.SOL_SOCKET, option))
+            return got == [2 * window, 2 * window]
+
+    assert doubled(floor) and not doubled(floor - 1)
+
+
+def test_a_window_below_the_kernels_smallest_socket_buffer_is_refused_before_the_tcp_tests(declared_endpoints):
+    kernel = kernel_window_floor()
+    floor = kernel[0]
+    declared_endpoints(window_floor=kernel)
+    with pytest.raises(InvalidParameter) as err:
+        rfc6349.check_lab(a_plan(params(window_bytes=floor - 1)), SOME_LAB)
+    assert str(err.value).startswith(f"window_bytes={floor - 1}: allowed >= {floor} bytes (")
+    assert "SO_SNDBUF" in str(err.value) and "\n" not in str(err.value)
+    rfc6349.check_lab(a_plan(params(window_bytes=floor)), SOME_LAB)
+    # A window computed from the BDP: the reduced-window test's 25 % of it over four connections, on this path of
+    # 200 us (a BDP of some 14 kB) below the floor, while the download test's quarter of the BDP is above it.
+    endpoints = FakeEndpoints(window_floor=kernel)
+    with pytest.raises(InvalidParameter, match=rf"window_bytes \(reduced 25%\)=\d+: allowed >= {floor} bytes"):
+        run(PathGenerator(), params(tests=("download", "reduced")), endpoints)
+    assert [c for c in endpoints.client.calls if "--bitrate" not in c] == [], "no TCP test ran"
+
+
 def test_more_dscp_values_than_server_ports_is_refused(declared_endpoints):
     declared_endpoints(ports=(5201, 5202))
     with pytest.raises(InvalidParameter, match="dscp=.*at most 2 values"):
@@ -383,6 +453,50 @@ def test_http_download_times_one_whole_download():
     argv = endpoints.client.calls[0]
     assert argv[0] == "curl" and argv[-1] == "http://198.19.0.3:80/download.bin" and "%{json}" in argv
     assert recorded[0].to_dict()["kind"] == "http download"
+
+
+#: The server node's /proc/net/snmp and /proc/net/netstat (cat of both) before and after one 64 MiB download through
+#: a DUT dropping 1 % of the frames towards the client (local lab, 2026-11-27).
+PROC_NET = Path(__file__).parent / "data" / "proc-net"
+
+
+def kernel_counter(path: Path, group: str, name: str) -> int:
+    """One counter of a /proc/net file: the value under `name` on the line after `group`'s line of names."""
+    lines = path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"{group}: ") and name in line.split())
+    return int(lines[at + 1].split()[lines[at].split().index(name)])
+
+
+def test_a_download_records_the_servers_tcp_counters_over_it():
+    """The segments the server sent, sent again and had reported as duplicates, and its timeouts, over the
+    download: the after-file's counters less the before-file's, each read from its group's line."""
+    before, after = PROC_NET / "before-a-download.txt", PROC_NET / "after-a-download.txt"
+    endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1048576"), server=(before, after))
+    result = http_download.run(RunContext(None, TrialSpec(1, 1)), http_download.Params(timeout=10),
+                               endpoints=endpoints).to_dict()
+    expected = {key: kernel_counter(after, *where) - kernel_counter(before, *where)
+                for key, where in TCP_COUNTERS.items()}
+    assert result["server_tcp"] == expected
+    # The recorded download's: 1 % of some 46,800 frames dropped and repaired, none spuriously, no timeout.
+    assert 400 < expected["retransmitted_segments"] < 550 and expected["retransmission_timeouts"] == 0
+    assert 46_000 < expected["segments_sent"] < 47_000
+    assert expected == counted_between(node_tcp_counters(RecordedNode("s", before)),
+                                       node_tcp_counters(RecordedNode("s", after)))
+
+
+def test_a_download_whose_server_counters_cannot_be_read_still_counts_without_them(tmp_path):
+    """A node that cannot be read, or whose files miss a counter or pair no values with a line of names (a
+    kernel without D-SACK counting, a cut read): no counters, and the download's time stands."""
+    full = (PROC_NET / "before-a-download.txt").read_text()
+    for name, text in (("no-dsack", full.replace("TCPDSACKRecvSegs", "TCPDSACKRecvSegz")),
+                       ("cut", "\n".join(full.splitlines()[:-1]))):
+        (tmp_path / name).write_text(text)
+        assert node_tcp_counters(RecordedNode("s", tmp_path / name)) is None, name
+    assert counted_between(None, node_tcp_counters(RecordedNode("s", PROC_NET / "after-a-download.txt"))) is None
+    endpoints = FakeEndpoints(client_program=FAKE_CURL.replace("SIZE", "1048576"))
+    result = http_download.run(RunContext(None, TrialSpec(1, 1)), http_download.Params(timeout=10),
+                               endpoints=endpoints).to_dict()
+    assert result["server_tcp"] is None and result["download_time_s"] == 0.25
 
 
 def test_a_short_download_fails_the_run():

@@ -217,7 +217,7 @@ def test_a_ceiling_whose_search_never_failed_is_recorded_and_shown_as_a_lower_bo
     [summary] = (tmp_path / "runs").glob("throughput-*/summary.json")
     method = json.loads(summary.read_text())["method"]
     assert method["tester_ceiling_at_least"] is True
-    assert f"tester ceiling at least {entry['ceiling_fps']:g} fps" in method_line(method), method_line(method)
+    assert f"tester ceiling at least {entry['ceiling_fps']:,.0f} fps" in method_line(method), method_line(method)
     # A ceiling given beside that entry is the given one, no lower bound (the entry gives the latency floor only).
     _, provenance, err = run_cli(tmp_path, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
                                  "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1",

@@ -111,6 +111,6 @@ def test_demo_measures_the_reference_dut_and_its_report_shows_both_findings(tmp_
         row = re.search(re.escape(criterion) + r"</td>\s*<td[^>]*>([\d,]+)</td>", dom)
         assert row and row.group(1) == f"{value:,.0f}", (criterion, value, row and row.group(0))
     assert bar_pixels > 5000, "the bar plot rendered"
-    assert f"tester ceiling {lower_bound}{ceiling['ceiling_fps']:g} fps" in dom, "the method names the ceiling"
+    assert f"tester ceiling {lower_bound}{ceiling['ceiling_fps']:,.0f} fps" in dom, "the method names the ceiling"
     stalls = disturbed(campaign, 0.011, capacity, dut.loss_every_nth)
     assert f"Trials this machine disturbed: {len(stalls)} of" in dom, "the report says which trials a stall failed"

@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
+import warnings
 
 import pytest
 
@@ -27,6 +29,9 @@ CI = load(REPO / "experiments" / EXPERIMENT).scaled("ci")
 MIN_SLOWDOWN = 1.1
 #: Bytes of a frame's Ethernet header (destination, source, EtherType), which the kernel's link counters include.
 ETHERNET_HEADER = 14
+#: Standard deviations of the binomial count of dropped segments within which the segments the server repaired must
+#: lie at each loss rate: a DUT dropping at the rate it was given falls outside once in some 1.7 million points.
+LOSS_BAND_SD = 5
 
 
 def lab_state(lab) -> dict:
@@ -86,7 +91,32 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     rounds = sorted(o["round"] for o in orders)
     assert rounds == sorted(-(-k // CI.repetitions_per_round) for k in range(1, CI.repetitions + 1)
                             for _ in CI.points())
-    # 1 % loss slows the download, more than 0.1 % does. Over 10 sets of 9 downloads per loss rate on this shared
+    trials = runs["run"].map(lambda run: json.loads(open(f"{run}/trials.jsonl").readline()))
+    # How the loss reached TCP, whatever else the host runs: the segments the server sent again, less those the
+    # client reported it already had (D-SACK: spurious retransmissions, which a busy host's late ACKs set off at
+    # 0 % too), are the segments the DUT dropped, a binomial count of the frames it forwarded at the point's loss
+    # rate. In a CI campaign of this test beside other jobs and 8 busy loops switched on and off (load 16-28,
+    # 2026-11-27) they came to 3 / 453 / 4,175 against 0 / 418 / 4,213 expected at 0 / 0.1 / 1 % (within 2 SD;
+    # over 45-49 downloads per rate within 2 SD too), while the same downloads' times overlapped (below); with the
+    # DUT's loss rule made to accept instead of drop, 0 / 0 / 2 against 0 / 417 / 4,172, and the medians passed.
+    counted = {loss: [t["server_tcp"] for t, at in zip(trials, runs["loss_percent"], strict=True) if at == loss]
+               for loss in summary.index}
+    assert all(c is not None for tcp in counted.values() for c in tcp), "the server's TCP counters were read"
+    repaired = {loss: sum(c["retransmitted_segments"] - c["duplicate_segments_reported"] for c in tcp)
+                for loss, tcp in counted.items()}
+    frames = {loss: sum(c["segments_sent"] + c["retransmitted_segments"] for c in tcp) for loss, tcp in counted.items()}
+    print(f"segments the server repaired by loss %: {repaired} of {frames} sent")
+
+    def band(loss: float, frames: int) -> tuple[float, float]:
+        mean, sd = frames * loss / 100, math.sqrt(frames * loss / 100 * (1 - loss / 100))
+        return mean - LOSS_BAND_SD * sd, mean + LOSS_BAND_SD * sd
+
+    for loss in summary.index[summary.index > 0]:
+        low, high = band(loss, frames[loss])
+        assert low <= repaired[loss] <= high, (loss, repaired[loss], low, high)
+    assert repaired[0] < band(min(summary.index[summary.index > 0]), frames[0])[0], repaired
+    # 1 % loss slows the download, more than 0.1 % does, on a host that leaves the downloads its CPUs (make test
+    # runs this file in its last phase, alone). Over 10 sets of 9 downloads per loss rate on this shared
     # 2-CPU host (wire-sized frames, reno, 2026-11-27), the 1 % median was 1.57-1.74x the lossless one with the
     # 64 MiB file (46,350 frames, 0.07 s lossless), 1.46-1.69x with 16 MiB, 1.41-1.72x with 8 MiB, 1.60-1.79x
     # with 128 MiB; the 0.1 % median 1.12-1.30x over those 40 sets. The paper saw 2.1x at 1 % and 1.004x at
@@ -98,8 +128,25 @@ def test_download_time_grows_with_dut_loss_and_the_report_shows_median_and_perce
     # super-frames the DUT dropped 1 % of 45 KB packets (one loss event per some 3,000 segments) and the ratio
     # wandered over 1.33-3.95x and once fell to 1.199x. The medians of several downloads keep out a stall of
     # the host (a lossless download once took 9x its median).
-    assert medians[1] > MIN_SLOWDOWN * medians[0] and medians[1] > medians[0.1], medians.to_dict()
-    trials = runs["run"].map(lambda run: json.loads(open(f"{run}/trials.jsonl").readline()))
+    # Beside other work the time is the host's, not the path's: a CI-scale download is ~0.1 s of CPU-bound
+    # transfer, and with other jobs' load coming and going (8 busy loops on and off beside load 15-30) lossless
+    # downloads took 0.145-0.998 s, the 1 % median over 45-49 downloads per rate was only 1.21-1.23x the lossless one
+    # and a 1 % download was under 1.1x the lossless one two downloads (about a second) before it in 44-49 % of
+    # the pairs, so a paired comparison within a round gains nothing; resampled, the median comparison below
+    # failed 43 % of 9-download campaigns and 25 % of 30-download ones, and that campaign's 1 % median came to 0.91x
+    # the lossless one. Under steady load the effect grew instead (reno's halved window waits for a receiver the
+    # scheduler runs late: 5x). The lossless downloads' own spread says which host this is: where their quartiles
+    # lie further apart than the slowdown to be resolved, no median of nine resolves it, and the counts above are
+    # the evidence that the loss acted (the campaign without any loss above passed the medians, 1.12x, with its
+    # lossless quartiles 1.16x apart, 1.67x in the one at 0.91x; 1.03x on the quiet host).
+    lossless = runs.loc[runs["loss_percent"] == 0, "download_time_s"]
+    spread = lossless.quantile(0.75) / lossless.quantile(0.25)
+    if spread > MIN_SLOWDOWN:
+        warnings.warn(f"download times not compared: lossless downloads' quartiles {spread:.2f}x apart, more than the "
+                      f"{MIN_SLOWDOWN}x slowdown to resolve (a busy host); medians {medians.round(4).to_dict()}",
+                      stacklevel=1)
+    else:
+        assert medians[1] > MIN_SLOWDOWN * medians[0] and medians[1] > medians[0.1], medians.to_dict()
     assert all(t["kind"] == "http download" and t["curl"]["http_code"] == 200 for t in trials)
     assert {t["curl"]["size_download"] for t in trials} == {CI.spec["endpoints"]["http_file_mib"] * 1048576}
 

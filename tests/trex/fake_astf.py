@@ -18,7 +18,9 @@ direction, shared by every connection sending that way; a connection carries
 at most window x 8 / RTT (a profile without --window: TRex's default socket
 buffers) and, when the profile paces it (--bitrate), that.
 Connections send nothing for ``setup_s`` after start (the handshake and slow
-start iperf3's --omit leaves out). A paced connection sees the base RTT, a
+start iperf3's --omit leaves out); their handshakes complete ``handshake_s``
+after start (None: one RTT, a SYN and its SYN-ACK; at most ``setup_s``), before
+which the client's ``m_est_flows`` and ``tcps_connects`` count none of them. A paced connection sees the base RTT, a
 bulk one ``loaded_rtt_factor`` times it (queues fill), reached linearly over
 ``queue_fill_s`` s from the start (0: at once). Each start takes
 ``build_s`` s before the profile transmits (TRex builds it first; the start
@@ -97,7 +99,7 @@ def tunables_of(tunables: dict) -> argparse.Namespace:
 class FakeAstfClient:
     def __init__(self, link_bps=1e9, rtt_s=2e-3, loaded_rtt_factor=1.5, retransmit_ratio=0.001, mss=1460,
                  setup_s=0.5, app_ahead=65536, rpc_time=0.0005, fail_at=None, established=None, refresh_s=0.5,
-                 refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0, build_s=0.0):
+                 refresh_phase=0.0, cpu_util=None, queue_fill_s=0.0, build_s=0.0, handshake_s=None):
         # TRex's TCP clock ticks in whole milliseconds, so its RTT samples are whole ms and the smallest smoothed RTT
         # of a paced connection is exact only on a path of whole milliseconds; below 1 ms the dump reads 0 whatever
         # the samples: the fake takes no other paths.
@@ -111,6 +113,10 @@ class FakeAstfClient:
         self.rpc_time, self.fail_at = rpc_time, fail_at
         self.cpu_util, self.queue_fill_s = cpu_util, queue_fill_s
         self.build_s = build_s
+        self.handshake_s = rtt_s if handshake_s is None else handshake_s
+        if self.handshake_s > setup_s and setup_s:  # setup_s 0: sending at once, the handshake not modelled apart
+            raise ValueError(f"handshake_s={handshake_s!r}: allowed <= setup_s ({setup_s}): a connection sends only "
+                             "once established")
         self.clock = FakeClock()
         self.origin = self.clock.now
         self.synced_at = -math.inf  # the last refresh get_stats asked for
@@ -228,11 +234,12 @@ class FakeAstfClient:
         sent = int(self.rate(pid, side) * elapsed / 8) * self.up(args)
         received = int(self.rate(pid, other) * elapsed / 8) * self.up(args)
         rexmit = int(sent * self.retransmit_ratio)
+        up = self.up(args) if at >= self.started[pid][0] + self.handshake_s else 0
         counters = dict.fromkeys(COUNTERS, 0)
         counters.update({"tcps_sndbyte_ok": sent, "tcps_sndbyte": sent + (self.app_ahead if sent else 0),
                          "tcps_rcvbyte": received, "tcps_sndrexmitbyte": rexmit,
                          "tcps_sndrexmitpack": math.ceil(rexmit / self.mss),
-                         "tcps_connects": self.up(args), "m_est_flows": self.up(args)})
+                         "tcps_connects": up, "m_est_flows": up})
         return counters
 
     def get_traffic_stats(self, skip_zero=True, pid_input="_", is_sum=False):

@@ -199,7 +199,7 @@ class FakeClient:
                  extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
                  port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
                  dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
-                 duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False, lacking=()):
+                 duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False, lacking=(), software_mode=True):
         # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
         self.port_mac, self.dest_mac = port_mac, dest_mac
         # duplicated: latency frames of each latency stream the DUT delivers twice (TRex counts the copy in rx_pkts,
@@ -217,6 +217,9 @@ class FakeClient:
         # a latency pg_id, "tp"): the client fails on them as the real one (_read_as_the_client).
         assert {figure for figure, _ in lacking} <= {"lat", "tp"}, lacking
         self.lacking = tuple(lacking)
+        # software_mode: the server configures no hardware filters (--software, or a virtual NIC such as AF_PACKET,
+        # which always runs so), so its RX core handles every counted frame received; get_system_info says so.
+        self.software_mode = software_mode
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
@@ -246,6 +249,16 @@ class FakeClient:
     def get_server_version(self):
         return {"build_date": "Nov 23 2026", "build_time": "08:21:06", "built_by": "unknown", "mode": "STL",
                 "version": "v3.08"}
+
+    def get_server_system_info(self):
+        """What the server's get_system_info answered at connect (trex-core src/stx/common/trex_rpc_cmds_common.cpp,
+        TrexRpcCmdGetSysInfo): its advanced_per_stream_stats is true when no hardware filter is used (software
+        mode). The ports' entries carry only what the fake's two AF_PACKET ports would say of themselves."""
+        return {"hostname": "tester", "uptime": "Nov 23 2026 @ 08:21:06", "dp_core_count": 1,
+                "dp_core_count_per_port": 1, "core_type": "Intel Core Processor", "is_multiqueue_mode": False,
+                "advanced_per_stream_stats": self.software_mode, "port_count": 2,
+                "ports": [{"index": port, "driver": "net_af_packet", "hw_mac": mac, "is_virtual": True}
+                          for port, mac in enumerate(self.port_mac)]}
 
     def reset(self, ports):
         self._call("reset", ports=ports)

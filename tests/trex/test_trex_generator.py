@@ -726,3 +726,25 @@ def test_latency_streams_beyond_what_trex_times_accurately_are_refused_before_an
     # One direction alone stays within it.
     result = gen.run_trial(TrialSpec(duration=duration, latency_mode=latency_mode, directions="forward", **over))
     assert result.directions["forward"].latency is not None
+
+
+def test_a_load_beyond_the_rx_core_of_trexs_software_mode_is_refused_before_any_traffic(api, monkeypatch):
+    # A server in software mode (get_system_info's advanced_per_stream_stats: --software, or a virtual NIC) counts
+    # every received test frame on its one RX core, at most MAX_SOFTWARE_RX_FPS over all ports: a faster trial's
+    # loss would be TRex's. A lower ceiling here keeps the trials short; the rule is the same.
+    ceiling = 2000
+    monkeypatch.setattr(trex, "MAX_SOFTWARE_RX_FPS", ceiling)
+    gen, client = generator(api)
+    with pytest.raises(ValueError) as refused:
+        gen.run_trial(TrialSpec(offered_load=ceiling / 2 + 1, duration=1))
+    assert str(refused.value) == (
+        f"offered_load={ceiling / 2 + 1!r}: allowed <= {ceiling // 2} frames/s per direction on the trex generator "
+        "with its server in software mode (its RX core counts every test frame received: at most "
+        f"{ceiling} frames/s over all ports, TRex's manual says; beyond, the trial would measure TRex)")
+    assert "\n" not in str(refused.value)
+    assert "start" not in client.call_names()
+    # One direction alone stays within it; a server with hardware filters counts in its NICs, not its RX core.
+    assert gen.run_trial(TrialSpec(offered_load=ceiling / 2 + 1, duration=1, directions="forward")).directions
+    gen, client = generator(api, software_mode=False)
+    assert gen.run_trial(TrialSpec(offered_load=ceiling / 2 + 1, duration=1)).directions
+    assert gen.describe()["software_mode"] is False

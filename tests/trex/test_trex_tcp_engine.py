@@ -89,9 +89,10 @@ def test_counters_become_the_rfc6349_metrics():
 
 
 def test_omit_leaves_the_connection_setup_out():
-    # The fake's connections carry nothing for their first 0.5 s: without omit that time lowers the figure.
-    with_omit, _ = run(engine(), omit=1.0, tests=("download",))
-    without, _ = run(engine(), omit=0.0, tests=("download",))
+    # The fake's connections, established at once, carry nothing for their first 0.5 s (slow start): without omit
+    # that time lowers the figure (the handshakes' time is left out either way: the next test).
+    with_omit, _ = run(engine(handshake_s=0.0), omit=1.0, tests=("download",))
+    without, _ = run(engine(handshake_s=0.0), omit=0.0, tests=("download",))
     measured = {name: r["tests"][0]["directions"]["download"]["actual_tcp_throughput_bps"]
                 for name, r in (("omit", with_omit), ("none", without))}
     duration = params().test_duration
@@ -356,6 +357,25 @@ def test_concurrent_tests_without_omit_are_each_measured_from_their_own_first_re
     for test, stats in zip(tests, results, strict=True):
         upload = stats["upload"]
         assert upload.good_bytes * 8 / upload.seconds == pytest.approx(window * 8 / RTT_S, rel=2e-3), test.name
+
+
+def test_without_omit_the_measured_time_starts_once_every_connection_is_established():
+    # TRex's clients open their connections once the profile runs; until the handshakes complete they carry nothing.
+    # Without omit the first read came right after the start, so the set-up lay inside the measured time and lowered
+    # the figure by its share of the duration (here 0.5 s of 10 s, 5 %). iperf3 starts its clock once its streams
+    # are connected; the engine now reads first once every connection is established, as an omit's read comes after.
+    setup = 0.5
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, setup_s=setup, handshake_s=setup)
+    window, duration = 16384, 10.0  # window-limited: 65.5 Mbit/s per connection, four well below the link
+    test = TcpTest("download", "download", 4, window, port=5201, duration=duration, omit=0.0)
+    [stats] = engine(client=client).run([test])
+    download = stats["download"]
+    assert download.good_bytes * 8 / download.seconds == pytest.approx(4 * window * 8 / RTT_S, rel=2e-3)
+    assert download.seconds == pytest.approx(duration, rel=1e-3)
+    # A handshake that never completes is still refused, after the test's duration at the latest.
+    client = fake_astf.FakeAstfClient(link_bps=LINK_BPS, rtt_s=RTT_S, setup_s=setup, handshake_s=setup, established=3)
+    with pytest.raises(GeneratorError, match="had 3 of its 4 connections established"):
+        engine(client=client).run([test])
 
 
 def test_a_test_without_a_window_is_judged_against_trexs_default_buffers():

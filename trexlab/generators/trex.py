@@ -37,7 +37,10 @@ What is reported and why:
   ranked once: one the histogram does not hold (duplicates aside, which TRex's
   sequence check counts) as lost; a histogram holding more delays than latency
   frames arrived is refused;
-* byte counters include the FCS: bytes per sent frame must equal the frame size.
+* byte counters include the FCS: bytes per sent frame must equal the frame size;
+* a server in software mode counts every received test frame on its one RX
+  core: a trial beyond what that core counts (MAX_SOFTWARE_RX_FPS over all
+  ports) would measure TRex, so it is refused before any traffic.
 
 The first trial after a server start may lose a few frames, so a short warm-up
 trial runs after connecting and its result is discarded.
@@ -95,6 +98,14 @@ FINE_WINDOW = 0.2
 #: software, and TRex's stateless manual ("Per stream latency/jitter/packet errors") says to keep the latency streams'
 #: total at most 5 Mpps. Beyond it the delays would be TRex's as much as the DUT's.
 MAX_LATENCY_FPS = 5_000_000
+#: Test frames/s TRex in software mode counts over all ports together. A server without hardware filters (started
+#: with --software, or on a virtual NIC such as AF_PACKET, which always runs so; get_system_info's
+#: advanced_per_stream_stats says which) hands every received frame of a pg_id to its one RX core, which counts it in
+#: software. TRex's manual: its appendix "Software mode" names that RX core as what limits per-stream statistics
+#: (~10 Mpps when the NIC steers the frames to it), and its stateless manual ("Tagged Packet Group") puts the same
+#: path in software mode, the data-plane cores redirecting the frames to the RX thread, at 3-5 Mpps; the upper end
+#: is taken. Beyond it a trial's loss and send time would be TRex's, not the DUT's.
+MAX_SOFTWARE_RX_FPS = 5_000_000
 #: Seconds the reads wait back to back for every sending port's first frames after start().
 START_WAIT = 1.0
 #: Seconds to wait for the SSH tunnel's local port.
@@ -391,6 +402,7 @@ class TRexGenerator(TRexSession):
         self.warmup = warmup
         self.clock, self.sleep = time.monotonic, time.sleep
         self.sending_pg_ids: dict[int, list[int]] = {}  # tester port -> pg_ids of the trial's streams
+        self.software_mode: bool | None = None  # the server's, once connected (None: it did not say)
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -400,6 +412,7 @@ class TRexGenerator(TRexSession):
                 "profile": str(PROFILE.relative_to(paths().root)), "warmup": self.warmup,
                 "send_time": f"pg_id tx counters read every {POLL_INTERVAL} s, back to back within {FINE_WINDOW} s "
                              "of the first frames and of the expected end",
+                "software_mode": self.software_mode,
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
 
     def skip_trials(self, count: int) -> None:
@@ -425,6 +438,9 @@ class TRexGenerator(TRexSession):
         if self.connected:
             return
         self._open(self.api.STLClient)
+        # True when the server uses no hardware filter: its RX core then counts every test frame (_check_rx_rate).
+        software = (self.client.get_server_system_info() or {}).get("advanced_per_stream_stats")
+        self.software_mode = software if isinstance(software, bool) else None
         if self.warmup:
             self._trial(TrialSpec(**WARMUP))
 
@@ -459,6 +475,7 @@ class TRexGenerator(TRexSession):
         senders = [spec.sender_port(d) for d in spec.active_directions]
         test_rate, latency_rate = self.stream_rates(spec)
         self._check_latency_rate(spec, latency_rate * len(senders))
+        self._check_rx_rate(spec, len(senders))
         delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
@@ -496,6 +513,17 @@ class TRexGenerator(TRexSession):
         raise InvalidParameter(name, value, f"{allowed} with latency_mode={spec.latency_mode} on the trex generator "
                                             "(TRex timestamps latency frames in software on its RX core: at most "
                                             f"{MAX_LATENCY_FPS:d} frames/s over all ports, its manual says)")
+
+    def _check_rx_rate(self, spec: TrialSpec, senders: int) -> None:
+        """Refuse a trial whose test frames, over all ports, exceed what the RX core of a server in software mode
+        counts (MAX_SOFTWARE_RX_FPS); a server with hardware filters counts in its NICs."""
+        if not self.software_mode or spec.offered_load * senders <= MAX_SOFTWARE_RX_FPS:
+            return
+        raise InvalidParameter("offered_load", spec.offered_load,
+                               f"<= {MAX_SOFTWARE_RX_FPS / senders:.0f} frames/s per direction on the trex generator "
+                               "with its server in software mode (its RX core counts every test frame received: at "
+                               f"most {MAX_SOFTWARE_RX_FPS:d} frames/s over all ports, TRex's manual says; beyond, the "
+                               "trial would measure TRex)")
 
     def _count(self, flow: dict, pg_id: int, counter: str, port: int) -> int:
         """A frame count the trial's result rests on (tx_pkts, rx_pkts of a pg_id on a port): one TRex did not give

@@ -23,7 +23,7 @@ from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures import throughput
 from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
-from trexlab.results.stats import Observation, figure_spec, held_down_by_tester, is_censored, summarize
+from trexlab.results.stats import WHOLE, Observation, figure_spec, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
     RunDir,
@@ -311,11 +311,11 @@ def method_line(method: dict) -> str:
                      + ("" if initial is None else f"initial trials {initial:g} s, ")
                      + f"final trials {goal['final_trial_duration']:g} s, duration sum {goal['duration_sum']:g} s")
     if loads := method.get("offered_loads"):
-        parts.append(f"offered loads from {loads['first_fps']:g} fps down in steps of {loads['step_percent']:g} % "
-                     "of it, until two trials in a row lose no frame")
+        parts.append(f"offered loads from {loads['first_fps']:{WHOLE}} fps down in steps of "
+                     f"{loads['step_percent']:g} % of it, until two trials in a row lose no frame")
     if "rate" in method:
         source = method.get("rate_source")
-        parts.append(f"offered load {method['rate']:g} fps" + (
+        parts.append(f"offered load {method['rate']:{WHOLE}} fps" + (  # as the throughput table writes it
             "" if source is None  # a summary written before rate_source
             else " (given: not taken from throughput results; RFC 8219 measures at the throughput rate)"
             if source == "given" else f" (the throughput rate: {source})"))
@@ -329,7 +329,7 @@ def method_line(method: dict) -> str:
     if tcp := method.get("tcp"):
         parts.append("; ".join([
             f"path MTU {tcp['mtu']} B declared" if tcp["mtu"] else "path MTU found by Don't-Fragment trials",
-            f"bottleneck bandwidth {tcp['bottleneck_bandwidth_bps']:g} bit/s declared"
+            f"bottleneck bandwidth {tcp['bottleneck_bandwidth_bps']:{WHOLE}} bit/s declared"
             if tcp["bottleneck_bandwidth_bps"] else "bottleneck bandwidth by RFC 2544 throughput at the MTU",
             f"window {tcp['window_bytes']} B per connection" if tcp["window_bytes"]
             else "window per connection from the BDP (bottleneck bandwidth x baseline RTT) / connections",
@@ -353,9 +353,9 @@ def method_line(method: dict) -> str:
                      if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
         parts.append("no tester ceiling known" if not method.get("tester_ceiling")
-                     else f"tester ceiling at least {method['tester_ceiling']:g} fps (its self-test met no failing "
-                     "load)" if method.get("tester_ceiling_at_least")
-                     else f"tester ceiling {method['tester_ceiling']:g} fps")
+                     else f"tester ceiling at least {method['tester_ceiling']:{WHOLE}} fps (its self-test met no "
+                     "failing load)" if method.get("tester_ceiling_at_least")
+                     else f"tester ceiling {method['tester_ceiling']:{WHOLE}} fps")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):

@@ -32,6 +32,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
     trial_duration_field,
 )
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -119,7 +120,8 @@ def curve(result: dict) -> tuple[list[str], list[list[str]]]:
     def number(value, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
-    rows = [[number(point["offered_load"], ".2f"), number(point.get("offered_load_percent"), ".4g"),
+    # The load as the method line and every table write a rate (WHOLE).
+    rows = [[number(point["offered_load"], WHOLE), number(point.get("offered_load_percent"), ".4g"),
              number(point["frame_loss_rate_percent"], ".4g"),
              *(number(point.get("directions", {}).get(d), ".4g") for d in directions),
              "yes" if point.get("stretched") else "no"] for point in points]

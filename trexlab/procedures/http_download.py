@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from trexlab.params import InvalidParameter, check_range
 from trexlab.procedures.common import RunContext
 from trexlab.spec.schema import doc
-from trexlab.testbed.endpoints import Endpoints, LabView, require_lab
+from trexlab.testbed.endpoints import Endpoints, LabView, counted_between, node_tcp_counters, require_lab
 from trexlab.trial import TrialSpec
 
 
@@ -64,6 +64,10 @@ class Download:
     #: Whether the server's TCP kept TSO/GSO (roles/tcp_endpoints): False, frames of at most the MTU; None, facts of
     #: a role that did not say.
     segmentation_offload: bool | None = None
+    #: The server node's TCP counters over the download (trexlab.testbed.endpoints.TCP_COUNTERS): how the DUT's
+    #: loss or delay reached the transfer, its segments sent again, which the time alone does not show; None: not
+    #: read (or a download recorded before they were).
+    server_tcp: dict | None = None
 
     @property
     def time_s(self) -> float:
@@ -82,7 +86,7 @@ class DownloadResult:
         d = self.download
         return {"procedure": NAME, "method": METHOD, "url": d.url, "bytes": d.expected_bytes,
                 "download_time_s": d.time_s, "congestion_control": d.congestion_control,
-                "segmentation_offload": d.segmentation_offload, "curl": d.curl,
+                "segmentation_offload": d.segmentation_offload, "curl": d.curl, "server_tcp": d.server_tcp,
                 "params": asdict(self.params),
                 "headline": dict(zip(HEADLINE, (d.time_s, d.expected_bytes * 8 / d.time_s if d.time_s else None),
                                      strict=True))}
@@ -154,10 +158,12 @@ def run(context: RunContext, params: Params, endpoints: Endpoints | None = None)
     if progress:
         progress("download", {"test": url, "trial": 1})
     argv = endpoints.client.command(curl_argv(url, params.timeout))
+    counters = node_tcp_counters(endpoints.server)
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=params.timeout + 30)
     except subprocess.TimeoutExpired:
         raise DownloadError(f"download of {url} did not end within {params.timeout + 30:.0f} s") from None
+    server_tcp = counted_between(counters, node_tcp_counters(endpoints.server))
     try:
         report = json.loads(result.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -169,7 +175,7 @@ def run(context: RunContext, params: Params, endpoints: Endpoints | None = None)
         raise DownloadError(f"download of {url}: HTTP {curl['http_code']}, {curl['size_download']} of "
                              f"{endpoints.http_file_bytes} bytes{': ' + reason if reason else ''}")
     download = Download(url, endpoints.http_file_bytes, curl, endpoints.client_facts.get("congestion_control"),
-                        endpoints.facts.get("segmentation_offload"))
+                        endpoints.facts.get("segmentation_offload"), server_tcp)
     if on_trial:
         on_trial(download, {"procedure": NAME, "phase": "download", "trial": 1})
     if progress:

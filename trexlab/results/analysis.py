@@ -79,7 +79,10 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path, procedure: str | No
     procedure: the runs of that procedure instead of the campaign's own, e.g. the
     throughput runs a latency campaign measured each point's rate with
     (trexlab.plan.rate_from), whose figure is the throughput that latency was
-    measured at.
+    measured at; where it took its rates from a stored throughput campaign
+    (rate_source.campaign), that campaign's repetitions of the points it took
+    them from, as their summaries count them (its experiment, campaign and sweep
+    columns: the runs are its own).
     """
     # One table built at once from every campaign's rows. Columns set one at a time on each campaign's table,
     # then the tables concatenated over campaigns whose columns differ, left it in about a block per column (115
@@ -90,6 +93,7 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path, procedure: str | No
     rows: list[dict] = []
     repetitions: list[int | None] = []
     columns: dict[str, None] = {}  # each campaign's, in order: what concatenating the campaigns' tables gave
+    stored: set[Path] = set()  # the stored campaigns' points a campaign's rates came from
     for campaign in campaign_dirs(paths):
         manifest = json.loads((campaign / "campaign.json").read_text())
         runs = run_rows(campaign)
@@ -100,6 +104,9 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path, procedure: str | No
         finished = [run for run in runs if run["finished"]]
         if wanted and "provenance.procedure" in flat:  # a latency campaign's rate runs are throughput's, and apart
             finished = [run for run in finished if run.get("provenance.procedure") == wanted]
+        if procedure and not finished:  # its rates from a stored campaign: that campaign's points (rate_source.from)
+            stored.update(Path(run["provenance.rate_source.from"]) for run in runs
+                          if _present(run.get("provenance.rate_source.campaign.point")))
         sweep = sorted({k for p in manifest["points"] for k in p["values"]})
         swept = {key.rsplit(".", 1)[-1]: f"provenance.sweep.{key}" for key in sweep
                  if f"provenance.sweep.{key}" in flat}
@@ -121,6 +128,14 @@ def load_campaigns(paths: Iterable[str | Path] | str | Path, procedure: str | No
     table = pd.DataFrame(rows, columns=list(columns))
     # A whole number or None (a run without one): inferred, None would make every repetition a float.
     table["repetition"] = pd.Series(repetitions, index=table.index, dtype=object)
+    if stored:  # the repetitions each stored point's median was taken over: 1 .. its summary's count
+        taken = load_campaigns(sorted({point.parent for point in stored}), procedure)
+        counted = {(point.parent.name, point.name): json.loads((point / "summary.json").read_text())["repetitions"]
+                   for point in stored}
+        keep = [(c, p) in counted and r is not None and r <= counted[(c, p)]
+                for c, p, r in zip(taken["campaign"], taken["point"], taken["repetition"], strict=True)]
+        taken = taken[keep].reset_index(drop=True)
+        table = taken if table.empty else pd.concat([table, taken], ignore_index=True)
     return table
 
 

@@ -75,7 +75,7 @@ class Observation:
 
     def reasons(self) -> list[str]:
         """Why this repetition is missing or tester-bound, in a table's words."""
-        found = [f"below min_rate {self.below:g}"] if self.censored else ["no figure"] if self.missing else []
+        found = [f"below min_rate {exact(self.below)}"] if self.censored else ["no figure"] if self.missing else []
         if self.at_least:
             found.append("no failing load up to max_rate (the figure is a lower bound)")
         if self.irregular:
@@ -96,7 +96,14 @@ def median_ranks(n: int) -> tuple[int, int]:
 
 
 def below(bound: float) -> str:
-    return f"{BELOW} {bound:g}"
+    return f"{BELOW} {exact(bound)}"
+
+
+def exact(value: float) -> str:
+    """A bound as text, every digit it has: 1234564 (":g" wrote '1.23456e+06', i.e. below 1,234,560, a bound no
+    search found), 8057757.5, 100. No thousands separators: a censored statistic's bound is read back as a number
+    (_bound_of, the plots)."""
+    return format(value, ".15g")
 
 
 def dispersion_percent(median: float, minimum: float, maximum: float) -> float:
@@ -122,10 +129,14 @@ RATE_SUFFIXES = ("_fps", "_bps")
 WHOLE_FIGURES = ("_fps", "_bps", "_bytes", "_lost_or_late")
 
 
+#: How a count (WHOLE_FIGURES) is written in text: whole, with thousands separators (14,880,952).
+WHOLE = ",.0f"
+
+
 def figure_spec(figure: str) -> str:
     """How a text table (the CLI's summary, trexlab compare's) writes a figure's statistic in the figure's own unit:
     a count whole with thousands separators, as the report writes it; anything else to 6 significant digits."""
-    return ",.0f" if figure.endswith(WHOLE_FIGURES) else ".6g"
+    return WHOLE if figure.endswith(WHOLE_FIGURES) else ".6g"
 
 
 def held_down_by_tester(figure: str) -> bool:
@@ -168,7 +179,8 @@ def summarize(values: Iterable[float | None | Observation], lower_bounds: bool =
     elif isinstance(low_middle, str):
         median = below((bound + high_middle) / 2)
         # The bound is not min_rate itself: say where it comes from, or it reads as a measured figure.
-        reasons.append(f"median {median}: mean of a repetition below min_rate {bound:g} and {high_middle:g}")
+        reasons.append(f"median {median}: mean of a repetition below min_rate {exact(bound)} and "
+                       f"{exact(high_middle)}")
     else:
         median = (low_middle + high_middle) / 2
     minimum, maximum = ranked(1), ranked(n)

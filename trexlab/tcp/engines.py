@@ -22,9 +22,8 @@ sections "client" and "server"; descriptions from TRex's counter table):
 * retransmissions: the sender's ``tcps_sndrexmitpack`` and
   ``tcps_sndrexmitbyte`` (bytes counted, not segments times MSS);
 * connections: the client's ``m_est_flows`` (established, not closed) at both
-  reads (without omit, the last: the first precedes the handshakes); a test
-  with fewer than its connections up is refused, as iperf3 fails a stream
-  that cannot connect;
+  reads; a test with fewer than its connections up is refused, as iperf3
+  fails a stream that cannot connect;
 * CPU: the global ``cpu_util`` get_stats returns with each read (TRex's
   data-plane cores' utilisation, %, as TRex smooths it), the larger of the
   two reads (without omit, the last: TRex's low-pass filter makes the first
@@ -46,10 +45,12 @@ sections "client" and "server"; descriptions from TRex's counter table):
   a lab's paths of a few milliseconds or less (the procedure says so in its
   notes); a smoothed RTT below 1 ms reads 0, as a flow not yet sampled does.
 
-The counters are read twice, after ``omit`` (without it, right after the
-profiles started) and after ``duration`` more, and the test's figures are the
+The counters are read twice, after ``omit`` (without it, once every
+connection is established: iperf3 too starts its clock once its streams are
+connected) and after ``duration`` more, and the test's figures are the
 differences over the time between the two reads: slow start is left out as
-iperf3's --omit does, and the transfer time is measured, never assumed.
+iperf3's --omit does, connection set-up always, and the transfer time is
+measured, never assumed.
 TRex's get_traffic_stats answers with counters its master thread refreshes
 every 500 ms, so they are read through ASTFClient.get_stats, which has the
 server refresh them first.
@@ -97,6 +98,10 @@ TREX_MAX_BUFFER_BYTES = 1 << 30
 #: tcp.do_rfc1323 (on by default; the profile leaves it) has both ends, TRex, agree on; they are within the MSS
 #: (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most t_maxseg less its options).
 TREX_TIMESTAMP_OPTION_BYTES = 12
+#: Seconds between two reads of the counters while a test without omit waits for its connections to be established:
+#: the measured time starts at the first read that finds them all up, so this only bounds how much of slow start
+#: falls before it (bytes and time are both counted from that read).
+ESTABLISH_POLL_S = 0.05
 #: Seconds beyond a test's omit + duration that stopping and reading may take before the server counts as gone.
 ASTF_GRACE = 30.0
 #: (sending, receiving) section of TRex's traffic counters per direction (directions as RFC 6349 tools name them).
@@ -123,9 +128,9 @@ class TcpEngine(Protocol):
     #: The window per connection of a test that sets none, which bounds its throughput as a declared one does
     #: (window / RTT); None: the endpoints size it themselves (a kernel's autotuning), no fixed figure.
     default_window_bytes: int | None
-    #: The smallest window per connection the engine takes and what sets it; None: none known (a kernel raises a
-    #: smaller socket buffer to its own minimum).
-    min_window: tuple[int, str] | None
+    @property
+    def min_window(self) -> tuple[int, str] | None:
+        """The smallest window per connection the engine gives as asked and what sets it; None: none known."""
     #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
     over_window_limit: str
     #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
@@ -151,7 +156,6 @@ class Iperf3Engine:
     name = "iperf3"
     method = "iperf3"
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
-    min_window: tuple[int, str] | None = None
     # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
     over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
     segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
@@ -177,6 +181,15 @@ class Iperf3Engine:
         self.congestion_control = endpoints.congestion_control
         self.segmentation_offload = endpoints.facts.get("segmentation_offload")
         self.ports = list(endpoints.iperf3_ports)
+        self._min_window: tuple[int, str] | None = None
+
+    @property
+    def min_window(self) -> tuple[int, str] | None:
+        """Below it a kernel gives a socket buffer its own minimum, not twice the window (Endpoints.window_floor):
+        read from the nodes once, when first asked (before the first TCP test)."""
+        if self._min_window is None:
+            self._min_window = self.endpoints.window_floor()
+        return self._min_window
 
     def server_address(self, ip_version: int) -> str:
         return self.endpoints.server_address(ip_version)
@@ -342,6 +355,23 @@ class TRexAstfEngine(TRexSession):
             if self.clock() < until:
                 self._read_flows(ids, flows, read_from)
 
+    def _established_read(self, ids: list[str], tests: list[TcpTest], until: float, flows: dict[str, dict],
+                          read_from: dict[str, int]) -> dict[str, tuple[float, dict, float | None]]:
+        """Read every profile's counters until each has all its test's connections established (the client's
+        m_est_flows), and give that read; at `until` give the read as it is (_run then refuses the test). The flow
+        dumps are read meanwhile twice per span TRex keeps them, as _wait does."""
+        flows_read = self.clock()
+        while True:
+            reads = self._snapshot(ids)
+            if all(established(reads[pid][1]) >= test.connections for pid, test in zip(ids, tests, strict=True)):
+                return reads
+            if self.clock() >= until:
+                return reads
+            if self.clock() - flows_read >= FLOW_DUMP_SPAN_S / 2:
+                self._read_flows(ids, flows, read_from)
+                flows_read = self.clock()
+            self.sleep(min(ESTABLISH_POLL_S, max(0.0, until - self.clock())))
+
     def _run(self, tests: list[TcpTest]) -> list[dict[str, DirectionStats]]:
         ids = [f"trexlab-tcp-{test.port}" for test in tests]
         omit, duration = max(t.omit for t in tests), max(t.duration for t in tests)
@@ -360,8 +390,12 @@ class TRexAstfEngine(TRexSession):
             # Read even without omit: each start is an RPC that waits for TRex to build and start the profile, so
             # a profile started before others carried traffic through their starts. Its counters from zero at its
             # own start over the time from the last start read that traffic as throughput (the first of five DSCP
-            # profiles 8 % high at 0.2 s per start); between two reads of its own, bytes and time match.
-            first = self._snapshot(ids)
+            # profiles 8 % high at 0.2 s per start); between two reads of its own, bytes and time match. Without
+            # omit the first read waits for every connection's handshake, as iperf3 starts its clock once its
+            # streams are connected: read at the start, the set-up lay in the measured time (0.5 s of a 10 s test,
+            # 5 % off the figure).
+            first = self._snapshot(ids) if omit > 0 else self._established_read(ids, tests, origin + duration,
+                                                                                flows, read_from)
             self._wait(min(at for at, _, _ in first.values()) + duration, ids, flows, read_from)
             last = self._snapshot(ids)
             self._read_flows(ids, flows, read_from)
@@ -372,14 +406,14 @@ class TRexAstfEngine(TRexSession):
         if last_at - origin > omit + duration + ASTF_GRACE:
             raise GeneratorError(f"TRex ASTF server {self.server}: reading the counters took until "
                                  f"{last_at - origin:.0f} s for a {omit + duration:g} s test")
-        # The reads that saw the test running: without omit the first comes right after the start, before the
-        # handshakes, and with TRex's cpu_util low-pass filtered (3/4 of the last figure each update) it is the
-        # seconds before the test, such as the previous test's load; the last read only then.
+        # The reads whose CPU figure is the test's: without omit the first comes right after the handshakes, and
+        # with TRex's cpu_util low-pass filtered (3/4 of the last figure each update) it is mostly the seconds
+        # before the test, such as the previous test's load; the last read only then.
         measured = {pid: (first[pid], last[pid]) if omit > 0 else (last[pid],) for pid in ids}
         for pid, test in zip(ids, tests, strict=True):
             # TRex carries on with the connections that came up; fewer than the test's would be measured as its
             # throughput with the window it gave each (iperf3 fails a stream that cannot connect).
-            up = min(established(read[1]) for read in measured[pid])
+            up = min(established(read[1]) for read in (first[pid], last[pid]))
             if up < test.connections:
                 raise GeneratorError(f"TRex ASTF server {self.server}: test {test.name!r} had {up} of its "
                                      f"{test.connections} connections established while it was measured (the "

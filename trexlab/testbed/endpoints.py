@@ -9,6 +9,7 @@ configured, fail with one line saying what to do.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 from collections.abc import Mapping
@@ -96,6 +97,20 @@ class Endpoints:
                 limits.append((read_sysctl(node, name), f"{name} on node {node.name}"))
         return min(limits)
 
+    def window_floor(self) -> tuple[int, str]:
+        """The smallest per-connection window both ends' kernels give as asked, and where that floor is set.
+
+        iperf3 -w sets SO_SNDBUF and SO_RCVBUF on both ends; the kernel stores twice a requested size (socket(7)),
+        but never less than its minimum (SOCK_MIN_SNDBUF/SOCK_MIN_RCVBUF): a smaller window silently got that.
+        """
+        floors = []
+        for node in (self.client, self.server):
+            send, receive = socket_buffer_floors(node)
+            floors.append((math.ceil(max(send, receive) / 2),
+                           f"the kernel of node {node.name} raises a smaller SO_SNDBUF/SO_RCVBUF to its minimum, "
+                           f"{send}/{receive} bytes, instead of doubling it"))
+        return max(floors)
+
     def cpu_ticks(self) -> dict[str, dict[int, tuple[int, int]] | None]:
         """(busy, all) ticks since boot of each online CPU of the "client" and "server" nodes (node_cpu_ticks)."""
         return {"client": node_cpu_ticks(self.client), "server": node_cpu_ticks(self.server)}
@@ -125,6 +140,30 @@ class Endpoints:
         return None if len(known) < len(mtus) or not known else min(known)
 
 
+#: Asks a kernel for the socket buffers it gives a 1-byte SO_SNDBUF and SO_RCVBUF request: its minimums
+#: (include/net/sock.h SOCK_MIN_SNDBUF, SOCK_MIN_RCVBUF), which follow the size of its struct sk_buff, so the
+#: node's own kernel is asked rather than a figure assumed. Python: Ansible's requirement on every managed node.
+SOCKET_BUFFER_FLOOR_PROBE = ("import socket\n"
+                             "s = socket.socket()\n"
+                             "for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):\n"
+                             "    s.setsockopt(socket.SOL_SOCKET, option, 1)\n"
+                             "    print(s.getsockopt(socket.SOL_SOCKET, option))\n")
+
+
+def socket_buffer_floors(node) -> tuple[int, int]:
+    """(SO_SNDBUF, SO_RCVBUF) bytes a node's kernel gives a socket that asks for less than it keeps."""
+    try:
+        result = subprocess.run(node.command(["python3", "-c", SOCKET_BUFFER_FLOOR_PROBE]), capture_output=True,
+                                text=True, timeout=30)
+        send, receive = (int(word) for word in result.stdout.split())
+        if result.returncode == 0:
+            return send, receive
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    raise GeneratorError(f"node {node.name}: cannot read the kernel's smallest socket buffers (python3 -c "
+                         "setsockopt SO_SNDBUF/SO_RCVBUF)")
+
+
 def read_sysctl(node, name: str) -> int:
     value = read_number(node, "/proc/sys/" + name.replace(".", "/"))
     if value is None:
@@ -149,6 +188,40 @@ def node_cpu_ticks(node) -> dict[int, tuple[int, int]] | None:
         return ticks or None
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None
+
+
+#: The kernel's TCP counters a download's server reads around it (/proc/net/snmp's Tcp and /proc/net/netstat's TcpExt
+#: lines), by the name trexlab keeps them under: the segments it sent (retransmissions not included: RFC 4022's
+#: tcpOutSegs), the segments it sent again, the duplicates of those the receiver reported (D-SACK, RFC 2883: a
+#: retransmission of a segment that was not lost) and its retransmission timeouts.
+TCP_COUNTERS = {"segments_sent": ("Tcp", "OutSegs"), "retransmitted_segments": ("Tcp", "RetransSegs"),
+                "duplicate_segments_reported": ("TcpExt", "TCPDSACKRecvSegs"),
+                "retransmission_timeouts": ("TcpExt", "TCPTimeouts")}
+
+
+def node_tcp_counters(node) -> dict[str, int] | None:
+    """TCP_COUNTERS of a node's kernel since it started counting (a namespace node: its namespace's own), None where
+    they cannot be read. They count every connection of the node: one transfer's alone while nothing else talks
+    TCP there."""
+    try:
+        result = subprocess.run(node.command(["cat", "/proc/net/snmp", "/proc/net/netstat"]), capture_output=True,
+                                text=True, timeout=30)
+        if result.returncode != 0:
+            return None
+        # Each group is a line of names and a line of values, both led by "Tcp:", "TcpExt:", ...
+        lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
+        values = {(names[0].rstrip(":"), name): value for names, numbers in zip(lines[::2], lines[1::2], strict=True)
+                  if names[0] == numbers[0] for name, value in zip(names[1:], numbers[1:], strict=True)}
+        return {key: int(values[where]) for key, where in TCP_COUNTERS.items()}
+    except (OSError, subprocess.TimeoutExpired, KeyError, ValueError):
+        return None
+
+
+def counted_between(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
+    """What node_tcp_counters counted from before to after; None where either was not read."""
+    if before is None or after is None:
+        return None
+    return {key: after[key] - before[key] for key in TCP_COUNTERS}
 
 
 def cpu_list(text: str) -> frozenset[int]:

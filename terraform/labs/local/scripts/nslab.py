@@ -201,9 +201,20 @@ def refuse_foreign(plan: dict) -> None:
     whatever of this lab's names it finds (an interrupted run's leftovers), which would be that lab."""
     others = foreign_state_dirs(plan)
     if others:
-        raise SystemExit(f"nslab: lab {plan['lab']}: a lab of that name is up for another state directory "
-                         f"({', '.join(sorted(others))}: another checkout's): take it down there, or choose "
-                         "another lab name")
+        raise SystemExit(foreign_refusal(plan["lab"], others))
+
+
+def foreign_refusal(lab: str, others: set[str]) -> str:
+    return (f"nslab: lab {lab}: a lab of that name is up for another state directory ({', '.join(sorted(others))}: "
+            "another checkout's): take it down there, or choose another lab name")
+
+
+def refuse_foreign_name(lab: str, state_dir: str) -> None:
+    """refuse_foreign before the lab's plan exists (make lab-up's check before any recipe, so that through make the
+    refusal is one line, not Terraform's log and make's): the lab's namespaces found by their names (owners)."""
+    others = owners().get(lab, set()) - {os.path.realpath(state_dir)}
+    if others:
+        raise SystemExit(foreign_refusal(lab, others))
 
 
 def teardown(plan: dict) -> None:
@@ -626,8 +637,11 @@ def main() -> int:
         for lab, dirs in owners().items():
             print(lab, *sorted(dirs), sep="\t")
         return 0
+    if sys.argv[1:2] == ["foreign"] and len(sys.argv) == 4:  # make lab-up: nslab.py foreign <lab> <state_dir>
+        refuse_foreign_name(sys.argv[2], sys.argv[3])
+        return 0
     return realise(sys.argv[1:], "NSLAB_PLAN", up, down, problems,
-                   "nslab.py owners | NSLAB_PLAN=<json> nslab.py up|down|status")
+                   "nslab.py owners | nslab.py foreign <lab> <state dir> | NSLAB_PLAN=<json> nslab.py up|down|status")
 
 
 if __name__ == "__main__":
