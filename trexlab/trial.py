@@ -335,8 +335,8 @@ class Latency:
         """The q-th percentile (0..100) in seconds, nearest rank over received + lost/late frames.
 
         Nearest rank (no interpolation), so that the 99.9th percentile of 1000
-        frames is the 999th smallest delay: one a frame really had, or
-        +infinity when that rank falls among the lost or late frames. The
+        frames is the 999th smallest delay: the bucket of one a frame really had,
+        or +infinity when that rank falls among the lost or late frames. The
         histogram keeps each delay only to its bucket (3 significant digits),
         so each figure reads the bucket's cautious edge: q > 0
         its upper edge, no delay in the bucket above it; q = 0, the minimum,
