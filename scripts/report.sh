@@ -3,8 +3,10 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$TREXLAB_ROOT"
-# --check-only: check the values it reads and that trexlab is installed, then stop (make runs it so before any recipe:
-# a refusal is one line); --check-values: the values only (make -n, whose answer must not depend on the machine's state).
+# --check-only: check the values it reads, that trexlab is installed and what the report refuses before it executes
+# the notebook (no campaign of EXP, a CAMPAIGN that is none: trexlab report --check), then stop (make runs it so before
+# any recipe: a refusal is one line); --check-values: the values only (make -n, whose answer must not depend on the
+# machine's state).
 check_only=; case "${1:-}" in --check-only|--check-values) check_only=$1; shift;; esac
 
 exp=${1:-}
@@ -17,8 +19,8 @@ check_results "$results"
   || refuse "CAMPAIGN=$CAMPAIGN: allowed a campaign directory, e.g. $results/$exp/<id> (not one starting with -, no control characters)"
 [ "$check_only" != --check-values ] || exit 0
 [ -x "$VENV/bin/trexlab" ] || die "no $VENV/bin/trexlab: run 'make setup' first"
-[ -z "$check_only" ] || exit 0
 args=(report "$exp" --results "$results")
 [ -n "${CAMPAIGN:-}" ] && args+=(--campaign "$CAMPAIGN")
+[ -z "$check_only" ] || exec "$VENV/bin/trexlab" "${args[@]}" --check
 html=$("$VENV/bin/trexlab" "${args[@]}")
 say "report: $html"

@@ -445,6 +445,26 @@ def test_the_method_line_writes_its_rates_as_the_tables_write_them():
     assert "tester ceiling at least 14,880,952 fps" in line and "offered loads from 14,880,952 fps down" in line, line
 
 
+def test_fig_11s_bars_take_a_censored_minimum_down_to_zero_as_every_bar_plot_does():
+    """A set-up whose repetition ended below min_rate has a minimum '< 40': compare() made it NaN, so Figs. 11-13's
+    table read '-' as for a point not measured, and setups_plot drew no lower error bar (NaN filled with 0 as the
+    whisker's length), as if no repetition lay below the median; bar_plot takes it down to 0: 'somewhere below'."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    single = runs_frame({1: [100.0, 110.0, 90.0]})
+    dual = runs_frame({1: [None, 55.0, 50.0]}).assign(**{"result.headline_below.throughput_fps": [40.0, None, None]})
+    table = analysis.setups_beside({"NAT64": single}, dual, "throughput_fps", by="destination_networks")
+    assert table["dual_min"].iloc[0] == "< 40", "kept as every table shows it, not made NaN"
+    assert analysis.styled_setups(table, "throughput_fps").data["dual_min"].iloc[0] == html.escape("< 40"), "not '-'"
+    ax = analysis.setups_plot(table, ["NAT64", "dual"], "destination_networks", "throughput_fps",
+                              {"NAT64": "#4C72B0", "dual": "#DD8452"})
+    whiskers = [segment for container in ax.containers if hasattr(container, "has_yerr")
+                for segment in container.lines[2][0].get_segments()]
+    bottoms = sorted(min(y for _, y in segment) for segment in whiskers)
+    assert bottoms == [0.0, 90.0], bottoms  # the dual set-up's from 0, the single one's from its minimum
+
+
 def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report_alike(tmp_path, capsys):
     # RFC 2544 section 26.3 reports the frame loss rate per offered load (its X axis in percent of the media's
     # maximum); `trexlab flr` printed only the headline (the first load's loss) and the report no curve at all.

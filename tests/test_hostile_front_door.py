@@ -437,6 +437,15 @@ def front_door_copy(root: Path) -> Path:
     return root
 
 
+def short_experiment(root: Path, name: str, head: str) -> None:
+    """experiments/<name> of the copy: one short throughput point; head, its description and generator lines."""
+    (root / "experiments" / name).mkdir()
+    (root / "experiments" / name / "experiment.yml").write_text(
+        f"name: {name}\n{head}"
+        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
+        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+
+
 @pytest.mark.parametrize(("made", "argv", "message"), [
     ("local", ["lab-up", "LAB=vm"],
      "LAB=vm: lab kind1 is a local lab: take it down first (make lab-down LAB=local LAB_NAME=kind1)"),
@@ -499,11 +508,8 @@ def test_make_run_refuses_what_its_campaign_would_in_one_line(tmp_path):
     campaign refused it in the recipe, its line and make's "*** [Makefile:NN: run] Error 2". The same refusals, by the
     campaign's own code, come before any recipe; an experiment whose generator is sim needs no lab and passes."""
     root = front_door_copy(tmp_path / "checkout")
-    (root / "experiments" / "simcheck").mkdir()
-    (root / "experiments" / "simcheck" / "experiment.yml").write_text(
-        "name: simcheck\ndescription: a simulated DUT, no lab\ngenerator: sim\ngenerator_options: {capacity: 1000}\n"
-        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
-        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+    short_experiment(root, "simcheck", "description: a simulated DUT, no lab\ngenerator: sim\n"
+                                       "generator_options: {capacity: 1000}\n")
     for argv, said in ((["EXP=demo"], "lab local is not up: run 'make lab-up' first"),
                        (["EXP=demo", "SCALE=nosuch"], "scale.nosuch: not declared in this experiment")):
         result = subprocess.run(["make", "--no-print-directory", "run", *argv], capture_output=True, text=True,
@@ -614,11 +620,7 @@ def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
     and nothing is written; the lock let go, the same make run passes that check (a static lab's inventory, reached
     nowhere: --check touches no host)."""
     root = front_door_copy(tmp_path / "checkout")
-    (root / "experiments" / "lockchk").mkdir()
-    (root / "experiments" / "lockchk" / "experiment.yml").write_text(
-        "name: lockchk\ndescription: a lab held by another run\ngenerator: software\n"
-        "traffic: {frame_size: [64, 64], ip_version: [4, 4], directions: bidirectional, receive_tail: 0}\n"
-        "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
+    short_experiment(root, "lockchk", "description: a lab held by another run\ngenerator: software\n")
     inventory = root / "inventory" / "generated" / "held1" / "hosts.yml"
     inventory.parent.mkdir(parents=True)
     inventory.write_text(static_inventory("held1"))
@@ -642,3 +644,26 @@ def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and f"campaign {begun.relative_to(root)} was begun with " \
         "another spec" in output[0], (result.returncode, output)
+
+
+def test_make_report_refuses_what_its_report_would_in_one_line(tmp_path):
+    """make report with no campaign of EXP under RESULTS, or a CAMPAIGN that is no campaign directory: trexlab report
+    refused it in the recipe, its line and make's "*** [Makefile:NN: report] Error 2". Asked before any recipe now
+    (trexlab report --check: render's checks, no notebook executed), it is one line and nothing is written; a
+    campaign directory passes that check."""
+    root = front_door_copy(tmp_path / "checkout")
+    shutil.copy2(REPO / "scripts" / "report.sh", root / "scripts" / "report.sh")
+    files = tree(root)
+    for argv, said in (([], "trexlab report: no campaign of experiment 'demo' under results: run `make run EXP=demo`"),
+                       ([f"CAMPAIGN={tmp_path}"], f"trexlab report: {tmp_path}: not a campaign directory")):
+        result = subprocess.run(["make", "--no-print-directory", "report", "EXP=demo", *argv], capture_output=True,
+                                text=True, cwd=root, env=front_door_env({}), timeout=60)
+        output = (result.stdout + result.stderr).strip().splitlines()
+        assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+        assert tree(root) == files
+    campaign = root / "results" / "demo" / "c1"
+    campaign.mkdir(parents=True)
+    (campaign / "campaign.json").write_text(json.dumps({"experiment": "demo", "spec": {"name": "demo"}}))
+    check = subprocess.run([str(root / "scripts" / "report.sh"), "--check-only", "demo"], capture_output=True,
+                           text=True, env=front_door_env({}), timeout=60)
+    assert (check.returncode, check.stdout, check.stderr) == (0, "", ""), check

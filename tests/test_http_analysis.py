@@ -298,8 +298,35 @@ def test_the_http_download_report_shows_the_counts_and_what_its_percentiles_are(
             (run / "result.json").write_text(json.dumps({"headline": {"download_time_s": time}}))
     (campaign / "campaign.json").write_text(json.dumps({"experiment": spec["name"], "campaign": "c-1", "spec": spec,
                                                         "points": points}))
+    # An RFC 2544 campaign under the same root and impairment: its throughput beside the downloads, written whole.
+    beside = tmp_path / "gaming-loss-tolerance" / "c-2"
+    for k, fps in enumerate((81273.0, 81274.0, 81275.0), start=1):
+        run = beside / "p-0" / f"rep-{k:03d}"
+        run.mkdir(parents=True)
+        (run / "provenance.json").write_text(json.dumps({"procedure": "throughput", "point": "p-0", "repetition": k,
+                                                         "spec": {"dut": {"impairment": {"loss_percent": 1}}}}))
+        (run / "result.json").write_text(json.dumps({"headline": {"throughput_fps": fps}}))
+    (beside / "campaign.json").write_text(json.dumps({
+        "experiment": "gaming-loss-tolerance", "campaign": "c-2", "points": [{"point": "p-0", "values": {}}],
+        "spec": {"name": "gaming-loss-tolerance", "procedure": {"name": "throughput"}}}))
     text = render(campaign).read_text()
     assert "Traceback" not in text and "Download time (s) per DUT impairment" in text
+    assert ">81,274<" in text and "81,274.000" not in text, "the RFC 2544 figure beside, as every table writes it"
     assert ">downloads</th>" in text and ">failed (left out)</th>" in text and ">3.000<" not in text
     assert "of 3 downloads the 1st percentile is the 1st smallest (the minimum)" in text
     assert "of 2 downloads the 1st percentile" in text
+
+
+def test_the_side_by_side_table_writes_each_rfc2544_figure_as_every_table_does():
+    """The HTTP report wrote the whole table with pandas' precision=3: RFC 2544 throughput '1,000.000' frames/s and
+    a 2.4 us typical latency (gaming-selective-delay's, in ms) '0.002', where every other table writes '1,000' and
+    '0.002400' (analysis.figure_format)."""
+    latency = pd.DataFrame([{"experiment": "gaming-selective-delay", f"{IMPAIRMENT}loss_percent": 0.01,
+                             "repetition": i + 1, "forward_typical_s": 2.4e-6, "sweep_keys": (),
+                             "figure_keys": ("forward_typical_s",)} for i in range(3)])
+    table = analysis.side_by_side(RUNS, pd.concat([rfc2544_runs(), latency], ignore_index=True))
+    shown = analysis.styled_side_by_side(table).data.set_index("DUT impairment")
+    zero = "gaming-loss-tolerance: throughput (frames/s) [loss_tolerance_percent=0.0]"
+    typical = "gaming-selective-delay: forward typical (ms)"
+    assert (shown.loc["loss 0.01 %", zero], shown.loc["loss 0.01 %", typical]) == ("1,000", "0.002400")
+    assert shown.loc["loss 0.01 %", "download time median (s)"] == "89.140" and shown.loc["none", zero] == "-"

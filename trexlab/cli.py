@@ -359,13 +359,20 @@ def add_report_parser(subparsers) -> None:
     parser.add_argument("--results", default="results", help="results root (default results/)")
     parser.add_argument("--notebook", help="notebook to execute (default: the one the spec names, notebook:, else "
                                            "analysis/<experiment>.ipynb, else analysis/report.ipynb)")
+    parser.add_argument("--check", action="store_true",
+                        help="what the report refuses before it executes the notebook (no campaign, a directory that "
+                             "is none), asked without executing or writing: nothing printed and exit 0, or its refusal "
+                             "and exit 2 (make report, before its recipe)")
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from trexlab.results.report import ReportError, latest_campaign, render
+    from trexlab.results.report import ReportError, checked_render, latest_campaign, render
 
     try:
         campaign = Path(args.campaign) if args.campaign else latest_campaign(args.results, args.experiment)
+        if args.check:
+            checked_render(campaign, args.notebook)
+            return 0
         html = render(campaign, args.notebook)
     except ReportError as exc:
         print(f"trexlab report: {exc}", file=sys.stderr)

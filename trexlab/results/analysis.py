@@ -290,12 +290,13 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
                              "needs the same procedure, parameters and traffic")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
-    for side in (a, b):  # a ratio needs numbers: a censored median ("< 500") takes no part in it
-        side[["median", "min", "max"]] = side[["median", "min", "max"]].map(numeric)
+    # A censored statistic ("< 500") stays as it is, as every table shows it (it was made NaN here, and the report's
+    # table read '-' as for a point not measured); a ratio needs numbers: a censored median takes no part in it.
     table = pd.DataFrame({f"{labels[0]}_median": a["median"], f"{labels[0]}_min": a["min"],
                           f"{labels[0]}_max": a["max"], f"{labels[1]}_median": b["median"],
                           f"{labels[1]}_min": b["min"], f"{labels[1]}_max": b["max"]})
-    table["ratio"] = table[f"{labels[1]}_median"] / table[f"{labels[0]}_median"]
+    table["ratio"] = (table[f"{labels[1]}_median"].map(numeric, na_action="ignore")
+                      / table[f"{labels[0]}_median"].map(numeric, na_action="ignore"))
     # What each side's figures rest on and what limits them, per point: the repetitions with a figure, missing and
     # tester-bound ones, a lower-bound median.
     for label, side in zip(labels, (a, b), strict=True):
@@ -377,7 +378,8 @@ def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str
         median = table[f"{label}_median"].map(numeric) * scale
         lost = median == math.inf
         median = median.where(~lost, math.nan)
-        low = (median - table[f"{label}_min"].map(numeric) * scale).fillna(0)
+        # A censored minimum ('< 100') takes the error bar down to 0, as bar_plot's: a repetition lies below it.
+        low = (median - table[f"{label}_min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
         high = (table[f"{label}_max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
         bars = ax.bar(x, median.fillna(0), width=width, color=colours[label], yerr=[low, high], capsize=3,
                       label="dual DUT" if label == "dual" else f"single DUT ({label})")
@@ -996,6 +998,7 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
     if not rfc2544_runs.empty and "none" in set(impairment_labels(rfc2544_runs)):
         labels.add("none")
     rows = {}
+    figures: dict[str, str] = {}  # each RFC 2544 column's figure: how styled_side_by_side writes it
     for label in sorted(labels, key=_impairment_order):
         s = summarize(user.loc[user["impairment"] == label, user_figure].tolist())
         title = user_figure.removesuffix("_s").replace("_", " ")  # in s, as the paper's tables
@@ -1020,6 +1023,7 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                     where = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], values, strict=True))
                     check_pooled(group, f"{experiment}, impairment {label}" + (f", {where}" if where else ""))
                     column = f"{experiment}: {figure_title(figure)}" + (f" [{where}]" if where else "")
+                    figures[column] = figure
                     # Each repetition as every table reads it: a search that ended below min_rate is an observation
                     # below it (a median among such reads "< min_rate"), never left out, which raised the median.
                     # A tester-bound rate at or below the median makes it a lower bound, marked as in every table
@@ -1032,7 +1036,29 @@ def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,
                         if summary["median_lower_bound"] else median * figure_scale(figure))
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "DUT impairment"
-    return table.reset_index()
+    table = table.reset_index()
+    table.attrs[SIDE_FIGURES] = figures
+    return table
+
+
+#: side_by_side's table.attrs key: each RFC 2544 column's figure (its name), for styled_side_by_side.
+SIDE_FIGURES = "figures"
+#: How the download times beside them are written, in s: as download_table's in the report above them.
+DOWNLOAD_FORMAT = "{:,.3f}"
+
+
+def styled_side_by_side(table: pd.DataFrame):
+    """side_by_side's table as the HTTP report shows it: download times in s to 3 decimals (as download_table's),
+    each RFC 2544 figure as every table writes it (figure_format, in its display unit: frames/s whole, a latency in
+    ms to 4 significant digits, not '81,274.000' frames/s and a 2.4 us latency '0.002' ms), a marked or censored
+    median as it is, '-' where there is none."""
+    figures = table.attrs.get(SIDE_FIGURES, {})
+    view = table.copy()
+    for column in view.columns[1:]:
+        figure = figures.get(column)
+        digits = DOWNLOAD_FORMAT if figure is None else figure_format(figure)
+        view[column] = [shown(v, digits) for v in table[column]]  # side_by_side scaled them to the display unit
+    return report_table(view).hide(axis="index")
 
 
 def disclosure_beside(campaigns: Iterable[str | Path], table: pd.DataFrame | None = None,

@@ -98,6 +98,14 @@ def render_compare(campaigns: list[str | Path], html: str | Path) -> Path:
 
 def render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None) -> Path:
     """Execute the analysis notebook on one campaign; return the HTML report's path."""
+    return _execute(*checked_render(campaign, notebook, html))
+
+
+def checked_render(campaign: str | Path, notebook: str | Path | None = None, html: str | Path | None = None
+                   ) -> tuple[Path, list[Path], Path]:
+    """What render refuses before it executes anything (ReportError): a directory that is no campaign, its notebook
+    unnamed by the rules, a symbolic link where the report writes; else _execute's arguments. make report asks it
+    before its recipe (trexlab report --check), so that through make a refusal is one line."""
     campaign = Path(campaign).resolve()
     if not (campaign / "campaign.json").is_file():
         raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
@@ -110,4 +118,4 @@ def render(campaign: str | Path, notebook: str | Path | None = None, html: str |
         if (link := first_link(campaign)) is not None:
             raise ReportError(f"{campaign}: {link} is a symbolic link (the report writes there: remove it)")
     html = Path(html) if html else campaign / "report.html"
-    return _execute(notebook, [campaign], html)
+    return notebook, [campaign], html
