@@ -17,6 +17,13 @@ One call of ``get_streams`` gives the streams of one tester port:
   share of the offered load until then, so the DUT sees the offered load all
   along.
 
+With ``frames`` (trexlab's trials) every stream is a single burst of its share
+of them and the port stops by itself once all are sent; without, the test and
+latency streams are continuous and trex-console's ``start -d`` sets their time.
+A trial's count is exact either way, and a synchronized start (TRex's
+``start_at_ts``) cannot cut a burst short, as it cuts a continuous stream with
+a duration (TRex's duration timer runs from when the port is told to start).
+
 Addresses follow the trexlab address plan (docs/architecture.md): port 0 sends
 the *forward* direction from 198.18.0.2 / 2001:2:0:8000::2 to 198.19.x.2 /
 2001:2:0:90xx::2, port 1 the *reverse* direction to 198.18.x.2 / 2001:2:0:80xx::2,
@@ -166,6 +173,11 @@ def tunables_parser() -> argparse.ArgumentParser:
     add("--tag_delay", type=float, default=0.0,
         help="s after the start before latency frames are sent (RFC 8219 section 7.2); a warm-up stream "
              "at the latency stream's rate sends until then")
+    add("--frames", type=int, default=0,
+        help="frames of this port's streams together, each stream a single burst that ends by itself: the "
+             "latency stream --latency_frames of them, the warm-up stream its rate x tag_delay, the test stream "
+             "the rest (0: continuous streams, which trex-console's start -d stops)")
+    add("--latency_frames", type=int, default=0, help="frames of the latency stream, with --frames")
     add("--dont_fragment", type=_flag, nargs="?", const=True, default=False,
         help="set IPv4's DF bit (path MTU trials)")
     add("--pg_id", type=int, default=None, help="pg_id of the test stream (None: 2 * port_id + 1)")
@@ -213,6 +225,7 @@ class RFC2544UDP:
         frame_size, ip_version, networks = int(args.frame_size), int(args.ip_version), int(args.networks)
         port_mode, rate, latency_rate = str(args.port_mode), float(args.rate), float(args.latency_rate)
         tag_delay, dont_fragment = float(args.tag_delay), _flag(args.dont_fragment)
+        frames, latency_frames = int(args.frames), int(args.latency_frames)
         pg_id = 2 * port_id + 1 if args.pg_id is None else int(args.pg_id)
         latency_pg_id = 2 * port_id + 2 if args.latency_pg_id is None else int(args.latency_pg_id)
         warmup_pg_id = pg_id + WARMUP_PG_OFFSET if args.warmup_pg_id is None else int(args.warmup_pg_id)
@@ -225,6 +238,19 @@ class RFC2544UDP:
         _check("latency_rate", latency_rate >= 0, latency_rate, ">= 0 frames/s")
         _check("rate/latency_rate", rate > 0 or latency_rate > 0, (rate, latency_rate), "at least one > 0")
         _check("tag_delay", tag_delay >= 0, tag_delay, ">= 0 s")
+        _check("frames", frames >= 0, frames, ">= 0 (0: continuous streams)")
+        warmup_frames = round(latency_rate * tag_delay)
+        test_frames = 0
+        if frames:
+            _check("latency_frames", latency_frames >= 1 if latency_rate > 0 else latency_frames == 0,
+                   latency_frames, ">= 1 with a latency stream, else 0")
+            if rate > 0:
+                test_frames = frames - latency_frames - warmup_frames
+                _check("frames", test_frames >= 1, frames,
+                       f">= {latency_frames + warmup_frames + 1} (latency and warm-up frames, and a test frame)")
+            else:  # the latency stream carries the whole load: the warm-up stream the rest of the frames
+                warmup_frames = frames - latency_frames
+                _check("frames", warmup_frames >= 0, frames, f">= {latency_frames} (the latency frames)")
         if latency_rate > 0:
             _check("frame_size", frame_size >= MIN_LATENCY_FRAME[ip_version], frame_size,
                    f">= {MIN_LATENCY_FRAME[ip_version]} bytes for IPv{ip_version}/UDP latency frames "
@@ -238,18 +264,22 @@ class RFC2544UDP:
 
         name = DIRECTION_NAMES[direction]
         streams = []
+        # With frames, every stream is a single burst: it sends its count from its start (a synchronized start's
+        # too, which TRex's duration would cut short: its timer runs from when the port is told, not from then).
         if rate > 0:
-            streams.append(stream(name=f"test-{name}", packet=builder(), mode=STLTXCont(pps=rate),
+            mode = STLTXSingleBurst(pps=rate, total_pkts=test_frames) if frames else STLTXCont(pps=rate)
+            streams.append(stream(name=f"test-{name}", packet=builder(), mode=mode,
                                   flow_stats=STLFlowStats(pg_id=pg_id)))
         if latency_rate > 0:
             # TRex timestamps latency frames on its receive core whatever their flow, so they can carry the
             # test stream's flows: RFC 4814 ports and N networks reach the same DUT queues as the test frames.
-            warmup_frames = round(latency_rate * tag_delay)
             if warmup_frames:
                 streams.append(stream(name=f"warmup-{name}", packet=builder(),
                                       mode=STLTXSingleBurst(pps=latency_rate, total_pkts=warmup_frames),
                                       flow_stats=STLFlowStats(pg_id=warmup_pg_id)))
-            streams.append(stream(name=f"latency-{name}", packet=builder(), mode=STLTXCont(pps=latency_rate),
+            mode = (STLTXSingleBurst(pps=latency_rate, total_pkts=latency_frames) if frames
+                    else STLTXCont(pps=latency_rate))
+            streams.append(stream(name=f"latency-{name}", packet=builder(), mode=mode,
                                   isg=tag_delay * 1e6,  # TRex's inter-stream gap is in microseconds
                                   flow_stats=STLFlowLatencyStats(pg_id=latency_pg_id)))
         return streams

@@ -11,13 +11,16 @@ its MACs has them sent, as STLStream asks the real server) and forwards a
 declared fraction of them, the tester's receive ring drops ``rx_missed`` of them (counted in the
 port's ``ierrors`` and again as the xstat ``rx_missed_errors``, as TRex does),
 a tester with a ``ceiling`` sends every frame but takes longer, a continuous
-stream may send one frame more than rate x duration (``extra_frame``), and
+stream may send one frame more than rate x duration (``extra_frame``; a
+single burst sends its count), and
 latency frames get the declared one-way delays (whole microseconds, as TRex
 reports).
 
 Sending follows a timeline on the fake's ``clock`` (which advances only by
 the fake's own calls and by ``sleep``): each port starts ``start_skew[port]``
-s after start(), sends ``burst[port]`` frames of its first stream at once
+s after start() (a synchronized start: every port at the start time its lead
+sets, as STLClient.start, its duration still counted from start(), as TRex's
+is), and ``late_start[port]`` s later still either way, sends ``burst[port]`` frames of its first stream at once
 (TRex's start-up burst, seen on port 0 of a real TRex) and the rest paced at
 the stream rates (times ``pace[port]``: above 1 a sender that runs fast and
 finishes early; a ceiling slows every stream in proportion); a stream starts
@@ -194,11 +197,20 @@ GLOBAL_COUNTERS = ("active_flows", "active_sockets", "bw_per_core", "cpu_util", 
 RATE_KEYS = ("rx_bps", "rx_pps", "tx_bps", "tx_pps", "rx_bps_l1", "tx_bps_l1")
 
 
+#: Seconds per port STLClient.start(synchronized=True) puts between its ping of the server and the ports' common start
+#: time (lbr-trex-client trex/stl/trex_stl_client.py; the ping's round trip per port when longer). Stated apart from
+#: the generator's figure: the fake stands for the client, so a wrong figure in the generator can fail a test.
+SYNCHRONIZED_LEAD_PER_PORT = 0.5
+
+
 class FakeClient:
+    #: STLClient's core masks (trex/stl/trex_stl_client.py).
+    CORE_MASK_SPLIT, CORE_MASK_PIN, CORE_MASK_SINGLE = 1, 2, 3
+
     def __init__(self, forwarded=1.0, ceiling=None, delays_us=(10,), rx_missed=0, hdrh=True, fail_at=None,
                  extra_frame=False, start_skew=None, burst=None, pace=None, rpc_time=0.0005, silent=(),
                  port_mac=("02:00:00:00:00:10", "02:00:00:00:00:11"),
-                 dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), duplicated=0, stale_delays=0,
+                 dest_mac=("02:00:00:00:00:20", "02:00:00:00:00:21"), late_start=None, duplicated=0, stale_delays=0,
                  duplicated_test=0, unsent=(), dummy_ports=(), latency_missing=False, lacking=(), software_mode=True):
         # trex_cfg's port_info: each port's own MAC and its destination's (the DUT port it is cabled to).
         self.port_mac, self.dest_mac = port_mac, dest_mac
@@ -223,6 +235,7 @@ class FakeClient:
         self.forwarded, self.ceiling, self.delays_us = forwarded, ceiling, delays_us
         self.rx_missed, self.hdrh, self.fail_at, self.extra_frame = rx_missed, hdrh, fail_at, extra_frame
         self.start_skew, self.burst, self.pace = start_skew or {}, burst or {}, pace or {}
+        self.late_start = late_start or {}  # s a port starts after its start time, synchronized or not
         self.rpc_time, self.silent = rpc_time, tuple(silent)  # silent: ports that send nothing (link down)
         self.clock = FakeClock()
         self.calls: list[tuple] = []
@@ -230,6 +243,9 @@ class FakeClient:
         self.duration = 0.0
         self.started: list[int] = []
         self.started_at = 0.0
+        self.lead = 0.0  # s from the server being told to start to the ports' start (a synchronized start's)
+        self.synchronized = False
+        self.core_mask = None
         self.reads = 0  # get_pgid_stats calls during traffic
 
     def _call(self, name, **kw):
@@ -273,13 +289,33 @@ class FakeClient:
         self._call("clear_stats")
 
     def start(self, ports=None, mult="1", force=False, duration=-1, total=False, core_mask=None, synchronized=False):
-        self._call("start", ports=ports, mult=mult, duration=duration, force=force)
+        self._call("start", ports=ports, mult=mult, duration=duration, force=force, core_mask=core_mask,
+                   synchronized=synchronized)
         # As STLClient.start: the multiplier is text ("1", "100kpps", "50%"), a plain number is refused.
         if not isinstance(mult, str) or not isinstance(force, bool) or not isinstance(duration, (int, float)):
             raise TRexError(f"*** start: bad argument types mult={mult!r} force={force!r} duration={duration!r}")
+        if synchronized:
+            # As STLClient.start: pairs of adjacent ports (port ^ 1), one core per port unless a mask is given; the
+            # ports' start time is its ping's time plus the lead per port.
+            if len(ports) % 2:
+                raise TRexError("Must use even number of ports in synchronized mode")
+            for port in ports:
+                if port ^ 1 not in ports:
+                    raise TRexError(f'Must use adjacent ports in synchronized mode. Port "{port}" has not pair.')
+            pinged = self.clock.now
+            self.clock.now += self.rpc_time
+            start_at = pinged + max(self.rpc_time, SYNCHRONIZED_LEAD_PER_PORT) * len(ports)
         self.started, self.duration = ports, duration
+        self.synchronized = synchronized
+        self.core_mask = self.CORE_MASK_SINGLE if synchronized and core_mask is None else core_mask
         self.clock.now += self.rpc_time
-        self.started_at = self.clock.now
+        # TRex's duration timer runs from when a port is told to start (trex-core src/stx/stl/trex_stl_dp_core.cpp,
+        # add_port_duration: the core's time then plus the duration), its streams from the start time.
+        self.started_at = start_at if synchronized else self.clock.now
+        self.lead = self.started_at - self.clock.now
+        for port in ports:
+            if duration <= 0 and any(isinstance(s.mode, STLTXCont) for s in self.streams[port]):
+                raise AssertionError(f"start: port {port}'s continuous streams without a duration never stop")
 
     # -- the timeline of sending ---------------------------------------------------------------
 
@@ -289,7 +325,8 @@ class FakeClient:
             return 0
         if isinstance(stream.mode, STLTXSingleBurst):
             return stream.mode.total_pkts
-        active = max(0.0, self.duration - stream.isg / 1e6)
+        # The duration runs from when the port was told: a synchronized start's lead is cut from its end.
+        active = max(0.0, self.duration - self.lead - stream.isg / 1e6)
         return int(round(stream.mode.pps * active)) + (1 if self.extra_frame else 0)
 
     def _slowdown(self, port) -> float:
@@ -297,7 +334,8 @@ class FakeClient:
         return min(1.0, self.ceiling / offered) if self.ceiling else 1.0
 
     def _stream_start(self, port, stream) -> float:
-        return self.started_at + self.start_skew.get(port, 0.0) + stream.isg / 1e6
+        skew = 0.0 if self.synchronized else self.start_skew.get(port, 0.0)  # synchronized: one start time for all
+        return self.started_at + skew + self.late_start.get(port, 0.0) + stream.isg / 1e6
 
     def _rate(self, port, stream) -> float:
         return stream.mode.pps * self._slowdown(port) * self.pace.get(port, 1.0)

@@ -275,3 +275,18 @@ def test_bad_tunables_name_the_tunable_and_the_command_line_wins(capsys):
         with pytest.raises(SystemExit):  # the console prints argparse's message and refuses the profile
             profile.get_streams(tunables=["--ip_version", "5"])
         assert "--ip_version: invalid choice: 5" in capsys.readouterr().err
+
+
+def test_with_frames_every_stream_is_a_single_burst_of_its_share():
+    # trexlab's trials give the port's frames: the latency stream its count, the warm-up stream its rate x tag_delay,
+    # the test stream the rest, each a burst that ends by itself (compiled by the real client: its JSON for TRex).
+    options = {"rate": 750.0, "latency_rate": 250.0, "tag_delay": 1.0, "frames": 3000, "latency_frames": 500}
+    [streams] = compiled((0, 4, 128, 1, options))
+    assert [(s["mode"]["type"], s["mode"]["total_pkts"]) for s in streams] == [
+        ("single_burst", 2250), ("single_burst", 250), ("single_burst", 500)]
+    [continuous] = compiled((0, 4, 128, 1, {"rate": 750.0}))  # trex-console's: continuous, start -d stops it
+    assert [s["mode"]["type"] for s in continuous] == ["continuous"]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fake_trex.install(monkeypatch)
+        with pytest.raises(ValueError, match=r"^frames=750: allowed >= 751 \(latency and warm-up frames"):
+            PROFILE.register().get_streams(**{**options, "frames": 750})

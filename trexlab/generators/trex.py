@@ -3,7 +3,9 @@
 One trial: reset the ports, add per direction the test stream and, when the
 trial measures latency, a latency stream with its own pg_id (built by
 trex-profiles/stl_rfc2544_udp.py), clear the statistics, start every sending
-port at the offered load for the trial duration, wait until the traffic stops
+port at the offered load, each stream a single burst of its share of the
+trial's frames (both ports of a bidirectional trial at one time of the
+server's: TRex's synchronized start), wait until the traffic stops
 plus the receive tail (TRex keeps its receive filters for that long, so late
 frames still count under their pg_id), then read the counters.
 
@@ -21,9 +23,10 @@ What is reported and why:
   of port 0 at 10 kfps, captured on TRex v3.08) offers the DUT more than the
   offered load: the frames ahead are counted (a lower bound) and, beyond the
   trial contract's tolerance, flag the trial as a stretched one is. Both
-  ports' start skew is recorded per trial (DirectionResult.send_start). A
-  continuous stream with a duration sends rate x duration frames or one more;
-  a frame sent is a frame intended;
+  ports' start skew is recorded per trial (DirectionResult.send_start) and
+  flagged beyond the tolerance, though the synchronized start sets one start
+  time for both. A stream sends its burst's frames, the trial's count; a
+  frame sent is a frame intended;
 * tester-side receive drops are the receiving port's ``ierrors``, which TRex
   sums from the NIC's imissed (xstat ``rx_missed_errors``: in software mode a
   full AF_PACKET ring), ierrors and rx_nombuf; reported apart from DUT loss;
@@ -106,8 +109,14 @@ MAX_LATENCY_FPS = 5_000_000
 #: path in software mode, the data-plane cores redirecting the frames to the RX thread, at 3-5 Mpps; the upper end
 #: is taken. Beyond it a trial's loss and send time would be TRex's, not the DUT's.
 MAX_SOFTWARE_RX_FPS = 5_000_000
-#: Seconds the reads wait back to back for every sending port's first frames after start().
+#: Seconds the reads wait back to back for every sending port's first frames after they are due.
 START_WAIT = 1.0
+#: Seconds per port a synchronized start puts between its ping of the server and the ports' common start time
+#: (start_at_ts; the ping's round trip per port instead when that is longer): lbr-trex-client's STLClient.start
+#: (trex/stl/trex_stl_client.py). The server refuses a start time less than 0.1 s ahead (trex-core
+#: src/stx/stl/trex_stl_port.cpp, TrexStatelessProfile::start_traffic). The first frames are due that long after the
+#: start request: the reads of the sending ports' counters wait for them (_watch_sending).
+SYNCHRONIZED_LEAD_PER_PORT = 0.5
 #: Seconds to wait for the SSH tunnel's local port.
 TUNNEL_TIMEOUT = 15.0
 #: ssh's last words when a local port it was to forward is taken (with ExitOnForwardFailure), and the times the
@@ -412,6 +421,8 @@ class TRexGenerator(TRexSession):
                 "profile": str(PROFILE.relative_to(paths().root)), "warmup": self.warmup,
                 "send_time": f"pg_id tx counters read every {POLL_INTERVAL} s, back to back within {FINE_WINDOW} s "
                              "of the first frames and of the expected end",
+                "start": "each stream a single burst of its frames; a bidirectional trial's ports started "
+                         "synchronized (one server time, TRex's start_at_ts; core mask split)",
                 "software_mode": self.software_mode,
                 "node": self.lab.tester.name if self.lab else None, "trexlab": __version__}
 
@@ -477,6 +488,9 @@ class TRexGenerator(TRexSession):
         self._check_latency_rate(spec, latency_rate * len(senders))
         self._check_rx_rate(spec, len(senders))
         delay = spec.tag_delay if spec.latency_mode == "tagged" else 0.0  # "all" measures every frame
+        # Every stream a single burst of its frames: the trial's count exactly, and a synchronized start cannot cut
+        # it short (TRex's duration timer runs from when a port is told to start, not from the common start time).
+        latency_frames = round(latency_rate * (spec.duration - delay))
         client.reset(ports=all_ports)
         for direction in spec.active_directions:
             port = spec.sender_port(direction)
@@ -485,16 +499,25 @@ class TRexGenerator(TRexSession):
                 direction=port, port_id=port, frame_size=spec.frame_size[port], ip_version=spec.ip_version[port],
                 port_mode=spec.port_mode, networks=spec.destination_networks, rate=test_rate,
                 latency_rate=latency_rate, pg_id=test_pg, latency_pg_id=latency_pg, warmup_pg_id=warmup_pg,
-                tag_delay=delay, dont_fragment=spec.dont_fragment)
+                tag_delay=delay, dont_fragment=spec.dont_fragment, frames=spec.frames_per_direction,
+                latency_frames=latency_frames)
             client.add_streams(streams, ports=[port])
             # Only the pg_ids of streams the port really sends are read while sending.
             self.sending_pg_ids[port] = [stream.get_pg_id() for stream in streams]
         client.clear_stats()
+        # Both directions start at one time of the server's (TRex's synchronized start: it pairs adjacent ports, 0
+        # and 1, so only a bidirectional trial), not one port's start request after the other's: for the skew
+        # between them the DUT carried one direction only. Its default core mask would send each port from one
+        # core (STLClient.start): split keeps all the port's cores, each starting at that time.
+        synchronized = len(senders) == 2
+        how = {"synchronized": True, "core_mask": client.CORE_MASK_SPLIT} if synchronized else {}
+        lead = SYNCHRONIZED_LEAD_PER_PORT * len(senders) if synchronized else 0.0
         requested = self.clock()
-        client.start(ports=senders, mult="1", duration=spec.duration, force=True)
-        samples = self._watch_sending(spec, senders, requested)
+        # No duration: the bursts end by themselves once every frame is sent.
+        client.start(ports=senders, mult="1", duration=-1, force=True, **how)
+        samples = self._watch_sending(spec, senders, requested, lead)
         # rx_delay_ms keeps TRex's receive filters for the tail, so late test frames still count.
-        client.wait_on_traffic(ports=senders, timeout=spec.duration + spec.receive_tail + 30,
+        client.wait_on_traffic(ports=senders, timeout=lead + spec.duration + spec.receive_tail + 30,
                                rx_delay_ms=int(spec.receive_tail * 1000))
         return self._result(spec, client.get_stats(ports=all_ports), samples, requested, latency_rate > 0)
 
@@ -543,13 +566,16 @@ class TRexGenerator(TRexSession):
         return {port: sum(self._count(flow, pg, "tx_pkts", port) for pg in self.sending_pg_ids[port])
                 for port in senders}
 
-    def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float) -> list[CounterSample]:
+    def _watch_sending(self, spec: TrialSpec, senders: list[int], requested: float,
+                       lead: float = 0.0) -> list[CounterSample]:
         """Read the sending ports' counters while the trial runs: back to back (one RPC round trip apart)
+        from shortly before the first frames are due (`lead` s after the start request: a synchronized start's)
         until every port has sent its first frames and from shortly before the expected end until the
         traffic stops, every POLL_INTERVAL in between. The reads bound each port's first and last frame."""
         samples: list[CounterSample] = []
         first_seen: float | None = None
-        give_up = requested + spec.duration + spec.receive_tail + 30
+        give_up = requested + lead + spec.duration + spec.receive_tail + 30
+        self.sleep(max(0.0, requested + lead - FINE_WINDOW - self.clock()))  # no frame is due before
         while True:
             before = self.clock()
             sent = self._sent_by_port(senders)
@@ -560,9 +586,9 @@ class TRexGenerator(TRexSession):
             if after > give_up:
                 return samples  # wait_on_traffic times out and says so
             # A port that sends nothing (a dead link) must not keep the reads back to back for the whole trial.
-            if first_seen is None and after - requested < START_WAIT:
+            if first_seen is None and after - requested < lead + START_WAIT:
                 continue
-            origin = requested if first_seen is None else first_seen
+            origin = requested + lead if first_seen is None else first_seen
             if after - origin < FINE_WINDOW:
                 continue
             if after - origin >= spec.duration - FINE_WINDOW:
@@ -660,8 +686,8 @@ class TRexGenerator(TRexSession):
                 tags = {"tags_sent": tags_sent, "tags_received": tags_received, "tags_lost_or_late": lost}
                 latency = dataclasses.replace(latency, lost_or_late=lost)
                 received = max(0, received - duplicates)  # a copy is not a frame received (swtester's rule too)
-            # A continuous stream with a duration sends rate x duration frames, sometimes one more (its
-            # first frame goes at 0 s): a frame TRex sent is a test frame, and losing it is loss.
+            # The streams' bursts add up to the trial's frames; should TRex send more (a continuous stream with a
+            # duration sent one more at times), a frame it sent is a test frame, and losing it is loss.
             directions[direction] = DirectionResult(
                 direction=direction, frames_intended=max(spec.frames_per_direction, sent), frames_sent=sent,
                 frames_received=received, tester_drops=tester_drops, duplicates=duplicates + copies,
