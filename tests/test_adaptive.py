@@ -245,3 +245,18 @@ def test_headline_names_are_what_a_sim_run_reports(name, params, directions):
     traffic = TrialSpec.from_dict({**TRAFFIC.to_dict(), "directions": directions})
     result = module.run(RunContext(create(capacity=400000), traffic), built).to_dict()
     assert list(result["headline"]) == list(module.headline_names(built, traffic))
+
+
+def test_a_count_the_rule_chose_says_its_intervals_confidence_is_a_fixed_counts():
+    """A point stops at the first count whose interval is narrow: the count depends on the widths, so the interval it
+    stopped on covers the median less often than the exact confidence of a fixed count, which the method line gave as
+    the interval's ('95.9 %') with no word. It now says so; a point that ran to its maximum, or a fixed count, did
+    not stop on its widths and says nothing."""
+    rule = {"min": 5, "max": 50, "median_ci_percent": 1, "confidence": 0.95, "reached": 6,
+            "stopped": "every interval narrow enough",
+            "intervals": {"throughput_fps": {"median": 400000.0, "low": 399000.0, "high": 401000.0, "ranks": [1, 6],
+                                             "confidence": 0.96875, "width_percent": 0.5}}}
+    text = adaptive.rule_text(rule)
+    assert "(ranks 1-6, 96.9 %" in text.replace("96.9%", "96.9 %")
+    assert adaptive.STOPPED_ON_WIDTH in text, text
+    assert adaptive.STOPPED_ON_WIDTH not in adaptive.rule_text({**rule, "reached": 50, "stopped": "maximum reached"})

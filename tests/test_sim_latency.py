@@ -11,7 +11,7 @@ from trexlab.plan.repetition import summarize_headlines
 from trexlab.procedures import latency, pdv
 from trexlab.procedures.common import RunContext
 from trexlab.results import analysis, store
-from trexlab.trial import Latency, TrialSpec, format_seconds
+from trexlab.trial import NANOSECOND, Latency, TrialSpec, format_seconds
 
 ONE_WAY = TrialSpec(offered_load=1.0, duration=1.0, directions="forward")
 
@@ -172,3 +172,36 @@ def test_a_worst_case_latency_of_fewer_than_1000_tags_says_it_is_the_largest_del
     assert note.startswith("forward: of 500 tagged frames the worst-case latency (99.9th percentile")
     assert "rank 500 of 500: the largest delay" in note
     assert notes(1000) == [], "of 1000 the 99.9th percentile is the 999th delay: the largest one is left out"
+
+
+@pytest.mark.parametrize("ceiling", [12.0, 5.0])
+def test_tags_the_tester_never_sent_are_said_and_fewer_than_rfc8219s_500_sent_is_a_deviation(ceiling):
+    # A tester short of the rate (the sim's tester_ceiling, TRex's latency stream) tags only frames it sent: those
+    # after tag_delay. A tag never sent is no delay and no lost tag, so the percentiles rank fewer tags than
+    # tagged_frames declared: the result says so, and below RFC 8219's 500 tags sent it is a deviation.
+    params = latency.Params(rate=100_000)
+    result = latency.run(RunContext(sim(tester_ceiling=ceiling, seed=3), ONE_WAY), params).to_dict()
+    sent = result["directions"]["forward"]["tags_sent"]
+    assert sent == round(ceiling * (params.trial_duration - params.tag_delay)) < params.tagged_frames
+    assert (f"forward: the tester sent {sent} of the {params.tagged_frames} tagged frames asked for; the figures "
+            f"rank those {sent} only") in result["notes"]
+    short = f"forward: {sent} tagged frames sent (RFC 8219: at least {latency.MIN_TAGGED_FRAMES})"
+    assert (short in result["deviations"]) == (sent < latency.MIN_TAGGED_FRAMES), result["deviations"]
+
+
+def test_each_delay_figure_reads_its_buckets_cautious_edge_so_pdv_is_an_upper_bound():
+    # Every frame delayed exactly 100 ms (no spread): at 100 ms a 3-digit histogram bucket is 65.5 us wide and 100 ms
+    # lies inside one, not on its lower edge. Read at the lower edge the worst case and PDV's 99.9th percentile were
+    # 99.94 ms, below every frame's delay; the cautious reading is the upper edge for every figure but the minimum
+    # (an upper bound) and the lower edge for the minimum (a lower bound), so PDV = p99.9 - min is an upper bound.
+    delay = 0.1
+    tagged_result = latency.run(RunContext(sim(latency_base=delay, latency_spread=0.0), ONE_WAY),
+                                latency.Params(rate=10_000, rfc2544_trials=1)).to_dict()
+    forward = tagged_result["directions"]["forward"]
+    assert forward["min"] <= delay <= forward["typical"] <= forward["worst_case"] <= forward["max"], forward
+    assert tagged_result["rfc2544_single_frame_latency"]["forward"]["average"] >= delay
+    every = pdv.run(RunContext(sim(latency_base=delay, latency_spread=0.0), ONE_WAY),
+                    pdv.Params(rate=10_000, trial_duration=10)).to_dict()["directions"]["forward"]
+    width = Latency.from_delays([delay]).resolution(delay)
+    assert every["min"] <= delay <= every["p99_9"], every
+    assert every["pdv"] == pytest.approx(width - NANOSECOND), "the true PDV is 0: the upper bound is the bucket's width"

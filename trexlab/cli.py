@@ -516,6 +516,11 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         print_summary(name, summary, plan.output, sys.stdout)
         if procedure(name).TAKES_RATE:
             print_delays(read_json(results[-1]), sys.stdout)
+        if curve_lines := getattr(procedure(name), "curve_lines", None):  # frame loss rate: RFC 2544's curve
+            last = read_json(results[-1])
+            print(f"last repetition ({last['method']}):", file=sys.stdout)
+            for line in curve_lines(last):
+                print(f"  {line}", file=sys.stdout)
     return 0
 
 

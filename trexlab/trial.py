@@ -335,9 +335,12 @@ class Latency:
         """The q-th percentile (0..100) in seconds, nearest rank over received + lost/late frames.
 
         Nearest rank (no interpolation), so that the 99.9th percentile of 1000
-        frames is the 999th smallest delay: one a frame really had (to the
-        histogram's resolution: the lower bound of the bucket holding it), or
-        +infinity when that rank falls among the lost or late frames.
+        frames is the 999th smallest delay: the bucket of one a frame really had,
+        or +infinity when that rank falls among the lost or late frames. The
+        histogram keeps each delay only to its bucket (3 significant digits),
+        so each figure reads the bucket's cautious edge: q > 0
+        its upper edge, no delay in the bucket above it; q = 0, the minimum,
+        its lower edge, no delay below it.
         """
         return self.percentiles([q])[0]
 
@@ -345,39 +348,46 @@ class Latency:
         """Several percentiles (0..100) by the rule of percentile(), in one pass over the histogram."""
         qs = list(qs)
         n = self.measured
-        return self._at_ranks([nearest_rank(q, n) for q in qs]) if n else [math.nan] * len(qs)
+        if not n:
+            return [math.nan] * len(qs)
+        edges = self._at_ranks([nearest_rank(q, n) for q in qs])
+        return [low if q == 0 else high for q, (low, high) in zip(qs, edges, strict=True)]
 
     def median(self) -> float:
         """The typical latency of RFC 8219 section 7.2, Median(Li), in seconds: the middle delay of an odd count,
         of an even count the mean of the two middle ones (as siitperf computes it; trexlab.results.stats's
-        median over repetitions is the same rule); +infinity when a middle rank falls among lost or late tags."""
+        median over repetitions is the same rule), each read at its bucket's upper edge as every percentile above 0 is;
+        +infinity when a middle rank falls among lost or late tags."""
         n = self.measured
         if n == 0:
             return math.nan
-        low, high = self._at_ranks(list(median_ranks(n)))
+        (_, low), (_, high) = self._at_ranks(list(median_ranks(n)))
         return (low + high) / 2
 
-    def _at_ranks(self, ranks: list[int]) -> list[float]:
-        """The delays (s) of these 1-based ranks over received + lost/late frames: the lower bound of the bucket
-        holding the rank, or +infinity among the lost or late ones."""
+    def _at_ranks(self, ranks: list[int]) -> list[tuple[float, float]]:
+        """The delays (s) of these 1-based ranks over received + lost/late frames: the lower and upper edges of the
+        bucket holding the rank (a delay recorded there lies between them), or +infinity among the lost or late
+        ones."""
         histogram = self.decoded
         # The counts array read up to the largest delay's bucket, not hdrh's recorded iterator: that one makes
         # several Python calls per bucket it passes, recorded or not (0.1 CPU-s per summary of a trial whose latest
         # tag took milliseconds, 50 times this loop's; the sim latency campaigns of the tests spent most of their
         # time there). Same buckets: each recorded one's lowest equivalent value and the count up to it.
         last = histogram.get_counts_array_index(histogram.get_max_value())
-        lows, cumulative, total = [], [], 0
+        edges, cumulative, total = [], [], 0
         for index, count in enumerate(histogram.counts[:last + 1]):
             if count:
                 total += count
-                lows.append(histogram.get_value_from_index(index) * self.unit)
+                low = histogram.get_value_from_index(index)
+                edges.append((low * self.unit, histogram.get_highest_equivalent_value(low) * self.unit))
                 cumulative.append(total)
-        return [math.inf if rank > total else lows[bisect.bisect_left(cumulative, rank)] for rank in ranks]
+        return [(math.inf, math.inf) if rank > total else edges[bisect.bisect_left(cumulative, rank)]
+                for rank in ranks]
 
     def resolution(self, delay: float) -> float:
         """s: the width of the histogram bucket holding a delay of this size (at least one unit). A figure read at
-        that delay (a bucket's lower bound) lies up to this far below the frame's delay, and a difference of two
-        figures (PDV: the 99.9th percentile less the minimum) is off by up to the wider bucket's width: at 100 ms a
+        that delay (a bucket's edge, percentile()) lies up to this far from the frame's delay, and PDV (the 99.9th
+        percentile's upper edge less the minimum's lower edge) is over by up to the two buckets' widths: at 100 ms a
         3-significant-digit bucket is 65.5 us wide, however many nanoseconds the unit."""
         histogram, value = self.decoded, round(delay / self.unit)
         return (histogram.get_highest_equivalent_value(value) - histogram.get_lowest_equivalent_value(value) + 1) \

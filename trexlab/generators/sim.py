@@ -17,7 +17,9 @@ The device is declared, not guessed:
 * ``delay_every_nth`` / ``delay_fraction`` frames are held back ``delay`` seconds
   more (the selective delay of Lencse et al. 2020, Figs. 4-6);
 * ``tester_ceiling``: the rate above which the (simulated) tester cannot send;
-  frames it fails to send count as lost and flag the trial as stretched.
+  frames it fails to send count as lost and flag the trial as stretched, and
+  it tags only frames it sent (fewer tags than asked when those after
+  ``tag_delay`` are fewer).
 
 Every frame's delay is ``latency_base`` + Exp(``latency_spread``) (+ ``delay``
 for a held frame); a frame whose delay exceeds the trial's frame timeout is
@@ -226,6 +228,12 @@ class SimGenerator:
         import numpy as np
         sut, rng = self.sut, self.rng
         n = spec.latency_frames
+        if sent < spec.frames_per_direction:
+            # A tester short of the rate (tester_ceiling) tags only frames it sent: at most those after tag_delay,
+            # as TRex's latency stream sends fewer tags then (the procedure says so: tags_sent < tagged_frames).
+            n = min(n, sent - math.ceil(round(sent * spec.tag_delay / spec.duration, 9)))
+            if n <= 0:
+                return Latency.from_delays(()), {"tags_sent": 0, "tags_received": 0, "tags_lost_or_late": 0}
         slot = (spec.duration - spec.tag_delay) / n
         times = spec.tag_delay + (np.arange(n) + rng.random(n)) * slot
         self.tag_send_times[direction] = times

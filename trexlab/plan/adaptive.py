@@ -11,7 +11,9 @@ least MEDIAN_CI_CONFIDENCE. Too few repetitions have no such interval: the wides
 with probability 2 / 2^n, so a point never stops before the least n with 2 / 2^n <= 1 - MEDIAN_CI_CONFIDENCE
 (below it median_ci_ranks gives None).
 A figure with a missing or censored repetition (below the minimum load) never counts as narrow. The rule,
-the count reached and each interval go into summary.json and the summary table.
+the count reached and each interval go into summary.json and the summary table. An interval's confidence is
+that of a fixed count; a point that stopped on the widths says so (STOPPED_ON_WIDTH): stopping at the first
+narrow interval can leave it covering the median less often.
 
 **Warm start.** A throughput search (RFC 2544 binary search) declared with ``warm_start: true`` starts
 repetition k > 1 from bounds near the median of the repetitions before it instead of from the whole range;
@@ -177,6 +179,11 @@ def rule_from_mapping(value: dict) -> RepetitionRule:
     return RepetitionRule(minimum, maximum, float(percent), tuple(figures))
 
 
+#: Said beside the intervals a point stopped on: their confidence is a fixed count's, and this count was not fixed.
+STOPPED_ON_WIDTH = ("each interval's confidence is that of a fixed count; the rule stopped at the first count whose "
+                    "intervals were narrow, which can leave the interval it stopped on covering the median less often")
+
+
 def rule_text(rule: dict | None) -> str | None:
     """What a summary's repetition_rule says, in one line (the method line carries it); None: a fixed count."""
     if not rule or rule.get("median_ci_percent") is None:
@@ -189,9 +196,11 @@ def rule_text(rule: dict | None) -> str | None:
                          f"{i['ranks'][0]}-{i['ranks'][1]}, {i['confidence']:.1%}) = {i['width_percent']:.3g} %")
         else:
             parts.append(f"{name}: no interval ({i['why']})")
+    # Stopped on the widths: the count depends on them (optional stopping), so a fixed count's coverage is not exact.
+    caveat = f" ({STOPPED_ON_WIDTH})" if rule.get("stopped") == "every interval narrow enough" else ""
     return (f"adaptive repetitions {rule['min']}..{rule['max']} until the {rule['confidence']:.0%} CI of the median "
             f"is narrower than {rule['median_ci_percent']:g} % of it: {rule['reached']} run, {rule['stopped']}: "
-            + ", ".join(parts))
+            + ", ".join(parts) + caveat)
 
 
 # -- warm start -------------------------------------------------------------------------------------------------

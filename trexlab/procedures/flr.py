@@ -32,6 +32,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
     trial_duration_field,
 )
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -103,6 +104,37 @@ class FrameLossResult:
 
 #: The one headline figure: the frame loss rate at the highest load, %.
 HEADLINE = "frame_loss_rate_at_max_percent"
+
+
+def curve(result: dict) -> tuple[list[str], list[list[str]]]:
+    """RFC 2544 section 26.3's curve as a table (column names, one row of text per load, highest first): the
+    offered load in fps and in percent of the media's maximum (the section's X axis), the loss over every direction
+    and each direction's. The one formatting of it: the CLI's summary (curve_lines) and the campaign report
+    (trexlab.results.analysis.loss_curves) both show this. '-' where a result stored before a column was measured
+    lacks it."""
+    points = result["points"]
+    directions = list(dict.fromkeys(d for point in points for d in point.get("directions", {})))
+    columns = ["offered load (fps)", "% of media maximum", "frame loss rate (%)",
+               *(f"{d} loss (%)" for d in directions), "stretched"]
+
+    def number(value, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    # The load as the method line and every table write a rate (WHOLE).
+    rows = [[number(point["offered_load"], WHOLE), number(point.get("offered_load_percent"), ".4g"),
+             number(point["frame_loss_rate_percent"], ".4g"),
+             *(number(point.get("directions", {}).get(d), ".4g") for d in directions),
+             "yes" if point.get("stretched") else "no"] for point in points]
+    return columns, rows
+
+
+def curve_lines(result: dict) -> list[str]:
+    """The curve (curve()) as aligned text lines under a heading, for the CLI's summary."""
+    columns, rows = curve(result)
+    widths = [max(len(cell) for cell in column) for column in zip(columns, *rows, strict=True)]
+    return ["frame loss rate per offered load (the headline is the first):",
+            *("  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+              for row in [columns, *rows])]
 
 
 def headline_names(params: Params, traffic: TrialSpec) -> tuple[str, ...]:

@@ -12,7 +12,10 @@ percentile that falls among lost tags is reported as "> <frame timeout> (lost
 tags)", never as a delay some received frame had. The delays come from the
 generator's HDR histogram (trexlab.trial.Latency): the median of an even count
 of tags is the mean of the two middle delays (RFC 8219's Median(Li), as
-siitperf computes it), the 99.9th percentile is nearest rank.
+siitperf computes it), the 99.9th percentile is nearest rank. A histogram keeps
+a delay only to its bucket (up to 0.1 % wide): every figure but the minimum
+reads its bucket's upper edge, so the worst case is never below the delay it
+stands for; the minimum reads its lower edge (trexlab.trial.Latency.percentile).
 
 The rate has no default: RFC 8219 measures latency at the throughput rate, so
 it is given (``rate``), or taken from a throughput result (``trexlab latency
@@ -164,6 +167,11 @@ class LatencyResult:
         # What falls short of RFC 8219 section 7.2's durations: a CI-scale run's figures are not RFC 8219's.
         deviations = shorter_than("RFC 8219", [("trial duration", self.params.trial_duration, TRIAL_DURATION),
                                                ("tag delay", self.params.tag_delay, TAG_DELAY)])
+        # RFC 8219's 500 tags are tags sent (siitperf sends exactly its count): a tester that sent fewer measured
+        # fewer, whatever tagged_frames asked for (the notes say each shortfall).
+        deviations += [f"{direction}: {stats['tags_sent']} tagged frames sent (RFC 8219: at least "
+                       f"{MIN_TAGGED_FRAMES})" for direction, stats in self.directions.items()
+                       if stats["tags_sent"] < MIN_TAGGED_FRAMES]
         if 0 < self.params.rfc2544_trials < RFC2544_TRIALS:  # the average beside the figures is over fewer
             deviations.append(f"RFC 2544 single-frame latency trials {self.params.rfc2544_trials} "
                               f"(RFC 2544: at least {RFC2544_TRIALS})")
@@ -262,6 +270,11 @@ def run(context: RunContext, params: Params) -> LatencyResult:
             "tags_lost_or_late": latency.lost_or_late,
             "typical_s": summary["median"], "worst_case_s": summary["p99_9"],
         }
+        if result.tags_sent < params.tagged_frames:
+            # A tag never sent is neither a delay nor a lost tag: the percentiles rank only those sent, so the
+            # figures rest on fewer tags than the run declared.
+            notes.append(f"{direction}: the tester sent {result.tags_sent} of the {params.tagged_frames} tagged "
+                         f"frames asked for; the figures rank those {result.tags_sent} only")
         if latency.lost_or_late:
             notes.append(f"{direction}: {latency.lost_or_late} of {latency.measured} tagged frames lost or later "
                          f"than the frame timeout; they count as infinite delays "
@@ -283,7 +296,8 @@ def run(context: RunContext, params: Params) -> LatencyResult:
                               latency_mode="tagged", latency_frames=1, tag_delay=params.tag_delay, **timeout)
                    for _ in range(params.rfc2544_trials)]
         for direction in context.traffic.active_directions:
-            delays = [single.percentile(0) for r in singles if (single := r.directions[direction].latency)]
+            # The one tag's delay, read as every latency figure is: its bucket's upper edge (Latency.percentile).
+            delays = [single.percentile(100) for r in singles if (single := r.directions[direction].latency)]
             values = [d for d in delays if math.isfinite(d)]
             rfc2544[direction] = {"trials": len(singles), "values": values, "lost": len(delays) - len(values),
                                   "average": statistics.fmean(values) if values else None,

@@ -3,9 +3,9 @@
 Every frame is timestamped; PDV = 99.9th percentile - minimum of the one-way
 delays of a direction (RFC 5481's PDV form, as RFC 8219 prescribes), both from
 the direction's HDR histogram of every received frame's delay (nearest rank,
-trexlab.trial.Latency; each figure its bucket's lower bound, so PDV is off by up to the
-width of the bucket at the 99.9th percentile, and a note says so when that is a large part of it:
-pdv_resolution_note). A frame lost or later than the frame timeout counts as
+trexlab.trial.Latency.percentile: the 99.9th percentile its bucket's upper edge, the minimum its
+bucket's lower edge, so PDV is an upper bound, over by up to the two buckets' widths, and a note says so
+when the bucket is a large part of it: pdv_resolution_note). A frame lost or later than the frame timeout counts as
 an infinite delay: when more than 0.1 % of the frames are lost or late, the
 99.9th percentile lies among them and PDV is reported as "> <timeout - min>
 (lost frames)", never as a number some received frame gave. When every frame is
@@ -104,18 +104,18 @@ def pdv_text(minimum: float, timeout: float | None) -> str:
 def pdv_resolution_note(direction: str, latency: Latency, pdv: float, p99_9: float) -> str | None:
     """A note when PDV spans few steps of what resolves it: the generator's unit, or, where the delays are long,
     the width of the histogram bucket holding the 99.9th percentile (3 significant digits: 65.5 us at 100 ms). PDV
-    is the difference of two buckets' lower bounds, so it is off by up to that width: a netem DUT's 100 ms delay
-    turns a few microseconds of its own variation into 0 or 65.5 us. None for a PDV of enough steps or among lost
-    frames."""
+    is the 99.9th percentile's upper edge less the minimum's lower edge, an upper bound over by up to two such
+    widths: behind a netem DUT's 100 ms delay a few microseconds of its own variation read as 65.5 us or more.
+    None for a PDV of enough steps or among lost frames."""
     if not math.isfinite(pdv):
         return None
     step = latency.resolution(p99_9)
     if step <= latency.unit:
         return coarse_delay_note(direction, "PDV", pdv, latency.unit)
     buckets = f"the delays' histogram buckets near {format_seconds(p99_9)}"
-    if pdv == 0:
-        return (f"{direction}: PDV 0: the minimum and the 99.9th percentile fall in one of {buckets} "
-                f"({format_seconds(step)} wide): PDV lies below {format_seconds(step)}, not measured finer")
+    if pdv < step:  # the minimum's bucket is the 99.9th percentile's: PDV reads that bucket's width
+        return (f"{direction}: PDV at most {format_seconds(pdv)}: the minimum and the 99.9th percentile fall in one "
+                f"of {buckets} ({format_seconds(step)} wide), not measured finer")
     return coarse_delay_note(direction, "PDV", pdv, step, buckets)
 
 

@@ -75,7 +75,8 @@ class Observation:
 
     def reasons(self) -> list[str]:
         """Why this repetition is missing or tester-bound, in a table's words."""
-        found = [f"below min_rate {exact(self.below)}"] if self.censored else ["no figure"] if self.missing else []
+        found = ([f"below min_rate {exact(self.below)}"] if self.censored and self.below is not None
+                 else ["no figure"] if self.missing else [])
         if self.at_least:
             found.append("no failing load up to max_rate (the figure is a lower bound)")
         if self.irregular:
