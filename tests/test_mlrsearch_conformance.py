@@ -191,7 +191,7 @@ def test_each_goals_relevant_bounds_are_beside_its_figure_in_summary_json_and_th
             assert (row[analysis.BOUND_COLUMNS[0]], row[analysis.BOUND_COLUMNS[1]]) == (lower, upper)
             assert row["goal result"] == "regular"
             assert f"{lower:,.0f}" in html and f"{upper:,.0f}" in html
-            shown.append(f"rep {entry['repetition']} {lower:.0f} - {upper:.0f}")
+            shown.append(f"rep {entry['repetition']} {lower:,.0f} - {upper:,.0f}")
         assert f"{figure}: relevant lower bound - relevant upper bound, fps per direction: {', '.join(shown)}" in lines
 
 
@@ -206,7 +206,7 @@ def test_the_bounds_of_an_irregular_goal_result_are_marked_so_in_the_summary_and
     found = found.to_dict()
     lower = found["goals"][0]["relevant_lower_bound"]
     lines = "\n".join(summary_lines(summarize_headlines([found])))
-    assert f"NDR_fps: relevant lower bound - relevant upper bound, fps per direction: rep 1 {lower:.0f} - none " \
+    assert f"NDR_fps: relevant lower bound - relevant upper bound, fps per direction: rep 1 {lower:,.0f} - none " \
            "(irregular goal result)" in lines
     row = {"experiment": "x", "repetition": 1, "figure_keys": ("NDR_fps",), "NDR_fps": found["headline"]["NDR_fps"],
            **{f"result.headline_bounds.NDR_fps.{k}": v for k, v in found["headline_bounds"]["NDR_fps"].items()},

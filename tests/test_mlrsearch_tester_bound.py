@@ -106,7 +106,7 @@ def test_a_goal_whose_relevant_bounds_reach_the_testers_ceiling_is_marked_though
     assert ndr["relevant_upper_bound"] < near
     assert lossy["conditional_throughput"] < near <= lossy["relevant_lower_bound"]
     assert found.to_dict()["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": ["near tester ceiling"]}
-    assert any(note.startswith(f"relevant lower bound {lossy['relevant_lower_bound']:.0f} fps is within")
+    assert any(note.startswith(f"relevant lower bound {lossy['relevant_lower_bound']:,.0f} fps is within")
                for note in lossy["notes"])
 
 

@@ -157,3 +157,21 @@ def test_no_text_restates_a_named_confidence_level():
                    for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
                    for name, form in forms for m in form.finditer(node.value)]
     assert not copies, "a named confidence level written as its number:\n" + "\n".join(sorted(set(copies)))
+
+
+def test_every_rate_a_person_reads_whole_is_written_with_stats_whole():
+    """A rate written whole in a line a person reads (a ceiling, a bound, a note, progress) was written two ways:
+    '436000 fps' (.0f) and '436,000 fps' (the report's and the tables'). One figure must read the same in the
+    terminal and in the report: stats.WHOLE is the one form. A refusal (InvalidParameter) keeps a number as a spec
+    would write it (YAML reads 1,000 as text), and so do deviations, which the method line lists comma-separated."""
+    package = Path(trexlab.__file__).parent
+    other = re.compile(r"\{[^{}]*:(?:,?\.0f)\}\s*fps")
+    copies = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text()
+        refusals = {line for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)
+                    and getattr(node.func, "id", getattr(node.func, "attr", "")) == "InvalidParameter"
+                    for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+        copies += [f"{path.relative_to(package.parent)}:{number}: {line.strip()}"
+                   for number, line in enumerate(text.splitlines(), 1) if other.search(line) and number not in refusals]
+    assert not copies, "a rate written whole without stats.WHOLE:\n" + "\n".join(copies)

@@ -26,7 +26,7 @@ def test_cli_rate_from_a_throughput_result_uses_its_median_and_says_so(tmp_path,
     assert provenance["params"]["rate"] == throughput == provenance["rate_source"]["rate"]
     assert provenance["rate_source"]["from"] == str(tmp_path / "tp")
     assert provenance["rate_source"]["statistic"] == "median of 3 repetition(s)"
-    assert f"measuring at {throughput:.0f} fps" in err
+    assert f"measuring at {throughput:,.0f} fps" in err
     assert "worst_case > 10 ms (lost tags)" in out and "measured frames lost or late" in out
     worst = next(line for line in out.splitlines() if line.startswith("forward_worst_case_s"))
     assert "> timeout" in worst and "inf" not in worst, "the summary table never shows a number for lost tags"

@@ -208,10 +208,10 @@ def test_a_ceiling_whose_search_never_failed_is_recorded_and_shown_as_a_lower_bo
                         "--max-rate", str(TESTER_CEILING // 2), "--resolution", "1000", "--trial-duration", "1")
     [entry] = json.loads((tmp_path / "ceilings.json").read_text())["ceilings"]
     assert entry["ceiling_at_least"] is True and entry["ceiling_fps"] <= TESTER_CEILING // 2
-    assert f"64 B at least {entry['ceiling_fps']:.0f} fps" in err, err
+    assert f"64 B at least {entry['ceiling_fps']:,.0f} fps" in err, err
     _, provenance, err = run_cli(tmp_path, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
                                  "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
-    assert f"tester ceiling at least {entry['ceiling_fps']:.0f} fps" in err, err
+    assert f"tester ceiling at least {entry['ceiling_fps']:,.0f} fps" in err, err
     assert provenance["tester_ceiling"]["ceiling_at_least"] is True
     # The method beside the figures (summary.json, the CLI's and the report's method line) says so too.
     [summary] = (tmp_path / "runs").glob("throughput-*/summary.json")
@@ -230,7 +230,7 @@ def test_a_ceiling_the_tester_failed_above_is_no_lower_bound(selftest_run, capsy
     assert entry["ceiling_at_least"] is False
     _, _, err = run_cli(selftest_run, capsys, "throughput", *sim_args(1e5), "--frame-size", "64",
                         "--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
-    assert f"tester ceiling {entry['ceiling_fps']:.0f} fps (64 B" in err, err
+    assert f"tester ceiling {entry['ceiling_fps']:,.0f} fps (64 B" in err, err
     [summary] = (selftest_run / "runs").glob("throughput-*/summary.json")
     method = json.loads(summary.read_text())["method"]
     assert "tester_ceiling_at_least" not in method and "ceiling at least" not in method_line(method), method
@@ -316,3 +316,17 @@ def test_a_link_planted_beside_the_ceilings_file_is_not_written_through(tmp_path
             selftest.record_ceilings([result], "results/x", "software", namespace_lab("bl", "loopback"), traffic,
                                      root / "tester-ceilings.json")
         assert mine.read_text() == "the user's own", planted
+
+
+def test_loads_in_text_lines_are_written_as_the_report_writes_them():
+    # A rate in a line a person reads (the ceiling's text, each repetition's relevant bounds under the summary) is
+    # written as the tables and the method line write it (stats.WHOLE: 436,000), so one figure reads the same in
+    # the terminal and in the report.
+    from trexlab.plan.repetition import bounds_note
+
+    assert selftest.ceiling_text({"ceiling_fps": 812345.0}) == "812,345 fps"
+    assert selftest.ceiling_text({"ceiling_fps": 500000.0, "ceiling_at_least": True}).startswith(
+        "at least 500,000 fps (")
+    note = bounds_note("NDR_fps", {"repetitions": [
+        {"repetition": 1, "relevant_lower_bound_fps": 436000.0, "relevant_upper_bound_fps": 437500.0}]})
+    assert note == "NDR_fps: relevant lower bound - relevant upper bound, fps per direction: rep 1 436,000 - 437,500"

@@ -34,6 +34,7 @@ from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, 
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
+from trexlab.results.stats import WHOLE
 from trexlab.results.store import dumps, read_json
 from trexlab.spec.schema import (
     DEFAULT_REPETITIONS,
@@ -248,9 +249,9 @@ def ceiling_line(ceiling: typing.Mapping) -> str:
     floor = ceiling.get("latency_floor")
     floor_text = "" if not floor else (
         f"; tester latency floor median {format_seconds(floor['median_s'])}, 99.9th percentile "
-        f"{format_seconds(floor['p99_9_s'] or math.inf)} at {floor['rate_fps']:.0f} fps")
+        f"{format_seconds(floor['p99_9_s'] or math.inf)} at {floor['rate_fps']:{WHOLE}} fps")
     if "selftest_run" not in ceiling:
-        return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:.0f} fps ({ceiling['source']})"
+        return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:{WHOLE}} fps ({ceiling['source']})"
                 + floor_text)
     return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} ({ceiling['frame_size']} B, "
             f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})" + floor_text)
@@ -343,7 +344,7 @@ def dry_run(experiment, args: argparse.Namespace) -> list[str]:
         unseen = "; its lab not compared (no lab here)"
     stored = [(k, p.rate_source) for k, p in enumerate(plans, start=1)
               if p.rate_source and "campaign" in p.rate_source]
-    rates = [f"point {k}/{len(plans)} {plans[k - 1].facts['point']}: rate {source['rate']:.0f} fps, the "
+    rates = [f"point {k}/{len(plans)} {plans[k - 1].facts['point']}: rate {source['rate']:{WHOLE}} fps, the "
              f"{source['statistic']} of {source['figure']} of stored campaign {source['campaign']['experiment']}/"
              f"{source['campaign']['id']}, its point {source['campaign']['point']}{unseen}" for k, source in stored]
     return [*estimate.plan_lines(experiment, estimate.checked_plan(experiment)), *rates,
@@ -480,7 +481,7 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         print(f"trexlab {name}: {ceiling_line(plan.tester_ceiling)}", file=sys.stderr)
     if plan.rate_source:
         source = plan.rate_source
-        print(f"trexlab {name}: measuring at {source['rate']:.0f} fps, the {source['statistic']} of "
+        print(f"trexlab {name}: measuring at {source['rate']:{WHOLE}} fps, the {source['statistic']} of "
               f"{source['figure']} in {source['from']}"
               + (f"; a lower bound of the DUT's throughput ({source['lower_bound']})" if source.get("lower_bound")
                  else ""), file=sys.stderr)

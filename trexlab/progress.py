@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from trexlab.results.stats import WHOLE
+
 
 def trial_text(phase: str, info: dict) -> str:
     """One trial (or TCP test, download) as progress shows it: the search phase, its number, load and outcome."""
@@ -13,7 +15,7 @@ def trial_text(phase: str, info: dict) -> str:
         text += f" {info['test']}" + "".join(f", {name} {bps / 1e6:,.1f} Mbit/s"
                                              for name, bps in (info.get("throughput_bps") or {}).items())
     else:
-        text += f" at {info.get('offered_load', 0):,.0f} fps"
+        text += f" at {info.get('offered_load', 0):{WHOLE}} fps"
     if "loss_ratio" in info:
         text += f", loss ratio {info['loss_ratio']:.3e}"
         if info.get("stretched"):

@@ -194,14 +194,14 @@ def figure_bounds(result: dict, figure: str) -> dict:
 
 def bounds_note(name: str, figure: dict) -> str | None:
     """The bounds each repetition gives beside a figure (figure_bounds), as a line under the summary table: 'NDR_fps:
-    relevant lower bound - relevant upper bound, fps per direction: rep 1 436000 - 437500, ...', those of an
+    relevant lower bound - relevant upper bound, fps per direction: rep 1 436,000 - 437,500, ...', those of an
     irregular goal result marked so (draft-ietf-bmwg-mlrsearch-15 section 4.8.4.2); None where none gives any."""
     entries = [r for r in figure.get("repetitions", []) if any(key in r for key in FIGURE_BOUND_KEYS)]
     if not entries:
         return None
 
     def load(value) -> str:
-        return "none" if value is None else f"{value:.0f}"
+        return "none" if value is None else f"{value:{WHOLE}}"
 
     lower, upper = FIGURE_BOUND_KEYS
     # A goal result missing a bound is irregular by definition (section 4.8.4.1 requires both), also where it has no

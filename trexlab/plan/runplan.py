@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.plan.adaptive import RepetitionRule
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
 from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.trial import Capabilities, TrialSpec
@@ -557,13 +558,13 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     if plan.rate_from is not None:
         execute(plan.rate_from, generator, rate_progress, say, order=order)
         rate, rate_source = median_throughput(plan.rate_from.output)
-        say(f"measuring at {rate:.0f} fps ({rate_source['statistic']} of {GIVES_RATE})")
+        say(f"measuring at {rate:{WHOLE}} fps ({rate_source['statistic']} of {GIVES_RATE})")
         params = dataclasses.replace(params, rate=rate)
         # The plan's checks that waited for the rate (latency's tags, every trial's frames), before the first trial.
         checked(dataclasses.replace(plan, params=params, rate_from=None))
     elif rate_source and "campaign" in rate_source:
         stored = rate_source["campaign"]
-        say(f"measuring at {rate_source['rate']:.0f} fps ({rate_source['statistic']} of {rate_source['figure']} in "
+        say(f"measuring at {rate_source['rate']:{WHOLE}} fps ({rate_source['statistic']} of {rate_source['figure']} in "
             f"stored campaign {stored['experiment']}/{stored['id']}, its point {stored['point']})")
     facts = provenance(**plan.facts, generator=generator.describe(), generator_options=dict(plan.generator_options),
                        params=dataclasses.asdict(params),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trexlab.params import InvalidParameter
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -488,6 +489,6 @@ def ceiling_warning(rate: float | None, ceiling: float | None, what: str = "resu
     if rate is None or not ceiling:
         return None
     if rate >= ceiling * (1 - CEILING_MARGIN):
-        return (f"{what} {rate:.0f} fps is within {CEILING_MARGIN:.0%} of the tester's self-test ceiling "
-                f"{ceiling:.0f} fps (or above it): it may measure the tester, not the DUT")
+        return (f"{what} {rate:{WHOLE}} fps is within {CEILING_MARGIN:.0%} of the tester's self-test ceiling "
+                f"{ceiling:{WHOLE}} fps (or above it): it may measure the tester, not the DUT")
     return None

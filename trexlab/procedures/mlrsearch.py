@@ -50,6 +50,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
     tester_limit_reasons,
 )
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import doc
 from trexlab.trial import MAX_OFFERED_LOAD, MAX_TRIAL_DURATION, TrialResult, TrialSpec, check_trial_frames
 
@@ -392,7 +393,7 @@ def irregular(lower: float | None, upper: float | None, width: float, top: float
     if lower is not None and upper is not None and upper - lower <= width * upper * (1 + 1e-9):
         return None  # the bounds are whole load steps: the tolerance covers float rounding only
     if out_of_time is not None:
-        found = (f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+        found = (f"relevant bounds {lower:{WHOLE}}-{upper:{WHOLE}} fps farther apart than the goal width {width:g}"
                  if lower is not None and upper is not None else
                  f"no relevant {'upper' if lower is not None else 'lower'} bound found yet")
         return f"search_time_max {out_of_time:g} s ran out: {found}"
@@ -402,7 +403,7 @@ def irregular(lower: float | None, upper: float | None, width: float, top: float
         return ("no relevant upper bound: max load is a lower bound" + (" (the medium's limit)" if top >= medium else
                                                                         " (max_rate, below the medium's limit)"))
     # The reference implementation stops only when every goal met its width: unreachable unless out of time.
-    return f"relevant bounds {lower:.0f}-{upper:.0f} fps farther apart than the goal width {width:g}"
+    return f"relevant bounds {lower:{WHOLE}}-{upper:{WHOLE}} fps farther apart than the goal width {width:g}"
 
 
 def search(config: Config, measurer: _Measurer, goals: list[SearchGoal]) -> tuple[dict, bool]:
@@ -651,13 +652,14 @@ def run(context: RunContext, params: Params) -> MlrResult:
             goal_notes.append(f"irregular goal result ({entry['irregular']}): its figure is the conditional "
                               "throughput at the load it has for a relevant lower bound, not a regular result")
         if entry["below_minimum_load"]:
-            goal_notes.append(f"no relevant lower bound above min_rate {params.min_rate:.0f} fps: below minimum load")
+            goal_notes.append(f"no relevant lower bound above min_rate {params.min_rate:{WHOLE}} fps: below minimum "
+                              "load")
         elif lower is None:
             goal_notes.append("no figure: no load classified a lower bound before search_time_max")
         elif warning := goal_ceiling_warning(entry, params.tester_ceiling):
             goal_notes.append(warning)
         if entry["no_upper_bound"]:
-            goal_notes.append(f"no load up to max_rate {top:.0f} fps failed the goal: its figure is a lower bound")
+            goal_notes.append(f"no load up to max_rate {top:{WHOLE}} fps failed the goal: its figure is a lower bound")
     log = [trial_entry(r, id(r) in measurer.searched) for r in runner.log]
     # Each figure is marked by the trials bearing on its goal; the result by those bearing on any goal, each trial
     # counted once (a union of the goals' reasons would name host drops twice where their counts differ).

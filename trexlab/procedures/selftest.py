@@ -40,6 +40,7 @@ from trexlab.params import check_range
 from trexlab.plan.repetition import repetition_dir
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
+from trexlab.results.stats import WHOLE
 from trexlab.results.store import open_no_link, read_json, write_json_atomic
 from trexlab.spec.schema import doc
 from trexlab.trial import (
@@ -323,12 +324,13 @@ def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, 
 
 
 def ceiling_text(entry: Mapping) -> str:
-    """A recorded ceiling for people: '812345 fps', or 'at least 500000 fps (...)' when its search met no failing
-    load, so a reader does not take max_rate for the tester's limit."""
+    """A recorded ceiling for people, written as the report writes a rate (stats.WHOLE): '812,345 fps', or 'at
+    least 500,000 fps (...)' when its search met no failing load, so a reader does not take max_rate for the
+    tester's limit."""
     if entry.get("ceiling_at_least"):
-        return (f"at least {entry['ceiling_fps']:.0f} fps (its self-test met no failing load up to max_rate: the "
+        return (f"at least {entry['ceiling_fps']:{WHOLE}} fps (its self-test met no failing load up to max_rate: the "
                 "tester's limit is higher and not known)")
-    return f"{entry['ceiling_fps']:.0f} fps"
+    return f"{entry['ceiling_fps']:{WHOLE}} fps"
 
 
 #: Params fields filled from the ceilings file: field -> how to read it from an entry (None: not recorded).

@@ -30,6 +30,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
     trial_duration_field,
 )
+from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -259,7 +260,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
                           if t["tester_drops_unknown"] and not t["passed"] and t["offered_load"] < own_failure)
     notes = runner.notes(bearing)
     if below_minimum:
-        notes.append(f"no load passed, not even min_rate {params.min_rate:.0f} fps: throughput below minimum load")
+        notes.append(f"no load passed, not even min_rate {params.min_rate:{WHOLE}} fps: throughput below minimum load")
     if warning := ceiling_warning(best, params.tester_ceiling):
         notes.append(warning)
     # Every trial passed, below the medium's own limit (a max_rate under what the DUT forwards): the search found
@@ -268,7 +269,7 @@ def run(context: RunContext, params: Params) -> ThroughputResult:
     medium = float(max_frame_rate(media_speed(params.media), max(context.traffic.frame_size)))
     at_least = best is not None and all(t["passed"] for t in search) and best < medium
     if at_least:
-        notes.append(f"no trial failed: the DUT forwarded every load offered, up to {best:.0f} fps (max_rate "
+        notes.append(f"no trial failed: the DUT forwarded every load offered, up to {best:{WHOLE}} fps (max_rate "
                      f"{top:.0f}): its throughput is at least that")
     return ThroughputResult(best, below_minimum, params, top, high - low, len(runner.log), runner.trial_seconds,
                             search, notes,
