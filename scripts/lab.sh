@@ -111,7 +111,7 @@ lab_status() {
           rc=1
         fi;;
       *)
-        topology=$(sed -n 's/^topology = "\(.*\)"$/\1/p' "$dir/lab.tfvars" 2>/dev/null)
+        topology=$(sed -n 's/^topology = "\(.*\)"$/\1/p' "$dir/lab.tfvars" 2>/dev/null) || topology=""  # lab.tfvars removed: unknown
         printf '%s\n' "lab $name (${kind:-unknown kind}, ${topology:-unknown topology}, $dir): in its Terraform state (bare-metal machines are not probed here)";;
     esac
   done

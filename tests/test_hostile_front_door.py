@@ -559,6 +559,15 @@ def test_lab_status_without_lab_name_when_no_lab_of_the_checkout_is_up_is_not_ze
                      "not probed here)"]
     assert script.returncode == 0 and script.stdout.splitlines()[:2] == listed, script
     assert made.returncode == 0 and made.stdout.splitlines()[:2] == listed, made
+    # A bare-metal lab whose lab.tfvars is gone (removed by hand) is listed with its topology unknown: sed's missing
+    # file ended the script under set -e, exit 2 with no line for it or the labs after it.
+    (labs / "metal2").mkdir()
+    (labs / "metal2" / "kind").write_text("maas\n")
+    (labs / "metal2" / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    script, made = status()
+    listed.append(f"lab metal2 (maas, unknown topology, {labs / 'metal2'}): in its Terraform state (bare-metal "
+                  "machines are not probed here)")
+    assert script.returncode == 0 and script.stdout.splitlines()[:3] == listed, script
 
 
 @pytest.mark.parametrize(("goal", "refused"), [("setup", "linked-venv"), ("setup", "terraform-too-old"),
