@@ -131,6 +131,9 @@ class TcpEngine(Protocol):
     @property
     def min_window(self) -> tuple[int, str] | None:
         """The smallest window per connection the engine gives as asked and what sets it; None: none known."""
+    #: Whether a window below min_window still runs, the endpoints giving it their minimum instead (a kernel raises a
+    #: smaller socket buffer to its own), rather than failing (TRex refuses the profile).
+    raises_small_window: bool
     #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
     over_window_limit: str
     #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
@@ -182,6 +185,7 @@ class Iperf3Engine:
         self.segmentation_offload = endpoints.facts.get("segmentation_offload")
         self.ports = list(endpoints.iperf3_ports)
         self._min_window: tuple[int, str] | None = None
+        self.raises_small_window = True
 
     @property
     def min_window(self) -> tuple[int, str] | None:
@@ -239,6 +243,7 @@ class TRexAstfEngine(TRexSession):
     default_window_bytes: int | None = TREX_DEFAULT_BUFFER_BYTES
     # TRex refuses a smaller buffer when it builds the profile: refused before the first test instead.
     min_window: tuple[int, str] | None = (TREX_MIN_BUFFER_BYTES, "TRex ASTF's smallest tcp.rxbufsize/txbufsize")
+    raises_small_window = False
     # No kernel between: TRex's own bound, which it enforces by refusing the profile, mid-run unless checked first.
     over_window_limit = "TRex refuses a larger buffer; use more connections or a smaller window"
     segment_option_bytes: int | None = TREX_TIMESTAMP_OPTION_BYTES
