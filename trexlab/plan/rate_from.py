@@ -2,10 +2,12 @@
 
 RFC 8219 measures latency and PDV at the rate the throughput test found. A
 rate is therefore given explicitly or taken from throughput results: the
-median ``throughput_fps`` of their repetitions (an even count averages the two
-middle ones, as siitperf does). A repetition that found no throughput (below
-the minimum load) is an observation below every found rate; when the median
-falls among those there is no rate and the run stops with one line.
+median ``throughput_fps`` of their repetitions, the project's one median
+(trexlab.results.stats.summarize, what their summary reports: an even count
+averages the two middle ones, as siitperf does). A repetition that found no
+throughput (below the minimum load) is an observation below every found rate;
+when the median falls among those there is no rate and the run stops with one
+line. One with no figure and no such bound is left out, as in the summary.
 
 * CLI: ``trexlab latency --rate-from results/cli/throughput-...`` (a run
   directory, or a directory of repetitions ``rep-*``): each of its throughput
@@ -30,8 +32,6 @@ The rate used and its source go into the provenance of every run (``rate_source`
 from __future__ import annotations
 
 import dataclasses
-import math
-import statistics
 from pathlib import Path
 
 from trexlab.params import InvalidParameter
@@ -49,12 +49,11 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
     """(rate, source) from the finished throughput runs at or below path (runs: those run directories only). setup
     (run_setup of the run that takes the rate, --rate-from): each of those runs must have been measured with it."""
     from trexlab.plan.repetition import observation
-    from trexlab.results.stats import held_down_by_tester, summarize
+    from trexlab.results.stats import held_down_by_tester, is_censored, summarize
     from trexlab.results.store import PROVENANCE, RESULT, first_difference, read_json, run_dirs  # pandas: only here
 
     path = Path(path)
     runs = [run for run in (run_dirs([path]) if runs is None else runs) if (run / RESULT).is_file()]
-    values: list[float] = []
     found = []
     for run in runs:
         result = read_json(run / RESULT)
@@ -69,20 +68,22 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
             if (difference := first_difference(have, setup)) is not None:
                 raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} runs of this run's set-up ("
                                        f"{', '.join(SETUP)}); {run.name}: {_difference_text(difference)}")
-        value = (result.get("headline") or {}).get(FIGURE)
-        values.append(-math.inf if value is None else float(value))
         found.append(observation(result, FIGURE, None))
-    if not values:
+    if not found:
         raise InvalidParameter("rate-from", str(path), f"a directory with finished {GIVES_RATE} runs")
-    rate = statistics.median(values)
-    if not rate > 0:
-        raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose median is a rate; "
-                               f"{sum(v == -math.inf for v in values)} of {len(values)} found none")
-    source = {"rate": rate, "from": str(path), "figure": FIGURE, "statistic": f"median of {len(values)} repetition(s)"}
-    # A tester-bound repetition at or below the median, or one whose search met no failing load, makes the median a
-    # lower bound of the DUT's throughput (the throughput summary's LOWER BOUND): the latency is then measured below
-    # RFC 8219's throughput rate, and says why (trexlab.plan.repetition.method_of).
+    # The median as the throughput summary gives it (stats.summarize, the one rule): a repetition below min_rate
+    # ranks below every figure, one with no figure and no such bound is left out; "< ..." where the median falls
+    # among those below min_rate. A tester-bound repetition at or below the median, or one whose search met no
+    # failing load, makes it a lower bound of the DUT's throughput (the throughput summary's LOWER BOUND): the
+    # latency is then measured below RFC 8219's throughput rate, and says why (trexlab.plan.repetition.method_of).
     summary = summarize(found, held_down_by_tester(FIGURE))
+    rate, counted = summary["median"], summary["count"] + summary["below_minimum"]
+    if is_censored(rate) or not rate > 0:
+        raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose median is a rate; "
+                               f"{summary['below_minimum']} of {counted} found none")
+    left_out = summary["missing"] - summary["below_minimum"]
+    source = {"rate": rate, "from": str(path), "figure": FIGURE, "statistic": f"median of {counted} repetition(s)"
+              + (f" ({left_out} without a figure left out)" if left_out else "")}
     if summary["median_lower_bound"]:
         source["lower_bound"] = summary["why"]
     return rate, source
