@@ -47,7 +47,8 @@ def test_a_given_rate_is_disclosed_as_given(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--rate", "1000", "--rate-from", "tp"], "--rate and --rate-from: give one of them"),
-    (["--rate-from", "nowhere"], "rate-from='nowhere': allowed a directory with finished throughput runs"),
+    (["--rate-from", "nowhere"], "rate-from='nowhere': allowed a directory with finished throughput runs, or "
+                                 "EXPERIMENT/ID of a stored throughput campaign in results: neither is there"),
 ])
 def test_cli_rate_from_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert cli.main(["pdv", *SIM, *argv, "--results", str(tmp_path / "r")]) == 2
