@@ -222,18 +222,22 @@ def test_cli_rate_from_a_stored_campaign_by_experiment_and_id_or_by_its_director
     assert f"stored campaign tp/{campaign}, its point {point}" in capsys.readouterr().err
 
 
+#: The copy of a stored point two_points_of_one_set_up makes: a point directory's name (SweepPoint.point_id's form).
+COPY = "again-000000"
+
+
 def two_points_of_one_set_up(root, campaign, trial_duration=None):
     """The stored campaign with a copy of its 600,000 fps point beside it (its search's trial_duration changed)."""
     directory = root / "tp" / campaign
     point, _ = stored_point(directory, 600000)
-    shutil.copytree(directory / point, directory / "again")
+    shutil.copytree(directory / point, directory / COPY)
     manifest = read_json(directory / "campaign.json")
-    manifest["points"].append({**next(p for p in manifest["points"] if p["point"] == point), "point": "again"})
+    manifest["points"].append({**next(p for p in manifest["points"] if p["point"] == point), "point": COPY})
     (directory / "campaign.json").write_text(json.dumps(manifest))
     with open(directory / "points.jsonl", "a") as log:
-        log.write(json.dumps({"point": "again", "status": "done"}) + "\n")
+        log.write(json.dumps({"point": COPY, "status": "done"}) + "\n")
     if trial_duration is not None:
-        for rep in (directory / "again").glob("rep-*"):
+        for rep in (directory / COPY).glob("rep-*"):
             facts = read_json(rep / "provenance.json")
             facts["spec"]["procedure"]["params"]["trial_duration"] = trial_duration
             (rep / "provenance.json").write_text(json.dumps(facts))
@@ -251,7 +255,7 @@ def two_points_of_one_set_up(root, campaign, trial_duration=None):
                       "{point}: traffic.frame_size [64, 64] there, [128, 128] here)"),
     ("tp/{campaign}", "allowed a complete throughput campaign of this point's set-up (lab, generator, "
                       "generator_options, traffic, dut); results/tp/{campaign}: one point of this set-up: 2 have it "
-                      "({point}, again)"),
+                      "({point}, {copy})"),
 ], ids=["nothing", "directory-and-campaign", "no-point", "two-points"])
 def test_cli_rate_from_experiment_and_id_is_refused_in_one_line_naming_it_where_nothing_or_two_things_match(
         stored, root, monkeypatch, capsys, given, refusal):
@@ -265,7 +269,7 @@ def test_cli_rate_from_experiment_and_id_is_refused_in_one_line_naming_it_where_
         argv += ["--frame-size", "128"]
     if "2 have it" in refusal:
         two_points_of_one_set_up(root, campaign)
-    given, refusal = (text.format(campaign=campaign, point=point) for text in (given, refusal))
+    given, refusal = (text.format(campaign=campaign, point=point, copy=COPY) for text in (given, refusal))
     assert cli.main([*argv, "--rate-from", given]) == 2
     assert capsys.readouterr().err.strip() == f"trexlab latency: rate-from='{given}': {refusal}"
     assert not (root.parent / "lat").exists()
@@ -276,8 +280,8 @@ def test_a_spec_takes_a_stored_campaigns_point_of_its_set_up_only_where_one_is_o
     # whichever the spec meant; with rate.params naming the second, it was refused as "its search differs".
     campaign = stored[1].rsplit("/", 1)[-1]
     point = two_points_of_one_set_up(root, campaign, trial_duration=2)
-    with pytest.raises(experiment.InvalidExperiment, match=f"one point of this set-up: 2 have it \\({point}, again\\)"):
+    with pytest.raises(experiment.InvalidExperiment, match=rf"one point of this set-up: 2 have it \({point}, {COPY}\)"):
         plan_campaign(latency(), root)
-    for search, taken in ((SEARCH, point), ({**SEARCH, "trial_duration": 2}, "again")):
+    for search, taken in ((SEARCH, point), ({**SEARCH, "trial_duration": 2}, COPY)):
         plans = plan_campaign(latency(rate_of({"params": search})), root)
         assert plans[0].rate_source["campaign"]["point"] == taken
