@@ -242,10 +242,9 @@ def test_make_demo_measures_its_tester_for_every_load_the_demo_offers():
     (scripts/demo.sh): the self-test must be looked up by the demo's traffic (same generator, frame size and
     directions) and carry every load the demo may offer with the ceiling margin to spare, or a demo result could
     be judged against a ceiling the check stopped short of."""
+    from trexlab.plan.runplan import traffic_template
     from trexlab.procedures.common import CEILING_MARGIN
     from trexlab.spec import experiment
-
-    from trexlab.plan.runplan import traffic_template
 
     [check] = [point.spec for point in experiment.load("experiments/tester-selftest/experiment.yml").scaled(
         "demo").points()]

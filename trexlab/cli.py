@@ -254,8 +254,9 @@ def ceiling_line(ceiling: typing.Mapping) -> str:
     if "selftest_run" not in ceiling:
         return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:{WHOLE}} fps ({ceiling['source']})"
                 + floor_text)
-    return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} ({selftest.setup_text(ceiling)}, "
-            f"self-test {ceiling['selftest_run']} of {ceiling['measured']})" + floor_text)
+    return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} "
+            f"({selftest.setup_text(ceiling)}, self-test {ceiling['selftest_run']} of {ceiling['measured']})"
+            + floor_text)
 
 
 def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:
