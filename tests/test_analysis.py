@@ -484,11 +484,24 @@ def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report
     for point in result["points"]:  # each load's row, in the order measured
         assert cells(point) + ["no"] in rows, (cells(point), printed)
     assert [row[0] for row in rows if row and row[-1] == "no"] == [cells(p)[0] for p in result["points"]]
-    spec = {"name": "flr-curve", "generator": "sim", "generator_options": {"capacity": 650000},
+    spec = {"name": "flr-curve", "generator": "sim", "generator_options": {"capacity": 650000,
+                                                                            "capacity_noise": 0.05},
             "traffic": {"frame_size": [64, 64], "directions": "bidirectional"},
-            "procedure": {"name": "flr", "params": {"max_rate": 1e6, "trial_duration": 1}}, "repetitions": 1}
+            "procedure": {"name": "flr", "params": {"max_rate": 1e6, "trial_duration": 1}}, "repetitions": 4}
     campaign = Campaign(experiment.validate(spec), tmp_path / "campaigns").run()["campaign"]
     report = analysis.loss_curves(campaign)
-    [stored] = Path(campaign).glob("*/rep-001/result.json")
-    for point in json.loads(stored.read_text())["points"]:
-        assert "| " + " | ".join(analysis.text(cell) for cell in [*cells(point), "no"]) + " |" in report, report
+    # One table per point over its repetitions, not one per repetition (20 tables a point at the default count).
+    assert report.count("**Frame loss rate per offered load") == 1 and "4 repetitions" in report, report
+    stored = [json.loads(path.read_text()) for path in sorted(Path(campaign).glob("*/rep-*/result.json"))]
+    assert len(stored) == 4
+    by_load: dict = {}
+    for result in stored:
+        for point in result["points"]:
+            by_load.setdefault(point["offered_load"], []).append(point)
+    assert len({tuple(p["frame_loss_rate_percent"] for p in r["points"]) for r in stored}) > 1, "no spread to see"
+    for load, points in by_load.items():  # the median of an even count is the mean of the middle two
+        losses = sorted(point["frame_loss_rate_percent"] for point in points)
+        middle = (losses[(len(losses) - 1) // 2] + losses[len(losses) // 2]) / 2
+        row = [f"{load:{WHOLE}}", f"{points[0]['offered_load_percent']:.4g}", str(len(points)),
+               f"{middle:.4g}", f"{losses[0]:.4g}", f"{losses[-1]:.4g}"]
+        assert "| " + " | ".join(analysis.text(cell) for cell in row) + " | " in report, (row, report)

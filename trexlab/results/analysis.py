@@ -1122,21 +1122,25 @@ def latency_floor_disclosure(campaign: str | Path) -> str:
 
 def loss_curves(campaign: str | Path) -> str:
     """Markdown: RFC 2544 section 26.3's curve (frame loss rate per offered load, the load also in percent of the
-    media's maximum, each direction's loss) of every frame loss rate repetition of a campaign, as the CLI prints it
-    (trexlab.procedures.flr.curve: one formatting); '' for other procedures. Every cell is shown as text."""
+    media's maximum, each direction's loss) of each frame loss rate point of a campaign, over its repetitions
+    (trexlab.procedures.flr.curve_over_repetitions: one formatting); '' for other procedures. Every cell is shown as
+    text."""
     from trexlab.procedures import flr
 
     campaign = Path(campaign)
     manifest = json.loads((campaign / "campaign.json").read_text())
     parts = []
     for point in manifest["points"]:
-        for rep in sorted((campaign / point["point"]).glob("rep-*/result.json")):
-            result = read_json(rep)
-            if result.get("procedure") != flr.NAME:
-                continue
-            columns, rows = flr.curve(result)
-            parts += [f"**Frame loss rate per offered load: {text(point['point'])} {text(rep.parent.name)}** "
-                      f"({text(result.get('method', flr.METHOD))}; the headline is the first load)", "",
-                      "| " + " | ".join(map(text, columns)) + " |", "|" + " ---: |" * len(columns),
-                      *("| " + " | ".join(map(text, row)) + " |" for row in rows), ""]
+        results = [result for rep in sorted((campaign / point["point"]).glob("rep-*/result.json"))
+                   if (result := read_json(rep)).get("procedure") == flr.NAME]
+        if not results:
+            continue
+        columns, rows = flr.curve_over_repetitions(results)
+        methods = ", ".join(dict.fromkeys(text(result.get("method", flr.METHOD)) for result in results))
+        parts += [f"**Frame loss rate per offered load: {text(point['point'])}, {len(results)} "
+                  f"repetition{'s' if len(results) != 1 else ''}** ({methods}; the headline is the first load; "
+                  "median, minimum and maximum over the repetitions that ran each load, each repetition's own "
+                  "curve in its result.json)", "",
+                  "| " + " | ".join(map(text, columns)) + " |", "|" + " ---: |" * len(columns),
+                  *("| " + " | ".join(map(text, row)) + " |" for row in rows), ""]
     return "\n".join(parts)
