@@ -286,9 +286,10 @@ def add_campaign_parser(subparsers) -> None:
                              "time (worst case and expected); touches no host")
     parser.add_argument("--check", action="store_true",
                         help="what the campaign refuses before it starts (its plan, the lab held by another run, a "
-                             "campaign directory begun otherwise, the ceilings file), asked without touching a host or "
-                             "writing: nothing printed and exit 0, or its refusal and exit 2 (make run, before its "
-                             "recipe)")
+                             "campaign directory begun otherwise, the ceilings file, a DUT that cannot be reached or "
+                             "lacks what the spec requires), asked without changing a host (the DUTs get the roles' "
+                             "probes only) or writing: nothing printed and exit 0, or its refusal and exit 2 (make run, "
+                             "before its recipe)")
     add_ceilings_flag(parser)
 
 
