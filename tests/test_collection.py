@@ -197,3 +197,83 @@ def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_va
             elif options[name].get("required"):
                 wrong.append(f"{role.name}: {name} required but given a default")
     assert wrong == []
+
+
+
+#: Values a role writes unquoted into a shell line, each safe for the reason given: planned by trexlab's own code,
+#: which checks every name it puts in (rolevalues.check_interface) and quotes what it takes from the user.
+PLANNED_SHELL_TEXT = {
+    ("netem", "netem_plan.nft"): "impairment.plan's ruleset, fed to nft -c through a quoted here-document",
+    ("netem", "command"): "impairment.plan's tc command lines (netem_plan.tc), port names checked",
+    ("siit_jool", "'true' if ansible_check_mode else siit_jool_plan.script ~ ((siit_jool_state_dir | "
+                  "trexlab.lab.empty_state_dirs) if siit_jool_plan.record is none else '')"):
+        "jool_plan's script (siit_jool.py quotes every value it writes) and empty_state_dirs's",
+}
+#: Forms a shell reads as one word each, or as nothing it could interpret.
+SHELL_SAFE = [re.compile(p) for p in (
+    r".+ \| quote",  # the value as one word
+    r".+ \| map\('quote'\) \| join\(' '\)",  # a list, each element one word
+    r".+ \| map\('int'\) \| join\(' '\)",  # numbers
+    r"'[\w -]*' if ansible_check_mode else '[\w -]*'",  # one literal or another
+    r".+ \| trexlab\.lab\.empty_state_dirs",  # a script of quoted paths (tested above)
+)]
+
+
+def shell_texts(role: Path):
+    """(where, text) of everything a role hands to a shell (shell, raw, script: its arguments) or splits into a
+    command line (command given as a string), and its shell script templates (templates/*.sh.j2)."""
+    def tasks(items):
+        for task in items or []:
+            for key in ("block", "rescue", "always"):
+                yield from tasks(task.get(key))
+            yield task
+
+    for path in sorted([*role.glob("tasks/*.yml"), *role.glob("handlers/*.yml")]):
+        for task in tasks(yaml.safe_load(path.read_text())):
+            for module in ("shell", "raw", "script", "command"):
+                args = task.get(f"ansible.builtin.{module}")
+                text = args.get("cmd") if isinstance(args, dict) else args
+                if isinstance(text, str):
+                    yield f"{path.relative_to(role)}: {task.get('name')}", text
+    for path in sorted(role.glob("templates/*.sh.j2")):
+        # Its comments ({{ ansible_managed }}) are no command.
+        yield str(path.relative_to(role)), "\n".join(
+            line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+
+
+def unquoted_shell_values(role: Path) -> list[str]:
+    """Each {{ value }} of the role's shell texts that a shell could split into more words or read as syntax: a
+    path with a blank or a ';' given as a role variable would run as a second command, as root."""
+    found = []
+    for where, text in shell_texts(role):
+        for expression in re.findall(r"\{\{(.*?)\}\}", text, re.S):
+            expression = " ".join(expression.split())
+            if (role.name, expression) in PLANNED_SHELL_TEXT or any(p.fullmatch(expression) for p in SHELL_SAFE):
+                continue
+            found.append(f"{role.name}/{where}: {{{{ {expression} }}}}")
+    return found
+
+
+def test_every_value_a_role_puts_on_a_shell_line_is_quoted():
+    """tcp_endpoints handed its state directory and PID files to script (a shell line) unquoted, trex its PID file,
+    supervisor and extra arguments (trex_extra_args) to command lines and its supervisor script."""
+    roles = sorted(p for p in (COLLECTION / "roles").iterdir() if p.is_dir())
+    assert [v for role in roles for v in unquoted_shell_values(role)] == []
+    texts = {(role.name, " ".join(e.split())) for role in roles for _, text in shell_texts(role)
+             for e in re.findall(r"\{\{(.*?)\}\}", text, re.S)}
+    assert set(PLANNED_SHELL_TEXT) <= texts, "an exception for a value no role writes any more"
+
+
+def test_an_unquoted_value_on_a_shell_line_is_found(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "tasks/main.yml").write_text(yaml.safe_dump([
+        {"name": "A", "ansible.builtin.script": "stop.sh {{ x_dir }} {{ x_dir | quote }}"},
+        {"name": "B", "block": [{"name": "C", "ansible.builtin.command": {"cmd": "rm {{ x_files | join(' ') }}"}}]},
+        {"name": "D", "ansible.builtin.command": {"argv": ["rm", "{{ x_dir }}"]}},  # no shell, no splitting
+    ]))
+    (tmp_path / "templates/run.sh.j2").write_text("cd {{ x_dir }}\nn={{ x_ports | map('int') | join(' ') }}\n")
+    assert unquoted_shell_values(tmp_path) == [
+        f"{tmp_path.name}/tasks/main.yml: A: {{{{ x_dir }}}}",
+        f"{tmp_path.name}/tasks/main.yml: C: {{{{ x_files | join(' ') }}}}",
+        f"{tmp_path.name}/templates/run.sh.j2: {{{{ x_dir }}}}"]
