@@ -58,7 +58,7 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
     found = []
     for run in runs:
         result = read_json(run / RESULT)
-        if result.get("procedure") != GIVES_RATE:
+        if not isinstance(result, dict) or result.get("procedure") != GIVES_RATE:
             continue
         if setup is not None:  # a rate measured on another set-up is not this DUT's throughput (RFC 8219)
             try:
@@ -69,9 +69,17 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
             if (difference := first_difference(have, setup)) is not None:
                 raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} runs of this run's set-up ("
                                        f"{', '.join(SETUP)}); {run.name}: {_difference_text(difference)}")
-        value = (result.get("headline") or {}).get(FIGURE)
+        # A results directory may be someone else's: its figure is a number (float() took text, True as 1 fps) and
+        # the rest of the result one this trexlab reads, or no rate comes from it.
+        try:
+            value = result["headline"][FIGURE] if FIGURE in (result.get("headline") or {}) else None
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise TypeError(f"{FIGURE} {value!r}")
+            found.append(observation(result, FIGURE, None))
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose {FIGURE} is a number: "
+                                   f"{run / RESULT} has {str(exc)[:100]}") from None
         values.append(-math.inf if value is None else float(value))
-        found.append(observation(result, FIGURE, None))
     if not values:
         raise InvalidParameter("rate-from", str(path), f"a directory with finished {GIVES_RATE} runs")
     rate = statistics.median(values)
@@ -205,7 +213,9 @@ def stored_rates(root: Path, request: dict, points: list[tuple[str, dict]], lab_
     fits, refusals = [], []
     for directory in candidates:
         rates = {}
+        where = ""
         try:
+            _check_inside(directory, root)
             for pid, spec in points:
                 where = f" for point {pid}" if len(points) > 1 else ""
                 rates[pid] = _stored_rate(directory, request, spec, lab_identity, compare_lab)
@@ -228,11 +238,41 @@ class _Unfit(ValueError):
     """Why a stored campaign gives no rate for a point: one line."""
 
 
+def _check_inside(directory: Path, root: Path) -> None:
+    """A stored campaign is read inside the results root only: a received one could hold links to any file of the
+    machine (or be one), and those would give the rate (store.first_link: the report and a campaign's own directory
+    refuse them too)."""
+    from trexlab.results.store import first_link
+
+    if (link := first_link(directory)) is not None:
+        raise _Unfit(f"{link} is a symbolic link (a stored campaign is read inside the results root only)")
+    if Path(root).resolve() not in directory.resolve().parents:
+        raise _Unfit(f"outside the results root {root} (a symbolic link above it)")
+
+
+def _stored_points(manifest: dict) -> list[str]:
+    """The point directories a stored campaign.json names: each a name SweepPoint.point_id makes (one directory of the
+    campaign's own: '../../x' or an absolute path read the rate from anywhere)."""
+    import re
+
+    from trexlab.spec.experiment import POINT_ID_FORM, POINT_ID_PATTERN
+
+    points = manifest.get("points") or []
+    if not isinstance(points, list) or not all(isinstance(stored, dict) for stored in points):
+        raise _Unfit("campaign.json: points: allowed a list of {point, index, values}")
+    names = [stored.get("point") for stored in points]
+    for name in names:
+        if not isinstance(name, str) or not re.match(POINT_ID_PATTERN, name):
+            raise _Unfit(f"campaign.json: point {name!r}: allowed a point directory's name ({POINT_ID_FORM})")
+    return names
+
+
 def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: object,
                  compare_lab: bool) -> tuple[float, dict]:
     from trexlab.plan.repetition import SUMMARY, repetition_dir
     from trexlab.plan.runplan import procedure_params
-    from trexlab.results.store import PROVENANCE, first_difference, read_json, read_point_log
+    from trexlab.results.store import POINTS, PROVENANCE, first_difference, read_json, read_point_log
+    from trexlab.spec.schema import REPETITIONS_MAX
 
     try:
         manifest = read_json(directory / "campaign.json")
@@ -243,10 +283,13 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
         raise _Unfit(f"a {procedure} campaign, not {GIVES_RATE}")
     measured_on = manifest.get("measured_on")
     wanted = setup_of(spec, lab_identity if compare_lab else None)
-    status = read_point_log(directory)
+    try:
+        status = read_point_log(directory)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0][:100]})") from None
     nearest = None
-    for stored in manifest.get("points") or []:
-        point = directory / str(stored.get("point"))
+    for name in _stored_points(manifest):
+        point = directory / name
         try:  # the point's spec as its repetitions ran it (its sweep values applied)
             facts = read_json(repetition_dir(point, 1) / PROVENANCE)
             have = setup_of(facts["spec"], measured_on if compare_lab else None)
@@ -256,32 +299,38 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
         if difference is not None:  # the refusal names the stored point that differs least, and how
             count = _differing(have, wanted)
             if nearest is None or count < nearest[0]:
-                nearest = (count, stored.get("point"), difference)
+                nearest = (count, name, difference)
             continue
-        record = status.get(stored["point"], {})
+        record = status.get(name, {})
         if record.get("status") != "done" or not (point / SUMMARY).is_file():
-            raise _Unfit(f"point {stored['point']} is not done ({record.get('status') or 'not run'}): finish that "
+            raise _Unfit(f"point {name} is not done ({record.get('status') or 'not run'}): finish that "
                          "campaign first (run it again: it resumes)")
         if request.get("params") is not None:  # the search the spec expects is the one stored
             given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
             try:
                 ran = procedure_params(GIVES_RATE, facts["spec"]["procedure"].get("params"), "")
             except InvalidParameter as exc:
-                raise _Unfit(f"point {stored['point']}: its search's params no longer valid ({exc})") from None
+                raise _Unfit(f"point {name}: its search's params no longer valid ({exc})") from None
             if (found := first_difference(vars(ran), vars(given), "rate.params.")) is not None:
-                raise _Unfit(f"point {stored['point']}: its search differs: {_difference_text(found)}")
-        count = read_json(point / SUMMARY)["repetitions"]
+                raise _Unfit(f"point {name}: its search differs: {_difference_text(found)}")
+        try:
+            count = read_json(point / SUMMARY)["repetitions"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _Unfit(f"point {name}: {SUMMARY} unreadable ({str(exc).splitlines()[0][:100]})") from None
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= REPETITIONS_MAX:
+            # the run directories read: 10^10 was a list of 10^10 paths (a dry run without end)
+            raise _Unfit(f"point {name}: {SUMMARY} repetitions {count!r}: allowed 1..{REPETITIONS_MAX}")
         runs = [repetition_dir(point, k) for k in range(1, count + 1)]
         if unfinished := [run.name for run in runs if not (run / "result.json").is_file()]:
-            raise _Unfit(f"point {stored['point']}: repetition {unfinished[0]} of its {count} is not finished")
+            raise _Unfit(f"point {name}: repetition {unfinished[0]} of its {count} is not finished")
         # RFC 8219's throughput rate is this point's figure as the stored campaign reports it: the median of its
         # repetitions (median_throughput, as for a search run in the campaign itself).
         try:
             rate, source = median_throughput(point, runs)
         except InvalidParameter as exc:
-            raise _Unfit(f"point {stored['point']}: {exc.allowed}") from None
+            raise _Unfit(f"point {name}: {exc.allowed}") from None
         source["campaign"] = {"experiment": manifest.get("experiment"), "id": manifest.get("campaign"),
-                              "point": stored["point"], "git_commit": manifest.get("git_commit"),
+                              "point": name, "git_commit": manifest.get("git_commit"),
                               "measured_on": measured_on, "params": facts.get("params")}
         return rate, source
     if nearest is None:

@@ -32,7 +32,7 @@ from trexlab.procedures.common import (
     tester_bound_fields,
     trial_duration_field,
 )
-from trexlab.results.stats import WHOLE
+from trexlab.results.stats import WHOLE, summarize
 from trexlab.spec.schema import doc
 from trexlab.trial import (
     MAX_FRAME_TIMEOUT,
@@ -109,9 +109,9 @@ HEADLINE = "frame_loss_rate_at_max_percent"
 def curve(result: dict) -> tuple[list[str], list[list[str]]]:
     """RFC 2544 section 26.3's curve as a table (column names, one row of text per load, highest first): the
     offered load in fps and in percent of the media's maximum (the section's X axis), the loss over every direction
-    and each direction's. The one formatting of it: the CLI's summary (curve_lines) and the campaign report
-    (trexlab.results.analysis.loss_curves) both show this. '-' where a result stored before a column was measured
-    lacks it."""
+    and each direction's. The one formatting of one repetition's: the CLI's summary (curve_lines) shows it, the
+    campaign report the repetitions together (curve_over_repetitions). '-' where a result stored before a column
+    was measured lacks it."""
     points = result["points"]
     directions = list(dict.fromkeys(d for point in points for d in point.get("directions", {})))
     columns = ["offered load (fps)", "% of media maximum", "frame loss rate (%)",
@@ -125,6 +125,37 @@ def curve(result: dict) -> tuple[list[str], list[list[str]]]:
              number(point["frame_loss_rate_percent"], ".4g"),
              *(number(point.get("directions", {}).get(d), ".4g") for d in directions),
              "yes" if point.get("stretched") else "no"] for point in points]
+    return columns, rows
+
+
+def curve_over_repetitions(results: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """The curve of repeated runs of one point as one table (column names, one row of text per load, highest
+    first), for the campaign report: a table per repetition made 20 tables of a point. Per load: how many
+    repetitions ran it (a repetition ends after two lossless loads in a row, so the lowest loads show fewer), the
+    median frame loss rate with its minimum and maximum, and each direction's median (the project's one median:
+    trexlab.results.stats.summarize; a loss rate is no lower bound of anything), and in how many repetitions the
+    tester stretched the trial. Every repetition's own curve stays in its result.json (curve())."""
+    by_load: dict[float, list[dict]] = {}
+    for result in results:
+        for point in result["points"]:
+            by_load.setdefault(point["offered_load"], []).append(point)
+    directions = list(dict.fromkeys(d for points in by_load.values() for point in points
+                                    for d in point.get("directions", {})))
+    columns = ["offered load (fps)", "% of media maximum", "repetitions", "frame loss rate (%) median",
+               "min", "max", *(f"{d} loss (%) median" for d in directions), "stretched"]
+
+    def figure(value) -> str:
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, ".4g")
+
+    rows = []
+    for load in sorted(by_load, reverse=True):
+        points = by_load[load]
+        loss = summarize((p["frame_loss_rate_percent"] for p in points), lower_bounds=False)
+        rows.append([format(load, WHOLE), figure(points[0].get("offered_load_percent")), str(len(points)),
+                     figure(loss["median"]), figure(loss["min"]), figure(loss["max"]),
+                     *(figure(summarize((p.get("directions", {}).get(d) for p in points), lower_bounds=False)["median"])
+                       for d in directions),
+                     f"{sum(1 for p in points if p.get('stretched'))} of {len(points)}"])
     return columns, rows
 
 
