@@ -69,10 +69,8 @@ not_up() {
 # lab named is not up (as systemctl is-active for an inactive unit), so that a script tells it from a broken lab,
 # and without LAB_NAME when no lab of this checkout is (other checkouts' labs are not its own: a script around
 # make lab-status asks about the labs of the checkout it runs in). Several up: one line each, 0.
-# $1 = --found-only (make's --check-only without LAB_NAME): whether any lab is in its Terraform state, no lab
-# probed; the lines of a checkout with none, one line joined by "; ", and 3.
 lab_status() {
-  local dir name kind plan topology found rc=0 line lines=()
+  local dir name kind plan topology found rc=0 lines=()
   local dirs=("$TREXLAB_ROOT/.cache/labs/$NAMED")
   [ -n "$NAMED" ] || dirs=("$TREXLAB_ROOT"/.cache/labs/*/)
   [ -n "$NAMED" ] || [ -e "${dirs[0]}" ] || dirs=()
@@ -80,16 +78,10 @@ lab_status() {
     if [ ${#dirs[@]} -eq 0 ]; then found=".cache/labs/ is empty"; else found="none in .cache/labs/ has a Terraform state"; fi
     lines=("no lab of this checkout is up ($found): $(lab_up_command "$LAB" "$LAB") brings up lab $LAB")
     for dir in "${dirs[@]}"; do lines+=("$(not_up "${dir%/}")"); done
-    while IFS= read -r line; do lines+=("$line"); done < <(other_labs)
-    if [ "${1:-}" = --found-only ]; then
-      line=$(printf '%s; ' "${lines[@]}")
-      printf '%s\n' "${line%; }"
-    else
-      printf '%s\n' "${lines[@]}"
-    fi
+    printf '%s\n' "${lines[@]}"
+    other_labs
     return 3
   fi
-  [ "${1:-}" != --found-only ] || return 0
   for dir in "${dirs[@]}"; do
     dir=${dir%/}
     name=${dir##*/}
@@ -141,12 +133,11 @@ run_realiser() {
 }
 
 if [ "$action" = status ]; then
-  # The lab named, not up or down, or without LAB_NAME no lab of the checkout up: its one line before any recipe, so
-  # that through make it is one line too (make's exit 2), not the line and make's "*** [...] Error 3". Up, the
-  # recipe probes it again and says so.
+  # A listing that is not 0 (the lab named not up or down; without LAB_NAME a lab of the checkout down, or none up):
+  # its lines joined by "; " before any recipe, so that through make it is one line (make's exit 2), not the listing
+  # and make's "*** [Makefile:NN: lab-status] Error 1" after it. All up, the recipe probes them again and lists them.
   if [ -n "$check_only" ]; then
-    if [ -n "$NAMED" ]; then found=$(lab_status); else found=$(lab_status --found-only); fi \
-      || { rc=$?; printf '%s\n' "$found" >&2; exit "$rc"; }
+    found=$(lab_status) || { rc=$?; printf '%s\n' "${found//$'\n'/; }" >&2; exit "$rc"; }
   else
     lab_status
   fi

@@ -676,3 +676,72 @@ def test_make_report_refuses_what_its_report_would_in_one_line(tmp_path):
     check = subprocess.run([str(root / "scripts" / "report.sh"), "--check-only", "demo"], capture_output=True,
                            text=True, env=front_door_env({}), timeout=60)
     assert (check.returncode, check.stdout, check.stderr) == (0, "", ""), check
+
+
+@pytest.mark.parametrize(("ssh", "said"), [
+    ("echo 'ssh: connect to host 127.0.0.1 port 1: Connection refused' >&2; exit 255",
+     "DUT dut1: ssh failed: ssh: connect to host 127.0.0.1 port 1: Connection refused"),
+    ("exit 1", "experiment netemchk needs netem delay, but the kernel of DUT dut1 has no sch_netem")],
+    ids=["unreachable", "no-netem"])
+def test_make_run_refuses_what_its_duts_tell_in_one_line(tmp_path, ssh, said):
+    """make run of a spec that requires netem on a lab whose DUT is reached over SSH (a static lab's, here an ssh
+    stand-in on PATH): the DUT checks before any trial (check_requirements: the roles' probes) ran in the recipe
+    only, so that a DUT that cannot be reached, or lacks sch_netem, was refused in two lines, the campaign's and
+    make's "*** [Makefile:NN: run] Error 2", after the run had taken the lab's lock (its lab.lock left behind). Asked
+    by trexlab campaign --check now: one line, nothing written; a DUT that passes the probe passes that check."""
+    root = front_door_copy(tmp_path / "checkout")
+    short_experiment(root, "netemchk", "description: netem on a DUT reached over SSH\ngenerator: software\n"
+                                       "lab: {requires: [sch_netem]}\n")
+    inventory = root / "inventory" / "generated" / "ssh1" / "hosts.yml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text(static_inventory("ssh1"))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text(f"#!/bin/sh\n{ssh}\n")
+    (fake / "ssh").chmod(0o755)
+    env = front_door_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    files = tree(root)
+    result = subprocess.run(["make", "--no-print-directory", "run", "EXP=netemchk", "LAB_NAME=ssh1"],
+                            capture_output=True, text=True, cwd=root, env=env, timeout=60)
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
+    assert tree(root) == files
+    (fake / "ssh").write_text("#!/bin/sh\nexit 0\n")
+    passes = subprocess.run([str(root / "scripts" / "run-experiment.sh"), "--check-only", "netemchk"],
+                            capture_output=True, text=True, env={**env, "LAB_NAME": "ssh1"}, timeout=60)
+    assert (passes.returncode, passes.stdout, passes.stderr) == (0, "", ""), passes
+
+
+def test_make_lab_status_with_a_lab_down_among_others_is_one_line_without_makes_error(tmp_path):
+    """make lab-status (no LAB_NAME) with one lab of the checkout down among others up: the check before the recipe
+    asked only whether any lab was in its Terraform state, so the recipe listed them, exited 1 and make added its
+    "make: *** [Makefile:NN: lab-status] Error 1" after the listing. The listing's lines now come before any recipe,
+    joined by "; " into make's one line (as a lab named that is down, or no lab up, already were), exit 2; all up,
+    the recipe lists them one a line, 0."""
+    root = front_door_copy(tmp_path / "checkout")
+    labs = root / ".cache" / "labs"
+    (labs / "metal1").mkdir(parents=True)  # a bare-metal lab in its Terraform state: listed, not probed
+    (labs / "metal1" / "kind").write_text("static\n")
+    (labs / "metal1" / "terraform.tfstate").write_text('{"version": 4, "resources": []}')
+    (labs / "metal1" / "lab.tfvars").write_text('topology = "single"\n')
+    metal1 = f"lab metal1 (static, single, {labs / 'metal1'}): in its Terraform state (bare-metal machines are not " \
+             "probed here)"
+    up = subprocess.run(["make", "--no-print-directory", "lab-status"], capture_output=True, text=True, cwd=root,
+                        env=front_door_env({}), timeout=60)
+    assert up.returncode == 0 and up.stdout.splitlines()[0] == metal1 and up.stderr == "", up
+    # A local lab in its Terraform state whose namespace is gone (tl-down4-dut: no such namespace on this host).
+    (labs / "down4").mkdir()
+    (labs / "down4" / "kind").write_text("local\n")
+    plan = {"topology": "single", "state_dir": str(labs / "down4"), "nodes": {"dut": {"netns": "tl-down4-dut"}}}
+    (labs / "down4" / "terraform.tfstate").write_text(json.dumps({"outputs": {"plan": {"value": plan}}}))
+    down4 = (f"lab down4 (local, single, {labs / 'down4'}): down: dut: namespace tl-down4-dut is gone; no known_hosts "
+             f"in {labs / 'down4'}; make lab-up LAB=local LAB_NAME=down4 makes it again")
+    files = tree(root)
+    script = subprocess.run([str(root / "scripts" / "lab.sh"), "status"], capture_output=True, text=True,
+                            env=front_door_env({}), timeout=60)
+    assert script.returncode == 1 and script.stdout.splitlines()[:2] == [down4, metal1], script
+    made = subprocess.run(["make", "--no-print-directory", "lab-status"], capture_output=True, text=True, cwd=root,
+                          env=front_door_env({}), timeout=60)
+    output = (made.stdout + made.stderr).strip().splitlines()
+    assert made.returncode == 2 and len(output) == 1 and f"{down4}; {metal1}" in output[0], (made.returncode, output)
+    assert "Error 1" not in made.stderr and tree(root) == files

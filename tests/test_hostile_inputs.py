@@ -104,6 +104,26 @@ CORPUS = [
     ("a string", "spec", "just text\n", [], ["{file}", "mapping"]),
     ("empty", "spec", "", [], ["{file}", "mapping"]),
     ("python tag", "spec", "name: !!python/object/apply:os.system ['touch pwned']\n", [], ["{file}", "YAML"]),
+    # -- JSON's types only: a YAML date, binary value or set, or a key that is not text, was a traceback (the point's id
+    # is a JSON digest of its values; an unknown key's error joined the keys as text), and a key with a line break or
+    # a terminal escape reached the terminal as it was: two lines, or the escape sequence run.
+    ("sweep value a YAML date", "spec", text(GOOD_SPEC) + "sweep: {generator_options.capacity: [2024-01-01]}\n", [],
+     ["{file}", "line 19", "date", "quote"]),
+    ("sweep value binary", "spec", text(GOOD_SPEC) + "sweep: {generator_options.capacity: [!!binary AAAA]}\n", [],
+     ["{file}", "line 19", "!!binary"]),
+    ("sweep value a set", "spec", text(GOOD_SPEC) + "sweep: {traffic.frame_size: [!!set {64}]}\n", [],
+     ["{file}", "line 19", "!!set"]),
+    ("key null", "spec", text(GOOD_SPEC) + "null: 1\n", [], ["{file}", "line 19", "key None"]),
+    ("key an integer", "spec", text(GOOD_SPEC) + "1: 1\n", [], ["{file}", "line 19", "key 1"]),
+    ("params key true", "spec", text(spec(**{"procedure.params": None})).replace(
+        "name: throughput", "name: throughput\n  params: {true: 1}"), [], ["{file}", "key True"]),
+    ("key with a line break", "spec", text(GOOD_SPEC) + '"x\\ny": 1\n', [], ["{file}", "line 19", "'x\\ny'"]),
+    ("key with a terminal escape", "spec", text(GOOD_SPEC) + '"\\e]0;pwned\\a": 1\n', [], ["{file}", "line 19", "key"]),
+    ("dut key with a terminal escape", "spec", text(spec(LAB_SPEC)) + 'dut: {reference: {"\\e[2J": 1}}\n', [],
+     ["{file}", "line 18", "key"]),
+    ("config key an integer", "config", "params: {1: 2}\n", [], ["--config {file}", "line 1", "key 1"]),
+    ("config value a date", "config", "params: {media: 2024-01-01}\n", [], ["--config {file}", "line 1", "date"]),
+    ("inventory key with a line break", "inventory", '"all\\n": {}\n', [], ["inventory {file}", "line 1"]),
     ("name escapes", "spec", text(spec(name="../../x")), [], ["{file}", "name"]),
     ("name with slash", "spec", text(spec(name="a/b")), [], ["{file}", "name"]),
     ("name not a string", "spec", text(spec(name=7)), [], ["{file}", "name"]),
@@ -127,7 +147,7 @@ CORPUS = [
     ("name with a final newline", "spec", text(spec(name="hostile\n")), [], ["{file}", "name"]),
     ("campaign id with a final newline", "spec", text(GOOD_SPEC), ["--campaign", "c1\n"], ["--campaign"]),
     ("sweep key with a final newline", "spec", text(spec(sweep={"traffic.destination_networks\n": [1, 2]})), [],
-     ["{file}", "sweep"]),
+     ["{file}", "line 20", "traffic.destination_networks"]),
     ("notebook with a final newline", "spec", text(spec(notebook="analysis/report.ipynb\n")), [],
      ["{file}", "notebook"]),
     ("siit device with a final newline", "spec", text(spec(SIIT, dut={"siit": {"device": "siit0\n"}})), [],
@@ -556,12 +576,18 @@ def run_corpus(files, work, results, lab, subs, capsys) -> list[str]:
             code = cli.main(argv)
         except SystemExit as stop:  # argparse
             code = stop.code
+        except Exception as exc:  # a traceback: the case fails, and the corpus goes on to show every other one
+            capsys.readouterr()
+            failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
         err = capsys.readouterr().err
         lines = err.strip().splitlines()
         wanted = [w.replace("{file}", str(path)) for w in words]
         for key, value in subs.items():
             wanted = [w.replace(key, value) for w in wanted]
-        if code != 2 or len(lines) != 1 or "Traceback" in err or not all(w in err for w in wanted):
+        # One line of text: no control character besides its end (a value's escape sequence would reach the terminal).
+        printable = all(line.isprintable() for line in lines)
+        if code != 2 or len(lines) != 1 or not printable or "Traceback" in err or not all(w in err for w in wanted):
             failures.append(f"{name}: exit {code}, stderr {err.strip()[:300]!r}, wanted {wanted}")
     return failures
 

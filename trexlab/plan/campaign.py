@@ -569,15 +569,22 @@ class Campaign:
         return "" if self._eta is None else self._eta.text()
 
     def check(self) -> None:
-        """What run() refuses before it touches a host or writes anything, asked without doing either: the lab held
-        by another run (LabLock.check_free), the lab time, a campaign directory begun otherwise, the ceilings file,
-        every point's lab checks. Not what only the DUTs tell (check_requirements asks them over SSH). make run asks
-        it before its recipe (trexlab campaign --check), so that through make a refusal is one line, not the
-        campaign's and make's "*** [...] Error 2"; run() checks it all again, holding the lock."""
+        """What run() refuses before it changes a host or writes anything, asked without doing either: the lab held
+        by another run (LabLock.check_free), then _check_before_points. make run asks it before its recipe (trexlab
+        campaign --check), so that through make a refusal is one line, not the campaign's and make's "*** [...]
+        Error 2"; run() checks it all again, holding the lock."""
         if self.lab is not None:
             LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}").check_free()
-        self._check_before_hosts(say=lambda line: None)
+        self._check_before_points(say=lambda line: None)
+
+    def _check_before_points(self, say: Callable[[str], None]) -> list[estimate.PointPlan]:
+        """_check_before_hosts, then what only the DUTs tell (check_requirements: the roles' probes, which change
+        nothing, over SSH where a DUT is not a namespace here: a DUT that cannot be reached or lacks a kernel feature
+        the spec requires) and every point's lab checks. Returns the lab time's basis."""
+        estimates = self._check_before_hosts(say)
+        check_requirements(self.experiment, self.lab)
         self.check_points_on_lab()
+        return estimates
 
     def _check_before_hosts(self, say: Callable[[str], None]) -> list[estimate.PointPlan]:
         """The lab time (refused when it cannot be estimated; the ETA's basis, returned), a campaign directory begun
@@ -638,9 +645,7 @@ class Campaign:
                           f"with {commit}: each repetition's provenance names the commit that measured it")
 
     def _run(self) -> dict:
-        estimates = self._check_before_hosts(say=self.progress)  # before any host is touched
-        check_requirements(self.experiment, self.lab)
-        self.check_points_on_lab()
+        estimates = self._check_before_points(say=self.progress)  # before any host is changed
         make_directories(self.dir)
         earlier = read_json(self.dir / "campaign.json") if (self.dir / "campaign.json").is_file() else {}
         manifest = {"experiment": self.experiment.name, "campaign": self.id, "spec": self.experiment.spec,

@@ -22,7 +22,7 @@ from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures import throughput
-from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
+from trexlab.procedures.common import CEILING_MARGIN, FIGURE_BOUND_KEYS, RunContext
 from trexlab.results.stats import WHOLE, Observation, figure_spec, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
@@ -352,10 +352,11 @@ def method_line(method: dict) -> str:
                      f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
                      if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
+        margin = f"a figure within {CEILING_MARGIN:.0%} of it is marked tester-bound"
         parts.append("no tester ceiling known" if not method.get("tester_ceiling")
                      else f"tester ceiling at least {method['tester_ceiling']:{WHOLE}} fps (its self-test met no "
-                     "failing load)" if method.get("tester_ceiling_at_least")
-                     else f"tester ceiling {method['tester_ceiling']:{WHOLE}} fps")
+                     f"failing load; {margin})" if method.get("tester_ceiling_at_least")
+                     else f"tester ceiling {method['tester_ceiling']:{WHOLE}} fps ({margin})")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):
@@ -396,16 +397,17 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
     notes = []
     for name, s in figures.items():
         spec = figure_spec(name)  # a count whole, as the report writes it
-        median = cell(s["median"], spec)
-        if s.get("median_lower_bound"):
-            median = f">= {median}"
-        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
-                     f"{cell(s['min'], spec):>12} {cell(s['max'], spec):>12} "
+        # A statistic a tester-bound repetition may hold down reads '>= ...' (stats: <statistic>_lower_bound).
+        shown = {stat: (">= " if s.get(f"{stat}_lower_bound") else "") + cell(s[stat], spec)
+                 for stat in ("median", "min", "max")}
+        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} "
+                     f"{shown['median']:>16} {shown['min']:>12} {shown['max']:>12} "
                      f"{cell(s['dispersion_percent'], '.2f'):>9}")
-        if s.get("median_lower_bound"):
+        if bound := [stat for stat in ("median", "min", "max") if s.get(f"{stat}_lower_bound")]:
             # Said of no DUT: a self-test's figure (its ports looped back) is the tester's own ceiling.
-            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or its search "
-                         "met no failing load (max_rate below the limit measured), so the figure may be higher")
+            notes.append(f"{name}: LOWER BOUND ({', '.join(bound)}): a repetition at or below it was tester-bound or "
+                         "its search met no failing load (max_rate below the limit measured), so the figure may be "
+                         "higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
         if bounds := bounds_note(name, s):

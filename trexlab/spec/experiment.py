@@ -120,6 +120,12 @@ class InvalidExperiment(ValueError):
     """A spec error; str() is one line naming the file, the key and what is allowed."""
 
 
+#: A sweep point's directory name, as SweepPoint.point_id makes it: one directory of its campaign (a stored campaign's
+#: campaign.json, which may be someone else's, is read only where its points are named so: trexlab.plan.rate_from).
+POINT_ID_PATTERN = r"^(point-0|[A-Za-z0-9=._-]{1,80}-[0-9a-f]{6})\Z"
+POINT_ID_FORM = "point-0, or 1-80 characters A-Z a-z 0-9 = . _ - then - and 6 hex digits"
+
+
 @dataclass(frozen=True)
 class SweepPoint:
     """One combination of sweep values, with the spec it produces."""

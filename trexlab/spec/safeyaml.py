@@ -4,8 +4,10 @@ A spec is something people share, so reading one must not be able to hurt the to
 up to MAX_BYTES, must be UTF-8, may not repeat a key (PyYAML keeps the last one silently, so a spec could
 read one loss tolerance and run at another), may hold no integer beyond 64 bits, may use only a few aliases,
 and may not expand beyond MAX_NODES values (aliases share objects, so a small file can stand for an
-exponential tree that every later walk of it, schema validation included, would expand). Every refusal is
-one line naming the file, and the line and key where there is one.
+exponential tree that every later walk of it, schema validation included, would expand). It holds JSON's
+types only (NOT_JSON: everything after it, provenance and a point's id, is JSON), and its keys are printable
+text (an error names an unknown key as it is: a line break or a terminal's escape sequence in one reached the
+terminal). Every refusal is one line naming the file, and the line and key where there is one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ MAX_NODES = 100_000
 #: Integers beyond 64 bits mean nothing in a spec, and Python refuses to print (or read in decimal) one of more
 #: than 4300 digits: an error message about it would be a traceback instead.
 MAX_INT_BITS = 64
+#: The YAML types a safe load makes that JSON has not, by tag: a spec's dates or binary values mean nothing to
+#: trexlab, and a sweep value of one was a traceback (a point's id is a JSON digest of its values).
+NOT_JSON = {"tag:yaml.org,2002:timestamp": "date or time (quote it to give text)",
+            "tag:yaml.org,2002:binary": "!!binary value", "tag:yaml.org,2002:set": "!!set",
+            "tag:yaml.org,2002:omap": "!!omap", "tag:yaml.org,2002:pairs": "!!pairs"}
 
 
 class YamlInputError(ValueError):
@@ -65,11 +72,9 @@ class _Loader(yaml.SafeLoader):
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue
                 key = self.construct_object(key_node, deep=True)
-                try:
-                    hash(key)
-                except TypeError:
-                    raise YamlInputError(f"{self.source}: line {key_node.start_mark.line + 1}: a key must be a "
-                                         "scalar") from None
+                if not isinstance(key, str) or not key.isprintable():
+                    raise YamlInputError(f"{self.source}: line {key_node.start_mark.line + 1}: key {key!r}: allowed "
+                                         "printable text")
                 if key in seen:
                     raise YamlInputError(f"{self.source}: line {key_node.start_mark.line + 1}: duplicate key "
                                          f"{key!r} (first on line {seen[key]})")
@@ -78,6 +83,15 @@ class _Loader(yaml.SafeLoader):
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+def _not_json(loader: _Loader, node) -> None:
+    raise YamlInputError(f"{loader.source}: line {node.start_mark.line + 1}: a YAML {NOT_JSON[node.tag]}; allowed "
+                         "JSON's types: text, numbers, true/false, null, lists and mappings")
+
+
+for _tag in NOT_JSON:
+    _Loader.add_constructor(_tag, _not_json)
 
 
 def _count(value, budget: list[int], source: str) -> None:
