@@ -126,8 +126,11 @@ def test_export_refuses_an_unknown_format(tmp_path):
         analysis.export(pd.DataFrame(), tmp_path / "t.xlsx")
 
 
-def sim_campaign(tmp_path, name, sweep, capacity=400000, trial_duration=1, repetitions=3, **traffic):
-    spec = {"name": name, "generator": "sim", "generator_options": {"capacity": capacity, "capacity_noise": 0.01},
+def sim_campaign(tmp_path, name, sweep, capacity=400000, trial_duration=1, repetitions=3, tester_ceiling=None,
+                 **traffic):
+    tester = {} if tester_ceiling is None else {"tester_ceiling": tester_ceiling}
+    spec = {"name": name, "generator": "sim",
+            "generator_options": {"capacity": capacity, "capacity_noise": 0.01, **tester},
             "traffic": {"frame_size": [64, 64], "directions": "bidirectional", "receive_tail": 0, **traffic},
             "procedure": {"name": "throughput", "params": {"max_rate": 1e6, "resolution": 5000,
                                                            "trial_duration": trial_duration}},
@@ -213,6 +216,28 @@ def test_the_single_dut_half_of_a_comparison_is_one_measured_alike(tmp_path):
     sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=1, frame_size=[84, 64], ip_version=[6, 4],
                  directions="forward")
     assert analysis.sibling_campaigns(dual, "siit-single-dut") == [Path(alike).resolve(), Path(nat64).resolve()]
+
+
+def test_the_single_dut_half_of_a_comparison_has_the_same_tester_and_repetitions(tmp_path):
+    # Lencse & Szilagyi 2024, section 4.4: both set-ups measured by the same tester, 20 repetitions each, their
+    # median, minimum and maximum side by side. A single-DUT campaign of fewer repetitions (its min-max range is
+    # no range of 20), or of another tester (one sending half as fast), was set beside the dual-DUT one and its
+    # ratio printed as the DUTs'.
+    networks = {"traffic.destination_networks": [1]}
+    alike = sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=2)
+    fewer = sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=1)
+    slower = sim_campaign(tmp_path, "siit-single-dut", networks, repetitions=2, tester_ceiling=900_000)
+    dual = sim_campaign(tmp_path, "siit-dual-dut", networks, capacity=200000, repetitions=2)
+    assert analysis.sibling_campaigns(dual, "siit-single-dut") == [Path(alike).resolve()]
+    dual_runs = analysis.load_campaigns(dual)
+    with pytest.raises(ValueError, match=r"^destination_networks=1: single and dual measured differently "
+                                         r"\(setup\.repetitions 1 in single, 2 in dual\)"):
+        analysis.compare(analysis.load_campaigns(fewer), dual_runs, "throughput_fps", by="destination_networks")
+    with pytest.raises(ValueError, match=r"^destination_networks=1: single and dual measured differently "
+                                         r"\(setup\.tester .*900000.* in single, .*null.* in dual\)"):
+        analysis.compare(analysis.load_campaigns(slower), dual_runs, "throughput_fps", by="destination_networks")
+    table = analysis.compare(analysis.load_campaigns(alike), dual_runs, "throughput_fps", by="destination_networks")
+    assert table["ratio"].iloc[0] == pytest.approx(0.5, abs=0.05)
 
 
 def test_a_latency_statistic_among_lost_tags_is_shown_as_beyond_the_timeout_never_inf():

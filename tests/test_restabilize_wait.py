@@ -58,4 +58,4 @@ def test_rfc6349s_lab_time_counts_each_mtu_trials_wait():
     params = rfc6349.Params(bottleneck_bandwidth=1e8)  # the MTU trials and the TCP tests, no throughput search
     costs = [rfc6349.cost(params, TrialSpec(offered_load=1.0, duration=1.0, restabilize_wait=wait)).worst_s
              for wait in (0.0, RFC2544_RESTABILIZE_WAIT)]
-    assert costs[1] - costs[0] == pytest.approx(len(params.mtu_frame_sizes) * RFC2544_RESTABILIZE_WAIT)
+    assert costs[1] - costs[0] == pytest.approx(rfc6349.mtu_trials(params.mtu_frame_sizes) * RFC2544_RESTABILIZE_WAIT)

@@ -109,7 +109,7 @@ class FakeEndpoints:
 
     def __init__(self, window_limit=4_194_304, tester_mtu=1500, ports=(5201, 5202, 5203, 5204, 5205),
                  client_program=FAKE_IPERF3, http_bytes=1_048_576, cpu_ticks=(), iperf3_cpus=None,
-                 window_floor=None, server=()):
+                 window_floor=None, server=(), timestamps=(None, None)):
         self.client = FakeNode("client", client_program)
         # server: the files the server node's commands print in turn (its TCP counters before and after a download)
         self.server = RecordedNode("server", *server)
@@ -127,6 +127,8 @@ class FakeEndpoints:
                       "iperf3_ports": list(ports), "segmentation_offload": False}
         self.http_file_bytes = http_bytes
         self._limit, self._mtu = window_limit, tester_mtu
+        # timestamps: (client, server) net.ipv4.tcp_timestamps as tcp_timestamps reads them (None: not read)
+        self._timestamps = dict(zip(("client", "server"), timestamps, strict=True))
 
     def server_address(self, ip_version: int) -> str:
         return "198.19.0.3" if ip_version == 4 else "2001:2:0:9000::3"
@@ -143,6 +145,9 @@ class FakeEndpoints:
     def tester_port_mtu(self, indexes):
         return self._mtu
 
+    def tcp_timestamps(self):
+        return self._timestamps
+
     def cpu_ticks(self):
         return self._cpu_ticks.pop(0) if self._cpu_ticks else {"client": None, "server": None}
 
@@ -158,14 +163,15 @@ class PathGenerator:
     capabilities = Capabilities(needs_lab=True, dont_fragment=True, frame_timeout=True, translated_frames=True)
     lab = None
 
-    def __init__(self, capacity: float = 50_000.0):
+    def __init__(self, capacity: float = 50_000.0, path_mtu: int = PATH_MTU):
         self.sim = create_generator("sim", capacity=capacity)
+        self.path_mtu = path_mtu
         self.trials: list[TrialSpec] = []
 
     def run_trial(self, spec: TrialSpec) -> TrialResult:
         self.trials.append(spec)
         result = self.sim.run_trial(spec)
-        if spec.dont_fragment and max(spec.frame_size) - 18 > PATH_MTU:
+        if spec.dont_fragment and max(spec.frame_size) - 18 > self.path_mtu:
             lost = {name: dataclasses.replace(d, frames_received=0, frames_late=0)
                     for name, d in result.directions.items()}
             result = dataclasses.replace(result, directions=lost)
@@ -196,13 +202,16 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     result = run(generator, params(), endpoints, recorded).to_dict()
     # The headline is what an adaptive rule's until.figures may name (validate takes headline_names).
     assert list(result["headline"]) == list(rfc6349.headline_names(params(), TrialSpec(1, 1)))
-    # 1. The largest loss-free DF frame is 1418 bytes: MTU 1400 (the 1518-byte frames were dropped).
+    # 1. The largest loss-free DF frame is 1418 bytes: MTU 1400 (the 1518-byte frames were dropped, and every size
+    # halving the gap down to one byte).
     assert result["path_mtu"] == PATH_MTU and result["mtu_source"] == "measured"
-    assert [s["passed"] for s in result["mtu_search"]] == [True, True, False]
-    assert all(spec.dont_fragment for spec in generator.trials[:3])
+    mtu_trials = [(s["frame_size"], s["passed"]) for s in result["mtu_search"]]
+    assert mtu_trials == [(1280, True), (1418, True), (1518, False), *((size, False) for size in
+                                                                       (1468, 1443, 1430, 1424, 1421, 1419))]
+    assert all(spec.dont_fragment for spec in generator.trials[:len(mtu_trials)])
     # 2. BB: RFC 2544 throughput at 1418-byte frames, as layer-1 bits (the sim forwards 50,000 fps).
     assert result["bottleneck_bandwidth_bps"] == pytest.approx(50_000 * (1418 + 20) * 8, rel=0.03)
-    assert all(spec.frame_size == (1418, 1418) for spec in generator.trials[3:])
+    assert all(spec.frame_size == (1418, 1418) for spec in generator.trials[len(mtu_trials):])
     # 3./4. Baseline RTT (the low-load connection's minimum) and the windows from the BDP.
     assert result["baseline_rtt_s"] == pytest.approx(RTT_US / 1e6)
     bdp = tcp_metrics.bdp_bytes(result["bottleneck_bandwidth_bps"], RTT_US / 1e6)
@@ -234,7 +243,7 @@ def test_the_whole_sequence_finds_mtu_bb_rtt_and_measures_every_tcp_test():
     assert result["headline"]["download_tcp_throughput_bps"] == download["actual_tcp_throughput_bps"]
     # Every frame trial and TCP test was handed to the results store as it ended.
     phases = [c.get("step") or c["phase"] for _, c in recorded]
-    assert phases[:3] == ["path MTU"] * 3 and "bottleneck bandwidth" in phases
+    assert phases[:len(mtu_trials)] == ["path MTU"] * len(mtu_trials) and "bottleneck bandwidth" in phases
     assert phases.count("baseline RTT") == 1 and sum(p.startswith("tcp test") for p in phases) == 13
     assert all(hasattr(r, "to_dict") and json.dumps(r.to_dict()) for r, _ in recorded)
     # The method beside the figures says how MTU, BB and window were chosen and how long each test ran.
@@ -283,6 +292,69 @@ def test_declared_mtu_and_bottleneck_skip_the_frame_trials():
     result = run(generator, params(mtu=1500, bottleneck_bandwidth=100e6, tests=("download",)), FakeEndpoints())
     assert generator.trials == [] and result.mtu_source == "declared" and result.bb_source == "declared"
     assert result.max_achievable_bps == pytest.approx(94_928_478.5, abs=0.1)
+
+
+def test_a_path_mtu_between_the_declared_frame_sizes_is_found_to_the_byte():
+    """A PPPoE path (1492 bytes) between 1280- and 1518-byte frames: the declared sizes alone read it as 1262 (1280 -
+    18), and the MSS and the maximum achievable TCP throughput with it. RFC 4821's search narrows the MTU between the
+    largest size that got through and the smallest that did not; the run's cost bounds the trials it took."""
+    generator, endpoints = PathGenerator(path_mtu=1492), FakeEndpoints()
+    p = params(mtu_frame_sizes=(1280, 1518), tests=("download",))
+    result = run(generator, p, endpoints)
+    assert (result.path_mtu, result.mtu_source) == (1492, "measured")
+    assert max(s["frame_size"] for s in result.mtu_search if s["passed"]) == 1510
+    assert min(s["frame_size"] for s in result.mtu_search if not s["passed"]) == 1511
+    assert len(result.mtu_search) <= rfc6349.mtu_trials(p.mtu_frame_sizes)
+    argv = next(c for c in endpoints.client.calls if "--parallel" in c and "--bitrate" not in c)
+    assert argv[argv.index("--set-mss") + 1] == "1452"
+    assert result.max_achievable_bps == pytest.approx(
+        tcp_metrics.max_achievable_tcp_throughput(result.bottleneck_bandwidth_bps, 1492))
+
+
+def test_the_cost_counts_the_mtu_trials_that_narrow_the_gap():
+    """Two declared sizes 238 bytes apart: both, then up to ceil(log2 238) = 8 trials halving the gap."""
+    p = params(mtu_frame_sizes=(1280, 1518), bottleneck_bandwidth=1e8, tests=("download",))
+    traffic = TrialSpec(offered_load=1, duration=1, receive_tail=0.5, restabilize_wait=0.5)
+    assert rfc6349.mtu_trials(p.mtu_frame_sizes) == 10
+    assert rfc6349.cost(p, traffic).worst_s == pytest.approx(10 * (1 + 0.5 + 0.5) + p.rtt_duration + p.test_duration)
+
+
+def test_the_result_discloses_where_it_falls_short_of_rfc_6349():
+    """RFC 6349: the path MTU by PLPMTUD (RFC 4821, section 3.1), the bottleneck bandwidth in both directions
+    (section 3.2.2), tests longer than 30 s (section 5), retransmitted bytes counted (section 4.2). A run that does
+    otherwise says so beside its figures (the method line's "short of the standard"), one comma-free item each."""
+    from trexlab.plan.repetition import method_line, method_of
+
+    result = run(PathGenerator(), params(tests=("download",)), FakeEndpoints()).to_dict()
+    assert result["deviations"] == [
+        "path MTU by Don't-Fragment frame trials from the tester (RFC 6349 section 3.1: Packetization Layer Path MTU "
+        "Discovery of RFC 4821 by the TCP endpoints)",
+        "TCP test duration 2 s (RFC 6349 section 5: more than 30 s)",
+        "retransmitted bytes as iperf3's retransmitted segments x MSS (RFC 6349 section 4.2 counts bytes): at least "
+        "the bytes sent again so each TCP efficiency is a lower bound"]
+    assert "short of the standard: " + ", ".join(result["deviations"]) in method_line(method_of(result))
+    counted = [{"test": {"name": "download"}, "directions": {"download": {"counted_retransmitted_bytes": 0}}}]
+    declared = params(mtu=1500, bottleneck_bandwidth=1e8, test_duration=31)
+    assert rfc6349.rfc6349_deviations(declared, TrialSpec(1, 1), counted, "trex") == []
+    one_way = rfc6349.rfc6349_deviations(params(test_duration=31), TrialSpec(1, 1, directions="forward"), counted,
+                                         "trex")
+    assert one_way[1:] == ["bottleneck bandwidth measured forward only and taken for both directions (RFC 6349 "
+                           "section 3.2.2: measured in both)"]
+    assert not any("," in item for item in result["deviations"] + one_way)
+
+
+@pytest.mark.parametrize(("timestamps", "said"), [((1, 2), True), ((1, 0), False), ((None, 1), False)])
+def test_iperf3_says_when_the_kernels_timestamps_shrink_every_segments_payload(timestamps, said):
+    """RFC 6349 section 4.1.1 counts MTU - 40 bytes of payload per frame. Linux kernels enable RFC 7323 timestamps
+    by default (net.ipv4.tcp_timestamps 1 or 2): with both ends' on, each segment carries 12 bytes of options within
+    the MSS, so a path that delivers all it can reads a transfer time ratio of 1360 / 1348, not 1. Said only where
+    both kernels were read and both offer them (a connection carries them only then)."""
+    result = run(PathGenerator(), params(mtu=1400, bottleneck_bandwidth=1e8, tests=("download",)),
+                 FakeEndpoints(timestamps=timestamps))
+    note = [n for n in result.notes if "bytes of TCP options" in n]
+    assert bool(note) == said
+    if said:
+        assert note[0].startswith("iperf3 carries 12 bytes of TCP options") and f"{1360 / 1348:.4f}" in note[0]
 
 
 def test_sizes_the_tester_cannot_send_are_skipped_and_said():

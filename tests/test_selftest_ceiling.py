@@ -5,6 +5,7 @@ records the ceiling it finds, and later runs of the other procedures warn, witho
 when their result comes within 10 % of it, and say in their provenance which ceiling they compared against.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -241,15 +242,20 @@ def test_make_demo_measures_its_tester_for_every_load_the_demo_offers():
     (scripts/demo.sh): the self-test must be looked up by the demo's traffic (same generator, frame size and
     directions) and carry every load the demo may offer with the ceiling margin to spare, or a demo result could
     be judged against a ceiling the check stopped short of."""
+    from trexlab.plan.runplan import traffic_template
     from trexlab.procedures.common import CEILING_MARGIN
     from trexlab.spec import experiment
 
-    check = experiment.load("experiments/tester-selftest/experiment.yml").scaled("demo").spec
+    [check] = [point.spec for point in experiment.load("experiments/tester-selftest/experiment.yml").scaled(
+        "demo").points()]
     demo = experiment.load("experiments/demo/experiment.yml")
     for scale in (None, *demo.spec.get("scale", {})):
         spec = demo.scaled(scale).spec
         assert (check["generator"], check["lab"]["kind"]) == (spec["generator"], spec["lab"]["kind"]), scale
-        assert check["traffic"]["directions"] == spec["traffic"]["directions"], scale
+        measured, run = traffic_template(check["traffic"]), traffic_template(spec["traffic"])
+        assert (measured.directions, measured.port_mode) == (run.directions, run.port_mode), scale
+        assert (selftest.tester_options(check["generator"], check.get("generator_options"))
+                == selftest.tester_options(spec["generator"], spec.get("generator_options"))), scale
         assert max(spec["traffic"]["frame_size"]) in check["procedure"]["params"]["frame_sizes"], scale
         offered = spec["procedure"]["params"]["max_rate"]
         assert check["procedure"]["params"]["max_rate"] >= offered / (1 - CEILING_MARGIN), (scale, offered)
@@ -330,3 +336,60 @@ def test_loads_in_text_lines_are_written_as_the_report_writes_them():
     note = bounds_note("NDR_fps", {"repetitions": [
         {"repetition": 1, "relevant_lower_bound_fps": 436000.0, "relevant_upper_bound_fps": 437500.0}]})
     assert note == "NDR_fps: relevant lower bound - relevant upper bound, fps per direction: rep 1 436,000 - 437,500"
+
+
+def test_a_ceiling_is_compared_against_only_on_the_tester_set_up_it_was_measured_with(selftest_run, capsys):
+    """Lencse & Szilagyi 2024, section 4.2: the self-test ran the tester as the measurements did (64 B, both
+    directions: 'we always generated 64 bytes long frames'). The ceiling was looked up by frame size and directions
+    alone: a run of RFC 4814 pseudorandom ports (the sender draws two per frame) or of a simulated tester that sends
+    half as fast was compared against the ceiling of fixed ports and of the faster tester, and not marked where its
+    own tester held it down."""
+    base = ("--max-rate", "1e6", "--resolution", "1000", "--trial-duration", "1")
+    _, provenance, _ = run_cli(selftest_run, capsys, "throughput", *sim_args(200_000), *base)
+    assert provenance["tester_ceiling"]["ceiling_fps"] > 700_000, "the set-up the self-test measured finds it"
+    result, provenance, err = run_cli(selftest_run, capsys, "throughput", *sim_args(200_000), *base,
+                                      "--port-mode", "rfc4814")
+    assert provenance["tester_ceiling"]["ceiling_fps"] is None and "no tester ceiling" in err, provenance
+    slower = ["--generator", "sim", "--generator-opt", "capacity=1e9", "--generator-opt",
+              f"tester_ceiling={TESTER_CEILING // 2}"]
+    result, provenance, err = run_cli(selftest_run, capsys, "throughput", *slower, *base)
+    assert provenance["tester_ceiling"]["ceiling_fps"] is None, "another tester's ceiling is not this one's"
+    assert provenance["tester_ceiling"]["looked_up"]["generator_options"] == {"tester_ceiling": TESTER_CEILING // 2}
+
+
+def test_a_software_ceiling_holds_for_its_send_method_and_sender_threads_only(tmp_path):
+    """swtester's sender threads and send method set how fast it sends: a ceiling of one sender thread is no ceiling
+    of four (nor of four one of one). Options that leave the tester as it is (cross_check reads the DUT's counters)
+    do not part a ceiling from a run."""
+    traffic = TrialSpec(offered_load=1, duration=1)
+    path = tmp_path / "c.json"
+    selftest.record_ceilings([{"ceilings_fps": {"64": 700_000.0}}], "results/x", "software",
+                             namespace_lab("bl", "loopback"), traffic, path, options={"sender_threads": 1})
+    dut = namespace_lab("bdut", "single")
+    assert selftest.find_ceiling("software", dut, traffic, path)["ceiling_fps"] == 700_000.0, "1 is the default"
+    assert selftest.find_ceiling("software", dut, traffic, path, options={"cross_check": False}) is not None
+    assert selftest.find_ceiling("software", dut, traffic, path, options={"sender_threads": 4}) is None
+    assert selftest.find_ceiling("software", dut, traffic, path, options={"send_method": "sendmmsg"}) is None
+    assert selftest.find_ceiling("software", dut, dataclasses.replace(traffic, port_mode="rfc4814"), path) is None
+
+
+def test_every_tester_option_is_an_option_of_its_generator():
+    from trexlab.generators import GENERATORS
+    from trexlab.spec.schema import generator_options_class
+
+    assert set(selftest.TESTER_OPTIONS) == set(GENERATORS)
+    for generator, names in selftest.TESTER_OPTIONS.items():
+        assert set(names) <= {f.name for f in dataclasses.fields(generator_options_class(generator))}, generator
+
+
+def test_the_method_line_discloses_the_margin_a_figure_is_tester_bound_within():
+    """The margin is trexlab's own choice (the papers give none: the paper's tester ran 3.6 times above its DUTs),
+    so it goes beside every figure compared against a ceiling, as the loss tolerance does: the method line named the
+    ceiling and not how near it a figure becomes a lower bound."""
+    from trexlab.procedures.common import CEILING_MARGIN
+
+    for method in ({"method": "x", "tester_ceiling": 800_000.0},
+                   {"method": "x", "tester_ceiling": 800_000.0, "tester_ceiling_at_least": True}):
+        line = method_line(method)
+        assert f"a figure within {CEILING_MARGIN:.0%} of it is marked tester-bound" in line, line
+    assert "tester-bound" not in method_line({"method": "x"}), "no ceiling, no margin"

@@ -51,6 +51,60 @@ def test_bottleneck_from_the_rfc2544_result_is_its_layer1_rate():
     assert m.bottleneck_from_frame_rate(8127, 1518) == pytest.approx(99.99e6, rel=1e-4)
 
 
+# RFC 6349's own worked examples (the note's are above).
+
+
+@pytest.mark.parametrize(("bottleneck_bps", "rtt_s", "bdp"), [
+    (1.536e6, 20e-3, 3_840), (44.21e6, 25e-3, 138_156.25), (100e6, 2e-3, 25_000), (1e9, 1e-3, 125_000),
+    (10e9, 0.05e-3, 62_500)])
+def test_bdp_of_rfc_6349s_links_t1_to_10_gbps(bottleneck_bps, rtt_s, bdp):
+    """Section 3.3.1's table: the minimum window is the BDP, RTT x BB / 8 (a T1 of 1.536 Mbit/s at 20 ms: 3.84 KB;
+    a T3 of 44.21 Mbit/s at 25 ms: 138.16 KB)."""
+    assert m.bdp_bytes(bottleneck_bps, rtt_s) == pytest.approx(bdp)
+
+
+def test_a_64_kb_window_holds_a_t3_at_25_ms_to_20_97_mbps():
+    """Section 3.3.1: a window below the BDP caps the throughput at window / RTT. Without window scaling a T3 path of
+    25 ms (BDP 138.16 KB) carries at most 64 KB per round trip, about half its 42.8 Mbit/s; twice that window still
+    falls short of it."""
+    assert m.window_limited_throughput(64 * 1024, 25e-3) == pytest.approx(20.97e6, abs=0.005e6)
+    assert m.window_limited_throughput(128 * 1024, 25e-3) == pytest.approx(41.94e6, abs=0.005e6)
+
+
+def test_five_connections_of_at_most_64_kb_fill_500_mbps_at_5_ms():
+    """Section 5.1's table: 500 Mbit/s at 5 ms is a BDP of 312.5 KB, which 20 connections of 16 KB, 10 of 32 KB, 5
+    of 64 KB or 3 of 128 KB windows fill: the window each needs stays within its cap."""
+    bdp = m.bdp_bytes(500e6, 5e-3)
+    assert bdp == pytest.approx(312_500)
+    for cap_kb, connections in ((16, 20), (32, 10), (64, 5), (128, 3)):
+        assert m.window_per_connection(bdp, connections) <= cap_kb * 1024
+        assert m.window_per_connection(bdp, connections - 1) > cap_kb * 1024
+
+
+@pytest.mark.parametrize(("link_bps", "fps"), [(100e6, 8127), (1e9, 81_274), (10e9, 812_743)])
+def test_ethernet_carries_rfc_6349s_full_size_frames_per_second(link_bps, fps):
+    """Section 4.1.1: 1538 bytes per 1500-byte MTU frame (MTU, Ethernet header 14, CRC32 4, IFG 12, preamble 7, SFD
+    1); the RFC prints the whole frames per second, and 8127 x 1460 x 8 = 94.9 Mbit/s of TCP payload."""
+    assert math.floor(m.max_frame_rate(link_bps, 1500)) == fps
+    assert m.max_achievable_tcp_throughput(100e6, 1500) == pytest.approx(94.9e6, abs=0.05e6)
+
+
+def test_efficiency_counts_retransmitted_bytes_in_the_transmitted_ones():
+    """Section 4.2: 100,000 bytes sent and 2,000 of them sent again: (102,000 - 2,000) / 102,000 = 98.039 %.
+    A direction's transmitted bytes are its sent bytes plus those retransmitted."""
+    from trexlab.tcp.iperf import DirectionStats
+
+    sent = DirectionStats("upload", good_bytes=100_000, sent_bytes=100_000, retransmits=2, mss=1000, seconds=1)
+    assert (sent.transmitted_bytes, sent.retransmitted_bytes) == (102_000, 2_000)
+    assert m.tcp_efficiency_percent(sent.transmitted_bytes, sent.retransmitted_bytes) == pytest.approx(98.039,
+                                                                                                        abs=5e-4)
+
+
+def test_buffer_delay_of_rfc_6349s_example():
+    """Section 4.3: a baseline RTT of 25 ms and an average of 32 ms during the transfer: 28 %."""
+    assert m.buffer_delay_percent(32e-3, 25e-3) == pytest.approx(28.0)
+
+
 @pytest.mark.parametrize(("call", "name"), [
     (lambda: m.bdp_bytes(0, 0.01), "bottleneck_bandwidth_bps"), (lambda: m.bdp_bytes(1e6, -1), "rtt_s"),
     (lambda: m.window_per_connection(1000, 0), "connections"),

@@ -30,7 +30,7 @@ from trexlab.addressing import MAX_NETWORKS
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import SUMMARY, repetition_dir, summary_lines
-from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, plan_cli
+from trexlab.plan.runplan import CONFIG_KEYS, RESULTS_ROOT, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
@@ -165,7 +165,8 @@ def add_ceilings_flag(parser) -> None:
     parser.add_argument("--ceilings", metavar="FILE", default=str(selftest.CEILINGS_FILE),
                         help="tester ceilings: a self-test on a loopback lab records them here, the other "
                              "procedures compare their results against the matching one (same tester, "
-                             "generator, frame size, directions) unless a tester_ceiling is given "
+                             "generator and its tester options, frame size, directions, port mode) unless a "
+                             "tester_ceiling is given "
                              "(default %(default)s)")
 
 
@@ -219,10 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                 f"{RFC2544_RESTABILIZE_WAIT:g} s), 0..{MAX_RESTABILIZE_WAIT:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
-            sub.add_argument("--rate-from", metavar="DIR",
-                             help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
-                                  "at the throughput rate); instead of --rate. Refused unless every one of them ran "
-                                  "with this run's lab, generator, generator options and traffic")
+            sub.add_argument("--rate-from", metavar="DIR|EXPERIMENT/ID",
+                             help="measure at the median throughput_fps of the throughput runs in DIR, or of the "
+                                  "point of this run's set-up in the stored throughput campaign EXPERIMENT/ID under "
+                                  f"{RESULTS_ROOT}/ (RFC 8219: at the throughput rate); instead of --rate. Refused "
+                                  "unless they ran with this run's lab, generator, generator options and traffic")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
     add_compare_parser(subparsers)
@@ -244,8 +246,8 @@ def ceiling_line(ceiling: typing.Mapping) -> str:
     if ceiling["ceiling_fps"] is None:
         key = ceiling["looked_up"]
         return (f"no tester ceiling ({ceiling['source']} for {key['host']}, {key['generator']}, "
-                f"{key['frame_size']} B, {key['directions']}): a result at the tester's own limit will not be "
-                "flagged; run 'trexlab selftest' on a loopback lab to record one")
+                f"{selftest.setup_text(key)}): a result at the tester's own limit will not be flagged; run "
+                "'trexlab selftest' on a loopback lab with this set-up to record one")
     floor = ceiling.get("latency_floor")
     floor_text = "" if not floor else (
         f"; tester latency floor median {format_seconds(floor['median_s'])}, 99.9th percentile "
@@ -253,8 +255,9 @@ def ceiling_line(ceiling: typing.Mapping) -> str:
     if "selftest_run" not in ceiling:
         return (f"comparing results against tester ceiling {ceiling['ceiling_fps']:{WHOLE}} fps ({ceiling['source']})"
                 + floor_text)
-    return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} ({ceiling['frame_size']} B, "
-            f"{ceiling['directions']}, self-test {ceiling['selftest_run']} of {ceiling['measured']})" + floor_text)
+    return (f"comparing results against tester ceiling {selftest.ceiling_text(ceiling)} "
+            f"({selftest.setup_text(ceiling)}, self-test {ceiling['selftest_run']} of {ceiling['measured']})"
+            + floor_text)
 
 
 def print_summary(procedure: str, summary: dict, results: Path, stream) -> None:

@@ -22,7 +22,7 @@ from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures import throughput
-from trexlab.procedures.common import FIGURE_BOUND_KEYS, RunContext
+from trexlab.procedures.common import CEILING_MARGIN, FIGURE_BOUND_KEYS, RunContext
 from trexlab.results.stats import WHOLE, Observation, figure_spec, held_down_by_tester, is_censored, summarize
 from trexlab.results.store import (
     RESULT,
@@ -352,10 +352,11 @@ def method_line(method: dict) -> str:
                      f"{floor['load_percent']:g} % of its ceiling, {floor['tagged_frames']} tagged frames"
                      if floor["load_percent"] else "no latency floor measured (floor_load_percent 0)")
     else:
+        margin = f"a figure within {CEILING_MARGIN:.0%} of it is marked tester-bound"
         parts.append("no tester ceiling known" if not method.get("tester_ceiling")
                      else f"tester ceiling at least {method['tester_ceiling']:{WHOLE}} fps (its self-test met no "
-                     "failing load)" if method.get("tester_ceiling_at_least")
-                     else f"tester ceiling {method['tester_ceiling']:{WHOLE}} fps")
+                     f"failing load; {margin})" if method.get("tester_ceiling_at_least")
+                     else f"tester ceiling {method['tester_ceiling']:{WHOLE}} fps ({margin})")
     if method.get("deviations"):
         parts.append("short of the standard: " + ", ".join(method["deviations"]))
     if rule := rule_text(method.get("repetition_rule")):

@@ -215,11 +215,11 @@ def needs_lab(generator: str) -> bool:
     return capabilities(generator).needs_lab
 
 
-def _ceiling(params, traffic, generator, lab, ceilings, label):
+def _ceiling(params, traffic, generator, options, lab, ceilings, label):
     from trexlab.procedures import selftest
 
     try:
-        return selftest.ceiling_for(params, traffic, generator, lab, ceilings)
+        return selftest.ceiling_for(params, traffic, generator, lab, ceilings, options)
     except ValueError as exc:  # a damaged ceilings file
         raise PlanError(f"{label}: {str(exc).splitlines()[0]}") from None
 
@@ -356,7 +356,8 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
             raw = {**raw, "rate": rate}
         elif rate_from is not None:  # RFC 8219: latency and PDV at the point's measured throughput
             rate_params = procedure_params(GIVES_RATE, rate_from["params"], "procedure.params.rate.params.")
-            rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, lab, ceilings, where)
+            rate_params, rate_ceiling = _ceiling(rate_params, traffic, experiment.generator, options, lab, ceilings,
+                                                 where)
             # An adaptive rule's figures are the point's procedure's: the rate's throughput stops on its own median.
             rate_rule = dataclasses.replace(experiment.repetition_rule, figures=())
             rate_plan = checked(RunPlan(GIVES_RATE, rate_params, traffic, experiment.generator, options, lab,
@@ -382,7 +383,7 @@ def plan_point(experiment, point, campaign_id: str, directory: Path, root: Path,
                 rolevalues.check_endpoints_block(spec["endpoints"])
             except InvalidParameter as exc:
                 raise InvalidParameter(f"endpoints.{exc.name}", exc.value, exc.allowed) from None
-        params, ceiling = _ceiling(params, traffic, experiment.generator, lab, ceilings, where)
+        params, ceiling = _ceiling(params, traffic, experiment.generator, options, lab, ceilings, where)
         return checked(RunPlan(name, params, traffic, experiment.generator, options, lab, experiment.repetition_rule,
                                output, ceilings, ceiling, facts, tuple(dut), traffic.destination_networks, rate_plan,
                                rate_source))
@@ -449,7 +450,7 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
-    from trexlab.plan.rate_from import median_throughput, setup_of
+    from trexlab.plan.rate_from import cli_rate
     from trexlab.procedures import procedure, selftest
 
     config = read_config(args.config)
@@ -510,25 +511,29 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         lab = load_lab(inventory)
     rate_source = None
     if rate_from:
-        setup = setup_of({"generator": generator, "generator_options": options, "traffic": traffic},
-                         lab.describe() if lab else None)
-        params["rate"], rate_source = median_throughput(rate_from, setup=setup)
+        params["rate"], rate_source = cli_rate(
+            rate_from, RESULTS_ROOT, {"generator": generator, "generator_options": options, "traffic": traffic}, lab)
         procedure_parameters = procedure_params(args.procedure, params, prefix="")
     assert procedure_parameters is not None
     output = Path(args.results) if args.results else fresh_output(args.procedure)
     check_output_dir(output, "--results")
     ceilings = Path(args.ceilings if args.ceilings is not None else selftest.CEILINGS_FILE)
-    procedure_parameters, ceiling = _ceiling(procedure_parameters, template, generator, lab, ceilings,
+    procedure_parameters, ceiling = _ceiling(procedure_parameters, template, generator, options, lab, ceilings,
                                              f"--ceilings {ceilings}")
     return checked(RunPlan(args.procedure, procedure_parameters, template, generator, options, lab, repetitions,
                            output, ceilings, ceiling, {"argv": list(argv) if argv is not None else None}, (),
                            template.destination_networks, None, rate_source))
 
 
+#: The results root of the CLI's verbs (relative to where trexlab runs): their runs go to <root>/cli/, a --rate-from
+#: EXPERIMENT/ID is looked up in it (as the campaign, report and compare commands' default --results).
+RESULTS_ROOT = Path("results")
+
+
 def fresh_output(procedure: str) -> Path:
     """A CLI run's default directory, results/cli/<procedure>-<local time>, one not there yet: a second run started in
     the same second gets <...>-2, not the first's directory, whose finished repetitions it would count as its own."""
-    base = f"results/cli/{procedure}-{time.strftime('%Y%m%d-%H%M%S')}"
+    base = f"{RESULTS_ROOT}/cli/{procedure}-{time.strftime('%Y%m%d-%H%M%S')}"
     path, k = Path(base), 2
     while path.exists():
         path, k = Path(f"{base}-{k}"), k + 1
@@ -577,7 +582,8 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     # A self-test's ceilings are recorded from all its repetitions: not after an interleaved round that left some.
     if plan.procedure == selftest.NAME and (upto is None or next_repetition(plan.repetitions, plan.output) is None):
         count = plan.repetitions.maximum if isinstance(plan.repetitions, RepetitionRule) else plan.repetitions
-        say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings))
+        say(selftest.record_selftest(plan.output, count, plan.generator, plan.lab, plan.traffic, plan.ceilings,
+                                     plan.generator_options))
     return summary
 
 

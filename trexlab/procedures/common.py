@@ -61,7 +61,13 @@ def trial_duration_field(standard: str) -> dict:
     return doc(f"s of sending per trial ({standard})", exclusiveMinimum=0, maximum=MAX_TRIAL_DURATION)
 
 
-#: A DUT result within this share of the tester's own ceiling may be the tester's limit.
+#: A DUT result (or the load it was measured at) within this share of the tester's own ceiling may be the tester's
+#: limit: it is marked tester-bound (a rate then a lower bound of the DUT's), and the method line says so. The seed
+#: papers give no margin (Lencse & Szilagyi 2024, section 4.2: a tester 3.6 times faster than its DUTs was "high
+#: enough"), so this is trexlab's own, wider than the ceiling's known errors: the ceiling is the lowest repetition of
+#: the tester alone on a loopback lab, while on a DUT lab a namespace tester shares the host's CPUs with the DUTs;
+#: and a sender near its limit keeps its rate only on average, sending micro-bursts whose loss lowers a DUT's
+#: throughput before the ceiling itself is reached (Lencse 2021, section III.A: "the median decreases").
 CEILING_MARGIN = 0.10
 #: A stretched trial in which the tester still sent every frame (its schedule slipped after the machine stalled
 #: it, or it fell just short of the rate) tells nothing about the DUT at the offered load, and a stall is a

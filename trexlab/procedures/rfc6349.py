@@ -5,10 +5,13 @@ LeCroy Xena; not part of this repository) walks through them, on the same lab an
 RFC 2544 procedures use:
 
 1. path MTU: RFC 2544-style trials at increasing frame sizes with the IPv4
-   Don't Fragment bit set (IPv6 routers never fragment); the largest loss-free
-   frame size minus 18 bytes is the MTU. Or declared (--mtu). These are the
-   application note's trials, not the Packetization Layer Path MTU Discovery
-   (RFC 4821) RFC 6349 section 3.1 asks for; like it, they need no ICMP.
+   Don't Fragment bit set (IPv6 routers never fragment), then trials halving
+   the gap between the largest loss-free size and the next one down to one
+   byte (as RFC 4821's search narrows its search_low..search_high); the
+   largest loss-free frame size minus 18 bytes is the MTU. Or declared
+   (--mtu). These are the application note's trials, not the Packetization
+   Layer Path MTU Discovery (RFC 4821) RFC 6349 section 3.1 asks for; like it,
+   they need no ICMP. The result discloses it (deviations).
 2. bottleneck bandwidth (BB): RFC 2544 throughput at the MTU frame size, read as
    its layer-1 bit rate, stateless streams as RFC 6349 section 3.2.2 wants; or
    declared (--bottleneck-bandwidth, e.g. the CIR).
@@ -59,6 +62,8 @@ is refused before the first TCP test.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -98,6 +103,9 @@ TAKES_RATE = False
 METHOD = "RFC 6349 (path MTU, BB, baseline RTT, TCP throughput tests with {engine})"
 #: A baseline RTT of fewer steps of the engine's RTT resolution than this is flagged (10 steps: 10 % error).
 RTT_STEPS = 10
+#: s a TCP test must exceed: RFC 6349 section 5 asks for tests long enough to exercise the network's buffers
+#: ("greater than 30 seconds"); a shorter test_duration is disclosed (rfc6349_deviations).
+RFC6349_TEST_DURATION = 30.0
 #: The TCP tests, in the order they run.
 TESTS = ("download", "upload", "bidirectional", "single", "reduced", "dscp", "stress")
 #: The share of all the CPU an end can use (DirectionStats' sender_ and receiver_cpu_limit_percent) from which it
@@ -128,14 +136,17 @@ class Params:
         "bytes, the declared path MTU; none: found with Don't-Fragment trials at mtu_frame_sizes", minimum=576,
         maximum=MAX_FRAME_SIZE - tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES))
     mtu_frame_sizes: tuple[int, ...] = field(default=(1024, 1280, 1518, 2018, 4018, 9018), metadata=doc(
-        "bytes per frame with FCS of the MTU trials", minItems=1, items={"minimum": 594, "maximum": MAX_FRAME_SIZE}))
+        "bytes per frame with FCS of the MTU trials; the gap above the largest loss-free one is then halved down to "
+        "one byte", minItems=1, items={"minimum": 594, "maximum": MAX_FRAME_SIZE}))
     mtu_trial_rate: float = field(default=1000.0, metadata=doc(
         "frames/s per direction of the MTU trials: a low load, so that a loss can only mean too big",
         exclusiveMinimum=0, maximum=MAX_OFFERED_LOAD))
     mtu_trial_duration: float = field(default=1.0, metadata=doc("s per MTU trial", exclusiveMinimum=0,
                                                                   maximum=MAX_TRIAL_DURATION))
     bottleneck_bandwidth: float | None = field(default=None, metadata=doc(
-        "bit/s, the declared bottleneck bandwidth (the CIR); none: RFC 2544 throughput at the MTU frame size",
+        "bit/s at layer 1, the declared bottleneck bandwidth (the CIR): every Ethernet frame counted with its 20 "
+        "bytes of preamble, SFD and inter-frame gap, as RFC 6349 section 4.1.1 counts the link and the measured one "
+        "is read; none: RFC 2544 throughput at the MTU frame size",
         exclusiveMinimum=0))
     # The bottleneck bandwidth's RFC 2544 search: throughput's parameters (bottleneck_search), checked as those.
     bb_max_rate: float | None = field(default=None, metadata=doc(
@@ -318,6 +329,7 @@ class Rfc6349Result:
     segmentation_offload: bool | None = None  # the endpoints' TCP kept TSO/GSO (TcpEngine.segmentation_offload)
     # The baseline RTT connection's direction as its trial records it: RTTs, both ends' CPU, tester_bound_reasons.
     baseline_rtt_connection: dict = field(default_factory=dict)
+    deviations: list[str] = field(default_factory=list)  # where the run falls short of RFC 6349 (rfc6349_deviations)
 
     #: Each headline test direction's figures: the field of its per-direction metrics -> the headline name's suffix.
     HEADLINE_FIGURES = {"actual_tcp_throughput_bps": "tcp_throughput_bps", "transfer_time_ratio": "transfer_time_ratio",
@@ -384,7 +396,8 @@ class Rfc6349Result:
             "window_limit": {"bytes": self.window_limit[0], "set_by": self.window_limit[1]},
             "max_achievable_tcp_throughput_bps": self.max_achievable_bps, "ip_version": self.ip_version,
             "congestion_control": self.congestion_control, "tests": self.tests, "trials": self.trials,
-            "notes": self.notes, "params": asdict(self.params), "headline": self.headline(),
+            "notes": self.notes, "deviations": self.deviations, "params": asdict(self.params),
+            "headline": self.headline(),
             "endpoint_cpu_method": self.endpoint_cpu_method, "segmentation_offload": self.segmentation_offload,
             "endpoint_cpu_saturated_percent": ENDPOINT_CPU_SATURATED * 100,
             "baseline_rtt_connection": self.baseline_rtt_connection, "baseline_rtt_bounds": BASELINE_RTT_FIGURES,
@@ -443,7 +456,7 @@ def cost(params: Params, traffic: TrialSpec):
     # One test after another (plan_tests, _groups): each reduced window is its own test, the DSCP connections run
     # together.
     groups = sum(len(params.reduced_window_percent) if name == "reduced" else 1 for name in params.tests)
-    mtu_s = 0.0 if params.mtu is not None else len(params.mtu_frame_sizes) * (
+    mtu_s = 0.0 if params.mtu is not None else mtu_trials(params.mtu_frame_sizes) * (
         params.mtu_trial_duration + traffic.receive_tail + traffic.restabilize_wait)
     fixed = mtu_s + params.rtt_duration + groups * params.test_duration
     found = Cost(fixed, fixed, None, None, f"{NAME}: MTU trials, {groups} TCP test(s) of "
@@ -573,30 +586,74 @@ def _run(generator, traffic: TrialSpec, params: Params, on_trial, progress,
                          ip_version, engine.congestion_control, engine.name, engine.method, mtu_search,
                          bb_search, tests, notes,
                          len(runner.log) + (bb_search or {}).get("trials", 0) + tcp.count, engine.cpu_method,
-                         engine.segmentation_offload, baseline_connection)
+                         engine.segmentation_offload, baseline_connection,
+                         rfc6349_deviations(params, traffic, tests, engine.name))
+
+
+def rfc6349_deviations(params: Params, traffic: TrialSpec, tests: list[dict], engine: str) -> list[str]:
+    """Where a run falls short of RFC 6349, as a result discloses it ('deviations'; no comma inside an item: the
+    method line lists them comma-separated): a measured path MTU found by the tester's Don't-Fragment frame trials
+    (the application note's method) rather than section 3.1's Packetization Layer Path MTU Discovery (RFC 4821) by
+    the TCP endpoints; a measured bottleneck bandwidth of one direction (section 3.2.2: both); tests not longer than
+    section 5's 30 s; retransmitted bytes an engine did not count but that were taken as its retransmitted segments x
+    MSS (section 4.2 counts bytes; iperf3 reports segments): at least the bytes sent again (a segment carries at most
+    the MSS), so each TCP efficiency is a lower bound."""
+    found = []
+    if params.mtu is None:
+        found.append("path MTU by Don't-Fragment frame trials from the tester (RFC 6349 section 3.1: Packetization "
+                     "Layer Path MTU Discovery of RFC 4821 by the TCP endpoints)")
+    if params.bottleneck_bandwidth is None and len(traffic.active_directions) < 2:
+        found.append(f"bottleneck bandwidth measured {traffic.directions} only and taken for both directions "
+                     "(RFC 6349 section 3.2.2: measured in both)")
+    if params.test_duration <= RFC6349_TEST_DURATION:
+        found.append(f"TCP test duration {params.test_duration:g} s (RFC 6349 section 5: more than "
+                     f"{RFC6349_TEST_DURATION:g} s)")
+    if any(d.get("counted_retransmitted_bytes") is None for _, d in test_directions(tests)):
+        found.append(f"retransmitted bytes as {engine}'s retransmitted segments x MSS (RFC 6349 section 4.2 counts "
+                     "bytes): at least the bytes sent again so each TCP efficiency is a lower bound")
+    return found
 
 
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
                   notes: list[str]) -> tuple[int, str, list[dict]]:
-    """Trials with DF set at each frame size the tester can send; the largest loss-free one gives the MTU."""
+    """Trials with DF set at each frame size the tester can send, then halving the gap between the largest loss-free
+    one and the next size (which lost frames) down to one byte: the largest loss-free frame gives the MTU.
+
+    RFC 4821's probing method (its section 7) likewise keeps the path MTU between the largest size that got through
+    (search_low) and the smallest that did not (search_high) and probes between them: the declared sizes alone read a
+    1492-byte path (PPPoE) between 1280- and 1518-byte frames as an MTU of 1262, and every figure made from it (the
+    MSS, the maximum achievable TCP throughput) with it."""
     sizes, testable, tester_mtu = mtu_trial_sizes(engine, traffic, params)
     overhead = tcp_metrics.ETHERNET_FRAME_OVERHEAD_BYTES
-    search, passed = [], None
-    for size in testable:
+    search: list[dict] = []
+
+    def trial(size: int) -> bool:
         result = runner.run(params.mtu_trial_rate, params.mtu_trial_duration, "path MTU",
                             frame_size=(size, size), dont_fragment=True)
         ok = result.passes(0.0) and result.valid
         search.append({"frame_size": size, "loss_ratio": result.loss_ratio, "passed": ok})
-        if ok:
-            passed = size
+        return ok
+
+    passed = max((size for size in testable if trial(size)), default=None)
     if passed is None:
         raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
                                "a size that crosses the DUT without loss (none did, at low load)")
+    failed = min((size for size in testable if size > passed), default=None)
+    while failed is not None and failed - passed > 1:
+        middle = (passed + failed) // 2
+        passed, failed = (middle, failed) if trial(middle) else (passed, middle)
     skipped = [s for s in sizes if s not in testable]
     if skipped:
         notes.append(f"frame sizes {', '.join(map(str, skipped))} not tried: the tester ports' MTU is {tester_mtu}")
     source = "tester limit" if skipped and passed == testable[-1] else "measured"
     return passed - overhead, source, search
+
+
+def mtu_trials(frame_sizes: tuple[int, ...]) -> int:
+    """The most MTU trials find_path_mtu runs: one per frame size, then the halving of the widest gap between two
+    neighbouring sizes down to one byte (a gap of g bytes: ceil(log2 g) trials)."""
+    sizes = sorted(set(frame_sizes))
+    return len(sizes) + max((math.ceil(math.log2(high - low)) for low, high in itertools.pairwise(sizes)), default=0)
 
 
 def mtu_trial_sizes(engine: tcp_engines.TcpEngine, traffic: TrialSpec,

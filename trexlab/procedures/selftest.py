@@ -226,14 +226,31 @@ def tester_identity(lab) -> dict:
     return {"host": socket.gethostname() if tester.netns else tester.ansible_host, "cpus": list(tester.cpus)}
 
 
-#: What a ceiling is recorded and looked up by.
-KEY = ("host", "cpus", "generator", "frame_size", "directions")
+#: What a ceiling is recorded and looked up by: the tester and how it is set up to send (Lencse & Szilagyi 2024,
+#: section 4.2, ran the self-test as every measurement ran the tester: 64 B, both directions). A ceiling holds for
+#: that set-up only: RFC 4814 ports are two draws per frame in the sender (siitperf's authors measured what they
+#: cost their tester), and a generator's own options can set its rate (TESTER_OPTIONS).
+KEY = ("host", "cpus", "generator", "generator_options", "frame_size", "directions", "port_mode")
+#: Per generator, its options that set what the tester itself sends and receives, part of a ceiling's KEY: swtester's
+#: send method and sender threads; the simulated tester's declared ceiling (the sim's other options are its SUT's).
+#: The others leave the tester as it is (cross_check reads the DUT's counters; TRex's server is the lab's tester,
+#: in tester_identity, its RPC port and warm-up trial change no rate).
+TESTER_OPTIONS = {"sim": ("tester_ceiling",), "software": ("send_method", "sender_threads"), "trex": ()}
 
 
-def ceiling_key(generator: str, lab, traffic: TrialSpec) -> dict:
-    """What a ceiling is looked up by. Of two frame sizes (SIIT), the larger: its ceiling is the lower one."""
-    return {**tester_identity(lab), "generator": generator, "frame_size": max(traffic.frame_size),
-            "directions": traffic.directions}
+def tester_options(generator: str, options: Mapping | None) -> dict:
+    """The generator's TESTER_OPTIONS as a run sets them, an option it leaves out at its default."""
+    from trexlab.spec.schema import generator_options_class
+
+    defaults = {f.name: f.default for f in dataclasses.fields(generator_options_class(generator))}
+    return {name: (options or {}).get(name, defaults[name]) for name in TESTER_OPTIONS[generator]}
+
+
+def ceiling_key(generator: str, lab, traffic: TrialSpec, options: Mapping | None = None) -> dict:
+    """What a ceiling is looked up by (KEY), for a run of the generator with these options (None: its defaults).
+    Of two frame sizes (SIIT), the larger: its ceiling is the lower one."""
+    return {**tester_identity(lab), "generator": generator, "generator_options": tester_options(generator, options),
+            "frame_size": max(traffic.frame_size), "directions": traffic.directions, "port_mode": traffic.port_mode}
 
 
 def _matches(entry: dict, key: dict) -> bool:
@@ -256,18 +273,20 @@ def read_ceilings(path: str | Path = CEILINGS_FILE) -> list[dict]:
     return data["ceilings"]
 
 
-def find_ceiling(generator: str, lab, traffic: TrialSpec, path: str | Path = CEILINGS_FILE) -> dict | None:
-    """The recorded ceiling of this tester, generator, frame size and directions, or None."""
-    key = ceiling_key(generator, lab, traffic)
+def find_ceiling(generator: str, lab, traffic: TrialSpec, path: str | Path = CEILINGS_FILE,
+                 options: Mapping | None = None) -> dict | None:
+    """The recorded ceiling of this tester set-up (KEY), or None."""
+    key = ceiling_key(generator, lab, traffic, options)
     return next((e for e in read_ceilings(path) if _matches(e, key)), None)
 
 
 def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, lab, traffic: TrialSpec,
-                    path: str | Path = CEILINGS_FILE) -> list[dict]:
-    """Record a finished self-test's ceilings (the lowest over its repetitions); returns the new entries.
+                    path: str | Path = CEILINGS_FILE, options: Mapping | None = None) -> list[dict]:
+    """Record a finished self-test's ceilings (the lowest over its repetitions), measured with the generator's
+    options; returns the new entries.
 
-    Replaces earlier entries of the same tester, generator, frame size and directions; the file is
-    rewritten atomically under a lock, so concurrent self-tests lose nothing.
+    Replaces earlier entries of the same tester set-up (KEY); the file is rewritten atomically under a lock, so
+    concurrent self-tests lose nothing.
     """
     path = Path(path)
     measured = datetime.now(UTC).isoformat(timespec="seconds")
@@ -279,7 +298,7 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
             continue  # not even min_rate passed: nothing to compare DUT results against
         sized = dataclasses.replace(traffic, frame_size=(int(size), int(size)))
         lowest = min(range(len(found)), key=lambda k: math.inf if found[k] is None else found[k])
-        entry = {**ceiling_key(generator, lab, sized), "ceiling_fps": found[lowest],
+        entry = {**ceiling_key(generator, lab, sized, options), "ceiling_fps": found[lowest],
                  # The lowest repetition's search met no failing load (max_rate below what the tester sends): the
                  # tester sends at least this much, and where its limit lies is not known.
                  "ceiling_at_least": ceiling_name(size) in (results[lowest].get("headline_at_least") or {}),
@@ -302,7 +321,7 @@ def record_ceilings(results: list[dict], run_dir: str | Path, generator: str, la
 
 
 def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, traffic: TrialSpec,
-                    path: str | Path = CEILINGS_FILE) -> str:
+                    path: str | Path = CEILINGS_FILE, options: Mapping | None = None) -> str:
     """Record a finished, repeated self-test's ceilings for the other procedures; a line saying what was done.
 
     Only a loopback lab measures the tester alone: on any other topology nothing is recorded, and the line
@@ -313,7 +332,7 @@ def record_selftest(run_dir: str | Path, repetitions: int, generator: str, lab, 
     try:
         results = [read_json(repetition_dir(Path(run_dir), k) / "result.json")
                    for k in range(1, repetitions + 1)]
-        entries = record_ceilings(results, run_dir, generator, lab, traffic, path)
+        entries = record_ceilings(results, run_dir, generator, lab, traffic, path, options)
     except (ValueError, OSError) as exc:
         return f"ceilings not recorded: {exc}"
     found = ", ".join(f"{e['frame_size']} B {ceiling_text(e)}" + (
@@ -333,6 +352,13 @@ def ceiling_text(entry: Mapping) -> str:
     return f"{entry['ceiling_fps']:{WHOLE}} fps"
 
 
+def setup_text(key: Mapping) -> str:
+    """A ceiling's tester set-up (KEY, of an entry or a look-up) for people: '64 B, bidirectional, rfc4814 ports,
+    send_method auto, sender_threads 1'."""
+    options = [f"{name} {value}" for name, value in (key.get("generator_options") or {}).items()]
+    return ", ".join([f"{key['frame_size']} B", key["directions"], f"{key.get('port_mode')} ports", *options])
+
+
 #: Params fields filled from the ceilings file: field -> how to read it from an entry (None: not recorded).
 RECORDED = {
     "tester_ceiling": lambda entry: entry.get("ceiling_fps"),
@@ -341,22 +367,23 @@ RECORDED = {
 }
 
 
-def ceiling_for(params, traffic: TrialSpec, generator: str, lab, path: str | Path = CEILINGS_FILE):
-    """(params, record): the procedure's params with the recorded ceiling (and latency floor) filled in when it
-    compares results against them and none was given, and what it compares against (for the provenance; None:
-    it compares against none)."""
+def ceiling_for(params, traffic: TrialSpec, generator: str, lab, path: str | Path = CEILINGS_FILE,
+                options: Mapping | None = None):
+    """(params, record): the procedure's params with the recorded ceiling (and latency floor) of the run's tester
+    set-up (KEY: the generator's options among it) filled in when it compares results against them and none was
+    given, and what it compares against (for the provenance; None: it compares against none)."""
     names = {f.name for f in dataclasses.fields(params)}
     wanted = [name for name in RECORDED if name in names and getattr(params, name) is None]
     if "tester_ceiling" not in names:
         return params, None
     if not wanted:
         return params, {"ceiling_fps": params.tester_ceiling, "source": "given as tester_ceiling"}
-    entry = find_ceiling(generator, lab, traffic, path)
+    entry = find_ceiling(generator, lab, traffic, path, options)
     if entry is None:
         if params.tester_ceiling is not None:
             return params, {"ceiling_fps": params.tester_ceiling, "source": "given as tester_ceiling"}
         return params, {"ceiling_fps": None, "source": f"none recorded in {path}",
-                        "looked_up": ceiling_key(generator, lab, traffic)}
+                        "looked_up": ceiling_key(generator, lab, traffic, options)}
     filled = {name: RECORDED[name](entry) for name in wanted}
     if params.tester_ceiling is not None:
         # The given ceiling, not the entry's: whether the entry's search met a failing load says nothing of it.

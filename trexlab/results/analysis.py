@@ -276,18 +276,55 @@ def measured_otherwise(a: pd.DataFrame, b: pd.DataFrame, conditions: tuple[str, 
     return None
 
 
+#: What two set-ups compared side by side (compare(): single and dual DUT) share beyond CONDITIONS (with_setup's
+#: columns): the tester, as it was set up to send (its generator and the options that set its rate,
+#: selftest.TESTER_OPTIONS), and the repetitions planned per point (Lencse & Szilagyi 2024, section 4.4: 20 for
+#: each set-up, their median, minimum and maximum side by side; the range of 5 is no range of 20).
+SETUP = "provenance.setup."
+
+
+def with_setup(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with their tester (SETUP + 'tester': the generator and its TESTER_OPTIONS as the run set them, its
+    defaults where it set none) and their campaign's planned repetitions (SETUP + 'repetitions': a count, or the
+    adaptive rule; None for a run of no campaign)."""
+    from trexlab.procedures.selftest import tester_options
+
+    def tester(row) -> dict | None:
+        generator = row.get("provenance.generator.generator")
+        if not isinstance(generator, str):
+            return None
+        options = {key.removeprefix("provenance.generator_options."): value for key, value in row.items()
+                   if key.startswith("provenance.generator_options.") and _present(value)}
+        # A whole float is the integer it is: a column is float where a campaign loaded beside it lacks the option.
+        return {"generator": generator, **{name: int(value) if isinstance(value, float) and value.is_integer()
+                                           else value for name, value in tester_options(generator, options).items()}}
+
+    def repetitions(row):
+        if _present(count := row.get("provenance.spec.repetitions")):
+            return count
+        rule = {key.removeprefix("provenance.spec.repetitions."): value for key, value in row.items()
+                if key.startswith("provenance.spec.repetitions.") and _present(value)}
+        return rule or None
+
+    rows = [row for _, row in runs.iterrows()]
+    return runs.assign(**{SETUP + "tester": pd.Series([tester(r) for r in rows], index=runs.index, dtype=object),
+                          SETUP + "repetitions": pd.Series([repetitions(r) for r in rows], index=runs.index,
+                                                           dtype=object)})
+
+
 def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
             labels: tuple[str, str] = ("single", "dual")) -> pd.DataFrame:
     """Medians of two set-ups side by side per value of `by`, with their ratio (e.g. dual / single DUT)."""
     # Two set-ups (single and dual DUT) may differ in the SIIT ports' IP versions, and so in frame sizes by the IPv6
     # header's extra bytes (84/64 against 64/64: one test frame, as the paper's "64/84-byte" says), in nothing else of
-    # the method or the traffic: the directions, the ports' mode, the receive tail, ... all change a throughput.
+    # the method or the traffic: the directions, the ports' mode, the receive tail, ... all change a throughput; nor
+    # in the tester or the repetitions (SETUP).
     for value in set(first[by]) & set(second[by]):
-        if (differs := measured_otherwise(as_ipv4_frames(first[first[by] == value]),
-                                          as_ipv4_frames(second[second[by] == value]), CONDITIONS,
-                                          labels=labels)) is not None:
+        if (differs := measured_otherwise(with_setup(as_ipv4_frames(first[first[by] == value])),
+                                          with_setup(as_ipv4_frames(second[second[by] == value])),
+                                          (*CONDITIONS, SETUP), labels=labels)) is not None:
             raise ValueError(f"{by}={value}: {labels[0]} and {labels[1]} measured differently ({differs}): a ratio "
-                             "needs the same procedure, parameters and traffic")
+                             "needs the same procedure, parameters, traffic, tester and repetitions")
     a = summarize_points(first, figure, [by]).set_index(by)
     b = summarize_points(second, figure, [by]).set_index(by)
     # A censored statistic ("< 500") stays as it is, as every table shows it (it was made NaN here, and the report's
@@ -881,13 +918,18 @@ def sibling_campaigns(campaign: str | Path, experiment: str) -> list[Path]:
     """Campaigns of another experiment under the same results root that ran this campaign's procedure with its
     parameters on the same test frames (e.g. the single-DUT half of a comparison: not a CI-scale one, of other trial
     durations and resolution, beside a full one, nor one of fixed ports beside RFC 4814 ones; the SIIT ports' own
-    sizes aside: spec_traffic_as_ipv4), the one run last at the end (their campaign.json is written at every run)."""
+    sizes aside: spec_traffic_as_ipv4), with the same repetitions and tester (compare's SETUP), the one run last at
+    the end (their campaign.json is written at every run)."""
     root = Path(campaign).resolve().parent.parent
     if not (root / experiment).is_dir():
         return []
     def measured(path: Path) -> tuple:
+        from trexlab.procedures.selftest import tester_options
+
         spec = json.loads((path / "campaign.json").read_text())["spec"]
-        return spec.get("procedure"), spec_traffic_as_ipv4(spec)
+        generator = spec.get("generator", "software")
+        return (spec.get("procedure"), spec_traffic_as_ipv4(spec), spec.get("repetitions", DEFAULT_REPETITIONS),
+                generator, tester_options(generator, spec.get("generator_options")))
 
     own = measured(Path(campaign))
     like = [path for path in campaign_dirs(root / experiment) if measured(path) == own]

@@ -58,6 +58,7 @@ server refresh them first.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Protocol
@@ -94,10 +95,12 @@ TREX_DEFAULT_BUFFER_BYTES = 32 * 1024
 #: outside them when it loads it (trex-core src/astf/astf_db.cpp, the tunables' 1K-1G range, checked on load).
 TREX_MIN_BUFFER_BYTES = 1024
 TREX_MAX_BUFFER_BYTES = 1 << 30
-#: Bytes of TCP options on each of TRex's data segments: the RFC 1323 timestamps (10 bytes, padded to 12), which
-#: tcp.do_rfc1323 (on by default; the profile leaves it) has both ends, TRex, agree on; they are within the MSS
-#: (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most t_maxseg less its options).
-TREX_TIMESTAMP_OPTION_BYTES = 12
+#: Bytes of TCP options on each data segment of a connection both of whose ends enable RFC 1323 (RFC 7323)
+#: timestamps: the option's 10 bytes padded to 12, within the MSS. TRex's tcp.do_rfc1323 (on by default; the profile
+#: leaves it) has both its ends agree on them (trex-core src/44bsd/netinet/tcp_output.c: a segment's payload is at most
+#: t_maxseg less its options); Linux's net.ipv4.tcp_timestamps (on by default, for IPv6 too) likewise, a segment's
+#: payload the MSS less the options (tcp_current_mss).
+TIMESTAMP_OPTION_BYTES = 12
 #: Seconds between two reads of the counters while a test without omit waits for its connections to be established:
 #: the measured time starts at the first read that finds them all up, so this only bounds how much of slow start
 #: falls before it (bytes and time are both counted from that read).
@@ -136,9 +139,10 @@ class TcpEngine(Protocol):
     raises_small_window: bool
     #: What a window above window_limit() would get and what to do instead, for the one-line refusal.
     over_window_limit: str
-    #: Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS less
-    #: them); None: not known (the kernels' settings are not read).
-    segment_option_bytes: int | None
+    @property
+    def segment_option_bytes(self) -> int | None:
+        """Bytes of TCP options every data segment carries within the MSS (a full-size segment's payload is the MSS
+        less them); None: not known (the kernels' settings could not be read)."""
 
     def server_address(self, ip_version: int) -> str: ...
 
@@ -161,7 +165,6 @@ class Iperf3Engine:
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
     # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
     over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
-    segment_option_bytes: int | None = None  # net.ipv4.tcp_timestamps of the nodes is not read
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
@@ -194,6 +197,16 @@ class Iperf3Engine:
         if self._min_window is None:
             self._min_window = self.endpoints.window_floor()
         return self._min_window
+
+    @functools.cached_property
+    def segment_option_bytes(self) -> int | None:
+        """TIMESTAMP_OPTION_BYTES where both nodes' kernels enable timestamps, 0 where one does not (a connection
+        carries them only when both ends offer them); None: either not read. Read from the nodes once, when first
+        asked (after the TCP tests)."""
+        enabled = self.endpoints.tcp_timestamps()
+        if any(value is None for value in enabled.values()):
+            return None
+        return TIMESTAMP_OPTION_BYTES if all(enabled.values()) else 0
 
     def server_address(self, ip_version: int) -> str:
         return self.endpoints.server_address(ip_version)
@@ -246,7 +259,7 @@ class TRexAstfEngine(TRexSession):
     raises_small_window = False
     # No kernel between: TRex's own bound, which it enforces by refusing the profile, mid-run unless checked first.
     over_window_limit = "TRex refuses a larger buffer; use more connections or a smaller window"
-    segment_option_bytes: int | None = TREX_TIMESTAMP_OPTION_BYTES
+    segment_option_bytes: int | None = TIMESTAMP_OPTION_BYTES
     # TRex's TCP clock ticks in whole milliseconds (hz 1000; tcp_ts_getticks, the RFC 1323 timestamps' clock, counts
     # ms): every RTT sample is whole ms, and the flow dump truncates the smoothed RTT to whole ms as well.
     rtt_resolution_s = TCP_CLOCK_TICK_S

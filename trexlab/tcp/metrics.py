@@ -23,7 +23,8 @@ from trexlab.params import check_range
 #: Ethernet header (14) and FCS (4) around an IP packet: frame size = MTU + 18.
 ETHERNET_FRAME_OVERHEAD_BYTES = 18
 #: What a frame costs on the wire beyond its MTU: preamble, SFD and inter-frame gap (20) plus header and FCS
-#: (18) = 38 bytes (the application note: 1538 bytes per 1500-byte MTU).
+#: (18) = 38 bytes (RFC 6349 section 4.1.1's Ethernet case and the application note: 1538 bytes per 1500-byte MTU).
+#: Section 4.1.1's T3 example frames with PPP instead (8 bytes per frame); trexlab's links are Ethernet.
 FRAME_OVERHEAD_BYTES = WIRE_OVERHEAD_BYTES + ETHERNET_FRAME_OVERHEAD_BYTES
 #: IP and TCP headers without options, per IP version: MSS = MTU - 40 (IPv4) or MTU - 60 (IPv6).
 TCP_IP_HEADER_BYTES = {4: 40, 6: 60}

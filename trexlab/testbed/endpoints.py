@@ -132,6 +132,11 @@ class Endpoints:
         server = allowed_cpus(self.server, ["cat", f"/proc/{pids.pop()}/status"]) if len(pids) == 1 else None
         return {"client": client, "server": server}
 
+    def tcp_timestamps(self) -> dict[str, int | None]:
+        """net.ipv4.tcp_timestamps of the "client" and "server" nodes' kernels (0: off; 1, 2: on, for IPv6 too; None:
+        not read)."""
+        return {"client": read_number(self.client, TCP_TIMESTAMPS), "server": read_number(self.server, TCP_TIMESTAMPS)}
+
     def tester_port_mtu(self, indexes) -> int | None:
         """The smallest MTU of the tester ports `indexes` (their sysfs), or None where unknown (DPDK)."""
         tester = self.lab.tester
@@ -140,6 +145,8 @@ class Endpoints:
         return None if len(known) < len(mtus) or not known else min(known)
 
 
+#: Whether a kernel's TCP offers RFC 7323 timestamps on its connections (IPv4 and IPv6 alike), per network namespace.
+TCP_TIMESTAMPS = "/proc/sys/net/ipv4/tcp_timestamps"
 #: Asks a kernel for the socket buffers it gives a 1-byte SO_SNDBUF and SO_RCVBUF request: its minimums
 #: (include/net/sock.h SOCK_MIN_SNDBUF, SOCK_MIN_RCVBUF), which follow the size of its struct sk_buff, so the
 #: node's own kernel is asked rather than a figure assumed. Python: Ansible's requirement on every managed node.
