@@ -182,18 +182,162 @@ def test_netem_deletes_only_the_recorded_roots_that_are_still_its_own():
     assert own_roots({"devices": devices, "nft": "", "tc": []}, probe) == ["eth2", "eth3", "eth5", "eth6"]
 
 
+#: A literal default's Python type per argument-spec type (bool is an int to Python, so int excludes it below).
+SPEC_TYPES = {"str": str, "path": str, "int": int, "float": (int, float), "bool": bool, "list": list, "dict": dict}
+
+
+def argument_spec_problems(role: Path) -> list[str]:
+    """What in a role's meta/argument_specs.yml disagrees with its defaults/main.yml or leaves an option undescribed.
+
+    ansible-doc -t role and the role's argument validation read the spec, the role runs with defaults/main.yml (a
+    spec default is never applied): each variable of defaults/main.yml is an option; a literal default (not a
+    template, not null) is the spec's default, of the spec's type and among its choices; a default computed from
+    a template has none in the spec (ansible-doc would show a constant the role does not use) and its description
+    says what it is; a spec default belongs to a variable of defaults/main.yml; every option has a type and a
+    description, a list the type of its elements."""
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
+    wrong = [f"{role.name}: {name} undocumented" for name in defaults if name not in options]
+    for name, option in options.items():
+        wrong += [f"{role.name}: {name} has no {key}" for key in ("type", "description") if key not in option]
+        if option.get("type") == "list" and "elements" not in option:
+            wrong.append(f"{role.name}: {name} is a list of no declared type")
+        if name not in defaults:
+            if "default" in option:
+                wrong.append(f"{role.name}: {name} has a spec default but none in defaults/main.yml")
+            continue
+        value = defaults[name]
+        if option.get("required"):
+            wrong.append(f"{role.name}: {name} required but given a default")
+        if value is not None and "{{" in str(value):
+            if "default" in option:
+                wrong.append(f"{role.name}: {name} default {option['default']!r} in the spec, {value!r} in "
+                             "defaults/main.yml")
+            if "default" not in " ".join(option.get("description", [])
+                                         if isinstance(option.get("description"), list)
+                                         else [option.get("description", "")]).lower():
+                wrong.append(f"{role.name}: {name}'s description does not say its default ({value})")
+            continue
+        if value is not None and option.get("default", "<none>") != value:
+            wrong.append(f"{role.name}: {name} default {option.get('default', '<none>')!r} != {value!r}")
+        kind = SPEC_TYPES.get(option.get("type"))
+        if value is not None and kind and (not isinstance(value, kind) or
+                                           (option["type"] in ("int", "float") and isinstance(value, bool))):
+            wrong.append(f"{role.name}: {name} default {value!r} is not of type {option['type']}")
+        chosen = value if option.get("type") == "list" else [value]
+        if "choices" in option and value is not None and not set(chosen) <= set(option["choices"]):
+            wrong.append(f"{role.name}: {name} default {value!r} is not among its choices {option['choices']}")
+    return wrong
+
+
 def test_every_role_default_is_documented_in_its_argument_specs_with_the_same_value():
-    """ansible-doc -t role shows a role's options from meta/argument_specs.yml only: each variable of
-    defaults/main.yml is an option there, and a literal default (not a template, not null) is its default."""
-    wrong = []
-    for role in sorted((COLLECTION / "roles").iterdir()):
-        specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
-        options = specs["argument_specs"]["main"]["options"]
-        for name, value in (yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}).items():
-            if name not in options:
-                wrong.append(f"{role.name}: {name} undocumented")
-            elif value is not None and "{{" not in str(value) and options[name].get("default", "<none>") != value:
-                wrong.append(f"{role.name}: {name} default {options[name].get('default', '<none>')!r} != {value!r}")
-            elif options[name].get("required"):
-                wrong.append(f"{role.name}: {name} required but given a default")
-    assert wrong == []
+    """Before: dut_routing_networks showed default 1 in ansible-doc while the role took trexlab_networks (make
+    configure's NETWORKS); four more options computed from the inventory did not say so at all."""
+    roles = sorted(p for p in (COLLECTION / "roles").iterdir() if p.is_dir())
+    assert [problem for role in roles for problem in argument_spec_problems(role)] == []
+
+
+def test_argument_spec_drift_is_found(tmp_path):
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "defaults").mkdir()
+    (tmp_path / "meta/argument_specs.yml").write_text(yaml.safe_dump({"argument_specs": {"main": {"options": {
+        "x_rate": {"type": "int", "default": 10, "description": "Rate."},
+        "x_cpus": {"type": "list", "default": 1, "description": "CPUs."},
+        "x_mode": {"type": "str", "choices": ["a", "b"], "default": "c", "description": "Mode."},
+        "x_gone": {"type": "bool", "default": True, "description": "Gone."},
+        "x_port": {"type": "int", "description": "Port."}}}}}))
+    (tmp_path / "defaults/main.yml").write_text(yaml.safe_dump({
+        "x_rate": 20, "x_cpus": "{{ trexlab_cpus }}", "x_mode": "c", "x_port": "80", "x_new": 1}))
+    role = tmp_path.name
+    assert argument_spec_problems(tmp_path) == [  # safe_dump sorts the options
+        f"{role}: x_new undocumented",
+        f"{role}: x_cpus is a list of no declared type",
+        f"{role}: x_cpus default 1 in the spec, '{{{{ trexlab_cpus }}}}' in defaults/main.yml",
+        f"{role}: x_cpus's description does not say its default ({{{{ trexlab_cpus }}}})",
+        f"{role}: x_gone has a spec default but none in defaults/main.yml",
+        f"{role}: x_mode default 'c' is not among its choices ['a', 'b']",
+        f"{role}: x_port default '<none>' != '80'",
+        f"{role}: x_port default '80' is not of type int",
+        f"{role}: x_rate default 10 != 20",
+    ]
+
+
+
+#: Values a role writes unquoted into a shell line, each safe for the reason given: planned by trexlab's own code,
+#: which checks every name it puts in (rolevalues.check_interface) and quotes what it takes from the user.
+PLANNED_SHELL_TEXT = {
+    ("netem", "netem_plan.nft"): "impairment.plan's ruleset, fed to nft -c through a quoted here-document",
+    ("netem", "command"): "impairment.plan's tc command lines (netem_plan.tc), port names checked",
+    ("siit_jool", "'true' if ansible_check_mode else siit_jool_plan.script ~ ((siit_jool_state_dir | "
+                  "trexlab.lab.empty_state_dirs) if siit_jool_plan.record is none else '')"):
+        "jool_plan's script (siit_jool.py quotes every value it writes) and empty_state_dirs's",
+}
+#: Forms a shell reads as one word each, or as nothing it could interpret.
+SHELL_SAFE = [re.compile(p) for p in (
+    r".+ \| quote",  # the value as one word
+    r".+ \| map\('quote'\) \| join\(' '\)",  # a list, each element one word
+    r".+ \| map\('int'\) \| join\(' '\)",  # numbers
+    r"'[\w -]*' if ansible_check_mode else '[\w -]*'",  # one literal or another
+    r".+ \| trexlab\.lab\.empty_state_dirs",  # a script of quoted paths (tested above)
+)]
+
+
+def shell_texts(role: Path):
+    """(where, text) of everything a role hands to a shell (shell, raw, script: its arguments) or splits into a
+    command line (command given as a string), and its shell script templates (templates/*.sh.j2)."""
+    def tasks(items):
+        for task in items or []:
+            for key in ("block", "rescue", "always"):
+                yield from tasks(task.get(key))
+            yield task
+
+    for path in sorted([*role.glob("tasks/*.yml"), *role.glob("handlers/*.yml")]):
+        for task in tasks(yaml.safe_load(path.read_text())):
+            for module in ("shell", "raw", "script", "command"):
+                args = task.get(f"ansible.builtin.{module}")
+                text = args.get("cmd") if isinstance(args, dict) else args
+                if isinstance(text, str):
+                    yield f"{path.relative_to(role)}: {task.get('name')}", text
+    for path in sorted(role.glob("templates/*.sh.j2")):
+        # Its comments ({{ ansible_managed }}) are no command.
+        yield str(path.relative_to(role)), "\n".join(
+            line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+
+
+def unquoted_shell_values(role: Path) -> list[str]:
+    """Each {{ value }} of the role's shell texts that a shell could split into more words or read as syntax: a
+    path with a blank or a ';' given as a role variable would run as a second command, as root."""
+    found = []
+    for where, text in shell_texts(role):
+        for expression in re.findall(r"\{\{(.*?)\}\}", text, re.S):
+            expression = " ".join(expression.split())
+            if (role.name, expression) in PLANNED_SHELL_TEXT or any(p.fullmatch(expression) for p in SHELL_SAFE):
+                continue
+            found.append(f"{role.name}/{where}: {{{{ {expression} }}}}")
+    return found
+
+
+def test_every_value_a_role_puts_on_a_shell_line_is_quoted():
+    """tcp_endpoints handed its state directory and PID files to script (a shell line) unquoted, trex its PID file,
+    supervisor and extra arguments (trex_extra_args) to command lines and its supervisor script."""
+    roles = sorted(p for p in (COLLECTION / "roles").iterdir() if p.is_dir())
+    assert [v for role in roles for v in unquoted_shell_values(role)] == []
+    texts = {(role.name, " ".join(e.split())) for role in roles for _, text in shell_texts(role)
+             for e in re.findall(r"\{\{(.*?)\}\}", text, re.S)}
+    assert set(PLANNED_SHELL_TEXT) <= texts, "an exception for a value no role writes any more"
+
+
+def test_an_unquoted_value_on_a_shell_line_is_found(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "tasks/main.yml").write_text(yaml.safe_dump([
+        {"name": "A", "ansible.builtin.script": "stop.sh {{ x_dir }} {{ x_dir | quote }}"},
+        {"name": "B", "block": [{"name": "C", "ansible.builtin.command": {"cmd": "rm {{ x_files | join(' ') }}"}}]},
+        {"name": "D", "ansible.builtin.command": {"argv": ["rm", "{{ x_dir }}"]}},  # no shell, no splitting
+    ]))
+    (tmp_path / "templates/run.sh.j2").write_text("cd {{ x_dir }}\nn={{ x_ports | map('int') | join(' ') }}\n")
+    assert unquoted_shell_values(tmp_path) == [
+        f"{tmp_path.name}/tasks/main.yml: A: {{{{ x_dir }}}}",
+        f"{tmp_path.name}/tasks/main.yml: C: {{{{ x_files | join(' ') }}}}",
+        f"{tmp_path.name}/templates/run.sh.j2: {{{{ x_dir }}}}"]

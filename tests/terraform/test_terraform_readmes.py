@@ -153,3 +153,42 @@ def test_drift_is_reported(tmp_path):
         f"{tmp_path}/README.md: variable kept's default is '`2`', variables.tf says '`3`'",
         f"{tmp_path}/README.md: '## Outputs' lists gone, which the .tf files do not declare",
     ]
+
+
+def convention_problems(module: Path) -> list[str]:
+    """What a terraform-aws-modules reader expects and the module lacks: a type and a description on every
+    variable, a description on every output, required_version in versions.tf, and each provider its resources
+    use (any but the built-in terraform_data) in required_providers with a version constraint."""
+    rel = module.relative_to(ROOT) if module.is_relative_to(ROOT) else module
+    blocks = declared(module)
+    problems = [f"{rel}: variable {name} has no {key}" for name, attrs in blocks["variable"].items()
+                for key in ("type", "description") if key not in attrs]
+    problems += [f"{rel}: output {name} has no description" for name, attrs in blocks["output"].items()
+                 if "description" not in attrs]
+    versions = (module / "versions.tf").read_text() if (module / "versions.tf").is_file() else ""
+    if not re.search(r"^  required_version\s*=\s*\"[^\"]+\"", versions, re.M):
+        problems.append(f"{rel}: versions.tf has no required_version")
+    used = {m for tf in module.glob("*.tf") for m in re.findall(r'^resource "([a-z0-9]+)_', tf.read_text(), re.M)}
+    for provider in sorted(used - {"terraform"}):
+        entry = re.search(rf"^    {provider} = \{{\n(.*?)^    \}}", versions, re.M | re.S)
+        if not entry or not re.search(r'^\s*version\s*=\s*"[^"]+"', entry.group(1), re.M):
+            problems.append(f"{rel}: provider {provider} has no version constraint in required_providers")
+    return problems
+
+
+@pytest.mark.parametrize("module", module_dirs(), ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_module_declares_types_descriptions_and_versions(module):
+    assert convention_problems(module) == []
+
+
+def test_a_missing_type_description_or_version_is_reported(tmp_path):
+    (tmp_path / "variables.tf").write_text('variable "a" {\n  type = number\n}\n\nvariable "b" {\n'
+                                           '  description = "B."\n}\n')
+    (tmp_path / "outputs.tf").write_text('output "c" {\n  value = 1\n}\n')
+    (tmp_path / "main.tf").write_text('resource "maas_instance" "m" {\n}\n\nresource "terraform_data" "d" {\n}\n')
+    (tmp_path / "versions.tf").write_text('terraform {\n  required_providers {\n    maas = {\n'
+                                          '      source = "canonical/maas"\n    }\n  }\n}\n')
+    assert convention_problems(tmp_path) == [
+        f"{tmp_path}: variable a has no description", f"{tmp_path}: variable b has no type",
+        f"{tmp_path}: output c has no description", f"{tmp_path}: versions.tf has no required_version",
+        f"{tmp_path}: provider maas has no version constraint in required_providers"]

@@ -67,7 +67,8 @@ variable "memory_mib" {
   type        = number
   default     = 512
   validation {
-    condition     = var.memory_mib >= 384
-    error_message = "memory_mib must be at least 384: the guest's root file system is in RAM."
+    # A fraction reached QEMU's -m as written (512.5), a size in bytes QEMU rounds to its own page size.
+    condition     = var.memory_mib >= 384 && floor(var.memory_mib) == var.memory_mib
+    error_message = "memory_mib must be a whole number of MiB, at least 384: the guest's root file system is in RAM."
   }
 }

@@ -37,4 +37,9 @@ variable "tcp_endpoints" {
     mac_byte = number
   })
   default = null
+  # format's %02x writes 256 as "100": a MAC of seven digits in that group, which planned and failed the apply.
+  validation {
+    condition     = var.tcp_endpoints == null || try(var.tcp_endpoints.mac_byte >= 0 && var.tcp_endpoints.mac_byte <= 255 && floor(var.tcp_endpoints.mac_byte) == var.tcp_endpoints.mac_byte, false)
+    error_message = "tcp_endpoints.mac_byte must be a whole number 0..255 (one byte of a MAC address): ${jsonencode(try(var.tcp_endpoints.mac_byte, null))}."
+  }
 }

@@ -34,6 +34,22 @@ run "rejects_a_relative_state_dir" {
   expect_failures = [var.state_dir]
 }
 
+run "rejects_too_little_memory" {
+  command = plan
+  variables {
+    memory_mib = 383
+  }
+  expect_failures = [var.memory_mib]
+}
+
+run "rejects_a_fraction_of_a_mib" {
+  command = plan
+  variables {
+    memory_mib = 512.5
+  }
+  expect_failures = [var.memory_mib]
+}
+
 run "rejects_an_unknown_accelerator" {
   command = plan
   variables {

@@ -164,6 +164,22 @@ run "tcp_endpoints_beside_the_tester_ports" {
   }
 }
 
+run "tcp_endpoints_mac_byte_is_one_byte" {
+  command = plan
+  variables {
+    tcp_endpoints = { mac_byte = 256 }
+  }
+  expect_failures = [var.tcp_endpoints]
+}
+
+run "tcp_endpoints_mac_byte_is_whole" {
+  command = plan
+  variables {
+    tcp_endpoints = { mac_byte = 2.5 }
+  }
+  expect_failures = [var.tcp_endpoints]
+}
+
 run "no_tcp_endpoints_unless_asked_nor_in_loopback" {
   command = plan
   variables {
