@@ -572,10 +572,14 @@ class Campaign:
         """What run() refuses before it changes a host or writes anything, asked without doing either: the lab held
         by another run (LabLock.check_free), then _check_before_points. make run asks it before its recipe (trexlab
         campaign --check), so that through make a refusal is one line, not the campaign's and make's "*** [...]
-        Error 2"; run() checks it all again, holding the lock."""
-        if self.lab is not None:
-            LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}").check_free()
+        Error 2"; run() checks it all again, holding the lock. Passed, it holds the lab for make's recipe's run
+        (LabLock.hold_for_next_run), so that no run takes it in between."""
+        lock = None if self.lab is None else LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}")
+        if lock is not None:
+            lock.check_free()
         self._check_before_points(say=lambda line: None)
+        if lock is not None:
+            lock.hold_for_next_run()
 
     def _check_before_points(self, say: Callable[[str], None]) -> list[estimate.PointPlan]:
         """_check_before_hosts, then what only the DUTs tell (check_requirements: the roles' probes, which change
