@@ -131,6 +131,33 @@ def test_tester_bound_repetitions_at_or_below_the_median_make_it_a_lower_bound()
     assert s["why"] == "tester-bound: stretched trials: rep 4"
 
 
+def test_every_statistic_at_or_above_a_tester_bound_repetition_is_shown_as_a_lower_bound():
+    # A tester-bound rate is a lower bound of the DUT's, never its figure. Raising one repetition can raise every
+    # order statistic at or above it: the maximum whenever any repetition is tester-bound. Only the median was
+    # marked: the CLI, the report and Lencse 2021's med/min/max table showed a tester-bound maximum as the DUT's.
+    bound = ("near tester ceiling",)
+    top = summarize([Observation(v) for v in (10.0, 12.0, 14.0)] + [Observation(20.0, tester_bound=bound,
+                                                                                repetition=4)])
+    assert {k: top[f"{k}_lower_bound"] for k in ("median", "min", "max", "p1", "p99")} == {
+        "median": False, "min": False, "max": True, "p1": False, "p99": True}
+    low = summarize([Observation(v) for v in (10.0, 11.0, 12.0)] + [Observation(9.0, tester_bound=bound,
+                                                                               repetition=4)])
+    assert all(low[f"{k}_lower_bound"] for k in ("median", "min", "max", "p1", "p99"))
+    delay = summarize([Observation(v) for v in (10.0, 11.0)] + [Observation(20.0, tester_bound=bound)],
+                      lower_bounds=False)
+    assert not any(delay[f"{k}_lower_bound"] for k in ("median", "min", "max", "p1", "p99")), "a delay is no bound"
+    from trexlab.plan.repetition import summary_lines
+
+    [row] = [line for line in summary_lines({"throughput_fps": top}) if line.startswith("throughput_fps ")]
+    assert row.split()[-4:] == ["10", ">=", "20", "76.92"], row
+    assert any("LOWER BOUND" in line and "max" in line for line in summary_lines({"throughput_fps": top}))
+    table = pd.DataFrame([{"destination_networks": 1, **top}])
+    shown = analysis.styled(table, "throughput_fps").data.iloc[0]
+    assert (shown["median"], shown["min"], shown["max"]) == ("13", "10", analysis.LOWER_BOUND_MARK + "20"), shown
+    paper = analysis.paper_table(table, "destination_networks")
+    assert [str(v) for v in paper.iloc[:3, 0]] == ["13.0", "10.0", analysis.LOWER_BOUND_MARK + "20"], paper
+
+
 # -- tester-bound repetitions ----------------------------------------------------------------------------------
 
 def test_a_search_held_down_by_the_tester_is_tester_bound_and_says_why():
@@ -241,3 +268,14 @@ def test_results_written_before_headline_below_are_still_counted_below_the_minim
                          for k, v in enumerate([None, None, 500.0], start=1)])
     row = analysis.summarize_points(runs, "throughput_fps").iloc[0]
     assert (row["median"], row["missing"], row["max"]) == ("< 100", 2, 500.0)
+
+
+def test_a_report_heading_explains_a_lower_bound_maximum_too():
+    # One tester-bound repetition above the median marks only the maximum '≥': the heading's note on what '≥' means
+    # was given only where a median was marked, so that mark stood unexplained.
+    bound = ("near tester ceiling",)
+    top = summarize([Observation(v) for v in (10.0, 12.0, 14.0)] + [Observation(20.0, tester_bound=bound,
+                                                                                repetition=4)])
+    heading = analysis.figure_heading(pd.DataFrame([{"destination_networks": 1, **top}]), "throughput_fps")
+    assert "lower bound at 1 point(s)" in heading and analysis.LOWER_BOUND_NOTE in heading, heading
+    assert "maximum" in analysis.LOWER_BOUND_NOTE

@@ -243,3 +243,60 @@ def test_a_disturbed_warm_up_is_named_in_the_results_notes_and_marks_no_goal():
     assert warmup and all(t["offered_load"] == params.max_rate for t in warmup) and not warmup[-1]["valid"]
     assert (f"the warm-up trial may be the tester's or the host's (host backlog drops ({warmup[-1]['host_drops']:,} "
             "frames)): the search discards it, and no figure rests on it") in found.notes
+
+
+class UnknownDropsLossless(UnknownDropsAbove):
+    """The simulated SUT behind a tester whose drops are unknown (TRex's "N/A" ierrors) in every trial that lost no
+    frame: valid trials whose loss, none, the unknown count cannot have made."""
+
+    def __init__(self, capacity: float):
+        super().__init__(capacity, 0.0)
+
+    def run_trial(self, spec):
+        result = super().run_trial(spec)
+        return result if result.frames_lost == 0 else self.generator.run_trial(spec)
+
+
+def test_lossless_trials_with_tester_drops_unknown_a_goals_result_rests_on_are_named_in_its_notes_unmarked():
+    # Draft-15 (as draft-01: the tester qualifies the received stream) counts a trial's loss as frames intended but
+    # not received; a tester drop only removes a received frame. NDR's relevant lower bound rests on lossless trials
+    # whose tester drops are unknown: the count cannot hide DUT loss there, so its figure stays unmarked, and its notes
+    # say so. LOSSY's bounds lie above the capacity, among lossy trials with their counts read: no such note. Before,
+    # NDR's notes were empty, though its figure rested on trials whose counters no one read.
+    found = mlrsearch.run(RunContext(UnknownDropsLossless(CAPACITY), SPEC), PARAMS)
+    ndr, lossy = found.goals
+    unread = [t for t in found.trial_log if t["searched"] and t["tester_drops_unknown"]]
+    assert unread and all(t["loss_ratio"] == 0 and t["valid"] for t in unread)
+    assert found.to_dict()["headline_tester_bound"] == {"NDR_fps": [], "LOSSY_fps": []}
+    assert found.tester_bound_reasons == [] and found.notes == []
+    at_lower = [t for t in unread if t["offered_load"] == ndr["relevant_lower_bound"]]
+    assert at_lower and len(ndr["notes"]) == 1 and re.fullmatch(
+        rf"{len(at_lower)} lossless trial\(s\) at 1 load\(s\) its relevant bounds or figure rest on had tester drops "
+        r"unknown \(read as failed, as a trial with tester drops is, they would move them\): every intended frame was "
+        r"received in time, so the unknown count hides no DUT loss \(a tester drop only adds loss\): they count as "
+        r"the DUT's success and do not mark its figure",
+        ndr["notes"][0]), ndr["notes"]
+    assert lossy["notes"] == []
+
+
+@pytest.mark.parametrize(("at_lower", "at_upper", "noted"), [
+    # Two of four lossless trials at the relevant lower bound unread: read as failed, the 5 % trials become the
+    # quantile the figure takes, not 0 %: the figure rests on them.
+    ([0.05, 0.05, (0.0, "unknown"), (0.0, "unknown")], CLEAN_UPPER, 2),
+    # One of five: read as failed it lies above the quantile (5 %), the load a lower bound either way.
+    ([*CLEAN_LOWER, (0.0, "unknown")], CLEAN_UPPER, 0),
+    # At the relevant upper bound, one of four: its three high-loss trials make it one with it read either way.
+    (CLEAN_LOWER, [*CLEAN_UPPER[:3], (0.0, "unknown")], 0),
+    # A lossless trial unread below the relevant lower bound: no load there moves a bound.
+    ([*CLEAN_LOWER], CLEAN_UPPER, 0),
+], ids=["lower-quantile-rests", "lower-kept", "upper-kept", "below"])
+def test_a_goal_names_the_lossless_trials_with_tester_drops_unknown_only_where_its_result_rests_on_them(
+        at_lower, at_upper, noted):
+    def trials(load, losses):
+        return [logged(load, *(spec if isinstance(spec, tuple) else (spec,))) for spec in losses]
+
+    log = trials(LOWER * 0.9, [(0.0, "unknown")] * 4) + trials(LOWER, at_lower) + trials(UPPER, at_upper)
+    goal = {**GOAL, "relevant_lower_bound": LOWER, "relevant_upper_bound": UPPER}
+    notes = mlrsearch.unread_notes(log, [goal])[0]
+    assert [int(note.split(" ")[0]) for note in notes] == ([noted] if noted else [])
+    assert mlrsearch.headline_tester_bound(log, [goal], None) == {"G_fps": []}, "a lossless trial marks no figure"

@@ -47,7 +47,8 @@ def test_a_given_rate_is_disclosed_as_given(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--rate", "1000", "--rate-from", "tp"], "--rate and --rate-from: give one of them"),
-    (["--rate-from", "nowhere"], "rate-from='nowhere': allowed a directory with finished throughput runs"),
+    (["--rate-from", "nowhere"], "rate-from='nowhere': allowed a directory with finished throughput runs, or "
+                                 "EXPERIMENT/ID of a stored throughput campaign in results: neither is there"),
 ])
 def test_cli_rate_from_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert cli.main(["pdv", *SIM, *argv, "--results", str(tmp_path / "r")]) == 2
@@ -144,3 +145,32 @@ def test_cli_rate_from_throughput_runs_of_another_set_up_is_refused_before_any_t
     assert err.strip() == (f"trexlab latency: rate-from='{tmp_path / 'tp'}': allowed throughput runs of this run's "
                            f"set-up (lab, generator, generator_options, traffic, dut); rep-001: {difference}")
     assert not (tmp_path / "lat").exists()
+
+
+@pytest.mark.parametrize(("figures", "left_out"), [
+    # A repetition with no figure and no bound below min_rate (a result written by hand, or by another tool): the
+    # stats rule leaves it out, (100,000 + 200,000) / 2; the rate's own rule had ranked it below every figure and took
+    # 100,000, a rate the throughput summary beside it does not report.
+    ([None, 100_000.0, 200_000.0], 1),
+    # Below min_rate: an observation below every figure under both rules, 100,000.
+    (["below", 100_000.0, 200_000.0], 0),
+])
+def test_the_rate_from_throughput_runs_is_the_median_their_summary_reports(tmp_path, figures, left_out):
+    from trexlab.plan.rate_from import median_throughput
+    from trexlab.plan.repetition import observation
+    from trexlab.results.stats import summarize
+
+    results = []
+    for k, figure in enumerate(figures, 1):
+        run = tmp_path / f"rep-{k:03d}"
+        run.mkdir()
+        result = {"procedure": "throughput", "headline": {"throughput_fps": None if figure == "below" else figure},
+                  "headline_below": {"throughput_fps": 50_000.0} if figure == "below" else {}}
+        (run / "provenance.json").write_text("{}")
+        (run / "result.json").write_text(json.dumps(result))
+        results.append(result)
+    rate, source = median_throughput(tmp_path)
+    assert rate == summarize([observation(r, "throughput_fps") for r in results])["median"]
+    assert rate == (150_000.0 if left_out else 100_000.0)
+    assert source["statistic"] == ("median of 2 repetition(s) (1 without a figure left out)" if left_out
+                                   else "median of 3 repetition(s)")

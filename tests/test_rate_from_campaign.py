@@ -13,7 +13,7 @@ from trexlab import cli
 from trexlab.plan import estimate
 from trexlab.plan.campaign import Campaign
 from trexlab.plan.rate_from import setup_of, stored_rates
-from trexlab.plan.runplan import plan_campaign
+from trexlab.plan.runplan import plan_campaign, plan_cli
 from trexlab.results.analysis import load_campaigns, method_disclosure
 from trexlab.results.store import read_json, read_point_log
 from trexlab.spec import experiment
@@ -192,3 +192,96 @@ def test_a_stored_rate_costs_no_search_in_the_estimate_and_the_dry_run_names_it(
     out = capsys.readouterr().out
     assert f"point 1/1 {latency().points()[0].point_id}: rate " in out
     assert "fps, the median of 3 repetition(s) of throughput_fps of stored campaign tp/c-" in out
+
+
+#: latency on the CLI with the stored campaign's traffic and its 600,000 fps point's simulated SUT.
+CLI_LATENCY = ["latency", "--generator", "sim", "--generator-opt", "capacity=600000", "--frame-size", "64",
+               "--ip-version", "4", "--directions", "forward", "--receive-tail", "0", "--trial-duration", "2",
+               "--tag-delay", "1", "--tagged-frames", "500"]
+
+
+def cli_plan(argv):
+    return plan_cli(cli.build_parser().parse_args(argv), argv)
+
+
+def test_cli_rate_from_a_stored_campaign_by_experiment_and_id_or_by_its_directory_is_its_point_of_this_set_up(
+        stored, root, monkeypatch, capsys):
+    # As the spec's rate: {from: throughput, campaign: {experiment, id}}: the median the campaign reports for its point
+    # of this run's set-up (capacity 600,000), looked up in the CLI's results root. Its directory names the same
+    # campaign, and the same point. Before, EXPERIMENT/ID was refused as no directory, and the directory gave the
+    # median of every point's runs, or a refusal where their set-ups differ (here: capacity 300,000 beside it).
+    monkeypatch.chdir(root.parent)
+    campaign = stored[1].rsplit("/", 1)[-1]
+    point, summary = stored_point(stored[1], 600000)
+    for given in (f"tp/{campaign}", str(root / "tp" / campaign)):
+        plan = cli_plan([*CLI_LATENCY, "--rate-from", given, "--results", str(root.parent / "lat")])
+        assert plan.params.rate == plan.rate_source["rate"] == summary["figures"]["throughput_fps"]["median"]
+        assert plan.rate_source["campaign"]["point"] == point and plan.rate_source["campaign"]["experiment"] == "tp"
+    assert cli.main([*CLI_LATENCY, "--rate-from", f"tp/{campaign}", "--results", str(root.parent / "lat")]) == 0
+    assert read_json(root.parent / "lat" / "rep-001" / "provenance.json")["rate_source"]["campaign"]["point"] == point
+    assert f"stored campaign tp/{campaign}, its point {point}" in capsys.readouterr().err
+
+
+#: The copy of a stored point two_points_of_one_set_up makes: a point directory's name (SweepPoint.point_id's form).
+COPY = "again-000000"
+
+
+def two_points_of_one_set_up(root, campaign, trial_duration=None):
+    """The stored campaign with a copy of its 600,000 fps point beside it (its search's trial_duration changed)."""
+    directory = root / "tp" / campaign
+    point, _ = stored_point(directory, 600000)
+    shutil.copytree(directory / point, directory / COPY)
+    manifest = read_json(directory / "campaign.json")
+    manifest["points"].append({**next(p for p in manifest["points"] if p["point"] == point), "point": COPY})
+    (directory / "campaign.json").write_text(json.dumps(manifest))
+    with open(directory / "points.jsonl", "a") as log:
+        log.write(json.dumps({"point": COPY, "status": "done"}) + "\n")
+    if trial_duration is not None:
+        for rep in (directory / COPY).glob("rep-*"):
+            facts = read_json(rep / "provenance.json")
+            facts["spec"]["procedure"]["params"]["trial_duration"] = trial_duration
+            (rep / "provenance.json").write_text(json.dumps(facts))
+    return point
+
+
+@pytest.mark.parametrize(("given", "refusal"), [
+    ("tp/c-none", "allowed a directory with finished throughput runs, or EXPERIMENT/ID of a stored throughput "
+                  "campaign in results: neither is there"),
+    ("tp/{campaign}", "allowed one of a directory and EXPERIMENT/ID: both are there (tp/{campaign}, and the campaign "
+                      "results/tp/{campaign}): name the one meant by a path that is no EXPERIMENT/ID (./tp/{campaign}, "
+                      "or results/tp/{campaign})"),
+    ("tp/{campaign}", "allowed a complete throughput campaign of this point's set-up (lab, generator, "
+                      "generator_options, traffic, dut); results/tp/{campaign}: no point of this set-up (its point "
+                      "{point}: traffic.frame_size [64, 64] there, [128, 128] here)"),
+    ("tp/{campaign}", "allowed a complete throughput campaign of this point's set-up (lab, generator, "
+                      "generator_options, traffic, dut); results/tp/{campaign}: one point of this set-up: 2 have it "
+                      "({point}, {copy})"),
+], ids=["nothing", "directory-and-campaign", "no-point", "two-points"])
+def test_cli_rate_from_experiment_and_id_is_refused_in_one_line_naming_it_where_nothing_or_two_things_match(
+        stored, root, monkeypatch, capsys, given, refusal):
+    monkeypatch.chdir(root.parent)
+    campaign = stored[1].rsplit("/", 1)[-1]
+    point, _ = stored_point(stored[1], 600000)
+    argv = [*CLI_LATENCY, "--results", str(root.parent / "lat")]
+    if "both are there" in refusal:
+        (root.parent / "tp" / campaign).mkdir(parents=True)  # a directory of that name where trexlab runs
+    if "no point" in refusal:
+        argv += ["--frame-size", "128"]
+    if "2 have it" in refusal:
+        two_points_of_one_set_up(root, campaign)
+    given, refusal = (text.format(campaign=campaign, point=point, copy=COPY) for text in (given, refusal))
+    assert cli.main([*argv, "--rate-from", given]) == 2
+    assert capsys.readouterr().err.strip() == f"trexlab latency: rate-from='{given}': {refusal}"
+    assert not (root.parent / "lat").exists()
+
+
+def test_a_spec_takes_a_stored_campaigns_point_of_its_set_up_only_where_one_is_or_its_search_names_one(stored, root):
+    # Two stored points of the latency point's set-up, differing in their search only. Before, the first was taken
+    # whichever the spec meant; with rate.params naming the second, it was refused as "its search differs".
+    campaign = stored[1].rsplit("/", 1)[-1]
+    point = two_points_of_one_set_up(root, campaign, trial_duration=2)
+    with pytest.raises(experiment.InvalidExperiment, match=rf"one point of this set-up: 2 have it \({point}, {COPY}\)"):
+        plan_campaign(latency(), root)
+    for search, taken in ((SEARCH, point), ({**SEARCH, "trial_duration": 2}, COPY)):
+        plans = plan_campaign(latency(rate_of({"params": search})), root)
+        assert plans[0].rate_source["campaign"]["point"] == taken

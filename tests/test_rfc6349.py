@@ -321,8 +321,9 @@ def test_the_cost_counts_the_mtu_trials_that_narrow_the_gap():
 
 def test_the_result_discloses_where_it_falls_short_of_rfc_6349():
     """RFC 6349: the path MTU by PLPMTUD (RFC 4821, section 3.1), the bottleneck bandwidth in both directions
-    (section 3.2.2), tests longer than 30 s (section 5), retransmitted bytes counted (section 4.2). A run that does
-    otherwise says so beside its figures (the method line's "short of the standard"), one comma-free item each."""
+    (section 3.2.2), tests longer than 30 s (section 5), the metrics in each direction and both directions at once
+    (section 3.3), retransmitted bytes counted (section 4.2). A run that does otherwise says so beside its figures
+    (the method line's "short of the standard"), one comma-free item each."""
     from trexlab.plan.repetition import method_line, method_of
 
     result = run(PathGenerator(), params(tests=("download",)), FakeEndpoints()).to_dict()
@@ -330,10 +331,14 @@ def test_the_result_discloses_where_it_falls_short_of_rfc_6349():
         "path MTU by Don't-Fragment frame trials from the tester (RFC 6349 section 3.1: Packetization Layer Path MTU "
         "Discovery of RFC 4821 by the TCP endpoints)",
         "TCP test duration 2 s (RFC 6349 section 5: more than 30 s)",
+        "TCP tests in the download direction only (RFC 6349 section 3.3: the metrics measured in each direction)",
+        "no bidirectional TCP test (RFC 6349 section 3.3: each direction alone and then both at once)",
         "retransmitted bytes as iperf3's retransmitted segments x MSS (RFC 6349 section 4.2 counts bytes): at least "
         "the bytes sent again so each TCP efficiency is a lower bound"]
     assert "short of the standard: " + ", ".join(result["deviations"]) in method_line(method_of(result))
-    counted = [{"test": {"name": "download"}, "directions": {"download": {"counted_retransmitted_bytes": 0}}}]
+    counted = [{"test": {"name": name, "direction": name}, "directions": {
+        direction: {"counted_retransmitted_bytes": 0} for direction in tcp_engines.DIRECTIONS_OF[name]}}
+        for name in ("download", "upload", "bidirectional")]
     declared = params(mtu=1500, bottleneck_bandwidth=1e8, test_duration=31)
     assert rfc6349.rfc6349_deviations(declared, TrialSpec(1, 1), counted, "trex") == []
     one_way = rfc6349.rfc6349_deviations(params(test_duration=31), TrialSpec(1, 1, directions="forward"), counted,

@@ -30,7 +30,7 @@ from trexlab.addressing import MAX_NETWORKS
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
 from trexlab.plan.repetition import SUMMARY, repetition_dir, summary_lines
-from trexlab.plan.runplan import CONFIG_KEYS, PlanError, check_on_lab, execute, plan_cli
+from trexlab.plan.runplan import CONFIG_KEYS, RESULTS_ROOT, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import ProgressDisplay
@@ -220,10 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                 f"{RFC2544_RESTABILIZE_WAIT:g} s), 0..{MAX_RESTABILIZE_WAIT:g}"))
         add_params_flags(sub, module.Params)
         if module.TAKES_RATE:
-            sub.add_argument("--rate-from", metavar="DIR",
-                             help="measure at the median throughput_fps of the throughput runs in DIR (RFC 8219: "
-                                  "at the throughput rate); instead of --rate. Refused unless every one of them ran "
-                                  "with this run's lab, generator, generator options and traffic")
+            sub.add_argument("--rate-from", metavar="DIR|EXPERIMENT/ID",
+                             help="measure at the median throughput_fps of the throughput runs in DIR, or of the "
+                                  "point of this run's set-up in the stored throughput campaign EXPERIMENT/ID under "
+                                  f"{RESULTS_ROOT}/ (RFC 8219: at the throughput rate); instead of --rate. Refused "
+                                  "unless they ran with this run's lab, generator, generator options and traffic")
     add_campaign_parser(subparsers)
     add_report_parser(subparsers)
     add_compare_parser(subparsers)
@@ -288,8 +289,8 @@ def add_campaign_parser(subparsers) -> None:
                         help="what the campaign refuses before it starts (its plan, the lab held by another run, a "
                              "campaign directory begun otherwise, the ceilings file, a DUT that cannot be reached or "
                              "lacks what the spec requires), asked without changing a host (the DUTs get the roles' "
-                             "probes only) or writing: nothing printed and exit 0, or its refusal and exit 2 (make run, "
-                             "before its recipe)")
+                             "probes only) or writing: nothing printed and exit 0, or its refusal and exit 2 (make "
+                             "run, before its recipe, which holds the lab for its recipe's run: TREXLAB_LAB_HELD_FOR)")
     add_ceilings_flag(parser)
 
 

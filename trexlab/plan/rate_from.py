@@ -2,15 +2,21 @@
 
 RFC 8219 measures latency and PDV at the rate the throughput test found. A
 rate is therefore given explicitly or taken from throughput results: the
-median ``throughput_fps`` of their repetitions (an even count averages the two
-middle ones, as siitperf does). A repetition that found no throughput (below
-the minimum load) is an observation below every found rate; when the median
-falls among those there is no rate and the run stops with one line.
+median ``throughput_fps`` of their repetitions, the project's one median
+(trexlab.results.stats.summarize, what their summary reports: an even count
+averages the two middle ones, as siitperf does). A repetition that found no
+throughput (below the minimum load) is an observation below every found rate;
+when the median falls among those there is no rate and the run stops with one
+line. One with no figure and no such bound is left out, as in the summary.
 
 * CLI: ``trexlab latency --rate-from results/cli/throughput-...`` (a run
   directory, or a directory of repetitions ``rep-*``): each of its throughput
   runs must have this run's set-up (run_setup: lab, generator and options,
-  traffic), else refused in one line naming the first difference.
+  traffic), else refused in one line naming the first difference. Or
+  ``--rate-from EXPERIMENT/ID``: the stored throughput campaign of that name in
+  the CLI's results root (runplan.RESULTS_ROOT), its point of this run's set-up
+  as the spec's ``campaign: {experiment, id}`` takes it (no DUT blocks: a CLI
+  run configures none). A text that is both, or neither, is refused in one line.
 * Experiment: ``procedure.params.rate: {from: throughput, params: {...}}`` runs
   the throughput procedure (with those params and the experiment's traffic and
   repetitions) for each sweep point first, in ``<point>/throughput/``, and
@@ -30,8 +36,6 @@ The rate used and its source go into the provenance of every run (``rate_source`
 from __future__ import annotations
 
 import dataclasses
-import math
-import statistics
 from pathlib import Path
 
 from trexlab.params import InvalidParameter
@@ -49,12 +53,11 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
     """(rate, source) from the finished throughput runs at or below path (runs: those run directories only). setup
     (run_setup of the run that takes the rate, --rate-from): each of those runs must have been measured with it."""
     from trexlab.plan.repetition import observation
-    from trexlab.results.stats import held_down_by_tester, summarize
+    from trexlab.results.stats import held_down_by_tester, is_censored, summarize
     from trexlab.results.store import PROVENANCE, RESULT, first_difference, read_json, run_dirs  # pandas: only here
 
     path = Path(path)
     runs = [run for run in (run_dirs([path]) if runs is None else runs) if (run / RESULT).is_file()]
-    values: list[float] = []
     found = []
     for run in runs:
         result = read_json(run / RESULT)
@@ -79,18 +82,21 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
         except (AttributeError, TypeError, ValueError, KeyError) as exc:
             raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose {FIGURE} is a number: "
                                    f"{run / RESULT} has {str(exc)[:100]}") from None
-        values.append(-math.inf if value is None else float(value))
-    if not values:
+    if not found:
         raise InvalidParameter("rate-from", str(path), f"a directory with finished {GIVES_RATE} runs")
-    rate = statistics.median(values)
-    if not rate > 0:
-        raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose median is a rate; "
-                               f"{sum(v == -math.inf for v in values)} of {len(values)} found none")
-    source = {"rate": rate, "from": str(path), "figure": FIGURE, "statistic": f"median of {len(values)} repetition(s)"}
-    # A tester-bound repetition at or below the median, or one whose search met no failing load, makes the median a
-    # lower bound of the DUT's throughput (the throughput summary's LOWER BOUND): the latency is then measured below
-    # RFC 8219's throughput rate, and says why (trexlab.plan.repetition.method_of).
+    # The median as the throughput summary gives it (stats.summarize, the one rule): a repetition below min_rate
+    # ranks below every figure, one with no figure and no such bound is left out; "< ..." where the median falls
+    # among those below min_rate. A tester-bound repetition at or below the median, or one whose search met no
+    # failing load, makes it a lower bound of the DUT's throughput (the throughput summary's LOWER BOUND): the
+    # latency is then measured below RFC 8219's throughput rate, and says why (trexlab.plan.repetition.method_of).
     summary = summarize(found, held_down_by_tester(FIGURE))
+    rate, counted = summary["median"], summary["count"] + summary["below_minimum"]
+    if is_censored(rate) or not rate > 0:
+        raise InvalidParameter("rate-from", str(path), f"{GIVES_RATE} results whose median is a rate; "
+                               f"{summary['below_minimum']} of {counted} found none")
+    left_out = summary["missing"] - summary["below_minimum"]
+    source = {"rate": rate, "from": str(path), "figure": FIGURE, "statistic": f"median of {counted} repetition(s)"
+              + (f" ({left_out} without a figure left out)" if left_out else "")}
     if summary["median_lower_bound"]:
         source["lower_bound"] = summary["why"]
     return rate, source
@@ -98,6 +104,39 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
 
 #: The keys that name a stored campaign (``rate.campaign``): its experiment, its id, or both.
 CAMPAIGN_KEYS = ("experiment", "id")
+#: The spec key that names a stored campaign, as its refusals name it.
+CAMPAIGN_KEY = "procedure.params.rate.campaign"
+#: The CLI argument, as its refusals name it (InvalidParameter: "rate-from=...").
+ARGUMENT = "rate-from"
+
+
+def cli_rate(given: str, root: Path, spec: dict, lab) -> tuple[float, dict]:
+    """(rate, source) for --rate-from: a directory of throughput runs (median_throughput, each run of this set-up), or
+    EXPERIMENT/ID, the stored throughput campaign in the results root whose point has this run's set-up (stored_rates,
+    as the spec's rate.campaign). spec: this run's generator, generator_options and traffic; lab: its Lab, or None.
+    One line naming the argument where the text is both (a directory here and a campaign in root) or neither."""
+    from trexlab.plan.runplan import lab_identity
+
+    directory = Path(given)
+    try:
+        reference = check_campaign_reference(dict(zip(CAMPAIGN_KEYS, given.split("/"), strict=True)))
+    except ValueError:  # not two parts (zip), or not two names (InvalidParameter)
+        reference = None
+    stored = stored_campaigns(root, reference) if reference is not None else []
+    if directory.is_dir() and stored and directory.resolve() != stored[0].resolve():
+        raise InvalidParameter(ARGUMENT, given, f"one of a directory and EXPERIMENT/ID: both are there ({directory}, "
+                                                f"and the campaign {stored[0]}): name the one meant by a path that is "
+                                                f"no EXPERIMENT/ID (./{given}, or {stored[0]})")
+    if directory.is_dir() and (directory / "campaign.json").is_file():  # a campaign by its directory: as by its name
+        found = directory.resolve()
+        root, reference = found.parent.parent, {"experiment": found.parent.name, "id": found.name}
+    elif directory.is_dir():
+        return median_throughput(directory, setup=setup_of(spec, lab.describe() if lab else None))
+    elif not stored:
+        raise InvalidParameter(ARGUMENT, given, f"a directory with finished {GIVES_RATE} runs, or EXPERIMENT/ID of a "
+                                                f"stored {GIVES_RATE} campaign in {root}: neither is there")
+    request = {"from": GIVES_RATE, "params": None, "campaign": reference}
+    return stored_rates(root, request, [(given, spec)], lab_identity(lab), name=ARGUMENT, given=given)[given]
 
 
 def split_rate_from(params: dict) -> tuple[dict, dict | None]:
@@ -199,17 +238,19 @@ def _campaign_text(reference: dict) -> str:
 
 
 def stored_rates(root: Path, request: dict, points: list[tuple[str, dict]], lab_identity: object,
-                 compare_lab: bool = True) -> dict[str, tuple[float, dict]]:
+                 compare_lab: bool = True, name: str = CAMPAIGN_KEY,
+                 given: object = None) -> dict[str, tuple[float, dict]]:
     """Each point's (rate, source) from the one stored throughput campaign that request names (rate.campaign) and
     that fits every point (its set-up, done); InvalidParameter, one line, where none or several do. points: (point
     id, point spec) of the campaign that takes the rates; compare_lab False: the lab is not known (a dry run without
-    an inventory), the set-ups are compared without it."""
+    an inventory), the set-ups are compared without it. name and given: what the refusals name (the spec's key and
+    its reference; the CLI's argument and its text)."""
     reference = request["campaign"]
-    name = "procedure.params.rate.campaign"
+    given = reference if given is None else given
     candidates = stored_campaigns(root, reference)
     if not candidates:
-        raise InvalidParameter(name, reference, f"a stored {GIVES_RATE} campaign in {root}: none with "
-                                                f"{_campaign_text(reference)} (run it first, or name another)")
+        raise InvalidParameter(name, given, f"a stored {GIVES_RATE} campaign in {root}: none with "
+                                            f"{_campaign_text(reference)} (run it first, or name another)")
     fits, refusals = [], []
     for directory in candidates:
         rates = {}
@@ -224,13 +265,13 @@ def stored_rates(root: Path, request: dict, points: list[tuple[str, dict]], lab_
             continue
         fits.append((directory, rates))
     if len(fits) > 1:
-        raise InvalidParameter(name, reference, f"one stored campaign: {len(fits)} fit ("
+        raise InvalidParameter(name, given, f"one stored campaign: {len(fits)} fit ("
                                f"{', '.join(str(d) for d, _ in fits)}): name it by experiment and id")
     if not fits:
         some = f"none of the {len(refusals)} stored campaigns with {_campaign_text(reference)} fits; " if len(
             refusals) > 1 else ""
-        raise InvalidParameter(name, reference, f"a complete {GIVES_RATE} campaign of this point's set-up "
-                                                f"({', '.join(SETUP)}); {some}{refusals[0]}")
+        raise InvalidParameter(name, given, f"a complete {GIVES_RATE} campaign of this point's set-up "
+                                            f"({', '.join(SETUP)}); {some}{refusals[0]}")
     return fits[0][1]
 
 
@@ -286,8 +327,8 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
     try:
         status = read_point_log(directory)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0][:100]})") from None
-    nearest = None
+        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0]})") from None
+    nearest, matching = None, []
     for name in _stored_points(manifest):
         point = directory / name
         try:  # the point's spec as its repetitions ran it (its sweep values applied)
@@ -301,17 +342,22 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
             if nearest is None or count < nearest[0]:
                 nearest = (count, name, difference)
             continue
+        matching.append((name, point, facts))
+    if request.get("params") is not None and len(matching) > 1:  # the search the spec names tells them apart
+        given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
+        matching = [m for m in matching if _same_search(m[0], m[2], vars(given))] or matching[:1]
+    if len(matching) > 1:  # points that differ in their search only: which one's median is the rate, no one's guess
+        raise _Unfit(f"one point of this set-up: {len(matching)} have it ("
+                     f"{', '.join(name for name, _, _ in matching)})")
+    if matching:
+        name, point, facts = matching[0]
         record = status.get(name, {})
         if record.get("status") != "done" or not (point / SUMMARY).is_file():
             raise _Unfit(f"point {name} is not done ({record.get('status') or 'not run'}): finish that "
                          "campaign first (run it again: it resumes)")
         if request.get("params") is not None:  # the search the spec expects is the one stored
             given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
-            try:
-                ran = procedure_params(GIVES_RATE, facts["spec"]["procedure"].get("params"), "")
-            except InvalidParameter as exc:
-                raise _Unfit(f"point {name}: its search's params no longer valid ({exc})") from None
-            if (found := first_difference(vars(ran), vars(given), "rate.params.")) is not None:
+            if (found := first_difference(_search_of(name, facts), vars(given), "rate.params.")) is not None:
                 raise _Unfit(f"point {name}: its search differs: {_difference_text(found)}")
         try:
             count = read_json(point / SUMMARY)["repetitions"]
@@ -336,6 +382,23 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
     if nearest is None:
         raise _Unfit("no point that ran a repetition")
     raise _Unfit(f"no point of this set-up (its point {nearest[1]}: {_difference_text(nearest[2])})")
+
+
+def _search_of(name: str, facts: dict) -> dict:
+    """The throughput search a stored point's repetition ran (facts: its provenance), its params typed."""
+    from trexlab.plan.runplan import procedure_params
+
+    try:
+        return vars(procedure_params(GIVES_RATE, facts["spec"]["procedure"].get("params"), ""))
+    except InvalidParameter as exc:
+        raise _Unfit(f"point {name}: its search's params no longer valid ({exc})") from None
+
+
+def _same_search(name: str, facts: dict, given: dict) -> bool:
+    try:
+        return _search_of(name, facts) == given
+    except _Unfit:
+        return False
 
 
 def _differing(a: object, b: object) -> int:

@@ -397,16 +397,17 @@ def summary_lines(figures: dict[str, dict], method: dict | None = None) -> list[
     notes = []
     for name, s in figures.items():
         spec = figure_spec(name)  # a count whole, as the report writes it
-        median = cell(s["median"], spec)
-        if s.get("median_lower_bound"):
-            median = f">= {median}"
-        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} {median:>16} "
-                     f"{cell(s['min'], spec):>12} {cell(s['max'], spec):>12} "
+        # A statistic a tester-bound repetition may hold down reads '>= ...' (stats: <statistic>_lower_bound).
+        shown = {stat: (">= " if s.get(f"{stat}_lower_bound") else "") + cell(s[stat], spec)
+                 for stat in ("median", "min", "max")}
+        lines.append(f"{name:28} {s['count']:>5} {s['missing']:>7} {s.get('tester_bound', 0):>12} "
+                     f"{shown['median']:>16} {shown['min']:>12} {shown['max']:>12} "
                      f"{cell(s['dispersion_percent'], '.2f'):>9}")
-        if s.get("median_lower_bound"):
+        if bound := [stat for stat in ("median", "min", "max") if s.get(f"{stat}_lower_bound")]:
             # Said of no DUT: a self-test's figure (its ports looped back) is the tester's own ceiling.
-            notes.append(f"{name}: LOWER BOUND: a repetition at or below the median was tester-bound or its search "
-                         "met no failing load (max_rate below the limit measured), so the figure may be higher")
+            notes.append(f"{name}: LOWER BOUND ({', '.join(bound)}): a repetition at or below it was tester-bound or "
+                         "its search met no failing load (max_rate below the limit measured), so the figure may be "
+                         "higher")
         if s.get("why"):
             notes.append(f"{name}: {s['why']}")
         if bounds := bounds_note(name, s):

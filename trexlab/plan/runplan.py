@@ -304,7 +304,7 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
     the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
     one, and a crash still costs at most the trial that was running.
     """
-    from trexlab.results.store import read_point_log
+    from trexlab.results.store import DamagedRecord, read_point_log
 
     base = default_campaign_id(experiment)
     root = Path(results_root) / experiment.name
@@ -318,7 +318,10 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
                 return cid, (f"the earlier campaign(s) of this spec are complete ({', '.join(complete[-3:])}): "
                              f"measuring anew in {cid}")
             return cid, f"a new campaign {cid}"
-        status = read_point_log(directory)
+        try:
+            status = read_point_log(directory)
+        except DamagedRecord as exc:
+            raise PlanError(f"{exc}: remove {directory} to measure anew") from None
         if not all(status.get(p, {}).get("status") == "done" for p in points):
             done = sum(1 for p in points if status.get(p, {}).get("status") == "done")
             return cid, (f"resuming the interrupted campaign {cid} ({done} of {len(points)} point(s) done); "
@@ -450,7 +453,7 @@ def plan_cli(args, argv: list[str] | None = None) -> RunPlan:
 
 def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
     from trexlab.generators import GENERATORS
-    from trexlab.plan.rate_from import median_throughput, setup_of
+    from trexlab.plan.rate_from import cli_rate
     from trexlab.procedures import procedure, selftest
 
     config = read_config(args.config)
@@ -511,9 +514,8 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
         lab = load_lab(inventory)
     rate_source = None
     if rate_from:
-        setup = setup_of({"generator": generator, "generator_options": options, "traffic": traffic},
-                         lab.describe() if lab else None)
-        params["rate"], rate_source = median_throughput(rate_from, setup=setup)
+        params["rate"], rate_source = cli_rate(
+            rate_from, RESULTS_ROOT, {"generator": generator, "generator_options": options, "traffic": traffic}, lab)
         procedure_parameters = procedure_params(args.procedure, params, prefix="")
     assert procedure_parameters is not None
     output = Path(args.results) if args.results else fresh_output(args.procedure)
@@ -526,10 +528,15 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
                            template.destination_networks, None, rate_source))
 
 
+#: The results root of the CLI's verbs (relative to where trexlab runs): their runs go to <root>/cli/, a --rate-from
+#: EXPERIMENT/ID is looked up in it (as the campaign, report and compare commands' default --results).
+RESULTS_ROOT = Path("results")
+
+
 def fresh_output(procedure: str) -> Path:
     """A CLI run's default directory, results/cli/<procedure>-<local time>, one not there yet: a second run started in
     the same second gets <...>-2, not the first's directory, whose finished repetitions it would count as its own."""
-    base = f"results/cli/{procedure}-{time.strftime('%Y%m%d-%H%M%S')}"
+    base = f"{RESULTS_ROOT}/cli/{procedure}-{time.strftime('%Y%m%d-%H%M%S')}"
     path, k = Path(base), 2
     while path.exists():
         path, k = Path(f"{base}-{k}"), k + 1

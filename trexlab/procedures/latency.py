@@ -19,7 +19,7 @@ stands for; the minimum reads its lower edge (trexlab.trial.Latency.percentile).
 
 The rate has no default: RFC 8219 measures latency at the throughput rate, so
 it is given (``rate``), or taken from a throughput result (``trexlab latency
---rate-from DIR``; in an experiment ``rate: {from: throughput}``).
+--rate-from DIR`` or ``EXPERIMENT/ID``; in an experiment ``rate: {from: throughput}``).
 
 RFC 2544 measures one tagged frame per trial and averages 20 trials. When a DUT
 delays only some frames (every Nth by a second, say) whether that one frame

@@ -235,14 +235,17 @@ class _Measurer(AbstractMeasurer):
             self.warmup_result = id(result)
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
-        received = sum(d.frames_received for d in directions)
+        # Each direction's loss clamped at zero, as the trial's own loss ratio (DirectionResult.frames_lost): one
+        # direction's frames received beyond those sent (copies a generator could not tell) must not offset
+        # another's loss.
+        lost = sum(max(0, d.frames_sent - d.frames_received) for d in directions)
         return MeasurementResult(
             intended_duration=intended_duration,
             intended_load=intended_load,
             offered_count=sent,
             # An invalid trial (stretched: the tester did not offer the load; or with host backlog drops: the
             # host's loss; TrialRunner has run it again) fails every goal, as it fails the binary search.
-            loss_count=sent if not result.valid else sent - received,
+            loss_count=sent if not result.valid else lost,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
             offered_duration=effective_duration(result),
@@ -512,23 +515,47 @@ def bearing_loads(trial_log: list[dict], goal: dict) -> set[float]:
     move. Reading them as not run at all would miss some: four trials, three high-loss, one of them disturbed,
     exceed ratio 0.5, duration sum 2 s: an upper bound with it (3 of 4) and without it (2 of 3), not read as a
     success (2 of 4)."""
+    return _loads_moved(trial_log, goal, tester_disturbed, 0.0)
+
+
+def unread_lossless(trial: dict) -> bool:
+    """Whether a logged trial is valid, lost no frame and had its tester drops unknown. Loss is frames intended minus
+    frames received in time, and a frame the tester's receiver drops is one it did not receive: a tester drop only
+    adds loss. With every intended frame received, the DUT forwarded every one whatever the tester dropped besides,
+    so the unknown count hides no loss of the DUT's: the trial is the DUT's success however the count reads, and no
+    figure is a lower bound by it."""
+    return trial["valid"] and bool(trial["tester_drops_unknown"]) and trial["loss_ratio"] == 0
+
+
+def resting_loads(trial_log: list[dict], goal: dict) -> set[float]:
+    """The loads whose lossless trials with tester drops unknown (unread_lossless) the goal's result rests on: within
+    its relevant bounds, where reading them as failed (all frames lost, as the search reads a trial whose tester drops
+    were counted: invalid) gives the load another class, or, at the relevant lower bound, another loss ratio for the
+    conditional throughput (bearing_loads' test, the other way round)."""
+    return _loads_moved(trial_log, goal, unread_lossless, 1.0)
+
+
+def _loads_moved(trial_log: list[dict], goal: dict, chosen: typing.Callable[[dict], bool], loss: float) -> set[float]:
+    """The loads within the goal's relevant bounds whose searched trials `chosen` selects, read with this loss ratio
+    instead of the searched one, give the load another class (load_class) or, at the relevant lower bound, another
+    loss ratio for the conditional throughput (quantile_loss)."""
     by_load: dict[float, list[dict]] = {}
     for trial in trial_log:
         if trial["searched"]:  # the warm-up and runs repeated: the search classified no load with them
             by_load.setdefault(trial["offered_load"], []).append(trial)
-    bearing = set()
+    moved = set()
     for load, trials in by_load.items():
-        if not within_bounds(goal, load) or not any(tester_disturbed(t) for t in trials):
+        if not within_bounds(goal, load) or not any(chosen(t) for t in trials):
             continue
         searched = [(t["duration"], t["effective_duration"], t["loss_ratio"] if t["valid"] else 1.0) for t in trials]
-        success = [(duration, effective, 0.0 if tester_disturbed(t) else loss)
-                   for (duration, effective, loss), t in zip(searched, trials, strict=True)]
+        other = [(duration, effective, loss if chosen(t) else was)
+                 for (duration, effective, was), t in zip(searched, trials, strict=True)]
         lower = goal["relevant_lower_bound"]
         at_lower = lower is not None and abs(load - lower) <= lower * 1e-9
-        if load_class(searched, goal) != load_class(success, goal) or at_lower and (
-                quantile_loss(searched, goal) != quantile_loss(success, goal)):
-            bearing.add(load)
-    return bearing
+        if load_class(searched, goal) != load_class(other, goal) or at_lower and (
+                quantile_loss(searched, goal) != quantile_loss(other, goal)):
+            moved.add(load)
+    return moved
 
 
 #: What of a goal result is checked against the tester's ceiling, in a note's words: its figure, and the loads the
@@ -595,6 +622,21 @@ def disturbed_notes(trial_log: list[dict], goals: list[dict], warmup: int | None
                      f"({', '.join(trial_reasons([trial_log[warmup]]))}): the search discards it, and no figure rests "
                      "on it")
     return per_goal, notes
+
+
+def unread_notes(trial_log: list[dict], goals: list[dict]) -> list[list[str]]:
+    """Per goal, what its notes say of the lossless trials with tester drops unknown its result rests on
+    (resting_loads): counted as the DUT's success, rightly (unread_lossless), so they mark no figure."""
+    per_goal = []
+    for goal in goals:
+        loads = resting_loads(trial_log, goal)
+        found = [t for t in trial_log if t["searched"] and unread_lossless(t) and t["offered_load"] in loads]
+        per_goal.append([] if not found else [
+            f"{len(found)} lossless trial(s) at {len(loads)} load(s) its relevant bounds or figure rest on had tester "
+            "drops unknown (read as failed, as a trial with tester drops is, they would move them): every intended "
+            "frame was received in time, so the unknown count hides no DUT loss (a tester drop only adds loss): they "
+            "count as the DUT's success and do not mark its figure"])
+    return per_goal
 
 
 def headline_tester_bound(trial_log: list[dict], goals: list[dict], ceiling: float | None) -> dict[str, list[str]]:
@@ -667,8 +709,8 @@ def run(context: RunContext, params: Params) -> MlrResult:
     limits = bearing_reasons(log, reported, params.tester_ceiling)
     warmup = next((i for i, r in enumerate(runner.log) if id(r) == measurer.warmup_result), None)
     per_goal, idle = disturbed_notes(log, reported, warmup)
-    for entry, disturbed in zip(reported, per_goal, strict=True):
-        entry["notes"].extend(disturbed)
+    for entry, disturbed, unread in zip(reported, per_goal, unread_notes(log, reported), strict=True):
+        entry["notes"].extend(disturbed + unread)
     notes.extend(idle)
     # A trial may deviate from RFC 2544 section 23's if the report says how (draft-15 section 4.4.3): its waits, and
     # what stands in place of phases a and b. The goals' trial durations are their own (and the method line's); the

@@ -595,9 +595,11 @@ def rfc6349_deviations(params: Params, traffic: TrialSpec, tests: list[dict], en
     method line lists them comma-separated): a measured path MTU found by the tester's Don't-Fragment frame trials
     (the application note's method) rather than section 3.1's Packetization Layer Path MTU Discovery (RFC 4821) by
     the TCP endpoints; a measured bottleneck bandwidth of one direction (section 3.2.2: both); tests not longer than
-    section 5's 30 s; retransmitted bytes an engine did not count but that were taken as its retransmitted segments x
-    MSS (section 4.2 counts bytes; iperf3 reports segments): at least the bytes sent again (a segment carries at most
-    the MSS), so each TCP efficiency is a lower bound."""
+    section 5's 30 s; TCP tests of one direction only (section 3.3: the transfer time ratio, TCP efficiency and
+    buffer delay MUST be measured in each direction) or none of both at once (section 3.3 RECOMMENDS each direction
+    alone and then both at once); retransmitted bytes an engine did not count but that were taken as its
+    retransmitted segments x MSS (section 4.2 counts bytes; iperf3 reports segments): at least the bytes sent again
+    (a segment carries at most the MSS), so each TCP efficiency is a lower bound."""
     found = []
     if params.mtu is None:
         found.append("path MTU by Don't-Fragment frame trials from the tester (RFC 6349 section 3.1: Packetization "
@@ -608,6 +610,12 @@ def rfc6349_deviations(params: Params, traffic: TrialSpec, tests: list[dict], en
     if params.test_duration <= RFC6349_TEST_DURATION:
         found.append(f"TCP test duration {params.test_duration:g} s (RFC 6349 section 5: more than "
                      f"{RFC6349_TEST_DURATION:g} s)")
+    measured = sorted({direction for test in tests for direction in test["directions"]})
+    if len(measured) == 1:
+        found.append(f"TCP tests in the {measured[0]} direction only (RFC 6349 section 3.3: the metrics measured in "
+                     "each direction)")
+    if not any(test["test"]["direction"] == "bidirectional" for test in tests):
+        found.append("no bidirectional TCP test (RFC 6349 section 3.3: each direction alone and then both at once)")
     if any(d.get("counted_retransmitted_bytes") is None for _, d in test_directions(tests)):
         found.append(f"retransmitted bytes as {engine}'s retransmitted segments x MSS (RFC 6349 section 4.2 counts "
                      "bytes): at least the bytes sent again so each TCP efficiency is a lower bound")

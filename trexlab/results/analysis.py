@@ -30,6 +30,8 @@ import pandas as pd
 from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line, order_text
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import (
+    ORDER_STATISTICS,
+    WHOLE,
     WHOLE_FIGURES,
     Observation,
     held_down_by_tester,
@@ -40,10 +42,11 @@ from trexlab.results.stats import (
 )
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS, Traffic
+from trexlab.testbed.endpoints import TCP_COUNTERS
 from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
-                "median_lower_bound", "why"]
+                *(f"{name}_lower_bound" for name in ORDER_STATISTICS), "why"]
 #: Colour of what may be the tester's limit in the plots (lower-bound bars, tester-bound repetitions).
 LOWER_BOUND_COLOUR = "#F28E2B"
 #: How a median held down by a tester-bound repetition is marked in tables.
@@ -337,7 +340,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, figure: str, by: str,
     # What each side's figures rest on and what limits them, per point: the repetitions with a figure, missing and
     # tester-bound ones, a lower-bound median.
     for label, side in zip(labels, (a, b), strict=True):
-        for stat in ("count", "missing", "tester_bound", "median_lower_bound"):
+        for stat in ("count", "missing", "tester_bound", "median_lower_bound", "min_lower_bound", "max_lower_bound"):
             table[f"{label}_{stat}"] = side[stat]
     table["ratio_bound"] = [ratio_bound(first_bound, second_bound) for first_bound, second_bound in zip(
         table[f"{labels[0]}_median_lower_bound"], table[f"{labels[1]}_median_lower_bound"], strict=True)]
@@ -376,7 +379,8 @@ RATIO_BOUND = " bound"
 def styled_setups(table: pd.DataFrame, figure: str):
     """setups_beside's table as a report shows it: statistics in the figure's display unit (a delay among lost tags
     as LOST_TEXT), ratios to 3 decimals ('-' where a median is missing or among lost tags), a lower-bound median
-    marked LOWER_BOUND_MARK, a ratio over one as the bound it is (ratio_bound)."""
+    marked LOWER_BOUND_MARK (and so a minimum or maximum: stats.ORDER_STATISTICS' bounds), a ratio over one as the
+    bound it is (ratio_bound)."""
     scale, digits = figure_scale(figure), figure_format(figure)
     view = table.copy()
     columns = [str(c) for c in table.columns]
@@ -391,11 +395,11 @@ def styled_setups(table: pd.DataFrame, figure: str):
             view[column] = [m if m == NO_RATIO else m + f"{v:.3f}"
                             if isinstance(v, numbers.Real) and math.isfinite(v) else "-"
                             for v, m in zip(table[column], mark, strict=True)]
-    bounds = [c for c in columns if c.endswith("_median_lower_bound")]
+    bounds = [c for c in columns if c.endswith(("_median_lower_bound", "_min_lower_bound", "_max_lower_bound"))]
     for column in bounds:
-        median = column.removesuffix("_lower_bound")
-        view[median] = [LOWER_BOUND_MARK + m if b else m
-                        for m, b in zip(view[median], table[column].fillna(False).astype(bool), strict=True)]
+        statistic = column.removesuffix("_lower_bound")
+        view[statistic] = [LOWER_BOUND_MARK + m if b else m
+                           for m, b in zip(view[statistic], table[column].fillna(False).astype(bool), strict=True)]
     return report_table(view.drop(columns=[*bounds, *marks])).hide(axis="index")
 
 
@@ -494,7 +498,8 @@ def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
     figures: list[str | None] = [*figure_columns(runs)] or [None]  # no point finished: one row per point
     absent = [{"experiment": manifest["experiment"], "campaign": manifest["campaign"], "point": point["point"],
                **{k.rsplit(".", 1)[-1]: _hashable(v) for k, v in point["values"].items()}, "figure": figure,
-               "count": 0, "missing": 0, "tester_bound": 0, "median_lower_bound": False,
+               "count": 0, "missing": 0, "tester_bound": 0,
+               **{f"{name}_lower_bound": False for name in ORDER_STATISTICS},
                "why": "no finished repetition"}
               for point in manifest["points"] if point["point"] not in summarized
               for figure in figures]
@@ -622,8 +627,10 @@ def styled(table: pd.DataFrame, figure: str):
         view[column] = [shown(v, digits, scale) for v in table[column]]
     view["dispersion_percent"] = [shown(v, "{:.2f}") for v in table["dispersion_percent"]]
     bound = table.get("median_lower_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
-    view["median"] = [LOWER_BOUND_MARK + m if b else m for m, b in zip(view["median"], bound, strict=True)]
-    view = view.drop(columns=["median_lower_bound"], errors="ignore").rename(
+    for statistic in ORDER_STATISTICS:  # a statistic a tester-bound repetition may hold down reads '≥ ...'
+        marked = table.get(f"{statistic}_lower_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
+        view[statistic] = [LOWER_BOUND_MARK + m if b else m for m, b in zip(view[statistic], marked, strict=True)]
+    view = view.drop(columns=[f"{name}_lower_bound" for name in ORDER_STATISTICS], errors="ignore").rename(
         columns={"tester_bound": "tester-bound", "why": "missing / tester-bound: why"})
     return report_table(view).hide(axis="index").apply(
         lambda column: ["white-space: nowrap" + (f"; color: {LOWER_BOUND_COLOUR}; font-weight: bold" if b else "")
@@ -651,8 +658,9 @@ def report_table(frame: pd.DataFrame):
     return styler
 
 
-#: What a median marked LOWER_BOUND_MARK means, for the text beside a table that has one.
-LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition at or below the median was "
+#: What a statistic marked LOWER_BOUND_MARK means, for the text beside a table that has one.
+LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}= lower bound.** A repetition at or below the statistic so marked (a "
+                    "median, minimum, maximum or percentile) was "
                     "tester-bound (stretched trials: the tester could not send the offered load; tester drops, or "
                     "tester drops unknown where frames were lost; "
                     "host backlog drops; hypervisor steal; or a result within 10 % of the tester's own ceiling), "
@@ -661,9 +669,11 @@ LOWER_BOUND_NOTE = (f"**{LOWER_BOUND_MARK}median = lower bound.** A repetition a
 
 
 def figure_heading(table: pd.DataFrame, figure: str) -> str:
-    """A figure's section heading; when some point's median may be held down by the tester, it says so."""
+    """A figure's section heading; when some point's statistic may be held down by the tester, it says so."""
     heading = f"## {text(figure_title(figure))}"
-    bound = table.get("median_lower_bound", pd.Series(dtype=bool)).fillna(False).astype(bool)
+    bound = pd.Series(False, index=table.index)
+    for name in ORDER_STATISTICS:
+        bound |= table.get(f"{name}_lower_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
     if bound.any():
         points = len(table) if bound.all() else int(bound.sum())
         heading += (f" — lower bound at {points} point(s): tester-bound\n\n{LOWER_BOUND_NOTE}; the "
@@ -891,12 +901,15 @@ def paper_table(summary: pd.DataFrame, column: str) -> pd.DataFrame:
     """A summary in the layout of Lencse 2021, Tables I-V: rows median/min/max/disp. (%), one column per value; then
     the repetitions with a figure each column rests on, and the missing and tester-bound ones where there are."""
     labels = [_short_label(v) for v in summary[column]]
-    median = summary["median"]
-    if "median_lower_bound" in summary:  # a median a tester-bound repetition may hold down reads '≥ 885,643'
-        median = pd.Series([f"{LOWER_BOUND_MARK}{m:,.0f}" if b and not is_censored(m) else m
-                            for m, b in zip(median, summary["median_lower_bound"].fillna(False), strict=True)],
-                           index=summary.index, dtype=object)
-    rows = {"median": median, "min": summary["min"], "max": summary["max"],
+
+    def marked(statistic: str) -> pd.Series:  # one a tester-bound repetition may hold down reads '≥ 885,643'
+        if f"{statistic}_lower_bound" not in summary:
+            return summary[statistic]
+        return pd.Series([f"{LOWER_BOUND_MARK}{m:,.0f}" if b and not is_censored(m) else m for m, b in zip(
+            summary[statistic], summary[f"{statistic}_lower_bound"].fillna(False), strict=True)],
+                         index=summary.index, dtype=object)
+
+    rows = {"median": marked("median"), "min": marked("min"), "max": marked("max"),
             "disp. (%)": summary["dispersion_percent"].map(lambda v: v if is_censored(v) else round(v, 2))}
     if "count" in summary:  # what each column rests on: adaptive repetitions stop each point at its own count
         rows["repetitions"] = summary["count"]
@@ -999,7 +1012,9 @@ DOWNLOAD_ROWS = ("median (s)", "1st percentile (s)", "99th percentile (s)")
 def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.DataFrame:
     """The paper's layout (Lencse et al. 2020, Tables I, III, IV): rows median / 1st / 99th percentile in s,
     one column per DUT impairment, over the repetitions (downloads) of each point; then how many downloads each
-    column rests on, and, where any failed (no time), how many were left out."""
+    column rests on, and, where any failed (no time), how many were left out; then, where the downloads recorded
+    them, the server's TCP counters (server_tcp_table: SERVER_TCP_ROWS, and SERVER_TCP_COUNT where they rest on
+    other downloads than the times), which show that the impairment reached the transfers."""
     if runs.empty or figure not in runs:
         return pd.DataFrame(index=list(DOWNLOAD_ROWS))
     runs = runs.assign(impairment=impairment_labels(runs))
@@ -1008,7 +1023,69 @@ def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.Da
         s = summarize(runs.loc[runs["impairment"] == label, figure].tolist())
         columns[label] = [s["median"], s["p1"], s["p99"], s["count"], s["missing"]]
     table = pd.DataFrame(columns, index=[*DOWNLOAD_ROWS, "downloads", "failed (left out)"], dtype=object)
-    return table if table.loc["failed (left out)"].any() else table.drop(index="failed (left out)")
+    table = table if table.loc["failed (left out)"].any() else table.drop(index="failed (left out)")
+    counters = server_tcp_table(runs, ["impairment"])
+    if counters is None:
+        return table
+    counters = counters.set_index("impairment").T.reindex(columns=table.columns)
+    if (counters.loc[SERVER_TCP_COUNT] == table.loc["downloads"]).all():
+        counters = counters.drop(index=SERVER_TCP_COUNT)  # every download's counters: "downloads" counts them
+    return pd.concat([table, counters])
+
+
+#: Where load_campaigns puts a download's server TCP counters (result.json's server_tcp, flattened).
+SERVER_TCP = "result.server_tcp."
+#: server_tcp_table's column of how many downloads its counters' statistics rest on.
+SERVER_TCP_COUNT = "downloads with server TCP counters"
+
+
+def counter_label(counter: str) -> str:
+    """A server TCP counter's row or column heading: 'retransmitted segments: median (1st-99th percentile)'."""
+    return f"{counter.replace('_', ' ')}: median (1st–99th percentile)"
+
+
+#: download_table's rows of server TCP counters, one per counter (where the downloads recorded them).
+SERVER_TCP_ROWS = tuple(counter_label(counter) for counter in TCP_COUNTERS)
+
+
+def _count_text(value: float) -> str:
+    """A statistic of whole counts as text: whole, with thousands separators (stats.WHOLE); the median of an even
+    count may lie halfway between two counts and keeps its .5 (0.5 retransmission timeouts is not 0)."""
+    return format(value, WHOLE if float(value).is_integer() else ",.1f")
+
+
+def server_tcp_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame | None:
+    """Per sweep point (or group of `by`): the server node's TCP counters over each download (http_download's
+    server_tcp: trexlab.testbed.endpoints.TCP_COUNTERS), each as 'median (1st percentile-99th percentile)' over
+    the downloads that recorded them (stats.summarize: nearest rank, as the download times), and how many those
+    are (SERVER_TCP_COUNT); '-' where none did. They show that the DUT's loss or delay reached the transfer
+    (segments sent again, timeouts), which the download time alone does not. None: no download recorded them."""
+    columns = [f"{SERVER_TCP}{counter}" for counter in TCP_COUNTERS]
+    if not all(column in runs for column in columns):
+        return None
+    by = by if by is not None else ["experiment", *sweep_columns(runs)]
+    rows = []
+    for key, group in runs.groupby(by, dropna=False, sort=True):
+        read = group[group[columns].notna().all(axis=1)]
+        row = {**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), SERVER_TCP_COUNT: len(read)}
+        for label, column in zip(SERVER_TCP_ROWS, columns, strict=True):
+            s = summarize(read[column].tolist())
+            row[label] = (f"{_count_text(s['median'])} ({_count_text(s['p1'])}–{_count_text(s['p99'])})"
+                          if s["count"] else "-")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, SERVER_TCP_COUNT, *SERVER_TCP_ROWS])
+
+
+#: What the server TCP counters beside a download time are, for the text under a table that shows them.
+SERVER_TCP_NOTE = (
+    "**Server TCP counters**: the server node's kernel counters over each download (/proc/net/snmp and "
+    "/proc/net/netstat, all of the node's connections: the download's alone while nothing else talks TCP there): "
+    "segments sent (OutSegs, retransmissions not included), retransmitted segments (RetransSegs: each segment the "
+    "DUT dropped, or delayed past the sender's patience, is sent again at least once), duplicate segments "
+    "reported (D-SACK: retransmissions of segments that were not lost, e.g. a late one that arrived after all) and "
+    "retransmission timeouts (RTOs). Retransmitted less duplicates is the segments the DUT dropped (or delayed "
+    "past the download's end). Each cell is the median (1st–99th percentile) over the downloads that recorded "
+    "them; a median of an even count is the mean of the two middle ones.")
 
 
 def percentile_note(counts: Iterable[int], what: str = "repetitions") -> str:
@@ -1023,8 +1100,12 @@ def percentile_note(counts: Iterable[int], what: str = "repetitions") -> str:
         parts.append(f"of {n} {what} the 1st percentile is the {ordinal(low)} smallest"
                      + (" (the minimum)" if low == 1 else "") + f", the 99th the {ordinal(high)} smallest"
                      + (" (the maximum)" if high == n else ""))
-    return ("Percentiles are nearest rank (the value of rank ceil(q / 100 × n) in ascending order, never an "
-            "interpolation): " + "; ".join(parts) + ".") if parts else ""
+    return f"Percentiles are {NEAREST_RANK}: " + "; ".join(parts) + "." if parts else ""
+
+
+#: How every report says what its percentiles are (stats.nearest_rank): percentile_note, and analysis/report.ipynb's
+#: opening text in these words.
+NEAREST_RANK = "nearest rank (the value of rank ceil(q / 100 × n) in ascending order, never an interpolation)"
 
 
 def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,

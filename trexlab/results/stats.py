@@ -30,10 +30,12 @@ and counted in ``missing`` beside the censored ones, never read as 0.
 **Tester-bound repetitions.** A repetition whose figure may be the tester's
 limit (stretched trials, tester drops, a result near the tester's ceiling) is a
 lower bound of the DUT's figure when the figure is a rate (held_down_by_tester).
-Raising it can raise the median only when it lies at or below the median, so the
+Raising it can raise an order statistic only when it lies at or below it, so the
 median is reported as a lower bound (``median_lower_bound``) exactly when such a
-repetition does. A delay, loss rate or count is no lower bound: the tester's
-stalls, drops and own delay raise it, if anything.
+repetition does, and so are the minimum, maximum and percentiles
+(``min_lower_bound``, ...: the maximum whenever any repetition is tester-bound).
+A delay, loss rate or count is no lower bound: the tester's stalls, drops and own
+delay raise it, if anything.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ SHIFT_CONFIDENCE = 0.95
 BELOW = "<"
 #: What a lower bound of the dispersion starts with.
 ABOVE = ">"
+#: The order statistics a summary gives, each with its <name>_lower_bound (summarize).
+ORDER_STATISTICS = ("median", "min", "max", "p1", "p99")
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ def summarize(values: Iterable[float | None | Observation], lower_bounds: bool =
     repetition is a lower bound of the figure (held_down_by_tester). Returns ``count`` (repetitions with a
     figure), ``missing`` (without: censored ones included), ``below_minimum`` (censored), ``tester_bound``
     (tester-bound repetitions), the statistics (numbers, or "< bound" strings where censored),
-    ``median_lower_bound`` and ``why`` (the reasons, with the repetitions they apply to).
+    ``<statistic>_lower_bound`` for each of ORDER_STATISTICS (a tester-bound repetition lies at or below it) and
+    ``why`` (the reasons, with the repetitions they apply to).
     """
     observations = [_observation(v) for v in values]
     figures = sorted(o.value for o in observations if o.value is not None)
@@ -170,7 +175,8 @@ def summarize(values: Iterable[float | None | Observation], lower_bounds: bool =
                "below_minimum": len(censored), "tester_bound": sum(1 for o in observations if o.tester_bound)}
     if n == 0:
         return {**summary, "median": math.nan, "min": math.nan, "max": math.nan, "p1": math.nan, "p99": math.nan,
-                "dispersion_percent": math.nan, "median_lower_bound": False, "why": why(observations)}
+                "dispersion_percent": math.nan, **{f"{name}_lower_bound": False for name in ORDER_STATISTICS},
+                "why": why(observations)}
     low_rank, high_rank = median_ranks(n)
     low_middle, high_middle = ranked(low_rank), ranked(high_rank)
     reasons = [why(observations)]
@@ -202,10 +208,13 @@ def summarize(values: Iterable[float | None | Observation], lower_bounds: bool =
         dispersion = dispersion_percent(_bound_of(median), minimum, maximum)
         if median == 0:  # summary.json writes the NaN as null: say why there is no figure
             reasons.append("dispersion undefined: median 0")
-    return {**summary, "median": median, "min": minimum, "max": maximum,
-            "p1": ranked(nearest_rank(1, n)), "p99": ranked(nearest_rank(99, n)),
-            "dispersion_percent": dispersion,
-            "median_lower_bound": lower_bounds and _median_lower_bound(observations, len(censored), high_middle),
+    statistics = {"median": median, "min": minimum, "max": maximum,
+                  "p1": ranked(nearest_rank(1, n)), "p99": ranked(nearest_rank(99, n))}
+    # The median's highest middle value is what raising a repetition can move: the median's bound is its.
+    at = {**statistics, "median": high_middle}
+    return {**summary, **statistics, "dispersion_percent": dispersion,
+            **{f"{name}_lower_bound": lower_bounds and _lower_bound(observations, at[name])
+               for name in ORDER_STATISTICS},
             "why": "; ".join(r for r in reasons if r)}
 
 
@@ -213,13 +222,13 @@ def _bound_of(value: float | str) -> float:
     return float(value.removeprefix(BELOW)) if isinstance(value, str) else value
 
 
-def _median_lower_bound(observations: list[Observation], censored: int, high_middle: float | str) -> bool:
-    """Whether a tester-bound repetition, or one whose search met no failing load (at_least), lies at or below the
-    median (ties count: raising it moves the median)."""
+def _lower_bound(observations: list[Observation], statistic: float | str) -> bool:
+    """Whether a tester-bound repetition, or one whose search met no failing load (at_least), lies at or below an
+    order statistic (ties count: raising it moves the statistic; of the median, its highest middle value)."""
     for o in observations:
         if not o.tester_bound and not o.at_least:
             continue
-        if o.censored or isinstance(high_middle, str) or (o.value is not None and o.value <= high_middle):
+        if o.censored or isinstance(statistic, str) or (o.value is not None and o.value <= statistic):
             return True
     return False
 
