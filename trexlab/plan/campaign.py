@@ -54,6 +54,7 @@ from trexlab.progress import trial_text
 from trexlab.results.analysis import export_campaign
 from trexlab.results.provenance import git_commit
 from trexlab.results.store import (
+    DamagedRecord,
     append_point_record,
     dumps,
     first_difference,
@@ -344,7 +345,10 @@ class Campaign:
 
     def status(self) -> dict[str, dict]:
         """Last recorded outcome per point id."""
-        return read_point_log(self.dir)
+        try:
+            return read_point_log(self.dir)
+        except DamagedRecord as exc:
+            raise CampaignError(f"{exc}: remove {self.dir} to measure anew") from None
 
     def record(self, point, status: str, error: str | None = None, seconds: float = 0.0) -> None:
         append_point_record(self.dir, {"point": point.point_id, "index": point.index, "values": point.values,
@@ -638,6 +642,8 @@ class Campaign:
             manifest = read_json(path)
         except (OSError, ValueError) as exc:
             raise CampaignError(f"{path}: unreadable ({exc}): remove {self.dir} to measure anew") from None
+        if not isinstance(manifest, dict):
+            raise CampaignError(f"{path}: unreadable (not a mapping): remove {self.dir} to measure anew")
         how = f"run it into another campaign (--campaign ID) or remove {self.dir}"
         if (changed := difference_text(manifest.get("spec"), loads(dumps(self.experiment.spec)), "")) is not None:
             raise CampaignError(f"campaign {self.dir} was begun with another spec ({changed}): {how}")
