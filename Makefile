@@ -83,7 +83,10 @@ _script_env = $(foreach _v,SCALE LAB LAB_NAME TOPOLOGY NETWORKS RESULTS CAMPAIGN
 # (root, terraform, trexlab in .venv, MAAS credentials): make -n, which runs no recipe, has them check the values only
 # (--check-values), so that its answer does not depend on the machine's state.
 _check_found := $(if $(findstring n,$(firstword -$(MAKEFLAGS))),--check-values,--check-only)
-_check_run := scripts/run-experiment.sh $(_check_found) $(EXP)
+# make's PID (its $(shell)'s parent): the run its recipe starts takes over the lab its check holds for it, so that no
+# run takes the lab between the two (trexlab/testbed/lock.py, TREXLAB_LAB_HELD_FOR: make run's check and recipe only).
+_make_pid := $(if $(filter run,$(MAKECMDGOALS)),$(shell echo $$PPID))
+_check_run := TREXLAB_LAB_HELD_FOR=$(_make_pid) scripts/run-experiment.sh $(_check_found) $(EXP)
 _check_report := scripts/report.sh $(_check_found) $(EXP)
 _check_demo := scripts/demo.sh $(_check_found)
 _check_lab-up := scripts/lab.sh $(_check_found) up
@@ -126,7 +129,7 @@ lab-status: ## each lab of this checkout, up or what of it is down (LAB_NAME=lab
 	@scripts/lab.sh status
 
 run: ## run or resume a campaign: EXP=name (default demo) [SCALE=ci] [LAB_NAME=lab, default LAB] [RESULTS=dir, default results] [CEILINGS=RESULTS/x.json] [MEASURE_AGAIN=1]
-	@scripts/run-experiment.sh '$(EXP)'
+	@TREXLAB_LAB_HELD_FOR=$(_make_pid) scripts/run-experiment.sh '$(EXP)'
 
 report: ## execute an experiment's report notebook, export HTML: EXP=name [CAMPAIGN=dir, default its latest] [RESULTS=dir]
 	@scripts/report.sh '$(EXP)'

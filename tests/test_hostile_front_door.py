@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import types
@@ -745,3 +746,47 @@ def test_make_lab_status_with_a_lab_down_among_others_is_one_line_without_makes_
     output = (made.stdout + made.stderr).strip().splitlines()
     assert made.returncode == 2 and len(output) == 1 and f"{down4}; {metal1}" in output[0], (made.returncode, output)
     assert "Error 1" not in made.stderr and tree(root) == files
+
+
+def test_make_run_holds_the_lab_from_its_check_to_its_run(tmp_path):
+    """make run's check (trexlab campaign --check, before any recipe) found the lab free, then another run took it
+    before the recipe's run did: that run was refused in the recipe, its line and make's "*** [Makefile:NN: run]
+    Error 2". The check now holds the lab for the recipe's run (trexlab.testbed.lock: hold_for_next_run, and the
+    run's __enter__ takes the open file the lock is held on over a socket): another run trying it in between is
+    refused, and the recipe's run gets the lab. Here the recipe's script first tries the lab's lock as another run
+    would (flock), and holds it a while if it gets it; the campaign's tester is reached through an ssh stand-in
+    that fails, so its one point fails at once once it has the lab."""
+    root = front_door_copy(tmp_path / "checkout")
+    short_experiment(root, "lockrace", "description: a lab taken between make run's check and its run\n"
+                                       "generator: software\n")
+    inventory = root / "inventory" / "generated" / "race1" / "hosts.yml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text(static_inventory("race1"))
+    lock = inventory.parent / "lab.lock"
+    script = root / "scripts" / "run-experiment.sh"
+    script.rename(root / "scripts" / "run-experiment.real.sh")
+    other = tmp_path / "other-run"
+    script.write_text(f"""#!/bin/sh
+real="$(dirname "$0")/run-experiment.real.sh"
+case "$1" in --check*) exec "$real" "$@";; esac
+(if flock -n 9; then echo took >'{other}'; exec sleep 30; fi; echo refused >'{other}') 9>>'{lock}' &
+echo $! >'{other}.pid'
+while [ ! -s '{other}' ]; do sleep 0.05; done
+exec "$real" "$@"
+""")
+    script.chmod(0o755)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host 192.0.2.10 port 22: refused' >&2\nexit 255\n")
+    (fake / "ssh").chmod(0o755)
+    env = front_door_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    try:
+        result = subprocess.run(["make", "--no-print-directory", "run", "EXP=lockrace", "LAB_NAME=race1"],
+                                capture_output=True, text=True, cwd=root, env=env, timeout=120)
+    finally:  # the other run's stand-in, where it took the lab
+        if (pid := tmp_path / "other-run.pid").exists() and os.path.exists(f"/proc/{pid.read_text().strip()}"):
+            os.kill(int(pid.read_text()), signal.SIGTERM)
+    assert other.read_text() == "refused\n", (other.read_text(), result.stderr)
+    assert "is in use by" not in result.stderr, result.stderr
+    assert "lockrace/" in result.stderr and "point(s)" in result.stderr, result.stderr
+    assert lock.read_text() == ""

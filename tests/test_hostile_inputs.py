@@ -136,6 +136,15 @@ CORPUS = [
      ["{file}", "sweep.traffic.destination_networks"]),
     ("sweep empty list", "spec", text(spec(sweep={"traffic.destination_networks": []})), [],
      ["{file}", "sweep.traffic.destination_networks"]),
+    # A point is its values' directory: a value twice was two points of one directory ("2 points, 1 done" for ever).
+    ("sweep value twice", "spec", text(spec(sweep={"traffic.destination_networks": [1, 2, 1]})), [],
+     ["{file}", "sweep.traffic.destination_networks", "1 twice"]),
+    ("sweep value twice as a float", "spec", text(spec(sweep={"traffic.destination_networks": [2, 2.0]})), [],
+     ["{file}", "sweep.traffic.destination_networks", "2.0 twice"]),
+    ("sweep key into a number", "spec", text(spec(sweep={"procedure.params.max_rate.x": [1]})), [],
+     ["{file}", "sweep.procedure.params.max_rate.x", "max_rate"]),
+    ("scale key into a number", "scale", text(spec(scale={"ci": {"procedure": {"params": {"max_rate": {"x": 1}}}}})),
+     [], ["{file}", "scale.ci.procedure.params.max_rate.x", "max_rate"]),
     ("swept bad value", "spec", text(spec(sweep={"traffic.destination_networks": [1, "4"]})), [],
      ["{file}", "point 1", "destination_networks"]),
     ("unknown top-level key", "spec", text(spec(hooks={"pre": "rm -rf /"})), [], ["{file}", "hooks"]),
@@ -271,6 +280,16 @@ CORPUS = [
     ("tolerance a string", "spec", text(spec(**{"procedure.params.loss_tolerance_percent": "0.01"})), [],
      ["{file}", "procedure.params.loss_tolerance_percent"]),
     ("unknown param", "spec", text(spec(**{"procedure.params.shell": "reboot"})), [], ["{file}", "shell"]),
+    # One stored campaign gives every point's rate: a swept one measured every point at the spec's campaign's rate.
+    ("rate campaign swept", "spec", text(spec(procedure={"name": "latency", "params": {
+        "rate": {"from": "throughput", "campaign": {"experiment": "tp"}}, "trial_duration": 2, "tag_delay": 1}},
+        sweep={"procedure.params.rate.campaign.id": ["c-1", "c-2"]})), [],
+     ["{file}", "sweep.procedure.params.rate.campaign.id", "one stored campaign"]),
+    ("rate swept to campaigns", "spec", text(spec(procedure={"name": "latency", "params": {
+        "trial_duration": 2, "tag_delay": 1}}, sweep={"procedure.params.rate": [
+            {"from": "throughput", "campaign": {"experiment": "tp"}}, {"from": "throughput",
+                                                                      "campaign": {"experiment": "tq"}}]})), [],
+     ["{file}", "sweep.procedure.params.rate", "one stored campaign"]),
     ("rate from elsewhere", "spec", text(spec(procedure={"name": "latency",
                                                          "params": {"rate": {"from": "mlrsearch"}}})), [],
      ["{file}", "rate.from"]),

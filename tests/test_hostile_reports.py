@@ -153,6 +153,21 @@ def test_a_resumed_campaign_does_not_append_through_a_link(linked_campaign, caps
     assert code == 2 and len(err.strip().splitlines()) == 1 and str(directory / name) in err, err
 
 
+@pytest.mark.parametrize("file, content, again", [("campaign.json", "[1]", False), *(
+    ("points.jsonl", line, again) for line in ("[1]", "{}", '{"point": ["x"]}') for again in (False, True))])
+def test_a_resumed_campaign_whose_records_are_not_trexlabs_is_refused_in_one_line(linked_campaign, capsys, file,
+                                                                                 content, again):
+    """A received (or edited) campaign directory run again, or measured again (make demo): campaign.json that is not
+    a mapping, or a points.jsonl line that is JSON but not a point's record (a crash cuts a line short, which is not
+    JSON and is skipped), was a traceback (AttributeError, TypeError, KeyError)."""
+    argv, directory, _ = linked_campaign
+    with open(directory / file, "w" if file == "campaign.json" else "a") as out:
+        out.write(content + "\n")
+    code = cli.main([*argv, *(["--measure-again"] if again else [])])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and str(directory / file) in err, err
+
+
 # -- a received results directory: what its files hold is shown in the report's tables as text ------------------
 
 IMG = "<img src=x onerror=alert(5)>"

@@ -57,6 +57,20 @@ def dry_run(root, tmp_path, capsys) -> str:
     return err
 
 
+def test_a_swept_stored_campaign_is_refused(case, tmp_path, capsys):
+    """One stored campaign gives every point's rate: with its id swept, the point naming another campaign (here one
+    that does not exist) was measured at this one's rate, and said 'id=c-none' in its name."""
+    root, campaign, _ = case
+    spec = copy.deepcopy(LATENCY)
+    spec["sweep"] = {"procedure.params.rate.campaign.id": [campaign.name, "c-none"]}
+    (tmp_path / "lat.yml").write_text(json.dumps(spec))
+    code = cli.main(["campaign", str(tmp_path / "lat.yml"), "--results", str(root), "--ceilings",
+                     str(tmp_path / "c.json"), "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, (code, err)
+    assert "sweep.procedure.params.rate.campaign.id: one stored campaign gives every point's rate" in err, err
+
+
 def edit(path, change) -> None:
     data = read_json(path)
     change(data)

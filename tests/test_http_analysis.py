@@ -275,16 +275,56 @@ def test_the_download_table_says_how_many_downloads_each_column_rests_on_and_wha
         analysis.percentile_note([200], "downloads")
 
 
-def test_the_http_download_report_shows_the_counts_and_what_its_percentiles_are(tmp_path):
-    """The report (analysis/http-download.ipynb, rendered elsewhere only on the VM lab) over a campaign written as
-    one is: its table's counts whole, and the percentiles' ranks said under it."""
+def with_server_tcp(runs: pd.DataFrame, counters: list) -> pd.DataFrame:
+    """runs with each download's server TCP counters as load_campaigns flattens result.json's server_tcp: a dict of
+    trexlab.testbed.endpoints.TCP_COUNTERS (segments sent, retransmitted, D-SACK duplicates, timeouts), or None
+    where the download did not read them (its columns NaN)."""
+    from trexlab.testbed.endpoints import TCP_COUNTERS
+
+    return runs.assign(**{f"result.server_tcp.{key}": [math.nan if c is None else c[i] for c in counters]
+                          for i, key in enumerate(TCP_COUNTERS)})
+
+
+def test_the_download_table_shows_the_server_tcp_counters_beside_the_time_and_how_many_downloads_they_rest_on():
+    """A download time alone does not say that the DUT's loss or delay reached the transfer (on a busy host it is
+    as long without it); the server's TCP counters over each download do (http_download's server_tcp). The table
+    gave the time only: now each column has, per counter, the median (1st-99th percentile) over the downloads that
+    recorded them, written whole (stats.WHOLE) but a median halfway between two counts, and a count row where they
+    rest on other downloads than the times."""
+    runs = with_server_tcp(RUNS, [(46_000, 0, 0, 0), (46_100, 2, 2, 0), (46_050, 1, 0, 1),
+                                  (46_010, 40, 1, 0), (46_020, 46, 2, 0), None,
+                                  (46_350, 457, 3, 1), (46_300, 500, 4, 2), (46_400, 401, 2, 3)])
+    table = analysis.download_table(runs)
+    assert list(table.index) == [*analysis.DOWNLOAD_ROWS, "downloads", analysis.SERVER_TCP_COUNT,
+                                 *analysis.SERVER_TCP_ROWS]
+    retransmitted, timeouts = analysis.SERVER_TCP_ROWS[1], analysis.SERVER_TCP_ROWS[3]
+    assert retransmitted == "retransmitted segments: median (1st–99th percentile)"
+    assert table.loc[retransmitted, "loss 1 %"] == "457 (401–500)"
+    assert table.loc[timeouts, "loss 1 %"] == "2 (1–3)"
+    assert table.loc[analysis.SERVER_TCP_ROWS[0], "loss 1 %"] == "46,350 (46,300–46,400)", "whole, as every count"
+    # Two downloads of 0.01 % recorded them: the median is the mean of the two middle ones.
+    assert table.loc[retransmitted, "loss 0.01 %"] == "43 (40–46)"
+    assert list(table.loc[analysis.SERVER_TCP_COUNT]) == [3, 2, 3] and list(table.loc["downloads"]) == [3, 3, 3]
+    halves = with_server_tcp(http_runs({1: [180.6, 188.7]}), [(10, 1, 0, 0), (10, 1, 0, 1)])
+    table = analysis.download_table(halves)
+    assert table.loc[timeouts, "loss 1 %"] == "0.5 (0–1)", "half the downloads met a timeout: not '0'"
+    assert analysis.SERVER_TCP_COUNT not in table.index, "every download's counters: 'downloads' counts them"
+    # A point none of whose downloads recorded them: '-'; a campaign none of whose did (written before they were
+    # kept): the times alone.
+    none = with_server_tcp(http_runs({0: [89.1], 1: [180.6]}), [None, (10, 1, 0, 0)])
+    assert analysis.download_table(none).loc[retransmitted].tolist() == ["-", "1 (1–1)"]
+    assert list(analysis.download_table(RUNS).index) == [*analysis.DOWNLOAD_ROWS, "downloads"]
+
+
+def download_campaign(root, notebook: str | None = "analysis/http-download.ipynb"):
+    """An http-download-loss campaign written as one is under root: loss 0 and 1 %, three downloads each (the lossy
+    point's second failed: no time), each with the server's TCP counters but the lossless point's first; its spec
+    names the notebook given, or none (the campaign report, analysis/report.ipynb)."""
     import json
 
-    from trexlab.results.report import render
-
-    campaign = tmp_path / "http-download-loss" / "c-1"
+    campaign = root / "http-download-loss" / "c-1"
     spec = {"name": "http-download-loss", "procedure": {"name": "http_download"}, "repetitions": 3,
-            "notebook": "analysis/http-download.ipynb", "sweep": {"dut.impairment.loss_percent": [0, 1]}}
+            "sweep": {"dut.impairment.loss_percent": [0, 1]}} | ({"notebook": notebook} if notebook else {})
     points = [{"point": f"p-{i}", "values": {"dut.impairment.loss_percent": loss}} for i, loss in enumerate((0, 1))]
     for point, times in zip(points, ([89.10, 89.11, 89.13], [180.6, None, 197.5]), strict=True):
         loss = point["values"]["dut.impairment.loss_percent"]
@@ -295,9 +335,24 @@ def test_the_http_download_report_shows_the_counts_and_what_its_percentiles_are(
                 "procedure": "http_download", "point": point["point"], "repetition": k,
                 "sweep": {"dut.impairment.loss_percent": loss},
                 "spec": {"dut": {"impairment": {"loss_percent": loss}}}}))
-            (run / "result.json").write_text(json.dumps({"headline": {"download_time_s": time}}))
+            counters = {"segments_sent": 700 + k, "retransmitted_segments": 10 * loss + k,
+                        "duplicate_segments_reported": 0, "retransmission_timeouts": loss}
+            (run / "result.json").write_text(json.dumps({"headline": {"download_time_s": time},
+                                                         "server_tcp": None if k == 1 and not loss else counters}))
     (campaign / "campaign.json").write_text(json.dumps({"experiment": spec["name"], "campaign": "c-1", "spec": spec,
                                                         "points": points}))
+    return campaign
+
+
+def test_the_http_download_report_shows_the_counts_and_what_its_percentiles_are(tmp_path):
+    """The report (analysis/http-download.ipynb, rendered elsewhere only on the VM lab) over a campaign written as
+    one is: its table's counts whole, and the percentiles' ranks said under it; the server's TCP counters beside
+    the times, and what they are."""
+    import json
+
+    from trexlab.results.report import render
+
+    campaign = download_campaign(tmp_path)
     # An RFC 2544 campaign under the same root and impairment: its throughput beside the downloads, written whole.
     beside = tmp_path / "gaming-loss-tolerance" / "c-2"
     for k, fps in enumerate((81273.0, 81274.0, 81275.0), start=1):
@@ -315,6 +370,40 @@ def test_the_http_download_report_shows_the_counts_and_what_its_percentiles_are(
     assert ">downloads</th>" in text and ">failed (left out)</th>" in text and ">3.000<" not in text
     assert "of 3 downloads the 1st percentile is the 1st smallest (the minimum)" in text
     assert "of 2 downloads the 1st percentile" in text
+    # Beside the times, the server's TCP counters per point (the lossless point's first download did not record
+    # them), and what they are.
+    assert ">retransmitted segments: median (1st–99th percentile)</th>" in text
+    assert ">2.5 (2–3)<" in text and ">12 (11–13)<" in text
+    assert ">downloads with server TCP counters</th>" in text and "Server TCP counters</strong>" in text
+
+
+def test_the_campaign_report_shows_a_download_campaigns_server_tcp_counters_per_point(tmp_path, monkeypatch):
+    """An http_download campaign whose spec names no notebook is reported by analysis/report.ipynb: it showed the
+    download time per point and nothing of the TCP counters. Now a table per point, how many downloads they rest
+    on, their percentiles' ranks, and what they are."""
+    from test_hostile_reports import executed_in_process
+
+    from trexlab.paths import paths
+
+    page = executed_in_process(paths().notebooks / "report.ipynb", [str(download_campaign(tmp_path, None))],
+                               monkeypatch)
+    assert "Server TCP counters over the downloads" in page and ">2.5 (2–3)<" in page and ">12 (11–13)<" in page
+    assert ">downloads with server TCP counters</th>" in page and "of 2 downloads the 1st percentile" in page
+    assert "Server TCP counters</strong>" in page
+
+
+def test_the_campaign_report_says_what_its_percentiles_are_as_the_download_report_does():
+    """analysis/report.ipynb said its percentiles are 'nearest rank (always a value some repetition produced)';
+    the HTTP download report (analysis.percentile_note) gives the rank, ceil(q / 100 × n). Both now in the same
+    words, and what follows for the usual 20 repetitions."""
+    import nbformat
+
+    from trexlab.paths import paths
+
+    opening = nbformat.read(paths().notebooks / "report.ipynb", as_version=4).cells[0].source
+    assert f"Percentiles are {analysis.NEAREST_RANK}" in opening
+    assert f"Percentiles are {analysis.NEAREST_RANK}: of 20" in analysis.percentile_note([20])
+    assert "of fewer than 100 repetitions the 1st percentile is the minimum and the 99th the maximum" in opening
 
 
 def test_the_side_by_side_table_writes_each_rfc2544_figure_as_every_table_does():

@@ -183,3 +183,87 @@ def test_a_cli_run_takes_over_a_dead_runs_lock(tmp_path, capsys, cli_on_a_lab):
     assert main() == 0
     assert ("trexlab throughput: lab lk: took over the lock of campaign demo/c-dead (PID 999999), which is no longer "
             "running\n") in capsys.readouterr().err
+
+
+# make run's check (trexlab campaign --check) holding the lab of argv[1] for make process argv[2] (HELD_FOR_ENV).
+HOLD_FOR = r"""
+import os, sys
+from pathlib import Path
+from types import SimpleNamespace
+from trexlab.testbed.lock import HELD_FOR_ENV, LabLock
+os.environ[HELD_FOR_ENV] = sys.argv[2]
+lab = SimpleNamespace(name="lk", inventory=Path(sys.argv[1]) / "hosts.yml")
+LabLock(lab, "campaign demo/c-check").hold_for_next_run()
+"""
+
+
+class MakeRun:
+    """A make whose recipe runs the check (HOLD_FOR, for that make, or for make process `owner`), then prints its
+    shell's PID and becomes a sleep that stands for the recipe's later steps: make and that sleep run until kill()."""
+
+    def __init__(self, tmp_path: Path, owner: str = "$$PPID"):
+        (tmp_path / "hold.py").write_text(HOLD_FOR)
+        (tmp_path / "Makefile").write_text(
+            f"hold:\n\t@{sys.executable} hold.py {tmp_path} {owner}; echo $$$$; exec sleep 60\n")
+        self.make = subprocess.Popen(["make", "-s", "-f", str(tmp_path / "Makefile")], stdout=subprocess.PIPE,
+                                     text=True, cwd=tmp_path,
+                                     env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+        self.sleep = int(self.make.stdout.readline())  # once the check has ended, as make's $(shell) waits for it
+
+    def kill(self) -> None:
+        for pid in (self.make.pid, self.sleep):
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        self.make.wait()
+
+
+def test_make_runs_check_holds_the_lab_for_that_makes_run_only_and_lets_go_when_that_make_ends(tmp_path, monkeypatch):
+    """make run's check and the run its recipe starts are two processes: a lab another run took between them was
+    refused in the recipe (two lines through make). The check holds the lab now: another run is refused, naming it;
+    the run of the make it holds the lab for (HELD_FOR_ENV) takes the lock over and holds it as any run does; a lab
+    held for a make that ends without its run (a refusal of another goal, Ctrl-C) is let go, its lock file empty.
+    HELD_FOR_ENV naming a process that is no make the check runs under (a value left in a shell) holds nothing."""
+    from trexlab.testbed.lock import HELD_FOR_ENV
+
+    (tmp_path / "lab.lock").write_text("campaign demo/c-dead (PID 999999)\n")  # a crash's, before the check
+    make = MakeRun(tmp_path)
+    try:
+        with pytest.raises(LabError, match=r"lab lk is in use by campaign demo/c-check \(PID \d+\)"):
+            LabLock(lab(tmp_path), "campaign demo/c-other").check_free()
+        with pytest.raises(LabError, match="in use by campaign demo/c-check"), LabLock(lab(tmp_path), "other"):
+            pass
+        said = []
+        monkeypatch.setenv(HELD_FOR_ENV, str(make.make.pid))
+        with LabLock(lab(tmp_path), "campaign demo/c-check", said.append):
+            assert HELD_FOR_ENV not in os.environ  # for that run only, not the processes it starts
+            assert (tmp_path / "lab.lock").read_text() == f"campaign demo/c-check (PID {os.getpid()})\n"
+            with pytest.raises(LabError, match=f"in use by campaign demo/c-check \\(PID {os.getpid()}\\)"), \
+                    LabLock(lab(tmp_path), "other"):
+                pass
+        # The line the check found is a crash's: the run that takes the lock over says so, as any run would.
+        assert said == ["lab lk: took over the lock of campaign demo/c-dead (PID 999999), which is no longer running"]
+        assert (tmp_path / "lab.lock").read_text() == ""
+        LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
+    finally:
+        make.kill()
+    make = MakeRun(tmp_path)  # held again for a make, which ends without its run: let go once the holder sees it
+    try:
+        with pytest.raises(LabError):
+            LabLock(lab(tmp_path), "campaign demo/c-other").check_free()
+    finally:
+        make.kill()
+    deadline = time.monotonic() + 10
+    while True:  # the holder empties the lock file, then ends, which lets the lock go
+        try:
+            LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
+            break
+        except LabError:
+            assert time.monotonic() < deadline, "the lab is still held for a make that ended"
+            time.sleep(0.05)
+    assert (tmp_path / "lab.lock").read_text() == ""
+    for owner in (str(os.getpid()), "1"):  # no make, or not one the check runs under
+        make = MakeRun(tmp_path, owner)
+        try:
+            LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
+        finally:
+            make.kill()

@@ -213,3 +213,37 @@ def test_the_bounds_of_an_irregular_goal_result_are_marked_so_in_the_summary_and
            "result.headline_irregular.NDR_fps": found["headline_irregular"]["NDR_fps"]}
     [goal] = analysis.bounds_table(pd.DataFrame([row]), "NDR_fps")["goal result"]
     assert goal == f"irregular: {found['goals'][0]['irregular']}"
+
+
+class DuplicatingReverse:
+    """The simulated SUT, losing 100 frames forward and delivering 100 copies of test frames reverse, counted as
+    received by a generator that cannot tell a copy (the trial contract does not forbid received > sent)."""
+
+    name = "sim"
+
+    def __init__(self):
+        self.generator = sim(capacity=1e6)
+
+    def run_trial(self, spec):
+        result = self.generator.run_trial(spec)
+        changed = {"forward": -100, "reverse": +100}
+        return dataclasses.replace(result, directions={
+            k: dataclasses.replace(d, frames_received=d.frames_received + changed[k])
+            for k, d in result.directions.items()})
+
+    def describe(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+def test_a_directions_copies_never_offset_another_directions_loss_in_the_searchs_loss_count():
+    # The search's loss count summed sent - received over the directions: 100 lost forward and 100 copies reverse
+    # read as no loss (an NDR pass), where the trial's own loss ratio (DirectionResult.frames_lost) clamps each
+    # direction at zero and counts the 100.
+    from trexlab.procedures.common import TrialRunner
+
+    runner = TrialRunner(DuplicatingReverse(), dataclasses.replace(TRAFFIC, directions="bidirectional"))
+    measured = mlrsearch._Measurer(runner, warmup=False).measure(1.0, 50_000)
+    assert measured.loss_count == 100 == runner.log[-1].frames_lost, measured

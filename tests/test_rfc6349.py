@@ -311,6 +311,25 @@ def test_a_path_mtu_between_the_declared_frame_sizes_is_found_to_the_byte():
         tcp_metrics.max_achievable_tcp_throughput(result.bottleneck_bandwidth_bps, 1492))
 
 
+@pytest.mark.parametrize(("path_mtu", "found", "source"), [(9000, 4000, "tester limit"), (3000, 3000, "measured")])
+def test_a_tester_whose_mtu_lies_between_two_sizes_is_searched_up_to_it(path_mtu, found, source):
+    """Tester ports of MTU 4000 and sizes 2018 and 9018 declared: every size up to 2018 crossed. That read as a path
+    MTU of 2000 at the tester's limit; the tester sends up to 4018-byte frames, which is the top of the search."""
+    p = params(mtu_frame_sizes=(1280, 1518, 2018, 9018), tests=("download",))
+    result = run(PathGenerator(path_mtu=path_mtu), p, FakeEndpoints(tester_mtu=4000))
+    assert (result.path_mtu, result.mtu_source) == (found, source)
+    assert len(result.mtu_search) <= rfc6349.mtu_trials(p.mtu_frame_sizes)
+    assert any("9018 not tried" in n for n in result.notes)
+    assert any("largest size the tester ports can send" in n for n in result.notes) == (source == "tester limit")
+
+
+def test_a_path_that_carries_every_size_tried_may_carry_more_and_says_so():
+    result = run(PathGenerator(path_mtu=1500), params(mtu_frame_sizes=(1280, 1418), tests=("download",)),
+                 FakeEndpoints())
+    assert (result.path_mtu, result.mtu_source) == (1400, "measured")
+    assert any(n.startswith("path MTU 1400 is the largest of mtu_frame_sizes") for n in result.notes)
+
+
 def test_the_cost_counts_the_mtu_trials_that_narrow_the_gap():
     """Two declared sizes 238 bytes apart: both, then up to ceil(log2 238) = 8 trials halving the gap."""
     p = params(mtu_frame_sizes=(1280, 1518), bottleneck_bandwidth=1e8, tests=("download",))
@@ -321,8 +340,9 @@ def test_the_cost_counts_the_mtu_trials_that_narrow_the_gap():
 
 def test_the_result_discloses_where_it_falls_short_of_rfc_6349():
     """RFC 6349: the path MTU by PLPMTUD (RFC 4821, section 3.1), the bottleneck bandwidth in both directions
-    (section 3.2.2), tests longer than 30 s (section 5), retransmitted bytes counted (section 4.2). A run that does
-    otherwise says so beside its figures (the method line's "short of the standard"), one comma-free item each."""
+    (section 3.2.2), tests longer than 30 s (section 5), the metrics in each direction and both directions at once
+    (section 3.3), retransmitted bytes counted (section 4.2). A run that does otherwise says so beside its figures
+    (the method line's "short of the standard"), one comma-free item each."""
     from trexlab.plan.repetition import method_line, method_of
 
     result = run(PathGenerator(), params(tests=("download",)), FakeEndpoints()).to_dict()
@@ -330,10 +350,14 @@ def test_the_result_discloses_where_it_falls_short_of_rfc_6349():
         "path MTU by Don't-Fragment frame trials from the tester (RFC 6349 section 3.1: Packetization Layer Path MTU "
         "Discovery of RFC 4821 by the TCP endpoints)",
         "TCP test duration 2 s (RFC 6349 section 5: more than 30 s)",
+        "TCP tests in the download direction only (RFC 6349 section 3.3: the metrics measured in each direction)",
+        "no bidirectional TCP test (RFC 6349 section 3.3: each direction alone and then both at once)",
         "retransmitted bytes as iperf3's retransmitted segments x MSS (RFC 6349 section 4.2 counts bytes): at least "
         "the bytes sent again so each TCP efficiency is a lower bound"]
     assert "short of the standard: " + ", ".join(result["deviations"]) in method_line(method_of(result))
-    counted = [{"test": {"name": "download"}, "directions": {"download": {"counted_retransmitted_bytes": 0}}}]
+    counted = [{"test": {"name": name, "direction": name}, "directions": {
+        direction: {"counted_retransmitted_bytes": 0} for direction in tcp_engines.DIRECTIONS_OF[name]}}
+        for name in ("download", "upload", "bidirectional")]
     declared = params(mtu=1500, bottleneck_bandwidth=1e8, test_duration=31)
     assert rfc6349.rfc6349_deviations(declared, TrialSpec(1, 1), counted, "trex") == []
     one_way = rfc6349.rfc6349_deviations(params(test_duration=31), TrialSpec(1, 1, directions="forward"), counted,

@@ -290,7 +290,7 @@ def add_campaign_parser(subparsers) -> None:
                              "campaign directory begun otherwise, the ceilings file, a DUT that cannot be reached or "
                              "lacks what the spec requires), asked without changing a host (the DUTs get the roles' "
                              "probes only) or writing: nothing printed and exit 0, or its refusal and exit 2 (make "
-                             "run, before its recipe)")
+                             "run, before its recipe, which holds the lab for its recipe's run: TREXLAB_LAB_HELD_FOR)")
     add_ceilings_flag(parser)
 
 

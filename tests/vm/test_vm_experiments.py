@@ -250,6 +250,15 @@ def test_http_download_with_selectively_delayed_frames(lab, results, endpoints, 
         times = point["download_time_s"].tolist()
         print(f"delay {delay_ms} ms on every {nth}th frame: download times (s) {[round(t, 3) for t in times]}")
         assert len(times) == ci.repetitions and times[0] >= 0.9 * min(delay_ms / 1000, 1.0), (delay_ms, nth, times)
+    # The late frames reached the transfers, as the server's TCP counters over each download show (server_tcp,
+    # recorded with the downloads: no lab time). A data segment 1 s late is sent again before it arrives (fast
+    # retransmit, a loss probe or a timeout of at least 200 ms: all sooner), so every download with every 10th
+    # frame late (some 73 of a 1 MiB download's ~730 frames) has retransmissions, and its point more than every
+    # 100th's (~7 late per download; where the DUT's GRO merges frames before it counts them, both alike).
+    sent_again = runs.groupby("selective_every_nth")["result.server_tcp.retransmitted_segments"].apply(list)
+    print(f"segments sent again by every Nth frame late: {sent_again.to_dict()}")
+    assert runs["result.server_tcp.retransmitted_segments"].notna().all(), sent_again.to_dict()
+    assert min(sent_again[10]) > 0 and sum(sent_again[10]) > sum(sent_again[100]), sent_again.to_dict()
     table = analysis.download_table(runs)
     assert list(table.index)[:4] == ["median (s)", "1st percentile (s)", "99th percentile (s)", "downloads"]
     assert len(table.columns) == len(ci.points()) and table.notna().all().all(), table

@@ -54,6 +54,7 @@ from trexlab.progress import trial_text
 from trexlab.results.analysis import export_campaign
 from trexlab.results.provenance import git_commit
 from trexlab.results.store import (
+    DamagedRecord,
     append_point_record,
     dumps,
     first_difference,
@@ -344,7 +345,10 @@ class Campaign:
 
     def status(self) -> dict[str, dict]:
         """Last recorded outcome per point id."""
-        return read_point_log(self.dir)
+        try:
+            return read_point_log(self.dir)
+        except DamagedRecord as exc:
+            raise CampaignError(f"{exc}: remove {self.dir} to measure anew") from None
 
     def record(self, point, status: str, error: str | None = None, seconds: float = 0.0) -> None:
         append_point_record(self.dir, {"point": point.point_id, "index": point.index, "values": point.values,
@@ -572,10 +576,14 @@ class Campaign:
         """What run() refuses before it changes a host or writes anything, asked without doing either: the lab held
         by another run (LabLock.check_free), then _check_before_points. make run asks it before its recipe (trexlab
         campaign --check), so that through make a refusal is one line, not the campaign's and make's "*** [...]
-        Error 2"; run() checks it all again, holding the lock."""
-        if self.lab is not None:
-            LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}").check_free()
+        Error 2"; run() checks it all again, holding the lock. Passed, it holds the lab for make's recipe's run
+        (LabLock.hold_for_next_run), so that no run takes it in between."""
+        lock = None if self.lab is None else LabLock(self.lab, f"campaign {self.experiment.name}/{self.id}")
+        if lock is not None:
+            lock.check_free()
         self._check_before_points(say=lambda line: None)
+        if lock is not None:
+            lock.hold_for_next_run()
 
     def _check_before_points(self, say: Callable[[str], None]) -> list[estimate.PointPlan]:
         """_check_before_hosts, then what only the DUTs tell (check_requirements: the roles' probes, which change
@@ -634,6 +642,8 @@ class Campaign:
             manifest = read_json(path)
         except (OSError, ValueError) as exc:
             raise CampaignError(f"{path}: unreadable ({exc}): remove {self.dir} to measure anew") from None
+        if not isinstance(manifest, dict):
+            raise CampaignError(f"{path}: unreadable (not a mapping): remove {self.dir} to measure anew")
         how = f"run it into another campaign (--campaign ID) or remove {self.dir}"
         if (changed := difference_text(manifest.get("spec"), loads(dumps(self.experiment.spec)), "")) is not None:
             raise CampaignError(f"campaign {self.dir} was begun with another spec ({changed}): {how}")

@@ -327,7 +327,7 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
     try:
         status = read_point_log(directory)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0][:100]})") from None
+        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0]})") from None
     nearest, matching = None, []
     for name in _stored_points(manifest):
         point = directory / name

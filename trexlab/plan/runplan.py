@@ -304,7 +304,7 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
     the first campaign, then <hash>-2, <hash>-3, ... So a rerun never hands back an old measurement as a new
     one, and a crash still costs at most the trial that was running.
     """
-    from trexlab.results.store import read_point_log
+    from trexlab.results.store import DamagedRecord, read_point_log
 
     base = default_campaign_id(experiment)
     root = Path(results_root) / experiment.name
@@ -318,7 +318,10 @@ def measure_again_campaign_id(experiment, results_root: str | Path) -> tuple[str
                 return cid, (f"the earlier campaign(s) of this spec are complete ({', '.join(complete[-3:])}): "
                              f"measuring anew in {cid}")
             return cid, f"a new campaign {cid}"
-        status = read_point_log(directory)
+        try:
+            status = read_point_log(directory)
+        except DamagedRecord as exc:
+            raise PlanError(f"{exc}: remove {directory} to measure anew") from None
         if not all(status.get(p, {}).get("status") == "done" for p in points):
             done = sum(1 for p in points if status.get(p, {}).get("status") == "done")
             return cid, (f"resuming the interrupted campaign {cid} ({done} of {len(points)} point(s) done); "

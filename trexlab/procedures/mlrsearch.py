@@ -235,14 +235,17 @@ class _Measurer(AbstractMeasurer):
             self.warmup_result = id(result)
         directions = result.directions.values()
         sent = sum(d.frames_sent for d in directions)
-        received = sum(d.frames_received for d in directions)
+        # Each direction's loss clamped at zero, as the trial's own loss ratio (DirectionResult.frames_lost): one
+        # direction's frames received beyond those sent (copies a generator could not tell) must not offset
+        # another's loss.
+        lost = sum(max(0, d.frames_sent - d.frames_received) for d in directions)
         return MeasurementResult(
             intended_duration=intended_duration,
             intended_load=intended_load,
             offered_count=sent,
             # An invalid trial (stretched: the tester did not offer the load; or with host backlog drops: the
             # host's loss; TrialRunner has run it again) fails every goal, as it fails the binary search.
-            loss_count=sent if not result.valid else sent - received,
+            loss_count=sent if not result.valid else lost,
             # Frames the tester failed to send count as bad, never as the DUT's success.
             intended_count=sum(d.frames_intended for d in directions),
             offered_duration=effective_duration(result),

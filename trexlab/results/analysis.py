@@ -31,6 +31,7 @@ from trexlab.plan.repetition import LOOKED_UP, SUMMARY, method_line, order_text
 from trexlab.procedures.common import FIGURE_BOUND_KEYS
 from trexlab.results.stats import (
     ORDER_STATISTICS,
+    WHOLE,
     WHOLE_FIGURES,
     Observation,
     held_down_by_tester,
@@ -41,6 +42,7 @@ from trexlab.results.stats import (
 )
 from trexlab.results.store import PROVENANCE, dumps, read_json, read_point_log, run_rows, write_columnar_tree
 from trexlab.spec.schema import DEFAULT_REPETITIONS, Traffic
+from trexlab.testbed.endpoints import TCP_COUNTERS
 from trexlab.trial import SIIT_SIZE_DELTA, format_seconds
 
 STAT_COLUMNS = ["count", "missing", "tester_bound", "median", "min", "max", "p1", "p99", "dispersion_percent",
@@ -1012,7 +1014,9 @@ DOWNLOAD_ROWS = ("median (s)", "1st percentile (s)", "99th percentile (s)")
 def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.DataFrame:
     """The paper's layout (Lencse et al. 2020, Tables I, III, IV): rows median / 1st / 99th percentile in s,
     one column per DUT impairment, over the repetitions (downloads) of each point; then how many downloads each
-    column rests on, and, where any failed (no time), how many were left out."""
+    column rests on, and, where any failed (no time), how many were left out; then, where the downloads recorded
+    them, the server's TCP counters (server_tcp_table: SERVER_TCP_ROWS, and SERVER_TCP_COUNT where they rest on
+    other downloads than the times), which show that the impairment reached the transfers."""
     if runs.empty or figure not in runs:
         return pd.DataFrame(index=list(DOWNLOAD_ROWS))
     runs = runs.assign(impairment=impairment_labels(runs))
@@ -1021,7 +1025,69 @@ def download_table(runs: pd.DataFrame, figure: str = "download_time_s") -> pd.Da
         s = summarize(runs.loc[runs["impairment"] == label, figure].tolist())
         columns[label] = [s["median"], s["p1"], s["p99"], s["count"], s["missing"]]
     table = pd.DataFrame(columns, index=[*DOWNLOAD_ROWS, "downloads", "failed (left out)"], dtype=object)
-    return table if table.loc["failed (left out)"].any() else table.drop(index="failed (left out)")
+    table = table if table.loc["failed (left out)"].any() else table.drop(index="failed (left out)")
+    counters = server_tcp_table(runs, ["impairment"])
+    if counters is None:
+        return table
+    counters = counters.set_index("impairment").T.reindex(columns=table.columns)
+    if (counters.loc[SERVER_TCP_COUNT] == table.loc["downloads"]).all():
+        counters = counters.drop(index=SERVER_TCP_COUNT)  # every download's counters: "downloads" counts them
+    return pd.concat([table, counters])
+
+
+#: Where load_campaigns puts a download's server TCP counters (result.json's server_tcp, flattened).
+SERVER_TCP = "result.server_tcp."
+#: server_tcp_table's column of how many downloads its counters' statistics rest on.
+SERVER_TCP_COUNT = "downloads with server TCP counters"
+
+
+def counter_label(counter: str) -> str:
+    """A server TCP counter's row or column heading: 'retransmitted segments: median (1st-99th percentile)'."""
+    return f"{counter.replace('_', ' ')}: median (1st–99th percentile)"
+
+
+#: download_table's rows of server TCP counters, one per counter (where the downloads recorded them).
+SERVER_TCP_ROWS = tuple(counter_label(counter) for counter in TCP_COUNTERS)
+
+
+def _count_text(value: float) -> str:
+    """A statistic of whole counts as text: whole, with thousands separators (stats.WHOLE); the median of an even
+    count may lie halfway between two counts and keeps its .5 (0.5 retransmission timeouts is not 0)."""
+    return format(value, WHOLE if float(value).is_integer() else ",.1f")
+
+
+def server_tcp_table(runs: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame | None:
+    """Per sweep point (or group of `by`): the server node's TCP counters over each download (http_download's
+    server_tcp: trexlab.testbed.endpoints.TCP_COUNTERS), each as 'median (1st percentile-99th percentile)' over
+    the downloads that recorded them (stats.summarize: nearest rank, as the download times), and how many those
+    are (SERVER_TCP_COUNT); '-' where none did. They show that the DUT's loss or delay reached the transfer
+    (segments sent again, timeouts), which the download time alone does not. None: no download recorded them."""
+    columns = [f"{SERVER_TCP}{counter}" for counter in TCP_COUNTERS]
+    if not all(column in runs for column in columns):
+        return None
+    by = by if by is not None else ["experiment", *sweep_columns(runs)]
+    rows = []
+    for key, group in runs.groupby(by, dropna=False, sort=True):
+        read = group[group[columns].notna().all(axis=1)]
+        row = {**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), SERVER_TCP_COUNT: len(read)}
+        for label, column in zip(SERVER_TCP_ROWS, columns, strict=True):
+            s = summarize(read[column].tolist())
+            row[label] = (f"{_count_text(s['median'])} ({_count_text(s['p1'])}–{_count_text(s['p99'])})"
+                          if s["count"] else "-")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, SERVER_TCP_COUNT, *SERVER_TCP_ROWS])
+
+
+#: What the server TCP counters beside a download time are, for the text under a table that shows them.
+SERVER_TCP_NOTE = (
+    "**Server TCP counters**: the server node's kernel counters over each download (/proc/net/snmp and "
+    "/proc/net/netstat, all of the node's connections: the download's alone while nothing else talks TCP there): "
+    "segments sent (OutSegs, retransmissions not included), retransmitted segments (RetransSegs: each segment the "
+    "DUT dropped, or delayed past the sender's patience, is sent again at least once), duplicate segments "
+    "reported (D-SACK: retransmissions of segments that were not lost, e.g. a late one that arrived after all) and "
+    "retransmission timeouts (RTOs). Retransmitted less duplicates is the segments the DUT dropped (or delayed "
+    "past the download's end). Each cell is the median (1st–99th percentile) over the downloads that recorded "
+    "them; a median of an even count is the mean of the two middle ones.")
 
 
 def percentile_note(counts: Iterable[int], what: str = "repetitions") -> str:
@@ -1036,8 +1102,12 @@ def percentile_note(counts: Iterable[int], what: str = "repetitions") -> str:
         parts.append(f"of {n} {what} the 1st percentile is the {ordinal(low)} smallest"
                      + (" (the minimum)" if low == 1 else "") + f", the 99th the {ordinal(high)} smallest"
                      + (" (the maximum)" if high == n else ""))
-    return ("Percentiles are nearest rank (the value of rank ceil(q / 100 × n) in ascending order, never an "
-            "interpolation): " + "; ".join(parts) + ".") if parts else ""
+    return f"Percentiles are {NEAREST_RANK}: " + "; ".join(parts) + "." if parts else ""
+
+
+#: How every report says what its percentiles are (stats.nearest_rank): percentile_note, and analysis/report.ipynb's
+#: opening text in these words.
+NEAREST_RANK = "nearest rank (the value of rank ceil(q / 100 × n) in ascending order, never an interpolation)"
 
 
 def side_by_side(user_runs: pd.DataFrame, rfc2544_runs: pd.DataFrame,

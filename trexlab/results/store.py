@@ -597,15 +597,22 @@ def append_point_record(campaign: str | os.PathLike, record: dict) -> None:
         fsync_directory(path.parent)
 
 
+class DamagedRecord(ValueError):
+    """A campaign's record that is not what trexlab writes (a received or edited directory): one line naming it."""
+
+
 def read_point_log(campaign: str | os.PathLike) -> dict[str, dict]:
-    """The last recorded attempt of each point of a campaign (a line cut short by a crash is skipped)."""
+    """The last recorded attempt of each point of a campaign (a line cut short by a crash is skipped: it is not JSON);
+    DamagedRecord for a line that is JSON but no point's record, which no crash makes."""
     latest: dict[str, dict] = {}
     path = Path(campaign) / POINTS
     if path.is_file():
-        for line in path.read_text().splitlines():
+        for number, line in enumerate(path.read_text().splitlines(), 1):
             try:
                 record = loads(line)
             except json.JSONDecodeError:
                 continue
+            if not isinstance(record, dict) or not isinstance(record.get("point"), str):
+                raise DamagedRecord(f"{path}: line {number}: not a point's record (a mapping with the point's name)")
             latest[record["point"]] = record
     return latest

@@ -203,7 +203,8 @@ class Experiment:
 
     def points(self) -> list[SweepPoint]:
         sweep = self.spec.get("sweep") or {}
-        check_sweep_size(sweep, str(self.path) if self.path else "<spec>")
+        source = str(self.path) if self.path else "<spec>"
+        check_sweep_size(sweep, source)
         paths = list(sweep)
         points = []
         for index, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
@@ -211,7 +212,7 @@ class Experiment:
             spec = copy.deepcopy(self.spec)
             spec.pop("sweep", None)
             for path, value in values.items():
-                _set_path(spec, path, value)
+                _set_path(spec, path, value, f"{source}: sweep.{path}")
             if any(_has_float(value) for value in values.values()):  # a swept 2.0 for an integer key: 2
                 spec = whole_numbers(spec)
             points.append(SweepPoint(index, values, spec))
@@ -228,7 +229,7 @@ class Experiment:
             raise InvalidExperiment(f"{self.path}: scale.{scale}: a mapping of overrides")
         spec = copy.deepcopy(self.spec)
         for path, value in _flatten(overrides).items():
-            _set_path(spec, path, value)
+            _set_path(spec, path, value, f"{self.path or '<spec>'}: scale.{scale}.{path}")
         # The merged spec is checked as a whole again: an override may set anything the spec may, no more
         # (a name that leaves the results root, zero repetitions, a hostile DUT block).
         source = f"{self.path or '<spec>'} (scale {scale})"
@@ -247,13 +248,15 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
-def _set_path(spec: dict, path: str, value: object) -> None:
+def _set_path(spec: dict, path: str, value: object, label: str) -> None:
+    """Set the spec's value at a dotted path (label: the sweep or scale key, in an error)."""
     node = spec
     *parents, leaf = path.split(".")
     for key in parents:
         node = node.setdefault(key, {})
         if not isinstance(node, dict):
-            raise InvalidExperiment(f"sweep key {path}: {key} is not a mapping")
+            raise InvalidExperiment(f"{label}: {key} is not a mapping; allowed a dotted path of mappings to the "
+                                    "key set")
     node[leaf] = value
 
 
@@ -295,6 +298,12 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
                                 "simulated SUT in generator_options")
     if isinstance(spec.get("sweep"), dict):
         check_sweep_size(spec["sweep"], source)
+        for swept, values in spec["sweep"].items():
+            # A point is its values, and its directory is named by them: a value twice (or 2 and 2.0) was two points
+            # of one directory, or the same point measured twice under two names.
+            for index, value in enumerate(values):
+                if value in values[:index]:
+                    raise InvalidExperiment(f"{source}: sweep.{swept}: {value!r} twice; allowed each value once")
     if spec.get("repetitions_per_round", 1) != 1 and spec.get("order", DEFAULT_ORDER) != "interleaved":
         raise InvalidExperiment(f"{source}: repetitions_per_round: {spec['repetitions_per_round']}: allowed 1 with "
                                 f"order {spec.get('order', DEFAULT_ORDER)} (rounds are an interleaved campaign's)")
@@ -307,6 +316,7 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
     for point in experiment.points():
         _check_dut(point, source)
         _check_point(point, source, figures)
+        _check_rate_campaign(spec, point, source)
     # A shared spec's CI scale is part of it: a dry run, or a campaign at full scale, that passed the spec while
     # `--scale ci` would be refused (zero repetitions, a trial_duration of -1 in its overrides) checked half of it.
     for name, overrides in (spec.get("scale") or {}).items() if scales else ():
@@ -482,6 +492,17 @@ def _check_point(point: SweepPoint, source: str, figures: tuple[str, ...] = ()) 
         if figure not in reported:
             refused = InvalidParameter("repetitions.until.figures", figure, ", ".join(reported))
             raise InvalidExperiment(f"{where}: {refused}")
+
+
+def _check_rate_campaign(spec: dict, point: SweepPoint, source: str) -> None:
+    """A stored throughput campaign gives every point's rate (rate.campaign, and the search params beside it: one
+    campaign, trexlab.plan.rate_from.stored_rates): a point that names another, swept, measured at the spec's."""
+    ours = split_rate_from(spec["procedure"].get("params") or {})[1] or {}
+    theirs = split_rate_from(point.spec["procedure"].get("params") or {})[1] or {}
+    if ("campaign" in ours or "campaign" in theirs) and ours != theirs:
+        swept = next((key for key in point.values if key.startswith("procedure.params.rate")), "procedure.params.rate")
+        raise InvalidExperiment(f"{source}: sweep.{swept}: one stored campaign gives every point's rate; allowed "
+                                "procedure.params.rate with its campaign unswept")
 
 
 def procedure_params_class(name: str):

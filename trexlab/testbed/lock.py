@@ -11,6 +11,14 @@ configuring a DUT. While it runs, a run records its descendants (PID, start time
 whenever they change) in <inventory dir>/lab.procs.json. The run that takes a stale lock over stops those of them
 that still run, each verified by its start time and /proc/<pid>/cmdline (a PID the kernel has since given to
 another program is left alone), before it configures anything.
+
+make run asks its campaign's refusals before its recipe (trexlab campaign --check), so that a refusal is one line,
+not the campaign's and make's "*** [Makefile:NN: run] Error 2": the check and the recipe's run are two processes,
+and a lab another run took between them was refused in the recipe, in those two lines. So that check, told the make
+it runs for (HELD_FOR_ENV), takes the lock and keeps it in a process of its own (hold_for_next_run) until the run
+that make's recipe starts takes it over: the open file the lock is held on, passed over a Unix socket (the kernel's
+flock belongs to that open file), so that no run can take the lab in between; not asked for, the lock is let go
+when that make ends (a refusal of another goal, Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +43,13 @@ SCAN_INTERVAL = 0.2
 TERM_GRACE = 3.0
 #: Seconds to wait, after SIGKILL, for the kernel to end them.
 KILL_WAIT = 5.0
+#: The environment variable naming the make process (its PID) whose check holds the lab for its recipe's run: the
+#: Makefile sets it for make run's check and recipe only.
+HELD_FOR_ENV = "TREXLAB_LAB_HELD_FOR"
+#: Seconds between two looks, by the process holding a lab for make's recipe, at whether that make still runs.
+HELD_FOR_POLL = 0.2
+#: Seconds the recipe's run waits for the holding process to pass it the lock.
+HAND_OVER_WAIT = 10.0
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -49,6 +65,23 @@ def _stat(pid: int) -> tuple[int, int] | None:
     """(parent PID, start time in clock ticks since boot) of a process, or None when it is gone."""
     fields = _stat_fields(pid)
     return None if fields is None else (int(fields[1]), int(fields[19]))
+
+
+def _started(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot), which tells it from a later one given its PID; None: gone."""
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
+def _is_make_above(pid: int) -> bool:
+    """Whether process pid is a make this process runs under (its parent's parent, or further up)."""
+    above = os.getppid()
+    while above > 1:
+        if above == pid:
+            return Path((_cmdline(pid) or [""])[0]).name in ("make", "gmake")
+        stat = _stat(above)
+        above = stat[0] if stat else 0
+    return False
 
 
 def _cmdline(pid: int) -> list[str] | None:
@@ -126,6 +159,25 @@ class LabLock:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LabLock:
+        handed = self._handed_over()
+        if handed is not None:  # held for this run by make run's check, which passed on the line it found there
+            file, previous = handed
+        else:
+            file = self._take()
+            file.seek(0)
+            previous = file.read().strip()
+        self._file = file
+        if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
+            stopped = self._take_over()
+            self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
+                          + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
+        self._write_holder(file)
+        self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
+        self._thread.start()
+        return self
+
+    def _take(self) -> TextIO:
+        """The lock file, opened and its flock taken, or the refusal naming its holder."""
         try:
             file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
         except OSError as exc:
@@ -138,20 +190,92 @@ class LabLock:
             holder = file.read().strip()
             file.close()
             raise self._in_use(holder) from None
-        self._file = file
+        return file
+
+    def _address(self, owner: int, st: os.stat_result) -> bytes:
+        """The abstract Unix socket the lock of this lock file, held for make process owner, is handed over on."""
+        return f"\0trexlab-lab-lock/{owner}/{st.st_dev}/{st.st_ino}".encode()
+
+    def hold_for_next_run(self) -> None:
+        """Where HELD_FOR_ENV names a make process (make run's check): take the lock, refused as __enter__ is, and
+        keep it in a child process of its own, its stdin, stdout and stderr closed (make's $(shell) reads until
+        they are), until a run of that make's takes it over (__enter__) or that make ends. Else nothing."""
+        owner = os.environ.get(HELD_FOR_ENV, "")
+        started = _started(int(owner)) if owner.isdigit() and _is_make_above(int(owner)) else None
+        if started is None:  # not a make this check runs under (a value left in a shell): no lab held for it
+            return
+        file = self._take()
         file.seek(0)
         previous = file.read().strip()
-        if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
-            stopped = self._take_over()
-            self.progress(f"lab {self.lab_name}: took over the lock of {previous}, which is no longer running"
-                          + (f"; stopped what it left running: {self._describe(stopped)}" if stopped else ""))
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(self._address(int(owner), os.fstat(file.fileno())))
+            server.listen(1)
+        except OSError:  # that make holds this lab already (make run run): its run takes it over from that holder
+            server.close()
+            file.close()
+            return
+        if os.fork():
+            server.close()
+            file.close()
+            return
+        handed = False
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            self._write_holder(file)
+            server.settimeout(HELD_FOR_POLL)
+            while not handed and _started(int(owner)) == started:
+                try:
+                    connection, _ = server.accept()
+                except TimeoutError:
+                    continue
+                with connection:
+                    socket.send_fds(connection, [previous.encode() or b"\n"], [file.fileno()])
+                handed = True
+        finally:
+            if not handed:  # its holder line goes with it: a lock file naming a holder means a crash
+                file.seek(0)
+                file.truncate()
+            os._exit(0)
+
+    def _handed_over(self) -> tuple[TextIO, str] | None:
+        """The lock make run's check holds for this run (hold_for_next_run), taken over: the open file it is held
+        on, verified as this lab's lock file and held, and the holder line the check found there. None where no
+        lock is held for it (the run then takes it as any run does)."""
+        owner = os.environ.pop(HELD_FOR_ENV, "")  # for this run only, not the processes it starts
+        try:
+            st = os.stat(self.lock_path)
+        except OSError:
+            return None
+        if not owner.isdigit():
+            return None
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            try:
+                connection.settimeout(HAND_OVER_WAIT)
+                connection.connect(self._address(int(owner), st))
+                message, fds, _, _ = socket.recv_fds(connection, 4096, 1)
+            except OSError:
+                return None
+        if not fds:
+            return None
+        file = open(fds[0], "a+")  # noqa: SIM115 -- held open for the run's lifetime
+        try:
+            passed = os.fstat(file.fileno())
+            if (passed.st_dev, passed.st_ino) != (st.st_dev, st.st_ino):
+                raise OSError("another file")
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held already on this open file: passes at once
+        except OSError:
+            file.close()
+            return None
+        return file, message.decode(errors="replace").strip()
+
+    def _write_holder(self, file: TextIO) -> None:
         file.seek(0)
         file.truncate()
         file.write(f"{self.holder} (PID {os.getpid()})\n")
         file.flush()
-        self._thread = threading.Thread(target=self._record, name="lablock", daemon=True)
-        self._thread.start()
-        return self
 
     def _in_use(self, holder: str) -> LabError:
         return LabError(f"lab {self.lab_name} is in use by {holder or 'another run'}: one run per lab at a time")
