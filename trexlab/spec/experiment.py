@@ -224,7 +224,9 @@ class Experiment:
             return self
         overrides = (self.spec.get("scale") or {}).get(scale)
         if overrides is None:
-            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment")
+            declared = ", ".join(self.spec.get("scale") or {}) or "none"
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment (declared: "
+                                    f"{declared})")
         if not isinstance(overrides, dict):
             raise InvalidExperiment(f"{self.path}: scale.{scale}: a mapping of overrides")
         spec = copy.deepcopy(self.spec)
