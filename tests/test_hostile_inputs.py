@@ -124,6 +124,11 @@ CORPUS = [
     ("config key an integer", "config", "params: {1: 2}\n", [], ["--config {file}", "line 1", "key 1"]),
     ("config value a date", "config", "params: {media: 2024-01-01}\n", [], ["--config {file}", "line 1", "date"]),
     ("inventory key with a line break", "inventory", '"all\\n": {}\n', [], ["inventory {file}", "line 1"]),
+    # Every repetition's provenance keeps the spec: 1 MiB of description was 1 MiB more on disk per repetition.
+    ("description of 100,000 characters", "spec", text(spec(description="x" * 100_000)), [],
+     ["{file}", "description", "100000 characters; allowed at most 10000"]),
+    ("reproduces of 100,000 characters", "scale", text(spec(scale={"ci": {"reproduces": "x" * 100_000}})), [],
+     ["{file}", "reproduces", "100000 characters; allowed at most 10000"]),
     ("name escapes", "spec", text(spec(name="../../x")), [], ["{file}", "name"]),
     ("name with slash", "spec", text(spec(name="a/b")), [], ["{file}", "name"]),
     ("name not a string", "spec", text(spec(name=7)), [], ["{file}", "name"]),

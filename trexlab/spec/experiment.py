@@ -356,6 +356,8 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"unknown key {', '.join(extra)}; allowed {', '.join(allowed)}"
     if error.validator == "enum":
         return f"{instance!r} is not allowed; allowed {', '.join(map(str, expected))}"
+    if error.validator == "maxLength" and isinstance(instance, str):
+        return f"{len(instance)} characters; allowed at most {expected}"
     if error.validator == "pattern" and isinstance(instance, str):
         return f"{instance!r} does not match {expected}"
     if error.validator == "anyOf" and all("type" in option for option in expected):

@@ -45,6 +45,10 @@ NOTEBOOK_PATTERN = r"^analysis/[A-Za-z0-9_.-]+\.ipynb" + END
 HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}" + END
 #: The sweep keys: dotted paths into the spec.
 SWEEP_KEY_PATTERN = r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+" + END
+#: The longest description or reproduces text, characters: every repetition's provenance.json keeps the spec, so a
+#: spec file's 1 MiB of description was 1 MiB more on disk per repetition (1,000,000 repetitions: a terabyte). Ten
+#: times the longest shipped one (970).
+TEXT_MAX = 10_000
 #: Repetitions of each point when a spec gives none: siitperf's authors repeat 20 times.
 DEFAULT_REPETITIONS = 20
 REPETITIONS_MAX = 1000
@@ -145,8 +149,10 @@ class ExperimentSpec:
 
     name: str = field(metadata=doc("the experiment's name and results directory", pattern=NAME_PATTERN))
     procedure: Procedure = field(metadata=doc("the procedure each repetition runs"))
-    description: str = field(default="", metadata=doc("what the experiment shows"))
-    reproduces: str = field(default="", metadata=doc("the paper, table or figure it reproduces"))
+    description: str = field(default="", metadata=doc(
+        f"what the experiment shows, at most {TEXT_MAX} characters", maxLength=TEXT_MAX))
+    reproduces: str = field(default="", metadata=doc(
+        f"the paper, table or figure it reproduces, at most {TEXT_MAX} characters", maxLength=TEXT_MAX))
     lab: LabRequirement = field(default_factory=LabRequirement, metadata=doc("what it needs of the lab"))
     generator: Literal["sim", "software", "trex"] = field(default="software", metadata=doc(
         "the traffic generator: sim (simulated SUT, no lab), software (swtester) or trex"))
