@@ -97,6 +97,21 @@ def test_bad_adaptive_rule_is_one_line_naming_the_key(repetitions, expected):
 
 # -- warm start ------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("figures", [[100e3, 200e3, 300e3, 400e3], [1e5, 2e5, 3e5, 4e5, 5e5, 6e5, 7e5, 8e5]])
+def test_the_warm_bounds_take_the_median_and_quartiles_by_the_projects_one_rank_rule(figures):
+    # warm_bounds ranked its quartiles by index arithmetic of its own ((n - 1) // 4 and 3n // 4): of 4
+    # repetitions the minimum and the maximum, where the project's percentile (nearest rank, ceil(q / 100 * n):
+    # trexlab.results.stats) gives ranks 1 and 3. One rule for every order statistic of repetitions.
+    import math
+
+    n = len(figures)
+    q1, q3 = figures[math.ceil(n / 4) - 1], figures[math.ceil(3 * n / 4) - 1]
+    median = (figures[(n + 1) // 2 - 1] + figures[n // 2]) / 2
+    previous = [{"headline": {throughput.HEADLINE: value}} for value in reversed(figures)]
+    params = throughput.Params(max_rate=1e6, resolution=1.0)
+    assert adaptive.warm_bounds(previous, params) == (median - (q3 - q1) / 2, median + (q3 - q1) / 2)
+
+
 def search(capacity: float, **params):
     generator = create(capacity=capacity)
     result = throughput.run(RunContext(generator, TRAFFIC), throughput.Params(max_rate=1e6, min_rate=1e3,

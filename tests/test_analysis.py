@@ -530,3 +530,17 @@ def test_the_frame_loss_rate_curve_is_in_the_cli_summary_and_the_campaign_report
         row = [f"{load:{WHOLE}}", f"{points[0]['offered_load_percent']:.4g}", str(len(points)),
                f"{middle:.4g}", f"{losses[0]:.4g}", f"{losses[-1]:.4g}"]
         assert "| " + " | ".join(analysis.text(cell) for cell in row) + " | " in report, (row, report)
+
+
+def test_a_campaign_whose_spec_leaves_repetitions_out_planned_the_default_as_one_that_says_20():
+    # compare() refused a single-DUT campaign of a spec without `repetitions` (20 by default) beside a dual-DUT one
+    # whose spec says 20, as measured with other repetitions (null against 20); sibling_campaigns took the default.
+    from trexlab.spec.schema import DEFAULT_REPETITIONS
+
+    implicit = pd.DataFrame([{"provenance.spec.name": "a", "provenance.generator.generator": "sim"}])
+    explicit = implicit.assign(**{"provenance.spec.repetitions": DEFAULT_REPETITIONS})
+    assert analysis.with_setup(implicit)["provenance.setup.repetitions"].tolist() == [DEFAULT_REPETITIONS]
+    assert analysis.measured_otherwise(analysis.with_setup(implicit), analysis.with_setup(explicit),
+                                       (analysis.SETUP,)) is None
+    cli_run = pd.DataFrame([{"provenance.argv": "[]", "provenance.generator.generator": "sim"}])
+    assert analysis.with_setup(cli_run)["provenance.setup.repetitions"].tolist() == [None], "no campaign, no plan"

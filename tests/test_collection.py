@@ -341,3 +341,16 @@ def test_an_unquoted_value_on_a_shell_line_is_found(tmp_path):
         f"{tmp_path.name}/tasks/main.yml: A: {{{{ x_dir }}}}",
         f"{tmp_path.name}/tasks/main.yml: C: {{{{ x_files | join(' ') }}}}",
         f"{tmp_path.name}/templates/run.sh.j2: {{{{ x_dir }}}}"]
+
+
+def test_a_role_that_installs_packages_says_that_absent_leaves_them():
+    """absent reverses what present applied, but for the Debian packages present installs where missing: removing
+    gcc, nftables or a DKMS module the node may use besides would do more than undo the role. Each role that
+    installs with apt says so in its README ("left installed by `absent`"); siit_jool, siit_tayga and
+    tester_software did not."""
+    installing = sorted(role.name for role in (COLLECTION / "roles").iterdir()
+                        if any("ansible.builtin.apt:" in tasks.read_text() for tasks in role.glob("tasks/*.yml")))
+    assert {"trex", "tester_software", "siit_tayga", "siit_jool"} <= set(installing)
+    silent = [name for name in installing if "left installed by `absent`" not in
+              " ".join((COLLECTION / "roles" / name / "README.md").read_text().split())]
+    assert silent == []

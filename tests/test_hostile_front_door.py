@@ -447,6 +447,23 @@ def short_experiment(root: Path, name: str, head: str) -> None:
         "procedure: {name: throughput, params: {max_rate: 2000, trial_duration: 1}}\nrepetitions: 1\n")
 
 
+def static_lab(root: Path, name: str) -> Path:
+    """inventory/generated/<name>/hosts.yml of the copy: a static lab's, reached nowhere (labtools); returned."""
+    inventory = root / "inventory" / "generated" / name / "hosts.yml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text(static_inventory(name))
+    return inventory
+
+
+def ssh_stand_in(tmp_path: Path, body: str) -> dict:
+    """The front door's environment with an ssh on PATH whose script is body (the static lab's nodes' ssh)."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "ssh").write_text(f"#!/bin/sh\n{body}\n")
+    (fake / "ssh").chmod(0o755)
+    return front_door_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+
+
 @pytest.mark.parametrize(("made", "argv", "message"), [
     ("local", ["lab-up", "LAB=vm"],
      "LAB=vm: lab kind1 is a local lab: take it down first (make lab-down LAB=local LAB_NAME=kind1)"),
@@ -512,7 +529,7 @@ def test_make_run_refuses_what_its_campaign_would_in_one_line(tmp_path):
     short_experiment(root, "simcheck", "description: a simulated DUT, no lab\ngenerator: sim\n"
                                        "generator_options: {capacity: 1000}\n")
     for argv, said in ((["EXP=demo"], "lab local is not up: run 'make lab-up' first"),
-                       (["EXP=demo", "SCALE=nosuch"], "scale.nosuch: not declared in this experiment")):
+                       (["EXP=demo", "SCALE=nosuch"], "scale.nosuch: not declared in this experiment (declared: ci)")):
         result = subprocess.run(["make", "--no-print-directory", "run", *argv], capture_output=True, text=True,
                                 cwd=root, env=front_door_env({}), timeout=60)
         output = (result.stdout + result.stderr).strip().splitlines()
@@ -631,9 +648,7 @@ def test_make_run_refuses_a_lab_held_by_another_run_in_one_line(tmp_path):
     nowhere: --check touches no host)."""
     root = front_door_copy(tmp_path / "checkout")
     short_experiment(root, "lockchk", "description: a lab held by another run\ngenerator: software\n")
-    inventory = root / "inventory" / "generated" / "held1" / "hosts.yml"
-    inventory.parent.mkdir(parents=True)
-    inventory.write_text(static_inventory("held1"))
+    inventory = static_lab(root, "held1")
     lab = types.SimpleNamespace(name="held1", inventory=inventory)
     argv = ["make", "--no-print-directory", "run", "EXP=lockchk", "LAB_NAME=held1"]
     files = tree(root)
@@ -693,21 +708,15 @@ def test_make_run_refuses_what_its_duts_tell_in_one_line(tmp_path, ssh, said):
     root = front_door_copy(tmp_path / "checkout")
     short_experiment(root, "netemchk", "description: netem on a DUT reached over SSH\ngenerator: software\n"
                                        "lab: {requires: [sch_netem]}\n")
-    inventory = root / "inventory" / "generated" / "ssh1" / "hosts.yml"
-    inventory.parent.mkdir(parents=True)
-    inventory.write_text(static_inventory("ssh1"))
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "ssh").write_text(f"#!/bin/sh\n{ssh}\n")
-    (fake / "ssh").chmod(0o755)
-    env = front_door_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    static_lab(root, "ssh1")
+    env = ssh_stand_in(tmp_path, ssh)
     files = tree(root)
     result = subprocess.run(["make", "--no-print-directory", "run", "EXP=netemchk", "LAB_NAME=ssh1"],
                             capture_output=True, text=True, cwd=root, env=env, timeout=60)
     output = (result.stdout + result.stderr).strip().splitlines()
     assert result.returncode == 2 and len(output) == 1 and said in output[0], (result.returncode, output)
     assert tree(root) == files
-    (fake / "ssh").write_text("#!/bin/sh\nexit 0\n")
+    env = ssh_stand_in(tmp_path, "exit 0")
     passes = subprocess.run([str(root / "scripts" / "run-experiment.sh"), "--check-only", "netemchk"],
                             capture_output=True, text=True, env={**env, "LAB_NAME": "ssh1"}, timeout=60)
     assert (passes.returncode, passes.stdout, passes.stderr) == (0, "", ""), passes
@@ -759,10 +768,7 @@ def test_make_run_holds_the_lab_from_its_check_to_its_run(tmp_path):
     root = front_door_copy(tmp_path / "checkout")
     short_experiment(root, "lockrace", "description: a lab taken between make run's check and its run\n"
                                        "generator: software\n")
-    inventory = root / "inventory" / "generated" / "race1" / "hosts.yml"
-    inventory.parent.mkdir(parents=True)
-    inventory.write_text(static_inventory("race1"))
-    lock = inventory.parent / "lab.lock"
+    lock = static_lab(root, "race1").parent / "lab.lock"
     script = root / "scripts" / "run-experiment.sh"
     script.rename(root / "scripts" / "run-experiment.real.sh")
     other = tmp_path / "other-run"
@@ -775,11 +781,7 @@ while [ ! -s '{other}' ]; do sleep 0.05; done
 exec "$real" "$@"
 """)
     script.chmod(0o755)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host 192.0.2.10 port 22: refused' >&2\nexit 255\n")
-    (fake / "ssh").chmod(0o755)
-    env = front_door_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    env = ssh_stand_in(tmp_path, "echo 'ssh: connect to host 192.0.2.10 port 22: refused' >&2; exit 255")
     try:
         result = subprocess.run(["make", "--no-print-directory", "run", "EXP=lockrace", "LAB_NAME=race1"],
                                 capture_output=True, text=True, cwd=root, env=env, timeout=120)
@@ -790,3 +792,32 @@ exec "$real" "$@"
     assert "is in use by" not in result.stderr, result.stderr
     assert "lockrace/" in result.stderr and "point(s)" in result.stderr, result.stderr
     assert lock.read_text() == ""
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("{not json", "campaign.json: unreadable (Expecting property name enclosed in double quotes: line 1 column 2 "
+                  "(char 1)): not a campaign.json trexlab writes"),
+    ("[]", "campaign.json: not a campaign's record (a mapping with its experiment and spec)"),
+    ('{"experiment": "demo"}', "campaign.json: not a campaign's record (a mapping with its experiment and spec)"),
+    ('{"experiment": "demo", "spec": []}', "campaign.json: not a campaign's record"),
+], ids=["not-json", "a-list", "no-spec", "spec-a-list"])
+def test_make_report_refuses_a_damaged_campaign_json_in_one_line(tmp_path, text, said):
+    """make report EXP=demo whose latest campaign (or CAMPAIGN=) has a campaign.json trexlab did not write (received,
+    edited, cut short): trexlab report --check, and trexlab report itself, ended in a traceback (through make one
+    long line of it). Now one line naming the file, through make and without it, and nothing written."""
+    root = front_door_copy(tmp_path / "checkout")
+    shutil.copy2(REPO / "scripts" / "report.sh", root / "scripts" / "report.sh")
+    campaign = root / "results" / "demo" / "c1"
+    campaign.mkdir(parents=True)
+    (campaign / "campaign.json").write_text(text)
+    files = tree(root)
+    made = subprocess.run(["make", "--no-print-directory", "report", "EXP=demo"], capture_output=True, text=True,
+                          cwd=root, env=front_door_env({}), timeout=60)
+    output = (made.stdout + made.stderr).strip().splitlines()
+    assert made.returncode == 2 and len(output) == 1 and f"{campaign}/{said}" in output[0], (made.returncode, output)
+    assert "Traceback" not in made.stderr
+    direct = subprocess.run([str(REPO / ".venv" / "bin" / "trexlab"), "report", "demo", "--campaign", str(campaign)],
+                            capture_output=True, text=True, cwd=root, env=front_door_env({}), timeout=60)
+    assert (direct.returncode, direct.stdout) == (2, ""), direct
+    assert direct.stderr.count("\n") == 1 and f"{campaign}/{said}" in direct.stderr, direct.stderr
+    assert tree(root) == files

@@ -261,6 +261,13 @@ CORPUS = [
     ("dut block a string", "spec", text(spec(LAB_SPEC, dut={"impairment": "1%"})), [], ["{file}", "dut.impairment"]),
     ("unknown dut block", "spec", text(spec(LAB_SPEC, dut={"firewall": {}})), [], ["{file}", "dut", "firewall"]),
     ("dut with sim", "spec", text(spec(dut={"impairment": {}})), [], ["{file}", "dut"]),
+    # A DUT block where there is no DUT to configure: the point ran on the bare path, its figures named by the block.
+    ("dut swept with sim", "spec", text(spec(sweep={"dut.impairment.loss_percent": [50]})), [],
+     ["{file}", "point 0", "dut", "generator sim"]),
+    ("dut on loopback", "spec", text(spec(LAB_SPEC, lab={"topology": "loopback"}, dut={"impairment": {
+        "loss_percent": 50}})), [], ["{file}", "dut", "topology loopback"]),
+    ("dut swept on loopback", "spec", text(spec(LAB_SPEC, lab={"topology": "loopback"}, sweep={
+        "dut.reference.rate_fps": [10000]})), [], ["{file}", "point 0", "dut", "topology loopback"]),
     # -- traffic and procedure parameters
     ("frame_size string", "spec", text(spec(**{"traffic.frame_size": "64"})), [], ["{file}", "traffic.frame_size"]),
     ("frame_size too small", "spec", text(spec(**{"traffic.frame_size": 20})), [], ["{file}", "frame_size"]),
@@ -647,3 +654,20 @@ def test_the_audit_hook_sees_a_write_and_a_process(tmp_path):
         _audit["on"] = False
     kinds = {event for event, _ in _audit["events"]}
     assert {"open", "subprocess.Popen"} <= kinds, _audit["events"]
+
+
+def test_a_dut_block_needs_a_dut_to_configure():
+    """On a loopback lab (or the simulated SUT) a campaign configures no DUT: a point with a dut block, declared or
+    swept, ran on the bare path with its figures named by the block. Refused by the spec's validation, whatever lab
+    the campaign is then run on."""
+    import pytest
+
+    from trexlab.spec.experiment import InvalidExperiment, validate
+
+    loopback = spec(LAB_SPEC, lab={"topology": "loopback"})
+    for hostile in (spec(loopback, dut={"impairment": {"loss_percent": 50}}),
+                    spec(loopback, sweep={"dut.reference.rate_fps": [10000]}),
+                    spec(sweep={"dut.impairment.loss_percent": [50]})):
+        with pytest.raises(InvalidExperiment, match="dut: configures a lab's DUT"):
+            validate(hostile)
+    validate(loopback)  # the same spec without the block

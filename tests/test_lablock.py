@@ -246,21 +246,26 @@ def test_make_runs_check_holds_the_lab_for_that_makes_run_only_and_lets_go_when_
         LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
     finally:
         make.kill()
-    make = MakeRun(tmp_path)  # held again for a make, which ends without its run: let go once the holder sees it
-    try:
-        with pytest.raises(LabError):
-            LabLock(lab(tmp_path), "campaign demo/c-other").check_free()
-    finally:
-        make.kill()
-    deadline = time.monotonic() + 10
-    while True:  # the holder empties the lock file, then ends, which lets the lock go
+    for end in ("make ends", "Ctrl-C"):  # held again for a make that ends without its run, or is interrupted
+        make = MakeRun(tmp_path)
         try:
-            LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
-            break
-        except LabError:
-            assert time.monotonic() < deadline, "the lab is still held for a make that ended"
-            time.sleep(0.05)
-    assert (tmp_path / "lab.lock").read_text() == ""
+            with pytest.raises(LabError):
+                LabLock(lab(tmp_path), "campaign demo/c-other").check_free()
+            if end == "Ctrl-C":  # the terminal's SIGINT reaches make's process group, the holder in it
+                os.kill(int((tmp_path / "lab.lock").read_text().split("(PID ")[1].rstrip(")\n")), signal.SIGINT)
+            else:
+                make.kill()
+            deadline = time.monotonic() + 10
+            while True:  # the holder empties the lock file, then ends, which lets the lock go
+                try:
+                    LabLock(lab(tmp_path), "campaign demo/c-next").check_free()
+                    break
+                except LabError:
+                    assert time.monotonic() < deadline, f"the lab is still held after {end}"
+                    time.sleep(0.05)
+            assert (tmp_path / "lab.lock").read_text() == ""
+        finally:
+            make.kill()
     for owner in (str(os.getpid()), "1"):  # no make, or not one the check runs under
         make = MakeRun(tmp_path, owner)
         try:

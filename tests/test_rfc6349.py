@@ -311,6 +311,25 @@ def test_a_path_mtu_between_the_declared_frame_sizes_is_found_to_the_byte():
         tcp_metrics.max_achievable_tcp_throughput(result.bottleneck_bandwidth_bps, 1492))
 
 
+@pytest.mark.parametrize(("path_mtu", "found", "source"), [(9000, 4000, "tester limit"), (3000, 3000, "measured")])
+def test_a_tester_whose_mtu_lies_between_two_sizes_is_searched_up_to_it(path_mtu, found, source):
+    """Tester ports of MTU 4000 and sizes 2018 and 9018 declared: every size up to 2018 crossed. That read as a path
+    MTU of 2000 at the tester's limit; the tester sends up to 4018-byte frames, which is the top of the search."""
+    p = params(mtu_frame_sizes=(1280, 1518, 2018, 9018), tests=("download",))
+    result = run(PathGenerator(path_mtu=path_mtu), p, FakeEndpoints(tester_mtu=4000))
+    assert (result.path_mtu, result.mtu_source) == (found, source)
+    assert len(result.mtu_search) <= rfc6349.mtu_trials(p.mtu_frame_sizes)
+    assert any("9018 not tried" in n for n in result.notes)
+    assert any("largest size the tester ports can send" in n for n in result.notes) == (source == "tester limit")
+
+
+def test_a_path_that_carries_every_size_tried_may_carry_more_and_says_so():
+    result = run(PathGenerator(path_mtu=1500), params(mtu_frame_sizes=(1280, 1418), tests=("download",)),
+                 FakeEndpoints())
+    assert (result.path_mtu, result.mtu_source) == (1400, "measured")
+    assert any(n.startswith("path MTU 1400 is the largest of mtu_frame_sizes") for n in result.notes)
+
+
 def test_the_cost_counts_the_mtu_trials_that_narrow_the_gap():
     """Two declared sizes 238 bytes apart: both, then up to ceil(log2 238) = 8 trials halving the gap."""
     p = params(mtu_frame_sizes=(1280, 1518), bottleneck_bandwidth=1e8, tests=("download",))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from trexlab.params import InvalidParameter
 from trexlab.procedures import throughput
-from trexlab.results.stats import figure_spec
+from trexlab.results.stats import figure_spec, median_ranks, nearest_rank
 from trexlab.spec.schema import DEFAULT_REPETITIONS, MEDIAN_CI_CONFIDENCE, REPETITIONS_MAX
 
 
@@ -117,8 +117,10 @@ class RepetitionRule:
 
 
 def _median(values: list[float]) -> float:
-    ordered, n = sorted(values), len(values)
-    return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+    """The project's one median (trexlab.results.stats.median_ranks) of values that are all figures."""
+    ordered = sorted(values)
+    low, high = median_ranks(len(ordered))
+    return (ordered[low - 1] + ordered[high - 1]) / 2
 
 
 def repetition_rule(spec: dict) -> RepetitionRule:
@@ -215,6 +217,7 @@ def warm_bounds(previous: list[dict], params) -> tuple[float, float] | None:
         return None
     median = _median(values)
     step = params.resolution if params.resolution is not None else median * params.resolution_percent / 100
-    quartiles = values[(len(values) - 1) // 4], values[(3 * len(values)) // 4]
+    # The quartiles as every percentile of repetitions is ranked (stats.nearest_rank), never by another rule.
+    quartiles = values[nearest_rank(25, len(values)) - 1], values[nearest_rank(75, len(values)) - 1]
     half = max(step, (quartiles[1] - quartiles[0]) / 2)
     return (median - half, median + half)

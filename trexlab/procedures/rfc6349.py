@@ -624,8 +624,9 @@ def rfc6349_deviations(params: Params, traffic: TrialSpec, tests: list[dict], en
 
 def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engine: tcp_engines.TcpEngine,
                   notes: list[str]) -> tuple[int, str, list[dict]]:
-    """Trials with DF set at each frame size the tester can send, then halving the gap between the largest loss-free
-    one and the next size (which lost frames) down to one byte: the largest loss-free frame gives the MTU.
+    """Trials with DF set at each frame size the tester can send (and at the largest it can, where every one of those
+    crossed and a larger size was declared), then halving the gap between the largest loss-free one and the next size
+    (which lost frames) down to one byte: the largest loss-free frame gives the MTU.
 
     RFC 4821's probing method (its section 7) likewise keeps the path MTU between the largest size that got through
     (search_low) and the smallest that did not (search_high) and probes between them: the declared sizes alone read a
@@ -647,13 +648,21 @@ def find_path_mtu(runner: TrialRunner, traffic: TrialSpec, params: Params, engin
         raise InvalidParameter("mtu_frame_sizes", params.mtu_frame_sizes,
                                "a size that crosses the DUT without loss (none did, at low load)")
     failed = min((size for size in testable if size > passed), default=None)
+    skipped = [s for s in sizes if s not in testable]
+    if skipped and failed is None and tester_mtu is not None and passed < tester_mtu + overhead:
+        # Every size the tester sends got through and the next declared one is beyond the tester: the largest frame
+        # it can send is the top of the search (else the MTU read as a declared size the tester is not limited to).
+        top = tester_mtu + overhead
+        passed, failed = (top, None) if trial(top) else (passed, top)
     while failed is not None and failed - passed > 1:
         middle = (passed + failed) // 2
         passed, failed = (middle, failed) if trial(middle) else (passed, middle)
-    skipped = [s for s in sizes if s not in testable]
     if skipped:
         notes.append(f"frame sizes {', '.join(map(str, skipped))} not tried: the tester ports' MTU is {tester_mtu}")
-    source = "tester limit" if skipped and passed == testable[-1] else "measured"
+    source = "tester limit" if skipped and passed - overhead == tester_mtu else "measured"
+    if not skipped and passed == sizes[-1]:
+        notes.append(f"path MTU {passed - overhead} is the largest of mtu_frame_sizes ({passed}-byte frames): every "
+                     "size tried crossed, so the path may allow more (declare a larger size to find it)")
     return passed - overhead, source, search
 
 

@@ -307,7 +307,9 @@ def with_setup(runs: pd.DataFrame) -> pd.DataFrame:
             return count
         rule = {key.removeprefix("provenance.spec.repetitions."): value for key, value in row.items()
                 if key.startswith("provenance.spec.repetitions.") and _present(value)}
-        return rule or None
+        # A campaign's spec that leaves them out planned the default (a run of no campaign has no spec: None).
+        has_spec = any(key.startswith("provenance.spec.") and _present(value) for key, value in row.items())
+        return rule or (DEFAULT_REPETITIONS if has_spec else None)
 
     rows = [row for _, row in runs.iterrows()]
     return runs.assign(**{SETUP + "tester": pd.Series([tester(r) for r in rows], index=runs.index, dtype=object),

@@ -24,7 +24,7 @@ class ReportError(RuntimeError):
     """The report could not be made; one line."""
 
 
-def notebook_for(experiment: str, declared: str | None = None, source: str = "campaign.json") -> Path:
+def notebook_for(experiment: object, declared: str | None = None, source: str = "campaign.json") -> Path:
     """The spec's notebook (several experiments may share one), else analysis/<experiment>.ipynb, else report.
 
     Both names come from a campaign's campaign.json, which may have come from someone else (a shared results
@@ -107,11 +107,19 @@ def checked_render(campaign: str | Path, notebook: str | Path | None = None, htm
     unnamed by the rules, a symbolic link where the report writes; else _execute's arguments. make report asks it
     before its recipe (trexlab report --check), so that through make a refusal is one line."""
     campaign = Path(campaign).resolve()
-    if not (campaign / "campaign.json").is_file():
+    record = campaign / "campaign.json"
+    if not record.is_file():
         raise ReportError(f"{campaign}: not a campaign directory (no campaign.json)")
-    manifest = json.loads((campaign / "campaign.json").read_text())
-    notebook = Path(notebook) if notebook else notebook_for(manifest["experiment"], manifest["spec"].get("notebook"),
-                                                            str(campaign / "campaign.json"))
+    # A campaign.json trexlab did not write (received, edited, cut short) ended in a traceback here.
+    try:
+        manifest = json.loads(record.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{record}: unreadable ({' '.join(str(exc).split())}): not a campaign.json trexlab "
+                          "writes") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("spec"), dict):
+        raise ReportError(f"{record}: not a campaign's record (a mapping with its experiment and spec)")
+    notebook = Path(notebook) if notebook else notebook_for(manifest.get("experiment"),
+                                                            manifest["spec"].get("notebook"), str(record))
     if html is None:  # written into the campaign directory, with the executed notebook beside it
         from trexlab.results.store import first_link
 

@@ -224,7 +224,9 @@ class Experiment:
             return self
         overrides = (self.spec.get("scale") or {}).get(scale)
         if overrides is None:
-            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment")
+            declared = ", ".join(self.spec.get("scale") or {}) or "none"
+            raise InvalidExperiment(f"{self.path}: scale.{scale}: not declared in this experiment (declared: "
+                                    f"{declared})")
         if not isinstance(overrides, dict):
             raise InvalidExperiment(f"{self.path}: scale.{scale}: a mapping of overrides")
         spec = copy.deepcopy(self.spec)
@@ -293,9 +295,6 @@ def validate(spec: object, source: str = "<spec>", path: Path | None = None, sca
                 f"{source}: sweep.{swept}: allowed roots {', '.join(_SWEEP_ROOTS)}")
         if root == "procedure" and not swept.startswith("procedure.params."):
             raise InvalidExperiment(f"{source}: sweep.{swept}: only procedure.params.* can be swept")
-    if spec.get("generator") == "sim" and spec.get("dut"):
-        raise InvalidExperiment(f"{source}: dut: configures a lab's DUT; with generator sim declare the "
-                                "simulated SUT in generator_options")
     if isinstance(spec.get("sweep"), dict):
         check_sweep_size(spec["sweep"], source)
         for swept, values in spec["sweep"].items():
@@ -409,8 +408,16 @@ def role_vars(role: str, settings: dict) -> dict:
 
 
 def _check_dut(point: SweepPoint, source: str) -> None:
-    """Each dut.<block> key must be an option of its role, of the declared type and choices."""
+    """A point's DUT blocks configure a DUT it has (a swept dut.* key too: the campaign configures none without one, and
+    the point's figures, named by the block, were the bare path's); each dut.<block> key must be an option of its role,
+    of the declared type and choices."""
     where = f"{source}: point {point.index} ({point.point_id})" if point.values else source
+    if point.spec.get("dut") and point.spec.get("generator") == "sim":
+        raise InvalidExperiment(f"{where}: dut: configures a lab's DUT; with generator sim declare the simulated SUT "
+                                "in generator_options")
+    if point.spec.get("dut") and (point.spec.get("lab") or {}).get("topology") == "loopback":
+        raise InvalidExperiment(f"{where}: dut: configures a lab's DUT; topology loopback has none (the tester's ports "
+                                "are looped back): allowed no dut block")
     for block, settings in (point.spec.get("dut") or {}).items():
         _check_role_settings(where, f"dut.{block}", DUT_CONFIG[block][1], settings)
         try:  # the strings that reach the DUT: names, paths, addresses (the lab's own rules: trexlab.plan.runplan)
