@@ -376,6 +376,15 @@ CORPUS = [
     ("netem limit past 32 bits", "spec", text(spec(LAB_SPEC, dut={"impairment": {"limit": 2**40,
                                                                                  "loss_percent": 1}})), [],
      ["{file}", "dut.impairment.limit"]),
+    # tc takes at most 2^32 ticks of 64 ns (274,877.9 ms): 300,000 ms failed on the DUT once the campaign had begun,
+    # and 1e20 ms wrapped into a delay the spec never said (iproute2 6.1, checked).
+    ("netem delay past tc's ticks", "spec", text(spec(LAB_SPEC, dut={"impairment": {"delay_ms": 300000}})), [],
+     ["{file}", "dut.impairment.delay_ms", "274877"]),
+    ("netem delay that wraps in tc", "spec", text(spec(LAB_SPEC, dut={"impairment": {"delay_ms": 1e20}})), [],
+     ["{file}", "dut.impairment.delay_ms", "274877"]),
+    ("netem jitter that wraps in tc", "spec", text(spec(LAB_SPEC, dut={"impairment": {"delay_ms": 10,
+                                                                                       "jitter_ms": 1e20}})), [],
+     ["{file}", "dut.impairment.jitter_ms", "274877"]),
     ("netem loss above 100 %", "spec", text(spec(LAB_SPEC, dut={"impairment": {"loss_percent": 150}})), [],
      ["{file}", "dut.impairment.loss_percent"]),
     # -- campaign flags
@@ -671,3 +680,20 @@ def test_a_dut_block_needs_a_dut_to_configure():
         with pytest.raises(InvalidExperiment, match="dut: configures a lab's DUT"):
             validate(hostile)
     validate(loopback)  # the same spec without the block
+
+
+def test_a_netem_delay_is_one_tc_takes_as_it_is():
+    """tc counts netem's delay and jitter in 32-bit ticks of 64 ns: a larger one failed on the DUT after the campaign
+    had begun, and one from about 1e19 ms wrapped into a delay the spec never said. Refused by the spec's validation,
+    whatever lab it then runs on; the largest tc takes passes."""
+    import pytest
+
+    from trexlab.spec.experiment import InvalidExperiment, validate
+
+    for key, value in (("delay_ms", 274878), ("delay_ms", 1e20), ("jitter_ms", 1e20)):  # tc: too large; wrapped
+        with pytest.raises(InvalidExperiment, match=f"dut.impairment.{key}="):
+            validate(spec(LAB_SPEC, dut={"impairment": {"delay_ms": 10, key: value}}))
+    from trexlab.impairment import MAX_DELAY_MS
+
+    assert MAX_DELAY_MS * 1e6 / 64 < 2**32 < (MAX_DELAY_MS + 1) * 1e6 / 64, "whole ms of 2^32 ticks of 64 ns"
+    validate(spec(LAB_SPEC, dut={"impairment": {"delay_ms": MAX_DELAY_MS, "jitter_ms": MAX_DELAY_MS}}))

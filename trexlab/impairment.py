@@ -43,6 +43,11 @@ DIRECTION_EGRESS_PORT = {"forward": 1, "reverse": 0}
 #: nftables' numgen modulus and netem's queue limit are 32-bit: a larger value fails on the DUT (nft: "Numerical
 #: result out of range"), after the campaign has begun, so it is refused with the spec.
 U32_MAX = 2**32 - 1
+#: The longest netem delay (and jitter) tc takes, ms: it counts them in 32-bit ticks of the kernel's 64 ns packet
+#: scheduler clock, 2^32 x 64 ns = 274,877.9 ms, and refuses more ("Illegal ... time (too large)", iproute2 6.1, on
+#: the DUT after the campaign has begun), except from about 1e19 ms, where its conversion wraps and a delay the spec
+#: never said is applied unseen (1e+20ms was taken). Whole ms below it.
+MAX_DELAY_MS = 274_877
 TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
                 "ipv6": "ip6 daddr 2001:2::/48 meta l4proto { tcp, udp }"}
 
@@ -65,8 +70,8 @@ class Impairment:
     def __post_init__(self) -> None:
         check_range("loss_percent", self.loss_percent, 0, 100)
         check_range("loss_every_nth", self.loss_every_nth, 0, U32_MAX, integer=True)
-        check_range("delay_ms", self.delay_ms, 0)
-        check_range("jitter_ms", self.jitter_ms, 0)
+        check_range("delay_ms", self.delay_ms, 0, MAX_DELAY_MS)
+        check_range("jitter_ms", self.jitter_ms, 0, MAX_DELAY_MS)
         check_range("selective_every_nth", self.selective_every_nth, 0, U32_MAX, integer=True)
         check_range("selective_percent", self.selective_percent, 0, 100)
         if self.limit is not None:
