@@ -484,7 +484,7 @@ def test_points_with_the_same_replaceable_dut_blocks_leave_their_configuration_t
         campaign._based_on_networks = 1
         with campaign._undone_at_the_end():
             for i, p in enumerate(points):
-                plan = SimpleNamespace(output=tmp_path, fails=i in fails, create_generator=(
+                plan = SimpleNamespace(output=tmp_path, fails=i in fails, rate_source=None, create_generator=(
                     (lambda: (_ for _ in ()).throw(OSError("no generator"))) if i in no_generator
                     else (lambda: SimpleNamespace(close=lambda: None))))
                 with contextlib.suppress(module.GeneratorError, OSError):

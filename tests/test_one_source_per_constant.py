@@ -175,3 +175,63 @@ def test_every_rate_a_person_reads_whole_is_written_with_stats_whole():
         copies += [f"{path.relative_to(package.parent)}:{number}: {line.strip()}"
                    for number, line in enumerate(text.splitlines(), 1) if other.search(line) and number not in refusals]
     assert not copies, "a rate written whole without stats.WHOLE:\n" + "\n".join(copies)
+
+
+def _root_copies(tree: ast.AST, root: str) -> list[tuple[int, str]]:
+    """(line, text) of each place the default results root is written as text where a default or a path is made:
+    a parameter's default, a default= keyword (argparse), a Path(...) argument, a help= text saying 'default
+    <root>/'. (Docstrings and examples may name results/ as they show it.)"""
+    def written(node) -> bool:
+        return (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and (node.value == root or node.value.startswith(f"{root}/")))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arguments):
+            found += [d for d in (*node.defaults, *node.kw_defaults) if d is not None and written(d)]
+        elif isinstance(node, ast.Call):
+            found += [k.value for k in node.keywords if k.arg == "default" and written(k.value)]
+            if getattr(node.func, "id", getattr(node.func, "attr", "")) == "Path":
+                found += [a for a in node.args if written(a)]
+            found += [n for k in node.keywords if k.arg == "help" for n in ast.walk(k.value)
+                      if isinstance(n, ast.Constant) and isinstance(n.value, str) and f"default {root}/" in n.value]
+    return [(n.lineno, n.value) for n in found]
+
+
+def _definition_line(package: Path) -> int:
+    """The line of RESULTS_ROOT = ... in runplan.py."""
+    text = (package / "plan" / "runplan.py").read_text().splitlines()
+    return next(k for k, line in enumerate(text, 1) if line.startswith("RESULTS_ROOT = "))
+
+
+def test_the_default_results_root_is_written_once():
+    """The default results root is runplan.RESULTS_ROOT: the campaign, report and compare commands' --results,
+    plan_campaign's, Campaign's and compare.resolve's defaults and the tester ceilings' file wrote "results" of
+    their own, so a changed root would have moved the CLI's runs and not the campaigns (nor where --rate-from
+    EXPERIMENT/ID looks). The only Path("results") is the constant's own."""
+    from trexlab.plan import runplan
+
+    root = str(runplan.RESULTS_ROOT)
+    package = Path(trexlab.__file__).parent
+    copies = [f"{path.relative_to(package.parent)}:{line}: {text!r}" for path in sorted(package.rglob("*.py"))
+              for line, text in _root_copies(ast.parse(path.read_text(), str(path)), root)]
+    definition = f"trexlab/plan/runplan.py:{_definition_line(package)}: {root!r}"
+    assert definition in copies, "the scan finds the constant's own definition"
+    copies.remove(definition)
+    assert not copies, "the default results root written again:\n" + "\n".join(copies)
+
+
+def test_the_scripts_default_results_root_is_the_cli_s():
+    """make run, report and demo pass --results explicitly, from RESULTS, by default a root of their own (shell):
+    it must be the one the CLI's verbs and --rate-from EXPERIMENT/ID use (runplan.RESULTS_ROOT), and the ceilings
+    file they default to the self-test's name in it."""
+    from trexlab.plan import runplan
+    from trexlab.procedures import selftest
+
+    scripts = Path(trexlab.__file__).parent.parent / "scripts"
+    defaults = {path.name: re.findall(r"\$\{RESULTS:-([^}]*)\}", path.read_text()) for path in scripts.glob("*.sh")}
+    passing = {name: found for name, found in defaults.items() if found}
+    assert {"run-experiment.sh", "report.sh", "demo.sh"} <= set(passing), defaults
+    assert all(found == [str(runplan.RESULTS_ROOT)] for found in passing.values()), passing
+    ceilings = re.findall(r"\$\{CEILINGS:-([^}]*)\}", (scripts / "run-experiment.sh").read_text())
+    assert ceilings == [f"$results/{selftest.CEILINGS_FILE.relative_to(runplan.RESULTS_ROOT)}"], ceilings

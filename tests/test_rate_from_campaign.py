@@ -5,6 +5,7 @@ names which, and a campaign that is missing, incomplete or of another set-up is 
 import copy
 import json
 import shutil
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -68,8 +69,11 @@ def test_latency_is_measured_at_the_stored_campaigns_median_of_the_same_point_an
     point, summary = stored_point(campaign, 600000)
     results = tmp_path / "results"
     shutil.copytree(root, results)
-    outcome = Campaign(latency(), results).run()
+    said = []
+    outcome = Campaign(latency(), results, progress=said.append).run()
     assert outcome["done"] == 1
+    measuring = [line for line in said if "measuring at" in line]
+    assert len(measuring) == 1 and f"stored campaign tp/{Path(campaign).name}, its point {point}" in measuring[0]
     rep = next((results / "lat").glob("*/*/rep-001"))
     provenance = read_json(rep / "provenance.json")
     source = provenance["rate_source"]
@@ -219,7 +223,12 @@ def test_cli_rate_from_a_stored_campaign_by_experiment_and_id_or_by_its_director
         assert plan.rate_source["campaign"]["point"] == point and plan.rate_source["campaign"]["experiment"] == "tp"
     assert cli.main([*CLI_LATENCY, "--rate-from", f"tp/{campaign}", "--results", str(root.parent / "lat")]) == 0
     assert read_json(root.parent / "lat" / "rep-001" / "provenance.json")["rate_source"]["campaign"]["point"] == point
-    assert f"stored campaign tp/{campaign}, its point {point}" in capsys.readouterr().err
+    # Said once, before the first trial, where a user needs it: it was said before the run (naming the point's
+    # directory) and again after it (naming the campaign and point).
+    err = capsys.readouterr().err
+    assert err.count("measuring at") == 1, err
+    before, first_trial, _ = err.partition("trial 1 at")
+    assert first_trial and f"stored campaign tp/{campaign}, its point {point}" in before, err
 
 
 #: The copy of a stored point two_points_of_one_set_up makes: a point directory's name (SweepPoint.point_id's form).

@@ -29,6 +29,7 @@ from trexlab import __version__
 from trexlab.addressing import MAX_NETWORKS
 from trexlab.generators import GENERATORS
 from trexlab.params import InvalidParameter
+from trexlab.plan.rate_from import measuring_line
 from trexlab.plan.repetition import SUMMARY, repetition_dir, summary_lines
 from trexlab.plan.runplan import CONFIG_KEYS, RESULTS_ROOT, PlanError, check_on_lab, execute, plan_cli
 from trexlab.procedures import procedure, registry, selftest
@@ -195,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         common.add_argument("--config", help=f"YAML file: {', '.join(CONFIG_KEYS)} (flags given beside it win)")
         common.add_argument("--repeat", type=_number(int, f"1..{REPETITIONS_MAX}"),
                             help=f"repetitions (default 1; campaigns use {DEFAULT_REPETITIONS})")
-        common.add_argument("--results", help="result directory (default results/cli/<procedure>-<time>)")
+        common.add_argument("--results", help=f"result directory (default {RESULTS_ROOT}/cli/<procedure>-<time>)")
         common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
         add_ceilings_flag(common)
         traffic = sub.add_argument_group("traffic")
@@ -280,7 +281,7 @@ def add_campaign_parser(subparsers) -> None:
     parser.add_argument("--measure-again", action="store_true",
                         help="without --campaign: resume this spec's interrupted campaign if there is one, else start "
                              "a new one (<hash>-2, -3, ...) rather than resume a complete one (make demo)")
-    parser.add_argument("--results", default="results", help="results root (default results/)")
+    parser.add_argument("--results", default=str(RESULTS_ROOT), help=f"results root (default {RESULTS_ROOT}/)")
     parser.add_argument("--inventory", help=f"generated inventory of the lab ({INVENTORY_DEFAULT})")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate the experiment and print its points, repetitions and an estimate of the lab "
@@ -362,7 +363,7 @@ def add_report_parser(subparsers) -> None:
     parser.set_defaults(command=report_command)
     parser.add_argument("experiment", help="experiment name (results/<experiment>/...)")
     parser.add_argument("--campaign", help="campaign directory (default: the experiment's latest)")
-    parser.add_argument("--results", default="results", help="results root (default results/)")
+    parser.add_argument("--results", default=str(RESULTS_ROOT), help=f"results root (default {RESULTS_ROOT}/)")
     parser.add_argument("--notebook", help="notebook to execute (default: the one the spec names, notebook:, else "
                                            "analysis/<experiment>.ipynb, else analysis/report.ipynb)")
     parser.add_argument("--check", action="store_true",
@@ -404,7 +405,8 @@ def add_compare_parser(subparsers) -> None:
     parser.add_argument("b", metavar="B", help="the campaign compared with A (same forms)")
     parser.add_argument("--figure", action="append", help="a headline figure to compare, repeatable (default: "
                                                           "every figure both measured)")
-    parser.add_argument("--results", default="results", help="results root for experiment names (default results/)")
+    parser.add_argument("--results", default=str(RESULTS_ROOT),
+                        help=f"results root for experiment names (default {RESULTS_ROOT}/)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     parser.add_argument("--html", metavar="FILE", help="also write an HTML report (table and plots) to FILE")
 
@@ -483,12 +485,8 @@ def run_plan(name: str, plan, args: argparse.Namespace) -> int:
         print(f"trexlab {name}: warning: {warning}", file=sys.stderr)
     if plan.tester_ceiling:
         print(f"trexlab {name}: {ceiling_line(plan.tester_ceiling)}", file=sys.stderr)
-    if plan.rate_source:
-        source = plan.rate_source
-        print(f"trexlab {name}: measuring at {source['rate']:{WHOLE}} fps, the {source['statistic']} of "
-              f"{source['figure']} in {source['from']}"
-              + (f"; a lower bound of the DUT's throughput ({source['lower_bound']})" if source.get("lower_bound")
-                 else ""), file=sys.stderr)
+    if plan.rate_source:  # taken from stored results: said here, before the run, once (execute does not say it)
+        print(f"trexlab {name}: {measuring_line(plan.rate_source)}", file=sys.stderr)
     display = ProgressDisplay()
     news: list[str] = []
     try:

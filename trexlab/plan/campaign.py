@@ -46,8 +46,17 @@ from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter
 from trexlab.paths import paths
 from trexlab.plan import estimate
+from trexlab.plan.rate_from import measuring_line
 from trexlab.plan.repetition import SUMMARY, next_repetition, order_text, summary_lines
-from trexlab.plan.runplan import RunPlan, check_on_lab, default_campaign_id, execute, lab_identity, plan_campaign
+from trexlab.plan.runplan import (
+    RESULTS_ROOT,
+    RunPlan,
+    check_on_lab,
+    default_campaign_id,
+    execute,
+    lab_identity,
+    plan_campaign,
+)
 from trexlab.procedures import selftest
 from trexlab.procedures.http_download import DownloadError
 from trexlab.progress import trial_text
@@ -304,7 +313,7 @@ def round_order(seed: int, stage: int, round_: int, point_ids: list[str]) -> lis
 
 
 class Campaign:
-    def __init__(self, experiment: Experiment, results_root: str | Path = "results", campaign: str | None = None,
+    def __init__(self, experiment: Experiment, results_root: str | Path = RESULTS_ROOT, campaign: str | None = None,
                  inventory: str | None = None, progress: Callable[[str], None] | None = None,
                  ansible_playbook: str | None = None, ceilings: str | Path = selftest.CEILINGS_FILE):
         self.experiment = experiment
@@ -496,6 +505,8 @@ class Campaign:
                 if stage == RATE_STAGE and plan.rate_from is not None:
                     execute(plan.rate_from, generator, progress=rate_progress, say=say, upto=upto, order=order)
                 else:
+                    if plan.rate_source:  # a stored campaign's, known before the run (execute says a measured one)
+                        say(measuring_line(plan.rate_source))
                     summary = execute(plan, generator, progress=progress, rate_progress=rate_progress, say=say,
                                       upto=upto, order=order)
                     if upto is None or next_repetition(plan.repetitions, plan.output) is None:

@@ -36,6 +36,7 @@ The rate used and its source go into the provenance of every run (``rate_source`
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 from trexlab.params import InvalidParameter
@@ -100,6 +101,20 @@ def median_throughput(path: str | Path, runs: list[Path] | None = None,
     if summary["median_lower_bound"]:
         source["lower_bound"] = summary["why"]
     return rate, source
+
+
+def measuring_line(source: Mapping) -> str:
+    """The line a run at a rate taken from throughput results says before its first trial: the rate and where it
+    comes from (a stored campaign by experiment/id and point), and whether it is only a lower bound of the DUT's
+    throughput (RFC 8219 measures at the throughput rate itself)."""
+    from trexlab.results.stats import WHOLE
+
+    stored = source.get("campaign")
+    where = (f"stored campaign {stored['experiment']}/{stored['id']}, its point {stored['point']}" if stored
+             else source["from"])
+    return (f"measuring at {source['rate']:{WHOLE}} fps ({source['statistic']} of {source['figure']} in {where})"
+            + (f"; a lower bound of the DUT's throughput ({source['lower_bound']})" if source.get("lower_bound")
+               else ""))
 
 
 #: The keys that name a stored campaign (``rate.campaign``): its experiment, its id, or both.

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from trexlab import impairment, rolevalues
 from trexlab.params import InvalidParameter, check_range
 from trexlab.plan.adaptive import RepetitionRule
-from trexlab.results.stats import WHOLE
 from trexlab.spec.schema import REPETITIONS_MAX, Traffic, check_fields, generator_options_class
 from trexlab.testbed.inventory import Lab, LabError, load_lab
 from trexlab.trial import Capabilities, TrialSpec
@@ -38,6 +37,10 @@ if TYPE_CHECKING:
 
     from trexlab.testbed.endpoints import LabView
 
+#: The results root by default (relative to where trexlab runs): the CLI's verbs' runs go to <root>/cli/, a
+#: --rate-from EXPERIMENT/ID is looked up in it, campaigns, reports and compare find experiments in it (the commands'
+#: default --results), the tester ceilings are kept there (selftest.CEILINGS_FILE).
+RESULTS_ROOT = Path("results")
 #: Campaign ids name a directory below results/<experiment>/: nothing that could leave it.
 CAMPAIGN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z"
 
@@ -227,7 +230,7 @@ def _ceiling(params, traffic, generator, options, lab, ceilings, label):
 # -- campaigns --------------------------------------------------------------------------------------------------
 
 
-def plan_campaign(experiment, results_root: str | Path = "results", campaign: str | None = None,
+def plan_campaign(experiment, results_root: str | Path = RESULTS_ROOT, campaign: str | None = None,
                   lab: Lab | None = None, inventory: str | None = None, ceilings: str | Path | None = None
                   ) -> list[RunPlan]:
     """Every point's RunPlan, all valid, or the first error (InvalidExperiment, PlanError, LabError): one line.
@@ -528,11 +531,6 @@ def _plan_cli(args, argv: list[str] | None, from_config: set[str]) -> RunPlan:
                            template.destination_networks, None, rate_source))
 
 
-#: The results root of the CLI's verbs (relative to where trexlab runs): their runs go to <root>/cli/, a --rate-from
-#: EXPERIMENT/ID is looked up in it (as the campaign, report and compare commands' default --results).
-RESULTS_ROOT = Path("results")
-
-
 def fresh_output(procedure: str) -> Path:
     """A CLI run's default directory, results/cli/<procedure>-<local time>, one not there yet: a second run started in
     the same second gets <...>-2, not the first's directory, whose finished repetitions it would count as its own."""
@@ -556,7 +554,7 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     the self-test's record); rate_progress the progress of the throughput runs a rate comes from. upto: run no
     repetition beyond this one (an interleaved campaign's round: the throughput runs of a rate are all finished
     by then); order: how the campaign orders its repetitions, kept in their provenance."""
-    from trexlab.plan.rate_from import GIVES_RATE, median_throughput
+    from trexlab.plan.rate_from import measuring_line, median_throughput
     from trexlab.plan.repetition import next_repetition, repeat
     from trexlab.procedures import selftest
     from trexlab.results.provenance import provenance
@@ -566,14 +564,10 @@ def execute(plan: RunPlan, generator, progress: Callable[[str, dict], None] | No
     if plan.rate_from is not None:
         execute(plan.rate_from, generator, rate_progress, say, order=order)
         rate, rate_source = median_throughput(plan.rate_from.output)
-        say(f"measuring at {rate:{WHOLE}} fps ({rate_source['statistic']} of {GIVES_RATE})")
+        say(measuring_line(rate_source))
         params = dataclasses.replace(params, rate=rate)
         # The plan's checks that waited for the rate (latency's tags, every trial's frames), before the first trial.
         checked(dataclasses.replace(plan, params=params, rate_from=None))
-    elif rate_source and "campaign" in rate_source:
-        stored = rate_source["campaign"]
-        say(f"measuring at {rate_source['rate']:{WHOLE}} fps ({rate_source['statistic']} of {rate_source['figure']} in "
-            f"stored campaign {stored['experiment']}/{stored['id']}, its point {stored['point']})")
     facts = provenance(**plan.facts, generator=generator.describe(), generator_options=dict(plan.generator_options),
                        params=dataclasses.asdict(params),
                        traffic=plan.traffic.to_dict(), lab=plan.lab.describe() if plan.lab else None,

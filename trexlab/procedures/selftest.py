@@ -38,6 +38,7 @@ from pathlib import Path
 
 from trexlab.params import check_range
 from trexlab.plan.repetition import repetition_dir
+from trexlab.plan.runplan import RESULTS_ROOT
 from trexlab.procedures import throughput
 from trexlab.procedures.common import RunContext, generator_traffic_only, no_lab_checks, simulated_cost_of
 from trexlab.results.stats import WHOLE
@@ -58,7 +59,7 @@ NAME = "selftest"
 TAKES_RATE = False
 METHOD = "tester self-test (RFC 2544 section 26.1 throughput, ports looped back)"
 #: Where the self-test records the tester's ceilings and other procedures look them up.
-CEILINGS_FILE = Path("results/tester-ceilings.json")
+CEILINGS_FILE = RESULTS_ROOT / "tester-ceilings.json"
 #: A DUT's latency (median, 99.9th percentile) or PDV within this factor of the tester's own floor may
 #: describe the tester more than the DUT: it is flagged.
 FLOOR_FACTOR = 3.0

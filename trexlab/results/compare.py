@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from trexlab.plan.repetition import cell as _cell
+from trexlab.plan.runplan import RESULTS_ROOT
 from trexlab.results import analysis
 from trexlab.results.stats import (
     SHIFT_CONFIDENCE,
@@ -168,7 +169,7 @@ def _side_notes(label: str, found, lower_bounds: bool) -> list[str]:
     return notes
 
 
-def resolve(campaign: str | Path, results: str | Path = "results") -> Path:
+def resolve(campaign: str | Path, results: str | Path = RESULTS_ROOT) -> Path:
     """A campaign directory, or the latest campaign of an experiment of that name under results/."""
     path = Path(campaign)
     if (path / "campaign.json").is_file():
