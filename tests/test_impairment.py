@@ -110,3 +110,23 @@ def test_every_emulator_setting_that_shapes_the_figures_is_in_each_runs_provenan
     # Per frame, not per GRO-merged packet (plan's gro_off): said where it is done, and only there.
     assert "GRO off on the port each impaired direction enters by" in emulator[1000]["queues"]
     assert "GRO" not in emulator[0]["queues"]
+
+
+def test_tc_is_given_every_digit_of_the_delay_jitter_and_loss_the_spec_declares():
+    # ':g' kept six significant digits: 1234.5678 ms was applied as 1234.57 ms while the provenance disclosed the
+    # spec's 1234.5678.
+    p = plan({"delay_ms": 1234.5678, "jitter_ms": 0.1234567, "loss_percent": 12.3456}, PORTS, kernel_has_netem=True)
+    assert p["tc"][0] == ("tc qdisc replace dev right root netem delay 1234.5678ms 0.1234567ms loss 12.3456% "
+                          "limit 100000")
+
+
+@pytest.mark.parametrize("name", ["loss_percent", "selective_percent"])
+@pytest.mark.parametrize("value", [0.00004, 0.12345678])
+def test_a_percentage_finer_than_nftables_per_million_draw_is_refused_not_rounded(name, value):
+    # nftables' random loss is numgen random mod 1000000 < ppm: 0.00004 % was round(0.4) = 0 ppm, no loss at all, and
+    # 0.12345678 % was 1235 ppm, both unsaid.
+    settings = {name: value, **({"delay_ms": 10} if name == "selective_percent" else {})}
+    with pytest.raises(InvalidParameter) as info:
+        plan(settings, PORTS, kernel_has_netem=False)
+    assert str(info.value).startswith(f"{name}=") and "1 per million" in str(info.value), str(info.value)
+    assert plan({**settings, name: 0.0001}, PORTS, kernel_has_netem=True)  # the finest that is exact

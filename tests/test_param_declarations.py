@@ -193,10 +193,15 @@ def test_the_schema_gives_each_default():
     assert math.isclose(generator_options_class("sim")().capacity, 1e6)
 
 
-#: The DUT blocks' and the endpoints block's keys whose run-time limit depends on another key of the block.
+#: The DUT blocks' and the endpoints block's keys whose run-time limit depends on another key of the block, or is
+#: one the schema cannot say: a decimal step (JSON Schema's multipleOf is float arithmetic: jsonschema refuses 0.3
+#: as a multiple of 0.0001). Their descriptions say it instead.
 ROLE_CROSS_FIELD = {("reference", "rate_fps"): "burst_frames", ("reference", "burst_frames"): "of the rate",
                     ("reference", "loss_every_nth"): "1 is refused", ("impairment", "loss_every_nth"): "1 is refused",
-                    ("impairment", "selective_every_nth"): "1 is refused", ("impairment", "jitter_ms"): "delay_ms"}
+                    ("impairment", "selective_every_nth"): "1 is refused", ("impairment", "jitter_ms"): "delay_ms",
+                    **{(block, key): "a multiple of 0.0001" for block, key in (
+                        ("reference", "loss_percent"), ("impairment", "loss_percent"),
+                        ("impairment", "selective_percent"))}}
 #: What each block needs besides the probed key.
 ROLE_BASE = {"reference": {"rate_fps": 40000}, "impairment": {"delay_ms": 1}}
 

@@ -48,6 +48,11 @@ U32_MAX = 2**32 - 1
 #: the DUT after the campaign has begun), except from about 1e19 ms, where its conversion wraps and a delay the spec
 #: never said is applied unseen (1e+20ms was taken). Whole ms below it.
 MAX_DELAY_MS = 274_877
+#: The finest loss (and selection) percentage, %: nftables draws its random loss per million (numgen random mod
+#: 1000000 < ppm), so 0.12345678 % was applied as 0.1235 % and 0.00004 % as no loss at all, unsaid. One rule for both
+#: backends: what a DUT was given must not depend on whether its kernel had sch_netem.
+PERCENT_RESOLUTION = 0.0001
+PER_MILLION = 1_000_000
 TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
                 "ipv6": "ip6 daddr 2001:2::/48 meta l4proto { tcp, udp }"}
 
@@ -74,6 +79,8 @@ class Impairment:
         check_range("jitter_ms", self.jitter_ms, 0, MAX_DELAY_MS)
         check_range("selective_every_nth", self.selective_every_nth, 0, U32_MAX, integer=True)
         check_range("selective_percent", self.selective_percent, 0, 100)
+        for name in ("loss_percent", "selective_percent"):
+            _check_per_million(name, getattr(self, name))
         if self.limit is not None:
             check_range("limit", self.limit, 1, U32_MAX, integer=True)
         elif self.backend != "nftables":
@@ -144,22 +151,39 @@ def nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
         if imp.loss_every_nth:  # netem has no exact every-Nth loss: nftables gives it with either backend
             rules.append(f"{head} numgen inc mod {imp.loss_every_nth} 0 counter drop comment \"{family} every nth\"")
         if backend == "nftables" and imp.loss_percent:
-            ppm = round(imp.loss_percent * 10_000)
-            rules.append(f"{head} numgen random mod 1000000 < {ppm} counter drop comment \"{family} random\"")
+            rules.append(f"{head} numgen random mod {PER_MILLION} < {_ppm(imp.loss_percent)} counter drop "
+                         f"comment \"{family} random\"")
         if backend == "netem" and imp.selective_every_nth:
             rules.append(f"{head} numgen inc mod {imp.selective_every_nth} 0 meta mark set {MARK:#x} counter")
         if backend == "netem" and imp.selective_percent:
-            ppm = round(imp.selective_percent * 10_000)
-            rules.append(f"{head} numgen random mod 1000000 < {ppm} meta mark set {MARK:#x} counter")
+            rules.append(f"{head} numgen random mod {PER_MILLION} < {_ppm(imp.selective_percent)} meta mark set "
+                         f"{MARK:#x} counter")
     return rules
+
+
+def _check_per_million(name: str, percent: float) -> None:
+    """A percentage nftables' per-million draw gives exactly (PERCENT_RESOLUTION)."""
+    ppm = percent * PER_MILLION / 100
+    if abs(ppm - round(ppm)) > 1e-6:
+        raise InvalidParameter(name, percent, f"a multiple of {PERCENT_RESOLUTION:g} (1 per million, the finest "
+                               "random loss nftables draws)")
+
+
+def _ppm(percent: float) -> int:
+    return round(percent * PER_MILLION / 100)
+
+
+def _number(value: float) -> str:
+    """A value as tc is given it, every digit the spec gave (':g' kept six: 1234.5678 ms was applied as 1234.57)."""
+    return format(value, ".15g")
 
 
 def _netem_args(imp: Impairment, with_loss: bool) -> str:
     args = []
     if imp.delay_ms:
-        args.append(f"delay {imp.delay_ms:g}ms" + (f" {imp.jitter_ms:g}ms" if imp.jitter_ms else ""))
+        args.append(f"delay {_number(imp.delay_ms)}ms" + (f" {_number(imp.jitter_ms)}ms" if imp.jitter_ms else ""))
     if with_loss and imp.loss_percent:
-        args.append(f"loss {imp.loss_percent:g}%")
+        args.append(f"loss {_number(imp.loss_percent)}%")
     args.append(f"limit {imp.limit}")
     return " ".join(args)
 
@@ -174,7 +198,7 @@ def _tc_commands(imp: Impairment, port: str) -> list[str]:
         f"tc class replace dev {port} parent 1: classid 1:20 htb rate 100gbit",
     ]
     if imp.loss_percent:  # loss applies to every frame, marked or not
-        commands.append(f"tc qdisc replace dev {port} parent 1:10 handle 10: netem loss {imp.loss_percent:g}% "
+        commands.append(f"tc qdisc replace dev {port} parent 1:10 handle 10: netem loss {_number(imp.loss_percent)}% "
                         f"limit {imp.limit}")
     commands += [
         f"tc qdisc replace dev {port} parent 1:20 handle 20: netem {_netem_args(imp, with_loss=True)}",
@@ -215,7 +239,7 @@ def disclosure(settings: dict) -> dict:
         queues = "none: the DUT's own egress queues, untouched"
     elif imp.selective and imp.delay_ms:
         chosen = (f"every {imp.selective_every_nth}th (numgen inc)" if imp.selective_every_nth
-                  else f"{imp.selective_percent:g} % (numgen random)")
+                  else f"{_number(imp.selective_percent)} % (numgen random)")
         queues = (f"per egress port an htb root, rate 100gbit per class: the frames nftables marks, {chosen}, in "
                   f"class 1:20, a netem of limit {imp.limit} frames; the others in class 1:10, htb's default pfifo "
                   "leaf (as long as the port's txqueuelen)")
