@@ -270,11 +270,12 @@ def stored_rates(root: Path, request: dict, points: list[tuple[str, dict]], lab_
     for directory in candidates:
         rates = {}
         where = ""
+        read: dict = {}  # what the first point read of this campaign, for the others (_stored_rate)
         try:
             _check_inside(directory, root)
             for pid, spec in points:
                 where = f" for point {pid}" if len(points) > 1 else ""
-                rates[pid] = _stored_rate(directory, request, spec, lab_identity, compare_lab)
+                rates[pid] = _stored_rate(directory, request, spec, lab_identity, compare_lab, read)
         except _Unfit as exc:
             refusals.append(f"{directory}{where}: {exc}")
             continue
@@ -323,34 +324,60 @@ def _stored_points(manifest: dict) -> list[str]:
     return names
 
 
+def _once(read: dict, key: str, compute):
+    """compute(), or what it gave the first time for this stored campaign (read: one campaign's)."""
+    if key not in read:
+        read[key] = compute()
+    return read[key]
+
+
 def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: object,
-                 compare_lab: bool) -> tuple[float, dict]:
+                 compare_lab: bool, read: dict) -> tuple[float, dict]:
+    """A point's (rate, source) from one stored campaign, or _Unfit. read: what an earlier point of the same call
+    read of this campaign (its campaign.json, points.jsonl and each stored point's set-up), read once, not once a
+    point."""
     from trexlab.plan.repetition import SUMMARY, repetition_dir
     from trexlab.plan.runplan import procedure_params
     from trexlab.results.store import POINTS, PROVENANCE, first_difference, read_json, read_point_log
     from trexlab.spec.schema import REPETITIONS_MAX
 
-    try:
-        manifest = read_json(directory / "campaign.json")
-        procedure = manifest["spec"]["procedure"]["name"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Unfit(f"campaign.json unreadable ({str(exc).splitlines()[0]})") from None
+    def manifest_read() -> tuple[dict, str]:
+        try:
+            manifest = read_json(directory / "campaign.json")
+            return manifest, manifest["spec"]["procedure"]["name"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _Unfit(f"campaign.json unreadable ({str(exc).splitlines()[0]})") from None
+
+    manifest, procedure = _once(read, "manifest", manifest_read)
     if procedure != GIVES_RATE:
         raise _Unfit(f"a {procedure} campaign, not {GIVES_RATE}")
     measured_on = manifest.get("measured_on")
     wanted = setup_of(spec, lab_identity if compare_lab else None)
-    try:
-        status = read_point_log(directory)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0]})") from None
+
+    def status_read() -> dict:
+        try:
+            return read_point_log(directory)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise _Unfit(f"{POINTS} unreadable ({str(exc).splitlines()[0]})") from None
+
+    def setups_read() -> list[tuple[str, Path, dict, dict]]:
+        found: list[tuple[str, Path, dict, dict]] = []
+        for name in _stored_points(manifest):
+            point = directory / name
+            try:  # the point's spec as its repetitions ran it (its sweep values applied)
+                facts = read_json(repetition_dir(point, 1) / PROVENANCE)
+                found.append((name, point, facts, setup_of(facts["spec"], measured_on if compare_lab else None)))
+            except (OSError, ValueError, KeyError, TypeError, InvalidParameter):
+                continue  # never ran, or a spec this trexlab cannot read: no rate from it
+        return found
+
+    def search() -> dict:  # the search the spec names: it tells points of one set-up apart, the chosen one ran it
+        return _once(read, "search", lambda: vars(procedure_params(GIVES_RATE, request["params"],
+                                                                    "procedure.params.rate.params.")))
+
+    status = _once(read, "status", status_read)
     nearest, matching = None, []
-    for name in _stored_points(manifest):
-        point = directory / name
-        try:  # the point's spec as its repetitions ran it (its sweep values applied)
-            facts = read_json(repetition_dir(point, 1) / PROVENANCE)
-            have = setup_of(facts["spec"], measured_on if compare_lab else None)
-        except (OSError, ValueError, KeyError, TypeError, InvalidParameter):
-            continue  # never ran, or a spec this trexlab cannot read: no rate from it
+    for name, point, facts, have in _once(read, "setups", setups_read):
         difference = first_difference(have, wanted)
         if difference is not None:  # the refusal names the stored point that differs least, and how
             count = _differing(have, wanted)
@@ -359,8 +386,7 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
             continue
         matching.append((name, point, facts))
     if request.get("params") is not None and len(matching) > 1:  # the search the spec names tells them apart
-        given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
-        matching = [m for m in matching if _same_search(m[0], m[2], vars(given))] or matching[:1]
+        matching = [m for m in matching if _same_search(m[0], m[2], search())] or matching[:1]
     if len(matching) > 1:  # points that differ in their search only: which one's median is the rate, no one's guess
         raise _Unfit(f"one point of this set-up: {len(matching)} have it ("
                      f"{', '.join(name for name, _, _ in matching)})")
@@ -371,8 +397,7 @@ def _stored_rate(directory: Path, request: dict, spec: dict, lab_identity: objec
             raise _Unfit(f"point {name} is not done ({record.get('status') or 'not run'}): finish that "
                          "campaign first (run it again: it resumes)")
         if request.get("params") is not None:  # the search the spec expects is the one stored
-            given = procedure_params(GIVES_RATE, request["params"], "procedure.params.rate.params.")
-            if (found := first_difference(_search_of(name, facts), vars(given), "rate.params.")) is not None:
+            if (found := first_difference(_search_of(name, facts), search(), "rate.params.")) is not None:
                 raise _Unfit(f"point {name}: its search differs: {_difference_text(found)}")
         try:
             count = read_json(point / SUMMARY)["repetitions"]
