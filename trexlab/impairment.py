@@ -51,8 +51,8 @@ MAX_DELAY_MS = 274_877
 #: The finest loss (and selection) percentage, %: nftables draws its random loss per million (numgen random mod
 #: 1000000 < ppm), so 0.12345678 % was applied as 0.1235 % and 0.00004 % as no loss at all, unsaid. One rule for both
 #: backends: what a DUT was given must not depend on whether its kernel had sch_netem.
-PERCENT_RESOLUTION = 0.0001
 PER_MILLION = 1_000_000
+PERCENT_RESOLUTION = 100 / PER_MILLION
 TEST_TRAFFIC = {"ipv4": "ip daddr 198.18.0.0/15 meta l4proto { tcp, udp }",
                 "ipv6": "ip6 daddr 2001:2::/48 meta l4proto { tcp, udp }"}
 
@@ -162,9 +162,8 @@ def nft_rules(imp: Impairment, backend: str, port: str) -> list[str]:
 
 
 def _check_per_million(name: str, percent: float) -> None:
-    """A percentage nftables' per-million draw gives exactly (PERCENT_RESOLUTION)."""
-    ppm = percent * PER_MILLION / 100
-    if abs(ppm - round(ppm)) > 1e-6:
+    """A percentage nftables' per-million draw (_ppm) gives exactly (PERCENT_RESOLUTION)."""
+    if abs(percent * PER_MILLION / 100 - _ppm(percent)) > 1e-6:
         raise InvalidParameter(name, percent, f"a multiple of {PERCENT_RESOLUTION:g} (1 per million, the finest "
                                "random loss nftables draws)")
 
@@ -174,7 +173,9 @@ def _ppm(percent: float) -> int:
 
 
 def _number(value: float) -> str:
-    """A value as tc is given it, every digit the spec gave (':g' kept six: 1234.5678 ms was applied as 1234.57)."""
+    """A value as tc is given it, every digit the spec gave (':g' kept six: 1234.5678 ms was applied as 1234.57).
+    trexlab.results.stats.exact's rule; not imported: this module is also the collection's plugin_utils/impairment.py,
+    which has only its sibling modules (params, rolevalues)."""
     return format(value, ".15g")
 
 

@@ -181,6 +181,8 @@ def rule_from_mapping(value: dict) -> RepetitionRule:
     return RepetitionRule(minimum, maximum, float(percent), tuple(figures))
 
 
+#: How an adaptive rule that stopped on its intervals' widths records it (repetition writes it, rule_text reads it).
+STOPPED_NARROW = "every interval narrow enough"
 #: Said beside the intervals a point stopped on: their confidence is a fixed count's, and this count was not fixed.
 STOPPED_ON_WIDTH = ("each interval's confidence is that of a fixed count; the rule stopped at the first count whose "
                     "intervals were narrow, which can leave the interval it stopped on covering the median less often")
@@ -199,7 +201,7 @@ def rule_text(rule: dict | None) -> str | None:
         else:
             parts.append(f"{name}: no interval ({i['why']})")
     # Stopped on the widths: the count depends on them (optional stopping), so a fixed count's coverage is not exact.
-    caveat = f" ({STOPPED_ON_WIDTH})" if rule.get("stopped") == "every interval narrow enough" else ""
+    caveat = f" ({STOPPED_ON_WIDTH})" if rule.get("stopped") == STOPPED_NARROW else ""
     return (f"adaptive repetitions {rule['min']}..{rule['max']} until the {rule['confidence']:.0%} CI of the median "
             f"is narrower than {rule['median_ci_percent']:g} % of it: {rule['reached']} run, {rule['stopped']}: "
             + ", ".join(parts) + caveat)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trexlab.params import InvalidParameter
-from trexlab.plan.adaptive import RepetitionRule, rule_text, warm_bounds
+from trexlab.plan.adaptive import STOPPED_NARROW, RepetitionRule, rule_text, warm_bounds
 from trexlab.plan.resume import Replay, skip_trials
 from trexlab.procedures import procedure as procedure_of
 from trexlab.procedures import throughput
@@ -120,7 +120,7 @@ def repeat(procedure: str, generator, traffic: TrialSpec, params, repetitions: i
         narrow = len(results) >= rule.minimum and bool(intervals) and all(i["narrow"] for i in intervals.values())
         written["method"] = {**written["method"], "repetition_rule": {
             **rule.to_dict(), "reached": len(results), "intervals": intervals,
-            "stopped": "every interval narrow enough" if narrow else "maximum reached"}}
+            "stopped": STOPPED_NARROW if narrow else "maximum reached"}}
     write_json_atomic(parent / SUMMARY, written)
     return summary
 

@@ -418,12 +418,8 @@ def setups_plot(table: pd.DataFrame, labels: Iterable[str], by: str, figure: str
     scale, width = figure_scale(figure), 0.8 / len(labels)
     for k, label in enumerate(labels):
         x = [i + (k - (len(labels) - 1) / 2) * width for i in range(len(table))]
-        median = table[f"{label}_median"].map(numeric) * scale
-        lost = median == math.inf
-        median = median.where(~lost, math.nan)
-        # A censored minimum ('< 100') takes the error bar down to 0, as bar_plot's: a repetition lies below it.
-        low = (median - table[f"{label}_min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
-        high = (table[f"{label}_max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
+        median, lost, low, high = _bar_extent(table[f"{label}_median"], table[f"{label}_min"],
+                                              table[f"{label}_max"], scale)
         bars = ax.bar(x, median.fillna(0), width=width, color=colours[label], yerr=[low, high], capsize=3,
                       label="dual DUT" if label == "dual" else f"single DUT ({label})")
         bound = table.get(f"{label}_median_lower_bound", pd.Series(False, index=table.index))
@@ -513,6 +509,19 @@ def export_campaign(campaign: str | Path) -> dict[str, Path | None]:
     return {"summary": export(table, campaign / SUMMARY_CSV), "trials": write_columnar_tree(campaign)}
 
 
+def _bar_extent(median: pd.Series, minimum: pd.Series, maximum: pd.Series, scale: float):
+    """A bar's height and error bar from a table's median, min and max (numbers or censored text), in the plot's
+    unit: (median, lost, low, high). A median among lost frames (+inf) has no bar (NaN; lost marks it for a marker at
+    the top); a maximum among them has no upper error bar: no delay is drawn that no frame had, and the point keeps
+    its place on the axis. A censored minimum ('< 100') takes the error bar down to 0: a repetition lies below it."""
+    median = median.map(numeric) * scale
+    lost = median == math.inf
+    median = median.where(~lost, math.nan)
+    low = (median - minimum.map(numeric).fillna(0) * scale).where(median.notna(), 0)
+    high = (maximum.map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
+    return median, lost, low, high
+
+
 def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float = 1.0):
     """Bars of the median with min-max error bars per value of x, as in Lencse & Szilagyi 2024, Fig. 6.
 
@@ -524,13 +533,7 @@ def bar_plot(summary: pd.DataFrame, x: str, ylabel: str, ax=None, scale: float =
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.5))
     labels = [str(v) for v in summary[x]]
-    median = summary["median"].map(numeric) * scale
-    # A median among lost frames (+inf) has no bar, only a marker at the top (below); a maximum among them has no
-    # upper error bar: no delay is drawn that no frame had, and the point keeps its place on the axis.
-    lost = median == math.inf
-    median = median.where(~lost, math.nan)
-    low = (median - summary["min"].map(numeric).fillna(0) * scale).where(median.notna(), 0)
-    high = (summary["max"].map(numeric) * scale - median).where(lambda v: v < math.inf).fillna(0)
+    median, lost, low, high = _bar_extent(summary["median"], summary["min"], summary["max"], scale)
     bound = summary.get("median_lower_bound", pd.Series(False, index=summary.index)).fillna(False).astype(bool)
     bars = ax.bar(labels, median.fillna(0), yerr=[low, high], capsize=4, color="#4C72B0")
     for i in (i for i, is_lost in enumerate(lost) if is_lost):

@@ -165,6 +165,7 @@ class Iperf3Engine:
     default_window_bytes: int | None = None  # iperf3 without -w: the kernels autotune the socket buffers
     # The limit is the kernels' (Endpoints.window_limit): they cap a larger SO_SNDBUF/SO_RCVBUF without an error.
     over_window_limit = "the kernel would silently give a smaller window; raise it or use more connections"
+    raises_small_window = True  # a kernel gives a smaller buffer its own minimum (min_window), without an error
     rtt_resolution_s = 1e-6  # iperf3 reports the kernel's RTTs in microseconds
     rtt_sampling = "the sending kernel's smoothed RTT (tcp_info), its samples whole microseconds"
     cpu_method = ("each end's iperf3 process as iperf3 reports it (end.cpu_utilization_percent: host_total on the "
@@ -188,7 +189,6 @@ class Iperf3Engine:
         self.segmentation_offload = endpoints.facts.get("segmentation_offload")
         self.ports = list(endpoints.iperf3_ports)
         self._min_window: tuple[int, str] | None = None
-        self.raises_small_window = True
 
     @property
     def min_window(self) -> tuple[int, str] | None:

@@ -163,9 +163,7 @@ class LabLock:
         if handed is not None:  # held for this run by make run's check, which passed on the line it found there
             file, previous = handed
         else:
-            file = self._take()
-            file.seek(0)
-            previous = file.read().strip()
+            file, previous = self._take()
         self._file = file
         if previous:  # the holder died without letting go: a crash, a SIGKILL, a power cut
             stopped = self._take_over()
@@ -176,8 +174,9 @@ class LabLock:
         self._thread.start()
         return self
 
-    def _take(self) -> TextIO:
-        """The lock file, opened and its flock taken, or the refusal naming its holder."""
+    def _take(self) -> tuple[TextIO, str]:
+        """The lock file, opened and its flock taken, and the holder line found in it (a crashed run's; '' when
+        none), or the refusal naming its holder."""
         try:
             file = open(self.lock_path, "a+")  # noqa: SIM115 -- held open for the run's lifetime
         except OSError as exc:
@@ -190,7 +189,8 @@ class LabLock:
             holder = file.read().strip()
             file.close()
             raise self._in_use(holder) from None
-        return file
+        file.seek(0)
+        return file, file.read().strip()
 
     def _address(self, owner: int, st: os.stat_result) -> bytes:
         """The abstract Unix socket the lock of this lock file, held for make process owner, is handed over on."""
@@ -204,9 +204,7 @@ class LabLock:
         started = _started(int(owner)) if owner.isdigit() and _is_make_above(int(owner)) else None
         if started is None:  # not a make this check runs under (a value left in a shell): no lab held for it
             return
-        file = self._take()
-        file.seek(0)
-        previous = file.read().strip()
+        file, previous = self._take()
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             server.bind(self._address(int(owner), os.fstat(file.fileno())))
